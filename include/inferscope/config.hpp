@@ -1,0 +1,68 @@
+// InferScope session configuration: one settings model for the runtime, the collectors and the tools.
+//
+// Every field has a snake_case key used by .inferscope.yaml, and an environment variable INFERSCOPE_<KEY>
+// (upper case). Precedence: command-line flags > environment > .inferscope.yaml > defaults; `iscope-config
+// show` prints each effective value and where it came from.
+//
+//   inferscope::Config cfg;                 // defaults
+//   cfg.output = "serve.iscope";
+//   cfg.buffer_mode = inferscope::BufferMode::kRing;
+//   inferscope::Session session(cfg);       // records until `session` goes out of scope
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace inferscope {
+
+/// How recorded data leaves the per-thread buffers (DESIGN.md decision 3).
+enum class BufferMode {
+  kStream,  ///< chunks are appended to the dump as they fill: a long run is limited by disk, not memory
+  kRing,    ///< flight recorder: `trace_size_mb` in memory, oldest overwritten, written at stop/exit/SIGUSR2/flush
+};
+
+enum class LogLevel { kError, kWarn, kInfo, kDebug };
+
+struct Config {
+  // --- session -----------------------------------------------------------------------------------------
+  bool enable = false;                        ///< enable: start a session automatically (INFERSCOPE_ENABLE)
+  std::string output;                         ///< output: dump path; "" means inferscope-<pid>.iscope
+  BufferMode buffer_mode = BufferMode::kStream;  ///< buffer_mode: stream | ring
+  uint64_t trace_size_mb = 100;               ///< trace_size_mb: ring-mode memory budget (1..65536)
+  uint32_t thread_buffer_kb = 1024;           ///< thread_buffer_kb: per-thread buffer (64..262144, power of 2)
+  uint32_t flush_period_ms = 20;              ///< flush_period_ms: how often the writer drains (1..10000)
+  uint32_t calibration_period_ms = 1000;      ///< calibration_period_ms: clock calibration pairs (10..600000)
+  LogLevel log_level = LogLevel::kWarn;       ///< log_level: error | warn | info | debug
+  bool handle_signals = true;                 ///< handle_signals: write the dump on SIGINT/SIGTERM (env start)
+
+  // --- GPU collector (CUPTI) -------------------------------------------------------------------------
+  bool cupti = true;                          ///< cupti: collect GPU activity when a driver is present
+  std::string cupti_activities = "default";   ///< cupti_activities: default | minimal | full | comma list
+  uint32_t cupti_buffer_kb = 8192;            ///< cupti_buffer_kb: size of one CUPTI activity buffer
+  bool nvtx_capture = true;                   ///< nvtx_capture: record NVTX ranges the application emits
+  bool nvtx_emit = false;                     ///< nvtx_emit: also emit ISCOPE ranges as NVTX (Nsight Systems)
+
+  // --- Python collector ------------------------------------------------------------------------------
+  bool python = true;                         ///< python: trace Python calls when running under Python
+  std::string python_mode = "default";        ///< python_mode: default | full | off
+  std::string python_include;                 ///< python_include: comma list of module or path prefixes
+  std::string python_exclude;                 ///< python_exclude: comma list of module or path prefixes
+  uint32_t python_max_depth = 0;              ///< python_max_depth: 0 = unlimited
+
+  // --- system collector ------------------------------------------------------------------------------
+  bool system = true;                         ///< system: sample /proc and NVML counters
+  uint32_t sample_period_ms = 10;             ///< sample_period_ms: system sampling period (1..60000)
+  bool nvml = true;                           ///< nvml: sample GPU counters through NVML when present
+  bool perf_sampling = false;                 ///< perf_sampling: per-thread cpu-clock samples via perf_event_open
+
+  // --- reports and analyzer --------------------------------------------------------------------------
+  std::string report;                         ///< report: write this report at exit (.md, .html or .json)
+  std::string step;                           ///< step: name of the step range ("" = detect)
+  double launch_bound_max_kernel_us = 20.0;   ///< launch_bound_max_kernel_us: "short kernel" threshold
+  double idle_gap_us = 5.0;                   ///< idle_gap_us: GPU gaps shorter than this count as busy
+};
+
+/// The file name used when Config::output is empty: "inferscope-<pid>.iscope".
+std::string default_output_path();
+
+}  // namespace inferscope

@@ -1,0 +1,304 @@
+// InferScope event records: the one definition of every record the runtime writes and the dump holds.
+//
+// Every record starts with a 4-byte RecordHeader {kind, aux, size}; `size` counts the whole record including
+// the header and any trailing attributes, so a reader skips kinds it does not know. Kinds are append-only:
+// a number is never reused or given another meaning, and a kind may only grow by appending fields (a reader
+// accepts size >= the size it knows). docs/dump-format.md documents the layout byte by byte.
+//
+// Timestamps are raw clock ticks of the session's clock (TSC ticks, or CLOCK_MONOTONIC_RAW nanoseconds where
+// there is no invariant TSC); the dump's calibration pairs convert them late (DESIGN.md decision 1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace inferscope {
+
+/// Record kinds. Append-only: never renumber, never reuse.
+enum class RecordKind : uint8_t {
+  kPad = 0,           ///< filler at the end of a ring segment; skipped by readers
+  kRange = 1,         ///< RangeRecord: a complete CPU range (ISCOPE_RANGE, ISCOPE_FUNC, inferscope_py.scope)
+  kMark = 2,          ///< MarkRecord: an instant event
+  kThreadName = 3,    ///< ThreadNameRecord: the thread was (re)named at `ts`
+  kAsyncRange = 4,    ///< AsyncRangeRecord: a span that may begin and end on different threads
+  kThreadEnd = 5,     ///< ThreadEndRecord: the thread exited at `ts`
+  kPyCall = 6,        ///< PyCallRecord: a complete Python function call (code id from the code table)
+  kNvtxRange = 7,     ///< RangeRecord layout: an NVTX push/pop or start/end range the application emitted
+  kNvtxMark = 8,      ///< MarkRecord layout: an NVTX mark
+  kGpuKernel = 32,    ///< GpuKernelRecord
+  kGpuMemcpy = 33,    ///< GpuMemcpyRecord
+  kGpuMemset = 34,    ///< GpuMemsetRecord
+  kGpuSync = 35,      ///< GpuSyncRecord: cudaDeviceSynchronize / stream / event synchronization
+  kGpuMemory = 36,    ///< GpuMemoryRecord: device allocation or free
+  kCudaApi = 37,      ///< CudaApiRecord: a runtime or driver API call (selected callback ids only)
+  kGpuGraphLaunch = 38,  ///< GpuGraphLaunchRecord: a CUDA graph executed
+  kCollectorOverhead = 39,  ///< OverheadRecord: time a collector itself spent (CUPTI buffer flush, ...)
+  kClockCheck = 40,   ///< ClockCheckRecord: a CUDA-event round trip cross-checking CPU/GPU alignment
+  kCounter = 48,      ///< CounterRecord: one sample of a named counter (system collector, NVML, ...)
+};
+
+/// Attribute value types (AttrRecord::type).
+enum class AttrType : uint8_t { kNone = 0, kInt = 1, kDouble = 2, kString = 3, kBool = 4 };
+
+#pragma pack(push, 1)
+
+struct RecordHeader {
+  RecordKind kind;
+  uint8_t aux;    ///< kind-specific: nesting depth for ranges (saturates at 255), domain for API records, ...
+  uint16_t size;  ///< bytes of the whole record, header and trailing attributes included
+};
+static_assert(sizeof(RecordHeader) == 4);
+
+/// Optional attributes follow the fixed part of a Range, Mark or AsyncRange record: a u16 count, u16 zero,
+/// then `count` AttrRecord. Their presence is told by size > the kind's fixed size.
+struct AttrListHeader {
+  uint16_t count;
+  uint16_t reserved;
+};
+struct AttrRecord {
+  uint32_t key;  ///< string id
+  AttrType type;
+  uint8_t reserved[3];
+  union {
+    int64_t i;
+    double d;
+    uint64_t s;  ///< string id for kString
+  } value;
+};
+static_assert(sizeof(AttrListHeader) == 4);
+static_assert(sizeof(AttrRecord) == 16);
+
+/// A complete range, written once at its end. aux = depth on its thread (0 = outermost).
+struct RangeRecord {
+  RecordHeader h;
+  uint32_t name;  ///< string id
+  uint64_t start;
+  uint64_t end;
+};
+static_assert(sizeof(RangeRecord) == 24);
+
+struct MarkRecord {
+  RecordHeader h;
+  uint32_t name;
+  uint64_t ts;
+};
+static_assert(sizeof(MarkRecord) == 16);
+
+struct ThreadNameRecord {
+  RecordHeader h;
+  uint32_t name;
+  uint64_t ts;
+};
+static_assert(sizeof(ThreadNameRecord) == 16);
+
+struct ThreadEndRecord {
+  RecordHeader h;
+  uint32_t reserved;
+  uint64_t ts;
+};
+static_assert(sizeof(ThreadEndRecord) == 16);
+
+/// Written by the thread that ends the span; begin_thread names where it began.
+struct AsyncRangeRecord {
+  RecordHeader h;
+  uint32_t name;
+  uint64_t start;
+  uint64_t end;
+  uint64_t id;            ///< unique per process
+  uint32_t begin_thread;  ///< dump thread id
+  uint32_t end_thread;    ///< dump thread id
+};
+static_assert(sizeof(AsyncRangeRecord) == 40);
+
+/// A Python call. aux = depth of Python frames on this thread (saturating). `code` indexes the code table.
+struct PyCallRecord {
+  RecordHeader h;
+  uint32_t code;
+  uint64_t start;
+  uint64_t end;
+};
+static_assert(sizeof(PyCallRecord) == 24);
+
+/// Memory kinds as CUPTI names them (CUpti_ActivityMemoryKind values 0..5 map 1:1).
+enum class MemoryKind : uint8_t { kUnknown = 0, kPageable = 1, kPinned = 2, kDevice = 3, kArray = 4, kManaged = 5,
+                                  kDeviceStatic = 6, kManagedStatic = 7 };
+/// Copy directions (CUpti_ActivityMemcpyKind values map 1:1).
+enum class CopyKind : uint8_t { kUnknown = 0, kHtoD = 1, kDtoH = 2, kHtoA = 3, kAtoH = 4, kAtoA = 5, kAtoD = 6,
+                                kDtoA = 7, kDtoD = 8, kHtoH = 9, kPtoP = 10 };
+
+struct GpuKernelRecord {
+  RecordHeader h;         ///< aux unused
+  uint32_t name;          ///< demangled kernel name, string id
+  uint64_t start;
+  uint64_t end;
+  uint32_t correlation;   ///< links to the CudaApiRecord of the launch
+  uint32_t device;
+  uint32_t context;
+  uint32_t stream;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t registers;     ///< per thread
+  uint32_t static_smem;   ///< bytes per block
+  uint32_t dynamic_smem;  ///< bytes per block
+  uint32_t graph_id;      ///< 0 when not launched from a graph
+};
+static_assert(sizeof(GpuKernelRecord) == 76);
+
+struct GpuMemcpyRecord {
+  RecordHeader h;  ///< aux = CopyKind
+  uint32_t correlation;
+  uint64_t start;
+  uint64_t end;
+  uint64_t bytes;
+  uint32_t device;
+  uint32_t context;
+  uint32_t stream;
+  MemoryKind src_kind;
+  MemoryKind dst_kind;
+  uint8_t is_async;
+  uint8_t reserved;
+  uint32_t graph_id;
+  uint32_t dst_device;  ///< peer copies; equals device otherwise
+};
+static_assert(sizeof(GpuMemcpyRecord) == 52);
+
+struct GpuMemsetRecord {
+  RecordHeader h;  ///< aux = MemoryKind of the destination
+  uint32_t correlation;
+  uint64_t start;
+  uint64_t end;
+  uint64_t bytes;
+  uint32_t device;
+  uint32_t context;
+  uint32_t stream;
+  uint32_t value;
+};
+static_assert(sizeof(GpuMemsetRecord) == 48);
+
+/// Synchronization kinds (CUpti_ActivitySynchronizationType values map 1:1).
+enum class SyncKind : uint8_t { kUnknown = 0, kEventSynchronize = 1, kStreamWaitEvent = 2, kStreamSynchronize = 3,
+                                kContextSynchronize = 4 };
+
+struct GpuSyncRecord {
+  RecordHeader h;  ///< aux = SyncKind
+  uint32_t correlation;
+  uint64_t start;
+  uint64_t end;
+  uint32_t device;
+  uint32_t context;
+  uint32_t stream;  ///< 0xffffffff when not stream-specific
+  uint32_t event;   ///< CUDA event id when event-related, else 0
+};
+static_assert(sizeof(GpuSyncRecord) == 36);
+
+struct GpuMemoryRecord {
+  RecordHeader h;  ///< aux: 1 = allocation, 2 = release
+  uint32_t correlation;
+  uint64_t ts;
+  uint64_t address;
+  uint64_t bytes;
+  uint32_t device;
+  uint32_t stream;  ///< 0xffffffff when not stream-ordered
+  MemoryKind memory_kind;
+  uint8_t reserved[3];
+};
+static_assert(sizeof(GpuMemoryRecord) == 44);
+
+enum class ApiDomain : uint8_t { kRuntime = 1, kDriver = 2 };
+
+/// A CUDA API call on an application thread. aux = ApiDomain. Kernels, copies, syncs and allocations with
+/// the same correlation id were caused by this call.
+struct CudaApiRecord {
+  RecordHeader h;
+  uint32_t cbid;         ///< CUPTI callback id within the domain
+  uint64_t start;
+  uint64_t end;
+  uint32_t correlation;
+  uint32_t name;         ///< function name, string id
+  uint32_t os_tid;       ///< OS thread id of the caller (dump thread ids live in the thread table)
+  uint32_t reserved;
+};
+static_assert(sizeof(CudaApiRecord) == 36);
+
+struct GpuGraphLaunchRecord {
+  RecordHeader h;
+  uint32_t correlation;
+  uint64_t start;
+  uint64_t end;
+  uint32_t device;
+  uint32_t context;
+  uint32_t stream;
+  uint32_t graph_id;
+};
+static_assert(sizeof(GpuGraphLaunchRecord) == 36);
+
+struct OverheadRecord {
+  RecordHeader h;  ///< aux: collector-defined overhead kind
+  uint32_t name;   ///< what the time was spent on, string id
+  uint64_t start;
+  uint64_t end;
+};
+static_assert(sizeof(OverheadRecord) == 24);
+
+/// One CUDA-event round trip: the host recorded `cpu_before`/`cpu_after` around the launch of a marker and
+/// the GPU stamped `gpu_ts`; causality demands cpu_before <= gpu_ts. Values in session ticks.
+struct ClockCheckRecord {
+  RecordHeader h;
+  uint32_t device;
+  uint64_t cpu_before;
+  uint64_t gpu_ts;
+  uint64_t cpu_after;
+};
+static_assert(sizeof(ClockCheckRecord) == 32);
+
+/// Counter scopes (CounterRecord::scope).
+enum class CounterScope : uint8_t { kProcess = 0, kThread = 1, kDevice = 2, kMachine = 3, kNumaNode = 4 };
+
+/// One sample of a counter. aux = AttrType of the value (kInt or kDouble). `name` is a string id such as
+/// "cpu.user_ns" or "gpu.util_pct"; `target` is the dump thread id, device index or NUMA node per `scope`.
+struct CounterRecord {
+  RecordHeader h;
+  uint32_t name;
+  uint64_t ts;
+  union {
+    int64_t i;
+    double d;
+  } value;
+  CounterScope scope;
+  uint8_t reserved[3];
+  uint32_t target;
+};
+static_assert(sizeof(CounterRecord) == 32);
+
+#pragma pack(pop)
+
+/// Fixed size of a kind (the smallest size a reader accepts), 0 for unknown kinds.
+constexpr uint16_t fixed_record_size(RecordKind k) {
+  switch (k) {
+    case RecordKind::kPad: return sizeof(RecordHeader);
+    case RecordKind::kRange: case RecordKind::kNvtxRange: return sizeof(RangeRecord);
+    case RecordKind::kMark: case RecordKind::kNvtxMark: return sizeof(MarkRecord);
+    case RecordKind::kThreadName: return sizeof(ThreadNameRecord);
+    case RecordKind::kAsyncRange: return sizeof(AsyncRangeRecord);
+    case RecordKind::kThreadEnd: return sizeof(ThreadEndRecord);
+    case RecordKind::kPyCall: return sizeof(PyCallRecord);
+    case RecordKind::kGpuKernel: return sizeof(GpuKernelRecord);
+    case RecordKind::kGpuMemcpy: return sizeof(GpuMemcpyRecord);
+    case RecordKind::kGpuMemset: return sizeof(GpuMemsetRecord);
+    case RecordKind::kGpuSync: return sizeof(GpuSyncRecord);
+    case RecordKind::kGpuMemory: return sizeof(GpuMemoryRecord);
+    case RecordKind::kCudaApi: return sizeof(CudaApiRecord);
+    case RecordKind::kGpuGraphLaunch: return sizeof(GpuGraphLaunchRecord);
+    case RecordKind::kCollectorOverhead: return sizeof(OverheadRecord);
+    case RecordKind::kClockCheck: return sizeof(ClockCheckRecord);
+    case RecordKind::kCounter: return sizeof(CounterRecord);
+  }
+  return 0;
+}
+
+/// Whether a kind may carry a trailing attribute list.
+constexpr bool record_has_attrs(RecordKind k) {
+  return k == RecordKind::kRange || k == RecordKind::kMark || k == RecordKind::kAsyncRange;
+}
+
+}  // namespace inferscope
