@@ -142,7 +142,7 @@ struct GpuKernelRecord {
   uint32_t dynamic_smem;  ///< bytes per block
   uint32_t graph_id;      ///< 0 when not launched from a graph
 };
-static_assert(sizeof(GpuKernelRecord) == 76);
+static_assert(sizeof(GpuKernelRecord) == 80);
 
 struct GpuMemcpyRecord {
   RecordHeader h;  ///< aux = CopyKind
@@ -160,7 +160,7 @@ struct GpuMemcpyRecord {
   uint32_t graph_id;
   uint32_t dst_device;  ///< peer copies; equals device otherwise
 };
-static_assert(sizeof(GpuMemcpyRecord) == 52);
+static_assert(sizeof(GpuMemcpyRecord) == 56);
 
 struct GpuMemsetRecord {
   RecordHeader h;  ///< aux = MemoryKind of the destination
@@ -189,7 +189,7 @@ struct GpuSyncRecord {
   uint32_t stream;  ///< 0xffffffff when not stream-specific
   uint32_t event;   ///< CUDA event id when event-related, else 0
 };
-static_assert(sizeof(GpuSyncRecord) == 36);
+static_assert(sizeof(GpuSyncRecord) == 40);
 
 struct GpuMemoryRecord {
   RecordHeader h;  ///< aux: 1 = allocation, 2 = release
@@ -218,7 +218,7 @@ struct CudaApiRecord {
   uint32_t os_tid;       ///< OS thread id of the caller (dump thread ids live in the thread table)
   uint32_t reserved;
 };
-static_assert(sizeof(CudaApiRecord) == 36);
+static_assert(sizeof(CudaApiRecord) == 40);
 
 struct GpuGraphLaunchRecord {
   RecordHeader h;
@@ -230,7 +230,7 @@ struct GpuGraphLaunchRecord {
   uint32_t stream;
   uint32_t graph_id;
 };
-static_assert(sizeof(GpuGraphLaunchRecord) == 36);
+static_assert(sizeof(GpuGraphLaunchRecord) == 40);
 
 struct OverheadRecord {
   RecordHeader h;  ///< aux: collector-defined overhead kind

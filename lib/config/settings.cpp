@@ -2,6 +2,8 @@
 // is built by the configuration issue on top of this same interface.
 #include "config/settings.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -50,3 +52,7 @@ Resolved resolve(const ResolveOptions& options) {
 }
 
 }  // namespace inferscope::config
+
+namespace inferscope {
+std::string default_output_path() { return "inferscope-" + std::to_string(::getpid()) + ".iscope"; }
+}  // namespace inferscope

@@ -1,0 +1,282 @@
+#include "analyze/summary.hpp"
+
+#include "dump/clock_model.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+namespace inferscope::analyze {
+
+size_t DurationStats::bucket_of(uint64_t ns) {
+  if (ns < kSub) return static_cast<size_t>(ns);
+  const int e = std::bit_width(ns) - 1;  // ns in [2^e, 2^(e+1))
+  const int shift = e - 7;               // 128 = 2^7 sub-buckets per power of two
+  return static_cast<size_t>((e - 6) * kSub + static_cast<int>((ns >> shift) - kSub));
+}
+
+double DurationStats::bucket_value(size_t b) {
+  if (b < kSub) return static_cast<double>(b);
+  const size_t e = b / kSub + 6;
+  const size_t sub = b % kSub;
+  const double lo = std::ldexp(static_cast<double>(kSub + sub), static_cast<int>(e) - 7);
+  const double width = std::ldexp(1.0, static_cast<int>(e) - 7);
+  return lo + width / 2;
+}
+
+void DurationStats::add(uint64_t ns) {
+  size_t b = bucket_of(ns);
+  if (b >= buckets_.size()) buckets_.resize(b + 1);
+  ++buckets_[b];
+  ++count_;
+  total_ += ns;
+  min_ = std::min(min_, ns);
+  max_ = std::max(max_, ns);
+}
+
+double DurationStats::percentile(double q) const {
+  if (!count_) return 0;
+  if (q <= 0) return double(min());
+  if (q >= 1) return double(max_);
+  const uint64_t rank = static_cast<uint64_t>(std::ceil(q * double(count_)));
+  uint64_t seen = 0;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen >= rank) return std::clamp(bucket_value(b), double(min()), double(max_));
+  }
+  return double(max_);
+}
+
+const char* record_kind_name(RecordKind k) {
+  switch (k) {
+    case RecordKind::kPad: return "pad";
+    case RecordKind::kRange: return "range";
+    case RecordKind::kMark: return "mark";
+    case RecordKind::kThreadName: return "thread_name";
+    case RecordKind::kAsyncRange: return "async_range";
+    case RecordKind::kThreadEnd: return "thread_end";
+    case RecordKind::kPyCall: return "python_call";
+    case RecordKind::kNvtxRange: return "nvtx_range";
+    case RecordKind::kNvtxMark: return "nvtx_mark";
+    case RecordKind::kGpuKernel: return "gpu_kernel";
+    case RecordKind::kGpuMemcpy: return "gpu_memcpy";
+    case RecordKind::kGpuMemset: return "gpu_memset";
+    case RecordKind::kGpuSync: return "gpu_sync";
+    case RecordKind::kGpuMemory: return "gpu_memory";
+    case RecordKind::kCudaApi: return "cuda_api";
+    case RecordKind::kGpuGraphLaunch: return "gpu_graph_launch";
+    case RecordKind::kCollectorOverhead: return "collector_overhead";
+    case RecordKind::kClockCheck: return "clock_check";
+    case RecordKind::kCounter: return "counter";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Self time in one pass: a thread's ranges arrive in the order they end, so every child arrives before its
+// parent. children[d] accumulates the time of finished ranges at depth d whose parent is still open.
+struct SelfTimer {
+  std::vector<uint64_t> children;
+  uint64_t self(uint32_t depth, uint64_t dur) {
+    if (children.size() < depth + 2) children.resize(depth + 2, 0);
+    uint64_t kids = children[depth + 1];
+    children[depth + 1] = 0;
+    children[depth] += dur;
+    return dur > kids ? dur - kids : 0;
+  }
+};
+
+}  // namespace
+
+Summary summarize(const dump::DumpReader& r) {
+  Summary s;
+  dump::ClockModel clock(r.calibration());
+  auto ns = [&](uint64_t a, uint64_t b) -> uint64_t {
+    return b > a ? static_cast<uint64_t>(std::llround(clock.duration_ns(b - a))) : 0;
+  };
+  std::unordered_map<uint32_t, SelfTimer> range_self, py_self;
+  std::unordered_map<uint32_t, std::string> names;  // string id -> name, cached
+  auto name_of = [&](uint32_t id) -> const std::string& {
+    auto it = names.find(id);
+    if (it == names.end()) it = names.emplace(id, r.string_at(id)).first;
+    return it->second;
+  };
+  std::unordered_map<uint32_t, std::string> code_names;
+  auto code_name = [&](uint32_t code) -> const std::string& {
+    auto it = code_names.find(code);
+    if (it == code_names.end()) {
+      auto c = r.code_table().find(code);
+      std::string n = c == r.code_table().end() ? "<code " + std::to_string(code) + ">" : c->second.qualname;
+      it = code_names.emplace(code, std::move(n)).first;
+    }
+    return it->second;
+  };
+  auto span = [&](uint32_t thread, uint64_t a, uint64_t b) {
+    auto& t = s.threads[thread];
+    t.first_ts = std::min(t.first_ts, a);
+    t.last_ts = std::max(t.last_ts, b);
+    s.first_ts = std::min(s.first_ts, a);
+    s.last_ts = std::max(s.last_ts, b);
+  };
+
+  r.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+    ++s.records;
+    ++s.kinds[record_kind_name(h.kind)];
+    ++s.threads[thread].records;
+    switch (h.kind) {
+      case RecordKind::kRange:
+      case RecordKind::kNvtxRange: {
+        auto rec = dump::load<RangeRecord>(p);
+        uint64_t d = ns(rec.start, rec.end);
+        auto& st = s.ranges[name_of(rec.name)];
+        st.duration.add(d);
+        st.self_ns += h.kind == RecordKind::kRange ? range_self[thread].self(h.aux, d) : d;
+        span(thread, rec.start, rec.end);
+        break;
+      }
+      case RecordKind::kPyCall: {
+        auto rec = dump::load<PyCallRecord>(p);
+        uint64_t d = ns(rec.start, rec.end);
+        auto& st = s.python[code_name(rec.code)];
+        st.duration.add(d);
+        st.self_ns += py_self[thread].self(h.aux, d);
+        span(thread, rec.start, rec.end);
+        break;
+      }
+      case RecordKind::kMark:
+      case RecordKind::kNvtxMark: {
+        auto rec = dump::load<MarkRecord>(p);
+        ++s.marks[name_of(rec.name)];
+        span(thread, rec.ts, rec.ts);
+        break;
+      }
+      case RecordKind::kAsyncRange: {
+        auto rec = dump::load<AsyncRangeRecord>(p);
+        s.async[name_of(rec.name)].add(ns(rec.start, rec.end));
+        span(thread, rec.start, rec.end);
+        break;
+      }
+      case RecordKind::kGpuKernel: {
+        auto rec = dump::load<GpuKernelRecord>(p);
+        auto& st = s.kernels[name_of(rec.name)];
+        uint64_t d = ns(rec.start, rec.end);
+        st.duration.add(d);
+        st.self_ns += d;
+        span(thread, rec.start, rec.end);
+        break;
+      }
+      case RecordKind::kGpuMemcpy: {
+        auto rec = dump::load<GpuMemcpyRecord>(p);
+        s.memcpy_bytes += rec.bytes;
+        span(thread, rec.start, rec.end);
+        break;
+      }
+      default:
+        break;
+    }
+  });
+  return s;
+}
+
+namespace {
+
+std::string ms(double ns) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.3f", ns / 1e6);
+  return b;
+}
+std::string us(double ns) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.1f", ns / 1e3);
+  return b;
+}
+
+void print_named(std::ostream& out, const char* title, const std::map<std::string, NamedStats>& m, bool self) {
+  if (m.empty()) return;
+  std::vector<const std::pair<const std::string, NamedStats>*> v;
+  for (auto& kv : m) v.push_back(&kv);
+  std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->second.duration.total() > b->second.duration.total(); });
+  out << "\n## " << title << "\n\n| name | count | total ms |" << (self ? " self ms |" : "")
+      << " mean us | p50 us | p90 us | p99 us | max us |\n|---|---:|---:|" << (self ? "---:|" : "")
+      << "---:|---:|---:|---:|---:|\n";
+  for (auto* kv : v) {
+    const auto& d = kv->second.duration;
+    out << "| " << kv->first << " | " << d.count() << " | " << ms(double(d.total())) << " |";
+    if (self) out << " " << ms(double(kv->second.self_ns)) << " |";
+    out << " " << us(d.mean()) << " | " << us(d.percentile(0.5)) << " | " << us(d.percentile(0.9)) << " | "
+        << us(d.percentile(0.99)) << " | " << us(double(d.max())) << " |\n";
+  }
+}
+
+}  // namespace
+
+void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& out) {
+  dump::ClockModel clock(r.calibration());
+  out << "# InferScope dump summary: " << r.path() << "\n\n";
+  out << "- format version " << r.version_major() << "." << r.version_minor() << ", " << r.file_size() << " bytes"
+      << (r.is_ring_snapshot() ? ", ring-mode snapshot" : "") << "\n";
+  out << "- status: " << (r.complete() ? "complete" : "INCOMPLETE (no end chunk: the process did not stop cleanly)")
+      << "\n";
+  if (r.damage()) out << "- damage: " << r.damage()->message << "\n";
+  for (const char* k : {"cmdline", "pid", "hostname", "clock", "buffer_mode"}) {
+    std::string v = r.process_value(k);
+    if (!v.empty()) out << "- " << k << ": " << v << "\n";
+  }
+  if (s.records) out << "- recorded span: " << ms(clock.duration_ns(s.last_ts - s.first_ts)) << " ms\n";
+  out << "- records: " << s.records;
+  for (auto& [k, n] : s.kinds) out << (k == s.kinds.begin()->first ? " (" : ", ") << k << " " << n;
+  out << (s.kinds.empty() ? "" : ")") << "\n";
+  out << "- dropped records: " << r.total_dropped_records() << "\n";
+
+  out << "\n## Clock calibration\n\n";
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "- %zu points over %.3f s; %.6f ticks/ns (%s); max residual %.1f ns; max reading uncertainty %.1f ns\n",
+                clock.points(), clock.span_s(), clock.ns_per_tick() > 0 ? 1.0 / clock.ns_per_tick() : 0.0,
+                r.process_value("clock").c_str(), clock.max_residual_ns(), clock.max_uncertainty_ns());
+  out << line;
+
+  if (!r.collector_status().empty()) {
+    out << "\n## Collectors\n\n";
+    for (auto& [k, v] : r.collector_status()) out << "- " << k << ": " << v << "\n";
+  }
+
+  out << "\n## Threads\n\n| id | os tid | name | records | active ms | state |\n|---:|---:|---|---:|---:|---|\n";
+  for (auto& [id, t] : r.threads()) {
+    auto it = s.threads.find(id);
+    uint64_t n = it == s.threads.end() ? 0 : it->second.records;
+    double active = it == s.threads.end() || it->second.last_ts < it->second.first_ts
+                        ? 0
+                        : clock.duration_ns(it->second.last_ts - it->second.first_ts);
+    out << "| " << id << " | " << t.os_tid << " | " << (t.name.empty() ? "-" : t.name) << " | " << n << " | "
+        << ms(active) << " | " << (t.is_channel() ? "channel" : (t.flags & dump::kThreadExited) ? "exited" : "running")
+        << " |\n";
+  }
+
+  print_named(out, "Ranges", s.ranges, true);
+  print_named(out, "Python functions", s.python, true);
+  print_named(out, "GPU kernels", s.kernels, false);
+  if (!s.async.empty()) {
+    out << "\n## Async spans\n\n| name | count | total ms | mean us | p50 us | p99 us | max us |\n"
+           "|---|---:|---:|---:|---:|---:|---:|\n";
+    for (auto& [n, d] : s.async)
+      out << "| " << n << " | " << d.count() << " | " << ms(double(d.total())) << " | " << us(d.mean()) << " | "
+          << us(d.percentile(0.5)) << " | " << us(d.percentile(0.99)) << " | " << us(double(d.max())) << " |\n";
+  }
+  if (!s.marks.empty()) {
+    out << "\n## Marks\n\n| name | count |\n|---|---:|\n";
+    for (auto& [n, c] : s.marks) out << "| " << n << " | " << c << " |\n";
+  }
+  out << "\n## Drops\n\n";
+  auto drops = r.drops();
+  if (drops.empty()) out << "- none: every record reached the dump\n";
+  for (auto& d : drops) {
+    std::string who = d.thread_id == dump::kNoThread ? "process" : "thread " + std::to_string(d.thread_id);
+    out << "- " << who << ": " << d.records << " records (" << d.bytes << " bytes) " << d.reason << "\n";
+  }
+}
+
+}  // namespace inferscope::analyze

@@ -1,0 +1,69 @@
+// `iscope-analyze DUMP --summary`: what a dump holds, computed in one streaming pass over its records.
+#pragma once
+
+#include "dump/reader.hpp"
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace inferscope::analyze {
+
+/// Durations with exact count, total, min, max and percentiles from a log-linear histogram (128 buckets per
+/// power of two: a percentile is within 0.8 % of the true value), so memory does not grow with the count.
+class DurationStats {
+ public:
+  void add(uint64_t ns);
+  uint64_t count() const { return count_; }
+  uint64_t total() const { return total_; }
+  uint64_t min() const { return count_ ? min_ : 0; }
+  uint64_t max() const { return max_; }
+  double mean() const { return count_ ? double(total_) / double(count_) : 0; }
+  /// q in [0, 1]
+  double percentile(double q) const;
+
+ private:
+  static constexpr int kSub = 128;
+  static size_t bucket_of(uint64_t ns);
+  static double bucket_value(size_t b);
+  std::vector<uint64_t> buckets_;
+  uint64_t count_ = 0, total_ = 0, min_ = ~0ull, max_ = 0;
+};
+
+struct NamedStats {
+  DurationStats duration;
+  uint64_t self_ns = 0;
+};
+
+struct ThreadSummary {
+  uint64_t records = 0;
+  uint64_t first_ts = ~0ull;
+  uint64_t last_ts = 0;
+};
+
+/// Everything the summary prints, in nanoseconds.
+struct Summary {
+  std::map<std::string, NamedStats> ranges;    ///< ISCOPE ranges and NVTX ranges by name
+  std::map<std::string, NamedStats> python;    ///< Python functions by qualified name
+  std::map<std::string, NamedStats> kernels;   ///< GPU kernels by name
+  std::map<std::string, uint64_t> marks;       ///< mark name -> count
+  std::map<std::string, uint64_t> async_counts;
+  std::map<std::string, DurationStats> async;  ///< async spans by name
+  std::map<uint32_t, ThreadSummary> threads;
+  std::map<std::string, uint64_t> kinds;       ///< record kind name -> count
+  uint64_t memcpy_bytes = 0;
+  uint64_t records = 0;
+  uint64_t first_ts = ~0ull, last_ts = 0;
+};
+
+/// Computes the summary in one pass; throws dump::DumpError on a malformed record.
+Summary summarize(const dump::DumpReader& reader);
+
+/// Prints the summary as plain text with Markdown tables.
+void print_summary(const dump::DumpReader& reader, const Summary& summary, std::ostream& out);
+
+const char* record_kind_name(RecordKind k);
+
+}  // namespace inferscope::analyze

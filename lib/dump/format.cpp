@@ -1,0 +1,150 @@
+#include "dump/format.hpp"
+
+#include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+#endif
+
+namespace inferscope::dump {
+namespace {
+
+constexpr uint32_t kPoly = 0x82F63B78u;  // CRC-32C, reflected
+
+struct Tables {
+  std::array<std::array<uint32_t, 256>, 8> t{};
+  Tables() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (kPoly & (0u - (c & 1u)));
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i)
+      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+  }
+};
+
+uint32_t crc32c_sw(const uint8_t* p, size_t n, uint32_t crc) {
+  static const Tables tables;
+  const auto& t = tables.t;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    v ^= crc;
+    crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff] ^
+          t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^ t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
+    p += 8;
+    n -= 8;
+  }
+  while (n--) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xff];
+  return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t crc32c_hw(const uint8_t* p, size_t n, uint32_t crc) {
+  uint64_t c = crc;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (n--) c32 = _mm_crc32_u8(c32, *p++);
+  return c32;
+}
+
+bool have_sse42() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  return (c & bit_SSE4_2) != 0;
+}
+#endif
+
+}  // namespace
+
+uint32_t crc32c(const void* data, size_t size, uint32_t crc) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  crc = ~crc;
+#if defined(__x86_64__)
+  static const bool hw = have_sse42();
+  crc = hw ? crc32c_hw(p, size, crc) : crc32c_sw(p, size, crc);
+#else
+  crc = crc32c_sw(p, size, crc);
+#endif
+  return ~crc;
+}
+
+ChunkHeader make_chunk_header(ChunkType type, uint32_t count, const void* payload, size_t length) {
+  ChunkHeader h{};
+  h.type = static_cast<uint32_t>(type);
+  h.count = count;
+  h.length = length;
+  h.payload_crc = crc32c(payload, length);
+  h.header_crc = crc32c(&h, offsetof(ChunkHeader, header_crc));
+  return h;
+}
+
+FileHeader make_file_header(uint32_t flags) {
+  FileHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version_major = kVersionMajor;
+  h.version_minor = kVersionMinor;
+  h.flags = flags;
+  return h;
+}
+
+void ChunkBuilder::add_string(uint32_t id, std::string_view s) {
+  StringEntryHeader h{id, static_cast<uint32_t>(s.size())};
+  append(&h, sizeof(h));
+  append(s.data(), s.size());
+  ++count_;
+}
+
+void ChunkBuilder::add_key_value(std::string_view key, std::string_view value) {
+  uint16_t kl = static_cast<uint16_t>(key.size() > 0xffff ? 0xffff : key.size());
+  uint32_t vl = static_cast<uint32_t>(value.size());
+  append(&kl, sizeof(kl));
+  append(&vl, sizeof(vl));
+  append(key.data(), kl);
+  append(value.data(), vl);
+  ++count_;
+}
+
+void ChunkBuilder::finish_into(std::vector<uint8_t>& out) const {
+  ChunkHeader h = make_chunk_header(type_, count_, payload_.data(), payload_.size());
+  const auto* hb = reinterpret_cast<const uint8_t*>(&h);
+  out.insert(out.end(), hb, hb + sizeof(h));
+  out.insert(out.end(), payload_.begin(), payload_.end());
+}
+
+std::vector<uint8_t> ChunkBuilder::finish() const {
+  std::vector<uint8_t> out;
+  out.reserve(sizeof(ChunkHeader) + payload_.size());
+  finish_into(out);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_key_values(const uint8_t* p, size_t n, uint32_t count,
+                                                                  uint64_t file_offset) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  size_t off = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint16_t kl;
+    uint32_t vl;
+    if (off + 6 > n) throw DumpError("key/value entry " + std::to_string(i) + " runs past its chunk", file_offset + off);
+    std::memcpy(&kl, p + off, 2);
+    std::memcpy(&vl, p + off + 2, 4);
+    if (off + 6 + kl + uint64_t(vl) > n)
+      throw DumpError("key/value entry " + std::to_string(i) + " runs past its chunk", file_offset + off);
+    kv.emplace_back(std::string(reinterpret_cast<const char*>(p + off + 6), kl),
+                    std::string(reinterpret_cast<const char*>(p + off + 6 + kl), vl));
+    off += 6 + kl + vl;
+  }
+  return kv;
+}
+
+}  // namespace inferscope::dump

@@ -1,0 +1,246 @@
+#include "dump/reader.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace inferscope::dump {
+namespace {
+
+std::string at(const std::string& path, uint64_t offset) {
+  return path + ": offset " + std::to_string(offset) + ": ";
+}
+
+}  // namespace
+
+DumpReader::DumpReader(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw DumpError(path + ": cannot open: " + std::strerror(errno), 0);
+  struct stat st{};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw DumpError(path + ": not a regular file", 0);
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+  if (size_ == 0) {
+    ::close(fd_);
+    throw DumpError(path + ": empty file (0 bytes): not an InferScope dump", 0);
+  }
+  void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (m == MAP_FAILED) {
+    ::close(fd_);
+    throw DumpError(path + ": cannot map file: " + std::strerror(errno), 0);
+  }
+  base_ = static_cast<const uint8_t*>(m);
+  ::madvise(m, size_, MADV_SEQUENTIAL);
+
+  auto fail = [&](const std::string& msg, uint64_t off) {
+    ::munmap(const_cast<uint8_t*>(base_), size_);
+    ::close(fd_);
+    base_ = nullptr;
+    fd_ = -1;
+    throw DumpError(msg, off);
+  };
+  if (size_ < sizeof(FileHeader) || std::memcmp(base_, kMagic, sizeof(kMagic)) != 0)
+    fail(at(path, 0) + "not an InferScope dump (no INFSCOPE magic; " + std::to_string(size_) + " bytes)", 0);
+  FileHeader fh = load<FileHeader>(base_);
+  major_ = fh.version_major;
+  minor_ = fh.version_minor;
+  file_flags_ = fh.flags;
+  if (major_ != kVersionMajor)
+    fail(at(path, 8) + "dump format version " + std::to_string(major_) + "." + std::to_string(minor_) +
+             " is not supported by this reader (it reads version " + std::to_string(kVersionMajor) +
+             ".x); use a matching iscope-analyze",
+         8);
+
+  // Walk the chunks. A chunk that is incomplete or fails its checksum ends the walk: everything before it
+  // is valid, and damage() says where and how much was lost.
+  uint64_t off = sizeof(FileHeader);
+  std::vector<CodeEntry> raw_code;
+  std::vector<ThreadEntry> raw_threads;
+  while (off < size_) {
+    auto damaged = [&](const std::string& what, bool truncated) {
+      damage_ = Damage{off, size_ - off,
+                       at(path, off) + what + "; " + std::to_string(size_ - off) + " bytes from there on were not read",
+                       truncated};
+    };
+    if (size_ - off < sizeof(ChunkHeader)) {
+      damaged("file ends inside a chunk header (dump cut short)", true);
+      break;
+    }
+    ChunkHeader h = load<ChunkHeader>(base_ + off);
+    if (crc32c(&h, offsetof(ChunkHeader, header_crc)) != h.header_crc) {
+      damaged("corrupt chunk header (checksum mismatch)", false);
+      break;
+    }
+    if (h.length > size_ - off - sizeof(ChunkHeader)) {
+      damaged("chunk of " + std::to_string(h.length) + " bytes runs past the end of the file (dump cut short)", true);
+      break;
+    }
+    const uint8_t* payload = base_ + off + sizeof(ChunkHeader);
+    if (crc32c(payload, h.length) != h.payload_crc) {
+      damaged("corrupt chunk payload (checksum mismatch, chunk type " + std::to_string(h.type) + ")", false);
+      break;
+    }
+    uint64_t payload_off = off + sizeof(ChunkHeader);
+    switch (static_cast<ChunkType>(h.type)) {
+      case ChunkType::kCodeTable:
+        if (h.length != uint64_t(h.count) * sizeof(CodeEntry)) fail(at(path, off) + "bad code table size", off);
+        for (uint32_t i = 0; i < h.count; ++i) raw_code.push_back(load<CodeEntry>(payload + i * sizeof(CodeEntry)));
+        break;
+      case ChunkType::kThreads:
+        if (h.length != uint64_t(h.count) * sizeof(ThreadEntry)) fail(at(path, off) + "bad thread table size", off);
+        for (uint32_t i = 0; i < h.count; ++i)
+          raw_threads.push_back(load<ThreadEntry>(payload + i * sizeof(ThreadEntry)));
+        break;
+      default:
+        try {
+          parse_chunk(h, payload, payload_off);
+        } catch (const DumpError& e) {
+          fail(at(path, e.offset()) + e.what(), e.offset());
+        }
+    }
+    off = payload_off + h.length;
+  }
+
+  for (const auto& t : raw_threads) {
+    ThreadInfo& ti = threads_[t.thread_id];
+    ti.id = t.thread_id;
+    ti.os_tid = t.os_tid;
+    ti.pid = t.pid;
+    if (t.name) ti.name = string_at(t.name);
+    if (t.first_ts && (!ti.first_ts || t.first_ts < ti.first_ts)) ti.first_ts = t.first_ts;
+    if (t.end_ts) ti.end_ts = t.end_ts;
+    ti.flags |= t.flags;
+  }
+  for (const auto& c : raw_code) code_[c.code_id] = CodeInfo{string_at(c.qualname), string_at(c.file), c.line};
+}
+
+DumpReader::~DumpReader() {
+  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void DumpReader::parse_chunk(const ChunkHeader& h, const uint8_t* p, uint64_t off) {
+  auto expect_entries = [&](size_t entry) {
+    if (h.length != uint64_t(h.count) * entry)
+      throw DumpError("chunk length " + std::to_string(h.length) + " does not match " + std::to_string(h.count) +
+                          " entries of " + std::to_string(entry) + " bytes",
+                      off);
+  };
+  switch (static_cast<ChunkType>(h.type)) {
+    case ChunkType::kProcessInfo: {
+      auto kv = parse_key_values(p, h.length, h.count, off);
+      process_.insert(process_.end(), kv.begin(), kv.end());
+      break;
+    }
+    case ChunkType::kCollectorStatus: {
+      auto kv = parse_key_values(p, h.length, h.count, off);
+      status_.insert(status_.end(), kv.begin(), kv.end());
+      break;
+    }
+    case ChunkType::kStrings: {
+      uint64_t o = 0;
+      for (uint32_t i = 0; i < h.count; ++i) {
+        if (o + sizeof(StringEntryHeader) > h.length) throw DumpError("string entry runs past its chunk", off + o);
+        auto e = load<StringEntryHeader>(p + o);
+        if (o + sizeof(e) + e.length > h.length) throw DumpError("string entry runs past its chunk", off + o);
+        if (e.id > (1u << 28)) throw DumpError("string id " + std::to_string(e.id) + " out of range", off + o);
+        if (e.id >= strings_.size()) {
+          strings_.resize(e.id + 1);
+          has_string_.resize(e.id + 1, false);
+        }
+        strings_[e.id].assign(reinterpret_cast<const char*>(p + o + sizeof(e)), e.length);
+        has_string_[e.id] = true;
+        o += sizeof(e) + e.length;
+      }
+      break;
+    }
+    case ChunkType::kCalibration:
+      expect_entries(sizeof(CalibrationPoint));
+      for (uint32_t i = 0; i < h.count; ++i)
+        calibration_.push_back(load<CalibrationPoint>(p + i * sizeof(CalibrationPoint)));
+      break;
+    case ChunkType::kEvents: {
+      if (h.length < sizeof(EventsHeader)) throw DumpError("events chunk shorter than its header", off);
+      auto eh = load<EventsHeader>(p);
+      events_.push_back(EventsChunkRef{off + sizeof(EventsHeader), h.length - sizeof(EventsHeader), h.count,
+                                       eh.thread_id});
+      record_count_ += h.count;
+      break;
+    }
+    case ChunkType::kDrops:
+      expect_entries(sizeof(DropEntry));
+      for (uint32_t i = 0; i < h.count; ++i) {
+        auto d = load<DropEntry>(p + i * sizeof(DropEntry));
+        drops_[{d.thread_id, d.reason}] = d;
+      }
+      break;
+    case ChunkType::kEnd:
+      if (h.length < sizeof(EndEntry)) throw DumpError("end chunk too short", off);
+      end_ = load<EndEntry>(p);
+      break;
+    default:
+      break;  // a chunk type from a newer minor version: skipped
+  }
+}
+
+std::string DumpReader::process_value(const std::string& key) const {
+  // Later entries win: collectors add facts after the session's first process-info chunk.
+  for (auto it = process_.rbegin(); it != process_.rend(); ++it)
+    if (it->first == key) return it->second;
+  return {};
+}
+
+std::string DumpReader::string_at(uint32_t id) const {
+  if (has_string(id)) return strings_[id];
+  return "<string " + std::to_string(id) + ">";
+}
+
+std::vector<DropInfo> DumpReader::drops() const {
+  std::vector<DropInfo> out;
+  for (const auto& [key, d] : drops_) out.push_back(DropInfo{d.thread_id, string_at(d.reason), d.records, d.bytes});
+  return out;
+}
+
+uint64_t DumpReader::total_dropped_records() const {
+  uint64_t n = 0;
+  for (const auto& [key, d] : drops_) n += d.records;
+  return n;
+}
+
+void DumpReader::bad_record(const uint8_t* p, const char* what) const {
+  uint64_t off = static_cast<uint64_t>(p - base_);
+  throw DumpError(at(path_, off) + what, off);
+}
+
+std::vector<Attr> DumpReader::attributes(const uint8_t* rec) const {
+  std::vector<Attr> out;
+  RecordHeader h = load<RecordHeader>(rec);
+  if (!record_has_attrs(h.kind)) return out;
+  uint16_t fixed = fixed_record_size(h.kind);
+  if (h.size < fixed + sizeof(AttrListHeader)) return out;
+  auto lh = load<AttrListHeader>(rec + fixed);
+  if (fixed + sizeof(AttrListHeader) + size_t(lh.count) * sizeof(AttrRecord) > h.size)
+    bad_record(rec, "attribute list runs past its record");
+  for (uint16_t i = 0; i < lh.count; ++i) {
+    auto a = load<AttrRecord>(rec + fixed + sizeof(AttrListHeader) + i * sizeof(AttrRecord));
+    Attr x;
+    x.key = string_at(a.key);
+    x.type = a.type;
+    switch (a.type) {
+      case AttrType::kInt: case AttrType::kBool: x.i = a.value.i; break;
+      case AttrType::kDouble: x.d = a.value.d; break;
+      case AttrType::kString: x.s = string_at(static_cast<uint32_t>(a.value.s)); break;
+      default: break;
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace inferscope::dump

@@ -1,0 +1,107 @@
+// The runtime's interface for collectors and tests (not public API): string and code interning, collector
+// registration, channels for records that belong to no application thread, clock calibration.
+#pragma once
+
+#include <inferscope/config.hpp>
+#include <inferscope/internal/hot_path.hpp>
+
+#include "dump/format.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace inferscope::runtime {
+
+// --- strings and code objects ----------------------------------------------------------------------------
+
+/// Interns `s` (process-wide, never freed); ids start at 1. Thread-safe, takes a lock: not for hot paths.
+uint32_t intern(std::string_view s);
+/// Interns `s` and returns its id with a view of the stored text (valid for the life of the process).
+std::pair<uint32_t, std::string_view> intern_view(std::string_view s);
+/// Interns a Python code object (or anything with a qualified name, file and line); returns its code id.
+uint32_t intern_code(std::string_view qualname, std::string_view file, uint32_t line);
+/// "ns::Class::method" from a __PRETTY_FUNCTION__ string.
+std::string function_name_from_pretty(std::string_view pretty);
+
+// --- clock -------------------------------------------------------------------------------------------------
+
+/// Reads the session clock and CLOCK_MONOTONIC/CLOCK_REALTIME as close together as possible.
+dump::CalibrationPoint take_calibration_point();
+/// "tsc" or "monotonic_raw".
+const char* clock_name();
+
+// --- collectors --------------------------------------------------------------------------------------------
+
+/// A source of records beside the annotations (GPU activity, Python calls, system samples). The runtime
+/// starts every registered collector the configuration enables, after the writer runs, and stops them
+/// before the final drain. A collector that cannot work returns a status that says so; it never throws.
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual const char* name() const = 0;
+  /// Whether the configuration asks for this collector.
+  virtual bool wanted(const Config& config) const = 0;
+  /// Starts collecting; returns the one-line status that goes into the dump ("on: ..." / "off: ...").
+  virtual std::string start(const Config& config) = 0;
+  /// Called from the writer thread every flush period while the session runs (hand over what is buffered).
+  virtual void flush() {}
+  /// Stops collecting and hands over everything still buffered. Called from stop(), before the final drain.
+  virtual void stop() = 0;
+};
+
+/// Registers a collector factory; collectors do this from a static registrar in their own source file.
+void register_collector(std::function<std::unique_ptr<Collector>()> factory);
+
+struct CollectorRegistrar {
+  explicit CollectorRegistrar(std::function<std::unique_ptr<Collector>()> f) { register_collector(std::move(f)); }
+};
+
+/// Replaces (or adds) the one-line status of a collector in the dump, e.g. after a late failure.
+void set_collector_status(const std::string& collector, const std::string& status);
+
+/// Adds a key/value to the dump's process info (e.g. "gpu.0.name"). Later values for a key win.
+void set_process_info(const std::string& key, const std::string& value);
+
+/// Adds to a drop count that is not a ring's own ("cupti_dropped", ...).
+void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, uint64_t bytes);
+
+/// A stream of records that belongs to no application thread: it gets its own entry in the thread table
+/// (flagged as a channel) and its own ring. One producer at a time: write() takes the channel's lock.
+class Channel {
+ public:
+  /// Writes one record. When the ring is full, waits up to `max_wait_ms` for the writer to make room
+  /// (collector threads may wait; application threads never do), then drops and counts.
+  bool write(const void* record, uint32_t size, uint32_t max_wait_ms = 50);
+  uint32_t thread_id() const { return thread_id_; }
+  /// Ends the channel (the session stopped); later writes return false.
+  void close() {
+    std::lock_guard lk(mu_);
+    ring_ = nullptr;
+  }
+
+ private:
+  friend Channel* open_channel(std::string_view name);
+  Channel() = default;
+  std::mutex mu_;
+  detail::ThreadRing* ring_ = nullptr;
+  uint32_t thread_id_ = 0;
+};
+
+/// Opens a channel for the running session (nullptr when none runs). Valid until the session stops.
+Channel* open_channel(std::string_view name);
+
+/// Dump thread id of the calling thread in the running session (binding it if needed); 0 when none runs.
+uint32_t current_thread_id();
+
+/// Called by the writer thread each flush period, for collectors that sample (e.g. the system sampler
+/// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.
+void flush_now();
+
+/// Test hook: the configuration the running session was started with.
+const Config& active_config();
+
+}  // namespace inferscope::runtime

@@ -1,0 +1,1003 @@
+// Sessions, per-thread rings and the writer thread (DESIGN.md decision 3).
+//
+// Every recording thread owns a single-producer ring (include/inferscope/internal/hot_path.hpp). One writer
+// thread per session wakes every flush period, drains all rings into EVENTS chunks and either appends them
+// to the dump (stream mode) or keeps them in a bounded in-memory window (ring mode, oldest dropped first).
+// Rings are owned by the process-wide registry, not by threads: a thread that exits marks its ring retired
+// and the writer frees it once drained, so nothing a thread recorded is lost when it exits.
+#include "runtime/session.hpp"
+
+#include <inferscope/scope.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace inferscope::detail {
+std::atomic<uint32_t> g_session{0};
+__thread ThreadState t_state __attribute__((tls_model("initial-exec")));
+}  // namespace inferscope::detail
+
+namespace inferscope::runtime {
+namespace {
+
+using dump::ChunkBuilder;
+using dump::ChunkType;
+
+uint32_t os_tid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+struct RingEntry : detail::ThreadRing {
+  uint32_t thread_id = 0;
+  uint32_t epoch = 0;
+  bool channel = false;
+  std::atomic<bool> retired{false};
+  std::unique_ptr<uint8_t[]> storage;
+};
+
+RingEntry* make_ring(uint64_t bytes) {
+  uint64_t cap = 64 * 1024;
+  while (cap < bytes) cap <<= 1;
+  auto* e = new RingEntry;
+  e->storage.reset(new uint8_t[cap]);
+  e->data = e->storage.get();
+  e->capacity = cap;
+  e->mask = cap - 1;
+  return e;
+}
+
+enum Command : uint8_t { kCmdWake = 'W', kCmdFinish = 'F', kCmdSnapshot = 'S' };
+
+struct SessionState {
+  Config cfg;
+  uint32_t epoch = 0;
+  std::string output;
+  bool ring_mode = false;
+  bool from_env = false;
+  int fd = -1;
+  bool write_failed = false;
+  std::thread writer;
+
+  // Guarded by Global::registry.
+  std::map<uint32_t, dump::ThreadEntry> threads;
+  std::set<uint32_t> dirty_threads;
+  std::vector<std::unique_ptr<Channel>> channels;
+
+  // Guarded by meta_mu.
+  std::mutex meta_mu;
+  std::vector<std::pair<std::string, std::string>> status;
+  std::vector<std::pair<std::string, std::string>> process_extra;
+  bool meta_dirty = false;
+  std::map<std::pair<uint32_t, std::string>, std::pair<uint64_t, uint64_t>> extra_drops;
+
+  // Writer thread only (and stop(), after the writer has finished).
+  std::vector<dump::CalibrationPoint> calib;
+  size_t calib_written = 0;
+  uint32_t strings_written = 0;
+  uint32_t code_written = 0;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> ring_drops;  // thread -> cumulative (records, bytes)
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> overwritten;
+  std::deque<std::vector<uint8_t>> retained;  // ring mode: whole EVENTS chunks, oldest first
+  uint64_t retained_bytes = 0;
+  uint64_t records_written = 0;
+  uint64_t drops_written_total = ~0ull;
+  std::vector<std::unique_ptr<Collector>> collectors;
+
+  // Snapshot requests (ring mode).
+  std::mutex snap_mu;
+  std::condition_variable snap_cv;
+  uint64_t snaps_requested = 0;
+  uint64_t snaps_done = 0;
+  std::string last_snapshot;
+  uint32_t flush_index = 0;
+  std::atomic<int> pending_signal{0};
+};
+
+struct Global {
+  std::mutex control;   // start / stop / flush_ring
+  std::mutex registry;  // rings, thread tables, binding
+  std::vector<RingEntry*> rings;
+  SessionState* session = nullptr;  // the running or the last session
+  uint32_t next_epoch = 1;
+  uint32_t next_thread_id = 1;
+  std::vector<std::function<std::unique_ptr<Collector>()>> factories;
+  int pipe_r = -1, pipe_w = -1;
+  std::string last_output;
+  LogLevel log_level = LogLevel::kWarn;
+  bool atexit_registered = false;
+};
+
+// Never destroyed: application threads may record while the process exits.
+Global& G() {
+  static Global* g = new Global;
+  return *g;
+}
+
+void send_command(uint8_t c) {
+  Global& g = G();
+  if (g.pipe_w >= 0) {
+    ssize_t r;
+    do r = ::write(g.pipe_w, &c, 1);
+    while (r < 0 && errno == EINTR);
+  }
+}
+
+thread_local std::string t_thread_name;
+thread_local bool t_exiting = false;
+
+struct ExitGuard {
+  RingEntry* entry = nullptr;
+  ~ExitGuard();
+};
+thread_local ExitGuard t_exit_guard;
+
+uint32_t name_for_new_thread() {
+  if (!t_thread_name.empty()) return intern(t_thread_name);
+  char buf[64] = {};
+  if (pthread_getname_np(pthread_self(), buf, sizeof(buf)) == 0 && buf[0]) return intern(buf);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Draining and writing (writer thread)
+
+struct Drained {
+  std::vector<std::vector<uint8_t>> chunks;  // complete EVENTS chunks (header included)
+};
+
+// Copies one ring's published records into an EVENTS chunk; returns false when there was nothing new.
+bool drain_ring(RingEntry* e, std::vector<uint8_t>& chunk, uint64_t& records) {
+  const uint64_t pub = e->published.load(std::memory_order_acquire);
+  const uint64_t tail = e->tail.load(std::memory_order_relaxed);
+  if (pub == tail) return false;
+  ChunkBuilder b(ChunkType::kEvents);
+  dump::EventsHeader eh{e->thread_id, 0};
+  b.append(&eh, sizeof(eh));
+  uint64_t pos = tail;
+  uint32_t n = 0;
+  while (pos < pub) {
+    const uint64_t off = pos & e->mask;
+    const uint64_t seg = std::min<uint64_t>(pub - pos, e->capacity - off);
+    const uint8_t* p = e->data + off;
+    // Count records (pads included: the reader skips them) while copying the segment.
+    for (uint64_t o = 0; o < seg;) {
+      RecordHeader h;
+      std::memcpy(&h, p + o, sizeof(h));
+      if (h.kind != RecordKind::kPad) ++n;
+      o += h.size ? h.size : seg;  // a zero size cannot happen; never loop forever on a corrupt ring
+    }
+    b.append(p, seg);
+    pos += seg;
+  }
+  e->tail.store(pub, std::memory_order_release);
+  b.add_count(n);
+  records += n;
+  chunk = b.finish();
+  return true;
+}
+
+void drain_all(SessionState& s, Drained& out) {
+  Global& g = G();
+  std::vector<RingEntry*> mine;
+  {
+    std::lock_guard lk(g.registry);
+    for (RingEntry* e : g.rings)
+      if (e->epoch == s.epoch) mine.push_back(e);
+  }
+  std::vector<RingEntry*> done;
+  for (RingEntry* e : mine) {
+    // Read `retired` before draining: a retired ring gets no more records, so once drained it can go.
+    const bool retired = e->retired.load(std::memory_order_acquire);
+    std::vector<uint8_t> chunk;
+    if (drain_ring(e, chunk, s.records_written)) out.chunks.push_back(std::move(chunk));
+    s.ring_drops[e->thread_id] = {e->dropped_records.load(std::memory_order_relaxed),
+                                  e->dropped_bytes.load(std::memory_order_relaxed)};
+    if (retired && !e->channel) done.push_back(e);
+  }
+  std::lock_guard lk(g.registry);
+  const uint32_t current = detail::g_session.load(std::memory_order_relaxed);
+  auto gone = [&](RingEntry* e) {
+    bool mine_done = std::find(done.begin(), done.end(), e) != done.end();
+    bool stale = e->retired.load(std::memory_order_acquire) && e->epoch != s.epoch && e->epoch != current;
+    if (mine_done || stale) {
+      delete e;
+      return true;
+    }
+    return false;
+  };
+  g.rings.erase(std::remove_if(g.rings.begin(), g.rings.end(), gone), g.rings.end());
+}
+
+void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
+  ChunkBuilder b(ChunkType::kProcessInfo);
+  b.add_key_value("pid", std::to_string(::getpid()));
+  b.add_key_value("ppid", std::to_string(::getppid()));
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  b.add_key_value("hostname", host);
+  std::ifstream cl("/proc/self/cmdline", std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(cl)), std::istreambuf_iterator<char>());
+  while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  b.add_key_value("cmdline", cmd);
+  char exe[4096] = {};
+  if (::readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) b.add_key_value("exe", exe);
+  b.add_key_value("clock", clock_name());
+  b.add_key_value("start_realtime_ns", s.calib.empty() ? "0" : std::to_string(s.calib.front().realtime_ns));
+  b.add_key_value("buffer_mode", s.ring_mode ? "ring" : "stream");
+  b.add_key_value("trace_size_mb", std::to_string(s.cfg.trace_size_mb));
+  b.add_key_value("thread_buffer_kb", std::to_string(s.cfg.thread_buffer_kb));
+  b.add_key_value("inferscope_version", "0.1.0");
+  b.add_key_value("session_epoch", std::to_string(s.epoch));
+  b.finish_into(out);
+}
+
+void append_meta_kv(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  std::lock_guard lk(s.meta_mu);
+  if (!all && !s.meta_dirty) return;
+  s.meta_dirty = false;
+  if (!s.status.empty()) {
+    ChunkBuilder b(ChunkType::kCollectorStatus);
+    for (auto& [k, v] : s.status) b.add_key_value(k, v);
+    b.finish_into(out);
+  }
+  if (!s.process_extra.empty()) {
+    ChunkBuilder b(ChunkType::kProcessInfo);
+    for (auto& [k, v] : s.process_extra) b.add_key_value(k, v);
+    b.finish_into(out);
+  }
+}
+
+// Strings and code entries new since the cursors (or all of them for a ring snapshot).
+void append_tables(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  uint32_t first = all ? 1 : std::max<uint32_t>(1, s.strings_written);
+  ChunkBuilder sb(ChunkType::kStrings);
+  uint32_t next = 0;
+  strings_since(first, [&](uint32_t id, std::string_view v) { sb.add_string(id, v); }, &next);
+  if (!sb.empty()) sb.finish_into(out);
+  if (!all) s.strings_written = next;
+  ChunkBuilder cb(ChunkType::kCodeTable);
+  code_since(all ? 0 : s.code_written, [&](const dump::CodeEntry& c) { cb.add(c); }, &next);
+  if (!cb.empty()) cb.finish_into(out);
+  if (!all) s.code_written = next;
+}
+
+void append_threads(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  ChunkBuilder b(ChunkType::kThreads);
+  {
+    std::lock_guard lk(G().registry);
+    if (all) {
+      for (auto& [id, t] : s.threads) b.add(t);
+    } else {
+      for (uint32_t id : s.dirty_threads) b.add(s.threads[id]);
+      s.dirty_threads.clear();
+    }
+  }
+  if (!b.empty()) b.finish_into(out);
+}
+
+void append_calibration(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  ChunkBuilder b(ChunkType::kCalibration);
+  for (size_t i = all ? 0 : s.calib_written; i < s.calib.size(); ++i) b.add(s.calib[i]);
+  if (!all) s.calib_written = s.calib.size();
+  if (!b.empty()) b.finish_into(out);
+}
+
+std::vector<dump::DropEntry> current_drops(SessionState& s) {
+  std::vector<dump::DropEntry> d;
+  const uint32_t full = intern("buffer_full");
+  for (auto& [tid, c] : s.ring_drops)
+    if (c.first) d.push_back({tid, full, c.first, c.second});
+  const uint32_t over = intern("ring_overwritten");
+  for (auto& [tid, c] : s.overwritten) d.push_back({tid, over, c.first, c.second});
+  std::lock_guard lk(s.meta_mu);
+  for (auto& [key, c] : s.extra_drops) d.push_back({key.first, intern(key.second), c.first, c.second});
+  return d;
+}
+
+uint64_t total_drops(const std::vector<dump::DropEntry>& d) {
+  uint64_t n = 0;
+  for (auto& e : d) n += e.records;
+  return n;
+}
+
+void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  auto d = current_drops(s);
+  uint64_t total = total_drops(d);
+  // Drop counts are cumulative; write them when they change (and in every snapshot).
+  if (!all && total == s.drops_written_total) return;
+  if (!all) s.drops_written_total = total;
+  if (d.empty() && !all) return;
+  ChunkBuilder b(ChunkType::kDrops);
+  for (auto& e : d) b.add(e);
+  b.finish_into(out);
+}
+
+void append_end(SessionState& s, std::vector<uint8_t>& out) {
+  dump::EndEntry end{detail::now(), s.records_written, total_drops(current_drops(s))};
+  ChunkBuilder b(ChunkType::kEnd);
+  b.add(end);
+  b.finish_into(out);
+}
+
+bool write_all(int fd, const std::vector<uint8_t>& buf) {
+  size_t off = 0;
+  while (off < buf.size()) {
+    ssize_t r = ::write(fd, buf.data() + off, buf.size() - off);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    off += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void stream_write(SessionState& s, std::vector<uint8_t>& buf) {
+  if (buf.empty() || s.fd < 0) return;
+  if (!write_all(s.fd, buf) && !s.write_failed) {
+    s.write_failed = true;
+    log(LogLevel::kError, "writing " + s.output + " failed: " + std::strerror(errno) +
+                              "; the dump holds what was written before");
+  }
+  buf.clear();
+}
+
+// Ring mode: keep the newest chunks within the budget; what falls out is counted per thread.
+void retain(SessionState& s, std::vector<uint8_t>&& chunk) {
+  const uint64_t budget = s.cfg.trace_size_mb * 1024 * 1024;
+  s.retained_bytes += chunk.size();
+  s.retained.push_back(std::move(chunk));
+  while (s.retained_bytes > budget && s.retained.size() > 1) {
+    auto& old = s.retained.front();
+    dump::ChunkHeader h;
+    std::memcpy(&h, old.data(), sizeof(h));
+    dump::EventsHeader eh;
+    std::memcpy(&eh, old.data() + sizeof(h), sizeof(eh));
+    auto& c = s.overwritten[eh.thread_id];
+    c.first += h.count;
+    c.second += h.length;
+    s.retained_bytes -= old.size();
+    s.retained.pop_front();
+  }
+}
+
+std::string snapshot_path(SessionState& s, bool final) {
+  if (final) return s.output;
+  std::string stem = s.output;
+  std::string ext = ".iscope";
+  auto dot = stem.rfind('.');
+  auto slash = stem.rfind('/');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+    ext = stem.substr(dot);
+    stem = stem.substr(0, dot);
+  }
+  return stem + ".flush" + std::to_string(++s.flush_index) + ext;
+}
+
+// Ring mode: a whole dump of the current window, written to a temporary file and renamed into place.
+bool write_snapshot(SessionState& s, const std::string& path) {
+  std::vector<uint8_t> out;
+  auto fh = dump::make_file_header(1);
+  out.insert(out.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
+  append_process_info(s, out);
+  append_meta_kv(s, out, true);
+  append_tables(s, out, true);
+  append_threads(s, out, true);
+  append_calibration(s, out, true);
+  for (auto& c : s.retained) out.insert(out.end(), c.begin(), c.end());
+  append_drops(s, out, true);
+  append_end(s, out);
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || !write_all(fd, out)) {
+    if (fd >= 0) ::close(fd);
+    log(LogLevel::kError, "cannot write " + tmp + ": " + std::strerror(errno));
+    return false;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    log(LogLevel::kError, "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+// One writer cycle: drain, then hand the chunks to the sink. Strings are written after the drain so every
+// id a drained record uses is already in the table (it was interned before the record was written).
+void cycle(SessionState& s, std::vector<uint8_t>& buf) {
+  Drained d;
+  drain_all(s, d);
+  if (s.ring_mode) {
+    for (auto& c : d.chunks) retain(s, std::move(c));
+    return;
+  }
+  append_meta_kv(s, buf, false);
+  append_tables(s, buf, false);
+  append_threads(s, buf, false);
+  append_calibration(s, buf, false);
+  for (auto& c : d.chunks) buf.insert(buf.end(), c.begin(), c.end());
+  append_drops(s, buf, false);
+  stream_write(s, buf);
+}
+
+void finish_writing(SessionState& s) {
+  std::vector<uint8_t> buf;
+  cycle(s, buf);
+  if (s.ring_mode) {
+    write_snapshot(s, snapshot_path(s, true));
+  } else {
+    append_meta_kv(s, buf, false);
+    append_tables(s, buf, false);
+    append_threads(s, buf, false);
+    append_calibration(s, buf, false);
+    append_drops(s, buf, true);
+    append_end(s, buf);
+    stream_write(s, buf);
+    ::close(s.fd);
+    s.fd = -1;
+  }
+}
+
+bool stop_impl(bool from_writer, int signal_number);
+
+void writer_main(SessionState* s) {
+  Global& g = G();
+  std::vector<uint8_t> buf;
+  auto next_calib = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.calibration_period_ms);
+  for (;;) {
+    pollfd p{g.pipe_r, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(s->cfg.flush_period_ms));
+    bool finish = false, snapshot = false;
+    int sig = 0;
+    if (r > 0) {
+      uint8_t cmds[64];
+      ssize_t n = ::read(g.pipe_r, cmds, sizeof(cmds));
+      for (ssize_t i = 0; i < n; ++i) {
+        if (cmds[i] == kCmdFinish) finish = true;
+        else if (cmds[i] == kCmdSnapshot) snapshot = true;
+        else if (cmds[i] == SIGINT || cmds[i] == SIGTERM) sig = cmds[i];
+        else if (cmds[i] == SIGUSR2) snapshot = true;
+      }
+    }
+    if (finish) break;
+    if (sig) {
+      // Runs the same stop as the application would, then lets the signal's default action happen. If the
+      // application is stopping right now, it re-raises the signal once the dump is written.
+      if (stop_impl(true, sig)) return;
+      s->pending_signal.store(sig);
+    }
+    for (auto& c : s->collectors) c->flush();
+    if (std::chrono::steady_clock::now() >= next_calib) {
+      s->calib.push_back(take_calibration_point());
+      next_calib += std::chrono::milliseconds(s->cfg.calibration_period_ms);
+    }
+    cycle(*s, buf);
+    if (snapshot && s->ring_mode) {
+      std::string path = snapshot_path(*s, false);
+      bool ok = write_snapshot(*s, path);
+      std::lock_guard lk(s->snap_mu);
+      s->last_snapshot = ok ? path : std::string();
+      s->snaps_done = s->snaps_requested ? s->snaps_requested : s->snaps_done + 1;
+      s->snap_cv.notify_all();
+    }
+  }
+  finish_writing(*s);
+}
+
+void handle_signal(int sig) {
+  // Async-signal-safe: one byte to the writer thread, which writes the dump and re-raises.
+  uint8_t c = static_cast<uint8_t>(sig);
+  if (G().pipe_w >= 0) {
+    [[maybe_unused]] ssize_t r = ::write(G().pipe_w, &c, 1);
+  }
+}
+
+void install_handler(int sig) {
+  struct sigaction old{};
+  if (::sigaction(sig, nullptr, &old) != 0) return;
+  // Only take over the default action: a program that handles or ignores the signal keeps doing so, and
+  // its own exit path (atexit) writes the dump.
+  if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
+    struct sigaction sa{};
+    sa.sa_handler = handle_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+void at_exit_stop() { stop_impl(false, 0); }
+
+void after_fork_in_child() {
+  // The writer thread does not exist in the child: the child records nothing and must never join it.
+  detail::g_session.store(0, std::memory_order_relaxed);
+  Global& g = G();
+  g.session = nullptr;  // leaked on purpose
+  new (&g.control) std::mutex;
+  new (&g.registry) std::mutex;
+  g.rings.clear();
+}
+
+// Stops the running session. From the writer thread (a signal), gives up when the application holds the
+// control lock (it is stopping already) and returns false.
+bool stop_impl(bool from_writer, int signal_number) {
+  Global& g = G();
+  SessionState* s = nullptr;
+  {
+    std::unique_lock ctl(g.control, std::defer_lock);
+    if (from_writer) {
+      if (!ctl.try_lock()) return false;
+    } else {
+      ctl.lock();
+    }
+    s = g.session;
+    if (!s || detail::g_session.load() != s->epoch) {
+      s = nullptr;
+    } else {
+      // Collectors hand over what they buffer while the session still records.
+      for (auto& c : s->collectors) c->stop();
+      {
+        std::lock_guard lk(g.registry);
+        detail::g_session.store(0, std::memory_order_seq_cst);
+      }
+      s->calib.push_back(take_calibration_point());
+      if (from_writer) {
+        finish_writing(*s);
+        s->writer.detach();
+      } else {
+        send_command(kCmdFinish);
+        s->writer.join();
+      }
+      std::lock_guard lk(g.registry);
+      for (RingEntry* e : g.rings)
+        if (e->epoch == s->epoch && e->channel) e->retired.store(true);
+      for (auto& ch : s->channels) ch->close();
+      std::lock_guard sl(s->snap_mu);
+      s->snap_cv.notify_all();
+    }
+  }
+  if (!signal_number && s) signal_number = s->pending_signal.load();
+  if (signal_number) {
+    ::signal(signal_number, SIG_DFL);
+    ::raise(signal_number);
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+
+void log(LogLevel level, const std::string& message) {
+  if (static_cast<int>(level) > static_cast<int>(G().log_level)) return;
+  std::string line = "inferscope: " + message + "\n";
+  [[maybe_unused]] ssize_t r = ::write(2, line.data(), line.size());
+}
+
+void register_collector(std::function<std::unique_ptr<Collector>()> factory) {
+  // Called with the control lock held when start() registers the built-in collectors.
+  static std::mutex mu;
+  std::lock_guard lk(mu);
+  G().factories.push_back(std::move(factory));
+}
+
+void set_collector_status(const std::string& collector, const std::string& status) {
+  SessionState* s = G().session;
+  if (!s) return;
+  std::lock_guard lk(s->meta_mu);
+  for (auto& [k, v] : s->status)
+    if (k == collector) {
+      v = status;
+      s->meta_dirty = true;
+      return;
+    }
+  s->status.emplace_back(collector, status);
+  s->meta_dirty = true;
+}
+
+void set_process_info(const std::string& key, const std::string& value) {
+  SessionState* s = G().session;
+  if (!s) return;
+  std::lock_guard lk(s->meta_mu);
+  s->process_extra.emplace_back(key, value);
+  s->meta_dirty = true;
+}
+
+void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, uint64_t bytes) {
+  SessionState* s = G().session;
+  if (!s) return;
+  std::lock_guard lk(s->meta_mu);
+  auto& c = s->extra_drops[{thread_id, std::string(reason)}];
+  c.first += records;
+  c.second += bytes;
+}
+
+const Config& active_config() {
+  static const Config defaults;
+  SessionState* s = G().session;
+  return s ? s->cfg : defaults;
+}
+
+bool Channel::write(const void* record, uint32_t size, uint32_t max_wait_ms) {
+  std::lock_guard lk(mu_);
+  if (!ring_) return false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_wait_ms);
+  for (;;) {
+    uint8_t* p = detail::ring_try_reserve(ring_, size);
+    if (p) {
+      std::memcpy(p, record, size);
+      detail::ring_commit(ring_, size);
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      detail::count_drop(ring_, size);
+      return false;
+    }
+    send_command(kCmdWake);
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+Channel* open_channel(std::string_view name) {
+  Global& g = G();
+  std::lock_guard lk(g.registry);
+  SessionState* s = g.session;
+  if (!s || detail::g_session.load() != s->epoch) return nullptr;
+  RingEntry* e = make_ring(std::max<uint64_t>(8ull << 20, uint64_t(s->cfg.thread_buffer_kb) * 1024));
+  e->thread_id = g.next_thread_id++;
+  e->epoch = s->epoch;
+  e->channel = true;
+  g.rings.push_back(e);
+  dump::ThreadEntry t{e->thread_id, 0, static_cast<uint32_t>(::getpid()), intern(name), detail::now(), 0,
+                      dump::kThreadChannel, 0};
+  s->threads[e->thread_id] = t;
+  s->dirty_threads.insert(e->thread_id);
+  s->channels.push_back(std::unique_ptr<Channel>(new Channel));
+  Channel* c = s->channels.back().get();
+  c->ring_ = e;
+  c->thread_id_ = e->thread_id;
+  return c;
+}
+
+uint32_t current_thread_id() {
+  const uint32_t e = detail::g_session.load(std::memory_order_relaxed);
+  if (e == 0) return 0;
+  if (detail::t_state.epoch != e && !detail::bind_thread(e)) return 0;
+  return static_cast<RingEntry*>(detail::t_state.ring)->thread_id;
+}
+
+void flush_now() {
+  send_command(kCmdWake);
+}
+
+ExitGuard::~ExitGuard() {
+  t_exiting = true;
+  RingEntry* e = entry;
+  if (!e) return;
+  detail::ThreadState& ts = detail::t_state;
+  const uint64_t now = detail::now();
+  if (ts.ring == e && ts.epoch == detail::g_session.load(std::memory_order_relaxed)) {
+    ThreadEndRecord r{{RecordKind::kThreadEnd, 0, sizeof(ThreadEndRecord)}, 0, now};
+    if (uint8_t* p = detail::ring_reserve(e, sizeof(r))) {
+      std::memcpy(p, &r, sizeof(r));
+      detail::ring_commit(e, sizeof(r));
+    }
+  }
+  {
+    Global& g = G();
+    std::lock_guard lk(g.registry);
+    SessionState* s = g.session;
+    if (s && s->epoch == e->epoch) {
+      auto it = s->threads.find(e->thread_id);
+      if (it != s->threads.end()) {
+        it->second.end_ts = now;
+        it->second.flags |= dump::kThreadExited;
+        s->dirty_threads.insert(e->thread_id);
+      }
+    }
+    ts.ring = nullptr;
+    ts.epoch = 0;
+    e->retired.store(true, std::memory_order_release);
+  }
+  entry = nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+bool start_session(const Config& config, bool from_env) {
+  Global& g = G();
+  std::lock_guard ctl(g.control);
+  if (detail::g_session.load() != 0) {
+    log(LogLevel::kWarn, "start: a session is already recording to " + g.last_output);
+    return false;
+  }
+  g.log_level = config.log_level;
+  choose_clock();
+  ensure_builtin_collectors();
+  if (g.pipe_r < 0) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+      log(LogLevel::kError, std::string("start: cannot create the writer's pipe: ") + std::strerror(errno));
+      return false;
+    }
+    g.pipe_r = p[0];
+    g.pipe_w = p[1];
+    ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  }
+  {  // Commands left over from an earlier session mean nothing to this one.
+    uint8_t junk[64];
+    while (::read(g.pipe_r, junk, sizeof(junk)) > 0) {
+    }
+  }
+
+  auto* s = new SessionState;
+  s->cfg = config;
+  if (s->cfg.thread_buffer_kb < 64) s->cfg.thread_buffer_kb = 64;
+  if (s->cfg.flush_period_ms == 0) s->cfg.flush_period_ms = 1;
+  if (s->cfg.calibration_period_ms == 0) s->cfg.calibration_period_ms = 1000;
+  if (s->cfg.trace_size_mb == 0) s->cfg.trace_size_mb = 1;
+  s->output = config.output.empty() ? default_output_path() : config.output;
+  s->ring_mode = config.buffer_mode == BufferMode::kRing;
+  s->from_env = from_env;
+  if (!s->ring_mode) {
+    s->fd = ::open(s->output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (s->fd < 0) {
+      log(LogLevel::kError, "start: cannot open " + s->output + " for writing: " + std::strerror(errno) +
+                                "; not recording");
+      delete s;
+      return false;
+    }
+  }
+  // Two calibration points 1 ms apart, so even a dump cut short right after start has a clock rate.
+  s->calib.push_back(take_calibration_point());
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  s->calib.push_back(take_calibration_point());
+
+  if (!s->ring_mode) {
+    std::vector<uint8_t> head;
+    auto fh = dump::make_file_header(0);
+    head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
+    append_process_info(*s, head);
+    stream_write(*s, head);
+  }
+
+  SessionState* old = g.session;
+  {
+    std::lock_guard lk(g.registry);
+    s->epoch = g.next_epoch++;
+    if (g.next_epoch == 0) g.next_epoch = 1;
+    g.session = s;
+    g.last_output = s->output;
+    detail::g_session.store(s->epoch, std::memory_order_seq_cst);
+  }
+  delete old;  // its writer has finished and its channels are closed
+
+  s->writer = std::thread([s] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    pthread_setname_np(pthread_self(), "iscope-writer");
+    writer_main(s);
+  });
+
+  // Collectors start after the writer so they can open channels; each reports what it could do.
+  for (auto& f : g.factories) {
+    std::unique_ptr<Collector> c;
+    try {
+      c = f();
+    } catch (...) {
+      continue;
+    }
+    if (!c || !c->wanted(s->cfg)) continue;
+    std::string status;
+    try {
+      status = c->start(s->cfg);
+    } catch (const std::exception& e) {
+      status = std::string("off: failed to start: ") + e.what();
+    }
+    set_collector_status(c->name(), status);
+    if (status.rfind("off", 0) == 0) log(LogLevel::kInfo, std::string(c->name()) + " collector " + status);
+    s->collectors.push_back(std::move(c));
+  }
+  if (!g.atexit_registered) {
+    std::atexit(at_exit_stop);
+    g.atexit_registered = true;
+  }
+  if (from_env && config.handle_signals) {
+    install_handler(SIGINT);
+    install_handler(SIGTERM);
+  }
+  if (s->ring_mode) install_handler(SIGUSR2);
+  return true;
+}
+
+bool start_from_environment(const Config& config) { return start_session(config, true); }
+
+}  // namespace inferscope::runtime
+
+// -------------------------------------------------------------------------------------------------------------
+// Public API
+
+namespace inferscope {
+
+using runtime::G;
+
+bool start(const Config& config) { return runtime::start_session(config, false); }
+
+bool stop() {
+  bool was = detail::g_session.load() != 0;
+  runtime::stop_impl(false, 0);
+  return was;
+}
+
+bool is_active() noexcept { return detail::g_session.load(std::memory_order_relaxed) != 0; }
+
+std::string output_path() {
+  std::lock_guard lk(G().control);
+  return G().last_output;
+}
+
+std::string flush_ring() {
+  auto& g = G();
+  std::unique_lock ctl(g.control);
+  runtime::SessionState* s = g.session;
+  if (!s || !s->ring_mode || detail::g_session.load() != s->epoch) return {};
+  std::unique_lock lk(s->snap_mu);
+  uint64_t want = ++s->snaps_requested;
+  runtime::send_command(runtime::kCmdSnapshot);
+  s->snap_cv.wait(lk, [&] { return s->snaps_done >= want; });
+  return s->last_snapshot;
+}
+
+void set_thread_name(std::string_view name) noexcept {
+  try {
+    runtime::t_thread_name.assign(name);
+    const uint32_t id = runtime::intern(name);
+    const uint32_t e = detail::g_session.load(std::memory_order_relaxed);
+    if (e == 0 || runtime::t_exiting) return;
+    if (detail::t_state.epoch != e && !detail::bind_thread(e)) return;
+    auto* entry = static_cast<runtime::RingEntry*>(detail::t_state.ring);
+    ThreadNameRecord r{{RecordKind::kThreadName, 0, sizeof(ThreadNameRecord)}, id, detail::now()};
+    detail::emit_record(&r, sizeof(r));
+    std::lock_guard lk(G().registry);
+    if (G().session && G().session->epoch == e) {
+      G().session->threads[entry->thread_id].name = id;
+      G().session->dirty_threads.insert(entry->thread_id);
+    }
+  } catch (...) {
+  }
+}
+
+namespace detail {
+
+bool bind_thread(uint32_t epoch) noexcept {
+  if (runtime::t_exiting) return false;
+  try {
+    const uint32_t name = runtime::name_for_new_thread();
+    auto& g = G();
+    std::lock_guard lk(g.registry);
+    runtime::SessionState* s = g.session;
+    if (!s || g_session.load(std::memory_order_relaxed) != epoch || s->epoch != epoch) return false;
+    ThreadState& ts = t_state;
+    if (ts.ring) static_cast<runtime::RingEntry*>(ts.ring)->retired.store(true, std::memory_order_release);
+    runtime::RingEntry* e = runtime::make_ring(uint64_t(s->cfg.thread_buffer_kb) * 1024);
+    e->thread_id = g.next_thread_id++;
+    e->epoch = epoch;
+    g.rings.push_back(e);
+    dump::ThreadEntry t{e->thread_id, runtime::os_tid(), static_cast<uint32_t>(::getpid()), name, now(), 0, 0, 0};
+    s->threads[e->thread_id] = t;
+    s->dirty_threads.insert(e->thread_id);
+    ts.ring = e;
+    ts.epoch = epoch;
+    runtime::t_exit_guard.entry = e;
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void fill_attr(AttrRecord& out, const Attribute& a) noexcept {
+  out.key = intern_cached(a.key, std::strlen(a.key));
+  std::memset(out.reserved, 0, sizeof(out.reserved));
+  switch (a.type) {
+    case Attribute::Type::kInt: out.type = AttrType::kInt; out.value.i = a.i; break;
+    case Attribute::Type::kBool: out.type = AttrType::kBool; out.value.i = a.i; break;
+    case Attribute::Type::kDouble: out.type = AttrType::kDouble; out.value.d = a.d; break;
+    case Attribute::Type::kString:
+      out.type = AttrType::kString;
+      out.value.s = intern_cached(a.s.data(), a.s.size());
+      break;
+  }
+}
+
+void write_range_attrs(ThreadRing* r, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,
+                       const AttrRecord* attrs, uint32_t n) noexcept {
+  const uint32_t size = sizeof(RangeRecord) + sizeof(AttrListHeader) + n * sizeof(AttrRecord);
+  uint8_t* p = ring_reserve(r, size);
+  if (!p) return;
+  const RangeRecord rec{{RecordKind::kRange, static_cast<uint8_t>(depth < 255 ? depth : 255),
+                         static_cast<uint16_t>(size)},
+                        name, start, end};
+  std::memcpy(p, &rec, sizeof(rec));
+  const AttrListHeader lh{static_cast<uint16_t>(n), 0};
+  std::memcpy(p + sizeof(rec), &lh, sizeof(lh));
+  std::memcpy(p + sizeof(rec) + sizeof(lh), attrs, n * sizeof(AttrRecord));
+  ring_commit(r, size);
+}
+
+}  // namespace detail
+
+void mark_event(std::string_view name, std::initializer_list<Attribute> attrs) noexcept {
+  const uint32_t e = detail::g_session.load(std::memory_order_relaxed);
+  if (e == 0) return;
+  detail::ThreadState& ts = detail::t_state;
+  if (ts.epoch != e && !detail::bind_thread(e)) return;
+  const uint32_t n = static_cast<uint32_t>(std::min<size_t>(attrs.size(), 64));
+  const uint32_t size = sizeof(MarkRecord) + (n ? sizeof(AttrListHeader) + n * sizeof(AttrRecord) : 0);
+  AttrRecord buf[64];
+  uint32_t i = 0;
+  for (const auto& a : attrs) {
+    if (i == n) break;
+    detail::fill_attr(buf[i++], a);
+  }
+  const MarkRecord m{{RecordKind::kMark, 0, static_cast<uint16_t>(size)}, detail::intern_cached(name.data(), name.size()),
+                     detail::now()};
+  uint8_t* p = detail::ring_reserve(ts.ring, size);
+  if (!p) return;
+  std::memcpy(p, &m, sizeof(m));
+  if (n) {
+    const AttrListHeader lh{static_cast<uint16_t>(n), 0};
+    std::memcpy(p + sizeof(m), &lh, sizeof(lh));
+    std::memcpy(p + sizeof(m) + sizeof(lh), buf, n * sizeof(AttrRecord));
+  }
+  detail::ring_commit(ts.ring, size);
+}
+
+namespace {
+std::atomic<uint64_t> g_async_ids{1};
+}
+
+AsyncRange::AsyncRange(std::string_view name) noexcept {
+  const uint32_t e = detail::g_session.load(std::memory_order_relaxed);
+  if (e == 0) return;
+  uint32_t tid = runtime::current_thread_id();
+  if (tid == 0) return;
+  name_ = detail::intern_cached(name.data(), name.size());
+  begin_thread_ = tid;
+  epoch_ = e;
+  id_ = g_async_ids.fetch_add(1, std::memory_order_relaxed);
+  start_ = detail::now();
+}
+
+void AsyncRange::end() noexcept {
+  if (start_ == 0) return;
+  const uint64_t end = detail::now();
+  const uint64_t start = start_;
+  start_ = 0;
+  if (detail::g_session.load(std::memory_order_relaxed) != epoch_) return;
+  uint32_t tid = runtime::current_thread_id();
+  if (tid == 0) return;
+  AsyncRangeRecord r{{RecordKind::kAsyncRange, 0, sizeof(AsyncRangeRecord)}, name_, start, end, id_, begin_thread_, tid};
+  detail::emit_record(&r, sizeof(r));
+}
+
+}  // namespace inferscope
