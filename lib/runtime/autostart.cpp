@@ -3,7 +3,10 @@
 #include "config/settings.hpp"
 #include "runtime/session.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string>
 
 // Collectors built into this library define these; a build without one simply lacks the symbol.
 extern "C" void inferscope_register_cupti_collector() __attribute__((weak));
@@ -20,12 +23,29 @@ void ensure_builtin_collectors() {
   (void)done;
 }
 
+std::string with_pid_suffix(const std::string& path) {
+  std::string pid = std::to_string(::getpid());
+  auto dot = path.rfind('.');
+  auto slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + pid;
+  return path.substr(0, dot) + "." + pid + path.substr(dot);
+}
+
 bool autostart_from_environment() {
   if (!std::getenv("INFERSCOPE_ENABLE")) return false;
   try {
     config::Resolved r = config::resolve();
     if (!r.config.enable) return false;
-    return start_from_environment(r.config);
+    Config cfg = r.config;
+    // iscope-run names the process it started. Its children inherit the environment: they record only
+    // when asked to, each into its own file, so nobody overwrites the parent's dump.
+    if (const char* root = std::getenv("INFERSCOPE_ROOT_PID"); root && std::atol(root) != ::getpid()) {
+      const char* follow = std::getenv("INFERSCOPE_FOLLOW_CHILDREN");
+      if (!follow || std::string(follow) != "1") return false;
+      cfg.output = with_pid_suffix(cfg.output.empty() ? default_output_path() : cfg.output);
+      if (!cfg.report.empty()) cfg.report = with_pid_suffix(cfg.report);
+    }
+    return start_from_environment(cfg);
   } catch (const std::exception& e) {
     // Nothing starts with a half-understood configuration.
     log(LogLevel::kError, std::string("configuration error: ") + e.what() + "; not recording");

@@ -60,6 +60,11 @@ struct CollectorRegistrar {
   explicit CollectorRegistrar(std::function<std::unique_ptr<Collector>()> f) { register_collector(std::move(f)); }
 };
 
+/// Starts a collector inside the session that is already running (e.g. the Python collector when
+/// inferscope_py is imported after INFERSCOPE_ENABLE started the session at load time). The session owns
+/// it and stops it with the others. Returns false (and drops it) when no session runs or it is not wanted.
+bool attach_collector(std::unique_ptr<Collector> collector);
+
 /// Replaces (or adds) the one-line status of a collector in the dump, e.g. after a late failure.
 void set_collector_status(const std::string& collector, const std::string& status);
 

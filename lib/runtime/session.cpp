@@ -9,7 +9,10 @@
 
 #include <inferscope/scope.hpp>
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +36,8 @@ namespace inferscope::detail {
 std::atomic<uint32_t> g_session{0};
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 }  // namespace inferscope::detail
+
+extern char** environ;
 
 namespace inferscope::runtime {
 namespace {
@@ -524,6 +529,21 @@ void install_handler(int sig) {
 
 void at_exit_stop() { stop_impl(false, 0); }
 
+// Starts one collector in session `s` (control lock held) and records its one-line status.
+bool start_collector(SessionState& s, std::unique_ptr<Collector> c) {
+  if (!c || !c->wanted(s.cfg)) return false;
+  std::string status;
+  try {
+    status = c->start(s.cfg);
+  } catch (const std::exception& e) {
+    status = std::string("off: failed to start: ") + e.what();
+  }
+  set_collector_status(c->name(), status);
+  if (status.rfind("off", 0) == 0) log(LogLevel::kInfo, std::string(c->name()) + " collector " + status);
+  s.collectors.push_back(std::move(c));
+  return true;
+}
+
 void after_fork_in_child() {
   // The writer thread does not exist in the child: the child records nothing and must never join it.
   detail::g_session.store(0, std::memory_order_relaxed);
@@ -532,6 +552,47 @@ void after_fork_in_child() {
   new (&g.control) std::mutex;
   new (&g.registry) std::mutex;
   g.rings.clear();
+}
+
+// INFERSCOPE_REPORT: the runtime never links the analyzer (DESIGN.md: the hot path never includes analysis
+// code), so it runs the iscope-analyze tool installed beside the library, or the one on PATH.
+void write_report_at_exit(const std::string& dump_path, const std::string& report) {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("INFERSCOPE_ANALYZE")) candidates.emplace_back(env);
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&write_report_at_exit), &info) && info.dli_fname) {
+    std::string dir = info.dli_fname;
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    candidates.push_back(dir + "../bin/iscope-analyze");                      // installed
+    candidates.push_back(dir + "../../tools/iscope-analyze/iscope-analyze");  // build tree
+  }
+  std::string tool = "iscope-analyze";
+  for (auto& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) {
+      tool = c;
+      break;
+    }
+  std::vector<char*> argv{const_cast<char*>(tool.c_str()), const_cast<char*>(dump_path.c_str()),
+                          const_cast<char*>("-o"), const_cast<char*>(report.c_str()), nullptr};
+  // The analyzer must not record itself.
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "INFERSCOPE_", 11) != 0 && std::strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
+        std::strncmp(*e, "CUDA_INJECTION64_PATH=", 22) != 0)
+      env_store.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  if (::posix_spawnp(&pid, tool.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
+    log(LogLevel::kError, "cannot run " + tool + " to write " + report + ": " + std::strerror(errno));
+    return;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    log(LogLevel::kError, tool + " could not write " + report + " (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
 }
 
 // Stops the running session. From the writer thread (a signal), gives up when the application holds the
@@ -572,6 +633,7 @@ bool stop_impl(bool from_writer, int signal_number) {
       s->snap_cv.notify_all();
     }
   }
+  if (s && s->from_env && !s->cfg.report.empty()) write_report_at_exit(s->output, s->cfg.report);
   if (!signal_number && s) signal_number = s->pending_signal.load();
   if (signal_number) {
     ::signal(signal_number, SIG_DFL);
@@ -595,6 +657,14 @@ void register_collector(std::function<std::unique_ptr<Collector>()> factory) {
   static std::mutex mu;
   std::lock_guard lk(mu);
   G().factories.push_back(std::move(factory));
+}
+
+bool attach_collector(std::unique_ptr<Collector> collector) {
+  Global& g = G();
+  std::lock_guard ctl(g.control);
+  SessionState* s = g.session;
+  if (!s || detail::g_session.load() != s->epoch) return false;
+  return start_collector(*s, std::move(collector));
 }
 
 void set_collector_status(const std::string& collector, const std::string& status) {
@@ -807,16 +877,7 @@ bool start_session(const Config& config, bool from_env) {
     } catch (...) {
       continue;
     }
-    if (!c || !c->wanted(s->cfg)) continue;
-    std::string status;
-    try {
-      status = c->start(s->cfg);
-    } catch (const std::exception& e) {
-      status = std::string("off: failed to start: ") + e.what();
-    }
-    set_collector_status(c->name(), status);
-    if (status.rfind("off", 0) == 0) log(LogLevel::kInfo, std::string(c->name()) + " collector " + status);
-    s->collectors.push_back(std::move(c));
+    start_collector(*s, std::move(c));
   }
   if (!g.atexit_registered) {
     std::atexit(at_exit_stop);
