@@ -134,6 +134,7 @@ class ScopedRange {
     uint32_t id = name.id.load(std::memory_order_relaxed);
     if (INFERSCOPE_UNLIKELY(id == 0)) id = detail::intern_static(name);
     name_ = id;
+    epoch_ = e;
     depth_ = ts.depth++;
     start_ = detail::now();
   }
@@ -142,7 +143,7 @@ class ScopedRange {
     detail::ThreadState& ts = detail::t_state;
     --ts.depth;
     // A session that stopped (or restarted) while the range was open: the range is not part of it.
-    if (INFERSCOPE_UNLIKELY(ts.epoch != detail::g_session.load(std::memory_order_relaxed))) return;
+    if (INFERSCOPE_UNLIKELY(epoch_ != detail::g_session.load(std::memory_order_relaxed))) return;
     if (INFERSCOPE_UNLIKELY(nattrs_ != 0)) {
       detail::write_range_attrs(ts.ring, name_, depth_, start_, end, attrs_, nattrs_);
       return;
@@ -158,6 +159,7 @@ class ScopedRange {
 
   uint64_t start_ = 0;
   uint32_t name_;
+  uint32_t epoch_;
   uint32_t depth_;
   uint32_t nattrs_ = 0;
   AttrRecord attrs_[kMaxAttrs];

@@ -106,6 +106,9 @@ uint32_t current_thread_id();
 /// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.
 void flush_now();
 
+/// Test hook: rings the process holds right now (live threads' rings and retired ones not yet freed).
+size_t live_ring_count();
+
 /// Test hook: the configuration the running session was started with.
 const Config& active_config();
 

@@ -327,7 +327,7 @@ void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
   // Drop counts are cumulative; write them when they change (and in every snapshot).
   if (!all && total == s.drops_written_total) return;
   if (!all) s.drops_written_total = total;
-  if (d.empty() && !all) return;
+  if (d.empty()) return;
   ChunkBuilder b(ChunkType::kDrops);
   for (auto& e : d) b.add(e);
   b.finish_into(out);
@@ -696,6 +696,11 @@ void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, ui
   auto& c = s->extra_drops[{thread_id, std::string(reason)}];
   c.first += records;
   c.second += bytes;
+}
+
+size_t live_ring_count() {
+  std::lock_guard lk(G().registry);
+  return G().rings.size();
 }
 
 const Config& active_config() {
