@@ -59,7 +59,9 @@ RingEntry* make_ring(uint64_t bytes) {
   uint64_t cap = 64 * 1024;
   while (cap < bytes) cap <<= 1;
   auto* e = new RingEntry;
-  e->storage.reset(new uint8_t[cap]);
+  // Touch every page now, on the slow path: a first-touch page fault every 170 records would otherwise
+  // land on the recording thread's hot path.
+  e->storage.reset(new uint8_t[cap]());
   e->data = e->storage.get();
   e->capacity = cap;
   e->mask = cap - 1;
