@@ -73,6 +73,28 @@ std::string_view node_kind(const YAML::Node& node) {
   }
 }
 
+// yaml-cpp 0.7 accepts a quoted scalar left open at the end of the file, silently swallowing every line after
+// the quote into one string ("step: \"open" then "enable: true" becomes step = "open enable: true"). Re-scan
+// the source from the node's opening quote to find its closing one.
+bool is_unterminated_quote(const std::string& source, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (!node.IsScalar() || mark.pos < 0 || static_cast<size_t>(mark.pos) >= source.size()) return false;
+  const char quote = source[mark.pos];
+  if (quote != '"' && quote != '\'') return false;
+  for (size_t i = mark.pos + 1; i < source.size(); ++i) {
+    if (quote == '"' && source[i] == '\\') {
+      ++i;  // an escaped character, possibly an escaped quote
+    } else if (source[i] == quote) {
+      if (quote == '\'' && i + 1 < source.size() && source[i + 1] == '\'') {
+        ++i;  // '' is an escaped single quote
+      } else {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // The text of a setting's value node, or a problem. A list setting also accepts a YAML sequence of words.
 bool value_text_of(const KeyDef& def, const YAML::Node& value, std::string& text, std::string& problem) {
   if (value.IsScalar()) {
@@ -107,11 +129,12 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
   }
   std::stringstream content;
   content << in.rdbuf();
+  const std::string source = content.str();
   resolved.config_file = path;
 
   YAML::Node root;
   try {
-    root = YAML::Load(content.str());
+    root = YAML::Load(source);
   } catch (const YAML::ParserException& e) {
     problems.messages.push_back(path + ":" + std::to_string(e.mark.line + 1) + ":" +
                                 std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
@@ -129,6 +152,14 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
 
   std::map<std::string, int> first_line;  // yaml-cpp keeps duplicate keys; a second value is a mistake
   for (const auto& entry : root) {
+    for (const YAML::Node& node : {entry.first, entry.second}) {
+      if (is_unterminated_quote(source, node)) {
+        problems.messages.push_back(path + ":" + std::to_string(node.Mark().line + 1) + ":" +
+                                    std::to_string(node.Mark().column + 1) +
+                                    ": YAML syntax error: a quoted string is never closed");
+        return;
+      }
+    }
     const int line = entry.first.Mark().line + 1;
     const std::string where = path + ":" + std::to_string(line);
     if (!entry.first.IsScalar()) {
