@@ -132,9 +132,9 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
   const std::string source = content.str();
   resolved.config_file = path;
 
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(source);
+    documents = YAML::LoadAll(source);
   } catch (const YAML::ParserException& e) {
     problems.messages.push_back(path + ":" + std::to_string(e.mark.line + 1) + ":" +
                                 std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
@@ -143,6 +143,13 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
     problems.messages.push_back(path + ": YAML error: " + e.what());
     return;
   }
+  // A second document ("---") would be ignored by a single-document read: refuse it rather than drop it.
+  if (documents.size() > 1) {
+    problems.messages.push_back(path + ":" + std::to_string(documents[1].Mark().line + 1) +
+                                ": a config file holds one YAML document; this is a second one");
+    return;
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   if (root.IsNull()) return;  // an empty file (or only comments) sets nothing
   if (!root.IsMap()) {
     problems.messages.push_back(path + ":" + std::to_string(root.Mark().line + 1) +

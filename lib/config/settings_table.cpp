@@ -148,11 +148,13 @@ std::string format_value(const T& value) {
     return std::string(enum_names(T{})[static_cast<size_t>(value)]);
   } else if constexpr (std::is_same_v<T, std::string>) {
     return value;
-  } else {
-    // Shortest text that reads back to the same value, for integers and doubles alike.
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  } else if constexpr (std::is_same_v<T, double>) {
+    // Shortest fixed-point text that reads back to the same value: "1000000", not "1e+06".
+    char buf[512];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed);
     return std::string(buf, end);
+  } else {
+    return std::to_string(value);
   }
 }
 
@@ -301,7 +303,10 @@ std::string env_name(std::string_view key) {
   return name;
 }
 
-std::string closest_key(std::string_view unknown) {
+std::string closest_key(std::string_view typed) {
+  // Keys are lower case; "Trace_Size_MB" is one mistake (the case), not five.
+  std::string unknown(typed);
+  std::transform(unknown.begin(), unknown.end(), unknown.begin(), [](unsigned char c) { return std::tolower(c); });
   auto distance = [](std::string_view a, std::string_view b) {
     std::vector<size_t> row(b.size() + 1);
     for (size_t j = 0; j <= b.size(); ++j) row[j] = j;

@@ -308,6 +308,8 @@ TEST_CASE("file: an unknown key is named with file, line and the closest known k
   Clean clean;
   std::string path = clean.dir.write("c.yaml", "enable: true\ntrace_size: 8\n");
   CHECK(validate_error(path) == path + ":2: unknown key 'trace_size'; did you mean 'trace_size_mb'?");
+  path = clean.dir.write("c2.yaml", "Trace_Size_MB: 8\n");
+  CHECK(contains(validate_error(path), "unknown key 'Trace_Size_MB'; did you mean 'trace_size_mb'?"));
   path = clean.dir.write("d.yaml", "bufer_mode: ring\n");
   CHECK(contains(validate_error(path), "did you mean 'buffer_mode'?"));
   // Nothing close: no misleading guess, but a pointer to the list.
@@ -360,6 +362,15 @@ TEST_CASE("file: structure errors — nested values, duplicates, empty values, n
   CHECK(contains(validate_error(path), "trace_size_mb: the value is empty"));
   path = clean.dir.write("g.yaml", "- enable\n- trace_size_mb\n");
   CHECK(contains(validate_error(path), path + ":1: expected settings as 'key: value' lines, got a sequence"));
+}
+
+TEST_CASE("file: a second YAML document is refused, not ignored") {
+  Clean clean;
+  std::string path = clean.dir.write("c.yaml", "enable: true\n---\ntrace_size_mb: 8\n");
+  CHECK(validate_error(path) == path + ":3: a config file holds one YAML document; this is a second one");
+  // A leading "---" starts the only document and is fine.
+  clean.dir.write(".inferscope.yaml", "---\ntrace_size_mb: 8\n");
+  CHECK(cfg::resolve().config.trace_size_mb == 8);
 }
 
 TEST_CASE("file: a YAML syntax error names file and line") {
