@@ -39,12 +39,14 @@ class ConfigError : public std::runtime_error {
 /// iscope-run set for themselves. Any other INFERSCOPE_* variable must name a setting, so a typo such as
 /// INFERSCOPE_TRACE_SIZE is an error instead of being silently ignored. Extend this list when the runtime
 /// starts using a new internal variable.
-inline constexpr std::array<std::string_view, 5> kNonSettingEnvironment = {
-    "INFERSCOPE_CONFIG",           // names the YAML file (below --config, above ./.inferscope.yaml)
-    "INFERSCOPE_CLOCK",            // clock source override used by the runtime's calibration
-    "INFERSCOPE_CHILD",            // set by iscope-run in processes it starts
-    "INFERSCOPE_INJECTED",         // set once the CUPTI injection entry has run in this process
-    "INFERSCOPE_FOLLOW_CHILDREN",  // iscope-run: whether children of the target are profiled too
+inline constexpr std::array kNonSettingEnvironment = {
+    std::string_view("INFERSCOPE_CONFIG"),           // names the YAML file to read
+    std::string_view("INFERSCOPE_CLOCK"),            // runtime: forces the clock source (tests use monotonic)
+    std::string_view("INFERSCOPE_CHILD"),            // set by iscope-run in processes it starts
+    std::string_view("INFERSCOPE_ROOT_PID"),         // iscope-run: the pid of the process it started
+    std::string_view("INFERSCOPE_FOLLOW_CHILDREN"),  // iscope-run: whether children of the target record too
+    std::string_view("INFERSCOPE_INJECTED"),         // set once the CUPTI injection entry has run
+    std::string_view("INFERSCOPE_ANALYZE"),          // runtime: iscope-analyze for the report at exit
 };
 
 /// The file looked for in the working directory when neither --config nor INFERSCOPE_CONFIG names one.

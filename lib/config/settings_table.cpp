@@ -268,7 +268,8 @@ std::string_view type_name(const KeyDef& def) {
         if constexpr (std::is_same_v<T, bool>) return "boolean";
         else if constexpr (std::is_enum_v<T>) return "choice";
         else if constexpr (std::is_same_v<T, double>) return "number";
-        else if constexpr (std::is_same_v<T, std::string>) return def.list ? "list" : def.choices.empty() ? "string" : "choice";
+        else if constexpr (std::is_same_v<T, std::string>)
+          return def.list ? "list" : def.choices.empty() ? "string" : "choice";
         else return "integer";
       },
       def.member);

@@ -132,6 +132,7 @@ class IscopeConfigTest(unittest.TestCase):
         self.assertEqual(result.returncode, EXIT_INVALID)
         self.assertIn("INFERSCOPE_ENABLED: not an InferScope setting; did you mean INFERSCOPE_ENABLE?", result.stderr)
         result = self.run_tool("show", INFERSCOPE_CHILD="1", INFERSCOPE_INJECTED="1", INFERSCOPE_CLOCK="tsc",
+                               INFERSCOPE_ROOT_PID="1", INFERSCOPE_ANALYZE="/bin/true",
                                INFERSCOPE_FOLLOW_CHILDREN="0")
         self.assertEqual(result.returncode, EXIT_OK, result.stderr)
 
