@@ -71,8 +71,10 @@ std::string check_report(std::string_view value) {
 }
 
 // Designated initializers keep each row self-describing; the order is the order of the Config fields, which
-// is the order of `show`, `keys` and the docs.
-const KeyDef kKeys[] = {
+// is the order of `show`, `keys` and the docs. constexpr, not just const: the runtime resolves the
+// configuration from a shared-library constructor, which can run before this file's dynamic initializers, so
+// the table must be initialized at compile time.
+constexpr KeyDef kKeys[] = {
     // --- session
     {.key = "enable", .section = "session", .member = &Config::enable,
      .doc = "Start a session automatically when the process starts."},

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -108,7 +109,32 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// The runtime calls resolve() from a library constructor (INFERSCOPE_ENABLE=1 autostart), before dynamic
+// initializers of other translation units may have run. This constructor is in the test's own object file,
+// which the linker places before the library's, so it runs before the library's dynamic initialization.
+// A plain array: a std::string here might itself be constructed only after this constructor has run.
+char g_resolved_before_main[512];
+__attribute__((constructor)) void resolve_before_main() {
+  const char* previous = std::getenv("INFERSCOPE_TRACE_SIZE_MB");
+  std::string saved = previous ? previous : "";
+  ::setenv("INFERSCOPE_TRACE_SIZE_MB", "42", 1);
+  try {
+    cfg::ResolveOptions options;
+    options.read_file = false;
+    std::string result = std::to_string(cfg::resolve(options).config.trace_size_mb);
+    std::snprintf(g_resolved_before_main, sizeof g_resolved_before_main, "%s", result.c_str());
+  } catch (const std::exception& e) {
+    std::snprintf(g_resolved_before_main, sizeof g_resolved_before_main, "%s", e.what());
+  }
+  if (previous) ::setenv("INFERSCOPE_TRACE_SIZE_MB", saved.c_str(), 1);
+  else ::unsetenv("INFERSCOPE_TRACE_SIZE_MB");
+}
+
 }  // namespace
+
+TEST_CASE("resolve() works from a constructor that runs before static initialization") {
+  CHECK(std::string(g_resolved_before_main) == "42");
+}
 
 TEST_CASE("with no file, environment or flags every setting is its default") {
   Clean clean;
