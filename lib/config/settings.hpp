@@ -47,6 +47,9 @@ inline constexpr std::array kNonSettingEnvironment = {
     std::string_view("INFERSCOPE_FOLLOW_CHILDREN"),  // iscope-run: whether children of the target record too
     std::string_view("INFERSCOPE_INJECTED"),         // set once the CUPTI injection entry has run
     std::string_view("INFERSCOPE_ANALYZE"),          // runtime: iscope-analyze for the report at exit
+    std::string_view("INFERSCOPE_LIBRARY"),          // iscope-run: libinferscope.so to inject
+    std::string_view("INFERSCOPE_PYTHON_DIR"),       // iscope-run: where inferscope_py and its sitecustomize live
+    std::string_view("INFERSCOPE_CUPTI_LIBRARY"),    // GPU collector: libcupti.so to load
 };
 
 /// The file looked for in the working directory when neither --config nor INFERSCOPE_CONFIG names one.
