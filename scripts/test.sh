@@ -20,6 +20,7 @@ run_ctest() {
   total=$(sed -nE 's/.* tests failed out of ([0-9]+).*/\1/p' "$log" | tail -1)
   failed=$(sed -nE 's/.*, ([0-9]+) tests failed out of.*/\1/p' "$log" | tail -1)
   skipped=$(grep -cE '\*\*\*Skipped|Not Run' "$log" || true)
+  if [ -z "$total" ] && grep -q "No tests were found" "$log"; then total=0; failed=0; fi
   total=${total:-0}; failed=${failed:-1}
   PASSED=$((PASSED + total - failed - skipped)); FAILED=$((FAILED + failed)); SKIPPED=$((SKIPPED + skipped))
   [ "$failed" -eq 0 ] || FAILURES+=("$name")
