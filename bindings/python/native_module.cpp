@@ -636,7 +636,14 @@ PyObject* py_trace_python(PyObject*, PyObject* args, PyObject* kwargs) {
     PyErr_Format(PyExc_TypeError, "trace_python(): enabled must be a bool, not %s", Py_TYPE(enabled)->tp_name);
     return nullptr;
   }
-  pytrace::Filters f = pytrace::current_filters();
+  // Filters not given are the running session's (python_mode, python_include, ...), not an earlier call's.
+  pytrace::Filters f;
+  try {
+    inferscope::Config c = runtime::active_config();
+    if (c.python_mode == "off") c.python_mode = "default";
+    f = pytrace::filters_from_config(c);
+  } catch (const std::exception&) {
+  }
   if (mode != Py_None) {
     std::string m;
     if (!PyUnicode_Check(mode) || ((m = utf8(mode)) != "default" && m != "full")) {

@@ -472,8 +472,10 @@ std::string install_hooks() {
   PyThreadState* ts = PyThreadState_Get();
   if (ts->c_profilefunc != nullptr && ts->c_profilefunc != profile_hook)
     return "another profiler is installed on this thread (sys.setprofile / cProfile); Python calls are not traced";
-  set_profile_all_threads(profile_hook);
+  // threading.setprofile runs Python code: call it before our hook is in, and g_active is already set (a hook
+  // that sees g_active false takes itself out).
   set_threading_profile(g_bootstrap);
+  set_profile_all_threads(profile_hook);
   return {};
 }
 
@@ -593,6 +595,7 @@ std::string enable(const Filters& filters) {
 #endif
   }
   ++g_stack_gen;
+  g_active.store(true);
   if (!g_installed) {
     std::string error = install_hooks();
     if (!error.empty()) {
@@ -606,7 +609,10 @@ std::string enable(const Filters& filters) {
 #if ISCOPE_PY_MONITORING
     // Re-enabling while installed (new filters, or a stop from outside left the hooks in): re-arm.
     std::string error = install_hooks();
-    if (!error.empty()) return error;
+    if (!error.empty()) {
+      g_active.store(false);
+      return error;
+    }
 #else
     set_profile_all_threads(profile_hook);
 #endif
