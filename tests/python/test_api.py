@@ -274,3 +274,13 @@ def test_read_dump_rejects_a_file_that_is_not_a_dump(tmp_path):
     bad.write_bytes(b"not a dump at all")
     with pytest.raises(ValueError, match="bad.iscope"):
         isc._native._read_dump(str(bad))
+
+
+def test_importing_the_package_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, inferscope_py, inferscope_py.torch; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -34,10 +34,12 @@ def _parser():
     return p
 
 
-def _print_exception(exc, script):
+def _print_exception(exc):
     # Hide this runner's frames: the traceback starts in the user's program, as it would without us.
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__):
+    ours = (os.path.abspath(__file__), os.path.abspath(runpy.__file__))
+    while tb is not None and (os.path.abspath(tb.tb_frame.f_code.co_filename) in ours
+                              or tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb)
 
@@ -86,7 +88,7 @@ def _run(args):
         traceback.print_exc()
         status = 130
     except BaseException as e:  # noqa: BLE001 - the script's own failure, reported like Python does
-        _print_exception(e, script)
+        _print_exception(e)
         status = 1
     finally:
         inferscope_py.trace_python(False)
