@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -880,6 +881,37 @@ PyObject* py_read_dump(PyObject*, PyObject* arg) {
   }
 }
 
+// Counts per record kind without building a dict per record (benchmarks, large dumps).
+PyObject* py_dump_stats(PyObject*, PyObject* arg) {
+  PyObject* p = PyOS_FSPath(arg);
+  if (!p) return nullptr;
+  std::string path = PyUnicode_Check(p) ? utf8(p) : std::string();
+  Py_DECREF(p);
+  try {
+    inferscope::dump::DumpReader r(path);
+    std::map<std::string, uint64_t> kinds;
+    std::map<std::string, uint64_t> py_calls;
+    r.for_each_record([&](uint32_t, const inferscope::RecordHeader& h, const uint8_t* rec) {
+      ++kinds[std::to_string(static_cast<int>(h.kind))];
+      if (h.kind == inferscope::RecordKind::kPyCall) {
+        auto c = inferscope::dump::load<inferscope::PyCallRecord>(rec);
+        auto it = r.code_table().find(c.code);
+        ++py_calls[it == r.code_table().end() ? std::string("?") : it->second.qualname];
+      }
+    });
+    PyObject* k = PyDict_New();
+    for (auto& [name, n] : kinds) set_item(k, name.c_str(), PyLong_FromUnsignedLongLong(n));
+    PyObject* pc = PyDict_New();
+    for (auto& [name, n] : py_calls) set_item(pc, name.c_str(), PyLong_FromUnsignedLongLong(n));
+    return Py_BuildValue("{s:O,s:K,s:K,s:N,s:N}", "complete", r.complete() ? Py_True : Py_False, "records",
+                         static_cast<unsigned long long>(r.record_count()), "dropped",
+                         static_cast<unsigned long long>(r.total_dropped_records()), "kinds", k, "python_calls", pc);
+  } catch (const std::exception& e) {
+    PyErr_Format(PyExc_ValueError, "%s", e.what());
+    return nullptr;
+  }
+}
+
 // --- module ------------------------------------------------------------------------------------------------
 
 PyMethodDef module_methods[] = {
@@ -901,6 +933,7 @@ PyMethodDef module_methods[] = {
      "ends a model-layer range (inferscope_py.torch)"},
     {"_setup", py_setup, METH_O, "module setup (inferscope_py/__init__.py)"},
     {"_atexit", py_atexit, METH_NOARGS, "unhooks tracing and stops the session this module owns"},
+    {"_dump_stats", py_dump_stats, METH_O, "_dump_stats(path) -> dict: record counts per kind and per Python function"},
     {"_read_dump", py_read_dump, METH_O, "_read_dump(path) -> dict: a dump's records (ranges, marks, Python calls)"},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -68,12 +68,13 @@ struct Frame {
 struct ThreadTrace {
   uint32_t gen = 0;
   std::vector<Frame> frames;
+  ThreadTrace() { frames.reserve(256); }
 };
 
-// Default TLS model on purpose: an extension module is dlopen'ed, often after libraries (torch) that already
-// used up glibc's small static-TLS surplus.
+#if ISCOPE_PY_MONITORING
+// sys.monitoring callbacks get no per-thread argument: thread-local storage. Default TLS model on purpose: an
+// extension module is dlopen'ed, often after libraries (torch) that used up glibc's small static-TLS surplus.
 __thread ThreadTrace* t_trace = nullptr;
-
 struct ThreadTraceOwner {
   ~ThreadTraceOwner() {
     delete t_trace;
@@ -82,24 +83,18 @@ struct ThreadTraceOwner {
 };
 thread_local ThreadTraceOwner t_trace_owner;
 
-__attribute__((noinline)) ThreadTrace* thread_trace_slow() {
-  if (!t_trace) {
-    (void)&t_trace_owner;  // registers the thread-exit cleanup
-    t_trace = new ThreadTrace;
-    t_trace->frames.reserve(256);
-  }
-  t_trace->frames.clear();
-  t_trace->gen = g_stack_gen;
+__attribute__((noinline)) ThreadTrace* new_thread_trace() {
+  (void)&t_trace_owner;  // registers the thread-exit cleanup
+  t_trace = new ThreadTrace;
   return t_trace;
 }
-
 inline ThreadTrace* thread_trace() {
   ThreadTrace* t = t_trace;
-  if (INFERSCOPE_LIKELY(t != nullptr && t->gen == g_stack_gen)) return t;
-  return thread_trace_slow();
+  return INFERSCOPE_LIKELY(t != nullptr) ? t : new_thread_trace();
 }
+#endif
 
-// --- classification (once per code object and filter generation) -----------------------------------------
+// --- classification// --- classification (once per code object and filter generation) -----------------------------------------
 
 std::string utf8_attr(PyObject* obj, const char* attr) {
   std::string out;
@@ -214,11 +209,14 @@ inline uint64_t code_info(PyObject* code) {
 
 // --- the two events every mechanism reduces to -------------------------------------------------------------
 
-// A call or resumption of `code` begins. Returns false when the code is excluded.
-inline bool on_enter(PyObject* code) {
+// A call or resumption of `code` begins on the thread that owns `t`. Returns false when the code is excluded.
+inline bool on_enter(ThreadTrace* t, PyObject* code) {
   const uint64_t info = code_info(code);
   if (info & kExcludedBit) return false;
-  ThreadTrace* t = thread_trace();
+  if (INFERSCOPE_UNLIKELY(t->gen != g_stack_gen)) {  // tracing was switched since this thread last traced
+    t->frames.clear();
+    t->gen = g_stack_gen;
+  }
   const uint32_t max = g_filters.max_depth;
   const uint32_t id = (max == 0 || t->frames.size() < max) ? static_cast<uint32_t>(info) : 0;
   t->frames.push_back(Frame{code, detail::now(), id});
@@ -226,15 +224,11 @@ inline bool on_enter(PyObject* code) {
 }
 
 // A call of `code` returns, yields or unwinds. Returns false when the code is excluded.
-inline bool on_exit(PyObject* code) {
+inline bool on_exit(ThreadTrace* t, PyObject* code) {
   const uint64_t end = detail::now();
-  const uint64_t info = code_info(code);
-  if (info & kExcludedBit) return false;
-  ThreadTrace* t = t_trace;
-  // An activation that began before tracing was switched on is not on the stack: nothing to record.
-  if (INFERSCOPE_UNLIKELY(t == nullptr || t->gen != g_stack_gen || t->frames.empty() ||
-                          t->frames.back().code != code))
-    return true;
+  // Only traced code is ever pushed, so a match on the top of the stack needs no classification.
+  if (INFERSCOPE_UNLIKELY(t == nullptr || t->gen != g_stack_gen || t->frames.empty() || t->frames.back().code != code))
+    return !(code_info(code) & kExcludedBit);  // excluded, or an activation that began before tracing did
   const Frame f = t->frames.back();
   t->frames.pop_back();
   if (f.id != 0) {
@@ -266,19 +260,19 @@ inline PyObject* ret_disable() {
 // Local events (PY_START, PY_RESUME, PY_RETURN, PY_YIELD) may answer DISABLE for code that is not traced.
 PyObject* mon_enter(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (INFERSCOPE_UNLIKELY(nargs < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
-  return on_enter(args[0]) ? ret_none() : ret_disable();
+  return on_enter(thread_trace(), args[0]) ? ret_none() : ret_disable();
 }
 PyObject* mon_exit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (INFERSCOPE_UNLIKELY(nargs < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
-  return on_exit(args[0]) ? ret_none() : ret_disable();
+  return on_exit(t_trace, args[0]) ? ret_none() : ret_disable();
 }
 // PY_THROW and PY_UNWIND cannot be disabled per location.
 PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_enter(args[0]);
+  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_enter(thread_trace(), args[0]);
   return ret_none();
 }
 PyObject* mon_exit_nonlocal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(args[0]);
+  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(t_trace, args[0]);
   return ret_none();
 }
 
@@ -414,29 +408,58 @@ bool init_mechanism(std::string* error) {
 #else
 // --- CPython < 3.12: the C profile hook on every thread -------------------------------------------------------
 
-int profile_hook(PyObject*, PyFrameObject* frame, int what, PyObject*) {
+// Each thread's profile object holds its call stack: the hook gets it as its first argument, so the hot path
+// needs no thread-local lookup, and the stack goes away with the thread state.
+struct TraceHolder {
+  PyObject_HEAD
+  ThreadTrace* trace;
+};
+void TraceHolder_dealloc(PyObject* self) {
+  delete reinterpret_cast<TraceHolder*>(self)->trace;
+  Py_TYPE(self)->tp_free(self);
+}
+PyTypeObject TraceHolderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* new_holder() {
+  auto* h = PyObject_New(TraceHolder, &TraceHolderType);
+  if (!h) return nullptr;
+  h->trace = new ThreadTrace;
+  return reinterpret_cast<PyObject*>(h);
+}
+
+int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
   if (what != PyTrace_CALL && what != PyTrace_RETURN) return 0;
-  if (INFERSCOPE_UNLIKELY(!g_active.load(std::memory_order_relaxed))) {
+  if (INFERSCOPE_UNLIKELY(!g_active.load(std::memory_order_relaxed) || obj == nullptr)) {
     // Stopped from outside the interpreter (a signal, the C++ API): take the hook out of this thread.
     PyEval_SetProfile(nullptr, nullptr);
     return 0;
   }
+  ThreadTrace* t = reinterpret_cast<TraceHolder*>(obj)->trace;
 #if PY_VERSION_HEX >= 0x03090000
   PyCodeObject* code = PyFrame_GetCode(frame);
 #else
   PyCodeObject* code = frame->f_code;
   Py_INCREF(code);
 #endif
-  if (what == PyTrace_CALL) on_enter(reinterpret_cast<PyObject*>(code));
-  else on_exit(reinterpret_cast<PyObject*>(code));
+  if (what == PyTrace_CALL) on_enter(t, reinterpret_cast<PyObject*>(code));
+  else on_exit(t, reinterpret_cast<PyObject*>(code));
   Py_DECREF(code);
   return 0;
 }
 
+void set_profile(Py_tracefunc func) {
+  PyObject* holder = func ? new_holder() : nullptr;
+  if (func && !holder) {
+    PyErr_Clear();
+    return;
+  }
+  PyEval_SetProfile(func, holder);
+  Py_XDECREF(holder);
+}
+
 // threading.setprofile() hook: the first event in a new thread swaps it for the C hook.
 PyObject* thread_bootstrap(PyObject*, PyObject*) {
-  if (g_active.load(std::memory_order_relaxed)) PyEval_SetProfile(profile_hook, nullptr);
-  else PyEval_SetProfile(nullptr, nullptr);
+  set_profile(g_active.load(std::memory_order_relaxed) ? profile_hook : nullptr);
   Py_RETURN_NONE;
 }
 PyMethodDef g_bootstrap_def = {"_inferscope_thread_profile", thread_bootstrap, METH_VARARGS, nullptr};
@@ -461,10 +484,17 @@ bool set_threading_profile(PyObject* hook) {
 void set_profile_all_threads(Py_tracefunc func) {
 #if PY_VERSION_HEX >= 0x03090000
   PyInterpreterState* interp = PyThreadState_Get()->interp;
-  for (PyThreadState* ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts))
-    if (_PyEval_SetProfile(ts, func, nullptr) < 0) PyErr_Clear();
+  for (PyThreadState* ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
+    PyObject* holder = func ? new_holder() : nullptr;
+    if (func && !holder) {
+      PyErr_Clear();
+      continue;
+    }
+    if (_PyEval_SetProfile(ts, func, holder) < 0) PyErr_Clear();
+    Py_XDECREF(holder);
+  }
 #else
-  PyEval_SetProfile(func, nullptr);  // 3.8: other threads pick the hook up through threading only
+  set_profile(func);  // 3.8: other threads pick the hook up through threading only
 #endif
 }
 
@@ -485,6 +515,15 @@ void remove_hooks() {
 }
 
 bool init_mechanism(std::string* error) {
+  TraceHolderType.tp_name = "inferscope_py._native.ThreadTrace";
+  TraceHolderType.tp_basicsize = sizeof(TraceHolder);
+  TraceHolderType.tp_flags = Py_TPFLAGS_DEFAULT;
+  TraceHolderType.tp_dealloc = TraceHolder_dealloc;
+  if (PyType_Ready(&TraceHolderType) < 0) {
+    PyErr_Clear();
+    *error = "cannot create the per-thread trace type";
+    return false;
+  }
   g_bootstrap = PyCFunction_New(&g_bootstrap_def, nullptr);
   if (!g_bootstrap) {
     PyErr_Clear();
