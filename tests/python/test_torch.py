@@ -125,3 +125,27 @@ def test_tracing_cost_switches_off_between_steps(record):
     forwards = of_kind(d, "python_call", "Net.forward")
     inside = [[f for f in forwards if s["start"] <= f["start"] <= s["end"]] for s in steps]
     assert [len(v) for v in inside] == [1, 0, 1, 0]
+
+
+def test_gpt2_layers_and_forward_calls(record):
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed for this Python")
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128, n_positions=32)
+    model = transformers.GPT2LMHeadModel(config).to(DEVICE).eval()
+    ids = torch.randint(0, 128, (1, 16), device=DEVICE)
+
+    def work():
+        with isc_torch.annotate(model), torch.no_grad(), isc.scope("inference"):
+            model(ids)
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
+
+    d = record(work, trace=True)
+    ranges = {r["name"]: r for r in of_kind(d, "range")}
+    for name in ("GPT2LMHeadModel", "transformer", "transformer.h.1", "transformer.h.1.attn", "transformer.h.1.mlp",
+                 "lm_head"):
+        assert name in ranges, name
+    block, attn = ranges["transformer.h.1"], ranges["transformer.h.1.attn"]
+    assert attn["depth"] == block["depth"] + 1
+    assert block["start"] <= attn["start"] <= attn["end"] <= block["end"]
+    assert len(of_kind(d, "python_call", "GPT2Attention.forward")) == 2  # one per layer, from site-packages
+    assert len(of_kind(d, "python_call", "GPT2Block.forward")) == 2
