@@ -149,3 +149,39 @@ def test_gpt2_layers_and_forward_calls(record):
     assert block["start"] <= attn["start"] <= attn["end"] <= block["end"]
     assert len(of_kind(d, "python_call", "GPT2Attention.forward")) == 2  # one per layer, from site-packages
     assert len(of_kind(d, "python_call", "GPT2Block.forward")) == 2
+
+
+GPT2_UNDER_ENV = """
+import torch, transformers, inferscope_py as isc, inferscope_py.torch as isc_torch
+cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128, n_positions=32)
+model = transformers.GPT2LMHeadModel(cfg).to("{device}").eval()
+ids = torch.randint(0, 128, (1, 16), device="{device}")
+isc_torch.annotate(model)
+with torch.no_grad():
+    for step in range(3):
+        with isc.scope("inference", step=step):
+            model(ids)
+print("done", isc.is_active())
+"""
+
+
+# On the H200 machine (Python 3.12.3, torch 2.11) the same script aborted once with "free(): invalid pointer"
+# (not reproduced without torch): this test reproduces that run, with faulthandler on to show where.
+def test_gpt2_under_inferscope_enable_through_sitecustomize(tmp_path):
+    pytest.importorskip("transformers", reason="transformers is not installed for this Python")
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "gpt2_env.py").write_text(GPT2_UNDER_ENV.format(device=DEVICE))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFERSCOPE_")}
+    env.update(INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="gpt2.iscope", PYTHONFAULTHANDLER="1")
+    out = subprocess.run([sys.executable, "gpt2_env.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, f"exit {out.returncode}\nstdout:\n{out.stdout[-3000:]}\nstderr:\n{out.stderr[-8000:]}"
+    assert "done True" in out.stdout
+    d = isc._native._read_dump(str(tmp_path / "gpt2.iscope"))
+    assert d["complete"]
+    assert len(of_kind(d, "range", "inference")) == 3
+    assert len(of_kind(d, "python_call", "GPT2Attention.forward")) == 6
+    assert "transformer.h.1.attn" in {r["name"] for r in of_kind(d, "range")}
