@@ -753,7 +753,7 @@ PyObject* py_setup(PyObject*, PyObject* dir) {
 
 // Registered with atexit by __init__.py: runs while the interpreter is alive, before finalization.
 PyObject* py_atexit(PyObject*, PyObject*) {
-  pytrace::disable();
+  pytrace::disable(/*at_exit=*/true);
   const uint32_t e = detail::g_session.load();
   if (e != 0 && e == g_owned_epoch) {
     Py_BEGIN_ALLOW_THREADS

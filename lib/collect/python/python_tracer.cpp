@@ -368,13 +368,14 @@ std::string install_hooks() {
   return {};
 }
 
-void remove_hooks() {
+void remove_hooks(bool at_exit) {
   if (PyObject* r = mon_call("set_events", Py_BuildValue("(ii)", kToolId, 0), nullptr)) Py_DECREF(r);
   for (const auto& ev : kEvents)
     if (PyObject* r = mon_call("register_callback", Py_BuildValue("(ilO)", kToolId, event_bit(ev.event), Py_None), nullptr))
       Py_DECREF(r);
-  // The next user of PROFILER_ID (cProfile) must not inherit locations we disabled.
-  if (g_returned_disable) {
+  // The next user of PROFILER_ID (cProfile) must not inherit locations we disabled. At interpreter exit there
+  // is no next user: skip re-instrumenting every code object.
+  if (g_returned_disable && !at_exit) {
     if (PyObject* r = mon_call("restart_events", nullptr, nullptr)) Py_DECREF(r);
     g_returned_disable = false;
   }
@@ -509,7 +510,7 @@ std::string install_hooks() {
   return {};
 }
 
-void remove_hooks() {
+void remove_hooks(bool) {
   set_threading_profile(Py_None);
   set_profile_all_threads(nullptr);
 }
@@ -661,10 +662,10 @@ std::string enable(const Filters& filters) {
   return {};
 }
 
-void disable() {
+void disable(bool at_exit) {
   g_active.store(false);
   if (g_installed) {
-    remove_hooks();
+    remove_hooks(at_exit);
     g_installed = false;
     ++g_stats.toggles;
   }

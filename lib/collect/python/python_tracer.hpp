@@ -47,8 +47,9 @@ bool init(const std::string& package_dir, std::string* error);
 /// Installs the hooks with these filters (replacing any earlier filters). Returns "" on success, otherwise a
 /// one-line reason (e.g. sys.monitoring's PROFILER_ID is taken) and nothing is installed.
 std::string enable(const Filters& filters);
-/// Removes the hooks. Safe to call when not enabled.
-void disable();
+/// Removes the hooks. Safe to call when not enabled. `at_exit`: the interpreter is about to finalize, so the
+/// tool id need not be left clean for another user.
+void disable(bool at_exit = false);
 /// Whether the hooks are installed and recording.
 bool is_enabled();
 const Filters& current_filters();
