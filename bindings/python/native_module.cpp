@@ -763,6 +763,14 @@ PyObject* py_atexit(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// os.register_at_fork(after_in_child=...): a forked child records nothing (the runtime's policy), so it must
+// not keep paying for the hooks either (DataLoader workers, multiprocessing pools).
+PyObject* py_after_fork_child(PyObject*, PyObject*) {
+  pytrace::disable(/*at_exit=*/true);
+  g_owned_epoch = 0;
+  Py_RETURN_NONE;
+}
+
 // --- reading a dump back (tests, notebooks) --------------------------------------------------------------
 
 PyObject* attr_value(const inferscope::dump::Attr& a) {
@@ -933,6 +941,7 @@ PyMethodDef module_methods[] = {
      "ends a model-layer range (inferscope_py.torch)"},
     {"_setup", py_setup, METH_O, "module setup (inferscope_py/__init__.py)"},
     {"_atexit", py_atexit, METH_NOARGS, "unhooks tracing and stops the session this module owns"},
+    {"_after_fork_child", py_after_fork_child, METH_NOARGS, "unhooks tracing in a forked child"},
     {"_dump_stats", py_dump_stats, METH_O, "_dump_stats(path) -> dict: record counts per kind and per Python function"},
     {"_read_dump", py_read_dump, METH_O, "_read_dump(path) -> dict: a dump's records (ranges, marks, Python calls)"},
     {nullptr, nullptr, 0, nullptr}};

@@ -321,6 +321,28 @@ def test_many_calls_reach_the_dump_without_drops(record):
     assert len(calls(d, "test_many_calls_reach_the_dump_without_drops.<locals>.fib")) == 21891
 
 
+def test_a_forked_child_unhooks_tracing(record):
+    import os
+
+    def work():
+        isc.trace_python(True)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.write(w, b"1" if isc._native._tracer_state()["enabled"] else b"0")
+            os._exit(0)
+        os.close(w)
+        child_enabled = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+        assert child_enabled == b"0"
+        assert isc._native._tracer_state()["enabled"]  # the parent goes on tracing
+        leaf(1)
+
+    assert calls(record(work), "leaf")
+
+
 def test_tracing_overhead_is_paid_only_when_on():
     # Not a timing assertion: tracing switched off leaves no hook behind.
     assert not isc._native._tracer_state()["enabled"]

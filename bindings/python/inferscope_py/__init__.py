@@ -130,3 +130,6 @@ _native._setup(_os.path.dirname(_os.path.abspath(__file__)))
 # Unhook tracing and complete the dump while the interpreter is still alive (the runtime's own C atexit
 # handler runs after finalization, too late for anything Python).
 _atexit.register(_native._atexit)
+# A forked child records nothing (the runtime's policy): take the hooks out there too.
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_native._after_fork_child)
