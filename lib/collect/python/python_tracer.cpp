@@ -191,7 +191,16 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
     ++g_stats.codes_excluded;
   }
   const uint64_t v = (uint64_t(g_code_gen) << kGenShift) | (traced ? 0 : kExcludedBit) | id;
-  if (code_set_extra(code, g_extra_index, reinterpret_cast<void*>(static_cast<uintptr_t>(v))) != 0) PyErr_Clear();
+#if ISCOPE_PY_MONITORING
+  // Excluded code is answered with DISABLE, so its local events stop firing without a cache; leave the
+  // interpreter's static (deep-frozen, immortal) code objects untouched, as they are shared and finalized
+  // specially.
+  const bool cache = traced || !_Py_IsImmortal(code);
+#else
+  const bool cache = true;
+#endif
+  if (cache && code_set_extra(code, g_extra_index, reinterpret_cast<void*>(static_cast<uintptr_t>(v))) != 0)
+    PyErr_Clear();
   PyErr_Restore(et, ev, tb);
   return v;
 }
