@@ -112,7 +112,7 @@ constexpr KeyDef kKeys[] = {
     {.key = "python", .section = "python", .member = &Config::python,
      .doc = "Trace Python calls when the process runs Python."},
     {.key = "python_mode", .section = "python", .member = &Config::python_mode,
-     .doc = "default: Python functions; full: also C functions called from Python; off: no tracing.",
+     .doc = "default: your code and model forward passes; full: every Python function, stdlib and installed packages included (C functions are not traced); off: no tracing.",
      .choices = kPythonModes},
     {.key = "python_include", .section = "python", .member = &Config::python_include,
      .doc = "Only trace modules or paths starting with one of these prefixes (empty: all).", .list = true},
