@@ -752,6 +752,18 @@ uint32_t current_thread_id() {
   return static_cast<RingEntry*>(detail::t_state.ring)->thread_id;
 }
 
+std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  Global& g = G();
+  std::lock_guard lk(g.registry);
+  SessionState* s = g.session;
+  if (!s || detail::g_session.load() != s->epoch) return out;
+  out.reserve(s->threads.size());
+  for (auto& [id, t] : s->threads)
+    if (!(t.flags & (dump::kThreadChannel | dump::kThreadExited)) && t.os_tid) out.emplace_back(t.os_tid, id);
+  return out;
+}
+
 void flush_now() {
   send_command(kCmdWake);
 }
