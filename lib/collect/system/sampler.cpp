@@ -355,15 +355,38 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
   const bool keep = held_fds_ + 3 <= kMaxHeldFds;
   std::string err;
   const uint64_t ts = detail::now();
+  // schedstat first: it is cheap (about 1 µs against 5 for stat and 12 for status). A thread whose run
+  // time, run-queue wait and timeslice count did not move has neither run nor waited to run since the last
+  // round, so its stat and status lines cannot have changed: they are read again only for the keep-alive.
+  bool moved = true;
+  if (have_schedstat_) {
+    if (read_file(t.schedstat, dir + "/schedstat", keep, buf_)) {
+      if (auto s = parse_schedstat(buf_, &err)) {
+        moved = t.full_read_ns < 0 || s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
+                s->timeslices != t.sched.timeslices;
+        t.sched = *s;
+        emit_int(n.thread_cpu_run_ns, scope, target, ts, static_cast<int64_t>(s->run_ns));
+        emit_int(n.thread_sched_wait_ns, scope, target, ts, static_cast<int64_t>(s->wait_ns));
+      } else {
+        skip(err);
+      }
+    } else if (errno == ENOENT) {
+      have_schedstat_ = false;  // kernel without CONFIG_SCHED_INFO
+    }
+  }
+  if (!moved && !final_ && target == t.full_read_target && now_ns_ - t.full_read_ns < kKeepAliveNs) return;
+  t.full_read_ns = now_ns_;
+  t.full_read_target = target;
   if (read_file(t.stat, dir + "/stat", keep, buf_)) {
     if (auto s = parse_stat(buf_, &err)) {
       emit_int(n.thread_cpu_user_ns, scope, target, ts, static_cast<int64_t>(double(s->utime) * ns_per_tick_));
       emit_int(n.thread_cpu_system_ns, scope, target, ts, static_cast<int64_t>(double(s->stime) * ns_per_tick_));
       emit_int(n.thread_state, scope, target, ts, s->state);
-      if (!t.dump_id && !t.name_published) {
-        // Threads the session does not know have no thread-table entry: their names go to process info.
+      if (!t.dump_id && t.published_name != s->comm) {
+        // Threads the session does not know have no thread-table entry: their names go to process info
+        // (again when a thread renames itself; the later value wins).
         runtime::set_process_info("os_thread." + std::to_string(tid) + ".name", s->comm);
-        t.name_published = true;
+        t.published_name = s->comm;
       }
     } else {
       skip(err);
@@ -377,18 +400,6 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
         emit_int(n.thread_ctx_involuntary, scope, target, ts, static_cast<int64_t>(*s->nonvoluntary_ctxt_switches));
     } else {
       skip(err);
-    }
-  }
-  if (have_schedstat_) {
-    if (read_file(t.schedstat, dir + "/schedstat", keep, buf_)) {
-      if (auto s = parse_schedstat(buf_, &err)) {
-        emit_int(n.thread_cpu_run_ns, scope, target, ts, static_cast<int64_t>(s->run_ns));
-        emit_int(n.thread_sched_wait_ns, scope, target, ts, static_cast<int64_t>(s->wait_ns));
-      } else {
-        skip(err);
-      }
-    } else if (errno == ENOENT) {
-      have_schedstat_ = false;  // kernel without CONFIG_SCHED_INFO
     }
   }
   if (perf_ok_) {

@@ -65,7 +65,10 @@ class SystemSampler {
     int stat = -1, status = -1, schedstat = -1, perf = -1;
     uint32_t dump_id = 0;
     uint64_t seen_round = 0;
-    bool name_published = false;
+    std::string published_name;  // last name written to process info (threads the session does not know)
+    SchedStat sched;             // last schedstat reading
+    int64_t full_read_ns = -1;   // when stat and status were last read
+    uint32_t full_read_target = 0;  // the target they were written under (changes when the thread binds)
   };
   struct Last {
     union {
