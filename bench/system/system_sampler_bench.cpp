@@ -136,6 +136,34 @@ int main(int argc, char** argv) {
     sys::SystemSampler probe(o, [](const CounterRecord&) {}, nullptr);
     std::printf("sampler sources: %s\n", probe.open().c_str());
   }
+  {  // NVML alone: one Nvml::sample() (all GPU counters of one device)
+    sys::Nvml nvml;
+    if (std::string err = nvml.open(); err.empty()) {
+      std::vector<double> us;
+      for (int i = 0; i < 200; ++i) {
+        const auto a = Clock::now();
+        nvml.sample(0);
+        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+      }
+      std::printf("NVML sample of device 0 (%s), all parts back to back: median %.1f us over 200\n",
+                  nvml.device_name(0).c_str(), median(us));
+      // Each query alone, 10 ms apart as in the sampler (NVML answers repeated calls from a cache).
+      const std::pair<const char*, uint32_t> parts[] = {
+          {"utilization", sys::kGpuUtil}, {"memory", sys::kGpuMemory},     {"sm_clock", sys::kGpuClock},
+          {"throttle", sys::kGpuThrottle}, {"temperature", sys::kGpuTemp}, {"power", sys::kGpuPower},
+          {"pcie_bytes", sys::kGpuPcie},   {"all", sys::kGpuAll}};
+      for (auto& [name, bits] : parts) {
+        std::vector<double> v;
+        for (int i = 0; i < 30; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          const auto a = Clock::now();
+          nvml.sample(0, bits);
+          v.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+        }
+        std::printf("  NVML %-12s every 10 ms: median %8.1f us\n", name, median(v));
+      }
+    }
+  }
   std::printf("process threads: main + %d others; %d repeats of %.1f s each; medians over repeats\n", threads,
               repeats, seconds);
   std::printf("%-7s %-8s %-7s %8s %12s %10s %14s %16s\n", "threads", "mode", "period", "rounds", "median_us",

@@ -159,7 +159,8 @@ TEST_CASE("NVML samples follow a GPU busy loop") {
   std::fflush(stdout);
 
   REQUIRE(busy.count("gpu.util_pct"));
-  CHECK(busy["gpu.util_pct"].size() >= 5);
+  // Unchanged values are written once a second: a steady 99 % over 3 s still gives a few samples.
+  CHECK(busy["gpu.util_pct"].size() >= 2);
   CHECK(median(busy["gpu.util_pct"]) > 50);
   REQUIRE(busy.count("gpu.mem_used_bytes"));
   CHECK(median(busy["gpu.mem_used_bytes"]) > 128e6);  // the child's 8192^2 fp16 matrices and context

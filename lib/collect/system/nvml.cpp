@@ -153,55 +153,71 @@ std::string Nvml::device_name(uint32_t index) const {
   return buf;
 }
 
-GpuSample Nvml::sample(uint32_t index) {
+GpuSample Nvml::sample(uint32_t index, uint32_t parts) {
   GpuSample s;
   if (!api_ || index >= devices_.size() || !devices_[index]) return s;
   nvmlDevice_t d = devices_[index];
-  if (api_->utilization) {
+  if ((parts & kGpuUtil) && api_->utilization) {
     nvmlUtilization_t u{};
     if (api_->utilization(d, &u) == kSuccess) {
       s.util_pct = u.gpu;
       s.mem_util_pct = u.memory;
     }
   }
-  if (api_->memory) {
+  if ((parts & kGpuMemory) && api_->memory) {
     nvmlMemory_t m{};
     if (api_->memory(d, &m) == kSuccess) {
       s.mem_used_bytes = m.used;
       s.mem_total_bytes = m.total;
     }
   }
-  if (api_->clock) {
+  if ((parts & kGpuClock) && api_->clock) {
     unsigned mhz = 0;
     if (api_->clock(d, kClockSm, &mhz) == kSuccess) s.sm_clock_mhz = mhz;
   }
-  if (api_->throttle) {
+  if ((parts & kGpuThrottle) && api_->throttle) {
     unsigned long long r = 0;
     if (api_->throttle(d, &r) == kSuccess) s.throttle_reasons = r;
   }
-  if (api_->temperature) {
+  if ((parts & kGpuTemp) && api_->temperature) {
     unsigned c = 0;
     if (api_->temperature(d, kTemperatureGpu, &c) == kSuccess) s.temperature_c = c;
   }
-  // One batched call for the PCIe byte counters and the instantaneous power: nvmlDeviceGetPcieThroughput
-  // would block ~20 ms per direction, and nvmlDeviceGetPowerUsage is a one-second average.
-  if (pcie_fields_ok_[index] || power_instant_ok_[index]) {
-    nvmlFieldValue_t f[3];
-    std::memset(f, 0, sizeof(f));
-    f[0].fieldId = kFieldPcieTxBytes;
-    f[1].fieldId = kFieldPcieRxBytes;
-    f[2].fieldId = kFieldPowerInstant;
-    if (api_->fields(d, 3, f) == kSuccess) {
-      s.pcie_tx_bytes = field_as_u64(f[0]);
-      s.pcie_rx_bytes = field_as_u64(f[1]);
-      if (auto p = field_as_u64(f[2])) s.power_mw = static_cast<uint32_t>(*p);
-      if (f[0].nvmlReturn == kNotSupported) pcie_fields_ok_[index] = false;
-      if (f[2].nvmlReturn != kSuccess) power_instant_ok_[index] = false;
+  // PCIe through the cumulative byte counters: nvmlDeviceGetPcieThroughput would block ~20 ms per
+  // direction. Power through the instantaneous field: nvmlDeviceGetPowerUsage is a one-second average on
+  // recent GPUs.
+  nvmlFieldValue_t f[3];
+  int nf = 0;
+  const bool want_pcie = (parts & kGpuPcie) && pcie_fields_ok_[index];
+  const bool want_power = (parts & kGpuPower) && power_instant_ok_[index];
+  if (want_pcie) {
+    f[nf] = {};
+    f[nf++].fieldId = kFieldPcieTxBytes;
+    f[nf] = {};
+    f[nf++].fieldId = kFieldPcieRxBytes;
+  }
+  if (want_power) {
+    f[nf] = {};
+    f[nf++].fieldId = kFieldPowerInstant;
+  }
+  if (nf > 0) {
+    if (api_->fields(d, nf, f) == kSuccess) {
+      int i = 0;
+      if (want_pcie) {
+        s.pcie_tx_bytes = field_as_u64(f[0]);
+        s.pcie_rx_bytes = field_as_u64(f[1]);
+        if (f[0].nvmlReturn != kSuccess || f[1].nvmlReturn != kSuccess) pcie_fields_ok_[index] = false;
+        i = 2;
+      }
+      if (want_power) {
+        if (auto p = field_as_u64(f[i])) s.power_mw = static_cast<uint32_t>(*p);
+        else power_instant_ok_[index] = false;
+      }
     } else {
       pcie_fields_ok_[index] = power_instant_ok_[index] = false;
     }
   }
-  if (!s.power_mw && api_->power) {
+  if ((parts & kGpuPower) && !s.power_mw && !power_instant_ok_[index] && api_->power) {
     unsigned mw = 0;
     if (api_->power(d, &mw) == kSuccess) s.power_mw = mw;
   }

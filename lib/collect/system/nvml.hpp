@@ -25,6 +25,18 @@ struct GpuSample {
   std::optional<uint32_t> temperature_c;
 };
 
+/// Groups of NVML queries, so costly ones can be read less often (and timed apart in bench/system).
+enum GpuPart : uint32_t {
+  kGpuUtil = 1u << 0,      ///< utilization (gpu, memory)
+  kGpuMemory = 1u << 1,    ///< memory used and total
+  kGpuClock = 1u << 2,     ///< SM clock
+  kGpuThrottle = 1u << 3,  ///< clock throttle (event) reasons
+  kGpuTemp = 1u << 4,      ///< temperature
+  kGpuPower = 1u << 5,     ///< instantaneous power (field 186), else the averaged nvmlDeviceGetPowerUsage
+  kGpuPcie = 1u << 6,      ///< PCIe byte counters (fields 197, 198)
+  kGpuAll = 0x7f,
+};
+
 /// The NVML library and its devices. Not thread-safe: one sampling thread owns it.
 class Nvml {
  public:
@@ -40,7 +52,8 @@ class Nvml {
   uint32_t device_count() const { return static_cast<uint32_t>(devices_.size()); }
   /// Device name ("NVIDIA H100 80GB HBM3"), empty when unknown.
   std::string device_name(uint32_t index) const;
-  GpuSample sample(uint32_t index);
+  /// Reads the `parts` (GpuPart bits) of one device.
+  GpuSample sample(uint32_t index, uint32_t parts = kGpuAll);
   void close();
 
  private:

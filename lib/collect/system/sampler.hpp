@@ -90,7 +90,7 @@ class SystemSampler {
   void sample_task(uint32_t tid, Task& t);
   void sample_machine();
   void sample_numa();
-  void sample_gpus();
+  void sample_gpus(uint32_t parts);
   void refresh_thread_map();
   int open_perf(uint32_t tid);
   uint32_t numa_name(const std::string& key);
@@ -104,7 +104,7 @@ class SystemSampler {
   bool final_ = false;
   int64_t now_ns_ = 0;  // steady clock at the start of the round, for keep-alive and rates
   uint64_t round_ = 0;
-  uint32_t gpu_every_ = 1, slow_every_ = 10;
+  uint32_t slow_every_ = 10;  // rounds between machine, NUMA and GPU samples (every ~100 ms)
   double ns_per_tick_ = 1e7;
   uint64_t page_size_ = 4096;
   std::string self_;            // "<proc_root>/self"
