@@ -303,3 +303,75 @@ TEST_CASE("malformed /proc files are skipped with a reason, never a crash") {
   }
   std::filesystem::remove_all(root);
 }
+
+TEST_CASE("change-only writes: unchanged values wait for the keep-alive, the final round writes all") {
+  char dir[] = "/tmp/iscope-fakeproc-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string root = dir;
+  std::filesystem::create_directories(root + "/self/task/77");
+  auto put = [](const std::string& p, const std::string& text) { std::ofstream(p) << text; };
+  const std::string stat_a =
+      "77 (fake) S 1 1 1 0 -1 0 10 0 0 0 100 20 0 0 20 0 1 0 5 1000 50 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 0\n";
+  put(root + "/self/statm", "1000 500 10 1 0 100 0\n");
+  put(root + "/self/task/77/stat", stat_a);
+  put(root + "/self/task/77/status", "voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t1\n");
+  put(root + "/self/task/77/schedstat", "1000 200 3\n");
+  sys::SamplerOptions o;
+  o.nvml = false;
+  o.proc_root = root;
+  std::vector<CounterRecord> got;
+  sys::SystemSampler s(o, [&](const CounterRecord& r) { got.push_back(r); }, nullptr);
+  s.open();
+  const auto& n = sys::CounterNames::get();
+  auto count = [&](uint32_t name) {
+    return std::count_if(got.begin(), got.end(), [&](const CounterRecord& r) { return r.name == name; });
+  };
+  auto last = [&](uint32_t name) {
+    for (auto it = got.rbegin(); it != got.rend(); ++it)
+      if (it->name == name) return *it;
+    FAIL("no sample of " << name);
+    return CounterRecord{};
+  };
+
+  s.round(false);
+  CHECK(count(n.mem_rss_bytes) == 1);
+  CHECK(last(n.mem_rss_bytes).value.i == 500 * ::sysconf(_SC_PAGESIZE));
+  CHECK(count(n.thread_cpu_user_ns) == 1);
+  const CounterRecord user = last(n.thread_cpu_user_ns);
+  CHECK(user.scope == CounterScope::kOsThread);  // no lookup: the thread is not known to a session
+  CHECK(user.target == 77);
+  CHECK(user.value.i == int64_t(100 * 1e9 / ::sysconf(_SC_CLK_TCK)));
+  CHECK(last(n.thread_state).value.i == 'S');
+  CHECK(last(n.thread_ctx_voluntary).value.i == 5);
+
+  got.clear();
+  s.round(false);  // nothing changed
+  CHECK(count(n.mem_rss_bytes) == 0);
+  CHECK(count(n.thread_cpu_user_ns) == 0);
+  CHECK(count(n.thread_cpu_run_ns) == 0);
+
+  // stat moved but schedstat did not: the thread did not run, so stat is not re-read before the keep-alive.
+  put(root + "/self/task/77/stat", "77 (fake) S 1 1 1 0 -1 0 10 0 0 0 900 20 0 0 20 0 1 0 5 1000 50\n");
+  put(root + "/self/statm", "1000 700 10 1 0 100 0\n");
+  got.clear();
+  s.round(false);
+  CHECK(count(n.thread_cpu_user_ns) == 0);
+  REQUIRE(count(n.mem_rss_bytes) == 1);
+  CHECK(last(n.mem_rss_bytes).value.i == 700 * ::sysconf(_SC_PAGESIZE));
+
+  // Once schedstat moves, the thread's files are read again.
+  put(root + "/self/task/77/schedstat", "5000 200 4\n");
+  got.clear();
+  s.round(false);
+  REQUIRE(count(n.thread_cpu_user_ns) == 1);
+  CHECK(last(n.thread_cpu_user_ns).value.i == int64_t(900 * 1e9 / ::sysconf(_SC_CLK_TCK)));
+
+  got.clear();
+  s.round(true);  // the final round writes every value
+  CHECK(count(n.mem_rss_bytes) == 1);
+  CHECK(count(n.thread_cpu_user_ns) == 1);
+  CHECK(count(n.thread_ctx_voluntary) == 1);
+  CHECK(count(n.thread_cpu_run_ns) == 1);
+  CHECK(s.skipped_samples() == 0);
+  std::filesystem::remove_all(root);
+}
