@@ -150,7 +150,7 @@ TEST_CASE("busy threads gain CPU time, a sleeper gains voluntary switches") {
     // Two spinning threads on a shared machine: at least a tenth of the wall time each, at most all of it.
     CHECK(double(*user + *sys) >= 0.1 * wall_ns);
     CHECK(double(*user + *sys) <= 1.2 * wall_ns);
-    if (auto run = thread_growth(l, "thread.cpu.run_ns", id)) CHECK(double(*run) >= 0.1 * wall_ns);
+    if (auto run = thread_growth(l, "thread.sched.run_ns", id)) CHECK(double(*run) >= 0.1 * wall_ns);
     // Once the session knows the thread, its samples carry the dump thread id.
     bool by_dump_id = false;
     for (auto& s : l.samples) by_dump_id |= s.scope == CounterScope::kThread && s.target == id;
@@ -262,7 +262,7 @@ TEST_CASE("perf sampling: per-thread cpu-clock counters, or one note saying why 
   Loaded l = load(c.output);
   INFO("status: " << l.status);
   if (l.status.find("perf cpu-clock per thread") != std::string::npos) {
-    auto g = thread_growth(l, "perf.cpu_clock_ns", l.thread_by_name.at("perf-busy"));
+    auto g = thread_growth(l, "perf.task_clock_ns", l.thread_by_name.at("perf-busy"));
     REQUIRE(g);
     CHECK(*g >= 40'000'000);  // a tenth of 400 ms
   } else {
@@ -348,7 +348,7 @@ TEST_CASE("change-only writes: unchanged values wait for the keep-alive, the fin
   s.round(false);  // nothing changed
   CHECK(count(n.mem_rss_bytes) == 0);
   CHECK(count(n.thread_cpu_user_ns) == 0);
-  CHECK(count(n.thread_cpu_run_ns) == 0);
+  CHECK(count(n.thread_sched_run_ns) == 0);
 
   // stat moved but schedstat did not: the thread did not run, so stat is not re-read before the keep-alive.
   put(root + "/self/task/77/stat", "77 (fake) S 1 1 1 0 -1 0 10 0 0 0 900 20 0 0 20 0 1 0 5 1000 50\n");
@@ -371,7 +371,7 @@ TEST_CASE("change-only writes: unchanged values wait for the keep-alive, the fin
   CHECK(count(n.mem_rss_bytes) == 1);
   CHECK(count(n.thread_cpu_user_ns) == 1);
   CHECK(count(n.thread_ctx_voluntary) == 1);
-  CHECK(count(n.thread_cpu_run_ns) == 1);
+  CHECK(count(n.thread_sched_run_ns) == 1);
   CHECK(s.skipped_samples() == 0);
   std::filesystem::remove_all(root);
 }

@@ -33,8 +33,9 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// Collision-free while string ids stay below 2^29 and scopes below 8.
 uint64_t key_of(uint32_t name, CounterScope scope, uint32_t target) {
-  return (uint64_t(name) << 32) ^ (uint64_t(static_cast<uint8_t>(scope)) << 28) ^ target;
+  return (uint64_t(static_cast<uint8_t>(scope)) << 61) | (uint64_t(name) << 32) | target;
 }
 
 }  // namespace
@@ -50,16 +51,16 @@ const CounterNames& CounterNames::get() {
     c.mem_rss_bytes = intern("mem.rss_bytes");
     c.mem_minor_faults = intern("mem.minor_faults");
     c.mem_major_faults = intern("mem.major_faults");
-    c.mem_hwm_bytes = intern("mem.rss_peak_bytes");
+    c.mem_hwm_bytes = intern("mem.hwm_bytes");
     c.threads = intern("process.threads");
     c.thread_cpu_user_ns = intern("thread.cpu.user_ns");
     c.thread_cpu_system_ns = intern("thread.cpu.system_ns");
-    c.thread_cpu_run_ns = intern("thread.cpu.run_ns");
+    c.thread_sched_run_ns = intern("thread.sched.run_ns");
     c.thread_sched_wait_ns = intern("thread.sched.wait_ns");
     c.thread_state = intern("thread.state");
     c.thread_ctx_voluntary = intern("thread.ctx.voluntary");
     c.thread_ctx_involuntary = intern("thread.ctx.involuntary");
-    c.perf_cpu_clock_ns = intern("perf.cpu_clock_ns");
+    c.perf_task_clock_ns = intern("perf.task_clock_ns");
     c.load_1m = intern("load.1m");
     c.load_runnable = intern("load.runnable");
     c.machine_busy_pct = intern("cpu.machine.busy_pct");
@@ -165,12 +166,13 @@ std::string SystemSampler::open() {
       ::close(fd);
       status += "; perf cpu-clock per thread";
     } else {
+      const int open_errno = errno;
       std::string paranoid;
       int p = open_ro("/proc/sys/kernel/perf_event_paranoid");
       if (p >= 0) read_file(p, "", false, paranoid);
       close_fd(p);
       while (!paranoid.empty() && (paranoid.back() == '\n' || paranoid.back() == ' ')) paranoid.pop_back();
-      perf_note_ = std::string("perf sampling unavailable: perf_event_open: ") + std::strerror(errno) +
+      perf_note_ = std::string("perf sampling unavailable: perf_event_open: ") + std::strerror(open_errno) +
                    (paranoid.empty() ? "" : " (perf_event_paranoid=" + paranoid + ")");
       status += "; " + perf_note_;
     }
@@ -184,7 +186,8 @@ int SystemSampler::open_perf(uint32_t tid) {
   a.size = sizeof(a);
   a.type = PERF_TYPE_SOFTWARE;
   a.config = PERF_COUNT_SW_CPU_CLOCK;
-  // User time only: perf_event_paranoid >= 2 (the usual default) refuses kernel measurement.
+  // perf_event_paranoid >= 2 (the usual default) refuses an event that does not exclude the kernel. In
+  // counting mode the software cpu-clock ignores the flag: the count is all time on a CPU (docs/counters.md).
   a.exclude_kernel = 1;
   a.exclude_hv = 1;
   return static_cast<int>(::syscall(SYS_perf_event_open, &a, static_cast<pid_t>(tid), -1, -1, PERF_FLAG_FD_CLOEXEC));
@@ -336,6 +339,10 @@ void SystemSampler::sample_threads() {
           close_fd(*fd);
           --held_fds_;
         }
+      for (uint32_t name : CounterNames::get().per_thread()) {  // a long run with thread churn stays bounded
+        last_.erase(key_of(name, CounterScope::kOsThread, it->first));
+        if (t.dump_id) last_.erase(key_of(name, CounterScope::kThread, t.dump_id));
+      }
       it = tasks_.erase(it);
       continue;
     }
@@ -365,7 +372,7 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
         moved = t.full_read_ns < 0 || s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
                 s->timeslices != t.sched.timeslices;
         t.sched = *s;
-        emit_int(n.thread_cpu_run_ns, scope, target, ts, static_cast<int64_t>(s->run_ns));
+        emit_int(n.thread_sched_run_ns, scope, target, ts, static_cast<int64_t>(s->run_ns));
         emit_int(n.thread_sched_wait_ns, scope, target, ts, static_cast<int64_t>(s->wait_ns));
       } else {
         skip(err);
@@ -409,7 +416,7 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
     }
     uint64_t v = 0;
     if (t.perf >= 0 && ::read(t.perf, &v, sizeof(v)) == sizeof(v))
-      emit_int(n.perf_cpu_clock_ns, scope, target, ts, static_cast<int64_t>(v));
+      emit_int(n.perf_task_clock_ns, scope, target, ts, static_cast<int64_t>(v));
   }
 }
 

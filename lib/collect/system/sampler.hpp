@@ -13,6 +13,7 @@
 #include "collect/system/nvml.hpp"
 #include "collect/system/proc_parse.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -139,13 +140,18 @@ class SystemSampler {
 struct CounterNames {
   uint32_t cpu_user_ns, cpu_system_ns, ctx_voluntary, ctx_involuntary, mem_rss_bytes, mem_minor_faults,
       mem_major_faults, mem_hwm_bytes, threads;
-  uint32_t thread_cpu_user_ns, thread_cpu_system_ns, thread_cpu_run_ns, thread_sched_wait_ns, thread_state,
-      thread_ctx_voluntary, thread_ctx_involuntary, perf_cpu_clock_ns;
+  uint32_t thread_cpu_user_ns, thread_cpu_system_ns, thread_sched_run_ns, thread_sched_wait_ns, thread_state,
+      thread_ctx_voluntary, thread_ctx_involuntary, perf_task_clock_ns;
   uint32_t load_1m, load_runnable, machine_busy_pct, machine_mem_available_bytes, psi_cpu_some_us,
       psi_memory_some_us, psi_memory_full_us, numa_mem_free_bytes;
   uint32_t gpu_util_pct, gpu_mem_util_pct, gpu_mem_used_bytes, gpu_mem_total_bytes, gpu_pcie_tx, gpu_pcie_rx,
       gpu_sm_clock_mhz, gpu_power_mw, gpu_throttle_reasons, gpu_temperature_c;
   static const CounterNames& get();
+  /// The names written per thread.
+  std::array<uint32_t, 8> per_thread() const {
+    return {thread_cpu_user_ns, thread_cpu_system_ns, thread_sched_run_ns, thread_sched_wait_ns, thread_state,
+            thread_ctx_voluntary, thread_ctx_involuntary, perf_task_clock_ns};
+  }
 };
 
 }  // namespace inferscope::sys
