@@ -108,6 +108,9 @@ uint32_t current_thread_id();
 /// left out); empty when none runs. Takes the registry lock that threads take when they first record: for
 /// samplers that map /proc/self/task to dump thread ids now and then, not for hot paths.
 std::vector<std::pair<uint32_t, uint32_t>> session_threads();
+/// Changes whenever a thread joins a session's thread table (one relaxed load, no lock): samplers call
+/// session_threads() only when it moved.
+uint64_t session_threads_generation();
 
 /// Called by the writer thread each flush period, for collectors that sample (e.g. the system sampler
 /// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.

@@ -125,6 +125,7 @@ struct Global {
   std::string last_output;
   LogLevel log_level = LogLevel::kWarn;
   bool atexit_registered = false;
+  std::atomic<uint64_t> threads_generation{0};  // bumped when a thread binds (session_threads_generation)
 };
 
 // Never destroyed: application threads may record while the process exits.
@@ -764,6 +765,8 @@ std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
   return out;
 }
 
+uint64_t session_threads_generation() { return G().threads_generation.load(std::memory_order_acquire); }
+
 void flush_now() {
   send_command(kCmdWake);
 }
@@ -979,6 +982,7 @@ bool bind_thread(uint32_t epoch) noexcept {
     dump::ThreadEntry t{e->thread_id, runtime::os_tid(), static_cast<uint32_t>(::getpid()), name, now(), 0, 0, 0};
     s->threads[e->thread_id] = t;
     s->dirty_threads.insert(e->thread_id);
+    g.threads_generation.fetch_add(1, std::memory_order_release);
     ts.ring = e;
     ts.epoch = epoch;
     runtime::t_exit_guard.entry = e;

@@ -19,7 +19,6 @@ namespace {
 // limit by the profiler; beyond the cap, files are opened for each read.
 constexpr size_t kMaxHeldFds = 384;
 constexpr int64_t kKeepAliveNs = 1'000'000'000;   // an unchanged counter is rewritten once a second
-constexpr int64_t kThreadMapRefreshNs = 100'000'000;
 
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -298,9 +297,9 @@ void SystemSampler::sample_process() {
 }
 
 void SystemSampler::refresh_thread_map() {
-  last_map_refresh_ns_ = now_ns_;
-  if (!lookup_) return;
-  for (auto& [os, id] : lookup_()) {
+  ThreadMap map;
+  if (!lookup_ || !lookup_(thread_generation_, map)) return;
+  for (auto& [os, id] : map) {
     auto it = tasks_.find(os);
     if (it != tasks_.end()) it->second.dump_id = id;
   }
@@ -316,20 +315,19 @@ void SystemSampler::sample_threads() {
     return;
   }
   ::rewinddir(d);
-  bool unmapped = false, appeared = false;
+  bool unmapped = false;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const uint32_t tid = static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10));
-    auto [it, fresh] = tasks_.try_emplace(tid);
+    auto it = tasks_.try_emplace(tid).first;
     it->second.seen_round = round_ + 1;
-    appeared |= fresh;
     unmapped |= it->second.dump_id == 0;
   }
   ::closedir(d);
-  // Threads bind to the session lazily (their first annotation); ask the runtime again while some are
-  // unknown, but rarely: the lookup takes the runtime's registry lock.
-  if (unmapped && (appeared || last_map_refresh_ns_ < 0 || now_ns_ - last_map_refresh_ns_ >= kThreadMapRefreshNs))
-    refresh_thread_map();
+  // Threads bind to the session lazily (their first annotation). The runtime's thread table is read (under
+  // its registry lock) only when some thread is unknown and a thread bound since the last look: a lock
+  // application threads have just taken themselves, never a periodic one.
+  if (unmapped) refresh_thread_map();
   uint64_t count = 0;
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     Task& t = it->second;

@@ -34,11 +34,13 @@ struct SamplerOptions {
 
 /// (os_tid, dump thread id) of the threads the session knows.
 using ThreadMap = std::vector<std::pair<uint32_t, uint32_t>>;
+/// Fills `map` and returns true when the session's thread table changed since `generation` (updating it);
+/// returns false without work otherwise. nullptr: no session, every thread is sampled as kOsThread.
+using ThreadLookup = std::function<bool(uint64_t& generation, ThreadMap& map)>;
 
 class SystemSampler {
  public:
   using Sink = std::function<void(const CounterRecord&)>;
-  using ThreadLookup = std::function<ThreadMap()>;
 
   SystemSampler(SamplerOptions options, Sink sink, ThreadLookup lookup);
   ~SystemSampler();
@@ -115,7 +117,7 @@ class SystemSampler {
   bool have_schedstat_ = true;
   bool perf_ok_ = false;
   std::unordered_map<uint32_t, Task> tasks_;
-  int64_t last_map_refresh_ns_ = -1;
+  uint64_t thread_generation_ = ~0ull;  // of the session's thread table when last looked up
   std::unordered_map<uint64_t, Last> last_;  // (name, scope, target) -> last written value
   // Machine
   int loadavg_ = -1, stat_ = -1, meminfo_ = -1, psi_cpu_ = -1, psi_mem_ = -1;

@@ -28,7 +28,13 @@ class SystemCollector final : public runtime::Collector {
     o.nvml_library = nvml_library_for_testing();
     period_ = std::chrono::milliseconds(o.period_ms);
     sampler_ = std::make_unique<SystemSampler>(
-        o, [this](const CounterRecord& r) { channel_->write(&r, sizeof(r)); }, [] { return runtime::session_threads(); });
+        o, [this](const CounterRecord& r) { channel_->write(&r, sizeof(r)); }, [](uint64_t& generation, ThreadMap& map) {
+          const uint64_t now = runtime::session_threads_generation();
+          if (now == generation) return false;
+          generation = now;  // read before the table: a thread binding meanwhile shows next round
+          map = runtime::session_threads();
+          return true;
+        });
     const std::string status = sampler_->open();
     // One plain line for each thing the collector cannot do; the rest of the run goes on.
     if (!sampler_->gpu_note().empty() && config.nvml)
