@@ -101,7 +101,8 @@ struct SessionState {
   uint64_t retained_bytes = 0;
   uint64_t records_written = 0;
   uint64_t drops_written_total = ~0ull;
-  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<std::unique_ptr<Collector>> collectors;  // appended under collectors_mu (the writer reads it)
+  std::mutex collectors_mu;
 
   // Snapshot requests (ring mode).
   std::mutex snap_mu;
@@ -488,7 +489,16 @@ void writer_main(SessionState* s) {
       if (stop_impl(true, sig)) return;
       s->pending_signal.store(sig);
     }
-    for (auto& c : s->collectors) c->flush();
+    {
+      // Collectors start after the writer, so the list may grow while it runs; they are never removed
+      // before the writer has finished, so the pointers stay valid outside the lock.
+      std::vector<Collector*> cs;
+      {
+        std::lock_guard lk(s->collectors_mu);
+        for (auto& c : s->collectors) cs.push_back(c.get());
+      }
+      for (Collector* c : cs) c->flush();
+    }
     if (std::chrono::steady_clock::now() >= next_calib) {
       s->calib.push_back(take_calibration_point());
       next_calib += std::chrono::milliseconds(s->cfg.calibration_period_ms);
@@ -541,6 +551,7 @@ bool start_collector(SessionState& s, std::unique_ptr<Collector> c) {
   }
   set_collector_status(c->name(), status);
   if (status.rfind("off", 0) == 0) log(LogLevel::kInfo, std::string(c->name()) + " collector " + status);
+  std::lock_guard lk(s.collectors_mu);
   s.collectors.push_back(std::move(c));
   return true;
 }
