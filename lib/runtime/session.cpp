@@ -28,6 +28,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -92,6 +93,7 @@ struct SessionState {
 
   // Writer thread only (and stop(), after the writer has finished).
   std::vector<dump::CalibrationPoint> calib;
+  std::optional<dump::CalibrationPoint> stop_calib;  // set by stop() before it tells the writer to finish
   size_t calib_written = 0;
   uint32_t strings_written = 0;
   uint32_t code_written = 0;
@@ -513,6 +515,7 @@ void writer_main(SessionState* s) {
       s->snap_cv.notify_all();
     }
   }
+  if (s->stop_calib) s->calib.push_back(*s->stop_calib);
   finish_writing(*s);
 }
 
@@ -629,11 +632,15 @@ bool stop_impl(bool from_writer, int signal_number) {
         std::lock_guard lk(g.registry);
         detail::g_session.store(0, std::memory_order_seq_cst);
       }
-      s->calib.push_back(take_calibration_point());
+      const dump::CalibrationPoint last = take_calibration_point();
       if (from_writer) {
+        s->calib.push_back(last);
         finish_writing(*s);
         s->writer.detach();
       } else {
+        // The writer may be in a cycle reading `calib`: it appends this point itself once it has stopped
+        // (the pipe orders this store before its read of the finish command).
+        s->stop_calib = last;
         send_command(kCmdFinish);
         s->writer.join();
       }
