@@ -251,11 +251,21 @@ struct ClockCheckRecord {
 };
 static_assert(sizeof(ClockCheckRecord) == 32);
 
-/// Counter scopes (CounterRecord::scope).
-enum class CounterScope : uint8_t { kProcess = 0, kThread = 1, kDevice = 2, kMachine = 3, kNumaNode = 4 };
+/// Counter scopes (CounterRecord::scope); the target each names is in CounterRecord. Append-only.
+enum class CounterScope : uint8_t {
+  kProcess = 0,   ///< target 0: the recording process
+  kThread = 1,    ///< target: dump thread id (a thread the session knows; the thread table gives its os_tid)
+  kDevice = 2,    ///< target: GPU index (NVML's device index)
+  kMachine = 3,   ///< target 0: the whole machine
+  kNumaNode = 4,  ///< target: NUMA node number
+  kOsThread = 5,  ///< target: OS thread id of a thread of this process the session does not know (it never
+                  ///< recorded, or not yet); process info "os_thread.<tid>.name" names it
+};
 
 /// One sample of a counter. aux = AttrType of the value (kInt or kDouble). `name` is a string id such as
-/// "cpu.user_ns" or "gpu.util_pct"; `target` is the dump thread id, device index or NUMA node per `scope`.
+/// "cpu.user_ns" or "gpu.util_pct"; `target` is per `scope` (see CounterScope). Per-thread counters of a
+/// thread use kThread once the session knows the thread and kOsThread before: a reader joins the two series
+/// through the thread table's os_tid. docs/counters.md lists every counter name, unit and scope.
 struct CounterRecord {
   RecordHeader h;
   uint32_t name;

@@ -28,6 +28,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -103,7 +104,8 @@ struct SessionState {
   uint64_t retained_bytes = 0;
   uint64_t records_written = 0;
   uint64_t drops_written_total = ~0ull;
-  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<std::unique_ptr<Collector>> collectors;  // appended under collectors_mu (the writer reads it)
+  std::mutex collectors_mu;
 
   // Snapshot requests (ring mode).
   std::mutex snap_mu;
@@ -127,6 +129,7 @@ struct Global {
   std::string last_output;
   LogLevel log_level = LogLevel::kWarn;
   bool atexit_registered = false;
+  std::atomic<uint64_t> threads_generation{0};  // bumped when a thread binds (session_threads_generation)
 };
 
 // Never destroyed: application threads may record while the process exits.
@@ -492,7 +495,16 @@ void writer_main(SessionState* s) {
       if (stop_impl(true, sig)) return;
       s->pending_signal.store(sig);
     }
-    for (auto& c : s->collectors) c->flush();
+    {
+      // Collectors start after the writer, so the list may grow while it runs; they are never removed
+      // before the writer has finished, so the pointers stay valid outside the lock.
+      std::vector<Collector*> cs;
+      {
+        std::lock_guard lk(s->collectors_mu);
+        for (auto& c : s->collectors) cs.push_back(c.get());
+      }
+      for (Collector* c : cs) c->flush();
+    }
     if (std::chrono::steady_clock::now() >= next_calib) {
       s->calib.push_back(take_calibration_point());
       next_calib += std::chrono::milliseconds(s->cfg.calibration_period_ms);
@@ -545,6 +557,7 @@ bool start_collector(SessionState& s, std::unique_ptr<Collector> c) {
   }
   set_collector_status(c->name(), status);
   if (status.rfind("off", 0) == 0) log(LogLevel::kInfo, std::string(c->name()) + " collector " + status);
+  std::lock_guard lk(s.collectors_mu);
   s.collectors.push_back(std::move(c));
   return true;
 }
@@ -761,6 +774,20 @@ uint32_t current_thread_id() {
   return static_cast<RingEntry*>(detail::t_state.ring)->thread_id;
 }
 
+std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  Global& g = G();
+  std::lock_guard lk(g.registry);
+  SessionState* s = g.session;
+  if (!s || detail::g_session.load() != s->epoch) return out;
+  out.reserve(s->threads.size());
+  for (auto& [id, t] : s->threads)
+    if (!(t.flags & (dump::kThreadChannel | dump::kThreadExited)) && t.os_tid) out.emplace_back(t.os_tid, id);
+  return out;
+}
+
+uint64_t session_threads_generation() { return G().threads_generation.load(std::memory_order_acquire); }
+
 void flush_now() {
   send_command(kCmdWake);
 }
@@ -976,6 +1003,7 @@ bool bind_thread(uint32_t epoch) noexcept {
     dump::ThreadEntry t{e->thread_id, runtime::os_tid(), static_cast<uint32_t>(::getpid()), name, now(), 0, 0, 0};
     s->threads[e->thread_id] = t;
     s->dirty_threads.insert(e->thread_id);
+    g.threads_generation.fetch_add(1, std::memory_order_release);
     ts.ring = e;
     ts.epoch = epoch;
     runtime::t_exit_guard.entry = e;
