@@ -106,6 +106,9 @@ uint32_t current_thread_id();
 /// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.
 void flush_now();
 
+/// Installs the NVTX side of Config::nvtx_emit (the GPU collector does, when built with the CUDA headers).
+void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop)() noexcept);
+
 /// Test hook: the configuration the running session was started with.
 const Config& active_config();
 
