@@ -57,7 +57,7 @@ void* open_first(const std::vector<std::string>& candidates, std::string& opened
       return h;
     }
     const char* e = ::dlerror();
-    last_error = e ? e : c + ": cannot open";
+    if (last_error.empty()) last_error = e ? e : c + ": cannot open";  // the first, most telling reason
   }
   return nullptr;
 }

@@ -29,7 +29,7 @@ namespace inferscope::cupti {
 ActivitySet parse_activity_set(const std::string& spec) {
   ActivitySet s;
   auto def = [&] {
-    s.kernel = s.memcpy = s.memset = s.sync = s.memory = s.overhead = s.api = true;
+    s.kernel = s.memcpy = s.memset = s.sync = s.memory = s.overhead = s.runtime = s.driver = true;
   };
   std::stringstream in(spec);
   std::string w;
@@ -40,7 +40,7 @@ ActivitySet parse_activity_set(const std::string& spec) {
     if (w.empty()) continue;
     any_word = true;
     if (w == "default") def();
-    else if (w == "minimal") s.kernel = s.memcpy = s.api = true;
+    else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = true;
     else if (w == "full") def(), s.runtime_all = true;
     else if (w == "none") {}
     else if (w == "kernel") s.kernel = true;
@@ -50,12 +50,15 @@ ActivitySet parse_activity_set(const std::string& spec) {
     else if (w == "memory") s.memory = true;
     else if (w == "graph") s.graph = true;
     else if (w == "overhead") s.overhead = true;
-    else if (w == "api") s.api = true;
-    else if (w == "runtime") s.runtime_all = true;
+    else if (w == "api") s.runtime = s.driver = true;
+    else if (w == "runtime") s.runtime = true;
+    else if (w == "driver") s.driver = true;
+    else if (w == "runtime_all") s.runtime_all = true;
+    else if (w == "nvtx") {}  // NVTX capture follows Config::nvtx_capture
     else
       throw std::invalid_argument("cupti_activities: unknown activity '" + w +
                                   "' (expected default, minimal, full, none or a comma list of kernel, memcpy, "
-                                  "memset, sync, memory, graph, overhead, api, runtime)");
+                                  "memset, sync, memory, graph, overhead, runtime, driver, api, runtime_all, nvtx)");
   }
   if (!any_word) def();
   return s;
@@ -312,13 +315,13 @@ std::string apply_locked(State& s, const ActivitySet& want) {
   build_selection(s);
   const bool internal = want.memset;
   for (uint32_t i = 1; i < kRuntimeCbids; ++i) {
-    const bool rec = want.runtime_all || (want.api && s.runtime_selected[i]);
+    const bool rec = want.runtime_all || (want.runtime && s.runtime_selected[i]);
     const bool was_on = s.record_runtime[i].load();
     if (rec != bool(was_on)) api.cuptiEnableCallback(rec, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, i);
     s.record_runtime[i].store(rec);
   }
   for (uint32_t i = 1; i < kDriverCbids; ++i) {
-    const bool rec = want.api && s.driver_selected[i];
+    const bool rec = want.driver && s.driver_selected[i];
     const bool need = rec || (internal && (i == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async ||
                                            i == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
     const bool had = s.record_driver[i].load() ||
@@ -327,7 +330,7 @@ std::string apply_locked(State& s, const ActivitySet& want) {
     if (need != had) api.cuptiEnableCallback(need, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, i);
     s.record_driver[i].store(rec);
   }
-  s.record_api.store(want.api || want.runtime_all);
+  s.record_api.store(want.runtime || want.driver || want.runtime_all);
   s.enabled = want;
   return failed;
 }
@@ -338,8 +341,8 @@ std::string describe(const ActivitySet& a) {
     if (on) out += std::string(out.empty() ? "" : ",") + w;
   };
   add(a.kernel, "kernel"), add(a.memcpy, "memcpy"), add(a.memset, "memset"), add(a.sync, "sync");
-  add(a.memory, "memory"), add(a.graph, "graph"), add(a.overhead, "overhead"), add(a.api, "api");
-  add(a.runtime_all, "runtime");
+  add(a.memory, "memory"), add(a.graph, "graph"), add(a.overhead, "overhead"), add(a.runtime, "runtime");
+  add(a.driver, "driver"), add(a.runtime_all, "runtime_all");
   return out.empty() ? "none" : out;
 }
 
@@ -557,7 +560,7 @@ class CuptiCollector final : public runtime::Collector {
       s.session = false;
       if (s.waiting_for_cuda) {
         s.waiting_for_cuda = false;
-        s.status = "off: the program never initialised CUDA";
+        s.status = "off: CUDA was never initialised in this process (no driver, no GPU, or the program does not use CUDA)";
       } else if (s.activated) {
         apply_locked(s, ActivitySet{});
       }

@@ -11,13 +11,19 @@
 
 namespace inferscope::cupti {
 
-/// What to collect. Parsed from Config::cupti_activities: "default", "minimal", "full", "none", or a comma
-/// list of kernel, memcpy, memset, sync, memory, graph, overhead, api (the selected launch / copy / sync /
-/// allocation calls), runtime (every runtime API call: measurably more expensive).
+/// What to collect. Parsed from Config::cupti_activities: presets "default" (kernel, memcpy, memset, sync,
+/// memory, overhead, runtime, driver), "minimal" (kernel, memcpy, runtime, driver), "full" (default plus
+/// runtime_all), "none", or a comma list (their union) of: kernel, memcpy, memset, sync, memory, overhead,
+/// graph (one record per graph launch; CUPTI then no longer reports the graph's kernels one by one),
+/// runtime / driver (the selected runtime / driver API calls that explain a step: launches, copies,
+/// memsets, synchronizations, waits, allocations, graph launches), api (both), runtime_all (every runtime
+/// API call: measurably more expensive), nvtx (accepted; NVTX capture follows Config::nvtx_capture).
 struct ActivitySet {
   bool kernel = false, memcpy = false, memset = false, sync = false, memory = false, graph = false,
-       overhead = false, api = false, runtime_all = false;
-  bool any() const { return kernel || memcpy || memset || sync || memory || graph || overhead || api || runtime_all; }
+       overhead = false, runtime = false, driver = false, runtime_all = false;
+  bool any() const {
+    return kernel || memcpy || memset || sync || memory || graph || overhead || runtime || driver || runtime_all;
+  }
   bool operator==(const ActivitySet&) const = default;
 };
 
