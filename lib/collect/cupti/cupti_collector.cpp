@@ -103,6 +103,9 @@ struct State {
   ActivitySet wanted, enabled;
   std::string spec;
   std::string status = "off: no session";
+  // Buffers have their own lock: CUPTI may request or complete a buffer inside any CUPTI call made with
+  // `mu` held (enable, disable), on the same thread.
+  std::mutex pool_mu;
   size_t buffer_bytes = 8u << 20;
   std::vector<uint8_t*> pool;
   std::vector<ContextInfo> contexts;
@@ -153,7 +156,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   uint8_t* b = nullptr;
   size_t bytes;
   {
-    std::lock_guard lk(s.mu);
+    std::lock_guard lk(s.pool_mu);
     bytes = s.buffer_bytes;
     if (!s.pool.empty()) {
       b = s.pool.back();
@@ -168,7 +171,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 
 void release_buffer(uint8_t* buffer) {
   State& s = S();
-  std::lock_guard lk(s.mu);
+  std::lock_guard lk(s.pool_mu);
   if (s.pool.size() < kMaxPooledBuffers) s.pool.push_back(buffer);
   else std::free(buffer);
 }
@@ -207,9 +210,15 @@ uint32_t api_name(int domain_index, CUpti_CallbackId cbid, const char* name) {
 }
 
 void on_resource(CUpti_CallbackId cbid, const void* data) {
-  if (cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED) return;
   State& s = S();
   const auto* rd = static_cast<const CUpti_ResourceData*>(data);
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    // Never touch a destroyed context again (the clock checks at stop use the live ones).
+    std::lock_guard lk(s.mu);
+    std::erase_if(s.contexts, [&](const ContextInfo& c) { return c.ctx == rd->context; });
+    return;
+  }
+  if (cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED) return;
   ContextInfo c;
   c.ctx = rd->context;
   {
@@ -507,7 +516,14 @@ class CuptiCollector final : public runtime::Collector {
     s.session = true;
     s.wanted = want;
     s.spec = c.cupti_activities;
-    if (c.cupti_buffer_kb >= 64) s.buffer_bytes = size_t(c.cupti_buffer_kb) * 1024;
+    if (c.cupti_buffer_kb >= 64) {
+      std::lock_guard pl(s.pool_mu);
+      if (s.buffer_bytes != size_t(c.cupti_buffer_kb) * 1024) {
+        for (uint8_t* b : s.pool) std::free(b);
+        s.pool.clear();
+        s.buffer_bytes = size_t(c.cupti_buffer_kb) * 1024;
+      }
+    }
     // Started at load time (LD_PRELOAD by iscope-run) before the program touched CUDA: wait for the driver
     // to call InitializeInjection inside cuInit, so a program that never uses CUDA never loads it.
     const char* inj = std::getenv("CUDA_INJECTION64_PATH");
