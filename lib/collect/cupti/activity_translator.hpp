@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <string>
 #include <unordered_set>
 
 namespace inferscope::cupti {
