@@ -75,8 +75,9 @@ std::unique_ptr<CuptiApi> load_cupti_api() {
     return api;
   }
   api->have_driver = true;
+  void* lib = cuda;  // INFERSCOPE_RESOLVE looks symbols up in `lib`
 #define INFERSCOPE_RESOLVE(name, params, args) \
-  api->p_##name = reinterpret_cast<DlCuptiApi::name##_t>(::dlsym(cuda, #name));
+  api->p_##name = reinterpret_cast<DlCuptiApi::name##_t>(::dlsym(lib, #name));
   INFERSCOPE_DRIVER_FUNCTIONS(INFERSCOPE_RESOLVE)
 
   std::vector<std::string> candidates;
@@ -99,6 +100,7 @@ std::unique_ptr<CuptiApi> load_cupti_api() {
     return api;
   }
   api->origin = opened;
+  lib = cupti;
   INFERSCOPE_CUPTI_FUNCTIONS(INFERSCOPE_RESOLVE)
 #undef INFERSCOPE_RESOLVE
   api->p_result_string = reinterpret_cast<GetResultStringFn>(::dlsym(cupti, "cuptiGetResultString"));
