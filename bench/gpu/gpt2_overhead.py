@@ -106,8 +106,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--steps", type=int, default=20, help="timed steps per window")
     ap.add_argument("--warm", type=int, default=3, help="untimed steps at the start of each window")
-    ap.add_argument("--sets", default="minimal,default,full",
-                    help="InferScope activity sets to compare with 'none' (collection off)")
+    ap.add_argument("--sets", default="kernel;kernel,memcpy;kernel,memcpy,runtime;minimal;default;full",
+                    help="';'-separated InferScope activity sets to compare with 'none' (collection off)")
     a = ap.parse_args()
 
     import torch
@@ -127,7 +127,7 @@ def main():
         for _ in range(10):
             step()
         if a.mode == "inferscope":
-            sets = ["none"] + a.sets.split(",")
+            sets = ["none"] + a.sets.split(";")
 
             class Switch:
                 def __init__(self, m):

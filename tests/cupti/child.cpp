@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 int main(int argc, char** argv) {
   int code = 0;
@@ -14,7 +15,12 @@ int main(int argc, char** argv) {
     const char* v = argv[i + 1];
     if (!std::strcmp(a, "--print")) std::printf("%s\n", v);
     else if (!std::strcmp(a, "--stderr")) std::fprintf(stderr, "%s\n", v);
-    else if (!std::strcmp(a, "--sleep-ms")) ::usleep(static_cast<useconds_t>(std::atol(v)) * 1000);
+    else if (!std::strcmp(a, "--sleep-ms")) {
+      // Keeps sleeping when a signal handler interrupts the sleep, like a program busy with work.
+      timespec left{std::atol(v) / 1000, (std::atol(v) % 1000) * 1000000};
+      while (::nanosleep(&left, &left) != 0) {
+      }
+    }
     else if (!std::strcmp(a, "--exit")) code = std::atoi(v);
     else if (!std::strcmp(a, "--raise")) {
       std::fflush(stdout);

@@ -115,6 +115,9 @@ struct State {
   std::vector<uint8_t> runtime_selected, driver_selected;
 
   std::atomic<bool> need_clock_check{false};
+  std::atomic<bool> exiting{false};  // the process is exiting: no more CUDA calls of ours
+  bool exit_flushed = false;         // gpu_at_exit handed everything over (guarded by mu)
+  std::mutex check_mu;               // one clock-check round at a time; exit waits for it
   std::atomic<bool> buffers_registered{false};
   std::atomic<bool> record_api{false};
   // Which callback ids produce records (the internal ones only feed the clock checks).
@@ -135,11 +138,17 @@ State& S() {
   return *s;
 }
 
-thread_local bool t_internal = false;  // this thread is running the collector's own CUDA calls
-thread_local int t_runtime_depth = 0;  // recorded runtime calls open on this thread
-thread_local uint64_t t_check_before = 0;
-thread_local uint32_t t_check_device = 0;
-thread_local uint32_t t_check_correlation = 0;
+// Per-thread state of the callbacks, in one initial-exec TLS block like the hot path's (no TLS call per
+// callback).
+struct CallbackTls {
+  bool internal;             // this thread is running the collector's own CUDA calls (clock checks)
+  int runtime_depth;         // recorded runtime calls open on this thread
+  uint64_t check_before;     // clock check in progress: host ticks before the marker memset
+  uint32_t check_device;
+  uint32_t check_correlation;
+  uint32_t os_tid;
+};
+__thread CallbackTls t_cb __attribute__((tls_model("initial-exec")));
 
 uint64_t CUPTIAPI session_timestamp() { return detail::now(); }
 
@@ -241,14 +250,15 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (!runtime_api && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   State& s = S();
-  if (t_internal) {
+  CallbackTls& tls = t_cb;
+  if (tls.internal) {
     // The collector's own calls (clock checks): remember their correlation, record nothing.
     if (cb->callbackSite != CUPTI_API_EXIT) return;
     std::lock_guard lk(s.chan_mu);
     if (!s.translator) return;
     if (!runtime_api && cbid == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async) {
-      s.translator->expect_clock_check(cb->correlationId, t_check_device, t_check_before);
-      t_check_correlation = cb->correlationId;
+      s.translator->expect_clock_check(cb->correlationId, tls.check_device, tls.check_before);
+      tls.check_correlation = cb->correlationId;
     } else {
       s.translator->ignore_correlation(cb->correlationId);
     }
@@ -259,14 +269,14 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (!recorded) return;
   // A driver call made inside a recorded runtime call (cudaLaunchKernel -> cuLaunchKernel) shares its
   // correlation id: the runtime record already explains it.
-  if (!runtime_api && t_runtime_depth > 0) return;
+  if (!runtime_api && tls.runtime_depth > 0) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (runtime_api) ++t_runtime_depth;
+    if (runtime_api) ++tls.runtime_depth;
     if (cb->correlationData) *cb->correlationData = detail::now();
     return;
   }
   const uint64_t end = detail::now();
-  if (runtime_api && t_runtime_depth > 0) --t_runtime_depth;
+  if (runtime_api && tls.runtime_depth > 0) --tls.runtime_depth;
   const uint64_t start = cb->correlationData ? *cb->correlationData : end;
   if (start == 0) return;  // entered before recording was switched on
   CudaApiRecord r{};
@@ -277,8 +287,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   r.end = end;
   r.correlation = cb->correlationId;
   r.name = api_name(runtime_api ? 0 : 1, cbid, cb->functionName);
-  static thread_local uint32_t tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  r.os_tid = tid;
+  if (tls.os_tid == 0) tls.os_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  r.os_tid = tls.os_tid;
   detail::emit_record(&r, sizeof(r));
 }
 
@@ -355,6 +365,8 @@ std::string describe(const ActivitySet& a) {
   return out.empty() ? "none" : out;
 }
 
+void gpu_at_exit();
+
 // Subscribes and registers the callbacks (mu held). Returns the status line.
 std::string activate_locked(State& s) {
   CuptiApi& api = *s.api;
@@ -395,6 +407,8 @@ std::string activate_locked(State& s) {
     api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &n, &pool);
     api.cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE);
     s.activated = true;
+    static bool exit_hook = false;
+    if (!exit_hook) exit_hook = std::atexit(gpu_at_exit) == 0;
   }
   // CUPTI's worker hands over buffers on its own every 100 ms (the writer never waits on CUPTI).
   api.cuptiActivityFlushPeriod(100);
@@ -457,21 +471,22 @@ void run_clock_checks(State& s) {
   for (auto& c : ctxs) used += (used.empty() ? "" : ",") + std::to_string(c.device);
   if (!used.empty()) runtime::set_process_info("gpu.devices_used", used);
   CuptiApi& api = *s.api;
-  t_internal = true;
+  CallbackTls& tls = t_cb;
+  tls.internal = true;
   for (auto& c : ctxs) {
     if (api.cuCtxPushCurrent_v2(c.ctx) != CUDA_SUCCESS) continue;
     bool ok = true;
     if (!c.stream) ok = api.cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
     if (ok && !c.marker) ok = api.cuMemAlloc_v2(&c.marker, 4) == CUDA_SUCCESS;
     for (int i = 0; ok && i < kClockChecksPerRound; ++i) {
-      t_check_device = c.device;
-      t_check_correlation = 0;
-      t_check_before = detail::now();
+      tls.check_device = c.device;
+      tls.check_correlation = 0;
+      tls.check_before = detail::now();
       if (api.cuMemsetD8Async(c.marker, 0, 1, c.stream) != CUDA_SUCCESS) break;
       if (api.cuStreamSynchronize(c.stream) != CUDA_SUCCESS) break;
       const uint64_t after = detail::now();
       std::lock_guard lk(s.chan_mu);
-      if (s.translator && t_check_correlation) s.translator->complete_clock_check(t_check_correlation, after);
+      if (s.translator && tls.check_correlation) s.translator->complete_clock_check(tls.check_correlation, after);
     }
     CUcontext popped;
     api.cuCtxPopCurrent_v2(&popped);
@@ -479,7 +494,33 @@ void run_clock_checks(State& s) {
     for (auto& k : s.contexts)
       if (k.ctx == c.ctx) k.stream = c.stream, k.marker = c.marker;
   }
-  t_internal = false;
+  tls.internal = false;
+}
+
+// Hands everything CUPTI holds to the session and switches collection off (mu not held).
+void flush_and_disable(State& s) {
+  s.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  {
+    std::lock_guard lk(s.mu);
+    apply_locked(s, ActivitySet{});
+  }
+  s.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+// Registered with atexit right after CUPTI is subscribed, so it runs before the exit handlers CUPTI and the
+// CUDA runtime registered later (handlers run in reverse order). The session's own exit handler may have
+// been registered earlier (a session started at load, CUPTI attached later by the injection): it would run
+// after CUPTI is torn down, so the GPU side is handed over here. No CUDA calls: the runtime may be gone.
+void gpu_at_exit() {
+  State& s = S();
+  s.exiting.store(true);
+  std::lock_guard ck(s.check_mu);  // a clock check the writer is running finishes first
+  {
+    std::lock_guard lk(s.mu);
+    if (!s.session || !s.activated || s.exit_flushed || !s.enabled.any()) return;
+    s.exit_flushed = true;
+  }
+  flush_and_disable(s);
 }
 
 std::string stats_line(State& s) {
@@ -514,6 +555,7 @@ class CuptiCollector final : public runtime::Collector {
     }
     std::lock_guard lk(s.mu);
     s.session = true;
+    s.exit_flushed = false;
     s.wanted = want;
     s.spec = c.cupti_activities;
     if (c.cupti_buffer_kb >= 64) {
@@ -560,7 +602,9 @@ class CuptiCollector final : public runtime::Collector {
 
   void flush() override {
     State& s = S();
-    if (s.need_clock_check.exchange(false)) run_clock_checks(s);
+    if (!s.need_clock_check.load() || s.exiting.load()) return;
+    std::lock_guard ck(s.check_mu);
+    if (!s.exiting.load() && s.need_clock_check.exchange(false)) run_clock_checks(s);
   }
 
   void stop() override {
@@ -568,20 +612,21 @@ class CuptiCollector final : public runtime::Collector {
     bool active;
     {
       std::lock_guard lk(s.mu);
-      active = s.activated && s.enabled.any();
+      active = s.activated && s.enabled.any() && !s.exit_flushed;
     }
-    if (active) run_clock_checks(s);
+    if (active && !s.exiting.load()) {
+      std::lock_guard ck(s.check_mu);
+      run_clock_checks(s);
+    }
+    if (active) flush_and_disable(s);
     {
       std::lock_guard lk(s.mu);
       s.session = false;
       if (s.waiting_for_cuda) {
         s.waiting_for_cuda = false;
         s.status = "off: CUDA was never initialised in this process (no driver, no GPU, or the program does not use CUDA)";
-      } else if (s.activated) {
-        apply_locked(s, ActivitySet{});
       }
     }
-    if (active) s.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::string final_status;
     {
       std::lock_guard lk(s.mu);
