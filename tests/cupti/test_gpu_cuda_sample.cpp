@@ -93,8 +93,9 @@ Checked check_sample_dump(const std::string& path, const std::string& out) {
   });
   c.kernels = kernels.size();
   CHECK(static_cast<long>(kernels.size()) == field(out, "kernels"));
-  CHECK(kernel_names["tiny_kernel(float*, int)"] == field(out, "tiny_kernels"));
-  CHECK(kernel_names["long_kernel(float*, long long)"] == 1);
+  // The sample's kernels live in an anonymous namespace: "(anonymous namespace)::tiny_kernel(float*, int)".
+  CHECK(kernel_names["(anonymous namespace)::tiny_kernel(float*, int)"] == field(out, "tiny_kernels"));
+  CHECK(kernel_names["(anonymous namespace)::long_kernel(float*, long long)"] == 1);
   for (auto& [corr, start] : kernels) {
     auto it = api_start.find(corr);
     if (it == api_start.end()) continue;
