@@ -109,6 +109,9 @@ void flush_now();
 /// Installs the NVTX side of Config::nvtx_emit (the GPU collector does, when built with the CUDA headers).
 void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop)() noexcept);
 
+/// Test hook: rings the process holds right now (live threads' rings and retired ones not yet freed).
+size_t live_ring_count();
+
 /// Test hook: the configuration the running session was started with.
 const Config& active_config();
 

@@ -63,7 +63,9 @@ RingEntry* make_ring(uint64_t bytes) {
   uint64_t cap = 64 * 1024;
   while (cap < bytes) cap <<= 1;
   auto* e = new RingEntry;
-  e->storage.reset(new uint8_t[cap]);
+  // Touch every page now, on the slow path: a first-touch page fault every 170 records would otherwise
+  // land on the recording thread's hot path.
+  e->storage.reset(new uint8_t[cap]());
   e->data = e->storage.get();
   e->capacity = cap;
   e->mask = cap - 1;
@@ -331,7 +333,7 @@ void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
   // Drop counts are cumulative; write them when they change (and in every snapshot).
   if (!all && total == s.drops_written_total) return;
   if (!all) s.drops_written_total = total;
-  if (d.empty() && !all) return;
+  if (d.empty()) return;
   ChunkBuilder b(ChunkType::kDrops);
   for (auto& e : d) b.add(e);
   b.finish_into(out);
@@ -707,6 +709,11 @@ void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop
   detail::g_nvtx_push.store(push, std::memory_order_release);
 }
 
+size_t live_ring_count() {
+  std::lock_guard lk(G().registry);
+  return G().rings.size();
+}
+
 const Config& active_config() {
   static const Config defaults;
   SessionState* s = G().session;
@@ -1003,12 +1010,13 @@ void nvtx_range_push(const StaticName& name) noexcept {
   if (auto f = g_nvtx_push.load(std::memory_order_acquire)) f(name);
 }
 
-void end_range_slow(uint32_t name, uint32_t depth, uint64_t start, uint64_t end, const AttrRecord* attrs,
-                    uint32_t flags) noexcept {
+void end_range_slow(uint32_t epoch, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,
+                    const AttrRecord* attrs, uint32_t flags) noexcept {
   if (flags & kRangeNvtxFlag)
     if (auto f = g_nvtx_pop.load(std::memory_order_acquire)) f();
+  // A session that stopped (or restarted) while the range was open: the range is not part of it.
+  if (epoch != g_session.load(std::memory_order_relaxed)) return;
   ThreadState& ts = t_state;
-  if (ts.epoch != g_session.load(std::memory_order_relaxed)) return;
   const uint32_t n = flags & ~kRangeNvtxFlag;
   if (n != 0) return write_range_attrs(ts.ring, name, depth, start, end, attrs, n);
   uint8_t* p = ring_reserve(ts.ring, sizeof(RangeRecord));

@@ -1,0 +1,185 @@
+// The result of analysing one trace: what every report (Markdown, HTML, JSON) prints. The analyzer
+// (lib/analyze) fills it; the writers (lib/report) only format it. docs/report-schema.md documents each
+// field as it appears in the JSON report; field names here match the JSON keys.
+//
+// Times are milliseconds relative to the trace's first event unless a name says otherwise.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace inferscope::analyze {
+
+/// Bottleneck categories, exactly as DESIGN.md decision 8 names them (the JSON uses these strings).
+inline constexpr const char* kCategories[] = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound",
+                                              "gpu_bound", "memory_alloc", "cpu_contention", "pcie_saturation"};
+
+/// An example interval from this trace that supports a finding.
+struct TimeSpan {
+  double start_ms = 0;
+  double end_ms = 0;
+  std::string what;  ///< e.g. "step 17: GPU idle 4.2 ms while thread 'main' ran tokenize"
+};
+
+struct Suggestion {
+  std::string action;    ///< concrete: "Move the tokenizer out of the step into a prefetch thread"
+  std::string priority;  ///< "high" | "medium" | "low"
+  double impact_ms = 0;  ///< estimated saving per step
+};
+
+struct Finding {
+  std::string category;   ///< one of kCategories
+  std::string title;      ///< one line
+  double confidence = 0;  ///< [0, 1]
+  bool uncertain = false; ///< confidence below the threshold: shown, marked, never hidden
+  bool primary = false;   ///< the finding with the largest impact
+  double impact_ms = 0;   ///< estimated time per step this bottleneck costs
+  double impact_pct = 0;  ///< impact_ms / mean step time * 100
+  std::vector<std::string> evidence;       ///< sentences with numbers from this trace
+  std::map<std::string, double> metrics;   ///< the numbers behind the evidence (name -> value)
+  std::vector<TimeSpan> examples;          ///< example spans from this trace
+  std::vector<Suggestion> suggestions;     ///< at least three, by priority
+};
+
+/// Where the time of the (mean) step goes; the parts add up to step_ms. docs/report-schema.md defines each.
+struct Breakdown {
+  double step_ms = 0;
+  double cpu_preprocessing_ms = 0;  ///< host work outside CUDA calls before the GPU is fed
+  double h2d_ms = 0;                ///< host-to-device copies on the critical path
+  double gpu_compute_ms = 0;        ///< kernels (and memsets) on the critical path
+  double d2h_ms = 0;
+  double sync_wait_ms = 0;          ///< host blocked in synchronizing calls beyond GPU work
+  double framework_overhead_ms = 0; ///< host time inside CUDA API calls (launch overhead)
+  double idle_ms = 0;               ///< neither side did attributable work
+  double gpu_utilization = 0;       ///< fraction of the step with at least one kernel/copy running
+  double gpu_idle_waiting_on_host_ms = 0;
+  double gpu_idle_gaps_between_kernels_ms = 0;
+  double gpu_idle_waiting_on_sync_ms = 0;
+};
+
+struct StepInstance {
+  uint32_t index = 0;
+  double start_ms = 0;
+  double duration_ms = 0;
+};
+
+struct StepStats {
+  std::string name;       ///< the step range or scope
+  bool detected = false;  ///< found automatically (no --step)
+  uint64_t count = 0;
+  double mean_ms = 0, p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, min_ms = 0;
+  std::vector<StepInstance> slowest;  ///< slowest first, at most 5
+};
+
+struct KernelRow {
+  std::string name;
+  uint64_t count = 0;
+  double total_ms = 0, mean_us = 0, share = 0;  ///< share of GPU kernel time in [0, 1]
+  std::string launched_by;  ///< innermost Python function, ISCOPE range or layer that launched most of them
+};
+
+struct PythonRow {
+  std::string qualname, file;
+  uint32_t line = 0;
+  uint64_t count = 0;
+  double total_ms = 0, self_ms = 0;
+};
+
+struct RangeRow {
+  std::string name;
+  uint64_t count = 0;
+  double total_ms = 0, self_ms = 0, mean_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
+};
+
+struct CopyRow {
+  std::string direction;  ///< "h2d" | "d2h" | "d2d" | "peer" | ...
+  std::string src_memory, dst_memory;  ///< "pageable" | "pinned" | "device" | "managed" | ...
+  uint64_t count = 0, bytes = 0;
+  double total_ms = 0;
+  double bandwidth_gbps = 0;       ///< achieved, bytes / busy time
+  double peak_bandwidth_gbps = 0;  ///< the link's peak this was compared with (0 = unknown)
+};
+
+struct SyncRow {
+  std::string kind;  ///< "device" | "stream" | "event" | "stream_wait_event" | API name
+  uint64_t count = 0;
+  double total_ms = 0, max_ms = 0;
+  std::string called_from;  ///< innermost Python function or range
+};
+
+struct AllocRow {
+  std::string op;  ///< "alloc" | "free"
+  std::string memory;
+  uint64_t count = 0, bytes = 0;
+  double api_ms = 0;  ///< host time in the allocation calls
+};
+
+struct LayerRow {
+  std::string path;  ///< model layer path, e.g. transformer.h.3.attn
+  uint64_t count = 0;
+  double cpu_ms = 0, gpu_ms = 0;
+  uint64_t kernels = 0;
+};
+
+struct ThreadRow {
+  uint32_t id = 0, os_tid = 0;
+  std::string name;
+  double busy_ms = 0;  ///< time inside top-level ranges or Python frames
+  double cpu_ms = 0;   ///< CPU time from the system collector, when present
+  uint64_t involuntary_switches = 0;
+};
+
+/// CPU/GPU clock alignment measured on this trace (DESIGN.md decision 1).
+struct Alignment {
+  uint64_t kernels_checked = 0;
+  double max_violation_us = 0;     ///< worst "kernel started before its launch call began"
+  uint64_t violations_over_1us = 0;
+  double violation_pct = 0;        ///< violations / kernels_checked * 100
+  bool ok = true;                  ///< no violation over 1 us and under 1 %
+  std::string note;
+};
+
+/// A lane of the representative-step timeline (the HTML report's SVG).
+struct TimelineSpan {
+  double start_ms = 0, end_ms = 0;  ///< relative to the representative step's start
+  std::string label;
+  std::string category;  ///< "range" | "python" | "api" | "sync" | "kernel" | "h2d" | "d2h" | "memset" | ...
+  uint32_t depth = 0;
+};
+struct TimelineLane {
+  std::string name;  ///< "thread main (1234)" or "GPU 0 stream 7"
+  bool gpu = false;
+  std::vector<TimelineSpan> spans;
+};
+struct RepresentativeStep {
+  StepInstance step;
+  std::vector<TimelineLane> lanes;
+};
+
+struct Analysis {
+  std::string source;                            ///< input path
+  std::string source_format;                     ///< "dump" | "json"
+  std::map<std::string, std::string> process;    ///< pid, cmdline, hostname, gpu.* ...
+  double trace_ms = 0;                           ///< first to last event
+  double end_to_end_ms = 0;                      ///< mean step time (trace time when there are no steps)
+  StepStats steps;
+  Breakdown breakdown;
+  std::vector<Finding> findings;                 ///< ranked by impact, primary first
+  std::vector<KernelRow> kernels;
+  std::vector<PythonRow> python;
+  std::vector<RangeRow> ranges;
+  std::vector<CopyRow> copies;
+  std::vector<SyncRow> syncs;
+  std::vector<AllocRow> allocations;
+  std::vector<LayerRow> layers;
+  std::vector<ThreadRow> threads;
+  Alignment alignment;
+  RepresentativeStep representative;
+  std::map<std::string, uint64_t> drops;         ///< reason -> records dropped
+  std::vector<std::string> warnings;             ///< damage, drops, alignment, unknown event types ...
+  uint64_t events = 0;
+};
+
+}  // namespace inferscope::analyze
