@@ -128,7 +128,8 @@ struct State {
   // The channel and translator for the running session; guarded by chan_mu (buffer_completed may run on
   // any thread, also after the session stopped).
   std::mutex chan_mu;
-  runtime::Channel* channel = nullptr;
+  runtime::Channel* channel = nullptr;  // opened with the first GPU record: no GPU records, no channel
+  bool channel_allowed = false;         // a session runs that this collector started in
   std::unique_ptr<ActivityTranslator> translator;
   uint64_t dropped = 0;
 };
@@ -152,10 +153,15 @@ __thread CallbackTls t_cb __attribute__((tls_model("initial-exec")));
 
 uint64_t CUPTIAPI session_timestamp() { return detail::now(); }
 
+// The session's "gpu" channel, opened on first use (chan_mu held).
+runtime::Channel* channel_locked(State& s) {
+  if (!s.channel && s.channel_allowed) s.channel = runtime::open_channel("gpu");
+  return s.channel;
+}
+
 void write_to_channel(const void* rec, uint32_t size) {
-  // chan_mu is held by the caller (buffer_completed).
-  State& s = S();
-  if (s.channel) s.channel->write(rec, size);
+  // chan_mu is held by the caller (buffer_completed, clock checks).
+  if (runtime::Channel* ch = channel_locked(S())) ch->write(rec, size);
 }
 
 // --- buffers -----------------------------------------------------------------------------------------------
@@ -201,7 +207,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
   if (s.api && s.api->cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
     std::lock_guard lk(s.chan_mu);
     s.dropped += dropped;
-    if (s.channel) runtime::add_drops(s.channel->thread_id(), "cupti_dropped", dropped, 0);
+    if (runtime::Channel* ch = channel_locked(s)) runtime::add_drops(ch->thread_id(), "cupti_dropped", dropped, 0);
   }
   release_buffer(buffer);
 }
@@ -546,10 +552,10 @@ class CuptiCollector final : public runtime::Collector {
     } catch (const std::exception& e) {
       return std::string("off: ") + e.what();
     }
-    runtime::Channel* ch = runtime::open_channel("gpu");
     {
       std::lock_guard lk(s.chan_mu);
-      s.channel = ch;
+      s.channel = nullptr;
+      s.channel_allowed = true;
       s.dropped = 0;
       s.translator = std::make_unique<ActivityTranslator>(write_to_channel);
     }
@@ -636,6 +642,7 @@ class CuptiCollector final : public runtime::Collector {
     runtime::set_collector_status("cupti", final_status);
     std::lock_guard lk(s.chan_mu);
     s.channel = nullptr;
+    s.channel_allowed = false;
   }
 };
 
