@@ -447,7 +447,10 @@ void cycle(SessionState& s, std::vector<uint8_t>& buf) {
   stream_write(s, buf);
 }
 
+// The last writer cycle (on the writer thread, or the thread that stops from a signal): the final
+// calibration point, the last drain, and END.
 void finish_writing(SessionState& s) {
+  s.calib.push_back(take_calibration_point());
   std::vector<uint8_t> buf;
   cycle(s, buf);
   if (s.ring_mode) {
@@ -623,7 +626,6 @@ bool stop_impl(bool from_writer, int signal_number) {
         std::lock_guard lk(g.registry);
         detail::g_session.store(0, std::memory_order_seq_cst);
       }
-      s->calib.push_back(take_calibration_point());
       if (from_writer) {
         finish_writing(*s);
         s->writer.detach();
