@@ -82,6 +82,16 @@ TEST_CASE("SIGTERM to iscope-run reaches the program, which still leaves a compl
   ::unlink(dump.c_str());
 }
 
+TEST_CASE("a Python program that ends with an exception: its status, its traceback, a complete dump") {
+  if (::access("/usr/bin/python3", X_OK) != 0) return;  // nothing to check without a system Python
+  const std::string dump = temp_path("py_exception");
+  Result r = run(with_iscope_run(dump, {"/usr/bin/python3", "-c", "print('before'); raise RuntimeError('boom')"}));
+  CHECK(r.status == 1);
+  CHECK(r.out == "before\n");
+  check_dump(dump);
+  ::unlink(dump.c_str());
+}
+
 TEST_CASE("a program that cannot be started: 127") {
   Result r = run({ISCOPE_RUN, "-q", "-o", temp_path("none"), "--", "/nonexistent/program"});
   CHECK(r.status == 127);
