@@ -240,16 +240,20 @@ struct OverheadRecord {
 };
 static_assert(sizeof(OverheadRecord) == 24);
 
-/// One CUDA-event round trip: the host recorded `cpu_before`/`cpu_after` around the launch of a marker and
-/// the GPU stamped `gpu_ts`; causality demands cpu_before <= gpu_ts. Values in session ticks.
+/// One CPU/GPU round trip: the host read the clock (`cpu_before`) just before enqueuing a 1-byte marker
+/// memset on a stream of its own, and again (`cpu_after`) once cuStreamSynchronize returned; the GPU work
+/// ran from `gpu_ts` to `gpu_end` as CUPTI reports it (converted to session ticks through the timestamp
+/// callback). Causality demands cpu_before <= gpu_ts <= gpu_end <= cpu_after; the largest shortfall over
+/// all records is the measured alignment error. Values in session ticks. docs/gpu-collector.md.
 struct ClockCheckRecord {
   RecordHeader h;
   uint32_t device;
   uint64_t cpu_before;
   uint64_t gpu_ts;
   uint64_t cpu_after;
+  uint64_t gpu_end;  ///< appended by the GPU collector
 };
-static_assert(sizeof(ClockCheckRecord) == 32);
+static_assert(sizeof(ClockCheckRecord) == 40);
 
 /// Counter scopes (CounterRecord::scope); the target each names is in CounterRecord. Append-only.
 enum class CounterScope : uint8_t {

@@ -116,6 +116,9 @@ uint64_t session_threads_generation();
 /// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.
 void flush_now();
 
+/// Installs the NVTX side of Config::nvtx_emit (the GPU collector does, when built with the CUDA headers).
+void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop)() noexcept);
+
 /// Test hook: rings the process holds right now (live threads' rings and retired ones not yet freed).
 size_t live_ring_count();
 

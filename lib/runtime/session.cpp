@@ -35,6 +35,10 @@
 
 namespace inferscope::detail {
 std::atomic<uint32_t> g_session{0};
+std::atomic<bool> g_nvtx_emit{false};
+// Config::nvtx_emit's NVTX side, installed by the GPU collector (runtime::set_nvtx_hooks).
+static std::atomic<void (*)(const StaticName&) noexcept> g_nvtx_push{nullptr};
+static std::atomic<void (*)() noexcept> g_nvtx_pop{nullptr};
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 }  // namespace inferscope::detail
 
@@ -715,6 +719,11 @@ void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, ui
   c.second += bytes;
 }
 
+void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop)() noexcept) {
+  detail::g_nvtx_pop.store(pop, std::memory_order_release);
+  detail::g_nvtx_push.store(push, std::memory_order_release);
+}
+
 size_t live_ring_count() {
   std::lock_guard lk(G().registry);
   return G().rings.size();
@@ -1025,6 +1034,28 @@ void fill_attr(AttrRecord& out, const Attribute& a) noexcept {
       out.value.s = intern_cached(a.s.data(), a.s.size());
       break;
   }
+}
+
+void nvtx_range_push(const StaticName& name) noexcept {
+  if (auto f = g_nvtx_push.load(std::memory_order_acquire)) f(name);
+}
+
+void end_range_slow(uint32_t epoch, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,
+                    const AttrRecord* attrs, uint32_t flags) noexcept {
+  if (flags & kRangeNvtxFlag)
+    if (auto f = g_nvtx_pop.load(std::memory_order_acquire)) f();
+  // A session that stopped (or restarted) while the range was open: the range is not part of it.
+  if (epoch != g_session.load(std::memory_order_relaxed)) return;
+  ThreadState& ts = t_state;
+  const uint32_t n = flags & ~kRangeNvtxFlag;
+  if (n != 0) return write_range_attrs(ts.ring, name, depth, start, end, attrs, n);
+  uint8_t* p = ring_reserve(ts.ring, sizeof(RangeRecord));
+  if (!p) return;
+  const RangeRecord r{{RecordKind::kRange, static_cast<uint8_t>(depth < 255 ? depth : 255),
+                       static_cast<uint16_t>(sizeof(RangeRecord))},
+                      name, start, end};
+  std::memcpy(p, &r, sizeof(r));
+  ring_commit(ts.ring, sizeof(RangeRecord));
 }
 
 void write_range_attrs(ThreadRing* r, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,
