@@ -28,9 +28,11 @@ constexpr std::array<std::string_view, 3> kPythonModes = {"default", "full", "of
 // cupti_activities: a preset, or a comma list of presets and activity kinds (their union). The CUPTI
 // collector maps each name to CUPTI activity kinds; a name it does not know must be rejected here, before
 // the session starts, not discovered later.
-constexpr std::array<std::string_view, 3> kCuptiPresets = {"default", "minimal", "full"};
-constexpr std::array<std::string_view, 9> kCuptiActivityKinds = {
-    "kernel", "memcpy", "memset", "memory", "sync", "runtime", "driver", "nvtx", "overhead"};
+// Keep in step with parse_activities() in lib/collect/cupti/cupti_collector.cpp.
+constexpr std::array<std::string_view, 4> kCuptiPresets = {"default", "minimal", "full", "none"};
+constexpr std::array<std::string_view, 12> kCuptiActivityKinds = {
+    "kernel", "memcpy", "memset", "memory", "sync", "graph", "runtime", "driver", "api", "runtime_all", "nvtx",
+    "overhead"};
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
