@@ -107,7 +107,9 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="timed steps per window")
     ap.add_argument("--warm", type=int, default=3, help="untimed steps at the start of each window")
     ap.add_argument("--sets", default="kernel;kernel,memcpy;kernel,memcpy,runtime;minimal;default;full",
-                    help="';'-separated InferScope activity sets to compare with 'none' (collection off)")
+                    help="';'-separated InferScope activity sets to compare with 'none' (collection off); "
+                         "a set may end in +python or +python_full to trace Python calls too (default or "
+                         "full filters) during its windows; run without --no-python for those")
     a = ap.parse_args()
 
     import torch
@@ -119,6 +121,9 @@ def main():
           f"warm={a.warm}; command: {' '.join(sys.argv)}")
     random.seed(1)
     lib = load_inferscope() if a.mode == "inferscope" else None
+    isc = None
+    if lib and "+python" in a.sets:
+        import inferscope_py as isc  # on PYTHONPATH under iscope-run
     if lib:
         print(f"# collector: {lib.inferscope_cupti_status().decode()}")
 
@@ -134,10 +139,14 @@ def main():
                     self.m = m
 
                 def __enter__(self):
-                    rc = lib.inferscope_cupti_set_activities(self.m.encode())
+                    activities, _, python = self.m.partition("+")
+                    rc = lib.inferscope_cupti_set_activities(activities.encode())
                     if rc != 0:
-                        sys.exit(f"inferscope_cupti_set_activities({self.m}) = {rc}: "
+                        sys.exit(f"inferscope_cupti_set_activities({activities}) = {rc}: "
                                  f"{lib.inferscope_cupti_status().decode()}")
+                    if isc is not None:
+                        # Python tracing only in the windows that ask for it ("none" has it off too).
+                        isc.trace_python(bool(python), mode="full" if python == "python_full" else "default")
 
                 def __exit__(self, *x):
                     return False
