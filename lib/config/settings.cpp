@@ -20,8 +20,6 @@ extern char** environ;
 
 namespace inferscope {
 
-std::string default_output_path() { return "inferscope-" + std::to_string(::getpid()) + ".iscope"; }
-
 namespace config {
 namespace {
 

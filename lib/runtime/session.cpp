@@ -947,6 +947,8 @@ namespace inferscope {
 
 using runtime::G;
 
+std::string default_output_path() { return "inferscope-" + std::to_string(::getpid()) + ".iscope"; }
+
 bool start(const Config& config) { return runtime::start_session(config, false); }
 
 bool stop() {
