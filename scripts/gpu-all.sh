@@ -32,7 +32,7 @@ if [ "$PART" = tests ]; then
   echo "cpu tests on the device host (Python $($PY -c 'import sys;print(sys.version.split()[0])')) rc=$?"
   grep -E "tests passed|tests failed|\*\*\*Failed" "$OUT/cpu-tests.log" | tail -10
   "$BUILD/bench/runtime/bench_scope" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_min_time=0.3 > "$OUT/bench_scope.txt" 2>&1
+    --benchmark_min_time=0.3s > "$OUT/bench_scope.txt" 2>&1
   grep -E "median|Benchmark" "$OUT/bench_scope.txt"
   PYTHONPATH="$BUILD/python" "$PY" bench/python_overhead.py --rounds 21 > "$OUT/python_overhead.txt" 2>&1
   tail -12 "$OUT/python_overhead.txt"
