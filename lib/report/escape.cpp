@@ -140,6 +140,18 @@ std::string md_escape(std::string_view s) {
   return out;
 }
 
+std::string md_code(std::string_view s) {
+  std::string out = "`";
+  for_each_char(s, [&](std::string_view ch) {
+    if (ch.size() > 1) return out.append(ch), void();
+    const char c = ch[0];
+    if (c == '`') out += '\'';
+    else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
+    else if (static_cast<uint8_t>(c) >= 0x20 && c != 0x7f) out += c;
+  });
+  return out + "`";
+}
+
 std::string truncate(std::string_view s, size_t max_chars) {
   std::vector<std::string_view> chars;
   for_each_char(s, [&](std::string_view c) { chars.push_back(c); });
@@ -161,6 +173,20 @@ std::string fmt(double v, int decimals) {
   if (s == "-0" || s.find_first_not_of("-0.") == std::string::npos) {
     // "-0.00" reads as a sign error in a report
     if (!s.empty() && s[0] == '-') s.erase(0, 1);
+  }
+  return s;
+}
+
+}  // namespace inferscope::report
+
+namespace inferscope::report {
+
+std::string fmt_value(double v) {
+  if (std::isfinite(v) && v == std::round(v) && std::fabs(v) < 1e15) return fmt(v, 0);
+  std::string s = fmt(v, 3);
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
   }
   return s;
 }

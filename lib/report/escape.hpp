@@ -25,6 +25,13 @@ std::string html_escape(std::string_view s);
 /// Markdown or a table would interpret (\ ` * _ [ ] < > | ~ #) backslash-escaped.
 std::string md_escape(std::string_view s);
 
+/// `s` as a Markdown code span: `s` with backticks replaced by ' and on one line (a code span cannot escape).
+/// Not for table cells: GitHub still splits a cell at a pipe inside a code span.
+std::string md_code(std::string_view s);
+
+/// A measured value for prose: integers without decimals, others with up to 3 decimals, trailing zeros cut.
+std::string fmt_value(double v);
+
 /// At most `max_chars` code points of `s` (valid UTF-8), the last one "…" when it was cut.
 std::string truncate(std::string_view s, size_t max_chars);
 

@@ -234,7 +234,7 @@ void write_findings(const Analysis& a, std::ostream& out) {
       out << "<p class=\"muted\">";
       bool first = true;
       for (const auto& [k, v] : f.metrics) {
-        out << (first ? "" : ", ") << h(k) << " = " << fmt(v, 3);
+        out << (first ? "" : ", ") << h(k) << " = " << fmt_value(v);
         first = false;
       }
       out << "</p>\n";

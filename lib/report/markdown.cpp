@@ -71,7 +71,7 @@ void write_steps(const Analysis& a, std::ostream& out) {
 
 void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
   out << "### " << rank << ". " << (f.primary ? "[primary] " : "") << md_escape(f.title) << "\n\n";
-  out << "- Category: `" << md_escape(f.category) << "`\n";
+  out << "- Category: " << md_code(f.category) << "\n";
   out << "- Confidence: " << fmt(f.confidence, 2) << (f.uncertain ? " (**uncertain**: shown for completeness)" : "")
       << "\n";
   out << "- Impact: " << fmt(f.impact_ms, 3) << " ms per step (" << fmt(f.impact_pct, 1) << " % of the step)\n\n";
@@ -84,7 +84,7 @@ void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
     out << "Metrics: ";
     bool first = true;
     for (const auto& [k, v] : f.metrics) {
-      out << (first ? "" : ", ") << md_escape(k) << " = " << fmt(v, 3);
+      out << (first ? "" : ", ") << md_escape(k) << " = " << fmt_value(v);
       first = false;
     }
     out << "\n\n";
@@ -226,7 +226,7 @@ void write_markdown(const Analysis& a, std::ostream& out) {
   out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.";
   if (!a.findings.empty()) {
     const auto& p = a.findings.front();
-    out << " Primary bottleneck: `" << md_escape(p.category) << "`, " << fmt(p.impact_ms, 3) << " ms per step ("
+    out << " Primary bottleneck: " << md_code(p.category) << ", " << fmt(p.impact_ms, 3) << " ms per step ("
         << fmt(p.impact_pct, 1) << " %).";
   }
   out << "\n\n";
