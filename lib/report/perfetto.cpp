@@ -274,9 +274,13 @@ class TraceWriter {
   }
 
   // --- helpers -----------------------------------------------------------------------------------------
-  double us(uint64_t ticks) const { return static_cast<double>(clock_.to_ns(ticks) - origin_ns_) / 1000.0; }
+  /// b - a in ns; unsigned arithmetic so that the corrupt far-off times of a damaged dump wrap, not overflow.
+  static double ns_between(int64_t a, int64_t b) {
+    return static_cast<double>(static_cast<int64_t>(static_cast<uint64_t>(b) - static_cast<uint64_t>(a)));
+  }
+  double us(uint64_t ticks) const { return ns_between(origin_ns_, clock_.to_ns(ticks)) / 1000.0; }
   double dur_us(uint64_t start, uint64_t end) const {
-    return end > start ? static_cast<double>(clock_.to_ns(end) - clock_.to_ns(start)) / 1000.0 : 0.0;
+    return end > start ? std::max(0.0, ns_between(clock_.to_ns(start), clock_.to_ns(end))) / 1000.0 : 0.0;
   }
 
   /// tid of a dump thread: its OS thread id, or a number of its own for channels and unknown threads.
@@ -557,7 +561,8 @@ class TraceWriter {
         instant(alloc ? "alloc" : "free", "memory", pid, mem_tid, m.ts, a);
         // Net bytes allocated since the trace began (allocations made before it are unknown).
         int64_t& net = allocated_[m.device];
-        net += alloc ? int64_t(m.bytes) : -int64_t(m.bytes);
+        // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
+        net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
         w_.begin('C', "device memory allocated in trace (bytes)", "memory", pid, 0);
         w_.field_us("ts", us(m.ts));
         w_.field_raw("args", Args{}.i("bytes", net).json());

@@ -1,4 +1,5 @@
 #include "dump/builder.hpp"
+#include "dump/clock_model.hpp"
 #include "report/report.hpp"
 #include "report_test_util.hpp"
 
@@ -8,7 +9,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <climits>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -236,4 +239,35 @@ TEST_CASE("perfetto trace of a dump without events is valid and empty") {
   json::value root = perfetto(path);
   std::filesystem::remove(path);
   for (const auto& e : root.at("traceEvents").as_array()) CHECK(str(e.at("ph")) == "M");
+}
+
+TEST_CASE("the dump reader refuses a string id no file of its size could reach") {
+  const std::string path = temp_path("bigid.iscope");
+  {
+    std::ofstream f(path, std::ios::binary);
+    auto fh = dump::make_file_header();
+    f.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+    dump::ChunkBuilder s(dump::ChunkType::kStrings);
+    s.add_string(100'000'000, "far");  // would make the table allocate gigabytes
+    auto bytes = s.finish();
+    f.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  try {
+    dump::DumpReader r(path);
+    FAIL("expected a DumpError");
+  } catch (const dump::DumpError& e) {
+    CHECK(std::string(e.what()).find("string id 100000000 out of range") != std::string::npos);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("the clock model stays defined on corrupt calibration") {
+  std::vector<dump::CalibrationPoint> pts = {{0, ~0ull, 0, 0, 0}, {1, 0, ~0ull, 0, 0}, {~0ull, 5, 5, 0, 0}};
+  dump::ClockModel m(pts);
+  for (uint64_t t : {0ull, 1ull, ~0ull, 1ull << 63}) {
+    const int64_t ns = m.to_ns(t);
+    CHECK(ns > INT64_MIN / 2);
+    CHECK(ns < INT64_MAX / 2 + INT64_MAX / 4);
+    (void)m.to_realtime_ns(t);  // must not overflow (checked by UBSan builds)
+  }
 }
