@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ const char* span_color(const std::string& category) {
   if (category == "h2d") return "#e67e22";
   if (category == "d2h") return "#d35400";
   if (category == "memset") return "#16a085";
+  if (category == "copy") return "#f39c12";
   if (category == "memory" || category == "alloc") return "#f1c40f";
   return "#95a5a6";
 }
@@ -139,14 +141,20 @@ void write_timeline(const Analysis& a, std::ostream& out) {
       << fmt(rep.step.duration_ms, 3) << " ms. Hover a span for its name and times.</p>\n";
 
   constexpr double kLabelW = 190, kPlotW = 960, kRowH = 15, kLanePad = 6, kAxisH = 20;
-  constexpr uint32_t kMaxDepth = 15;  // deeper spans are drawn on the last row, so a runaway stack stays legible
+  constexpr size_t kMaxRows = 16;  // deeper spans share the last row, so a runaway stack stays legible
+  // Rows per lane: the depths the lane uses, in order, without gaps (an analyzer may put API calls at a
+  // large depth to draw them innermost).
   double height = kAxisH;
   std::vector<double> lane_y;
+  std::vector<std::map<uint32_t, size_t>> lane_rows;
   for (const auto& l : rep.lanes) {
-    uint32_t depth = 0;
-    for (const auto& s : l.spans) depth = std::max(depth, std::min(s.depth, kMaxDepth));
+    std::map<uint32_t, size_t> rows;
+    for (const auto& s : l.spans) rows[s.depth];
+    size_t i = 0;
+    for (auto& [depth, row] : rows) row = std::min(i++, kMaxRows - 1);
     lane_y.push_back(height);
-    height += (depth + 1) * kRowH + kLanePad;
+    height += static_cast<double>(std::max<size_t>(1, std::min(rows.size(), kMaxRows))) * kRowH + kLanePad;
+    lane_rows.push_back(std::move(rows));
   }
   const double total_w = kLabelW + kPlotW + 10;
   out << "<svg role=\"img\" aria-label=\"timeline of the representative step\" "
@@ -168,7 +176,7 @@ void write_timeline(const Analysis& a, std::ostream& out) {
     for (const auto& s : l.spans) {
       const double x = kLabelW + std::max(0.0, s.start_ms) / span * kPlotW;
       const double w = std::max(0.6, (std::min(s.end_ms, span) - std::max(0.0, s.start_ms)) / span * kPlotW);
-      const double y = y0 + std::min(s.depth, kMaxDepth) * kRowH;
+      const double y = y0 + static_cast<double>(lane_rows[li].at(s.depth)) * kRowH;
       out << "<rect x=\"" << fmt(x, 2) << "\" y=\"" << fmt(y, 1) << "\" width=\"" << fmt(w, 2) << "\" height=\""
           << kRowH - 2 << "\" fill=\"" << span_color(s.category) << "\"><title>" << h(s.label) << " ["
           << h(s.category) << "] " << fmt(s.start_ms, 3) << "–" << fmt(s.end_ms, 3) << " ms ("
@@ -184,7 +192,7 @@ void write_timeline(const Analysis& a, std::ostream& out) {
     out << "</g>\n";
   }
   out << "</svg>\n<div class=\"legend\">";
-  for (const char* c : {"range", "python", "api", "sync", "kernel", "h2d", "d2h", "memset"})
+  for (const char* c : {"range", "python", "api", "sync", "kernel", "h2d", "d2h", "copy", "memset"})
     out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
   out << "</div></section>\n";
 }

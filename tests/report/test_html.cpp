@@ -71,3 +71,14 @@ TEST_CASE("html of an empty analysis is still a complete page") {
   CHECK(page.find("No timeline") != std::string::npos);
   CHECK(page.find("</html>") != std::string::npos);
 }
+
+TEST_CASE("html timeline packs a lane's depths into consecutive rows") {
+  auto a = sample_analysis();
+  a.representative.lanes.resize(1);
+  a.representative.lanes[0].spans = {{0, 1, "outer", "range", 0}, {0.2, 0.3, "call", "api", 250}};
+  const std::string page = html(a);
+  // Row 0 at the lane's top (y = 20), depth 250 on the next row (y = 35), not 250 rows down.
+  CHECK(page.find("y=\"20.0\" width") != std::string::npos);
+  CHECK(page.find("y=\"35.0\" width") != std::string::npos);
+  CHECK(page.find("height=\"56\" viewBox") != std::string::npos);  // axis 20 + 2 rows of 15 + padding 6
+}
