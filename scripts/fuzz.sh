@@ -15,6 +15,7 @@
 #   // fuzz-sources: lib/dump/reader.cpp ...     (relative to the repository root)
 #   // fuzz-seeds: dump | json                   (dump: small valid dumps from fuzz/make_seeds.cpp;
 #                                                  json: fuzz/seeds/json/)
+#   // fuzz-flags: -fno-sanitize=...             (optional: a known finding switched off, with the reason)
 # A target whose sources are not all in this checkout is skipped with a note (e.g. the analyzer targets on a
 # branch without lib/analyze/analyzer.cpp).
 set -euo pipefail
@@ -63,6 +64,7 @@ for src in "$ROOT"/fuzz/fuzz_*.cpp; do
   if [ -n "${FUZZ_TARGETS:-}" ] && [[ " $FUZZ_TARGETS " != *" $name "* ]]; then continue; fi
   sources=$(sed -n 's#^// fuzz-sources: ##p' "$src" | head -1)
   seeds=$(sed -n 's#^// fuzz-seeds: ##p' "$src" | head -1)
+  read -r -a flags <<<"$(sed -n 's#^// fuzz-flags: ##p' "$src" | head -1)"
   paths=()
   missing=""
   for s in $sources; do
@@ -73,7 +75,7 @@ for src in "$ROOT"/fuzz/fuzz_*.cpp; do
     continue
   fi
   echo "fuzz.sh: building $name"
-  if ! "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "$src" "${paths[@]}" -o "$OUT/bin/$name" 2>"$OUT/$name.build.log"; then
+  if ! "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "${flags[@]}" "$src" "${paths[@]}" -o "$OUT/bin/$name" 2>"$OUT/$name.build.log"; then
     echo "fuzz.sh: $name does not build:" >&2
     tail -20 "$OUT/$name.build.log" >&2
     status=2
