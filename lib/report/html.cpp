@@ -100,6 +100,10 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
     out << "<rect x=\"" << fmt(x, 2) << "\" y=\"2\" width=\"" << fmt(w, 2) << "\" height=\"30\" fill=\""
         << breakdown_color(r.key) << "\"><title>" << r.label << ": " << fmt(r.ms, 3) << " ms ("
         << fmt(pct_of(r.ms, b.step_ms), 1) << " %)</title></rect>";
+    const std::string text = std::string(r.label) + " " + fmt(pct_of(r.ms, b.step_ms), 0) + " %";
+    if (w > 6.5 * static_cast<double>(text.size()) + 8)
+      out << "<text x=\"" << fmt(x + 4, 2) << "\" y=\"21\" fill=\"#fff\" pointer-events=\"none\">" << text
+          << "</text>";
     x += w;
   }
   out << "</svg>\n<div class=\"legend\">";
@@ -156,7 +160,7 @@ void write_timeline(const Analysis& a, std::ostream& out) {
     height += static_cast<double>(std::max<size_t>(1, std::min(rows.size(), kMaxRows))) * kRowH + kLanePad;
     lane_rows.push_back(std::move(rows));
   }
-  const double total_w = kLabelW + kPlotW + 10;
+  const double total_w = kLabelW + kPlotW + 40;  // room for the last tick label
   out << "<svg role=\"img\" aria-label=\"timeline of the representative step\" "
          "width=\""
       << total_w << "\" height=\"" << fmt(height, 0) << "\" viewBox=\"0 0 " << total_w << ' ' << fmt(height, 0)
