@@ -360,6 +360,9 @@ void write_html(const Analysis& a, std::ostream& out) {
   out << "Source <code>" << h(a.source) << "</code>";
   if (!a.source_format.empty()) out << " (" << h(a.source_format) << ")";
   out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.</p>\n";
+  if (is_partial(a))
+    out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
+           "were read (see Warnings).</p>\n";
   if (!a.findings.empty()) {
     const auto& p = a.findings.front();
     out << "<p>Primary bottleneck: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title) << " ("

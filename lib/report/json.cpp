@@ -2,6 +2,7 @@
 // keeps insertion order), so the same analysis always gives the same bytes. Field names follow
 // analyze::Analysis, except a finding's category, which the schema calls "bottleneck_type", and its impact,
 // grouped as {"ms", "pct"}.
+#include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/report.hpp"
 
@@ -239,6 +240,7 @@ void write_json(const Analysis& a, std::ostream& out) {
   json::array warnings;
   for (const auto& w : a.warnings) warnings.push_back(str(w));
   root["warnings"] = std::move(warnings);
+  root["partial"] = is_partial(a);
   root["representative"] = representative_json(a.representative);
   out << json::serialize(root) << '\n';
 }

@@ -36,7 +36,8 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   const auto& root = v.as_object();
   CHECK(keys(root) == std::vector<std::string>{"schema_version", "source", "source_format", "process", "events",
                                                 "trace_ms", "end_to_end_ms", "steps", "breakdown", "findings",
-                                                "tables", "alignment", "drops", "warnings", "representative"});
+                                                "tables", "alignment", "drops", "warnings", "partial",
+                                                "representative"});
   CHECK(root.at("schema_version").as_int64() == 1);
   CHECK(root.at("end_to_end_ms").as_double() == 12.5);
   CHECK(root.at("source").as_string() == "/tmp/gpt2.iscope");
@@ -88,6 +89,7 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(root.at("alignment").at("ok").as_bool());
   CHECK(root.at("drops").at("buffer_full").to_number<uint64_t>() == 17);
   CHECK(root.at("warnings").as_array().size() == 1);
+  CHECK_FALSE(root.at("partial").as_bool());
   CHECK(root.at("representative").at("lanes").as_array().size() == 2);
   CHECK(root.at("representative").at("lanes").at(1).at("gpu").as_bool());
 }

@@ -1,3 +1,4 @@
+#include "report/common.hpp"
 #include "report/report.hpp"
 #include "report_test_util.hpp"
 #include "sample_analysis.hpp"
@@ -132,4 +133,17 @@ TEST_CASE("markdown of an empty analysis still has the headline and says what is
   CHECK(md.rfind("End-to-end latency: 0.000 ms (whole trace, no steps found)", 0) == 0);
   CHECK(md.find("No bottleneck found") != std::string::npos);
   CHECK(md.find("## Top kernels") == std::string::npos);
+}
+
+namespace {
+struct WithPartial {
+  bool partial = true;
+};
+struct WithoutPartial {};
+}  // namespace
+
+TEST_CASE("is_partial reads Analysis::partial where the struct has it") {
+  CHECK(report::is_partial(WithPartial{}));
+  CHECK_FALSE(report::is_partial(WithPartial{false}));
+  CHECK_FALSE(report::is_partial(WithoutPartial{}));
 }
