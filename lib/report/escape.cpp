@@ -59,12 +59,29 @@ std::string valid_utf8(std::string_view s) {
 }
 
 void append_json_escaped(std::string& out, std::string_view s) {
-  for_each_char(s, [&](std::string_view ch) {
-    if (ch.size() > 1) {
-      out.append(ch);
-      return;
+  // Runs of plain ASCII (the common case: kernel and function names) are appended in one piece.
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = i;
+    while (j < s.size()) {
+      const auto c = static_cast<uint8_t>(s[j]);
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') break;
+      ++j;
     }
-    const char c = ch[0];
+    out.append(s.data() + i, j - i);
+    if (j == s.size()) break;
+    const auto c = static_cast<uint8_t>(s[j]);
+    if (c >= 0x80) {
+      const size_t n = utf8_sequence_length(s, j);
+      if (n == 0) {
+        out.append(kReplacement);
+        i = j + 1;
+      } else {
+        out.append(s.data() + j, n);
+        i = j + n;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -73,16 +90,14 @@ void append_json_escaped(std::string& out, std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<uint8_t>(c) < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<uint8_t>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        out += buf;
+      }
     }
-  });
+    i = j + 1;
+  }
 }
 
 std::string json_quote(std::string_view s) {

@@ -11,6 +11,7 @@
 #include "report/report.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -91,6 +92,15 @@ class CorrelationSet {
   std::vector<uint64_t> bits_;
 };
 
+/// An event name: either text still to be escaped, or JSON string content already escaped (cached names).
+struct Name {
+  std::string_view s;
+  bool escaped = false;
+  Name(std::string_view v, bool e = false) : s(v), escaped(e) {}
+  Name(const std::string& v) : s(v) {}
+  Name(const char* v) : s(v) {}
+};
+
 /// Appends trace events to a buffer that is flushed to the stream as it fills.
 class EventWriter {
  public:
@@ -99,13 +109,14 @@ class EventWriter {
 
   std::string& raw() { return buf_; }
   /// Opens an event: {"ph":"X","name":"...","cat":"...","pid":..,"tid":..  (no closing brace).
-  void begin(char ph, std::string_view name, std::string_view cat, int64_t pid, int64_t tid) {
+  void begin(char ph, const Name& name, std::string_view cat, int64_t pid, int64_t tid) {
     buf_ += first_ ? "\n" : ",\n";
     first_ = false;
     buf_ += "{\"ph\":\"";
     buf_ += ph;
     buf_ += "\",\"name\":\"";
-    append_json_escaped(buf_, name);
+    if (name.escaped) buf_ += name.s;
+    else append_json_escaped(buf_, name.s);
     buf_ += '"';
     if (!cat.empty()) {
       buf_ += ",\"cat\":\"";
@@ -117,10 +128,19 @@ class EventWriter {
     buf_ += ",\"tid\":";
     buf_ += std::to_string(tid);
   }
-  void field_us(const char* key, double us) {
-    char tmp[64];
-    std::snprintf(tmp, sizeof tmp, ",\"%s\":%.3f", key, std::isfinite(us) ? us : 0.0);
-    buf_ += tmp;
+  /// ns as microseconds with 3 decimals, formatted from the integer (exact, and far faster than printf).
+  void field_us(const char* key, int64_t ns) {
+    buf_ += ",\"";
+    buf_ += key;
+    buf_ += "\":";
+    uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+    if (ns < 0) buf_ += '-';
+    char tmp[32];
+    auto r = std::to_chars(tmp, tmp + sizeof tmp, mag / 1000);
+    buf_.append(tmp, r.ptr);
+    const unsigned frac = static_cast<unsigned>(mag % 1000);
+    const char digits[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
+    buf_.append(digits, 4);
   }
   void field_raw(const char* key, std::string_view json) {
     buf_ += ",\"";
@@ -275,12 +295,32 @@ class TraceWriter {
 
   // --- helpers -----------------------------------------------------------------------------------------
   /// b - a in ns; unsigned arithmetic so that the corrupt far-off times of a damaged dump wrap, not overflow.
-  static double ns_between(int64_t a, int64_t b) {
-    return static_cast<double>(static_cast<int64_t>(static_cast<uint64_t>(b) - static_cast<uint64_t>(a)));
+  static int64_t ns_between(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(b) - static_cast<uint64_t>(a));
   }
-  double us(uint64_t ticks) const { return ns_between(origin_ns_, clock_.to_ns(ticks)) / 1000.0; }
-  double dur_us(uint64_t start, uint64_t end) const {
-    return end > start ? std::max(0.0, ns_between(clock_.to_ns(start), clock_.to_ns(end))) / 1000.0 : 0.0;
+  /// ns from the trace's first event.
+  int64_t rel_ns(uint64_t ticks) const { return ns_between(origin_ns_, clock_.to_ns(ticks)); }
+  int64_t dur_ns(uint64_t start, uint64_t end) const {
+    return end > start ? std::max<int64_t>(0, ns_between(clock_.to_ns(start), clock_.to_ns(end))) : 0;
+  }
+  static double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+  /// The name with this string id, escaped once and cached (the string table is bounded by the file's size).
+  Name nm(uint32_t id) {
+    if (id >= names_.size()) {
+      if (id >= r_.string_count()) {
+        scratch_.clear();
+        append_json_escaped(scratch_, r_.string_at(id));
+        return Name(scratch_, true);
+      }
+      names_.resize(r_.string_count());
+      cached_.resize(r_.string_count(), false);
+    }
+    if (!cached_[id]) {
+      append_json_escaped(names_[id], r_.string_at(id));
+      cached_[id] = true;
+    }
+    return Name(names_[id], true);
   }
 
   /// tid of a dump thread: its OS thread id, or a number of its own for channels and unknown threads.
@@ -343,18 +383,18 @@ class TraceWriter {
     return {pid, tid};
   }
 
-  void complete(std::string_view name, std::string_view cat, int64_t pid, int64_t tid, uint64_t start, uint64_t end,
+  void complete(const Name& name, std::string_view cat, int64_t pid, int64_t tid, uint64_t start, uint64_t end,
                 const Args& args) {
     w_.begin('X', name, cat, pid, tid);
-    w_.field_us("ts", us(start));
-    w_.field_us("dur", dur_us(start, end));
+    w_.field_us("ts", rel_ns(start));
+    w_.field_us("dur", dur_ns(start, end));
     if (!args.empty()) w_.field_raw("args", args.json());
     w_.end();
   }
-  void instant(std::string_view name, std::string_view cat, int64_t pid, int64_t tid, uint64_t ts, const Args& args,
+  void instant(const Name& name, std::string_view cat, int64_t pid, int64_t tid, uint64_t ts, const Args& args,
                const char* scope = "t") {
     w_.begin('i', name, cat, pid, tid);
-    w_.field_us("ts", us(ts));
+    w_.field_us("ts", rel_ns(ts));
     w_.field_str("s", scope);
     if (!args.empty()) w_.field_raw("args", args.json());
     w_.end();
@@ -363,12 +403,12 @@ class TraceWriter {
   /// same instant.
   void flow(char ph, uint32_t correlation, int64_t pid, int64_t tid, uint64_t start, uint64_t end) {
     w_.begin(ph, "launch", "launch", pid, tid);
-    w_.field_us("ts", us(start) + dur_us(start, end) / 2);
+    w_.field_us("ts", rel_ns(start) + dur_ns(start, end) / 2);
     w_.field_raw("id", std::to_string(correlation));
     if (ph == 'f') w_.field_str("bp", "e");
     w_.end();
   }
-  void gpu_activity(std::string_view name, std::string_view cat, uint32_t device, uint32_t stream, uint64_t start,
+  void gpu_activity(const Name& name, std::string_view cat, uint32_t device, uint32_t stream, uint64_t start,
                     uint64_t end, uint32_t correlation, Args& args) {
     auto [pid, tid] = gpu_track(device, stream);
     if (correlation) args.u("correlation", correlation);
@@ -426,7 +466,7 @@ class TraceWriter {
         Args a;
         a.i("depth", h.aux);
         if (h.kind == RecordKind::kRange) a.attrs(r_.attributes(p));
-        complete(r_.string_at(r.name), h.kind == RecordKind::kRange ? "range" : "nvtx", pid_of(thread),
+        complete(nm(r.name), h.kind == RecordKind::kRange ? "range" : "nvtx", pid_of(thread),
                  tid_of(thread), r.start, r.end, a);
         break;
       }
@@ -436,7 +476,7 @@ class TraceWriter {
         ensure_channel_named(thread);
         Args a;
         if (h.kind == RecordKind::kMark) a.attrs(r_.attributes(p));
-        instant(r_.string_at(m.name), h.kind == RecordKind::kMark ? "mark" : "nvtx", pid_of(thread), tid_of(thread),
+        instant(nm(m.name), h.kind == RecordKind::kMark ? "mark" : "nvtx", pid_of(thread), tid_of(thread),
                 m.ts, a);
         break;
       }
@@ -456,18 +496,18 @@ class TraceWriter {
         auto r = load<AsyncRangeRecord>(p);
         ensure_channel_named(r.begin_thread);
         ensure_channel_named(r.end_thread);
-        const std::string name = r_.string_at(r.name);
+        const Name name = nm(r.name);
         char id[24];
         std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(r.id));
         Args a;
         a.attrs(r_.attributes(p));
         w_.begin('b', name, "async", pid_of(r.begin_thread), tid_of(r.begin_thread));
-        w_.field_us("ts", us(r.start));
+        w_.field_us("ts", rel_ns(r.start));
         w_.field_raw("id", id);
         if (!a.empty()) w_.field_raw("args", a.json());
         w_.end();
         w_.begin('e', name, "async", pid_of(r.end_thread), tid_of(r.end_thread));
-        w_.field_us("ts", us(std::max(r.start, r.end)));
+        w_.field_us("ts", rel_ns(std::max(r.start, r.end)));
         w_.field_raw("id", id);
         w_.end();
         break;
@@ -495,7 +535,7 @@ class TraceWriter {
         Args a;
         a.u("cbid", c.cbid).s("domain", h.aux == uint8_t(ApiDomain::kDriver) ? "driver" : "runtime");
         if (c.correlation) a.u("correlation", c.correlation);
-        complete(r_.string_at(c.name), "cuda_api", pid, tid, c.start, c.end, a);
+        complete(nm(c.name), "cuda_api", pid, tid, c.start, c.end, a);
         if (gpu_correlations_.contains(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
         break;
       }
@@ -505,7 +545,7 @@ class TraceWriter {
         a.dims("grid", k.grid).dims("block", k.block).u("registers_per_thread", k.registers)
             .u("static_smem", k.static_smem).u("dynamic_smem", k.dynamic_smem).u("context", k.context);
         if (k.graph_id) a.u("graph_id", k.graph_id);
-        gpu_activity(r_.string_at(k.name), "kernel", k.device, k.stream, k.start, k.end, k.correlation, a);
+        gpu_activity(nm(k.name), "kernel", k.device, k.stream, k.start, k.end, k.correlation, a);
         break;
       }
       case RecordKind::kGpuMemcpy: {
@@ -515,8 +555,8 @@ class TraceWriter {
         Args a;
         a.u("bytes", m.bytes).s("kind", copy_kind_name(h.aux)).s("src_kind", src).s("dst_kind", dst)
             .s("async", m.is_async ? "yes" : "no");
-        const double d = dur_us(m.start, m.end);
-        if (d > 0) a.d("bandwidth_gbps", static_cast<double>(m.bytes) / (d * 1e3));
+        const int64_t d = dur_ns(m.start, m.end);
+        if (d > 0) a.d("bandwidth_gbps", static_cast<double>(m.bytes) / static_cast<double>(d));
         if (m.dst_device != m.device) a.u("dst_device", m.dst_device);
         if (m.graph_id) a.u("graph_id", m.graph_id);
         gpu_activity(name, "memcpy", m.device, m.stream, m.start, m.end, m.correlation, a);
@@ -564,7 +604,7 @@ class TraceWriter {
         // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
         net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
         w_.begin('C', "device memory allocated in trace (bytes)", "memory", pid, 0);
-        w_.field_us("ts", us(m.ts));
+        w_.field_us("ts", rel_ns(m.ts));
         w_.field_raw("args", Args{}.i("bytes", net).json());
         w_.end();
         break;
@@ -572,7 +612,7 @@ class TraceWriter {
       case RecordKind::kCollectorOverhead: {
         auto o = load<OverheadRecord>(p);
         ensure_channel_named(thread);
-        complete(r_.string_at(o.name), "overhead", pid_of(thread), tid_of(thread), o.start, o.end, Args{});
+        complete(nm(o.name), "overhead", pid_of(thread), tid_of(thread), o.start, o.end, Args{});
         break;
       }
       case RecordKind::kClockCheck: {
@@ -581,8 +621,8 @@ class TraceWriter {
         if (named_.insert({pid, kTidClockChecks}).second)
           metadata("thread_name", pid, kTidClockChecks, "clock checks");
         Args a;
-        a.d("cpu_before_us", us(c.cpu_before)).d("cpu_after_us", us(c.cpu_after))
-            .d("gpu_minus_cpu_before_us", us(c.gpu_ts) - us(c.cpu_before));
+        a.d("cpu_before_us", us(rel_ns(c.cpu_before))).d("cpu_after_us", us(rel_ns(c.cpu_after)))
+            .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
         instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
         break;
       }
@@ -601,7 +641,7 @@ class TraceWriter {
         if (h.aux == uint8_t(AttrType::kDouble)) a.d("value", c.value.d);
         else a.i("value", c.value.i);
         w_.begin('C', name, "counter", pid, 0);
-        w_.field_us("ts", us(c.ts));
+        w_.field_us("ts", rel_ns(c.ts));
         w_.field_raw("args", a.json());
         w_.end();
         break;
@@ -623,6 +663,9 @@ class TraceWriter {
   int64_t pid_ = 1;
   std::set<std::pair<int64_t, int64_t>> named_;  ///< (pid, tid) tracks named so far; tid -1: the process
   std::map<uint32_t, int64_t> allocated_;        ///< device -> net bytes allocated within the trace
+  std::vector<std::string> names_;               ///< escaped names by string id, filled on first use
+  std::vector<bool> cached_;
+  std::string scratch_;                          ///< an escaped name outside the table (damaged dump)
 };
 
 }  // namespace
