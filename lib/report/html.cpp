@@ -32,9 +32,11 @@ svg text{font:11px system-ui,sans-serif}
 
 // Sorting is a convenience: the tables are complete and ordered without it.
 constexpr const char* kScript = R"JS(
+function num(t){var m=t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/);
+return m?parseFloat(m[1])*Math.pow(1024,['B','KiB','MiB','GiB','TiB'].indexOf(m[2])):parseFloat(t);}
 document.querySelectorAll('table.sortable th').forEach(function(th,col){th.addEventListener('click',function(){
 var tb=th.closest('table').tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
-rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,nx=parseFloat(x),ny=parseFloat(y);
+rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,nx=num(x),ny=num(y);
 var r=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?r:-r;});rows.forEach(function(r){tb.appendChild(r);});});});
 )JS";
 
