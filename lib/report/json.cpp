@@ -8,7 +8,9 @@
 
 #include <boost/json.hpp>
 
+#include <charconv>
 #include <cmath>
+#include <string>
 
 namespace inferscope::report {
 namespace {
@@ -207,6 +209,61 @@ json::object representative_json(const analyze::RepresentativeStep& rep) {
   return o;
 }
 
+/// A double in its shortest form that reads back exactly, always with a fraction or exponent so that it stays
+/// a floating-point number for every reader ("21.0", not "21"; Boost.JSON's own output would be "2.1E1").
+void put_double(std::string& out, double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string_view t(buf, static_cast<size_t>(r.ptr - buf));
+  out += t;
+  if (t.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+/// Pretty-prints with two-space indentation, keys in insertion order; deterministic byte for byte.
+void put(std::string& out, const json::value& v, int indent) {
+  const auto newline = [&](int n) {
+    out += '\n';
+    out.append(static_cast<size_t>(n) * 2, ' ');
+  };
+  switch (v.kind()) {
+    case json::kind::object: {
+      const auto& o = v.get_object();
+      if (o.empty()) return void(out += "{}");
+      out += '{';
+      bool first = true;
+      for (const auto& kv : o) {
+        if (!first) out += ',';
+        first = false;
+        newline(indent + 1);
+        out += json_quote(kv.key());
+        out += ": ";
+        put(out, kv.value(), indent + 1);
+      }
+      newline(indent);
+      out += '}';
+      break;
+    }
+    case json::kind::array: {
+      const auto& a = v.get_array();
+      if (a.empty()) return void(out += "[]");
+      out += '[';
+      bool first = true;
+      for (const auto& e : a) {
+        if (!first) out += ',';
+        first = false;
+        newline(indent + 1);
+        put(out, e, indent + 1);
+      }
+      newline(indent);
+      out += ']';
+      break;
+    }
+    case json::kind::string: out += json_quote(v.get_string()); break;
+    case json::kind::double_: put_double(out, v.get_double()); break;
+    default: out += json::serialize(v); break;  // integers, booleans, null
+  }
+}
+
 }  // namespace
 
 void write_json(const Analysis& a, std::ostream& out) {
@@ -242,7 +299,10 @@ void write_json(const Analysis& a, std::ostream& out) {
   root["warnings"] = std::move(warnings);
   root["partial"] = is_partial(a);
   root["representative"] = representative_json(a.representative);
-  out << json::serialize(root) << '\n';
+  std::string text;
+  put(text, root, 0);
+  text += '\n';
+  out << text;
 }
 
 }  // namespace inferscope::report
