@@ -4,6 +4,7 @@
 
 #include "dump/format.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -17,7 +18,9 @@ class ClockModel {
 
   /// CLOCK_MONOTONIC nanoseconds for a tick count.
   int64_t to_ns(uint64_t ticks) const {
-    return mono0_ + static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(ticks - ticks0_)) * ns_per_tick_);
+    const double ns = static_cast<double>(static_cast<int64_t>(ticks - ticks0_)) * ns_per_tick_;
+    // Clamped (to +-73 years) so that a corrupt tick count gives a far-off time, not undefined behaviour.
+    return mono0_ + static_cast<int64_t>(std::clamp(ns, -kLimitNs, kLimitNs));
   }
   /// A duration in ticks, in nanoseconds.
   double duration_ns(uint64_t ticks) const { return static_cast<double>(ticks) * ns_per_tick_; }
@@ -35,6 +38,9 @@ class ClockModel {
   double span_s() const { return span_s_; }
 
  private:
+  // Bound on |times| and offsets: the sums in to_ns / to_realtime_ns cannot overflow int64 whatever the dump
+  // holds (a real CLOCK_REALTIME reading is ~1.7e18 ns, below it).
+  static constexpr double kLimitNs = 2305843009213693952.0;  // 2^61
   uint64_t ticks0_ = 0;
   int64_t mono0_ = 0;
   int64_t realtime_offset_ = 0;

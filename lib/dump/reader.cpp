@@ -154,7 +154,13 @@ void DumpReader::parse_chunk(const ChunkHeader& h, const uint8_t* p, uint64_t of
         if (o + sizeof(StringEntryHeader) > h.length) throw DumpError("string entry runs past its chunk", off + o);
         auto e = load<StringEntryHeader>(p + o);
         if (o + sizeof(e) + e.length > h.length) throw DumpError("string entry runs past its chunk", off + o);
-        if (e.id > (1u << 28)) throw DumpError("string id " + std::to_string(e.id) + " out of range", off + o);
+        // Ids are dense (the runtime numbers strings from 1 and every dump holds all of them up to the largest
+        // it uses), so an id beyond the number of entries the file could hold is corrupt. Refusing it keeps a
+        // small bad file from making the table allocate gigabytes (found by fuzz/fuzz_dump_reader.cpp).
+        if (e.id > (1u << 28) || e.id > size_ / sizeof(StringEntryHeader) + 1)
+          throw DumpError("string id " + std::to_string(e.id) + " out of range for a file of " +
+                              std::to_string(size_) + " bytes",
+                          off + o);
         if (e.id >= strings_.size()) {
           strings_.resize(e.id + 1);
           has_string_.resize(e.id + 1, false);

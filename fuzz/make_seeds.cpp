@@ -1,0 +1,99 @@
+// Writes the seed corpus for fuzz_dump_reader: small valid dumps covering every record kind, attributes,
+// several chunks per thread, a truncated dump and one without an END chunk.  make_seeds OUTDIR
+#include "dump/builder.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+using namespace inferscope;
+
+namespace {
+
+void full_trace(dump::DumpBuilder& b) {
+  const uint32_t main = b.thread("main", 100);
+  const uint32_t worker = b.thread("worker", 101);
+  const uint32_t gpu = b.channel("cupti");
+  const uint32_t sys = b.channel("system");
+  b.process("hostname", "fuzz");
+  b.status("cupti", "ok");
+  b.api(main, "cudaLaunchKernel", 1, 10, 20);
+  b.api(main, "cudaMemcpyAsync", 2, 30, 40, 41, ApiDomain::kDriver);
+  b.range(main, "inner", 1, 5, 50, {{"i", 3}, {"d", 2.5}, {"s", "text"}});
+  b.range(main, "nvtx", 1, 55, 60, {}, RecordKind::kNvtxRange);
+  b.mark(main, "mark", 61);
+  b.range(main, "step", 0, 0, 100);
+  b.pycall(worker, b.code("f", "a.py", 3), 0, 0, 90);
+  b.kernel(gpu, "k", 1, 25, 45);
+  b.memcpy(gpu, CopyKind::kHtoD, 4096, 2, 45, 60);
+  b.memset(gpu, 64, 0, 60, 61);
+  b.sync(gpu, SyncKind::kStreamSynchronize, 3, 61, 70, 7);
+  b.memory(gpu, true, 1 << 20, 4, 5, 0x1000);
+  b.memory(gpu, false, 1 << 20, 5, 95, 0x1000);
+  b.clock_check(gpu, 1, 2, 3);
+  b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 50, 7);
+  b.counter_double(sys, "gpu.util_pct", CounterScope::kDevice, 0, 50, 50.5);
+  AsyncRangeRecord ar{};
+  ar.h = {RecordKind::kAsyncRange, 0, sizeof(AsyncRangeRecord)};
+  ar.name = b.str("async");
+  ar.start = b.ticks(1);
+  ar.end = b.ticks(99);
+  ar.id = 9;
+  ar.begin_thread = main;
+  ar.end_thread = worker;
+  b.raw(worker, &ar, sizeof(ar));
+  ThreadNameRecord tn{{RecordKind::kThreadName, 0, sizeof(ThreadNameRecord)}, b.str("renamed"), b.ticks(2)};
+  b.raw(worker, &tn, sizeof(tn));
+  ThreadEndRecord te{{RecordKind::kThreadEnd, 0, sizeof(ThreadEndRecord)}, 0, b.ticks(99)};
+  b.raw(worker, &te, sizeof(te));
+  GpuGraphLaunchRecord g{{RecordKind::kGpuGraphLaunch, 0, sizeof(GpuGraphLaunchRecord)}, 6, b.ticks(70), b.ticks(80),
+                         0, 0, 7, 3};
+  b.raw(gpu, &g, sizeof(g));
+  OverheadRecord o{{RecordKind::kCollectorOverhead, 0, sizeof(OverheadRecord)}, b.str("flush"), b.ticks(80),
+                   b.ticks(85)};
+  b.raw(gpu, &o, sizeof(o));
+  b.drop(main, "buffer_full", 3);
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: make_seeds OUTDIR\n";
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  std::filesystem::create_directories(dir);
+  {
+    dump::DumpBuilder b((dir / "full.iscope").string(), 2.5);
+    full_trace(b);
+    b.finish();
+  }
+  {
+    dump::DumpBuilder b((dir / "small_chunks.iscope").string());
+    b.set_chunk_bytes(64);  // many EVENTS chunks, strings and threads interleaved
+    full_trace(b);
+    b.finish();
+  }
+  {
+    dump::DumpBuilder b((dir / "no_end.iscope").string());
+    full_trace(b);
+    b.finish(/*end_chunk=*/false);
+  }
+  {
+    dump::DumpBuilder b((dir / "minimal.iscope").string());
+    b.range(b.thread("t", 1), "r", 0, 0, 1);
+    b.finish();
+  }
+  // A dump cut short in the middle of its last chunk, as after a crash.
+  const std::string full = slurp(dir / "full.iscope");
+  std::ofstream(dir / "truncated.iscope", std::ios::binary).write(full.data(), full.size() * 2 / 3);
+  std::cout << "seed corpus in " << dir.string() << "\n";
+  return 0;
+}

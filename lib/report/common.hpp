@@ -1,0 +1,35 @@
+// What the Markdown and HTML reports share: the breakdown rows in display order and small formatting helpers.
+#pragma once
+
+#include "analyze/analysis.hpp"
+
+#include <string>
+#include <vector>
+
+namespace inferscope::report {
+
+struct BreakdownRow {
+  const char* label;     ///< as the report prints it
+  const char* key;       ///< JSON key / CSS class suffix
+  double ms;
+};
+
+/// The breakdown parts in the order the report prints them. When the analyzer's parts do not add up to the
+/// step time (more than 1 us apart), an "unattributed" row takes the difference so the table always sums up.
+std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b);
+
+/// Whether the analysis lost data to a corrupt input (Analysis::partial, which the analyzer branch adds;
+/// false where the struct does not have it yet).
+template <class A>
+bool is_partial(const A& a) {
+  if constexpr (requires { a.partial; }) return static_cast<bool>(a.partial);
+  else return false;
+}
+
+/// ms as percent of the step ("0.0" when there is no step time).
+double pct_of(double ms, double step_ms);
+
+/// Bytes with a binary unit: "512 B", "1.5 MiB".
+std::string fmt_bytes(uint64_t bytes);
+
+}  // namespace inferscope::report

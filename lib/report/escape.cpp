@@ -1,0 +1,209 @@
+#include "report/escape.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace inferscope::report {
+namespace {
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+/// Length of the well-formed UTF-8 sequence at s[i], or 0 when the byte there starts none (RFC 3629:
+/// no overlong forms, no surrogates, nothing above U+10FFFF).
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+  const uint8_t c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c == 0xE0) n = 3, lo = 0xA0;
+  else if (c >= 0xE1 && c <= 0xEC) n = 3;
+  else if (c == 0xED) n = 3, hi = 0x9F;
+  else if (c >= 0xEE && c <= 0xEF) n = 3;
+  else if (c == 0xF0) n = 4, lo = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3) n = 4;
+  else if (c == 0xF4) n = 4, hi = 0x8F;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  return n;
+}
+
+/// Calls f(sequence) for each well-formed sequence of s, and f(U+FFFD) for each stray byte.
+template <class F>
+void for_each_char(std::string_view s, F&& f) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      f(kReplacement);
+      i += 1;
+    } else {
+      f(s.substr(i, n));
+      i += n;
+    }
+  }
+}
+
+}  // namespace
+
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for_each_char(s, [&](std::string_view c) { out.append(c); });
+  return out;
+}
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  // Runs of plain ASCII (the common case: kernel and function names) are appended in one piece.
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = i;
+    while (j < s.size()) {
+      const auto c = static_cast<uint8_t>(s[j]);
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') break;
+      ++j;
+    }
+    out.append(s.data() + i, j - i);
+    if (j == s.size()) break;
+    const auto c = static_cast<uint8_t>(s[j]);
+    if (c >= 0x80) {
+      const size_t n = utf8_sequence_length(s, j);
+      if (n == 0) {
+        out.append(kReplacement);
+        i = j + 1;
+      } else {
+        out.append(s.data() + j, n);
+        i = j + n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        out += buf;
+      }
+    }
+    i = j + 1;
+  }
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  append_json_escaped(out, s);
+  out += '"';
+  return out;
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for_each_char(s, [&](std::string_view ch) {
+    if (ch.size() > 1) {
+      out.append(ch);
+      return;
+    }
+    const char c = ch[0];
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        // Control characters are not allowed in HTML text; tab and newline are harmless.
+        if ((static_cast<uint8_t>(c) < 0x20 && c != '\t' && c != '\n') || c == 0x7f) break;
+        out += c;
+    }
+  });
+  return out;
+}
+
+std::string md_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for_each_char(s, [&](std::string_view ch) {
+    if (ch.size() > 1) {
+      out.append(ch);
+      return;
+    }
+    const char c = ch[0];
+    switch (c) {
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '>': case '|': case '~':
+      case '#':
+        out += '\\';
+        out += c;
+        break;
+      case '\n': case '\r': case '\t': out += ' '; break;
+      default:
+        if (static_cast<uint8_t>(c) < 0x20 || c == 0x7f) break;
+        out += c;
+    }
+  });
+  return out;
+}
+
+std::string md_code(std::string_view s) {
+  std::string out = "`";
+  for_each_char(s, [&](std::string_view ch) {
+    if (ch.size() > 1) return out.append(ch), void();
+    const char c = ch[0];
+    if (c == '`') out += '\'';
+    else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
+    else if (static_cast<uint8_t>(c) >= 0x20 && c != 0x7f) out += c;
+  });
+  return out + "`";
+}
+
+std::string truncate(std::string_view s, size_t max_chars) {
+  std::vector<std::string_view> chars;
+  for_each_char(s, [&](std::string_view c) { chars.push_back(c); });
+  std::string out;
+  if (chars.size() <= max_chars) {
+    for (auto c : chars) out.append(c);
+    return out;
+  }
+  for (size_t i = 0; i + 1 < max_chars; ++i) out.append(chars[i]);
+  if (max_chars > 0) out += "\xE2\x80\xA6";  // U+2026
+  return out;
+}
+
+std::string fmt(double v, int decimals) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s = buf;
+  if (s == "-0" || s.find_first_not_of("-0.") == std::string::npos) {
+    // "-0.00" reads as a sign error in a report
+    if (!s.empty() && s[0] == '-') s.erase(0, 1);
+  }
+  return s;
+}
+
+}  // namespace inferscope::report
+
+namespace inferscope::report {
+
+std::string fmt_value(double v) {
+  if (std::isfinite(v) && v == std::round(v) && std::fabs(v) < 1e15) return fmt(v, 0);
+  std::string s = fmt(v, 3);
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+}  // namespace inferscope::report

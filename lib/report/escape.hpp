@@ -1,0 +1,41 @@
+// Escaping for the report writers. Names in a trace come from the traced program (kernel names, Python
+// qualnames, user range names, attribute values) and may hold anything: markup, quotes, control characters,
+// invalid UTF-8. Every writer passes them through one of these functions before they reach the output.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <string_view>
+
+namespace inferscope::report {
+
+/// `s` as valid UTF-8: each byte that does not belong to a well-formed sequence becomes U+FFFD.
+std::string valid_utf8(std::string_view s);
+
+/// Appends `s` as the inside of a JSON string (no quotes): valid UTF-8, control characters as \uXXXX.
+void append_json_escaped(std::string& out, std::string_view s);
+/// `s` as a quoted JSON string.
+std::string json_quote(std::string_view s);
+
+/// `s` for HTML text and attribute values: & < > " ' escaped, invalid UTF-8 replaced, control characters
+/// other than tab and newline dropped.
+std::string html_escape(std::string_view s);
+
+/// `s` for Markdown text, table cells included: one line (newlines become spaces), and the characters that
+/// Markdown or a table would interpret (\ ` * _ [ ] < > | ~ #) backslash-escaped.
+std::string md_escape(std::string_view s);
+
+/// `s` as a Markdown code span: `s` with backticks replaced by ' and on one line (a code span cannot escape).
+/// Not for table cells: GitHub still splits a cell at a pipe inside a code span.
+std::string md_code(std::string_view s);
+
+/// A measured value for prose: integers without decimals, others with up to 3 decimals, trailing zeros cut.
+std::string fmt_value(double v);
+
+/// At most `max_chars` code points of `s` (valid UTF-8), the last one "…" when it was cut.
+std::string truncate(std::string_view s, size_t max_chars);
+
+/// Fixed-point formatting without locale surprises: fmt(3.14159, 2) == "3.14"; non-finite values as "n/a".
+std::string fmt(double v, int decimals);
+
+}  // namespace inferscope::report

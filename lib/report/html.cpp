@@ -1,0 +1,392 @@
+// The HTML report: one self-contained page. Everything it needs is inline (CSS, SVG, a few lines of optional
+// JS to sort tables), so it opens offline and can be attached to a ticket. Every string from the trace or the
+// analyzer goes through html_escape.
+#include "report/common.hpp"
+#include "report/escape.hpp"
+#include "report/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace inferscope::report {
+namespace {
+
+using analyze::Analysis;
+
+constexpr const char* kStyle = R"CSS(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#1d232b;padding:0 16px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #d6dbe1;padding-bottom:4px}
+h3{font-size:16px;margin:18px 0 6px}.muted{color:#5d6875}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{border:1px solid #d6dbe1;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:tabular-nums}td.name{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all;max-width:560px}
+.finding{border:1px solid #d6dbe1;border-left:5px solid #4f7cac;border-radius:4px;padding:6px 14px;margin:12px 0}
+.finding.primary{border-left-color:#c0392b}.finding.uncertain{border-style:dashed}
+.badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
+.badge.primary{background:#c0392b;color:#fff}.badge.uncertain{background:#f4d03f}
+.legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
+svg text{font:11px system-ui,sans-serif}
+)CSS";
+
+// Sorting is a convenience: the tables are complete and ordered without it.
+constexpr const char* kScript = R"JS(
+function num(t){var m=t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/);
+return m?parseFloat(m[1])*Math.pow(1024,['B','KiB','MiB','GiB','TiB'].indexOf(m[2])):parseFloat(t);}
+document.querySelectorAll('table.sortable th').forEach(function(th,col){th.addEventListener('click',function(){
+var tb=th.closest('table').tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
+rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,nx=num(x),ny=num(y);
+var r=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?r:-r;});rows.forEach(function(r){tb.appendChild(r);});});});
+)JS";
+
+const char* breakdown_color(const std::string& key) {
+  if (key == "cpu_preprocessing") return "#4f7cac";
+  if (key == "h2d") return "#e67e22";
+  if (key == "gpu_compute") return "#27ae60";
+  if (key == "d2h") return "#d35400";
+  if (key == "sync_wait") return "#c0392b";
+  if (key == "framework_overhead") return "#8e44ad";
+  if (key == "idle") return "#bdc3c7";
+  return "#7f8c8d";
+}
+
+const char* span_color(const std::string& category) {
+  if (category == "range") return "#4f7cac";
+  if (category == "python") return "#5dade2";
+  if (category == "api") return "#8e44ad";
+  if (category == "sync") return "#c0392b";
+  if (category == "kernel") return "#27ae60";
+  if (category == "h2d") return "#e67e22";
+  if (category == "d2h") return "#d35400";
+  if (category == "memset") return "#16a085";
+  if (category == "copy") return "#f39c12";
+  if (category == "memory" || category == "alloc") return "#f1c40f";
+  return "#95a5a6";
+}
+
+std::string h(std::string_view s) { return html_escape(s); }
+
+/// A table whose cells are given already escaped; `num` marks numeric columns.
+struct Table {
+  std::vector<std::string> head;
+  std::vector<bool> num;
+  std::vector<std::vector<std::string>> rows;
+  void write(std::ostream& out) const {
+    out << "<table class=\"sortable\"><thead><tr>";
+    for (const auto& c : head) out << "<th>" << c << "</th>";
+    out << "</tr></thead><tbody>\n";
+    for (const auto& r : rows) {
+      out << "<tr>";
+      for (size_t i = 0; i < r.size(); ++i)
+        out << "<td class=\"" << (i < num.size() && num[i] ? "n" : "name") << "\">" << r[i] << "</td>";
+      out << "</tr>\n";
+    }
+    out << "</tbody></table>\n";
+  }
+};
+
+void write_breakdown(const Analysis& a, std::ostream& out) {
+  const auto& b = a.breakdown;
+  out << "<section id=\"breakdown\"><h2>Timeline Breakdown</h2>\n";
+  const auto rows = breakdown_rows(b);
+  double total = 0;
+  for (const auto& r : rows) total += std::max(0.0, r.ms);
+  const double width = 1000;
+  out << "<svg role=\"img\" aria-label=\"step breakdown\" width=\"" << width
+      << "\" height=\"34\" viewBox=\"0 0 " << width << " 34\">";
+  double x = 0;
+  for (const auto& r : rows) {
+    if (r.ms <= 0 || total <= 0) continue;
+    const double w = r.ms / total * width;
+    out << "<rect x=\"" << fmt(x, 2) << "\" y=\"2\" width=\"" << fmt(w, 2) << "\" height=\"30\" fill=\""
+        << breakdown_color(r.key) << "\"><title>" << r.label << ": " << fmt(r.ms, 3) << " ms ("
+        << fmt(pct_of(r.ms, b.step_ms), 1) << " %)</title></rect>";
+    const std::string text = std::string(r.label) + " " + fmt(pct_of(r.ms, b.step_ms), 0) + " %";
+    if (w > 6.5 * static_cast<double>(text.size()) + 8)
+      out << "<text x=\"" << fmt(x + 4, 2) << "\" y=\"21\" fill=\"#fff\" pointer-events=\"none\">" << text
+          << "</text>";
+    x += w;
+  }
+  out << "</svg>\n<div class=\"legend\">";
+  for (const auto& r : rows)
+    out << "<span><i class=\"sw\" style=\"background:" << breakdown_color(r.key) << "\"></i>" << r.label << "</span>";
+  out << "</div>\n";
+  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}};
+  for (const auto& r : rows) t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
+  t.rows.push_back({"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"});
+  t.write(out);
+  out << "<p>GPU utilization: <b>" << fmt(b.gpu_utilization * 100.0, 1) << " %</b> of the step. GPU idle "
+      << fmt(b.gpu_idle_waiting_on_host_ms, 3) << " ms waiting on the host, "
+      << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms in gaps between kernels, "
+      << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms waiting on synchronizations.</p></section>\n";
+}
+
+/// Tick spacing of about a tenth of the span, rounded to 1, 2 or 5 times a power of ten.
+double nice_step(double span) {
+  if (!(span > 0)) return 1;
+  const double raw = span / 10;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * p) return m * p;
+  return 10 * p;
+}
+
+void write_timeline(const Analysis& a, std::ostream& out) {
+  const auto& rep = a.representative;
+  out << "<section id=\"timeline\"><h2>Representative step</h2>\n";
+  if (rep.lanes.empty()) {
+    out << "<p class=\"muted\">No timeline: the analysis kept no representative step.</p></section>\n";
+    return;
+  }
+  double span = rep.step.duration_ms;
+  for (const auto& l : rep.lanes)
+    for (const auto& s : l.spans) span = std::max(span, s.end_ms);
+  if (!(span > 0)) span = 1;
+  out << "<p class=\"muted\">Step " << rep.step.index << " at " << fmt(rep.step.start_ms, 3) << " ms, lasting "
+      << fmt(rep.step.duration_ms, 3) << " ms. Hover a span for its name and times.</p>\n";
+
+  constexpr double kLabelW = 190, kPlotW = 960, kRowH = 15, kLanePad = 6, kAxisH = 20;
+  constexpr size_t kMaxRows = 16;  // deeper spans share the last row, so a runaway stack stays legible
+  // Rows per lane: the depths the lane uses, in order, without gaps (an analyzer may put API calls at a
+  // large depth to draw them innermost).
+  double height = kAxisH;
+  std::vector<double> lane_y;
+  std::vector<std::map<uint32_t, size_t>> lane_rows;
+  for (const auto& l : rep.lanes) {
+    std::map<uint32_t, size_t> rows;
+    for (const auto& s : l.spans) rows[s.depth];
+    size_t i = 0;
+    for (auto& [depth, row] : rows) row = std::min(i++, kMaxRows - 1);
+    lane_y.push_back(height);
+    height += static_cast<double>(std::max<size_t>(1, std::min(rows.size(), kMaxRows))) * kRowH + kLanePad;
+    lane_rows.push_back(std::move(rows));
+  }
+  const double total_w = kLabelW + kPlotW + 40;  // room for the last tick label
+  out << "<svg role=\"img\" aria-label=\"timeline of the representative step\" "
+         "width=\""
+      << total_w << "\" height=\"" << fmt(height, 0) << "\" viewBox=\"0 0 " << total_w << ' ' << fmt(height, 0)
+      << "\">\n";
+  const double step = nice_step(span);
+  for (double t = 0; t <= span + 1e-9; t += step) {
+    const double x = kLabelW + t / span * kPlotW;
+    out << "<line x1=\"" << fmt(x, 1) << "\" y1=\"" << kAxisH - 4 << "\" x2=\"" << fmt(x, 1) << "\" y2=\""
+        << fmt(height, 0) << "\" stroke=\"#e3e7eb\"/><text x=\"" << fmt(x + 2, 1) << "\" y=\"12\" fill=\"#5d6875\">"
+        << fmt(t, step < 0.01 ? 3 : step < 1 ? 2 : 1) << " ms</text>\n";
+  }
+  for (size_t li = 0; li < rep.lanes.size(); ++li) {
+    const auto& l = rep.lanes[li];
+    const double y0 = lane_y[li];
+    out << "<g><text x=\"4\" y=\"" << fmt(y0 + 11, 1) << "\" fill=\"" << (l.gpu ? "#1e8449" : "#1d232b") << "\">"
+        << h(truncate(l.name, 30)) << "<title>" << h(l.name) << "</title></text>\n";
+    for (const auto& s : l.spans) {
+      const double x = kLabelW + std::max(0.0, s.start_ms) / span * kPlotW;
+      const double w = std::max(0.6, (std::min(s.end_ms, span) - std::max(0.0, s.start_ms)) / span * kPlotW);
+      const double y = y0 + static_cast<double>(lane_rows[li].at(s.depth)) * kRowH;
+      out << "<rect x=\"" << fmt(x, 2) << "\" y=\"" << fmt(y, 1) << "\" width=\"" << fmt(w, 2) << "\" height=\""
+          << kRowH - 2 << "\" fill=\"" << span_color(s.category) << "\"><title>" << h(s.label) << " ["
+          << h(s.category) << "] " << fmt(s.start_ms, 3) << "–" << fmt(s.end_ms, 3) << " ms ("
+          << fmt((s.end_ms - s.start_ms) * 1000.0, 1) << " us)</title></rect>";
+      // A label only where it fits: about 6 px per character.
+      const size_t fits = w > 24 ? static_cast<size_t>((w - 4) / 6.2) : 0;
+      if (fits >= 3) {
+        out << "<text x=\"" << fmt(x + 2, 2) << "\" y=\"" << fmt(y + 10, 1)
+            << "\" fill=\"#fff\" pointer-events=\"none\">" << h(truncate(s.label, fits)) << "</text>";
+      }
+      out << '\n';
+    }
+    out << "</g>\n";
+  }
+  out << "</svg>\n<div class=\"legend\">";
+  for (const char* c : {"range", "python", "api", "sync", "kernel", "h2d", "d2h", "copy", "memset"})
+    out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
+  out << "</div></section>\n";
+}
+
+void write_steps(const Analysis& a, std::ostream& out) {
+  const auto& s = a.steps;
+  out << "<section id=\"steps\"><h2>Step latency</h2>\n";
+  if (s.count == 0) {
+    out << "<p>No steps found: the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).</p></section>\n";
+    return;
+  }
+  out << "<p>Step <code>" << h(s.name) << "</code>" << (s.detected ? " (detected automatically)" : "") << ", "
+      << s.count << " steps.</p>\n";
+  Table{{"count", "mean (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "min (ms)"},
+        {true, true, true, true, true, true, true},
+        {{std::to_string(s.count), fmt(s.mean_ms, 3), fmt(s.p50_ms, 3), fmt(s.p90_ms, 3), fmt(s.p99_ms, 3),
+          fmt(s.max_ms, 3), fmt(s.min_ms, 3)}}}
+      .write(out);
+  if (!s.slowest.empty()) {
+    out << "<h3>Slowest steps</h3>\n";
+    Table t{{"step", "start (ms)", "duration (ms)"}, {true, true, true}, {}};
+    for (const auto& st : s.slowest)
+      t.rows.push_back({std::to_string(st.index), fmt(st.start_ms, 3), fmt(st.duration_ms, 3)});
+    t.write(out);
+  }
+  out << "</section>\n";
+}
+
+void write_findings(const Analysis& a, std::ostream& out) {
+  out << "<section id=\"findings\"><h2>Findings (ranked by impact)</h2>\n";
+  if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
+  size_t rank = 1;
+  for (const auto& f : a.findings) {
+    out << "<div class=\"finding" << (f.primary ? " primary" : "") << (f.uncertain ? " uncertain" : "") << "\">\n";
+    out << "<h3>" << rank++ << ". " << h(f.title) << "</h3>\n<p>";
+    if (f.primary) out << "<span class=\"badge primary\">primary</span>";
+    out << "<span class=\"badge\">" << h(f.category) << "</span>";
+    if (f.uncertain) out << "<span class=\"badge uncertain\">uncertain</span>";
+    out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << fmt(f.impact_ms, 3) << " ms</b> per step ("
+        << fmt(f.impact_pct, 1) << " % of the step)</p>\n";
+    if (!f.evidence.empty()) {
+      out << "<p><b>Evidence</b></p><ul>";
+      for (const auto& e : f.evidence) out << "<li>" << h(e) << "</li>";
+      out << "</ul>\n";
+    }
+    if (!f.metrics.empty()) {
+      out << "<p class=\"muted\">";
+      bool first = true;
+      for (const auto& [k, v] : f.metrics) {
+        out << (first ? "" : ", ") << h(k) << " = " << fmt_value(v);
+        first = false;
+      }
+      out << "</p>\n";
+    }
+    if (!f.examples.empty()) {
+      out << "<p><b>Example spans</b></p><ul>";
+      for (const auto& x : f.examples)
+        out << "<li>" << fmt(x.start_ms, 3) << " to " << fmt(x.end_ms, 3) << " ms: " << h(x.what) << "</li>";
+      out << "</ul>\n";
+    }
+    if (!f.suggestions.empty()) {
+      out << "<p><b>Suggestions</b></p><ol>";
+      for (const auto& s : f.suggestions) {
+        out << "<li><span class=\"badge\">" << h(s.priority) << "</span>" << h(s.action);
+        if (s.impact_ms > 0) out << " <span class=\"muted\">(saves about " << fmt(s.impact_ms, 3) << " ms per step)</span>";
+        out << "</li>";
+      }
+      out << "</ol>\n";
+    }
+    out << "</div>\n";
+  }
+  out << "</section>\n";
+}
+
+void section(std::ostream& out, const char* id, const char* title, const Table& t) {
+  if (t.rows.empty()) return;
+  out << "<section id=\"" << id << "\"><h2>" << title << "</h2>\n";
+  t.write(out);
+  out << "</section>\n";
+}
+
+void write_tables(const Analysis& a, std::ostream& out) {
+  Table k{{"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
+          {false, true, true, true, true, false}, {}};
+  for (const auto& r : a.kernels)
+    k.rows.push_back({h(r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.mean_us, 1),
+                      fmt(r.share * 100.0, 1), h(r.launched_by)});
+  section(out, "kernels", "Top kernels", k);
+  Table p{{"function", "where", "calls", "total (ms)", "self (ms)"}, {false, false, true, true, true}, {}};
+  for (const auto& r : a.python)
+    p.rows.push_back({h(r.qualname), h(r.file) + ":" + std::to_string(r.line), std::to_string(r.count),
+                      fmt(r.total_ms, 3), fmt(r.self_ms, 3)});
+  section(out, "python", "Python functions", p);
+  Table rg{{"range", "count", "total (ms)", "self (ms)", "mean (us)", "p50 (us)", "p99 (us)", "max (us)"},
+           {false, true, true, true, true, true, true, true}, {}};
+  for (const auto& r : a.ranges)
+    rg.rows.push_back({h(r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.self_ms, 3), fmt(r.mean_us, 1),
+                       fmt(r.p50_us, 1), fmt(r.p99_us, 1), fmt(r.max_us, 1)});
+  section(out, "ranges", "Ranges", rg);
+  Table c{{"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
+          {false, false, true, true, true, true, true}, {}};
+  for (const auto& r : a.copies)
+    c.rows.push_back({h(r.direction), h(r.src_memory) + " → " + h(r.dst_memory), std::to_string(r.count),
+                      fmt_bytes(r.bytes), fmt(r.total_ms, 3), fmt(r.bandwidth_gbps, 2),
+                      r.peak_bandwidth_gbps > 0 ? fmt(r.peak_bandwidth_gbps, 1) : "unknown"});
+  section(out, "copies", "Memory copies", c);
+  Table s{{"kind", "count", "total (ms)", "max (ms)", "called from"}, {false, true, true, true, false}, {}};
+  for (const auto& r : a.syncs)
+    s.rows.push_back({h(r.kind), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.max_ms, 3), h(r.called_from)});
+  section(out, "syncs", "Synchronizations", s);
+  Table m{{"op", "memory", "count", "bytes", "API time (ms)"}, {false, false, true, true, true}, {}};
+  for (const auto& r : a.allocations)
+    m.rows.push_back({h(r.op), h(r.memory), std::to_string(r.count), fmt_bytes(r.bytes), fmt(r.api_ms, 3)});
+  section(out, "allocations", "Allocations", m);
+  Table l{{"layer", "calls", "CPU (ms)", "GPU (ms)", "kernels"}, {false, true, true, true, true}, {}};
+  for (const auto& r : a.layers)
+    l.rows.push_back({h(r.path), std::to_string(r.count), fmt(r.cpu_ms, 3), fmt(r.gpu_ms, 3), std::to_string(r.kernels)});
+  section(out, "layers", "Model layers", l);
+  Table t{{"id", "OS tid", "name", "busy (ms)", "CPU (ms)", "involuntary switches"},
+          {true, true, false, true, true, true}, {}};
+  for (const auto& r : a.threads)
+    t.rows.push_back({std::to_string(r.id), std::to_string(r.os_tid), h(r.name), fmt(r.busy_ms, 3), fmt(r.cpu_ms, 3),
+                      std::to_string(r.involuntary_switches)});
+  section(out, "threads", "Threads", t);
+}
+
+void write_tail(const Analysis& a, std::ostream& out) {
+  const auto& al = a.alignment;
+  out << "<section id=\"alignment\"><h2>Clock alignment</h2><p>";
+  if (al.kernels_checked == 0)
+    out << "Not measured: no kernel could be matched to its launch call.";
+  else
+    out << (al.ok ? "OK" : "<b>Suspect</b>") << ": " << al.kernels_checked << " kernels checked, worst causality "
+        << "violation " << fmt(al.max_violation_us, 3) << " us, " << al.violations_over_1us << " over 1 us ("
+        << fmt(al.violation_pct, 2) << " %).";
+  if (!al.note.empty()) out << ' ' << h(al.note);
+  out << "</p></section>\n";
+  if (!a.drops.empty()) {
+    Table d{{"reason", "records"}, {false, true}, {}};
+    for (const auto& [reason, n] : a.drops) d.rows.push_back({h(reason), std::to_string(n)});
+    section(out, "drops", "Dropped records", d);
+  }
+  if (!a.warnings.empty()) {
+    out << "<section id=\"warnings\"><h2>Warnings</h2><ul>";
+    for (const auto& w : a.warnings) out << "<li>" << h(w) << "</li>";
+    out << "</ul></section>\n";
+  }
+}
+
+}  // namespace
+
+void write_html(const Analysis& a, std::ostream& out) {
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      << "<title>InferScope report: " << h(a.source) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
+  out << "<header><h1>End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms</h1>\n<p class=\"muted\">";
+  if (a.steps.count > 0)
+    out << "Mean of " << a.steps.count << " steps of <code>" << h(a.steps.name) << "</code>. ";
+  else
+    out << "Whole trace: no steps found. ";
+  out << "Source <code>" << h(a.source) << "</code>";
+  if (!a.source_format.empty()) out << " (" << h(a.source_format) << ")";
+  out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.</p>\n";
+  if (is_partial(a))
+    out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
+           "were read (see Warnings).</p>\n";
+  if (!a.findings.empty()) {
+    const auto& p = a.findings.front();
+    out << "<p>Primary bottleneck: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title) << " ("
+        << fmt(p.impact_ms, 3) << " ms, " << fmt(p.impact_pct, 1) << " % of the step)</p>\n";
+  }
+  if (!a.process.empty()) {
+    out << "<p class=\"muted\">";
+    bool first = true;
+    for (const auto& [k, v] : a.process) {
+      out << (first ? "" : " · ") << h(k) << ": " << h(v);
+      first = false;
+    }
+    out << "</p>\n";
+  }
+  out << "</header>\n";
+  write_breakdown(a, out);
+  write_timeline(a, out);
+  write_steps(a, out);
+  write_findings(a, out);
+  write_tables(a, out);
+  write_tail(a, out);
+  out << "<script>" << kScript << "</script>\n</body></html>\n";
+}
+
+}  // namespace inferscope::report

@@ -1,0 +1,308 @@
+// The JSON report (docs/report-schema.md). Keys go out in the order this file inserts them (boost::json::object
+// keeps insertion order), so the same analysis always gives the same bytes. Field names follow
+// analyze::Analysis, except a finding's category, which the schema calls "bottleneck_type", and its impact,
+// grouped as {"ms", "pct"}.
+#include "report/common.hpp"
+#include "report/escape.hpp"
+#include "report/report.hpp"
+
+#include <boost/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace inferscope::report {
+namespace {
+
+namespace json = boost::json;
+using analyze::Analysis;
+
+/// Strings from the trace may hold invalid UTF-8; the JSON text must not.
+json::value str(const std::string& s) { return json::string(valid_utf8(s)); }
+/// JSON has no NaN or infinity: such a number goes out as null.
+json::value num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
+json::value num(uint64_t v) { return json::value(v); }
+
+json::object steps_json(const analyze::StepStats& s) {
+  json::object o;
+  o["name"] = str(s.name);
+  o["detected"] = s.detected;
+  o["count"] = num(s.count);
+  o["mean_ms"] = num(s.mean_ms);
+  o["p50_ms"] = num(s.p50_ms);
+  o["p90_ms"] = num(s.p90_ms);
+  o["p99_ms"] = num(s.p99_ms);
+  o["max_ms"] = num(s.max_ms);
+  o["min_ms"] = num(s.min_ms);
+  json::array slowest;
+  for (const auto& st : s.slowest) {
+    json::object x;
+    x["index"] = num(uint64_t(st.index));
+    x["start_ms"] = num(st.start_ms);
+    x["duration_ms"] = num(st.duration_ms);
+    slowest.push_back(std::move(x));
+  }
+  o["slowest"] = std::move(slowest);
+  return o;
+}
+
+json::object breakdown_json(const analyze::Breakdown& b) {
+  json::object o;
+  o["step_ms"] = num(b.step_ms);
+  o["cpu_preprocessing_ms"] = num(b.cpu_preprocessing_ms);
+  o["h2d_ms"] = num(b.h2d_ms);
+  o["gpu_compute_ms"] = num(b.gpu_compute_ms);
+  o["d2h_ms"] = num(b.d2h_ms);
+  o["sync_wait_ms"] = num(b.sync_wait_ms);
+  o["framework_overhead_ms"] = num(b.framework_overhead_ms);
+  o["idle_ms"] = num(b.idle_ms);
+  o["gpu_utilization"] = num(b.gpu_utilization);
+  o["gpu_idle_waiting_on_host_ms"] = num(b.gpu_idle_waiting_on_host_ms);
+  o["gpu_idle_gaps_between_kernels_ms"] = num(b.gpu_idle_gaps_between_kernels_ms);
+  o["gpu_idle_waiting_on_sync_ms"] = num(b.gpu_idle_waiting_on_sync_ms);
+  return o;
+}
+
+json::object finding_json(const analyze::Finding& f) {
+  json::object o;
+  o["bottleneck_type"] = str(f.category);
+  o["title"] = str(f.title);
+  o["confidence"] = num(f.confidence);
+  o["uncertain"] = f.uncertain;
+  o["primary"] = f.primary;
+  json::object impact;
+  impact["ms"] = num(f.impact_ms);
+  impact["pct"] = num(f.impact_pct);
+  o["impact"] = std::move(impact);
+  json::array evidence;
+  for (const auto& e : f.evidence) evidence.push_back(str(e));
+  o["evidence"] = std::move(evidence);
+  json::object metrics;  // std::map: sorted by name
+  for (const auto& [k, v] : f.metrics) metrics[valid_utf8(k)] = num(v);
+  o["metrics"] = std::move(metrics);
+  json::array examples;
+  for (const auto& x : f.examples) {
+    json::object e;
+    e["start_ms"] = num(x.start_ms);
+    e["end_ms"] = num(x.end_ms);
+    e["what"] = str(x.what);
+    examples.push_back(std::move(e));
+  }
+  o["examples"] = std::move(examples);
+  json::array suggestions;
+  for (const auto& s : f.suggestions) {
+    json::object e;
+    e["action"] = str(s.action);
+    e["priority"] = str(s.priority);
+    e["impact_ms"] = num(s.impact_ms);
+    suggestions.push_back(std::move(e));
+  }
+  o["suggestions"] = std::move(suggestions);
+  return o;
+}
+
+template <class Row, class F>
+json::array rows(const std::vector<Row>& v, F&& to_object) {
+  json::array a;
+  a.reserve(v.size());
+  for (const auto& r : v) {
+    json::object o;
+    to_object(r, o);
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+json::object tables_json(const Analysis& a) {
+  json::object t;
+  t["kernels"] = rows(a.kernels, [](const analyze::KernelRow& r, json::object& o) {
+    o["name"] = str(r.name);
+    o["count"] = num(r.count);
+    o["total_ms"] = num(r.total_ms);
+    o["mean_us"] = num(r.mean_us);
+    o["share"] = num(r.share);
+    o["launched_by"] = str(r.launched_by);
+  });
+  t["python"] = rows(a.python, [](const analyze::PythonRow& r, json::object& o) {
+    o["qualname"] = str(r.qualname);
+    o["file"] = str(r.file);
+    o["line"] = num(uint64_t(r.line));
+    o["count"] = num(r.count);
+    o["total_ms"] = num(r.total_ms);
+    o["self_ms"] = num(r.self_ms);
+  });
+  t["ranges"] = rows(a.ranges, [](const analyze::RangeRow& r, json::object& o) {
+    o["name"] = str(r.name);
+    o["count"] = num(r.count);
+    o["total_ms"] = num(r.total_ms);
+    o["self_ms"] = num(r.self_ms);
+    o["mean_us"] = num(r.mean_us);
+    o["p50_us"] = num(r.p50_us);
+    o["p99_us"] = num(r.p99_us);
+    o["max_us"] = num(r.max_us);
+  });
+  t["copies"] = rows(a.copies, [](const analyze::CopyRow& r, json::object& o) {
+    o["direction"] = str(r.direction);
+    o["src_memory"] = str(r.src_memory);
+    o["dst_memory"] = str(r.dst_memory);
+    o["count"] = num(r.count);
+    o["bytes"] = num(r.bytes);
+    o["total_ms"] = num(r.total_ms);
+    o["bandwidth_gbps"] = num(r.bandwidth_gbps);
+    o["peak_bandwidth_gbps"] = num(r.peak_bandwidth_gbps);
+  });
+  t["syncs"] = rows(a.syncs, [](const analyze::SyncRow& r, json::object& o) {
+    o["kind"] = str(r.kind);
+    o["count"] = num(r.count);
+    o["total_ms"] = num(r.total_ms);
+    o["max_ms"] = num(r.max_ms);
+    o["called_from"] = str(r.called_from);
+  });
+  t["allocations"] = rows(a.allocations, [](const analyze::AllocRow& r, json::object& o) {
+    o["op"] = str(r.op);
+    o["memory"] = str(r.memory);
+    o["count"] = num(r.count);
+    o["bytes"] = num(r.bytes);
+    o["api_ms"] = num(r.api_ms);
+  });
+  t["layers"] = rows(a.layers, [](const analyze::LayerRow& r, json::object& o) {
+    o["path"] = str(r.path);
+    o["count"] = num(r.count);
+    o["cpu_ms"] = num(r.cpu_ms);
+    o["gpu_ms"] = num(r.gpu_ms);
+    o["kernels"] = num(r.kernels);
+  });
+  t["threads"] = rows(a.threads, [](const analyze::ThreadRow& r, json::object& o) {
+    o["id"] = num(uint64_t(r.id));
+    o["os_tid"] = num(uint64_t(r.os_tid));
+    o["name"] = str(r.name);
+    o["busy_ms"] = num(r.busy_ms);
+    o["cpu_ms"] = num(r.cpu_ms);
+    o["involuntary_switches"] = num(r.involuntary_switches);
+  });
+  return t;
+}
+
+json::object representative_json(const analyze::RepresentativeStep& rep) {
+  json::object o;
+  json::object step;
+  step["index"] = num(uint64_t(rep.step.index));
+  step["start_ms"] = num(rep.step.start_ms);
+  step["duration_ms"] = num(rep.step.duration_ms);
+  o["step"] = std::move(step);
+  json::array lanes;
+  for (const auto& l : rep.lanes) {
+    json::object lane;
+    lane["name"] = str(l.name);
+    lane["gpu"] = l.gpu;
+    lane["spans"] = rows(l.spans, [](const analyze::TimelineSpan& s, json::object& x) {
+      x["start_ms"] = num(s.start_ms);
+      x["end_ms"] = num(s.end_ms);
+      x["label"] = str(s.label);
+      x["category"] = str(s.category);
+      x["depth"] = num(uint64_t(s.depth));
+    });
+    lanes.push_back(std::move(lane));
+  }
+  o["lanes"] = std::move(lanes);
+  return o;
+}
+
+/// A double in its shortest form that reads back exactly, always with a fraction or exponent so that it stays
+/// a floating-point number for every reader ("21.0", not "21"; Boost.JSON's own output would be "2.1E1").
+void put_double(std::string& out, double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string_view t(buf, static_cast<size_t>(r.ptr - buf));
+  out += t;
+  if (t.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+/// Pretty-prints with two-space indentation, keys in insertion order; deterministic byte for byte.
+void put(std::string& out, const json::value& v, int indent) {
+  const auto newline = [&](int n) {
+    out += '\n';
+    out.append(static_cast<size_t>(n) * 2, ' ');
+  };
+  switch (v.kind()) {
+    case json::kind::object: {
+      const auto& o = v.get_object();
+      if (o.empty()) return void(out += "{}");
+      out += '{';
+      bool first = true;
+      for (const auto& kv : o) {
+        if (!first) out += ',';
+        first = false;
+        newline(indent + 1);
+        out += json_quote(kv.key());
+        out += ": ";
+        put(out, kv.value(), indent + 1);
+      }
+      newline(indent);
+      out += '}';
+      break;
+    }
+    case json::kind::array: {
+      const auto& a = v.get_array();
+      if (a.empty()) return void(out += "[]");
+      out += '[';
+      bool first = true;
+      for (const auto& e : a) {
+        if (!first) out += ',';
+        first = false;
+        newline(indent + 1);
+        put(out, e, indent + 1);
+      }
+      newline(indent);
+      out += ']';
+      break;
+    }
+    case json::kind::string: out += json_quote(v.get_string()); break;
+    case json::kind::double_: put_double(out, v.get_double()); break;
+    default: out += json::serialize(v); break;  // integers, booleans, null
+  }
+}
+
+}  // namespace
+
+void write_json(const Analysis& a, std::ostream& out) {
+  json::object root;
+  root["schema_version"] = kJsonSchemaVersion;
+  root["source"] = str(a.source);
+  root["source_format"] = str(a.source_format);
+  json::object process;  // std::map: sorted by key
+  for (const auto& [k, v] : a.process) process[valid_utf8(k)] = str(v);
+  root["process"] = std::move(process);
+  root["events"] = num(a.events);
+  root["trace_ms"] = num(a.trace_ms);
+  root["end_to_end_ms"] = num(a.end_to_end_ms);
+  root["steps"] = steps_json(a.steps);
+  root["breakdown"] = breakdown_json(a.breakdown);
+  json::array findings;
+  for (const auto& f : a.findings) findings.push_back(finding_json(f));
+  root["findings"] = std::move(findings);
+  root["tables"] = tables_json(a);
+  json::object al;
+  al["kernels_checked"] = num(a.alignment.kernels_checked);
+  al["max_violation_us"] = num(a.alignment.max_violation_us);
+  al["violations_over_1us"] = num(a.alignment.violations_over_1us);
+  al["violation_pct"] = num(a.alignment.violation_pct);
+  al["ok"] = a.alignment.ok;
+  al["note"] = str(a.alignment.note);
+  root["alignment"] = std::move(al);
+  json::object drops;
+  for (const auto& [reason, n] : a.drops) drops[valid_utf8(reason)] = num(n);
+  root["drops"] = std::move(drops);
+  json::array warnings;
+  for (const auto& w : a.warnings) warnings.push_back(str(w));
+  root["warnings"] = std::move(warnings);
+  root["partial"] = is_partial(a);
+  root["representative"] = representative_json(a.representative);
+  std::string text;
+  put(text, root, 0);
+  text += '\n';
+  out << text;
+}
+
+}  // namespace inferscope::report

@@ -1,0 +1,675 @@
+// The Perfetto / Chrome trace-event JSON writer. It streams: one pass over the records finds the time origin
+// and which correlation ids reach the GPU (and validates every record, so a malformed dump throws before a
+// byte is written), a second pass writes each record as it comes. Memory holds a 64 KiB output buffer, one
+// bit per correlation id and a small set of tracks already named, whatever the size of the dump.
+//
+// Tracks: the traced process holds the CPU threads (pid = the process id, tid = the OS thread id); each GPU is
+// a pseudo-process "GPU N" (pid kGpuPidBase + N) with one thread per CUDA stream. Flows ("s" on the launch API
+// call, "f" with bp "e" on the kernel/copy/memset/sync/graph, id = the correlation id) link them.
+#include "dump/clock_model.hpp"
+#include "report/escape.hpp"
+#include "report/report.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace inferscope::report {
+namespace {
+
+using namespace inferscope;
+using dump::DumpReader;
+using dump::load;
+
+constexpr int64_t kGpuPidBase = 1000000000;
+constexpr uint32_t kTidDeviceWide = 0x7fffffff;  // GPU records that belong to no stream
+constexpr uint32_t kTidMemory = 0x7ffffffe;      // allocations and frees
+constexpr uint32_t kTidClockChecks = 0x7ffffffd;
+constexpr uint32_t kNoStream = 0xffffffffu;
+// Correlation ids past this get their "s" flow event unconditionally instead of a bit in the set, which bounds
+// the set at 16 MiB against a hostile or corrupt dump.
+constexpr uint32_t kMaxTrackedCorrelation = 1u << 27;
+
+const char* memory_kind_name(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::kPageable: return "pageable";
+    case MemoryKind::kPinned: return "pinned";
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kArray: return "array";
+    case MemoryKind::kManaged: return "managed";
+    case MemoryKind::kDeviceStatic: return "device_static";
+    case MemoryKind::kManagedStatic: return "managed_static";
+    default: return "unknown";
+  }
+}
+
+const char* copy_kind_name(uint8_t k) {
+  switch (static_cast<CopyKind>(k)) {
+    case CopyKind::kHtoD: return "HtoD";
+    case CopyKind::kDtoH: return "DtoH";
+    case CopyKind::kHtoA: return "HtoA";
+    case CopyKind::kAtoH: return "AtoH";
+    case CopyKind::kAtoA: return "AtoA";
+    case CopyKind::kAtoD: return "AtoD";
+    case CopyKind::kDtoA: return "DtoA";
+    case CopyKind::kDtoD: return "DtoD";
+    case CopyKind::kHtoH: return "HtoH";
+    case CopyKind::kPtoP: return "PtoP";
+    default: return "unknown";
+  }
+}
+
+const char* sync_kind_name(uint8_t k) {
+  switch (static_cast<SyncKind>(k)) {
+    case SyncKind::kEventSynchronize: return "Event synchronize";
+    case SyncKind::kStreamWaitEvent: return "Stream wait event";
+    case SyncKind::kStreamSynchronize: return "Stream synchronize";
+    case SyncKind::kContextSynchronize: return "Context synchronize";
+    default: return "Synchronize";
+  }
+}
+
+/// The GPU correlation ids seen in pass one, one bit each.
+class CorrelationSet {
+ public:
+  void add(uint32_t id) {
+    if (id == 0 || id >= kMaxTrackedCorrelation) return;
+    if (id / 64 >= bits_.size()) bits_.resize(id / 64 + 1, 0);
+    bits_[id / 64] |= 1ull << (id % 64);
+  }
+  bool contains(uint32_t id) const {
+    if (id == 0) return false;
+    if (id >= kMaxTrackedCorrelation) return true;
+    return id / 64 < bits_.size() && (bits_[id / 64] >> (id % 64)) & 1;
+  }
+
+ private:
+  std::vector<uint64_t> bits_;
+};
+
+/// An event name: either text still to be escaped, or JSON string content already escaped (cached names).
+struct Name {
+  std::string_view s;
+  bool escaped = false;
+  Name(std::string_view v, bool e = false) : s(v), escaped(e) {}
+  Name(const std::string& v) : s(v) {}
+  Name(const char* v) : s(v) {}
+};
+
+/// Appends trace events to a buffer that is flushed to the stream as it fills.
+class EventWriter {
+ public:
+  explicit EventWriter(std::ostream& out) : out_(out) { buf_.reserve(kFlushAt + 4096); }
+  ~EventWriter() { flush(); }
+
+  std::string& raw() { return buf_; }
+  /// Opens an event: {"ph":"X","name":"...","cat":"...","pid":..,"tid":..  (no closing brace).
+  void begin(char ph, const Name& name, std::string_view cat, int64_t pid, int64_t tid) {
+    buf_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    buf_ += "{\"ph\":\"";
+    buf_ += ph;
+    buf_ += "\",\"name\":\"";
+    if (name.escaped) buf_ += name.s;
+    else append_json_escaped(buf_, name.s);
+    buf_ += '"';
+    if (!cat.empty()) {
+      buf_ += ",\"cat\":\"";
+      append_json_escaped(buf_, cat);
+      buf_ += '"';
+    }
+    buf_ += ",\"pid\":";
+    buf_ += std::to_string(pid);
+    buf_ += ",\"tid\":";
+    buf_ += std::to_string(tid);
+  }
+  /// ns as microseconds with 3 decimals, formatted from the integer (exact, and far faster than printf).
+  void field_us(const char* key, int64_t ns) {
+    buf_ += ",\"";
+    buf_ += key;
+    buf_ += "\":";
+    uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+    if (ns < 0) buf_ += '-';
+    char tmp[32];
+    auto r = std::to_chars(tmp, tmp + sizeof tmp, mag / 1000);
+    buf_.append(tmp, r.ptr);
+    const unsigned frac = static_cast<unsigned>(mag % 1000);
+    const char digits[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
+    buf_.append(digits, 4);
+  }
+  void field_raw(const char* key, std::string_view json) {
+    buf_ += ",\"";
+    buf_ += key;
+    buf_ += "\":";
+    buf_ += json;
+  }
+  void field_str(const char* key, std::string_view s) {
+    buf_ += ",\"";
+    buf_ += key;
+    buf_ += "\":\"";
+    append_json_escaped(buf_, s);
+    buf_ += '"';
+  }
+  /// Closes the event opened by begin() and flushes when the buffer is full.
+  void end() {
+    buf_ += '}';
+    if (buf_.size() >= kFlushAt) flush();
+  }
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  static constexpr size_t kFlushAt = 64 * 1024;
+  std::ostream& out_;
+  std::string buf_;
+  bool first_ = true;
+};
+
+/// Builds an "args" object: {"k":v,...}.
+class Args {
+ public:
+  Args& i(std::string_view k, int64_t v) { return key(k).append(std::to_string(v)); }
+  Args& u(std::string_view k, uint64_t v) { return key(k).append(std::to_string(v)); }
+  Args& d(std::string_view k, double v) {
+    key(k);
+    if (!std::isfinite(v)) return append("null");
+    char tmp[40];
+    std::snprintf(tmp, sizeof tmp, "%.10g", v);
+    return append(tmp);
+  }
+  Args& s(std::string_view k, std::string_view v) {
+    key(k);
+    s_ += '"';
+    append_json_escaped(s_, v);
+    s_ += '"';
+    return *this;
+  }
+  Args& dims(std::string_view k, const uint32_t (&v)[3]) {
+    return key(k).append("[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "]");
+  }
+  Args& attrs(const std::vector<dump::Attr>& attrs) {
+    for (const auto& a : attrs) {
+      switch (a.type) {
+        case AttrType::kInt: i(a.key, a.i); break;
+        case AttrType::kBool: key(a.key).append(a.i ? "true" : "false"); break;
+        case AttrType::kDouble: d(a.key, a.d); break;
+        case AttrType::kString: s(a.key, a.s); break;
+        default: key(a.key).append("null"); break;
+      }
+    }
+    return *this;
+  }
+  bool empty() const { return s_.empty(); }
+  std::string json() const { return "{" + s_ + "}"; }
+
+ private:
+  Args& key(std::string_view k) {
+    if (!s_.empty()) s_ += ',';
+    s_ += '"';
+    append_json_escaped(s_, k);
+    s_ += "\":";
+    return *this;
+  }
+  Args& append(std::string_view v) {
+    s_ += v;
+    return *this;
+  }
+  std::string s_;
+};
+
+/// The tick at which a record starts (or happens); nullopt for kinds that carry no time.
+std::optional<uint64_t> record_time(const RecordHeader& h, const uint8_t* p) {
+  switch (h.kind) {
+    case RecordKind::kRange: case RecordKind::kNvtxRange: return load<RangeRecord>(p).start;
+    case RecordKind::kMark: case RecordKind::kNvtxMark: return load<MarkRecord>(p).ts;
+    case RecordKind::kThreadName: return load<ThreadNameRecord>(p).ts;
+    case RecordKind::kThreadEnd: return load<ThreadEndRecord>(p).ts;
+    case RecordKind::kAsyncRange: return load<AsyncRangeRecord>(p).start;
+    case RecordKind::kPyCall: return load<PyCallRecord>(p).start;
+    case RecordKind::kGpuKernel: return load<GpuKernelRecord>(p).start;
+    case RecordKind::kGpuMemcpy: return load<GpuMemcpyRecord>(p).start;
+    case RecordKind::kGpuMemset: return load<GpuMemsetRecord>(p).start;
+    case RecordKind::kGpuSync: return load<GpuSyncRecord>(p).start;
+    case RecordKind::kGpuMemory: return load<GpuMemoryRecord>(p).ts;
+    case RecordKind::kCudaApi: return load<CudaApiRecord>(p).start;
+    case RecordKind::kGpuGraphLaunch: return load<GpuGraphLaunchRecord>(p).start;
+    case RecordKind::kCollectorOverhead: return load<OverheadRecord>(p).start;
+    case RecordKind::kClockCheck: return load<ClockCheckRecord>(p).cpu_before;
+    case RecordKind::kCounter: return load<CounterRecord>(p).ts;
+    default: return std::nullopt;
+  }
+}
+
+/// The correlation id a GPU activity record carries (0 when it has none).
+uint32_t gpu_correlation(const RecordHeader& h, const uint8_t* p) {
+  switch (h.kind) {
+    case RecordKind::kGpuKernel: return load<GpuKernelRecord>(p).correlation;
+    case RecordKind::kGpuMemcpy: return load<GpuMemcpyRecord>(p).correlation;
+    case RecordKind::kGpuMemset: return load<GpuMemsetRecord>(p).correlation;
+    case RecordKind::kGpuSync: return load<GpuSyncRecord>(p).correlation;
+    case RecordKind::kGpuGraphLaunch: return load<GpuGraphLaunchRecord>(p).correlation;
+    default: return 0;
+  }
+}
+
+class TraceWriter {
+ public:
+  TraceWriter(const DumpReader& r, std::ostream& out) : r_(r), clock_(r.calibration()), w_(out) {}
+
+  void run() {
+    scan();
+    header();
+    name_cpu_threads();
+    r_.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) { record(thread, h, p); });
+    footer();
+  }
+
+ private:
+  // --- pass one ----------------------------------------------------------------------------------------
+  void scan() {
+    uint64_t first = ~0ull;
+    r_.for_each_record([&](uint32_t, const RecordHeader& h, const uint8_t* p) {
+      if (auto t = record_time(h, p)) first = std::min(first, *t);
+      if (uint32_t c = gpu_correlation(h, p)) gpu_correlations_.add(c);
+      if (record_has_attrs(h.kind) && h.size > fixed_record_size(h.kind)) (void)r_.attributes(p);  // validates
+    });
+    origin_ns_ = first == ~0ull ? 0 : clock_.to_ns(first);
+    for (const auto& [id, t] : r_.threads())
+      if (!t.is_channel() && t.pid) {
+        pid_ = t.pid;
+        break;
+      }
+    if (auto v = r_.process_value("pid"); !v.empty()) {
+      char* end = nullptr;
+      long long p = std::strtoll(v.c_str(), &end, 10);
+      if (end && *end == 0 && p > 0 && p < kGpuPidBase) pid_ = p;
+    }
+  }
+
+  // --- helpers -----------------------------------------------------------------------------------------
+  /// b - a in ns; unsigned arithmetic so that the corrupt far-off times of a damaged dump wrap, not overflow.
+  static int64_t ns_between(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(b) - static_cast<uint64_t>(a));
+  }
+  /// ns from the trace's first event.
+  int64_t rel_ns(uint64_t ticks) const { return ns_between(origin_ns_, clock_.to_ns(ticks)); }
+  int64_t dur_ns(uint64_t start, uint64_t end) const {
+    return end > start ? std::max<int64_t>(0, ns_between(clock_.to_ns(start), clock_.to_ns(end))) : 0;
+  }
+  static double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+  /// The name with this string id, escaped once and cached (the string table is bounded by the file's size).
+  Name nm(uint32_t id) {
+    if (id >= names_.size()) {
+      if (id >= r_.string_count()) {
+        scratch_.clear();
+        append_json_escaped(scratch_, r_.string_at(id));
+        return Name(scratch_, true);
+      }
+      names_.resize(r_.string_count());
+      cached_.resize(r_.string_count(), false);
+    }
+    if (!cached_[id]) {
+      append_json_escaped(names_[id], r_.string_at(id));
+      cached_[id] = true;
+    }
+    return Name(names_[id], true);
+  }
+
+  /// tid of a dump thread: its OS thread id, or a number of its own for channels and unknown threads.
+  int64_t tid_of(uint32_t thread) const {
+    auto it = r_.threads().find(thread);
+    if (it != r_.threads().end() && it->second.os_tid && !it->second.is_channel()) return it->second.os_tid;
+    return int64_t(0x40000000) + thread;  // clear of real tids, which Linux keeps below 2^22
+  }
+  int64_t pid_of(uint32_t thread) const {
+    auto it = r_.threads().find(thread);
+    return it != r_.threads().end() && it->second.pid && !it->second.is_channel() ? it->second.pid : pid_;
+  }
+
+  void metadata(const char* what, int64_t pid, int64_t tid, std::string_view name) {
+    w_.begin('M', what, "", pid, tid);
+    Args a;
+    a.s("name", name);
+    w_.field_raw("args", a.json());
+    w_.end();
+  }
+  void sort_index(const char* what, int64_t pid, int64_t tid, int64_t index) {
+    w_.begin('M', what, "", pid, tid);
+    Args a;
+    a.i("sort_index", index);
+    w_.field_raw("args", a.json());
+    w_.end();
+  }
+
+  /// Names a channel's track the first time a CPU-side record lands on it.
+  void ensure_channel_named(uint32_t thread) {
+    auto it = r_.threads().find(thread);
+    if (it == r_.threads().end() || it->second.is_channel()) {
+      if (!named_.insert({pid_of(thread), tid_of(thread)}).second) return;
+      std::string name = it == r_.threads().end() ? "thread " + std::to_string(thread)
+                         : it->second.name.empty() ? "channel " + std::to_string(thread)
+                                                   : it->second.name;
+      metadata("thread_name", pid_of(thread), tid_of(thread), name);
+    }
+  }
+
+  int64_t gpu_pid(uint32_t device) {
+    const int64_t pid = kGpuPidBase + device;
+    if (named_.insert({pid, -1}).second) {
+      metadata("process_name", pid, 0, "GPU " + std::to_string(device));
+      sort_index("process_sort_index", pid, 0, 1000 + int64_t(device));
+    }
+    return pid;
+  }
+  /// The GPU track of a stream (or of one of the pseudo-streams), named on first use.
+  std::pair<int64_t, int64_t> gpu_track(uint32_t device, uint32_t stream) {
+    const int64_t pid = gpu_pid(device);
+    const int64_t tid = stream == kNoStream ? kTidDeviceWide : stream;
+    if (named_.insert({pid, tid}).second) {
+      std::string name = tid == kTidDeviceWide   ? "device-wide sync"
+                         : tid == kTidMemory      ? "memory"
+                         : tid == kTidClockChecks ? "clock checks"
+                                                  : "stream " + std::to_string(stream);
+      metadata("thread_name", pid, tid, name);
+    }
+    return {pid, tid};
+  }
+
+  void complete(const Name& name, std::string_view cat, int64_t pid, int64_t tid, uint64_t start, uint64_t end,
+                const Args& args) {
+    w_.begin('X', name, cat, pid, tid);
+    w_.field_us("ts", rel_ns(start));
+    w_.field_us("dur", dur_ns(start, end));
+    if (!args.empty()) w_.field_raw("args", args.json());
+    w_.end();
+  }
+  void instant(const Name& name, std::string_view cat, int64_t pid, int64_t tid, uint64_t ts, const Args& args,
+               const char* scope = "t") {
+    w_.begin('i', name, cat, pid, tid);
+    w_.field_us("ts", rel_ns(ts));
+    w_.field_str("s", scope);
+    if (!args.empty()) w_.field_raw("args", args.json());
+    w_.end();
+  }
+  /// One end of a launch flow, placed mid-span so it binds to that span and not to a neighbour starting at the
+  /// same instant.
+  void flow(char ph, uint32_t correlation, int64_t pid, int64_t tid, uint64_t start, uint64_t end) {
+    w_.begin(ph, "launch", "launch", pid, tid);
+    w_.field_us("ts", rel_ns(start) + dur_ns(start, end) / 2);
+    w_.field_raw("id", std::to_string(correlation));
+    if (ph == 'f') w_.field_str("bp", "e");
+    w_.end();
+  }
+  void gpu_activity(const Name& name, std::string_view cat, uint32_t device, uint32_t stream, uint64_t start,
+                    uint64_t end, uint32_t correlation, Args& args) {
+    auto [pid, tid] = gpu_track(device, stream);
+    if (correlation) args.u("correlation", correlation);
+    args.u("device", device);
+    if (stream != kNoStream) args.u("stream", stream);
+    complete(name, cat, pid, tid, start, end, args);
+    if (correlation) flow('f', correlation, pid, tid, start, end);
+  }
+
+  // --- pass two ----------------------------------------------------------------------------------------
+  void header() {
+    std::string& b = w_.raw();
+    b += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"iscope-analyze\",\"source\":";
+    b += json_quote(r_.path());
+    char tmp[160];
+    std::snprintf(tmp, sizeof tmp,
+                  ",\"time_origin_monotonic_ns\":%lld,\"ns_per_tick\":%.9g,\"calibration_points\":%zu",
+                  static_cast<long long>(origin_ns_), clock_.ns_per_tick(), clock_.points());
+    b += tmp;
+    for (const auto& [k, v] : r_.process_info()) {
+      b += ',';
+      b += json_quote("process." + k);
+      b += ':';
+      b += json_quote(v);
+    }
+    if (r_.damage()) {
+      b += ",\"damage\":";
+      b += json_quote(r_.damage()->message);
+    }
+    b += "},\n\"traceEvents\":[";
+  }
+
+  void name_cpu_threads() {
+    std::string pname = r_.process_value("name");
+    if (pname.empty()) pname = r_.process_value("cmdline");
+    if (pname.empty()) pname = "process " + std::to_string(pid_);
+    metadata("process_name", pid_, 0, pname);
+    sort_index("process_sort_index", pid_, 0, 0);
+    named_.insert({pid_, -1});
+    for (const auto& [id, t] : r_.threads()) {
+      if (t.is_channel()) continue;  // named when something lands on their track
+      std::string name = t.name.empty() ? "thread " + std::to_string(id) : t.name;
+      metadata("thread_name", pid_of(id), tid_of(id), name);
+      sort_index("thread_sort_index", pid_of(id), tid_of(id), id);
+      named_.insert({pid_of(id), tid_of(id)});
+    }
+  }
+
+  void record(uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+    switch (h.kind) {
+      case RecordKind::kRange:
+      case RecordKind::kNvtxRange: {
+        auto r = load<RangeRecord>(p);
+        ensure_channel_named(thread);
+        Args a;
+        a.i("depth", h.aux);
+        if (h.kind == RecordKind::kRange) a.attrs(r_.attributes(p));
+        complete(nm(r.name), h.kind == RecordKind::kRange ? "range" : "nvtx", pid_of(thread),
+                 tid_of(thread), r.start, r.end, a);
+        break;
+      }
+      case RecordKind::kMark:
+      case RecordKind::kNvtxMark: {
+        auto m = load<MarkRecord>(p);
+        ensure_channel_named(thread);
+        Args a;
+        if (h.kind == RecordKind::kMark) a.attrs(r_.attributes(p));
+        instant(nm(m.name), h.kind == RecordKind::kMark ? "mark" : "nvtx", pid_of(thread), tid_of(thread),
+                m.ts, a);
+        break;
+      }
+      case RecordKind::kThreadName: {
+        auto t = load<ThreadNameRecord>(p);
+        metadata("thread_name", pid_of(thread), tid_of(thread), r_.string_at(t.name));
+        named_.insert({pid_of(thread), tid_of(thread)});
+        break;
+      }
+      case RecordKind::kThreadEnd: {
+        auto t = load<ThreadEndRecord>(p);
+        ensure_channel_named(thread);
+        instant("thread exit", "thread", pid_of(thread), tid_of(thread), t.ts, Args{});
+        break;
+      }
+      case RecordKind::kAsyncRange: {
+        auto r = load<AsyncRangeRecord>(p);
+        ensure_channel_named(r.begin_thread);
+        ensure_channel_named(r.end_thread);
+        const Name name = nm(r.name);
+        char id[24];
+        std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(r.id));
+        Args a;
+        a.attrs(r_.attributes(p));
+        w_.begin('b', name, "async", pid_of(r.begin_thread), tid_of(r.begin_thread));
+        w_.field_us("ts", rel_ns(r.start));
+        w_.field_raw("id", id);
+        if (!a.empty()) w_.field_raw("args", a.json());
+        w_.end();
+        w_.begin('e', name, "async", pid_of(r.end_thread), tid_of(r.end_thread));
+        w_.field_us("ts", rel_ns(std::max(r.start, r.end)));
+        w_.field_raw("id", id);
+        w_.end();
+        break;
+      }
+      case RecordKind::kPyCall: {
+        auto c = load<PyCallRecord>(p);
+        ensure_channel_named(thread);
+        Args a;
+        std::string name;
+        if (auto it = r_.code_table().find(c.code); it != r_.code_table().end()) {
+          name = it->second.qualname;
+          a.s("file", it->second.file).u("line", it->second.line);
+        } else {
+          name = "<code " + std::to_string(c.code) + ">";
+        }
+        a.i("depth", h.aux);
+        complete(name, "python", pid_of(thread), tid_of(thread), c.start, c.end, a);
+        break;
+      }
+      case RecordKind::kCudaApi: {
+        auto c = load<CudaApiRecord>(p);
+        // API records may arrive through a collector's channel; os_tid names the calling thread.
+        int64_t pid = pid_of(thread), tid = c.os_tid ? int64_t(c.os_tid) : tid_of(thread);
+        if (!c.os_tid) ensure_channel_named(thread);
+        Args a;
+        a.u("cbid", c.cbid).s("domain", h.aux == uint8_t(ApiDomain::kDriver) ? "driver" : "runtime");
+        if (c.correlation) a.u("correlation", c.correlation);
+        complete(nm(c.name), "cuda_api", pid, tid, c.start, c.end, a);
+        if (gpu_correlations_.contains(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
+        break;
+      }
+      case RecordKind::kGpuKernel: {
+        auto k = load<GpuKernelRecord>(p);
+        Args a;
+        a.dims("grid", k.grid).dims("block", k.block).u("registers_per_thread", k.registers)
+            .u("static_smem", k.static_smem).u("dynamic_smem", k.dynamic_smem).u("context", k.context);
+        if (k.graph_id) a.u("graph_id", k.graph_id);
+        gpu_activity(nm(k.name), "kernel", k.device, k.stream, k.start, k.end, k.correlation, a);
+        break;
+      }
+      case RecordKind::kGpuMemcpy: {
+        auto m = load<GpuMemcpyRecord>(p);
+        const std::string src = memory_kind_name(m.src_kind), dst = memory_kind_name(m.dst_kind);
+        const std::string name = std::string("Memcpy ") + copy_kind_name(h.aux) + " (" + src + " -> " + dst + ")";
+        Args a;
+        a.u("bytes", m.bytes).s("kind", copy_kind_name(h.aux)).s("src_kind", src).s("dst_kind", dst)
+            .s("async", m.is_async ? "yes" : "no");
+        const int64_t d = dur_ns(m.start, m.end);
+        if (d > 0) a.d("bandwidth_gbps", static_cast<double>(m.bytes) / static_cast<double>(d));
+        if (m.dst_device != m.device) a.u("dst_device", m.dst_device);
+        if (m.graph_id) a.u("graph_id", m.graph_id);
+        gpu_activity(name, "memcpy", m.device, m.stream, m.start, m.end, m.correlation, a);
+        break;
+      }
+      case RecordKind::kGpuMemset: {
+        auto m = load<GpuMemsetRecord>(p);
+        const char* kind = memory_kind_name(static_cast<MemoryKind>(h.aux));
+        Args a;
+        a.u("bytes", m.bytes).u("value", m.value).s("memory_kind", kind);
+        gpu_activity(std::string("Memset (") + kind + ")", "memset", m.device, m.stream, m.start, m.end,
+                     m.correlation, a);
+        break;
+      }
+      case RecordKind::kGpuSync: {
+        auto s = load<GpuSyncRecord>(p);
+        Args a;
+        if (s.event) a.u("event", s.event);
+        gpu_activity(sync_kind_name(h.aux), "sync", s.device, s.stream, s.start, s.end, s.correlation, a);
+        break;
+      }
+      case RecordKind::kGpuGraphLaunch: {
+        auto g = load<GpuGraphLaunchRecord>(p);
+        Args a;
+        a.u("graph_id", g.graph_id);
+        gpu_activity("CUDA graph " + std::to_string(g.graph_id), "graph", g.device, g.stream, g.start, g.end,
+                     g.correlation, a);
+        break;
+      }
+      case RecordKind::kGpuMemory: {
+        auto m = load<GpuMemoryRecord>(p);
+        const bool alloc = h.aux == 1;
+        const int64_t pid = gpu_pid(m.device);
+        const int64_t mem_tid = kTidMemory;
+        if (named_.insert({pid, mem_tid}).second) metadata("thread_name", pid, mem_tid, "memory");
+        char addr[24];
+        std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(m.address));
+        Args a;
+        a.u("bytes", m.bytes).s("address", addr).s("memory_kind", memory_kind_name(m.memory_kind));
+        if (m.correlation) a.u("correlation", m.correlation);
+        if (m.stream != kNoStream) a.u("stream", m.stream);
+        instant(alloc ? "alloc" : "free", "memory", pid, mem_tid, m.ts, a);
+        // Net bytes allocated since the trace began (allocations made before it are unknown).
+        int64_t& net = allocated_[m.device];
+        // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
+        net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
+        w_.begin('C', "device memory allocated in trace (bytes)", "memory", pid, 0);
+        w_.field_us("ts", rel_ns(m.ts));
+        w_.field_raw("args", Args{}.i("bytes", net).json());
+        w_.end();
+        break;
+      }
+      case RecordKind::kCollectorOverhead: {
+        auto o = load<OverheadRecord>(p);
+        ensure_channel_named(thread);
+        complete(nm(o.name), "overhead", pid_of(thread), tid_of(thread), o.start, o.end, Args{});
+        break;
+      }
+      case RecordKind::kClockCheck: {
+        auto c = load<ClockCheckRecord>(p);
+        const int64_t pid = gpu_pid(c.device);
+        if (named_.insert({pid, kTidClockChecks}).second)
+          metadata("thread_name", pid, kTidClockChecks, "clock checks");
+        Args a;
+        a.d("cpu_before_us", us(rel_ns(c.cpu_before))).d("cpu_after_us", us(rel_ns(c.cpu_after)))
+            .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
+        instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
+        break;
+      }
+      case RecordKind::kCounter: {
+        auto c = load<CounterRecord>(p);
+        std::string name = r_.string_at(c.name);
+        int64_t pid = pid_;
+        switch (c.scope) {
+          case CounterScope::kThread: name += " (thread " + std::to_string(c.target) + ")"; break;
+          case CounterScope::kDevice: pid = gpu_pid(c.target); break;
+          case CounterScope::kMachine: name = "machine " + name; break;
+          case CounterScope::kNumaNode: name += " (NUMA node " + std::to_string(c.target) + ")"; break;
+          default: break;
+        }
+        Args a;
+        if (h.aux == uint8_t(AttrType::kDouble)) a.d("value", c.value.d);
+        else a.i("value", c.value.i);
+        w_.begin('C', name, "counter", pid, 0);
+        w_.field_us("ts", rel_ns(c.ts));
+        w_.field_raw("args", a.json());
+        w_.end();
+        break;
+      }
+      default: break;
+    }
+  }
+
+  void footer() {
+    w_.raw() += "\n]}\n";
+    w_.flush();
+  }
+
+  const DumpReader& r_;
+  dump::ClockModel clock_;
+  EventWriter w_;
+  CorrelationSet gpu_correlations_;
+  int64_t origin_ns_ = 0;
+  int64_t pid_ = 1;
+  std::set<std::pair<int64_t, int64_t>> named_;  ///< (pid, tid) tracks named so far; tid -1: the process
+  std::map<uint32_t, int64_t> allocated_;        ///< device -> net bytes allocated within the trace
+  std::vector<std::string> names_;               ///< escaped names by string id, filled on first use
+  std::vector<bool> cached_;
+  std::string scratch_;                          ///< an escaped name outside the table (damaged dump)
+};
+
+}  // namespace
+
+void write_perfetto(const DumpReader& reader, std::ostream& out) { TraceWriter(reader, out).run(); }
+
+}  // namespace inferscope::report

@@ -1,0 +1,39 @@
+// The report writers of iscope-analyze: they only format what the analyzer computed (analyze::Analysis), or,
+// for the Perfetto trace, what the dump holds. docs/report-schema.md documents the JSON schema and the
+// Markdown layout.
+//
+//   analyze::Analysis a = ...;
+//   std::ofstream md("report.md");   report::write_markdown(a, md);
+//   std::ofstream html("report.html"); report::write_html(a, html);
+//   std::ofstream js("report.json");  report::write_json(a, js);
+//   dump::DumpReader r("run.iscope"); std::ofstream tr("trace.json"); report::write_perfetto(r, tr);
+#pragma once
+
+#include "analyze/analysis.hpp"
+#include "dump/reader.hpp"
+
+#include <ostream>
+
+namespace inferscope::report {
+
+/// Version of the JSON report schema; fields are only ever appended (docs/report-schema.md).
+inline constexpr int kJsonSchemaVersion = 1;
+
+/// Markdown: starts with "End-to-end latency: X ms", then the step breakdown, step statistics, findings
+/// ranked by impact and the tables. Every name taken from the trace is escaped.
+void write_markdown(const analyze::Analysis& a, std::ostream& out);
+
+/// One self-contained HTML page (no network access needed): inline SVG timeline of the representative step,
+/// a breakdown chart, the findings and the tables. Every name taken from the trace is HTML-escaped.
+void write_html(const analyze::Analysis& a, std::ostream& out);
+
+/// The JSON report (schema_version 1, keys in a fixed order).
+void write_json(const analyze::Analysis& a, std::ostream& out);
+
+/// Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing), streamed record by record so
+/// memory stays bounded whatever the dump's size. Timestamps are microseconds from the dump's first event.
+/// Throws dump::DumpError on a malformed record before writing anything (every record is checked in a first
+/// pass that also finds the time origin).
+void write_perfetto(const dump::DumpReader& reader, std::ostream& out);
+
+}  // namespace inferscope::report

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets fuzz/fuzz_*.cpp with clang (ASan + UBSan) straight from the sources, generates
+# a seed corpus, and runs each target for a bounded time. Exit status: 0 when no target found anything, 1 when
+# one found a crash, a leak, undefined behaviour or an out-of-memory input (the input is left in
+# OUTDIR/artifacts/; reproduce with OUTDIR/bin/TARGET ARTIFACT, and add it to fuzz/regressions/TARGET/),
+# 2 when the fuzzers cannot be built.
+#
+#   scripts/fuzz.sh [OUTDIR]     default OUTDIR: build-fuzz (the corpus there grows from run to run)
+#   FUZZ_SECONDS=60              time per target, seconds
+#   FUZZ_TARGETS="a b"           only these targets (names without .cpp); default: all
+#   FUZZ_CXX=clang++             the compiler; needs -fsanitize=fuzzer (Debian: clang + libclang-rt-14-dev,
+#                                installed with apt-get when missing)
+#
+# Each target names what it needs in its first lines:
+#   // fuzz-sources: lib/dump/reader.cpp ...     (relative to the repository root)
+#   // fuzz-seeds: dump | json                   (dump: small valid dumps from fuzz/make_seeds.cpp;
+#                                                  json: fuzz/seeds/json/)
+#   // fuzz-flags: -fno-sanitize=...             (optional: a known finding switched off, with the reason)
+# A target whose sources are not all in this checkout is skipped with a note (e.g. the analyzer targets on a
+# branch without lib/analyze/analyzer.cpp).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-$ROOT/build-fuzz}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+SECS=${FUZZ_SECONDS:-60}
+CXX=${FUZZ_CXX:-clang++}
+
+have_libfuzzer() {
+  command -v "$CXX" >/dev/null 2>&1 || return 1
+  printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' \
+    >"$OUT/probe.cpp"
+  "$CXX" -fsanitize=fuzzer,address "$OUT/probe.cpp" -o "$OUT/probe" >/dev/null 2>&1
+}
+if ! have_libfuzzer; then
+  echo "fuzz.sh: $CXX cannot build libFuzzer targets; installing clang and libclang-rt-14-dev"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get install -y clang libclang-rt-14-dev || true
+  if ! have_libfuzzer; then
+    echo "fuzz.sh: $CXX cannot build with -fsanitize=fuzzer" >&2
+    exit 2
+  fi
+fi
+
+mkdir -p "$OUT/bin" "$OUT/artifacts" "$OUT/seeds/json"
+CXXFLAGS=(-std=c++20 -g -O1 -I"$ROOT/include" -I"$ROOT/lib" -I"$ROOT/fuzz")
+SAN=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+
+echo "fuzz.sh: seed corpus in $OUT/seeds"
+"$CXX" "${CXXFLAGS[@]}" "$ROOT/fuzz/make_seeds.cpp" "$ROOT/lib/dump/format.cpp" -o "$OUT/bin/make_seeds"
+"$OUT/bin/make_seeds" "$OUT/seeds/dump" >/dev/null
+cp "$ROOT"/fuzz/seeds/json/* "$OUT/seeds/json/" 2>/dev/null || true
+
+# Temporary files some targets create (the JSON importer converts through a temporary dump) go to memory.
+export TMPDIR=${FUZZ_TMPDIR:-/dev/shm}
+[ -w "$TMPDIR" ] || export TMPDIR=/tmp
+
+status=0
+ran=0
+for src in "$ROOT"/fuzz/fuzz_*.cpp; do
+  name=$(basename "$src" .cpp)
+  if [ -n "${FUZZ_TARGETS:-}" ] && [[ " $FUZZ_TARGETS " != *" $name "* ]]; then continue; fi
+  sources=$(sed -n 's#^// fuzz-sources: ##p' "$src" | head -1)
+  seeds=$(sed -n 's#^// fuzz-seeds: ##p' "$src" | head -1)
+  read -r -a flags <<<"$(sed -n 's#^// fuzz-flags: ##p' "$src" | head -1)"
+  paths=()
+  missing=""
+  for s in $sources; do
+    if [ -f "$ROOT/$s" ]; then paths+=("$ROOT/$s"); else missing="$missing $s"; fi
+  done
+  if [ -n "$missing" ]; then
+    echo "fuzz.sh: skipping $name: not in this checkout:$missing"
+    continue
+  fi
+  echo "fuzz.sh: building $name"
+  if ! "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "${flags[@]}" "$src" "${paths[@]}" -o "$OUT/bin/$name" 2>"$OUT/$name.build.log"; then
+    echo "fuzz.sh: $name does not build:" >&2
+    tail -20 "$OUT/$name.build.log" >&2
+    status=2
+    continue
+  fi
+  corpus="$OUT/corpus/$name"
+  mkdir -p "$corpus"
+  regress=()
+  [ -d "$ROOT/fuzz/regressions/$name" ] && regress=("$ROOT/fuzz/regressions/$name")
+  echo "fuzz.sh: running $name for ${SECS}s"
+  # -rss_limit_mb / -malloc_limit_mb: a parser must not let a small input allocate gigabytes.
+  if "$OUT/bin/$name" "$corpus" "$OUT/seeds/${seeds:-dump}" "${regress[@]}" -max_total_time="$SECS" -timeout=10 \
+      -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 -print_final_stats=1 \
+      -artifact_prefix="$OUT/artifacts/$name-" >"$OUT/$name.log" 2>&1; then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$name.log")
+    echo "fuzz.sh: $name: ${runs:-?} inputs, no crash"
+  else
+    echo "fuzz.sh: $name FAILED; the end of $OUT/$name.log:" >&2
+    grep -v '^    #' "$OUT/$name.log" | tail -25 >&2
+    status=1
+  fi
+  ran=$((ran + 1))
+done
+[ "$ran" -gt 0 ] || { echo "fuzz.sh: no target was run" >&2; [ "$status" -ne 0 ] || status=2; }
+exit $status

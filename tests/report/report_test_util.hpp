@@ -1,0 +1,19 @@
+// Helpers shared by the report tests.
+#pragma once
+
+#include "report/escape.hpp"
+
+#include <string>
+
+namespace inferscope::report::testing {
+
+/// True when the whole string is well-formed UTF-8.
+inline bool is_valid_utf8(const std::string& s) { return valid_utf8(s) == s; }
+
+inline size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
+}  // namespace inferscope::report::testing

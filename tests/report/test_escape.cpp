@@ -1,0 +1,51 @@
+#include "report/escape.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace inferscope::report;
+
+TEST_CASE("valid_utf8 keeps well-formed text and replaces stray bytes") {
+  CHECK(valid_utf8("héllo ✓ 𝄞") == "héllo ✓ 𝄞");
+  CHECK(valid_utf8("a\xff" "b") == "a\xEF\xBF\xBD" "b");
+  CHECK(valid_utf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");          // overlong '/'
+  CHECK(valid_utf8("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+  CHECK(valid_utf8("\xE2\x9C") == "\xEF\xBF\xBD\xEF\xBF\xBD");          // cut short
+}
+
+TEST_CASE("json_quote escapes quotes, backslashes and control characters") {
+  CHECK(json_quote("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\n\\u0001\"");
+  CHECK(json_quote("\xff") == "\"\xEF\xBF\xBD\"");
+}
+
+TEST_CASE("html_escape neutralises markup") {
+  CHECK(html_escape("<script>alert('x')</script> & \"q\"") ==
+        "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");
+}
+
+TEST_CASE("md_escape keeps table cells on one line and pipes literal") {
+  CHECK(md_escape("a|b\nc_d*e") == "a\\|b c\\_d\\*e");
+  CHECK(md_escape("<b>") == "\\<b\\>");
+}
+
+TEST_CASE("truncate cuts at a character boundary") {
+  CHECK(truncate("abcdef", 4) == "abc\xE2\x80\xA6");
+  CHECK(truncate("ab", 4) == "ab");
+  CHECK(truncate("✓✓✓✓✓", 3) == "✓✓\xE2\x80\xA6");
+}
+
+TEST_CASE("fmt is fixed-point and never prints -0") {
+  CHECK(fmt(3.14159, 2) == "3.14");
+  CHECK(fmt(-0.0001, 2) == "0.00");
+  CHECK(fmt(1.0 / 0.0, 2) == "n/a");
+}
+
+TEST_CASE("md_code makes a code span that cannot be closed early") {
+  CHECK(md_code("launch_bound") == "`launch_bound`");
+  CHECK(md_code("a`b\nc") == "`a'b c`");
+}
+
+TEST_CASE("fmt_value prints integers without decimals and cuts trailing zeros") {
+  CHECK(fmt_value(412) == "412");
+  CHECK(fmt_value(9.1) == "9.1");
+  CHECK(fmt_value(0.12345) == "0.123");
+}

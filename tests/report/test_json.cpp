@@ -1,0 +1,116 @@
+#include "report/report.hpp"
+#include "report_test_util.hpp"
+#include "sample_analysis.hpp"
+
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace inferscope;
+using namespace inferscope::report::testing;
+namespace json = boost::json;
+
+namespace {
+
+std::string json_text(const analyze::Analysis& a) {
+  std::ostringstream out;
+  report::write_json(a, out);
+  return out.str();
+}
+
+std::vector<std::string> keys(const json::object& o) {
+  std::vector<std::string> k;
+  for (const auto& kv : o) k.emplace_back(kv.key());
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("json report has the documented keys in a fixed order") {
+  const std::string text = json_text(sample_analysis());
+  json::value v = json::parse(text);
+  const auto& root = v.as_object();
+  CHECK(keys(root) == std::vector<std::string>{"schema_version", "source", "source_format", "process", "events",
+                                                "trace_ms", "end_to_end_ms", "steps", "breakdown", "findings",
+                                                "tables", "alignment", "drops", "warnings", "partial",
+                                                "representative"});
+  CHECK(root.at("schema_version").as_int64() == 1);
+  CHECK(root.at("end_to_end_ms").as_double() == 12.5);
+  CHECK(root.at("source").as_string() == "/tmp/gpt2.iscope");
+  CHECK(root.at("events").to_number<uint64_t>() == 184467);
+  CHECK(root.at("process").at("gpu.name").as_string() == "NVIDIA H100");
+
+  const auto& steps = root.at("steps").as_object();
+  CHECK(steps.at("count").to_number<uint64_t>() == 100);
+  CHECK(steps.at("p99_ms").as_double() == 18.9);
+  CHECK(steps.at("slowest").as_array().size() == 3);
+  CHECK(steps.at("slowest").at(0).at("index").to_number<uint64_t>() == 41);
+
+  const auto& b = root.at("breakdown").as_object();
+  CHECK(keys(b) == std::vector<std::string>{"step_ms", "cpu_preprocessing_ms", "h2d_ms", "gpu_compute_ms", "d2h_ms",
+                                             "sync_wait_ms", "framework_overhead_ms", "idle_ms", "gpu_utilization",
+                                             "gpu_idle_waiting_on_host_ms", "gpu_idle_gaps_between_kernels_ms",
+                                             "gpu_idle_waiting_on_sync_ms"});
+  double sum = 0;
+  for (const char* k : {"cpu_preprocessing_ms", "h2d_ms", "gpu_compute_ms", "d2h_ms", "sync_wait_ms",
+                        "framework_overhead_ms", "idle_ms"})
+    sum += b.at(k).as_double();
+  CHECK(sum == doctest::Approx(b.at("step_ms").as_double()));
+
+  const auto& findings = root.at("findings").as_array();
+  REQUIRE(findings.size() == 2);
+  const auto& f = findings[0].as_object();
+  CHECK(keys(f) == std::vector<std::string>{"bottleneck_type", "title", "confidence", "uncertain", "primary", "impact",
+                                             "evidence", "metrics", "examples", "suggestions"});
+  CHECK(f.at("bottleneck_type").as_string() == "launch_bound");
+  CHECK(f.at("primary").as_bool());
+  CHECK_FALSE(f.at("uncertain").as_bool());
+  CHECK(f.at("impact").at("ms").as_double() == 5.5);
+  CHECK(f.at("impact").at("pct").as_double() == 44.0);
+  CHECK(f.at("metrics").at("kernels_per_step").as_double() == 412);
+  CHECK(f.at("examples").at(0).at("start_ms").as_double() == 520.5);
+  const auto& sug = f.at("suggestions").as_array();
+  REQUIRE(sug.size() >= 3);
+  CHECK(keys(sug[0].as_object()) == std::vector<std::string>{"action", "priority", "impact_ms"});
+  CHECK(sug[0].at("priority").as_string() == "high");
+  CHECK(findings[1].at("uncertain").as_bool());
+
+  const auto& t = root.at("tables").as_object();
+  CHECK(keys(t) == std::vector<std::string>{"kernels", "python", "ranges", "copies", "syncs", "allocations", "layers",
+                                             "threads"});
+  CHECK(t.at("kernels").at(1).at("launched_by").as_string() == "transformer.h.3.attn");
+  CHECK(t.at("copies").at(0).at("bytes").to_number<uint64_t>() == 13107200);
+  CHECK(t.at("python").at(0).at("line").to_number<uint64_t>() == 312);
+  CHECK(t.at("threads").at(0).at("involuntary_switches").to_number<uint64_t>() == 42);
+  CHECK(root.at("alignment").at("ok").as_bool());
+  CHECK(root.at("drops").at("buffer_full").to_number<uint64_t>() == 17);
+  CHECK(root.at("warnings").as_array().size() == 1);
+  CHECK_FALSE(root.at("partial").as_bool());
+  CHECK(root.at("representative").at("lanes").as_array().size() == 2);
+  CHECK(root.at("representative").at("lanes").at(1).at("gpu").as_bool());
+}
+
+TEST_CASE("json report is deterministic") {
+  CHECK(json_text(sample_analysis()) == json_text(sample_analysis()));
+}
+
+TEST_CASE("json report keeps hostile names as valid JSON strings") {
+  const std::string text = json_text(sample_analysis(/*hostile=*/true));
+  CHECK(is_valid_utf8(text));
+  json::value v = json::parse(text);
+  const std::string name(v.at("tables").at("kernels").at(0).at("name").as_string());
+  CHECK(name.find("<script>alert('x')</script> & \"q\" | `t` \xEF\xBF\xBD\xEF\xBF\xBD") != std::string::npos);
+}
+
+TEST_CASE("json report writes non-finite numbers as null") {
+  auto a = sample_analysis();
+  a.breakdown.gpu_utilization = std::nan("");
+  a.findings[0].impact_pct = INFINITY;
+  json::value v = json::parse(json_text(a));
+  CHECK(v.at("breakdown").at("gpu_utilization").is_null());
+  CHECK(v.at("findings").at(0).at("impact").at("pct").is_null());
+}

@@ -1,0 +1,273 @@
+#include "dump/builder.hpp"
+#include "dump/clock_model.hpp"
+#include "report/report.hpp"
+#include "report_test_util.hpp"
+
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+using namespace inferscope;
+using namespace inferscope::report::testing;
+namespace json = boost::json;
+
+namespace {
+
+std::string temp_path(const char* name) {
+  return (std::filesystem::temp_directory_path() / ("iscope-report-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+/// A small trace: one step on `main` with two launches, a kernel and a copy on the GPU, an async span that
+/// ends on another thread, a Python call, a mark and two counters. Clock: 2.5 ticks per ns, like a TSC.
+std::string build_trace() {
+  const std::string path = temp_path("trace.iscope");
+  dump::DumpBuilder b(path, 2.5);
+  const uint32_t main = b.thread("main", 1234);
+  const uint32_t worker = b.thread("worker <&\"x\">", 1240);
+  const uint32_t gpu = b.channel("cupti");
+  const uint32_t sys = b.channel("system");
+  // A thread's records in the order they end, as the runtime writes them.
+  b.api(main, "cudaLaunchKernel", 7, 1000, 1005);
+  b.api(main, "cudaMemcpyAsync", 8, 1100, 1150);
+  b.api(main, "cudaGetDevice", 0, 1160, 1161);
+  b.range(main, "forward", 1, 500, 1200, {{"batch", 8}, {"model", "gpt2"}});
+  b.mark(main, "batch_full", 1300);
+  b.range(main, "bad \xff name", 1, 1400, 1500);
+  b.range(main, "step", 0, 0, 2000);
+  b.kernel(gpu, "gemm \"quoted\" \\ back", 7, 1010, 1900);
+  b.memcpy(gpu, CopyKind::kHtoD, 1 << 20, 8, 1200, 1400);
+  b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 500, 12345);
+  b.counter_double(sys, "gpu.util_pct", CounterScope::kDevice, 0, 1500, 87.5);
+  b.pycall(worker, b.code("Model.forward", "model.py", 42), 0, 300, 900);
+  AsyncRangeRecord ar{};
+  ar.h = {RecordKind::kAsyncRange, 0, sizeof(AsyncRangeRecord)};
+  ar.name = b.str("request 17");
+  ar.start = b.ticks(100);
+  ar.end = b.ticks(1800);
+  ar.id = 17;
+  ar.begin_thread = main;
+  ar.end_thread = worker;
+  b.raw(worker, &ar, sizeof(ar));
+  b.finish();
+  return path;
+}
+
+json::value perfetto(const std::string& path, std::string* text = nullptr) {
+  dump::DumpReader r(path);
+  std::ostringstream out;
+  report::write_perfetto(r, out);
+  if (text) *text = out.str();
+  return json::parse(out.str());
+}
+
+std::string str(const json::value& v) { return std::string(v.as_string()); }
+double num(const json::value& v) { return v.to_number<double>(); }
+
+const json::object* find_event(const json::array& events, const char* ph, const std::string& name) {
+  for (const auto& e : events)
+    if (str(e.at("ph")) == ph && str(e.at("name")) == name) return &e.as_object();
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("perfetto trace: CPU threads, GPU stream tracks, flows, counters and relative timestamps") {
+  const std::string path = build_trace();
+  std::string text;
+  json::value root = perfetto(path, &text);
+  std::filesystem::remove(path);
+  CHECK(is_valid_utf8(text));
+  CHECK(str(root.at("displayTimeUnit")) == "ns");
+  const auto& ev = root.at("traceEvents").as_array();
+  for (const auto& e : ev) {
+    REQUIRE(e.as_object().contains("ph"));
+    REQUIRE(e.as_object().contains("pid"));
+  }
+
+  // Thread and process names.
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
+  std::map<int64_t, std::string> process_names;
+  for (const auto& e : ev) {
+    if (str(e.at("ph")) != "M") continue;
+    if (str(e.at("name")) == "thread_name")
+      thread_names[{e.at("pid").to_number<int64_t>(), e.at("tid").to_number<int64_t>()}] = str(e.at("args").at("name"));
+    if (str(e.at("name")) == "process_name") process_names[e.at("pid").to_number<int64_t>()] = str(e.at("args").at("name"));
+  }
+  CHECK(thread_names[{4242, 1234}] == "main");
+  CHECK(thread_names[{4242, 1240}] == "worker <&\"x\">");
+  CHECK(process_names[4242] == "synthetic");
+  int64_t gpu_pid = -1;
+  for (const auto& [pid, name] : process_names)
+    if (name == "GPU 0") gpu_pid = pid;
+  REQUIRE(gpu_pid >= 0);
+  CHECK(gpu_pid != 4242);
+  CHECK(thread_names[{gpu_pid, 7}] == "stream 7");
+
+  // CPU ranges with attributes, at microseconds from the first event (the step at 0 ns).
+  const auto* step = find_event(ev, "X", "step");
+  REQUIRE(step);
+  CHECK(step->at("pid").to_number<int64_t>() == 4242);
+  CHECK(step->at("tid").to_number<int64_t>() == 1234);
+  CHECK(std::abs(num(step->at("ts"))) < 1e-9);
+  CHECK(num(step->at("dur")) == doctest::Approx(2.0).epsilon(0.001));
+  const auto* fwd = find_event(ev, "X", "forward");
+  REQUIRE(fwd);
+  CHECK(num(fwd->at("ts")) == doctest::Approx(0.5).epsilon(0.002));
+  CHECK(fwd->at("args").at("batch").to_number<int64_t>() == 8);
+  CHECK(str(fwd->at("args").at("model")) == "gpt2");
+  CHECK(fwd->at("args").at("depth").to_number<int64_t>() == 1);
+  CHECK(find_event(ev, "X", "bad \xEF\xBF\xBD name"));
+
+  // GPU kernel and copy on the stream track of the GPU pseudo-process.
+  const auto* k = find_event(ev, "X", "gemm \"quoted\" \\ back");
+  REQUIRE(k);
+  CHECK(k->at("pid").to_number<int64_t>() == gpu_pid);
+  CHECK(k->at("tid").to_number<int64_t>() == 7);
+  CHECK(num(k->at("ts")) == doctest::Approx(1.010).epsilon(0.002));
+  CHECK(num(k->at("dur")) == doctest::Approx(0.890).epsilon(0.002));
+  CHECK(k->at("args").at("grid").as_array().size() == 3);
+  CHECK(k->at("args").at("grid").at(0).to_number<int64_t>() == 128);
+  CHECK(k->at("args").at("block").at(0).to_number<int64_t>() == 256);
+  CHECK(k->at("args").at("correlation").to_number<int64_t>() == 7);
+  const json::object* copy = nullptr;
+  for (const auto& e : ev)
+    if (str(e.at("ph")) == "X" && str(e.at("name")).find("Memcpy HtoD") == 0) copy = &e.as_object();
+  REQUIRE(copy);
+  CHECK(copy->at("args").at("bytes").to_number<int64_t>() == 1 << 20);
+  CHECK(str(copy->at("args").at("src_kind")) == "pageable");
+  CHECK(str(copy->at("args").at("dst_kind")) == "device");
+  CHECK(str(copy->at("cat")) == "memcpy");
+
+  // The launch API call on the CPU thread.
+  const auto* launch = find_event(ev, "X", "cudaLaunchKernel");
+  REQUIRE(launch);
+  CHECK(launch->at("tid").to_number<int64_t>() == 1234);
+  CHECK(num(launch->at("ts")) == doctest::Approx(1.0).epsilon(0.002));
+
+  // Flows: one "s" per launch that reached the GPU, paired with an "f" (bp "e") of the same id.
+  std::map<int64_t, const json::object*> starts, finishes;
+  for (const auto& e : ev) {
+    const std::string ph = str(e.at("ph"));
+    if (ph == "s") starts[e.at("id").to_number<int64_t>()] = &e.as_object();
+    if (ph == "f") finishes[e.at("id").to_number<int64_t>()] = &e.as_object();
+  }
+  CHECK(starts.size() == 2);
+  CHECK(finishes.size() == 2);
+  for (int64_t id : {7, 8}) {
+    REQUIRE(starts.count(id));
+    REQUIRE(finishes.count(id));
+    CHECK(starts[id]->at("tid").to_number<int64_t>() == 1234);
+    CHECK(finishes[id]->at("pid").to_number<int64_t>() == gpu_pid);
+    CHECK(str(finishes[id]->at("bp")) == "e");
+    CHECK(str(starts[id]->at("cat")) == str(finishes[id]->at("cat")));
+    CHECK(num(starts[id]->at("ts")) <= num(finishes[id]->at("ts")));
+  }
+  // The flow start lies inside the launch call, its end inside the kernel.
+  CHECK(num(starts[7]->at("ts")) >= num(launch->at("ts")));
+  CHECK(num(starts[7]->at("ts")) <= num(launch->at("ts")) + num(launch->at("dur")));
+  CHECK(num(finishes[7]->at("ts")) >= num(k->at("ts")));
+  CHECK(num(finishes[7]->at("ts")) <= num(k->at("ts")) + num(k->at("dur")));
+
+  // Counters.
+  const auto* cpu = find_event(ev, "C", "cpu.user_ns");
+  REQUIRE(cpu);
+  CHECK(cpu->at("pid").to_number<int64_t>() == 4242);
+  CHECK(cpu->at("args").at("value").to_number<int64_t>() == 12345);
+  CHECK(num(cpu->at("ts")) == doctest::Approx(0.5).epsilon(0.002));
+  const auto* util = find_event(ev, "C", "gpu.util_pct");
+  REQUIRE(util);
+  CHECK(util->at("pid").to_number<int64_t>() == gpu_pid);
+  CHECK(num(util->at("args").at("value")) == 87.5);
+
+  // Mark, Python call, async span across threads.
+  const auto* mark = find_event(ev, "i", "batch_full");
+  REQUIRE(mark);
+  CHECK(num(mark->at("ts")) == doctest::Approx(1.3).epsilon(0.002));
+  const auto* py = find_event(ev, "X", "Model.forward");
+  REQUIRE(py);
+  CHECK(py->at("tid").to_number<int64_t>() == 1240);
+  CHECK(str(py->at("args").at("file")) == "model.py");
+  CHECK(py->at("args").at("line").to_number<int64_t>() == 42);
+  const auto* ab = find_event(ev, "b", "request 17");
+  const auto* ae = find_event(ev, "e", "request 17");
+  REQUIRE(ab);
+  REQUIRE(ae);
+  CHECK(str(ab->at("id")) == str(ae->at("id")));
+  CHECK(ab->at("tid").to_number<int64_t>() == 1234);
+  CHECK(ae->at("tid").to_number<int64_t>() == 1240);
+  CHECK(num(ae->at("ts")) - num(ab->at("ts")) == doctest::Approx(1.7).epsilon(0.002));
+
+  // A channel with only GPU records or counters gets no CPU track of its own.
+  for (const auto& [key, name] : thread_names) CHECK(name != "cupti");
+}
+
+TEST_CASE("perfetto writer refuses a malformed record before writing anything") {
+  const std::string path = temp_path("bad.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t main = b.thread("main", 1);
+    b.range(main, "ok", 0, 0, 10);
+    RangeRecord r{{RecordKind::kRange, 0, 200}, b.str("liar"), b.ticks(0), b.ticks(5)};  // claims 200 bytes
+    b.raw(main, &r, sizeof(r));
+    b.finish();
+  }
+  dump::DumpReader reader(path);
+  std::ostringstream out;
+  CHECK_THROWS_AS(report::write_perfetto(reader, out), dump::DumpError);
+  CHECK(out.str().empty());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("perfetto trace of a dump without events is valid and empty") {
+  const std::string path = temp_path("empty.iscope");
+  {
+    dump::DumpBuilder b(path);
+    b.thread("main", 1);
+    b.finish();
+  }
+  json::value root = perfetto(path);
+  std::filesystem::remove(path);
+  for (const auto& e : root.at("traceEvents").as_array()) CHECK(str(e.at("ph")) == "M");
+}
+
+TEST_CASE("the dump reader refuses a string id no file of its size could reach") {
+  const std::string path = temp_path("bigid.iscope");
+  {
+    std::ofstream f(path, std::ios::binary);
+    auto fh = dump::make_file_header();
+    f.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+    dump::ChunkBuilder s(dump::ChunkType::kStrings);
+    s.add_string(100'000'000, "far");  // would make the table allocate gigabytes
+    auto bytes = s.finish();
+    f.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  try {
+    dump::DumpReader r(path);
+    FAIL("expected a DumpError");
+  } catch (const dump::DumpError& e) {
+    CHECK(std::string(e.what()).find("string id 100000000 out of range") != std::string::npos);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("the clock model stays defined on corrupt calibration") {
+  std::vector<dump::CalibrationPoint> pts = {{0, ~0ull, 0, 0, 0}, {1, 0, ~0ull, 0, 0}, {~0ull, 5, 5, 0, 0}};
+  dump::ClockModel m(pts);
+  for (uint64_t t : {0ull, 1ull, ~0ull, 1ull << 63}) {
+    const int64_t ns = m.to_ns(t);
+    CHECK(ns > INT64_MIN / 2);
+    CHECK(ns < INT64_MAX / 2 + INT64_MAX / 4);
+    (void)m.to_realtime_ns(t);  // must not overflow (checked by UBSan builds)
+  }
+}
