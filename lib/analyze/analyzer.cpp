@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -197,13 +198,12 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   const dump::ClockModel clock(r.calibration());
   const size_t nstr = r.string_count() + 1;
-  std::vector<std::string> sname(nstr);  // lazily filled
-  std::vector<uint8_t> sname_done(nstr, 0);
+  // All names up front: the passes below run on two threads and only read them.
+  std::vector<std::string> sname(nstr);
+  for (uint32_t i = 1; i < nstr; ++i) sname[i] = r.string_at(i);
   auto name_of = [&](uint32_t id) -> const std::string& {
     static const std::string none;
-    if (id >= nstr) return none;
-    if (!sname_done[id]) { sname[id] = r.string_at(id); sname_done[id] = 1; }
-    return sname[id];
+    return id < nstr ? sname[id] : none;
   };
   auto code_name = [&](uint32_t code) -> std::string {
     auto it = r.code_table().find(code);
@@ -231,7 +231,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     return ts[t];
   };
   std::vector<NameAgg> range_agg(nstr);
-  std::unordered_map<uint32_t, NameAgg> py_agg;
+  std::vector<NameAgg> py_agg;  // by code id (small, dense)
   std::vector<uint64_t> kernel_count(nstr, 0);
   std::vector<int64_t> kernel_ns(nstr, 0);
   std::vector<ApiOp> apis;
@@ -245,38 +245,68 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   std::map<uint32_t, double> layer_cpu;
   uint64_t marks = 0;
   int64_t t_first = std::numeric_limits<int64_t>::max(), t_last = std::numeric_limits<int64_t>::min();
-  auto seen_time = [&](int64_t s, int64_t e) {
-    if (s < t_first) t_first = s;
-    if (e > t_last) t_last = e;
+  // What each pass-1 worker counts on its own (merged after the join).
+  struct Local {
+    uint64_t events = 0;
+    int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
+    std::vector<std::pair<uint32_t, const uint8_t*>> deferred;  // records of the other worker's kinds
+    std::vector<std::string> warnings;
+    bool partial = false;
   };
+  Local L_app, L_gpu;
   uint64_t clock_checks = 0, clock_bad = 0;
   double clock_worst_ns = 0;
 
+  // Reserving address space for every record costs no memory until it is touched and saves the copies and
+  // page faults of repeated growth.
+  apis.reserve(r.record_count());
+  gpu.reserve(r.record_count());
   Progress prog;
   prog.on = opt.progress;
   prog.total = r.record_count() * 2;
 
-  auto visit_chunks = [&](bool app_only, const char* what, auto&& fn) {
+  auto is_channel = [&](uint32_t t) {
+    auto it = r.threads().find(t);
+    return it != r.threads().end() && it->second.is_channel();
+  };
+  // Visits the chunks of application threads (channels = false) or of collector channels (true).
+  auto visit_chunks = [&](bool channels, Local& L, bool report, const char* what, auto&& fn) {
     for (const auto& c : r.event_chunks()) {
-      if (app_only) {
-        auto it = r.threads().find(c.thread_id);
-        if (it != r.threads().end() && it->second.is_channel()) { prog.step(c.count, what); continue; }
-      }
+      if (is_channel(c.thread_id) != channels) continue;
       try {
         r.for_each_record_in(c, fn);
       } catch (const dump::DumpError& e) {
-        if (std::string(what) == "reading") {
-          a.warnings.push_back(std::string(e.what()) + "; the rest of that chunk was skipped");
-          a.partial = true;
-        }
+        L.warnings.push_back(std::string(e.what()) + "; the rest of that chunk was skipped");
+        L.partial = true;
       }
-      prog.step(c.count, what);
+      if (report) prog.step(c.count, what);
     }
   };
 
+  // INFERSCOPE_ANALYZE_TIMING=1 prints how long each phase took (for bench/analyze).
+  const bool timing = std::getenv("INFERSCOPE_ANALYZE_TIMING") != nullptr;
+  auto phase_t0 = std::chrono::steady_clock::now();
+  auto phase = [&](const char* name) {
+    if (!timing) return;
+    auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "iscope-analyze: phase %-22s %.3f s\n", name, std::chrono::duration<double>(now - phase_t0).count());
+    phase_t0 = now;
+  };
+
   // ---------------------------------------------------------------- pass 1
-  visit_chunks(false, "reading", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-    ++a.events;
+  // Application kinds (ranges, Python calls, API calls, marks) and GPU/collector kinds touch disjoint state,
+  // so one worker takes the application threads' chunks and another the channels'; a record of the other
+  // side's kinds (none in dumps the runtime writes) is deferred and handled after the join.
+  auto app_kind = [](RecordKind k) {
+    return k == RecordKind::kRange || k == RecordKind::kNvtxRange || k == RecordKind::kPyCall ||
+           k == RecordKind::kCudaApi || k == RecordKind::kMark || k == RecordKind::kNvtxMark;
+  };
+  auto handle = [&](Local& L, uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+    ++L.events;
+    auto seen_time = [&L](int64_t s, int64_t e) {
+      if (s < L.first) L.first = s;
+      if (e > L.last) L.last = e;
+    };
     switch (h.kind) {
       case RecordKind::kRange:
       case RecordKind::kNvtxRange: {
@@ -329,6 +359,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         seen_time(s, e);
         auto& t = T(thread);
         ++t.py_calls;
+        if (rec.code >= py_agg.size()) py_agg.resize(size_t(rec.code) + 1);
         auto& agg = py_agg[rec.code];
         agg.d.add(uint64_t(e - s));
         agg.self += t.py_self.self(h.aux, e - s);
@@ -439,7 +470,33 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       default:
         break;
     }
-  });
+  };
+  {
+    prog.total = 0;
+    for (const auto& c : r.event_chunks())
+      if (!is_channel(c.thread_id)) prog.total += c.count;
+    std::thread gpu_worker([&] {
+      visit_chunks(true, L_gpu, false, "reading", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+        if (app_kind(h.kind)) L_gpu.deferred.emplace_back(thread, p);
+        else handle(L_gpu, thread, h, p);
+      });
+    });
+    visit_chunks(false, L_app, true, "reading", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+      if (!app_kind(h.kind)) L_app.deferred.emplace_back(thread, p);
+      else handle(L_app, thread, h, p);
+    });
+    gpu_worker.join();
+    for (Local* L : {&L_app, &L_gpu}) {
+      for (auto& [thread, p] : L->deferred) handle(*L, thread, dump::load<RecordHeader>(p), p);
+      a.events += L->events;
+      t_first = std::min(t_first, L->first);
+      t_last = std::max(t_last, L->last);
+      a.warnings.insert(a.warnings.end(), L->warnings.begin(), L->warnings.end());
+      a.partial |= L->partial;
+      L->deferred.clear();
+      L->deferred.shrink_to_fit();
+    }
+  }
   if (a.events == 0 || t_first > t_last) {
     t_first = t_last = 0;
     a.warnings.push_back(r.path() + ": the dump holds no events");
@@ -447,6 +504,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   a.trace_ms = ms(double(t_last - t_first));
   auto rel = [&](int64_t ns) { return ms(double(ns - t_first)); };
 
+  phase("pass 1");
   // ---------------------------------------------------------------- steps
   std::vector<Cand> steps;
   auto cand_name = [&](const Cand& c) {
@@ -550,13 +608,20 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
   const int64_t rep_s = steps[rep].start, rep_e = steps[rep].end;
   a.representative.step = {uint32_t(rep), rel(rep_s), ms(double(rep_e - rep_s))};
+  size_t step_hint = 0;  // records mostly come in time order: try the last step found first
   auto step_of = [&](int64_t s, int64_t e) -> long {  // index of the step containing [s,e], -1 if none
+    if (step_hint < steps.size() && s >= steps[step_hint].start && e <= steps[step_hint].end) return long(step_hint);
     auto it = std::upper_bound(steps.begin(), steps.end(), s, [](int64_t v, const Cand& c) { return v < c.start; });
     if (it == steps.begin()) return -1;
     --it;
-    return (s >= it->start && e <= it->end) ? long(it - steps.begin()) : -1;
+    if (s >= it->start && e <= it->end) {
+      step_hint = size_t(it - steps.begin());
+      return long(step_hint);
+    }
+    return -1;
   };
 
+  phase("steps");
   // ---------------------------------------------------------------- GPU order and launch index
   if (!std::is_sorted(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.start < y.start; }))
     std::sort(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.start < y.start; });
@@ -583,32 +648,47 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     return it == sparse.end() ? nullptr : &apis[it->second];
   };
 
-  // Launcher labels: "python fn [layer L]" / "range R" / ...
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::string> label_cache;
-  auto launcher = [&](const ApiOp* api) -> const std::string& {
-    static const std::string unknown = "-";
-    if (!api) return unknown;
+  // Launcher labels: "python fn / range R / layer L", interned to small ids so hot loops compare integers.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> label_ids;
+  std::vector<std::string> labels{"-"};
+  std::tuple<uint32_t, uint32_t, uint32_t> last_key{0, 0, 0};
+  uint32_t last_id = 0;
+  auto launcher_id = [&](const ApiOp* api) -> uint32_t {
+    if (!api) return 0;
     auto key = std::make_tuple(api->py, api->range, api->layer);
-    auto it = label_cache.find(key);
-    if (it != label_cache.end()) return it->second;
-    std::string s;
-    auto part = [&](const std::string& x) { s += (s.empty() ? "" : " / ") + x; };
-    if (api->py) part(code_name(api->py));
-    // The step range itself says nothing about who launched the work.
-    if (api->range && api->range != api->layer && name_of(api->range) != a.steps.name) part("range " + name_of(api->range));
-    if (api->layer) part("layer " + name_of(api->layer));
-    if (s.empty()) s = unknown;
-    return label_cache.emplace(key, s).first->second;
+    if (key == last_key) return last_id;  // consecutive launches mostly share their context
+    auto it = label_ids.find(key);
+    if (it == label_ids.end()) {
+      std::string s;
+      auto part = [&](const std::string& x) { s += (s.empty() ? "" : " / ") + x; };
+      if (api->py) part(code_name(api->py));
+      // The step range itself says nothing about who launched the work.
+      if (api->range && api->range != api->layer && name_of(api->range) != a.steps.name) part("range " + name_of(api->range));
+      if (api->layer) part("layer " + name_of(api->layer));
+      uint32_t id = 0;
+      if (!s.empty()) {
+        id = uint32_t(labels.size());
+        labels.push_back(std::move(s));
+      }
+      it = label_ids.emplace(key, id).first;
+    }
+    last_key = key;
+    last_id = it->second;
+    return last_id;
   };
+  auto launcher = [&](const ApiOp* api) -> const std::string& { return labels[launcher_id(api)]; };
 
+  phase("sort + index");
   // ---------------------------------------------------------------- attribution and alignment
-  std::map<std::pair<uint32_t, std::string>, int64_t> kernel_by_launcher;
+  std::unordered_map<uint64_t, int64_t> kernel_by_launcher;  // (kernel name << 32 | launcher id) -> ns
   std::map<uint32_t, double> layer_gpu;
   std::map<uint32_t, uint64_t> layer_kernels;
   std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> copy_launchers;  // (desc, who) -> (bytes, n)
   Alignment& al = a.alignment;
   double worst = 0;
   int64_t max_gpu_dur = 0;
+  // Attribution and alignment read only the arrays built above; they run beside pass 2, which reads the dump.
+  std::thread attributor([&] {
   for (auto& op : gpu) {
     max_gpu_dur = std::max<int64_t>(max_gpu_dur, op.dur);
     const ApiOp* api = launch_of(op.corr);
@@ -619,7 +699,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       if (v > 1000) ++al.violations_over_1us;
     }
     if (op.kind == detail::kKernel) {
-      if (api) kernel_by_launcher[{op.name_or_bytes, launcher(api)}] += op.dur;
+      if (api) kernel_by_launcher[uint64_t(op.name_or_bytes) << 32 | launcher_id(api)] += op.dur;
       if (api && api->layer) {
         layer_gpu[api->layer] += op.dur;
         ++layer_kernels[api->layer];
@@ -640,7 +720,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     by_corr.reserve(gpu.size());
     for (auto& op : gpu)
       if (op.corr) by_corr.emplace_back(op.corr, op.end());
-    std::sort(by_corr.begin(), by_corr.end());
+    if (!std::is_sorted(by_corr.begin(), by_corr.end())) std::sort(by_corr.begin(), by_corr.end());
     for (size_t i = 1; i < by_corr.size(); ++i) by_corr[i].second = std::max(by_corr[i].second, by_corr[i - 1].second);
     uint64_t sync_checked = 0, sync_bad = 0;
     double sync_worst = 0;
@@ -680,10 +760,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     a.warnings.push_back("CPU/GPU clock alignment error exceeds the budget: worst " + std::to_string(al.max_violation_us) +
                          " us, " + std::to_string(al.violation_pct) + " % of checks over 1 us; GPU-to-CPU attribution "
                          "and idle gaps below that size are unreliable");
+  });  // attributor
 
   // ---------------------------------------------------------------- pass 2: host work in steps, timeline
   std::vector<Span> cov;  // step thread: frames inside steps, merged
-  std::map<std::string, double> hot;  // label -> self ns in steps
+  std::unordered_map<uint64_t, double> hot;  // (range? 1<<32 : 0) | name/code id -> self ns in steps
   SelfTimer p2_range, p2_py;
   struct CpuSpan { uint32_t thread; int64_t s, e; uint32_t depth; std::string label; const char* cat; };
   std::vector<CpuSpan> rep_cpu;
@@ -692,8 +773,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   bool has_other_app_threads = false;
   for (uint32_t t = 0; t < ts.size(); ++t)
     if (ts[t].seen && t != step_thread && (ts[t].py_calls || ts[t].ranges)) has_other_app_threads = true;
-  prog.total = prog.done + r.record_count();
-  visit_chunks(true, "attributing", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+  Local L_pass2;
+  prog.done = prog.next = 0;
+  visit_chunks(false, L_pass2, true, "attributing", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
     bool range = h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange;
     if (!range && h.kind != RecordKind::kPyCall) return;
     auto rec = dump::load<RangeRecord>(p);  // PyCallRecord has the same layout
@@ -704,7 +786,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       bool is_step_itself = st >= 0 && s == steps[st].start && e == steps[st].end;
       if (st >= 0 && !is_step_itself) {
         m.host_frames = true;
-        hot[range ? "range " + name_of(rec.name) : code_name(rec.name)] += double(self);
+        hot[(range ? 1ull << 32 : 0ull) | rec.name] += double(self);
         while (!cov.empty() && cov.back().start >= s) cov.pop_back();
         if (!cov.empty() && cov.back().end >= s) cov.back().end = std::max(cov.back().end, e);
         else cov.push_back({s, e, uint32_t(st)});
@@ -717,26 +799,27 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   });
   (void)has_other_app_threads;
   std::sort(cov.begin(), cov.end(), [](auto& x, auto& y) { return x.start < y.start; });
-  for (auto& [k, v] : hot) m.hot_host.emplace_back(k, v);
-  std::sort(m.hot_host.begin(), m.hot_host.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  for (auto& [k, v] : hot)
+    m.hot_host.emplace_back((k >> 32) ? "range " + name_of(uint32_t(k)) : code_name(uint32_t(k)), v);
+  std::sort(m.hot_host.begin(), m.hot_host.end(),
+            [](auto& x, auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
   if (m.hot_host.size() > 10) m.hot_host.resize(10);
   if (prog.on) std::fprintf(stderr, "iscope-analyze: measuring %zu steps\n", steps.size());
 
+  attributor.join();
+  phase("pass 2");
   // ---------------------------------------------------------------- per-step sweep
   std::vector<const ApiOp*> sapi;  // step thread's calls by start
   for (auto& x : apis)
     if (x.thread == std::min<uint32_t>(step_thread, 0xffff)) sapi.push_back(&x);
-  std::sort(sapi.begin(), sapi.end(), [](auto* x, auto* y) { return x->start < y->start; });
-  auto api_at = [&](int64_t t) -> const ApiOp* {
-    auto it = std::upper_bound(sapi.begin(), sapi.end(), t, [](int64_t v, const ApiOp* x) { return v < x->start; });
-    if (it == sapi.begin()) return nullptr;
-    --it;
-    return (*it)->end() > t ? *it : nullptr;
-  };
+  auto by_start = [](auto* x, auto* y) { return x->start < y->start; };
+  if (!std::is_sorted(sapi.begin(), sapi.end(), by_start)) std::sort(sapi.begin(), sapi.end(), by_start);
   DurationStats kernel_stats;
-  std::map<std::string, uint64_t> launcher_in_steps;
+  std::vector<uint64_t> launcher_in_steps;  // by launcher id
   std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
-  size_t api_cursor = 0, cov_cursor = 0;
+  // Cursors that only move forward: steps and the gaps inside them come in time order, and one thread's
+  // calls do not overlap, so their ends are sorted too.
+  size_t api_cursor = 0, cov_cursor = 0, gap_cursor = 0;
   m.steps.reserve(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
     const int64_t S = steps[i].start, E = steps[i].end;
@@ -797,7 +880,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         ++sm.kernels;
         sm.kernel_ns += it->dur;
         kernel_stats.add(it->dur);
-        ++launcher_in_steps[launcher(api)];
+        uint32_t lid = launcher_id(api);
+        if (lid >= launcher_in_steps.size()) launcher_in_steps.resize(lid + 1, 0);
+        ++launcher_in_steps[lid];
       } else if (it->kind == detail::kH2D) {
         ++sm.copies_h2d;
         sm.h2d_bytes += it->name_or_bytes;
@@ -814,14 +899,13 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     sm.h2d = khc - kc;
     sm.d2h = allc - khc;
     // Each gap: instant by instant (breakdown) and as a whole by its cause (GPU idle split).
-    size_t gc = 0;
     for (size_t g = 0; g < gaps.size(); ++g) {
       auto [ga, gb] = gaps[g];
       double len = double(gb - ga);
       double sync = 0, fw = 0, alloc = 0;
-      auto it = std::upper_bound(sapi.begin(), sapi.end(), ga, [](int64_t v, const ApiOp* x) { return v < x->start; });
-      if (it != sapi.begin()) --it;
-      for (; it != sapi.end() && (*it)->start < gb; ++it) {
+      while (gap_cursor < sapi.size() && sapi[gap_cursor]->end() <= ga) ++gap_cursor;
+      const ApiOp* at = gap_cursor < sapi.size() && sapi[gap_cursor]->start <= ga ? sapi[gap_cursor] : nullptr;
+      for (auto it = sapi.begin() + gap_cursor; it != sapi.end() && (*it)->start < gb; ++it) {
         double d = double(std::min(gb, (*it)->end()) - std::max(ga, (*it)->start));
         if (d <= 0) continue;
         uint8_t k = (*it)->kind;
@@ -838,7 +922,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       sm.cpu += host;
       sm.idle += rest - host;
       sm.alloc_idle += alloc;
-      const ApiOp* at = api_at(ga);
       bool between = any && g > 0 && gb < E;
       if (g == 0 && ga > S) between = true;  // busy work carried in from the previous step
       if (at && (at->kind == detail::kSync || at->kind == detail::kCopySync)) {
@@ -852,12 +935,12 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         sm.idle_host += len;
         if (len > double(sm.worst_host_gap.end - sm.worst_host_gap.start)) sm.worst_host_gap = {ga, gb, uint32_t(i)};
       }
-      (void)gc;
     }
     m.steps.push_back(sm);
   }
   (void)cov_cursor;
 
+  phase("per-step sweep");
   // ---------------------------------------------------------------- breakdown (mean step)
   {
     Breakdown& b = a.breakdown;
@@ -880,8 +963,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   m.median_kernel_ns = kernel_stats.percentile(0.5);
   m.kernels_per_step = double(kernel_stats.count()) / double(m.steps.size());
   if (!launcher_in_steps.empty())
-    m.top_kernel_launcher = std::max_element(launcher_in_steps.begin(), launcher_in_steps.end(),
-                                             [](auto& x, auto& y) { return x.second < y.second; })->first;
+    m.top_kernel_launcher = labels[std::max_element(launcher_in_steps.begin(), launcher_in_steps.end()) - launcher_in_steps.begin()];
   auto top_of = [](const std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>>& mm,
                    std::string& api, std::string& who) {
     double best = -1;
@@ -967,14 +1049,16 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     }
   }
 
+  phase("counters");
   // ---------------------------------------------------------------- tables
   {
     double total_kernel = 0;
     for (uint32_t n = 0; n < nstr; ++n) total_kernel += double(kernel_ns[n]);
     std::map<uint32_t, std::pair<int64_t, std::string>> best_launcher;
     for (auto& [k, ns] : kernel_by_launcher) {
-      auto& b = best_launcher[k.first];
-      if (ns > b.first) b = {ns, k.second};
+      auto& b = best_launcher[uint32_t(k >> 32)];
+      const std::string& who = labels[uint32_t(k)];
+      if (ns > b.first || (ns == b.first && who < b.second)) b = {ns, who};
     }
     for (uint32_t n = 0; n < nstr; ++n) {
       if (!kernel_count[n]) continue;
@@ -991,7 +1075,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     std::sort(a.kernels.begin(), a.kernels.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
     if (a.kernels.size() > 50) a.kernels.resize(50);
   }
-  for (auto& [code, agg] : py_agg) {
+  for (uint32_t code = 0; code < py_agg.size(); ++code) {
+    const NameAgg& agg = py_agg[code];
+    if (!agg.d.count()) continue;
     PythonRow row;
     auto it = r.code_table().find(code);
     if (it != r.code_table().end()) {
@@ -1109,6 +1195,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     }
   }
 
+  phase("tables");
   // ---------------------------------------------------------------- representative timeline
   {
     std::map<std::string, TimelineLane> lanes;
@@ -1186,6 +1273,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       if (L.gpu) a.representative.lanes.push_back(std::move(L));
   }
 
+  phase("timeline");
   a.findings = run_rules(a, m);
   if (prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
   (void)marks;
