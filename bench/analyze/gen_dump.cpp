@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
       });
     });
     if (sim.now() >= next_counter) {
-      b.counter(sys, "thread.cpu_ns", inferscope::CounterScope::kThread, sim.thread(), sim.now(), sim.now() * 9 / 10);
+      b.counter(sys, "thread.cpu.user_ns", inferscope::CounterScope::kThread, sim.thread(), sim.now(), sim.now() * 9 / 10);
       next_counter = sim.now() + 10'000'000;
     }
     sim.host(50'000);

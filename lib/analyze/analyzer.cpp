@@ -1005,13 +1005,17 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     auto cname = [&](uint32_t id) -> const std::string& { return name_of(id < nstr ? id : 0); };
     // Cumulative counters: first and last sample inside the steps span give the delta.
     struct FL { int64_t t0 = 0, t1 = 0; double v0 = 0, v1 = 0; bool any = false; };
-    std::map<std::pair<uint32_t, uint32_t>, FL> cpu_fl, inv_fl, rss_fl, flt_fl;
+    std::map<std::pair<uint32_t, uint32_t>, FL> cpu_fl, inv_fl, rss_fl, flt_fl, run_fl, wait_fl;
     for (auto& c : counters) {
       if (c.ts < steps_s || c.ts > steps_e) continue;
       const std::string& n = cname(c.name);
       std::map<std::pair<uint32_t, uint32_t>, FL>* tgt = nullptr;
       bool thread_scope = c.scope == uint8_t(CounterScope::kThread);
-      if (thread_scope && c.target == step_thread && n.find("cpu") != std::string::npos &&
+      if (thread_scope && c.target == step_thread && n.find("sched.run") != std::string::npos)
+        tgt = &run_fl;  // schedstat: on-CPU time with ns resolution (docs/counters.md)
+      else if (thread_scope && c.target == step_thread && n.find("sched.wait") != std::string::npos)
+        tgt = &wait_fl;  // runnable but waiting for a CPU
+      else if (thread_scope && c.target == step_thread && n.find("cpu") != std::string::npos &&
           (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos))
         tgt = &cpu_fl;
       else if (thread_scope && c.target == step_thread &&
@@ -1028,8 +1032,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       f.v1 = c.v;
     }
     double cpu_ns = 0, wall = 0;
-    for (auto& [k, f] : cpu_fl)
+    // Prefer schedstat's run time (ns resolution) over user+system time (clock-tick resolution).
+    for (auto& [k, f] : run_fl.empty() ? cpu_fl : run_fl)
       if (f.t1 > f.t0) { cpu_ns += f.v1 - f.v0; wall = std::max(wall, double(f.t1 - f.t0)); }
+    for (auto& [k, f] : wait_fl)
+      if (f.t1 > f.t0) m.step_thread_runqueue_share = std::max(m.step_thread_runqueue_share, (f.v1 - f.v0) / double(f.t1 - f.t0));
     if (wall > 0) {
       m.have_cpu_counters = true;
       m.step_thread_cpu_util = cpu_ns / wall;
@@ -1164,23 +1171,24 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
   std::sort(a.layers.begin(), a.layers.end(), [](auto& x, auto& y) { return x.gpu_ms + x.cpu_ms > y.gpu_ms + y.cpu_ms; });
   {
-    // Per-thread counters over the whole trace.
-    std::map<uint32_t, std::pair<double, double>> cpu_first_last;
-    std::map<uint32_t, std::pair<double, double>> inv_first_last;
-    std::map<uint32_t, bool> cpu_seen, inv_seen;
+    // Per-thread counters over the whole trace: (thread, counter) -> first and last value; summed per thread.
+    std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>> cpu_fl2, inv_fl2;
     for (auto& c : counters) {
       if (c.scope != uint8_t(CounterScope::kThread)) continue;
       const std::string& n = name_of(c.name < nstr ? c.name : 0);
-      if (n.find("cpu") != std::string::npos && (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos)) {
-        auto& f = cpu_first_last[c.target];
-        if (!cpu_seen[c.target]) { f.first = c.v; cpu_seen[c.target] = true; }
-        f.second = c.v;
-      } else if (n.find("involuntary") != std::string::npos || n.find("nonvoluntary") != std::string::npos) {
-        auto& f = inv_first_last[c.target];
-        if (!inv_seen[c.target]) { f.first = c.v; inv_seen[c.target] = true; }
-        f.second = c.v;
-      }
+      std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>>* m2 = nullptr;
+      if (n.find("cpu") != std::string::npos && (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos))
+        m2 = &cpu_fl2;
+      else if (n.find("involuntary") != std::string::npos || n.find("nonvoluntary") != std::string::npos)
+        m2 = &inv_fl2;
+      if (!m2) continue;
+      auto [it, fresh] = m2->try_emplace({c.target, c.name}, c.v, c.v);
+      it->second.second = c.v;
+      (void)fresh;
     }
+    std::map<uint32_t, double> cpu_by_thread, inv_by_thread;
+    for (auto& [k, v] : cpu_fl2) cpu_by_thread[k.first] += v.second - v.first;
+    for (auto& [k, v] : inv_fl2) inv_by_thread[k.first] += v.second - v.first;
     for (auto& [id, info] : r.threads()) {
       if (info.is_channel()) continue;
       ThreadRow row;
@@ -1188,9 +1196,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       row.os_tid = info.os_tid;
       row.name = info.name;
       if (id < ts.size()) row.busy_ms = ms(std::max(ts[id].busy_range, ts[id].busy_py));
-      if (cpu_first_last.count(id)) row.cpu_ms = ms(cpu_first_last[id].second - cpu_first_last[id].first);
-      if (inv_first_last.count(id))
-        row.involuntary_switches = uint64_t(std::max(0.0, inv_first_last[id].second - inv_first_last[id].first));
+      if (cpu_by_thread.count(id)) row.cpu_ms = ms(cpu_by_thread[id]);
+      if (inv_by_thread.count(id)) row.involuntary_switches = uint64_t(std::max(0.0, inv_by_thread[id]));
       a.threads.push_back(std::move(row));
     }
   }

@@ -116,6 +116,9 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
     if (m.other_busy_python_threads > 0)
       ev.push_back(std::to_string(m.other_busy_python_threads) + " other Python thread(s) ran Python code during the steps (the busiest " +
                    fpct(m.other_python_busy_share * 100) + " of the steps' span): they compete for the GIL");
+    if (m.step_thread_runqueue_share > 0.01)
+      ev.push_back("the step thread waited in the run queue for a CPU " + fpct(m.step_thread_runqueue_share * 100) +
+                   " of the time (schedstat)");
     if (m.involuntary_per_step > 0)
       ev.push_back(fmt("%.1f involuntary context switches of the step thread per step", m.involuntary_per_step));
     if (contention_ms / S * 100 >= kMinImpactPct) {
@@ -126,6 +129,7 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
       f.metrics["host_outside_cuda_share"] = host_share;
       f.metrics["other_busy_python_threads"] = m.other_busy_python_threads;
       f.metrics["involuntary_switches_per_step"] = m.involuntary_per_step;
+      f.metrics["runqueue_wait_share"] = m.step_thread_runqueue_share;
       examples(f, c, &detail::StepMetrics::worst_host_gap, "GPU idle while the host thread was delayed", trace_t0);
       sugg(f, "high", "Stop or throttle the busy background Python threads while '" + step_name +
                           "' runs (or move their work to a separate process with multiprocessing), so the inference thread keeps the GIL",

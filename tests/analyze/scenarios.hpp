@@ -95,8 +95,8 @@ inline void write_scenario(const std::string& name, const std::string& path) {
     // The worker thread runs Python the whole time; the step thread gets the CPU 25 % of the wall time.
     for (int64_t t = t0; t + 10 * ms <= t1; t += 10 * ms) b.pycall(worker, busy, 0, t, t + 10 * ms);
     for (int64_t t = t0; t <= t1; t += 5 * ms) {
-      b.counter(sys, "thread.cpu_ns", CounterScope::kThread, sim.thread(), t, (t - t0) / 4);
-      b.counter(sys, "thread.ctx_involuntary", CounterScope::kThread, sim.thread(), t, (t - t0) / ms * 3);
+      b.counter(sys, "thread.cpu.user_ns", CounterScope::kThread, sim.thread(), t, (t - t0) / 4);
+      b.counter(sys, "thread.ctx.involuntary", CounterScope::kThread, sim.thread(), t, (t - t0) / ms * 3);
     }
   } else if (name == "layers") {
     steps([&] {

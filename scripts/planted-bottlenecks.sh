@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs every planted-bottleneck program (samples/planted/*.py) under iscope-run, analyses the dump and prints
+# expected vs. actual primary category. With a path argument, also writes that Markdown table there (for
+# docs/planted-bottlenecks.md).
+#
+#   scripts/planted-bottlenecks.sh [OUT_MD]
+#   env: BUILD (build dir, default build), PYTHON (default python3), WORK (dumps and reports, default
+#        $BUILD/planted), ONLY="sync_bound h2d_bound" to run a subset, TIMEOUT per program (default 90 s)
+# Exit status: 0 when every program ran and every primary matched, 1 otherwise.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+python=${PYTHON:-python3}
+work=${WORK:-$build/planted}
+timeout_s=${TIMEOUT:-90}
+run=$build/tools/iscope-run/iscope-run
+analyze=$build/tools/iscope-analyze/iscope-analyze
+out_md=${1:-}
+mkdir -p "$work"
+for tool in "$run" "$analyze"; do
+  [ -x "$tool" ] || { echo "planted-bottlenecks: $tool is missing; build it first (ninja -C $build iscope-run iscope-analyze)"; exit 1; }
+done
+# The bindings (inferscope_py) when built: each program then marks its steps with inferscope_py.scope("step").
+for d in "$build/bindings/python" "$build/python"; do
+  [ -d "$d" ] && export PYTHONPATH="$d${PYTHONPATH:+:$PYTHONPATH}"
+done
+
+names=${ONLY:-$(cd "$root/samples/planted" && ls [a-z]*.py | sed 's/\.py$//')}
+rows=()
+ok=0 bad=0
+printf '%-16s %-16s %-16s %-8s %-10s %s\n' program expected primary match conf "impact"
+for name in $names; do
+  dump=$work/$name.iscope
+  rm -f "$dump"
+  start=$(date +%s.%N)
+  timeout "$timeout_s" "$run" -o "$dump" -- "$python" "$root/samples/planted/$name.py" >"$work/$name.run.log" 2>&1
+  rc=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  if [ "$rc" = 77 ]; then
+    printf '%-16s %-16s %s\n' "$name" "$name" "skipped: $(tail -1 "$work/$name.run.log")"
+    rows+=("| $name | $name | skipped | - | - | - | $(tail -1 "$work/$name.run.log") |")
+    continue
+  fi
+  if [ ! -s "$dump" ]; then
+    printf '%-16s %-16s %s\n' "$name" "$name" "FAILED (exit $rc, no dump; see $work/$name.run.log)"
+    rows+=("| $name | $name | no dump (exit $rc) | no | - | - | $(tail -1 "$work/$name.run.log" | tr '|' '/') |")
+    bad=$((bad + 1))
+    continue
+  fi
+  "$analyze" "$dump" --step step --findings --json "$work/$name.json" -o "$work/$name.md" \
+      >"$work/$name.digest" 2>"$work/$name.analyze.log"
+  line=$(grep ' primary=1 ' "$work/$name.digest" | head -1)
+  primary=${line%% *}
+  [ -n "$primary" ] || primary="(none)"
+  conf=$(sed -n 's/.*confidence=\([0-9.]*\).*/\1/p' <<<"$line")
+  impact=$(sed -n 's/.*impact_ms=\([0-9.]*\) impact_pct=\([0-9]*\).*/\1 ms (\2 %)/p' <<<"$line")
+  others=$(grep -v ' primary=1 ' "$work/$name.digest" | grep -v '^steps ' | awk '{print $1}' | paste -sd, -)
+  match=no
+  [ "$primary" = "$name" ] && match=yes
+  if [ $match = yes ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
+  printf '%-16s %-16s %-16s %-8s %-10s %s\n' "$name" "$name" "$primary" "$match" "${conf:--}" "${impact:--} ${others:+(also: $others)}"
+  did=$(grep -v '^iscope' "$work/$name.run.log" | tail -1 | tr '|' '/')
+  rows+=("| $name | $name | $primary | $match | ${conf:--} | ${impact:--} | ${others:--}; run ${secs} s: $did |")
+done
+echo "planted-bottlenecks: $ok matched, $bad did not (dumps, reports and logs in $work)"
+
+if [ -n "$out_md" ]; then
+  {
+    echo "# Planted bottlenecks"
+    echo
+    echo "Each program in samples/planted/ plants one bottleneck; scripts/planted-bottlenecks.sh runs it under"
+    echo "iscope-run and compares the analyzer's primary finding with the planted category."
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown GPU), $(nproc) CPUs"
+    echo "- command: scripts/planted-bottlenecks.sh $out_md"
+    echo
+    echo "| program | expected | primary | match | confidence | impact per step | other findings; run |"
+    echo "| --- | --- | --- | --- | ---: | --- | --- |"
+    printf '%s\n' "${rows[@]}"
+  } >"$out_md"
+  echo "planted-bottlenecks: wrote $out_md"
+fi
+[ $bad = 0 ]
