@@ -49,6 +49,12 @@ int main(int argc, char** argv) {
       std::printf("steps %llu, primary %s, findings %zu\n", (unsigned long long)a.steps.count,
                   a.findings.empty() ? "-" : a.findings.front().category.c_str(), a.findings.size());
   }
+  {
+    auto t0 = std::chrono::steady_clock::now();
+    inferscope::dump::DumpReader r(argv[1]);
+    std::printf("opening the dump (chunk walk + CRC-32C of %.0f MiB): %.3f s\n", double(r.file_size()) / (1 << 20),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   std::sort(secs.begin(), secs.end());
   std::sort(cpus.begin(), cpus.end());
   double med = secs[secs.size() / 2], cmed = cpus[cpus.size() / 2];

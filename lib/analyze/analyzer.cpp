@@ -346,7 +346,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
             t.pend_layer.pop_back();
           }
         }
-        if (h.aux == 0) {  // nothing that started before an outermost range can be inside a later one
+        if (h.aux == 0 && h.kind == RecordKind::kRange) {  // nothing before an outermost range can be inside a later one
           t.pend_range.clear();
           t.pend_layer.clear();
         }
@@ -651,12 +651,17 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   // Launcher labels: "python fn / range R / layer L", interned to small ids so hot loops compare integers.
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> label_ids;
   std::vector<std::string> labels{"-"};
-  std::tuple<uint32_t, uint32_t, uint32_t> last_key{0, 0, 0};
-  uint32_t last_id = 0;
+  // A direct-mapped cache in front of the map: launches keep coming from the same few contexts.
+  struct CacheSlot {
+    std::tuple<uint32_t, uint32_t, uint32_t> key{~0u, ~0u, ~0u};
+    uint32_t id = 0;
+  };
+  std::vector<CacheSlot> label_cache(4096);
   auto launcher_id = [&](const ApiOp* api) -> uint32_t {
     if (!api) return 0;
     auto key = std::make_tuple(api->py, api->range, api->layer);
-    if (key == last_key) return last_id;  // consecutive launches mostly share their context
+    CacheSlot& slot = label_cache[(api->py * 0x9E3779B1u ^ api->range * 0x85EBCA77u ^ api->layer * 0xC2B2AE3Du) >> 20];
+    if (slot.key == key) return slot.id;
     auto it = label_ids.find(key);
     if (it == label_ids.end()) {
       std::string s;
@@ -672,9 +677,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
       it = label_ids.emplace(key, id).first;
     }
-    last_key = key;
-    last_id = it->second;
-    return last_id;
+    slot.key = key;
+    slot.id = it->second;
+    return slot.id;
   };
   auto launcher = [&](const ApiOp* api) -> const std::string& { return labels[launcher_id(api)]; };
 
@@ -814,6 +819,16 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     if (x.thread == std::min<uint32_t>(step_thread, 0xffff)) sapi.push_back(&x);
   auto by_start = [](auto* x, auto* y) { return x->start < y->start; };
   if (!std::is_sorted(sapi.begin(), sapi.end(), by_start)) std::sort(sapi.begin(), sapi.end(), by_start);
+  {  // Keep the outermost call where calls nest (a driver call inside a runtime call): host time counts once.
+    size_t k = 0;
+    int64_t end = std::numeric_limits<int64_t>::min();
+    for (const ApiOp* x : sapi)
+      if (x->start >= end) {
+        sapi[k++] = x;
+        end = x->end();
+      }
+    sapi.resize(k);
+  }
   DurationStats kernel_stats;
   std::vector<uint64_t> launcher_in_steps;  // by launcher id
   std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
