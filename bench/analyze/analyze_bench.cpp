@@ -4,7 +4,9 @@
 #include "analyze/analyzer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,7 +38,16 @@ int main(int argc, char** argv) {
   int reps = argc > 2 ? std::atoi(argv[2]) : 3;
   std::vector<double> secs, cpus;
   uint64_t events = 0;
-  long anon_peak = 0;
+  // The analyzer frees its arrays before returning: sample RssAnon while it runs to see the peak.
+  std::atomic<long> anon_peak{0};
+  std::atomic<bool> done{false};
+  std::thread sampler([&] {
+    while (!done) {
+      long v = status_kb("RssAnon:");
+      if (v > anon_peak) anon_peak = v;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
   for (int i = 0; i < reps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     double c0 = cpu_s();
@@ -44,11 +55,12 @@ int main(int argc, char** argv) {
     secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cpus.push_back(cpu_s() - c0);
     events = a.events;
-    anon_peak = std::max(anon_peak, status_kb("RssAnon:"));
     if (i == 0)
       std::printf("steps %llu, primary %s, findings %zu\n", (unsigned long long)a.steps.count,
                   a.findings.empty() ? "-" : a.findings.front().category.c_str(), a.findings.size());
   }
+  done = true;
+  sampler.join();
   {
     auto t0 = std::chrono::steady_clock::now();
     inferscope::dump::DumpReader r(argv[1]);
@@ -62,7 +74,7 @@ int main(int argc, char** argv) {
   std::printf("events %llu, runs %d: wall median %.2f s (min %.2f, max %.2f) = %.1f M events/s; CPU median %.2f s = %.1f M events/s per core\n",
               (unsigned long long)events, reps, med, secs.front(), secs.back(), double(events) / med / 1e6, cmed,
               double(events) / cmed / 1e6);
-  std::printf("peak RSS (VmHWM, includes mapped dump pages) %.0f MiB; RssAnon after runs %.0f MiB (%.1f bytes/event)\n",
-              double(status_kb("VmHWM:")) / 1024, double(anon_peak) / 1024, double(anon_peak) * 1024 / double(events));
+  std::printf("peak RSS (VmHWM, includes mapped dump pages) %.0f MiB; peak RssAnon (the analyzer's own memory) %.0f MiB (%.1f bytes/event)\n",
+              double(status_kb("VmHWM:")) / 1024, double(anon_peak.load()) / 1024, double(anon_peak.load()) * 1024 / double(events));
   return 0;
 }

@@ -226,6 +226,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   std::vector<ThreadState> ts;
   auto T = [&](uint32_t t) -> ThreadState& {
+    if (t >= (1u << 20)) t = 0;  // never size a table by a nonsense id
     if (t >= ts.size()) ts.resize(t + 1);
     ts[t].seen = true;
     return ts[t];
@@ -359,6 +360,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         seen_time(s, e);
         auto& t = T(thread);
         ++t.py_calls;
+        if (rec.code >= (1u << 24)) rec.code = 0;  // code ids are small and dense; never size a table by nonsense
         if (rec.code >= py_agg.size()) py_agg.resize(size_t(rec.code) + 1);
         auto& agg = py_agg[rec.code];
         agg.d.add(uint64_t(e - s));
@@ -721,23 +723,36 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
   // Syncs: a device-wide synchronization must return after all GPU work launched before it ended.
   {
-    std::vector<std::pair<uint32_t, int64_t>> by_corr;
-    by_corr.reserve(gpu.size());
-    for (auto& op : gpu)
-      if (op.corr) by_corr.emplace_back(op.corr, op.end());
-    if (!std::is_sorted(by_corr.begin(), by_corr.end())) std::sort(by_corr.begin(), by_corr.end());
-    for (size_t i = 1; i < by_corr.size(); ++i) by_corr[i].second = std::max(by_corr[i].second, by_corr[i - 1].second);
-    uint64_t sync_checked = 0, sync_bad = 0;
-    double sync_worst = 0;
+    // Memory O(syncs): bucket the GPU work by the first device sync launched after it, then a prefix max.
+    std::vector<const ApiOp*> syncs;
     for (auto& api : apis) {
       if (api.kind != detail::kSync || !api.corr) continue;
       const std::string& n = name_of(api.name);
-      if (n.find("DeviceSynchronize") == std::string::npos && n.find("CtxSynchronize") == std::string::npos) continue;
-      auto it = std::lower_bound(by_corr.begin(), by_corr.end(), std::make_pair(api.corr, int64_t(0)));
-      if (it == by_corr.begin()) continue;
-      --it;
+      if (n.find("DeviceSynchronize") != std::string::npos || n.find("CtxSynchronize") != std::string::npos)
+        syncs.push_back(&api);
+    }
+    std::sort(syncs.begin(), syncs.end(), [](auto* x, auto* y) { return x->corr < y->corr; });
+    std::vector<int64_t> before(syncs.size(), std::numeric_limits<int64_t>::min());  // max end launched before sync i
+    std::vector<uint8_t> any_before(syncs.size(), 0);
+    if (!syncs.empty())
+      for (auto& op : gpu) {
+        if (!op.corr) continue;
+        auto it = std::upper_bound(syncs.begin(), syncs.end(), op.corr, [](uint32_t c, const ApiOp* x) { return c < x->corr; });
+        if (it == syncs.end()) continue;
+        size_t i = size_t(it - syncs.begin());
+        before[i] = std::max(before[i], op.end());
+        any_before[i] = 1;
+      }
+    uint64_t sync_checked = 0, sync_bad = 0;
+    double sync_worst = 0;
+    int64_t run_max = std::numeric_limits<int64_t>::min();
+    bool run_any = false;
+    for (size_t i = 0; i < syncs.size(); ++i) {
+      run_max = std::max(run_max, before[i]);
+      run_any |= any_before[i] != 0;
+      if (!run_any) continue;
       ++sync_checked;
-      double v = double(it->second - api.end());
+      double v = double(run_max - syncs[i]->end());
       if (v > sync_worst) sync_worst = v;
       if (v > 1000) ++sync_bad;
     }
