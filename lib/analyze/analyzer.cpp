@@ -688,6 +688,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   phase("sort + index");
   // ---------------------------------------------------------------- attribution and alignment
   std::unordered_map<uint64_t, int64_t> kernel_by_launcher;  // (kernel name << 32 | launcher id) -> ns
+  std::vector<uint64_t> kernels_by_launcher;                  // launcher id -> kernels launched
   std::map<uint32_t, double> layer_gpu;
   std::map<uint32_t, uint64_t> layer_kernels;
   std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> copy_launchers;  // (desc, who) -> (bytes, n)
@@ -706,7 +707,12 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       if (v > 1000) ++al.violations_over_1us;
     }
     if (op.kind == detail::kKernel) {
-      if (api) kernel_by_launcher[uint64_t(op.name_or_bytes) << 32 | launcher_id(api)] += op.dur;
+      if (api) {
+        uint32_t lid = launcher_id(api);
+        kernel_by_launcher[uint64_t(op.name_or_bytes) << 32 | lid] += op.dur;
+        if (lid >= kernels_by_launcher.size()) kernels_by_launcher.resize(lid + 1, 0);
+        ++kernels_by_launcher[lid];
+      }
       if (api && api->layer) {
         layer_gpu[api->layer] += op.dur;
         ++layer_kernels[api->layer];
@@ -845,7 +851,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     sapi.resize(k);
   }
   DurationStats kernel_stats;
-  std::vector<uint64_t> launcher_in_steps;  // by launcher id
   std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
   // Cursors that only move forward: steps and the gaps inside them come in time order, and one thread's
   // calls do not overlap, so their ends are sorted too.
@@ -905,14 +910,10 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       if (compute || it->kind == detail::kH2D) ukh.add(s, e);
       uall.add(s, e);
       if (it->start < S) continue;  // counted in the step it started in
-      const ApiOp* api = launch_of(it->corr);
       if (it->kind == detail::kKernel) {
         ++sm.kernels;
         sm.kernel_ns += it->dur;
         kernel_stats.add(it->dur);
-        uint32_t lid = launcher_id(api);
-        if (lid >= launcher_in_steps.size()) launcher_in_steps.resize(lid + 1, 0);
-        ++launcher_in_steps[lid];
       } else if (it->kind == detail::kH2D) {
         ++sm.copies_h2d;
         sm.h2d_bytes += it->name_or_bytes;
@@ -992,8 +993,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
   m.median_kernel_ns = kernel_stats.percentile(0.5);
   m.kernels_per_step = double(kernel_stats.count()) / double(m.steps.size());
-  if (!launcher_in_steps.empty())
-    m.top_kernel_launcher = labels[std::max_element(launcher_in_steps.begin(), launcher_in_steps.end()) - launcher_in_steps.begin()];
+  if (!kernels_by_launcher.empty())
+    m.top_kernel_launcher = labels[std::max_element(kernels_by_launcher.begin(), kernels_by_launcher.end()) - kernels_by_launcher.begin()];
   auto top_of = [](const std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>>& mm,
                    std::string& api, std::string& who) {
     double best = -1;

@@ -196,7 +196,8 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
       double launch_ms = c.mean(&detail::StepMetrics::launch_api_ns);
       f.evidence.push_back("host time in launch calls: " + fms(launch_ms) + " per step (" +
                            fmt("%.1f us per kernel", m.kernels_per_step > 0 ? launch_ms * 1e3 / m.kernels_per_step : 0) + ")");
-      if (!m.top_kernel_launcher.empty()) f.evidence.push_back("most kernels launched from " + m.top_kernel_launcher);
+      const bool named = !m.top_kernel_launcher.empty() && m.top_kernel_launcher != "-";
+      if (named) f.evidence.push_back("most kernels launched from " + m.top_kernel_launcher);
       f.metrics["kernels_per_step"] = m.kernels_per_step;
       f.metrics["median_kernel_us"] = m.median_kernel_ns / 1e3;
       f.metrics["gpu_idle_gaps_between_kernels_ms"] = impact;
@@ -204,7 +205,7 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
       sugg(f, "high", "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) so its " +
                           fmt("%.0f launches", m.kernels_per_step) + " become one",
            impact * 0.8);
-      sugg(f, "high", "Fuse the small kernels launched from " + (m.top_kernel_launcher.empty() ? std::string("the step") : m.top_kernel_launcher) +
+      sugg(f, "high", "Fuse the small kernels launched from " + (named ? m.top_kernel_launcher : std::string("the step")) +
                           " (torch.compile, fused optimizers/ops, a custom kernel) — e.g. '" + top_kernel(a, 0) + "'",
            impact * 0.6);
       sugg(f, "medium", "Batch more work per launch (larger batch or sequence per step) so each kernel runs longer than its launch costs",
