@@ -47,8 +47,14 @@ for name in $names; do
     bad=$((bad + 1))
     continue
   fi
-  "$analyze" "$dump" --step step --findings --json "$work/$name.json" -o "$work/$name.md" \
+  # Steps: the inferscope_py.scope("step") ranges when the binding was importable; otherwise the Python
+  # function step() that iscope-run's Python tracing recorded.
+  "$analyze" "$dump" --findings --json "$work/$name.json" -o "$work/$name.md" \
       >"$work/$name.digest" 2>"$work/$name.analyze.log"
+  if grep -q '^steps name=(whole trace)' "$work/$name.digest"; then
+    "$analyze" "$dump" --step step --findings --json "$work/$name.json" -o "$work/$name.md" \
+        >"$work/$name.digest" 2>"$work/$name.analyze.log"
+  fi
   line=$(grep ' primary=1 ' "$work/$name.digest" | head -1)
   primary=${line%% *}
   [ -n "$primary" ] || primary="(none)"
@@ -72,7 +78,8 @@ if [ -n "$out_md" ]; then
     echo "iscope-run and compares the analyzer's primary finding with the planted category."
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo unknown GPU), $(nproc) CPUs"
+    gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+    echo "- machine: ${gpu:-no GPU found by nvidia-smi} (name, driver), $(nproc) CPUs, $(uname -r)"
     echo "- command: scripts/planted-bottlenecks.sh $out_md"
     echo
     echo "| program | expected | primary | match | confidence | impact per step | other findings; run |"
