@@ -1253,7 +1253,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     for (auto& c : rep_cpu) add(lane_name(c.thread), false, c.s, c.e, c.label, c.cat, c.depth);
     for (auto& x : apis)
       if (x.end() > rep_s && x.start < rep_e)
-        add(lane_name(x.thread), false, x.start, x.end(), name_of(x.name), x.kind == detail::kSync || x.kind == detail::kCopySync ? "sync" : "api", 250);
+        add(lane_name(x.thread), false, x.start, x.end(), name_of(x.name), x.kind == detail::kSync || x.kind == detail::kCopySync ? "sync" : "api", 0);
     auto first = std::lower_bound(gpu.begin(), gpu.end(), rep_s - max_gpu_dur, [](const GpuOp& x, int64_t v) { return x.start < v; });
     for (auto it = first; it != gpu.end() && it->start < rep_e; ++it) {
       if (it->end() <= rep_s) continue;
@@ -1261,6 +1261,19 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       std::string label = it->kind == detail::kKernel ? name_of(it->name_or_bytes)
                                                       : std::string(cats[it->kind]) + " " + std::to_string(it->name_or_bytes) + " B";
       add("GPU stream " + std::to_string(it->stream), true, it->start, it->end(), std::move(label), cats[it->kind], 0);
+    }
+    // Rows of a thread lane: ranges from depth 0, Python frames below the deepest range, CUDA calls last.
+    for (auto& [n, L] : lanes) {
+      if (L.gpu) continue;
+      int rmax = -1, pmax = -1;
+      for (auto& sp : L.spans) {
+        if (sp.category == "range") rmax = std::max(rmax, int(sp.depth));
+        else if (sp.category == "python") pmax = std::max(pmax, int(sp.depth));
+      }
+      for (auto& sp : L.spans) {
+        if (sp.category == "python") sp.depth += uint32_t(rmax + 1);
+        else if (sp.category != "range") sp.depth = uint32_t(rmax + 1 + pmax + 1);
+      }
     }
     // Cap: merge runs of tiny spans, then keep the longest.
     const double min_w = ms(double(rep_e - rep_s)) / 2000.0;

@@ -172,7 +172,19 @@ TEST_CASE("steps, breakdown and attribution") {
   CHECK(a.steps.slowest.size() == 5);
   CHECK(!a.representative.lanes.empty());
   bool gpu_lane = false;
-  for (auto& l : a.representative.lanes) gpu_lane |= l.gpu && !l.spans.empty();
+  for (auto& l : a.representative.lanes) {
+    gpu_lane |= l.gpu && !l.spans.empty();
+    if (l.gpu) continue;
+    // Rows: ranges first, Python frames below them, CUDA calls on the last row.
+    uint32_t range_max = 0, py_min = ~0u, py_max = 0, api_min = ~0u;
+    for (auto& sp : l.spans) {
+      if (sp.category == "range") range_max = std::max(range_max, sp.depth);
+      else if (sp.category == "python") { py_min = std::min(py_min, sp.depth); py_max = std::max(py_max, sp.depth); }
+      else api_min = std::min(api_min, sp.depth);
+    }
+    CHECK(py_min > range_max);
+    CHECK(api_min > py_max);
+  }
   CHECK(gpu_lane);
 }
 
