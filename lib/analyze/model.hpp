@@ -1,5 +1,5 @@
 // The analyzer's internal, compact form of a trace (not a public interface): what the passes over the dump
-// keep, and the per-step measurements the rules read. Memory: 24 bytes per GPU activity and 36 bytes per CUDA
+// keep, and the per-step measurements the rules read. Memory: 24 bytes per GPU activity and 40 bytes per CUDA
 // API call, 4 bytes per correlation id in the launch index; ranges, Python calls, marks and counters are
 // aggregated while streaming and cost nothing per event.
 #pragma once
@@ -17,7 +17,8 @@ namespace inferscope::analyze::detail {
 enum GpuKind : uint8_t { kKernel = 0, kMemset = 1, kH2D = 2, kD2H = 3, kOtherCopy = 4 };
 enum ApiKind : uint8_t { kLaunch = 0, kSync = 1, kCopySync = 2, kCopyAsync = 3, kAlloc = 4, kFree = 5, kOtherApi = 6 };
 
-#pragma pack(push, 4)
+// Naturally aligned (no packing): the fields are bound to references (std::min/std::max), and UBSan rightly
+// rejects misaligned int64 references.
 struct GpuOp {
   int64_t start;           ///< ns, CLOCK_MONOTONIC
   uint32_t dur;            ///< ns (saturating at 4.29 s)
@@ -41,9 +42,8 @@ struct ApiOp {
   uint8_t pad = 0;
   int64_t end() const { return start + dur; }
 };
-#pragma pack(pop)
 static_assert(sizeof(GpuOp) == 24);
-static_assert(sizeof(ApiOp) == 36);
+static_assert(sizeof(ApiOp) == 40);
 
 struct Span {
   int64_t start = 0, end = 0;
