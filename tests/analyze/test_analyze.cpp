@@ -249,6 +249,31 @@ TEST_CASE("no steps: the whole trace is one step, and the report says so") {
   CHECK(!a.findings.empty());
 }
 
+TEST_CASE("an unmodified program: the repeated Python function on the launching thread is the step") {
+  fs::path p = work_dir() / "pysteps.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    sim.py("main", [&] {
+      sim.py("load_model", [&] { sim.host(3'000'000); });
+      for (int i = 0; i < 12; ++i)
+        sim.py("serve_one", [&] {
+          sim.py("decode", [&] { sim.host(500'000); });
+          sim.launch("gemm", 400'000);
+          sim.sync();
+        });
+    });
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.name == "serve_one");
+  CHECK(a.steps.count == 12);
+  CHECK(a.steps.detected);
+  bool said = false;
+  for (auto& w : a.warnings) said |= w.find("Python function 'serve_one'") != std::string::npos;
+  CHECK(said);
+}
+
 TEST_CASE("alignment: a kernel that starts before its launch is reported") {
   fs::path p = work_dir() / "skew.iscope";
   {
