@@ -597,7 +597,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       if (score > best) { best = score; step_thread = t; }
     }
     steps.push_back({step_thread, 0, t_first, std::max(t_last, t_first + 1)});
-    if (a.steps.name.empty()) a.steps.name = "(whole trace)";
+    a.steps.name = "(whole trace)";
+    a.steps.detected = false;
     if (opt.step.empty())
       a.warnings.push_back("no repeated top-level range or scope was found: the whole trace (" +
                            std::to_string(a.trace_ms) + " ms) is analysed as one step; wrap each inference step in "
