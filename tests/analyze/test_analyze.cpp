@@ -274,6 +274,20 @@ TEST_CASE("an unmodified program: the repeated Python function on the launching 
   CHECK(said);
 }
 
+TEST_CASE("hostile ids in records do not size tables (fuzz regression: PyCall code id 0xfffffff0)") {
+  fs::path p = work_dir() / "hostile.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main");
+    for (uint32_t code : {0xfffffff0u, 0x7fffffffu, 3u}) b.pycall(t, code, 0, 1'000, 2'000);
+    RangeRecord r{{RecordKind::kRange, 0, sizeof(RangeRecord)}, 0xfffffff0u, b.ticks(500), b.ticks(3'000)};
+    b.raw(t, &r, sizeof(r));
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.events == 4);
+}
+
 TEST_CASE("alignment: a kernel that starts before its launch is reported") {
   fs::path p = work_dir() / "skew.iscope";
   {
