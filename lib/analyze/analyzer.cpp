@@ -101,6 +101,7 @@ struct ThreadState {
   std::vector<uint32_t> pend_py, pend_range, pend_layer;
   SelfTimer range_self, py_self;
   double busy_range = 0, busy_py = 0;  // depth-0 frame time
+  std::vector<std::pair<uint64_t, int64_t>> shallow_py;  // Python calls at depth <= 3 by code: (count, total ns)
   uint64_t apis = 0, py_calls = 0, ranges = 0;
   bool seen = false;
 };
@@ -238,7 +239,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   std::vector<ApiOp> apis;
   std::vector<GpuOp> gpu;
   std::vector<Cand> top, asked;
-  std::vector<Cand> shallow_py;  // Python calls at depth <= 3: step candidates when no range repeats
   std::map<CopyKey, CopyAgg> copies;
   std::map<std::pair<std::string, std::string>, AllocRow> allocs;
   std::vector<std::pair<int64_t, bool>> mem_events;  // (ts, alloc)
@@ -368,7 +368,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         agg.self += t.py_self.self(h.aux, e - s);
         if (h.aux == 0) t.busy_py += double(e - s);
         if (!step_codes.empty() && step_codes.count(rec.code)) asked.push_back({thread, 0x80000000u | rec.code, s, e});
-        if (h.aux <= 3 && shallow_py.size() < (1u << 22)) shallow_py.push_back({thread, 0x80000000u | rec.code, s, e});
+        if (h.aux <= 3) {  // step candidates when no range repeats
+          if (rec.code >= t.shallow_py.size()) t.shallow_py.resize(size_t(rec.code) + 1);
+          ++t.shallow_py[rec.code].first;
+          t.shallow_py[rec.code].second += e - s;
+        }
         while (!t.pend_py.empty() && apis[t.pend_py.back()].start >= s) {
           apis[t.pend_py.back()].py = rec.code;
           t.pend_py.pop_back();
@@ -539,28 +543,42 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         if (c.name == best) steps.push_back(c);
       a.steps.name = name_of(best);
       a.steps.detected = true;
-    } else if (!shallow_py.empty()) {
+    } else {
       // An unmodified program (no ranges): the repeated shallow Python function covering the most time on
       // the thread that makes the most CUDA calls, e.g. the body of the serving loop.
       uint32_t launcher_thread = 0;
       uint64_t most = 0;
-      for (uint32_t t = 0; t < ts.size(); ++t)
-        if (ts[t].apis > most) { most = ts[t].apis; launcher_thread = t; }
-      std::map<uint32_t, std::pair<uint64_t, int64_t>> by_code;
-      for (auto& c : shallow_py)
-        if (most == 0 || c.thread == launcher_thread) {
-          auto& x = by_code[c.name];
-          ++x.first;
-          x.second += c.end - c.start;
-        }
-      uint32_t bestc = 0;
+      for (uint32_t t = 0; t < ts.size(); ++t) {
+        uint64_t score = ts[t].apis * 4 + ts[t].py_calls;  // the launching thread; Python-only: the busiest
+        if (score > most) { most = score; launcher_thread = t; }
+      }
+      static const std::vector<std::pair<uint64_t, int64_t>> none;
+      uint32_t bc = 0;
       std::pair<int64_t, uint64_t> bs{-1, 0};
-      for (auto& [n, x] : by_code)
-        if (x.first >= 2 && std::make_pair(x.second, x.first) > bs) { bs = {x.second, x.first}; bestc = n; }
+      const auto& shallow = launcher_thread < ts.size() ? ts[launcher_thread].shallow_py : none;
+      for (uint32_t code = 0; code < shallow.size(); ++code) {
+        auto& x = shallow[code];
+        if (x.first >= 2 && std::make_pair(x.second, x.first) > bs) {
+          bs = {x.second, x.first};
+          bc = code;
+        }
+      }
       if (bs.first >= 0) {
-        for (auto& c : shallow_py)
-          if (c.name == bestc && (most == 0 || c.thread == launcher_thread)) steps.push_back(c);
-        a.steps.name = code_name(bestc & 0x7fffffffu);
+        // Its calls: one more pass over that thread's chunks (only in this fallback).
+        for (const auto& c : r.event_chunks()) {
+          if (c.thread_id != launcher_thread) continue;
+          try {
+            r.for_each_record_in(c, [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+              if (h.kind != RecordKind::kPyCall || h.aux > 3) return;
+              auto rec = dump::load<PyCallRecord>(p);
+              if (rec.code != bc) return;
+              int64_t s0 = clock.to_ns(rec.start);
+              steps.push_back({thread, 0x80000000u | bc, s0, std::max(s0, clock.to_ns(rec.end))});
+            });
+          } catch (const dump::DumpError&) {  // reported by pass 1
+          }
+        }
+        a.steps.name = code_name(bc);
         a.steps.detected = true;
         a.warnings.push_back("no repeated top-level range: the steps are the calls of the Python function '" +
                              a.steps.name + "' (repeated, covering the most time); mark steps with "
@@ -568,8 +586,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
     }
   }
-  shallow_py.clear();
-  shallow_py.shrink_to_fit();
   if (!steps.empty()) {  // one thread (the one with the most instances), no overlaps
     std::map<uint32_t, size_t> per_thread;
     for (auto& c : steps) ++per_thread[c.thread];
