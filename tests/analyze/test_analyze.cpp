@@ -188,6 +188,42 @@ TEST_CASE("steps, breakdown and attribution") {
   CHECK(gpu_lane);
 }
 
+TEST_CASE("breakdown: overlapping streams and copies hidden under compute count once") {
+  fs::path p = work_dir() / "overlap.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main"), g = b.channel("gpu");
+    uint32_t corr = 1;
+    for (int i = 0; i < 4; ++i) {
+      int64_t S = 1'000'000 + i * 10'000'000;  // 10 ms steps
+      b.api(t, "cudaLaunchKernel", ++corr, S, S + 10'000);
+      b.kernel(g, "a", corr, S + 1'000'000, S + 5'000'000, 7);   // 1..5 ms on stream 7
+      b.api(t, "cudaLaunchKernel", ++corr, S + 20'000, S + 30'000);
+      b.kernel(g, "b", corr, S + 3'000'000, S + 6'000'000, 8);   // 3..6 ms on stream 8 (overlaps a)
+      b.api(t, "cudaMemcpyAsync", ++corr, S + 40'000, S + 50'000);
+      b.memcpy(g, CopyKind::kHtoD, 8'000'000, corr, S + 4'000'000, S + 7'000'000, MemoryKind::kPinned, 9, true);  // 4..7 ms
+      b.api(t, "cudaMemcpyAsync", ++corr, S + 60'000, S + 70'000);
+      b.memcpy(g, CopyKind::kDtoH, 1'000'000, corr, S + 6'500'000, S + 8'000'000, MemoryKind::kPinned, 9, true);  // 6.5..8 ms
+      b.api(t, "cudaDeviceSynchronize", ++corr, S + 80'000, S + 8'100'000);
+      b.range(t, "step", 0, S, S + 9'000'000);
+    }
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  REQUIRE(a.steps.count == 4);
+  const auto& b = a.breakdown;
+  CHECK(b.step_ms == doctest::Approx(9.0));
+  CHECK(b.gpu_compute_ms == doctest::Approx(5.0));  // 1..6 ms
+  CHECK(b.h2d_ms == doctest::Approx(1.0));          // 6..7 ms (4..6 is hidden under compute)
+  CHECK(b.d2h_ms == doctest::Approx(1.0));          // 7..8 ms
+  CHECK(b.gpu_utilization == doctest::Approx(7.0 / 9.0));
+  // idle: 0..1 ms (host in launches and the sync) and 8..9 ms (host outside calls after the sync returned)
+  CHECK(b.sync_wait_ms + b.framework_overhead_ms + b.cpu_preprocessing_ms + b.idle_ms == doctest::Approx(2.0));
+  CHECK(b.sync_wait_ms == doctest::Approx(0.92 + 0.1));      // 0.08..1 ms and 8..8.1 ms in the sync
+  CHECK(b.framework_overhead_ms == doctest::Approx(0.04));   // four 10 us calls before it
+  CHECK(b.gpu_idle_waiting_on_sync_ms == doctest::Approx(1.0));  // the gap 8..9 ms began inside the sync
+}
+
 TEST_CASE("layers: recognised by attribute or dotted path, with their kernels") {
   Analysis a = scenario("layers");
   REQUIRE(!a.layers.empty());
