@@ -838,7 +838,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   // ---------------------------------------------------------------- pass 2: host work in steps, timeline
   std::vector<Span> cov;  // step thread: frames inside steps, merged
-  std::unordered_map<uint64_t, double> hot;  // (range? 1<<32 : 0) | name/code id -> self ns in steps
+  std::vector<double> hot_range(nstr, 0.0), hot_py(py_agg.size(), 0.0);  // self ns in steps by name / code id
   SelfTimer p2_range, p2_py;
   struct CpuSpan { uint32_t thread; int64_t s, e; uint32_t depth; std::string label; const char* cat; };
   std::vector<CpuSpan> rep_cpu;
@@ -860,7 +860,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       bool is_step_itself = st >= 0 && s == steps[st].start && e == steps[st].end;
       if (st >= 0 && !is_step_itself) {
         m.host_frames = true;
-        hot[(range ? 1ull << 32 : 0ull) | rec.name] += double(self);
+        if (range) hot_range[rec.name < nstr ? rec.name : 0] += double(self);
+        else if (rec.name < hot_py.size()) hot_py[rec.name] += double(self);
         while (!cov.empty() && cov.back().start >= s) cov.pop_back();
         if (!cov.empty() && cov.back().end >= s) cov.back().end = std::max(cov.back().end, e);
         else cov.push_back({s, e, uint32_t(st)});
@@ -873,8 +874,10 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   });
   (void)has_other_app_threads;
   std::sort(cov.begin(), cov.end(), [](auto& x, auto& y) { return x.start < y.start; });
-  for (auto& [k, v] : hot)
-    m.hot_host.emplace_back((k >> 32) ? "range " + name_of(uint32_t(k)) : code_name(uint32_t(k)), v);
+  for (uint32_t i = 0; i < nstr; ++i)
+    if (hot_range[i] > 0) m.hot_host.emplace_back("range " + name_of(i), hot_range[i]);
+  for (uint32_t i = 0; i < hot_py.size(); ++i)
+    if (hot_py[i] > 0) m.hot_host.emplace_back(code_name(i), hot_py[i]);
   std::sort(m.hot_host.begin(), m.hot_host.end(),
             [](auto& x, auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
   if (m.hot_host.size() > 10) m.hot_host.resize(10);
