@@ -261,8 +261,10 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   // Reserving address space for every record costs no memory until it is touched and saves the copies and
   // page faults of repeated growth.
-  apis.reserve(r.record_count());
-  gpu.reserve(r.record_count());
+  // Capped: a heuristic-overcommit kernel refuses a single reservation far beyond RAM + swap.
+  const size_t reserve = static_cast<size_t>(std::min<uint64_t>(r.record_count() / 2 + 1024, uint64_t(1) << 26));
+  apis.reserve(reserve);
+  gpu.reserve(reserve);
   Progress prog;
   prog.on = opt.progress;
   prog.total = r.record_count() * 2;

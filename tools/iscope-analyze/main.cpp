@@ -131,6 +131,10 @@ int main(int argc, char** argv) {
   } catch (const inferscope::analyze::InputError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "iscope-analyze: " << path << ": out of memory while analysing (the analyzer keeps 40 bytes per CUDA "
+                 "call and 24 per GPU activity); use a machine with more memory\n";
+    return 1;
   }
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
 
