@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Runs every planted-bottleneck program (samples/planted/*.py) under iscope-run, analyses the dump and prints
-# expected vs. actual primary category. With a path argument, also writes that Markdown table there (for
-# docs/planted-bottlenecks.md).
+# expected vs. actual primary category. With an argument, also writes that Markdown table (for
+# docs/planted-bottlenecks.md): to the file when it ends in .md, else to OUT/planted-bottlenecks.md in that
+# directory. Dumps, reports and logs stay in WORK (only the table goes to the output, so it stays small).
 #
-#   scripts/planted-bottlenecks.sh [OUT_MD]
-#   env: BUILD (build dir, default build), PYTHON (default python3), WORK (dumps and reports, default
-#        $BUILD/planted), ONLY="sync_bound h2d_bound" to run a subset, TIMEOUT per program (default 90 s)
+#   scripts/planted-bottlenecks.sh [OUT.md | OUTDIR]
+#   env: BUILD or BUILD_DIR (build dir, default build), PYTHON (default python3), WORK (dumps, reports and logs,
+#        default $BUILD/planted), ONLY="sync_bound h2d_bound" to run a subset, TIMEOUT per program (default 60 s)
 # Exit status: 0 when every program ran and every primary matched, 1 otherwise.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$root/build}
+build=${BUILD:-${BUILD_DIR:-$root/build}}
+case $build in /*) ;; *) build=$PWD/$build ;; esac
 python=${PYTHON:-python3}
 work=${WORK:-$build/planted}
-timeout_s=${TIMEOUT:-90}
+timeout_s=${TIMEOUT:-60}
 run=$build/tools/iscope-run/iscope-run
 analyze=$build/tools/iscope-analyze/iscope-analyze
 out_md=${1:-}
+if [ -n "$out_md" ] && [ "${out_md%.md}" = "$out_md" ]; then
+  mkdir -p "$out_md"
+  out_md=$out_md/planted-bottlenecks.md
+fi
 mkdir -p "$work"
 for tool in "$run" "$analyze"; do
   [ -x "$tool" ] || { echo "planted-bottlenecks: $tool is missing; build it first (ninja -C $build iscope-run iscope-analyze)"; exit 1; }
