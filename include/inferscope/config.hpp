@@ -2,7 +2,8 @@
 //
 // Every field has a snake_case key used by .inferscope.yaml, and an environment variable INFERSCOPE_<KEY>
 // (upper case). Precedence: command-line flags > environment > .inferscope.yaml > defaults; `iscope-config
-// show` prints each effective value and where it came from.
+// show` prints each effective value and where it came from. docs/configuration.md lists every key; the
+// allowed values are enforced by the key table in lib/config/settings_table.cpp.
 //
 //   inferscope::Config cfg;                 // defaults
 //   cfg.output = "serve.iscope";
@@ -37,8 +38,10 @@ struct Config {
 
   // --- GPU collector (CUPTI) -------------------------------------------------------------------------
   bool cupti = true;                          ///< cupti: collect GPU activity when a driver is present
-  std::string cupti_activities = "default";   ///< cupti_activities: default | minimal | full | comma list
-  uint32_t cupti_buffer_kb = 8192;            ///< cupti_buffer_kb: size of one CUPTI activity buffer
+  std::string cupti_activities = "default";   ///< cupti_activities: default | minimal | full, or a comma
+                                              ///< list of those and kernel, memcpy, memset, memory, sync,
+                                              ///< runtime, driver, nvtx, overhead
+  uint32_t cupti_buffer_kb = 8192;            ///< cupti_buffer_kb: one CUPTI activity buffer (64..262144)
   bool nvtx_capture = true;                   ///< nvtx_capture: record NVTX ranges the application emits
   bool nvtx_emit = false;                     ///< nvtx_emit: also emit ISCOPE ranges as NVTX (Nsight Systems)
 
@@ -47,7 +50,7 @@ struct Config {
   std::string python_mode = "default";        ///< python_mode: default | full | off
   std::string python_include;                 ///< python_include: comma list of module or path prefixes
   std::string python_exclude;                 ///< python_exclude: comma list of module or path prefixes
-  uint32_t python_max_depth = 0;              ///< python_max_depth: 0 = unlimited
+  uint32_t python_max_depth = 0;              ///< python_max_depth: 0 = unlimited (0..100000)
 
   // --- system collector ------------------------------------------------------------------------------
   bool system = true;                         ///< system: sample /proc and NVML counters
@@ -58,8 +61,8 @@ struct Config {
   // --- reports and analyzer --------------------------------------------------------------------------
   std::string report;                         ///< report: write this report at exit (.md, .html or .json)
   std::string step;                           ///< step: name of the step range ("" = detect)
-  double launch_bound_max_kernel_us = 20.0;   ///< launch_bound_max_kernel_us: "short kernel" threshold
-  double idle_gap_us = 5.0;                   ///< idle_gap_us: GPU gaps shorter than this count as busy
+  double launch_bound_max_kernel_us = 20.0;   ///< launch_bound_max_kernel_us: "short kernel" (0.1..1e6)
+  double idle_gap_us = 5.0;                   ///< idle_gap_us: shorter GPU gaps count as busy (0..1e6)
 };
 
 /// The file name used when Config::output is empty: "inferscope-<pid>.iscope".

@@ -240,22 +240,36 @@ struct OverheadRecord {
 };
 static_assert(sizeof(OverheadRecord) == 24);
 
-/// One CUDA-event round trip: the host recorded `cpu_before`/`cpu_after` around the launch of a marker and
-/// the GPU stamped `gpu_ts`; causality demands cpu_before <= gpu_ts. Values in session ticks.
+/// One CPU/GPU round trip: the host read the clock (`cpu_before`) just before enqueuing a 1-byte marker
+/// memset on a stream of its own, and again (`cpu_after`) once cuStreamSynchronize returned; the GPU work
+/// ran from `gpu_ts` to `gpu_end` as CUPTI reports it (converted to session ticks through the timestamp
+/// callback). Causality demands cpu_before <= gpu_ts <= gpu_end <= cpu_after; the largest shortfall over
+/// all records is the measured alignment error. Values in session ticks. docs/gpu-collector.md.
 struct ClockCheckRecord {
   RecordHeader h;
   uint32_t device;
   uint64_t cpu_before;
   uint64_t gpu_ts;
   uint64_t cpu_after;
+  uint64_t gpu_end;  ///< appended by the GPU collector
 };
-static_assert(sizeof(ClockCheckRecord) == 32);
+static_assert(sizeof(ClockCheckRecord) == 40);
 
-/// Counter scopes (CounterRecord::scope).
-enum class CounterScope : uint8_t { kProcess = 0, kThread = 1, kDevice = 2, kMachine = 3, kNumaNode = 4 };
+/// Counter scopes (CounterRecord::scope); the target each names is in CounterRecord. Append-only.
+enum class CounterScope : uint8_t {
+  kProcess = 0,   ///< target 0: the recording process
+  kThread = 1,    ///< target: dump thread id (a thread the session knows; the thread table gives its os_tid)
+  kDevice = 2,    ///< target: GPU index (NVML's device index)
+  kMachine = 3,   ///< target 0: the whole machine
+  kNumaNode = 4,  ///< target: NUMA node number
+  kOsThread = 5,  ///< target: OS thread id of a thread of this process the session does not know (it never
+                  ///< recorded, or not yet); process info "os_thread.<tid>.name" names it
+};
 
 /// One sample of a counter. aux = AttrType of the value (kInt or kDouble). `name` is a string id such as
-/// "cpu.user_ns" or "gpu.util_pct"; `target` is the dump thread id, device index or NUMA node per `scope`.
+/// "cpu.user_ns" or "gpu.util_pct"; `target` is per `scope` (see CounterScope). Per-thread counters of a
+/// thread use kThread once the session knows the thread and kOsThread before: a reader joins the two series
+/// through the thread table's os_tid. docs/counters.md lists every counter name, unit and scope.
 struct CounterRecord {
   RecordHeader h;
   uint32_t name;

@@ -93,6 +93,14 @@ namespace detail {
 INFERSCOPE_API void write_range_attrs(ThreadRing* r, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,
                                       const AttrRecord* attrs, uint32_t n) noexcept;
 INFERSCOPE_API void fill_attr(AttrRecord& out, const Attribute& a) noexcept;
+/// Set in ScopedRange's attribute count when the range also pushed an NVTX range (Config::nvtx_emit).
+inline constexpr uint32_t kRangeNvtxFlag = 1u << 31;
+/// Pushes an NVTX range named `name` (Config::nvtx_emit; the GPU collector provides the NVTX side).
+INFERSCOPE_API void nvtx_range_push(const StaticName& name) noexcept;
+/// The end of a range with attributes or an NVTX range (begun in session `epoch`): `flags` = attribute
+/// count | kRangeNvtxFlag.
+INFERSCOPE_API void end_range_slow(uint32_t epoch, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,
+                                   const AttrRecord* attrs, uint32_t flags) noexcept;
 }  // namespace detail
 
 /// A range on the current thread for the lifetime of the object. Use the macros; the object cannot be
@@ -121,7 +129,8 @@ class ScopedRange {
   bool active() const noexcept { return start_ != 0; }
   /// Attaches an attribute (at most kMaxAttrs; later ones are ignored). Free while not recording.
   void attr(const Attribute& a) noexcept {
-    if (start_ != 0 && nattrs_ < kMaxAttrs) detail::fill_attr(attrs_[nattrs_++], a);
+    if (start_ != 0 && (nattrs_ & ~detail::kRangeNvtxFlag) < kMaxAttrs)
+      detail::fill_attr(attrs_[(nattrs_++) & ~detail::kRangeNvtxFlag], a);
   }
   void attrs(std::initializer_list<Attribute> list) noexcept {
     for (const auto& a : list) attr(a);
@@ -134,19 +143,25 @@ class ScopedRange {
     uint32_t id = name.id.load(std::memory_order_relaxed);
     if (INFERSCOPE_UNLIKELY(id == 0)) id = detail::intern_static(name);
     name_ = id;
+    epoch_ = e;
     depth_ = ts.depth++;
+    // Config::nvtx_emit: the one extra (predictable) branch of a recording range; the end pays nothing
+    // extra because the flag rides in nattrs_, which end() tests anyway.
+    if (INFERSCOPE_UNLIKELY(detail::g_nvtx_emit.load(std::memory_order_relaxed))) {
+      detail::nvtx_range_push(name);
+      nattrs_ = detail::kRangeNvtxFlag;
+    }
     start_ = detail::now();
   }
   void end() noexcept {
     const uint64_t end = detail::now();
     detail::ThreadState& ts = detail::t_state;
     --ts.depth;
+    // Attributes or an NVTX range to pop: end_range_slow also makes the session check below.
+    if (INFERSCOPE_UNLIKELY(nattrs_ != 0))
+      return detail::end_range_slow(epoch_, name_, depth_, start_, end, attrs_, nattrs_);
     // A session that stopped (or restarted) while the range was open: the range is not part of it.
-    if (INFERSCOPE_UNLIKELY(ts.epoch != detail::g_session.load(std::memory_order_relaxed))) return;
-    if (INFERSCOPE_UNLIKELY(nattrs_ != 0)) {
-      detail::write_range_attrs(ts.ring, name_, depth_, start_, end, attrs_, nattrs_);
-      return;
-    }
+    if (INFERSCOPE_UNLIKELY(epoch_ != detail::g_session.load(std::memory_order_relaxed))) return;
     uint8_t* p = detail::ring_reserve(ts.ring, sizeof(RangeRecord));
     if (INFERSCOPE_UNLIKELY(p == nullptr)) return;
     const RangeRecord r{{RecordKind::kRange, static_cast<uint8_t>(depth_ < 255 ? depth_ : 255),
@@ -158,6 +173,7 @@ class ScopedRange {
 
   uint64_t start_ = 0;
   uint32_t name_;
+  uint32_t epoch_;
   uint32_t depth_;
   uint32_t nattrs_ = 0;
   AttrRecord attrs_[kMaxAttrs];

@@ -1,58 +1,318 @@
-// Minimal environment-only resolver; the full model (YAML file, flags, origins, validation of every key)
-// is built by the configuration issue on top of this same interface.
+// Resolution of the effective configuration from its four sources. Every problem in every source is collected
+// before throwing, so that one run of `iscope-config validate` (or one failed start) lists them all, and a
+// process never starts with some settings applied and others ignored.
 #include "config/settings.hpp"
 
+#include "config/key_table.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <string>
+extern char** environ;
 
-namespace inferscope::config {
+namespace inferscope {
+
+std::string default_output_path() { return "inferscope-" + std::to_string(::getpid()) + ".iscope"; }
+
+namespace config {
 namespace {
 
-bool parse_bool(const char* var, const std::string& v) {
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) return false;
-  throw ConfigError(std::string(var) + "='" + v + "': expected a boolean (1/0, true/false, yes/no, on/off)");
+using detail::KeyDef;
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) {
+    if (!out.empty()) out += '\n';
+    out += line;
+  }
+  return out;
 }
 
-uint64_t parse_uint(const char* var, const std::string& v, uint64_t lo, uint64_t hi) {
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || x < lo || x > hi)
-    throw ConfigError(std::string(var) + "='" + v + "': expected an integer in [" + std::to_string(lo) + ", " +
-                      std::to_string(hi) + "]");
-  return x;
+// Collects problems; `where` is "path:line", "environment variable X" or "flag --x".
+struct Problems {
+  std::vector<std::string> messages;
+
+  void unknown_key(const std::string& where, std::string_view key) {
+    std::string message = where + ": unknown key '" + std::string(key) + "'";
+    std::string suggestion = detail::closest_key(key);
+    message += suggestion.empty() ? "; `iscope-config keys` lists every key"
+                                  : "; did you mean '" + suggestion + "'?";
+    messages.push_back(std::move(message));
+  }
+
+  void bad_value(const std::string& where, const KeyDef& def, const std::string& problem) {
+    messages.push_back(where + ": " + std::string(def.key) + ": " + problem + "; allowed: " + detail::allowed(def));
+  }
+};
+
+// Applies one value from any source: the only place a source's text reaches the Config.
+void apply(Resolved& resolved, Problems& problems, const KeyDef& def, std::string_view text,
+           const std::string& where, std::string origin) {
+  std::string problem = detail::assign(def, resolved.config, text);
+  if (!problem.empty()) {
+    problems.bad_value(where, def, problem);
+    return;
+  }
+  resolved.origin[std::string(def.key)] = std::move(origin);
+}
+
+std::string_view node_kind(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a sequence";
+    case YAML::NodeType::Null: return "nothing";
+    default: return "a single value";
+  }
+}
+
+// yaml-cpp 0.7 accepts a quoted scalar left open at the end of the file, silently swallowing every line after
+// the quote into one string ("step: \"open" then "enable: true" becomes step = "open enable: true"). Re-scan
+// the source from the node's opening quote to find its closing one.
+bool is_unterminated_quote(const std::string& source, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (!node.IsScalar() || mark.pos < 0 || static_cast<size_t>(mark.pos) >= source.size()) return false;
+  const char quote = source[mark.pos];
+  if (quote != '"' && quote != '\'') return false;
+  for (size_t i = mark.pos + 1; i < source.size(); ++i) {
+    if (quote == '"' && source[i] == '\\') {
+      ++i;  // an escaped character, possibly an escaped quote
+    } else if (source[i] == quote) {
+      if (quote == '\'' && i + 1 < source.size() && source[i + 1] == '\'') {
+        ++i;  // '' is an escaped single quote
+      } else {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The text of a setting's value node, or a problem. A list setting also accepts a YAML sequence of words.
+bool value_text_of(const KeyDef& def, const YAML::Node& value, std::string& text, std::string& problem) {
+  if (value.IsScalar()) {
+    text = value.Scalar();
+    return true;
+  }
+  if (value.IsNull()) {  // "key:" with nothing after it, or "~": empty text, which only strings accept
+    text.clear();
+    return true;
+  }
+  if (value.IsSequence() && def.list) {
+    text.clear();
+    for (const YAML::Node& item : value) {
+      if (!item.IsScalar()) {
+        problem = "a list item is " + std::string(node_kind(item)) + ", not a word";
+        return false;
+      }
+      if (!text.empty()) text += ',';
+      text += item.Scalar();
+    }
+    return true;
+  }
+  problem = "expected a single value, got " + std::string(node_kind(value));
+  return false;
+}
+
+void read_file(const std::string& path, const std::string& named_by, Resolved& resolved, Problems& problems) {
+  std::ifstream in(path);
+  if (!in) {
+    problems.messages.push_back("cannot read config file '" + path + "'" + named_by + ": " + std::strerror(errno));
+    return;
+  }
+  std::stringstream content;
+  content << in.rdbuf();
+  const std::string source = content.str();
+  resolved.config_file = path;
+
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(source);
+  } catch (const YAML::ParserException& e) {
+    problems.messages.push_back(path + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+    return;
+  } catch (const YAML::Exception& e) {
+    problems.messages.push_back(path + ": YAML error: " + e.what());
+    return;
+  }
+  // A second document ("---") would be ignored by a single-document read: refuse it rather than drop it.
+  if (documents.size() > 1) {
+    problems.messages.push_back(path + ":" + std::to_string(documents[1].Mark().line + 1) +
+                                ": a config file holds one YAML document; this is a second one");
+    return;
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
+  if (root.IsNull()) return;  // an empty file (or only comments) sets nothing
+  if (!root.IsMap()) {
+    problems.messages.push_back(path + ":" + std::to_string(root.Mark().line + 1) +
+                                ": expected settings as 'key: value' lines, got " + std::string(node_kind(root)));
+    return;
+  }
+
+  std::map<std::string, int> first_line;  // yaml-cpp keeps duplicate keys; a second value is a mistake
+  for (const auto& entry : root) {
+    for (const YAML::Node& node : {entry.first, entry.second}) {
+      if (is_unterminated_quote(source, node)) {
+        problems.messages.push_back(path + ":" + std::to_string(node.Mark().line + 1) + ":" +
+                                    std::to_string(node.Mark().column + 1) +
+                                    ": YAML syntax error: a quoted string is never closed");
+        return;
+      }
+    }
+    const int line = entry.first.Mark().line + 1;
+    const std::string where = path + ":" + std::to_string(line);
+    if (!entry.first.IsScalar()) {
+      problems.messages.push_back(where + ": a key must be a single word, got " +
+                                  std::string(node_kind(entry.first)));
+      continue;
+    }
+    const std::string key = entry.first.Scalar();
+    if (auto [it, inserted] = first_line.emplace(key, line); !inserted) {
+      problems.messages.push_back(where + ": " + key + ": set twice (first at line " +
+                                  std::to_string(it->second) + ")");
+      continue;
+    }
+    const KeyDef* def = detail::find_key(key);
+    if (!def) {
+      problems.unknown_key(where, key);
+      continue;
+    }
+    std::string text, problem;
+    if (!value_text_of(*def, entry.second, text, problem)) {
+      problems.bad_value(where, *def, problem);
+      continue;
+    }
+    apply(resolved, problems, *def, text, where, "file:" + where);
+  }
+}
+
+void read_environment(Resolved& resolved, Problems& problems) {
+  constexpr std::string_view kPrefix = "INFERSCOPE_";
+  std::vector<std::string_view> entries;
+  for (char** e = environ; e && *e; ++e)
+    if (std::string_view(*e).starts_with(kPrefix)) entries.emplace_back(*e);
+  // environ's order is whatever the parent chose; sorting makes error lists reproducible.
+  std::sort(entries.begin(), entries.end());
+
+  for (std::string_view entry : entries) {
+    const size_t eq = entry.find('=');
+    const std::string name(entry.substr(0, eq));
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : entry.substr(eq + 1);
+    if (std::find(kNonSettingEnvironment.begin(), kNonSettingEnvironment.end(), name) !=
+        kNonSettingEnvironment.end())
+      continue;
+
+    std::string key = name.substr(kPrefix.size());
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    const KeyDef* def = detail::find_key(key);
+    const std::string where = "environment variable " + name;
+    // Only the upper-case spelling is a setting: INFERSCOPE_trace_size_mb is a typo, not an alias.
+    if (!def || detail::env_name(def->key) != name) {
+      std::string suggestion = def ? std::string(def->key) : detail::closest_key(key);
+      std::string message = where + ": not an InferScope setting";
+      message += suggestion.empty() ? "; `iscope-config keys` lists every variable"
+                                    : "; did you mean " + detail::env_name(suggestion) + "?";
+      problems.messages.push_back(std::move(message));
+      continue;
+    }
+    apply(resolved, problems, *def, value, where, "env:" + name);
+  }
+}
+
+std::string spell_flag(const std::string& spelling, std::string_view key) {
+  std::string out = spelling;
+  if (size_t at = out.find("{key}"); at != std::string::npos) out.replace(at, 5, key);
+  return out;
+}
+
+// --config, then INFERSCOPE_CONFIG, then ./.inferscope.yaml when present. A file that was named explicitly
+// must exist; the working directory's file is optional. `named_by` says who named it, for error messages.
+std::string pick_config_file(const ResolveOptions& options, std::string& named_by) {
+  if (!options.config_path.empty()) {
+    named_by = " (named by --config)";
+    return options.config_path;
+  }
+  if (options.read_environment) {
+    const char* from_env = std::getenv("INFERSCOPE_CONFIG");
+    if (from_env && *from_env) {
+      named_by = " (named by INFERSCOPE_CONFIG)";
+      return from_env;
+    }
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(kDefaultConfigFile, ec)) {
+    auto absolute = std::filesystem::absolute(kDefaultConfigFile, ec);
+    return ec ? std::string(kDefaultConfigFile) : absolute.string();
+  }
+  return {};
+}
+
+Resolved defaults() {
+  Resolved resolved;
+  for (const KeyDef& def : detail::key_defs()) resolved.origin[std::string(def.key)] = "default";
+  return resolved;
 }
 
 }  // namespace
 
+ConfigError::ConfigError(std::vector<std::string> errors)
+    : std::runtime_error(join_lines(errors)), errors_(std::move(errors)) {}
+
 Resolved resolve(const ResolveOptions& options) {
-  Resolved r;
-  if (!options.read_environment) return r;
-  auto env = [&](const char* var, const char* key) -> const char* {
-    const char* v = std::getenv(var);
-    if (v) r.origin[key] = std::string("env:") + var;
-    return v;
-  };
-  if (const char* v = env("INFERSCOPE_ENABLE", "enable")) r.config.enable = parse_bool("INFERSCOPE_ENABLE", v);
-  if (const char* v = env("INFERSCOPE_OUTPUT", "output")) r.config.output = v;
-  if (const char* v = env("INFERSCOPE_BUFFER_MODE", "buffer_mode")) {
-    std::string s = v;
-    if (s == "stream") r.config.buffer_mode = BufferMode::kStream;
-    else if (s == "ring") r.config.buffer_mode = BufferMode::kRing;
-    else throw ConfigError("INFERSCOPE_BUFFER_MODE='" + s + "': expected stream or ring");
+  Resolved resolved = defaults();
+  Problems problems;
+  if (options.read_file) {
+    std::string named_by;
+    std::string path = pick_config_file(options, named_by);
+    if (!path.empty()) read_file(path, named_by, resolved, problems);
   }
-  if (const char* v = env("INFERSCOPE_TRACE_SIZE_MB", "trace_size_mb"))
-    r.config.trace_size_mb = parse_uint("INFERSCOPE_TRACE_SIZE_MB", v, 1, 65536);
-  if (const char* v = env("INFERSCOPE_THREAD_BUFFER_KB", "thread_buffer_kb"))
-    r.config.thread_buffer_kb = static_cast<uint32_t>(parse_uint("INFERSCOPE_THREAD_BUFFER_KB", v, 64, 262144));
-  if (const char* v = env("INFERSCOPE_REPORT", "report")) r.config.report = v;
-  return r;
+  if (options.read_environment) read_environment(resolved, problems);
+  for (const auto& [key, value] : options.flags) {
+    const std::string flag = spell_flag(options.flag_spelling, key);
+    const KeyDef* def = detail::find_key(key);
+    if (!def) {
+      problems.unknown_key("flag " + flag, key);
+      continue;
+    }
+    apply(resolved, problems, *def, value, "flag " + flag, "flag:" + flag);
+  }
+  if (!problems.messages.empty()) throw ConfigError(std::move(problems.messages));
+  return resolved;
 }
 
-}  // namespace inferscope::config
+void validate_file(const std::string& path) {
+  Resolved resolved = defaults();
+  Problems problems;
+  read_file(path, "", resolved, problems);
+  if (!problems.messages.empty()) throw ConfigError(std::move(problems.messages));
+}
 
-namespace inferscope {
-std::string default_output_path() { return "inferscope-" + std::to_string(::getpid()) + ".iscope"; }
+const std::vector<KeyInfo>& keys() {
+  static const std::vector<KeyInfo> infos = [] {
+    std::vector<KeyInfo> out;
+    const Config defaults;
+    for (const KeyDef& def : detail::key_defs())
+      out.push_back({std::string(def.key), detail::env_name(def.key), std::string(def.section),
+                     std::string(detail::type_name(def)), detail::format(def, defaults), detail::allowed(def),
+                     std::string(def.doc)});
+    return out;
+  }();
+  return infos;
+}
+
+std::string value_text(const Config& config, std::string_view key) {
+  const KeyDef* def = detail::find_key(key);
+  if (!def) throw ConfigError("unknown key '" + std::string(key) + "'");
+  return detail::format(*def, config);
+}
+
+}  // namespace config
 }  // namespace inferscope

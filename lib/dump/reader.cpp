@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -139,8 +140,12 @@ void DumpReader::parse_chunk(const ChunkHeader& h, const uint8_t* p, uint64_t of
       break;
     }
     case ChunkType::kCollectorStatus: {
-      auto kv = parse_key_values(p, h.length, h.count, off);
-      status_.insert(status_.end(), kv.begin(), kv.end());
+      // The writer repeats the whole status list when a line changes: the latest line per collector holds.
+      for (auto& [k, v] : parse_key_values(p, h.length, h.count, off)) {
+        auto it = std::find_if(status_.begin(), status_.end(), [&](const auto& e) { return e.first == k; });
+        if (it == status_.end()) status_.emplace_back(k, v);
+        else it->second = v;
+      }
       break;
     }
     case ChunkType::kStrings: {

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace inferscope::runtime {
 
@@ -102,9 +104,23 @@ Channel* open_channel(std::string_view name);
 /// Dump thread id of the calling thread in the running session (binding it if needed); 0 when none runs.
 uint32_t current_thread_id();
 
+/// (os_tid, dump thread id) of every live thread the running session knows (channels and exited threads
+/// left out); empty when none runs. Takes the registry lock that threads take when they first record: for
+/// samplers that map /proc/self/task to dump thread ids now and then, not for hot paths.
+std::vector<std::pair<uint32_t, uint32_t>> session_threads();
+/// Changes whenever a thread joins a session's thread table (one relaxed load, no lock): samplers call
+/// session_threads() only when it moved.
+uint64_t session_threads_generation();
+
 /// Called by the writer thread each flush period, for collectors that sample (e.g. the system sampler
 /// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.
 void flush_now();
+
+/// Installs the NVTX side of Config::nvtx_emit (the GPU collector does, when built with the CUDA headers).
+void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop)() noexcept);
+
+/// Test hook: rings the process holds right now (live threads' rings and retired ones not yet freed).
+size_t live_ring_count();
 
 /// Test hook: the configuration the running session was started with.
 const Config& active_config();

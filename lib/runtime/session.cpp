@@ -28,12 +28,17 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
 
 namespace inferscope::detail {
 std::atomic<uint32_t> g_session{0};
+std::atomic<bool> g_nvtx_emit{false};
+// Config::nvtx_emit's NVTX side, installed by the GPU collector (runtime::set_nvtx_hooks).
+static std::atomic<void (*)(const StaticName&) noexcept> g_nvtx_push{nullptr};
+static std::atomic<void (*)() noexcept> g_nvtx_pop{nullptr};
 __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 }  // namespace inferscope::detail
 
@@ -59,7 +64,9 @@ RingEntry* make_ring(uint64_t bytes) {
   uint64_t cap = 64 * 1024;
   while (cap < bytes) cap <<= 1;
   auto* e = new RingEntry;
-  e->storage.reset(new uint8_t[cap]);
+  // Touch every page now, on the slow path: a first-touch page fault every 170 records would otherwise
+  // land on the recording thread's hot path.
+  e->storage.reset(new uint8_t[cap]());
   e->data = e->storage.get();
   e->capacity = cap;
   e->mask = cap - 1;
@@ -101,7 +108,8 @@ struct SessionState {
   uint64_t retained_bytes = 0;
   uint64_t records_written = 0;
   uint64_t drops_written_total = ~0ull;
-  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<std::unique_ptr<Collector>> collectors;  // appended under collectors_mu (the writer reads it)
+  std::mutex collectors_mu;
 
   // Snapshot requests (ring mode).
   std::mutex snap_mu;
@@ -125,6 +133,7 @@ struct Global {
   std::string last_output;
   LogLevel log_level = LogLevel::kWarn;
   bool atexit_registered = false;
+  std::atomic<uint64_t> threads_generation{0};  // bumped when a thread binds (session_threads_generation)
 };
 
 // Never destroyed: application threads may record while the process exits.
@@ -327,7 +336,7 @@ void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
   // Drop counts are cumulative; write them when they change (and in every snapshot).
   if (!all && total == s.drops_written_total) return;
   if (!all) s.drops_written_total = total;
-  if (d.empty() && !all) return;
+  if (d.empty()) return;
   ChunkBuilder b(ChunkType::kDrops);
   for (auto& e : d) b.add(e);
   b.finish_into(out);
@@ -441,7 +450,10 @@ void cycle(SessionState& s, std::vector<uint8_t>& buf) {
   stream_write(s, buf);
 }
 
+// The last writer cycle (on the writer thread, or the thread that stops from a signal): the final
+// calibration point, the last drain, and END.
 void finish_writing(SessionState& s) {
+  s.calib.push_back(take_calibration_point());
   std::vector<uint8_t> buf;
   cycle(s, buf);
   if (s.ring_mode) {
@@ -487,7 +499,16 @@ void writer_main(SessionState* s) {
       if (stop_impl(true, sig)) return;
       s->pending_signal.store(sig);
     }
-    for (auto& c : s->collectors) c->flush();
+    {
+      // Collectors start after the writer, so the list may grow while it runs; they are never removed
+      // before the writer has finished, so the pointers stay valid outside the lock.
+      std::vector<Collector*> cs;
+      {
+        std::lock_guard lk(s->collectors_mu);
+        for (auto& c : s->collectors) cs.push_back(c.get());
+      }
+      for (Collector* c : cs) c->flush();
+    }
     if (std::chrono::steady_clock::now() >= next_calib) {
       s->calib.push_back(take_calibration_point());
       next_calib += std::chrono::milliseconds(s->cfg.calibration_period_ms);
@@ -540,6 +561,7 @@ bool start_collector(SessionState& s, std::unique_ptr<Collector> c) {
   }
   set_collector_status(c->name(), status);
   if (status.rfind("off", 0) == 0) log(LogLevel::kInfo, std::string(c->name()) + " collector " + status);
+  std::lock_guard lk(s.collectors_mu);
   s.collectors.push_back(std::move(c));
   return true;
 }
@@ -617,7 +639,6 @@ bool stop_impl(bool from_writer, int signal_number) {
         std::lock_guard lk(g.registry);
         detail::g_session.store(0, std::memory_order_seq_cst);
       }
-      s->calib.push_back(take_calibration_point());
       if (from_writer) {
         finish_writing(*s);
         s->writer.detach();
@@ -698,6 +719,16 @@ void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, ui
   c.second += bytes;
 }
 
+void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop)() noexcept) {
+  detail::g_nvtx_pop.store(pop, std::memory_order_release);
+  detail::g_nvtx_push.store(push, std::memory_order_release);
+}
+
+size_t live_ring_count() {
+  std::lock_guard lk(G().registry);
+  return G().rings.size();
+}
+
 const Config& active_config() {
   static const Config defaults;
   SessionState* s = G().session;
@@ -751,6 +782,20 @@ uint32_t current_thread_id() {
   if (detail::t_state.epoch != e && !detail::bind_thread(e)) return 0;
   return static_cast<RingEntry*>(detail::t_state.ring)->thread_id;
 }
+
+std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  Global& g = G();
+  std::lock_guard lk(g.registry);
+  SessionState* s = g.session;
+  if (!s || detail::g_session.load() != s->epoch) return out;
+  out.reserve(s->threads.size());
+  for (auto& [id, t] : s->threads)
+    if (!(t.flags & (dump::kThreadChannel | dump::kThreadExited)) && t.os_tid) out.emplace_back(t.os_tid, id);
+  return out;
+}
+
+uint64_t session_threads_generation() { return G().threads_generation.load(std::memory_order_acquire); }
 
 void flush_now() {
   send_command(kCmdWake);
@@ -967,6 +1012,7 @@ bool bind_thread(uint32_t epoch) noexcept {
     dump::ThreadEntry t{e->thread_id, runtime::os_tid(), static_cast<uint32_t>(::getpid()), name, now(), 0, 0, 0};
     s->threads[e->thread_id] = t;
     s->dirty_threads.insert(e->thread_id);
+    g.threads_generation.fetch_add(1, std::memory_order_release);
     ts.ring = e;
     ts.epoch = epoch;
     runtime::t_exit_guard.entry = e;
@@ -988,6 +1034,28 @@ void fill_attr(AttrRecord& out, const Attribute& a) noexcept {
       out.value.s = intern_cached(a.s.data(), a.s.size());
       break;
   }
+}
+
+void nvtx_range_push(const StaticName& name) noexcept {
+  if (auto f = g_nvtx_push.load(std::memory_order_acquire)) f(name);
+}
+
+void end_range_slow(uint32_t epoch, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,
+                    const AttrRecord* attrs, uint32_t flags) noexcept {
+  if (flags & kRangeNvtxFlag)
+    if (auto f = g_nvtx_pop.load(std::memory_order_acquire)) f();
+  // A session that stopped (or restarted) while the range was open: the range is not part of it.
+  if (epoch != g_session.load(std::memory_order_relaxed)) return;
+  ThreadState& ts = t_state;
+  const uint32_t n = flags & ~kRangeNvtxFlag;
+  if (n != 0) return write_range_attrs(ts.ring, name, depth, start, end, attrs, n);
+  uint8_t* p = ring_reserve(ts.ring, sizeof(RangeRecord));
+  if (!p) return;
+  const RangeRecord r{{RecordKind::kRange, static_cast<uint8_t>(depth < 255 ? depth : 255),
+                       static_cast<uint16_t>(sizeof(RangeRecord))},
+                      name, start, end};
+  std::memcpy(p, &r, sizeof(r));
+  ring_commit(ts.ring, sizeof(RangeRecord));
 }
 
 void write_range_attrs(ThreadRing* r, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,

@@ -4,6 +4,7 @@
 #include "runtime/session.hpp"
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -132,7 +133,11 @@ uint32_t intern_cached(const char* s, size_t len) noexcept {
     std::string_view interned;
     uint32_t id;
   };
-  static thread_local Entry cache[64];
+  // On the heap, not in TLS: the library's TLS block must stay small enough for glibc's static TLS surplus
+  // (512 bytes by default), or dlopen (e.g. `import inferscope_py` without LD_PRELOAD) fails with "cannot
+  // allocate memory in static TLS block", since t_state is initial-exec.
+  static thread_local std::unique_ptr<Entry[]> cache;
+  if (INFERSCOPE_UNLIKELY(!cache)) cache.reset(new Entry[64]());
   std::string_view text(s, len);
   Entry& e = cache[(reinterpret_cast<uintptr_t>(s) >> 3) & 63];
   // The pointer may since hold another string (a reused buffer): the interned text must still match.

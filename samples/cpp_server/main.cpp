@@ -8,6 +8,7 @@
 #include <inferscope/scope.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -60,12 +61,12 @@ class BatchQueue {
 std::vector<int> tokenize(const std::string& text) {
   ISCOPE_FUNC();
   std::vector<int> tokens;
-  int h = 0;
+  uint32_t h = 0;
   for (char c : text) {
-    h = h * 31 + c;
-    if (c == ' ') tokens.push_back(h & 0xffff), h = 0;
+    h = h * 31 + static_cast<unsigned char>(c);
+    if (c == ' ') tokens.push_back(static_cast<int>(h & 0xffff)), h = 0;
   }
-  tokens.push_back(h & 0xffff);
+  tokens.push_back(static_cast<int>(h & 0xffff));
   return tokens;
 }
 

@@ -22,6 +22,9 @@ namespace inferscope::detail {
 /// 0 while no session records; otherwise the running session's epoch (never 0). The fast path of every
 /// annotation is one relaxed load of this (DESIGN.md decision 5).
 extern INFERSCOPE_API std::atomic<uint32_t> g_session;
+/// Config::nvtx_emit of the running session: ISCOPE ranges are also pushed as NVTX ranges. Read only by a
+/// range that records, once at its beginning (one predictable branch); a stopped session never reads it.
+extern INFERSCOPE_API std::atomic<bool> g_nvtx_emit;
 /// Chosen once before the first session: TSC ticks where the TSC is invariant, else CLOCK_MONOTONIC_RAW ns.
 extern INFERSCOPE_API bool g_clock_is_tsc;
 

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""GPU collector overhead on a launch-bound PyTorch step (DESIGN.md budgets; docs/benchmarks.md).
+
+One process alternates windows with collection on and off, many rounds, and reports medians:
+
+  # InferScope: run under iscope-run so libinferscope.so is loaded and CUPTI is attached; the script
+  # switches the activity set at run time through libinferscope's C entry points (ctypes).
+  iscope-run --no-python -o /tmp/bench.iscope -- python3 bench/gpu/gpt2_overhead.py --mode inferscope
+
+  # torch.profiler on the same step, measured the same way (a separate process: CUPTI allows one tool).
+  python3 bench/gpu/gpt2_overhead.py --mode torch-profiler
+
+The step: transformers' GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)), random weights,
+fp16, sequence 128, batch 1 and 32, no_grad, synchronized at the end of each step.
+"""
+import argparse
+import ctypes
+import os
+import random
+import statistics
+import sys
+import time
+
+
+def load_inferscope():
+    path = os.environ.get("INFERSCOPE_LIBRARY")
+    if not path:
+        for p in os.environ.get("LD_PRELOAD", "").split(":"):
+            if "libinferscope" in p:
+                path = p
+                break
+    if not path:
+        sys.exit("run this mode under iscope-run (libinferscope.so must be loaded and recording)")
+    lib = ctypes.CDLL(path)
+    lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
+    lib.inferscope_cupti_set_activities.restype = ctypes.c_int
+    lib.inferscope_cupti_status.restype = ctypes.c_char_p
+    return lib
+
+
+def build_step(batch, seq, device):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=12, n_embd=768, n_head=12)
+    model = GPT2LMHeadModel(cfg).to(device=device, dtype=torch.float16).eval()
+    ids = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
+
+    def step():
+        with torch.no_grad():
+            model(input_ids=ids, use_cache=False)
+        torch.cuda.synchronize()
+
+    return step
+
+
+def window(step, n):
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def measure(step, modes, enter, rounds, steps, warm):
+    """modes: names; enter(mode) -> context manager active during the window. Returns {mode: [window medians]}."""
+    res = {m: [] for m in modes}
+    for _ in range(rounds):
+        order = list(modes)
+        random.shuffle(order)
+        for m in order:
+            with enter(m):
+                for _ in range(warm):
+                    step()
+                res[m].append(window(step, steps))
+    return res
+
+
+def report(title, res, base, batch, f=sys.stdout):
+    b = statistics.median(res[base])
+    print(f"\n## {title}, batch {batch}: median step {b * 1e3:.3f} ms with collection off", file=f)
+    print("| mode | median step ms | overhead vs off (ratio of medians) | median of per-round ratios |", file=f)
+    print("|---|---:|---:|---:|", file=f)
+    for m, v in res.items():
+        med = statistics.median(v)
+        paired = statistics.median(a / o for a, o in zip(v, res[base]))
+        print(f"| {m} | {med * 1e3:.3f} | {100 * (med / b - 1):+.2f} % | {100 * (paired - 1):+.2f} % |", file=f)
+    f.flush()
+
+
+class Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain"], required=True)
+    ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per window")
+    ap.add_argument("--warm", type=int, default=3, help="untimed steps at the start of each window")
+    ap.add_argument("--sets", default="kernel;kernel,memcpy;kernel,memcpy,runtime;minimal;default;full",
+                    help="';'-separated InferScope activity sets to compare with 'none' (collection off); "
+                         "a set may end in +python or +python_full to trace Python calls too (default or "
+                         "full filters) during its windows; run without --no-python for those")
+    a = ap.parse_args()
+
+    import torch
+    import transformers
+
+    print(f"# GPU collector overhead: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
+          f"transformers {transformers.__version__}, python {sys.version.split()[0]}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rounds={a.rounds} steps/window={a.steps} "
+          f"warm={a.warm}; command: {' '.join(sys.argv)}")
+    random.seed(1)
+    lib = load_inferscope() if a.mode == "inferscope" else None
+    isc = None
+    if lib and "+python" in a.sets:
+        import inferscope_py as isc  # on PYTHONPATH under iscope-run
+    if lib:
+        print(f"# collector: {lib.inferscope_cupti_status().decode()}")
+
+    for batch in [int(x) for x in a.batches.split(",")]:
+        step = build_step(batch, a.seq, "cuda")
+        for _ in range(10):
+            step()
+        if a.mode == "inferscope":
+            sets = ["none"] + a.sets.split(";")
+
+            class Switch:
+                def __init__(self, m):
+                    self.m = m
+
+                def __enter__(self):
+                    activities, _, python = self.m.partition("+")
+                    rc = lib.inferscope_cupti_set_activities(activities.encode())
+                    if rc != 0:
+                        sys.exit(f"inferscope_cupti_set_activities({activities}) = {rc}: "
+                                 f"{lib.inferscope_cupti_status().decode()}")
+                    if isc is not None:
+                        # Python tracing only in the windows that ask for it ("none" has it off too).
+                        isc.trace_python(bool(python), mode="full" if python == "python_full" else "default")
+
+                def __exit__(self, *x):
+                    return False
+
+            res = measure(step, sets, Switch, a.rounds, a.steps, a.warm)
+            lib.inferscope_cupti_set_activities(b"default")
+            report("InferScope GPU collector", res, "none", batch)
+        elif a.mode == "torch-profiler":
+            from torch.profiler import ProfilerActivity, profile
+
+            def enter(m):
+                if m == "off":
+                    return Nothing()
+                return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+
+            res = measure(step, ["off", "torch.profiler"], enter, a.rounds, a.steps, a.warm)
+            report("torch.profiler (CPU+CUDA activities)", res, "off", batch)
+        else:
+            res = measure(step, ["plain"], lambda m: Nothing(), a.rounds, a.steps, a.warm)
+            print(f"\n## no profiler, batch {batch}: median step {statistics.median(res['plain']) * 1e3:.3f} ms")
+        del step
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""python -m inferscope_py run [options] script.py [args...]   (or: run [options] -m module [args...])
+
+Profiles an unmodified Python program: starts a session, switches Python call tracing on, runs the script as
+__main__ with sys.argv set, and completes the dump when it ends. The script's exit status is preserved; an
+uncaught exception prints its traceback and exits with status 1, as Python itself does.
+"""
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+
+import inferscope_py
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="python -m inferscope_py",
+        description="Profile a Python program with InferScope (ranges, Python calls, and GPU activity when "
+        "the GPU collector is present).",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a script (or -m module) with Python tracing on")
+    run.add_argument("-o", "--output", help="dump file (default: inferscope-<pid>.iscope)")
+    run.add_argument("--report", help="also write this report at exit (.md, .html, .json) with iscope-analyze")
+    run.add_argument("--mode", choices=["default", "full"], default=None,
+                     help="default: your code and model forward passes; full: every Python function")
+    run.add_argument("--include", help="comma list of module or path prefixes: trace only these")
+    run.add_argument("--exclude", help="comma list of module or path prefixes never traced")
+    run.add_argument("--max-depth", type=int, default=None, help="deepest recorded call nesting (0 = unlimited)")
+    run.add_argument("-m", dest="module", help="run a library module as a script, like python -m")
+    run.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args...] (or the module's args)")
+    return p
+
+
+def _print_exception(exc):
+    # Hide this runner's frames: the traceback starts in the user's program, as it would without us.
+    tb = exc.__traceback__
+    ours = (os.path.abspath(__file__), os.path.abspath(runpy.__file__))
+    while tb is not None and (os.path.abspath(tb.tb_frame.f_code.co_filename) in ours
+                              or tb.tb_frame.f_code.co_filename.startswith("<frozen runpy")):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
+
+
+def _run(args):
+    if args.module is None and not args.target:
+        print("python -m inferscope_py run: no script given", file=sys.stderr)
+        return 2
+    config = {}
+    if args.output:
+        config["output"] = args.output
+    if args.report:
+        config["report"] = args.report
+    started = inferscope_py.start(**config)  # False: INFERSCOPE_ENABLE=1 already started one; record into it
+    filters = {k: v for k, v in (("mode", args.mode), ("include", args.include), ("exclude", args.exclude),
+                                 ("max_depth", args.max_depth)) if v is not None}
+    try:
+        inferscope_py.trace_python(True, **filters)
+    except RuntimeError as e:  # e.g. another profiler holds the hook: ranges still record
+        print(f"inferscope: {e}", file=sys.stderr)
+
+    status = 0
+    script = None
+    try:
+        if args.module is not None:
+            sys.argv = [args.module] + args.target
+            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        else:
+            script = args.target[0]
+            if not os.path.exists(script):
+                print(f"python -m inferscope_py run: cannot open '{script}': no such file", file=sys.stderr)
+                return 2
+            sys.argv = list(args.target)
+            sys.path[0] = os.path.dirname(os.path.abspath(script))
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            status = 0
+        elif isinstance(code, int):
+            status = code
+        else:
+            print(code, file=sys.stderr)
+            status = 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        status = 130
+    except BaseException as e:  # noqa: BLE001 - the script's own failure, reported like Python does
+        _print_exception(e)
+        status = 1
+    finally:
+        inferscope_py.trace_python(False)
+        if started:
+            path = inferscope_py.output_path()
+            inferscope_py.stop()
+            print(f"inferscope: wrote {path}", file=sys.stderr)
+    return status
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+// The GPU collector: CUPTI activities (kernels, copies, memsets, syncs, allocations, graph launches,
+// CUPTI overhead) into the "gpu" channel, selected runtime/driver API calls as CudaApiRecord on the calling
+// thread, timestamps on the session clock, and CPU/GPU clock checks. docs/gpu-collector.md explains it.
+#pragma once
+
+#include "collect/cupti/cupti_api.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace inferscope::cupti {
+
+/// What to collect. Parsed from Config::cupti_activities: presets "default" (kernel, memcpy, memset, sync,
+/// memory, overhead, runtime, driver), "minimal" (kernel, memcpy, runtime, driver), "full" (default plus
+/// runtime_all), "none", or a comma list (their union) of: kernel, memcpy, memset, sync, memory, overhead,
+/// graph (one record per graph launch; CUPTI then no longer reports the graph's kernels one by one),
+/// runtime / driver (the selected runtime / driver API calls that explain a step: launches, copies,
+/// memsets, synchronizations, waits, allocations, graph launches), api (both), runtime_all (every runtime
+/// API call: measurably more expensive), nvtx (accepted; NVTX capture follows Config::nvtx_capture).
+struct ActivitySet {
+  bool kernel = false, memcpy = false, memset = false, sync = false, memory = false, graph = false,
+       overhead = false, runtime = false, driver = false, runtime_all = false;
+  bool any() const {
+    return kernel || memcpy || memset || sync || memory || graph || overhead || runtime || driver || runtime_all;
+  }
+  bool operator==(const ActivitySet&) const = default;
+};
+
+/// Parses a specification; throws std::invalid_argument naming the unknown word.
+ActivitySet parse_activity_set(const std::string& spec);
+
+/// Whether a runtime ("cuda...") or driver ("cu...") API function is one of the calls that explain an
+/// inference step (launches, copies, memsets, synchronizations, waits, allocations, graph launches).
+bool is_selected_api(const char* function_name);
+
+/// Test hook: the factory the collector uses instead of load_cupti_api() (nullptr restores it).
+void set_api_factory_for_test(std::function<std::unique_ptr<CuptiApi>()> factory);
+
+/// The CUPTI buffer-completed entry point, exposed so tests can hand it a synthetic buffer.
+void deliver_buffer_for_test(uint8_t* buffer, size_t valid_size);
+
+}  // namespace inferscope::cupti
+
+extern "C" {
+/// Registers the GPU collector and the NVTX collector with the runtime (called by the runtime at start).
+void inferscope_register_cupti_collector();
+/// Switches what the running GPU collector records, at run time (e.g. from Python through ctypes for an
+/// on/off A/B benchmark): a Config::cupti_activities specification, "none" for nothing. Returns 0 on
+/// success, -1 for a bad specification, -2 when the GPU collector is not active.
+int inferscope_cupti_set_activities(const char* spec);
+/// Hands every buffered activity record to the session now (cuptiActivityFlushAll, forced). 0 on success.
+int inferscope_cupti_flush();
+/// The collector's current one-line status ("on: ..." / "off: ...").
+const char* inferscope_cupti_status();
+/// The CUDA driver's injection entry point (CUDA_INJECTION64_PATH): activates GPU collection inside cuInit
+/// when a session started at load time was waiting for CUDA. Returns 1.
+int InitializeInjection();
+}

@@ -1,0 +1,712 @@
+// CPython tracing collector (see python_tracer.hpp for the mechanisms per version).
+//
+// Hot path per traced call: one code-object extra-slot read (the code's classification and code id are
+// cached there, tagged with the filter generation), one push of {code, start ticks} on a per-thread stack at
+// entry, and at exit a pop plus one 24-byte PyCallRecord into the thread's ring. Nothing allocates, nothing
+// locks, no Python object is created.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include "collect/python/python_tracer.hpp"
+
+#include <inferscope/internal/hot_path.hpp>
+
+#include <atomic>
+#include <stdexcept>
+#include <string_view>
+
+#if PY_VERSION_HEX >= 0x030C0000
+#define ISCOPE_PY_MONITORING 1
+#else
+#define ISCOPE_PY_MONITORING 0
+#endif
+
+namespace inferscope::pytrace {
+namespace {
+
+// --- code-object extra slot ------------------------------------------------------------------------------
+
+#if PY_VERSION_HEX >= 0x030C0000
+inline int code_get_extra(PyObject* code, Py_ssize_t i, void** out) { return PyUnstable_Code_GetExtra(code, i, out); }
+inline int code_set_extra(PyObject* code, Py_ssize_t i, void* v) { return PyUnstable_Code_SetExtra(code, i, v); }
+inline Py_ssize_t request_extra_index() { return PyUnstable_Eval_RequestCodeExtraIndex(nullptr); }
+#else
+inline int code_get_extra(PyObject* code, Py_ssize_t i, void** out) { return _PyCode_GetExtra(code, i, out); }
+inline int code_set_extra(PyObject* code, Py_ssize_t i, void* v) { return _PyCode_SetExtra(code, i, v); }
+inline Py_ssize_t request_extra_index() { return _PyEval_RequestCodeExtraIndex(nullptr); }
+#endif
+
+// The slot holds (generation << 33) | (excluded << 32) | code id; 0 means "not classified yet". A filter change
+// bumps the generation, so every code object is classified again on its next call.
+constexpr uint64_t kExcludedBit = 1ull << 32;
+constexpr int kGenShift = 33;
+
+// --- global state: written with the GIL held; the hooks run with the GIL held too -------------------------
+
+Py_ssize_t g_extra_index = -1;
+std::atomic<bool> g_active{false};  // hooks record; cleared by Collector::stop() from any thread
+bool g_installed = false;           // hooks are installed
+uint32_t g_code_gen = 1;            // classification generation (31 bits used)
+uint32_t g_stack_gen = 1;           // per-thread stacks older than this are stale (tracing was switched)
+Filters g_filters;
+std::string g_package_dir;
+std::vector<std::string> g_library_dirs;  // stdlib and site-packages, each ending in '/'
+Stats g_stats;
+std::string g_last_error;
+
+inline bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// --- per-thread call stack ------------------------------------------------------------------------------
+
+struct Frame {
+  PyObject* code;  // borrowed: identifies the activation at its exit; the frame keeps the code alive
+  uint64_t start;
+  uint32_t id;     // code id; 0 = traced but deeper than max_depth, not recorded
+};
+
+struct ThreadTrace {
+  uint32_t gen = 0;
+  std::vector<Frame> frames;
+  ThreadTrace() { frames.reserve(256); }
+};
+
+#if ISCOPE_PY_MONITORING
+// sys.monitoring callbacks get no per-thread argument: thread-local storage. Default TLS model on purpose: an
+// extension module is dlopen'ed, often after libraries (torch) that used up glibc's small static-TLS surplus.
+__thread ThreadTrace* t_trace = nullptr;
+struct ThreadTraceOwner {
+  ~ThreadTraceOwner() {
+    delete t_trace;
+    t_trace = nullptr;
+  }
+};
+thread_local ThreadTraceOwner t_trace_owner;
+
+__attribute__((noinline)) ThreadTrace* new_thread_trace() {
+  (void)&t_trace_owner;  // registers the thread-exit cleanup
+  t_trace = new ThreadTrace;
+  return t_trace;
+}
+inline ThreadTrace* thread_trace() {
+  ThreadTrace* t = t_trace;
+  return INFERSCOPE_LIKELY(t != nullptr) ? t : new_thread_trace();
+}
+#endif
+
+// --- classification// --- classification (once per code object and filter generation) -----------------------------------------
+
+std::string utf8_attr(PyObject* obj, const char* attr) {
+  std::string out;
+  if (PyObject* v = PyObject_GetAttrString(obj, attr)) {
+    if (PyUnicode_Check(v)) {
+      Py_ssize_t n = 0;
+      if (const char* s = PyUnicode_AsUTF8AndSize(v, &n)) out.assign(s, static_cast<size_t>(n));
+    }
+    Py_DECREF(v);
+  }
+  PyErr_Clear();
+  return out;
+}
+
+// "pkg.sub.mod" for a file: relative to the longest sys.path entry that contains it.
+std::string module_name_for(const std::string& file) {
+  std::string best;
+  if (PyObject* path = PySys_GetObject("path"); path && PyList_Check(path)) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); ++i) {
+      PyObject* item = PyList_GET_ITEM(path, i);
+      if (!PyUnicode_Check(item)) continue;
+      const char* s = PyUnicode_AsUTF8(item);
+      if (!s) {
+        PyErr_Clear();
+        continue;
+      }
+      std::string dir = s;
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+      if (dir.empty() || dir.size() <= best.size()) continue;
+      if (file.size() > dir.size() && starts_with(file, dir) && file[dir.size()] == '/') best = dir;
+    }
+  }
+  std::string rel = best.empty() ? file.substr(file.rfind('/') + 1) : file.substr(best.size() + 1);
+  for (std::string_view ext : {".py", ".pyc", ".pyw"})
+    if (rel.size() > ext.size() && rel.compare(rel.size() - ext.size(), ext.size(), ext) == 0) {
+      rel.resize(rel.size() - ext.size());
+      break;
+    }
+  if (rel.size() > 9 && rel.compare(rel.size() - 9, 9, "/__init__") == 0) rel.resize(rel.size() - 9);
+  for (char& c : rel)
+    if (c == '/') c = '.';
+  return rel;
+}
+
+bool decide(const std::string& file, const std::string& name) {
+  std::string module;
+  bool have_module = false;
+  auto matches = [&](const std::string& prefix) {
+    if (prefix.find('/') != std::string::npos) return starts_with(file, prefix);
+    if (!have_module) {
+      module = module_name_for(file);
+      have_module = true;
+    }
+    return module == prefix || (starts_with(module, prefix) && module.size() > prefix.size() &&
+                                module[prefix.size()] == '.');
+  };
+  for (const auto& e : g_filters.exclude)
+    if (matches(e)) return false;
+  if (!g_filters.include.empty()) {
+    for (const auto& i : g_filters.include)
+      if (matches(i)) return true;
+    return false;
+  }
+  if (!g_package_dir.empty() && starts_with(file, g_package_dir)) return false;
+  if (g_filters.mode == "full") return true;
+  // default: the user's code and model forward passes.
+  if (file.empty() || file[0] == '<') return !starts_with(file, "<frozen");
+  bool library = file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos;
+  for (const auto& d : g_library_dirs)
+    if (!library && starts_with(file, d)) library = true;
+  return !library || name == "forward";
+}
+
+__attribute__((noinline)) uint64_t classify(PyObject* code) {
+  // The hooks may run while an exception propagates: keep it intact.
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  const std::string file = utf8_attr(code, "co_filename");
+  const std::string name = utf8_attr(code, "co_name");
+  std::string qualname = utf8_attr(code, "co_qualname");  // 3.11+
+  if (qualname.empty()) qualname = name;
+  long line = 0;
+  if (PyObject* l = PyObject_GetAttrString(code, "co_firstlineno")) {
+    line = PyLong_AsLong(l);
+    Py_DECREF(l);
+  }
+  PyErr_Clear();
+  const bool traced = decide(file, name);
+  uint32_t id = 0;
+  if (traced) {
+    id = runtime::intern_code(qualname, file, static_cast<uint32_t>(line > 0 ? line : 0));
+    ++g_stats.codes_traced;
+  } else {
+    ++g_stats.codes_excluded;
+  }
+  const uint64_t v = (uint64_t(g_code_gen) << kGenShift) | (traced ? 0 : kExcludedBit) | id;
+#if ISCOPE_PY_MONITORING
+  // Excluded code is answered with DISABLE, so its local events stop firing without a cache; leave the
+  // interpreter's static (deep-frozen, immortal) code objects untouched, as they are shared and finalized
+  // specially.
+  const bool cache = traced || !_Py_IsImmortal(code);
+#else
+  const bool cache = true;
+#endif
+  if (cache && code_set_extra(code, g_extra_index, reinterpret_cast<void*>(static_cast<uintptr_t>(v))) != 0)
+    PyErr_Clear();
+  PyErr_Restore(et, ev, tb);
+  return v;
+}
+
+inline uint64_t code_info(PyObject* code) {
+  void* extra = nullptr;
+  if (INFERSCOPE_LIKELY(code_get_extra(code, g_extra_index, &extra) == 0)) {
+    const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(extra));
+    if (INFERSCOPE_LIKELY(v != 0 && (v >> kGenShift) == g_code_gen)) return v;
+  } else {
+    PyErr_Clear();
+  }
+  return classify(code);
+}
+
+// --- the two events every mechanism reduces to -------------------------------------------------------------
+
+// A call or resumption of `code` begins on the thread that owns `t`. Returns false when the code is excluded.
+inline bool on_enter(ThreadTrace* t, PyObject* code) {
+  const uint64_t info = code_info(code);
+  if (info & kExcludedBit) return false;
+  if (INFERSCOPE_UNLIKELY(t->gen != g_stack_gen)) {  // tracing was switched since this thread last traced
+    t->frames.clear();
+    t->gen = g_stack_gen;
+  }
+  const uint32_t max = g_filters.max_depth;
+  const uint32_t id = (max == 0 || t->frames.size() < max) ? static_cast<uint32_t>(info) : 0;
+  t->frames.push_back(Frame{code, detail::now(), id});
+  return true;
+}
+
+// A call of `code` returns, yields or unwinds. Returns false when the code is excluded.
+inline bool on_exit(ThreadTrace* t, PyObject* code) {
+  const uint64_t end = detail::now();
+  // Only traced code is ever pushed, so a match on the top of the stack needs no classification.
+  if (INFERSCOPE_UNLIKELY(t == nullptr || t->gen != g_stack_gen || t->frames.empty() || t->frames.back().code != code))
+    return !(code_info(code) & kExcludedBit);  // excluded, or an activation that began before tracing did
+  const Frame f = t->frames.back();
+  t->frames.pop_back();
+  if (f.id != 0) {
+    const size_t depth = t->frames.size();
+    const PyCallRecord r{{RecordKind::kPyCall, static_cast<uint8_t>(depth < 255 ? depth : 255),
+                          static_cast<uint16_t>(sizeof(PyCallRecord))},
+                         f.id, f.start, end};
+    detail::emit_record(&r, sizeof(r));
+  }
+  return true;
+}
+
+#if ISCOPE_PY_MONITORING
+// --- CPython >= 3.12: sys.monitoring -----------------------------------------------------------------------
+
+constexpr int kToolId = 2;  // sys.monitoring.PROFILER_ID
+constexpr const char* kToolName = "inferscope";
+PyObject* g_monitoring = nullptr;  // sys.monitoring
+PyObject* g_disable = nullptr;     // sys.monitoring.DISABLE
+bool g_returned_disable = false;   // some location is disabled for our tool id: restart_events() before reuse
+
+inline PyObject* ret_none() { Py_RETURN_NONE; }
+inline PyObject* ret_disable() {
+  g_returned_disable = true;
+  Py_INCREF(g_disable);
+  return g_disable;
+}
+
+// Local events (PY_START, PY_RESUME, PY_RETURN, PY_YIELD) may answer DISABLE for code that is not traced.
+PyObject* mon_enter(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (INFERSCOPE_UNLIKELY(nargs < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
+  return on_enter(thread_trace(), args[0]) ? ret_none() : ret_disable();
+}
+PyObject* mon_exit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (INFERSCOPE_UNLIKELY(nargs < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
+  return on_exit(t_trace, args[0]) ? ret_none() : ret_disable();
+}
+// PY_THROW and PY_UNWIND cannot be disabled per location.
+PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_enter(thread_trace(), args[0]);
+  return ret_none();
+}
+PyObject* mon_exit_nonlocal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(t_trace, args[0]);
+  return ret_none();
+}
+
+PyMethodDef g_mon_defs[] = {
+    {"_inferscope_enter", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_enter)), METH_FASTCALL, nullptr},
+    {"_inferscope_exit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_exit)), METH_FASTCALL, nullptr},
+    {"_inferscope_throw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_enter_nonlocal)), METH_FASTCALL, nullptr},
+    {"_inferscope_unwind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_exit_nonlocal)), METH_FASTCALL, nullptr},
+};
+PyObject* g_mon_callbacks[4] = {};
+
+// Calls sys.monitoring.<method>(*args); returns a new reference or nullptr with the error described.
+PyObject* mon_call(const char* method, PyObject* args, std::string* error) {
+  PyObject* r = nullptr;
+  if (PyObject* f = PyObject_GetAttrString(g_monitoring, method)) {
+    r = PyObject_CallObject(f, args);
+    Py_DECREF(f);
+  }
+  Py_XDECREF(args);
+  if (!r && error) {
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    std::string what = "unknown error";
+    if (ev) {
+      if (PyObject* s = PyObject_Str(ev)) {
+        if (const char* c = PyUnicode_AsUTF8(s)) what = c;
+        Py_DECREF(s);
+      }
+    }
+    *error = std::string("sys.monitoring.") + method + " failed: " + what;
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+  }
+  PyErr_Clear();
+  return r;
+}
+
+long event_bit(const char* name) {
+  long v = 0;
+  if (PyObject* events = PyObject_GetAttrString(g_monitoring, "events")) {
+    if (PyObject* e = PyObject_GetAttrString(events, name)) {
+      v = PyLong_AsLong(e);
+      Py_DECREF(e);
+    }
+    Py_DECREF(events);
+  }
+  PyErr_Clear();
+  return v;
+}
+
+struct EventCallback {
+  const char* event;
+  int callback;
+};
+constexpr EventCallback kEvents[] = {{"PY_START", 0},  {"PY_RESUME", 0}, {"PY_RETURN", 1},
+                                     {"PY_YIELD", 1},  {"PY_THROW", 2},  {"PY_UNWIND", 3}};
+
+std::string install_hooks() {
+  std::string error;
+  PyObject* tool = mon_call("get_tool", Py_BuildValue("(i)", kToolId), &error);
+  if (!tool) return error;
+  if (tool != Py_None) {
+    const char* owner = PyUnicode_Check(tool) ? PyUnicode_AsUTF8(tool) : nullptr;
+    std::string who = owner ? owner : "?";
+    Py_DECREF(tool);
+    PyErr_Clear();
+    if (who != kToolName)
+      return "sys.monitoring tool id 2 (PROFILER_ID) is already used by '" + who +
+             "' (another profiler, e.g. cProfile, is running); Python calls are not traced";
+  } else {
+    Py_DECREF(tool);
+    PyObject* r = mon_call("use_tool_id", Py_BuildValue("(is)", kToolId, kToolName), &error);
+    if (!r) return error;
+    Py_DECREF(r);
+  }
+  long mask = 0;
+  for (const auto& ev : kEvents) {
+    const long bit = event_bit(ev.event);
+    mask |= bit;
+    PyObject* r = mon_call("register_callback", Py_BuildValue("(ilO)", kToolId, bit, g_mon_callbacks[ev.callback]), &error);
+    if (!r) return error;
+    Py_DECREF(r);
+  }
+  if (g_returned_disable) {
+    // Locations disabled under an older filter generation (or while inactive) must fire again.
+    if (PyObject* r = mon_call("restart_events", nullptr, &error)) Py_DECREF(r);
+    g_returned_disable = false;
+  }
+  PyObject* r = mon_call("set_events", Py_BuildValue("(il)", kToolId, mask), &error);
+  if (!r) return error;
+  Py_DECREF(r);
+  return {};
+}
+
+void remove_hooks(bool at_exit) {
+  if (PyObject* r = mon_call("set_events", Py_BuildValue("(ii)", kToolId, 0), nullptr)) Py_DECREF(r);
+  for (const auto& ev : kEvents)
+    if (PyObject* r = mon_call("register_callback", Py_BuildValue("(ilO)", kToolId, event_bit(ev.event), Py_None), nullptr))
+      Py_DECREF(r);
+  // The next user of PROFILER_ID (cProfile) must not inherit locations we disabled. At interpreter exit there
+  // is no next user: skip re-instrumenting every code object.
+  if (g_returned_disable && !at_exit) {
+    if (PyObject* r = mon_call("restart_events", nullptr, nullptr)) Py_DECREF(r);
+    g_returned_disable = false;
+  }
+  if (PyObject* r = mon_call("free_tool_id", Py_BuildValue("(i)", kToolId), nullptr)) Py_DECREF(r);
+}
+
+bool init_mechanism(std::string* error) {
+  g_monitoring = PySys_GetObject("monitoring");  // borrowed; sys keeps it
+  if (!g_monitoring) {
+    *error = "sys.monitoring is missing";
+    return false;
+  }
+  Py_INCREF(g_monitoring);
+  g_disable = PyObject_GetAttrString(g_monitoring, "DISABLE");
+  if (!g_disable) {
+    PyErr_Clear();
+    *error = "sys.monitoring.DISABLE is missing";
+    return false;
+  }
+  for (int i = 0; i < 4; ++i) {
+    g_mon_callbacks[i] = PyCFunction_New(&g_mon_defs[i], nullptr);
+    if (!g_mon_callbacks[i]) {
+      PyErr_Clear();
+      *error = "cannot create the sys.monitoring callbacks";
+      return false;
+    }
+  }
+  return true;
+}
+
+#else
+// --- CPython < 3.12: the C profile hook on every thread -------------------------------------------------------
+
+// Each thread's profile object holds its call stack: the hook gets it as its first argument, so the hot path
+// needs no thread-local lookup, and the stack goes away with the thread state.
+struct TraceHolder {
+  PyObject_HEAD
+  ThreadTrace* trace;
+};
+void TraceHolder_dealloc(PyObject* self) {
+  delete reinterpret_cast<TraceHolder*>(self)->trace;
+  Py_TYPE(self)->tp_free(self);
+}
+PyTypeObject TraceHolderType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* new_holder() {
+  auto* h = PyObject_New(TraceHolder, &TraceHolderType);
+  if (!h) return nullptr;
+  h->trace = new ThreadTrace;
+  return reinterpret_cast<PyObject*>(h);
+}
+
+int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
+  if (what != PyTrace_CALL && what != PyTrace_RETURN) return 0;
+  if (INFERSCOPE_UNLIKELY(!g_active.load(std::memory_order_relaxed) || obj == nullptr)) {
+    // Stopped from outside the interpreter (a signal, the C++ API): take the hook out of this thread.
+    PyEval_SetProfile(nullptr, nullptr);
+    return 0;
+  }
+  ThreadTrace* t = reinterpret_cast<TraceHolder*>(obj)->trace;
+#if PY_VERSION_HEX >= 0x03090000
+  PyCodeObject* code = PyFrame_GetCode(frame);
+#else
+  PyCodeObject* code = frame->f_code;
+  Py_INCREF(code);
+#endif
+  if (what == PyTrace_CALL) on_enter(t, reinterpret_cast<PyObject*>(code));
+  else on_exit(t, reinterpret_cast<PyObject*>(code));
+  Py_DECREF(code);
+  return 0;
+}
+
+void set_profile(Py_tracefunc func) {
+  PyObject* holder = func ? new_holder() : nullptr;
+  if (func && !holder) {
+    PyErr_Clear();
+    return;
+  }
+  PyEval_SetProfile(func, holder);
+  Py_XDECREF(holder);
+}
+
+// threading.setprofile() hook: the first event in a new thread swaps it for the C hook.
+PyObject* thread_bootstrap(PyObject*, PyObject*) {
+  set_profile(g_active.load(std::memory_order_relaxed) ? profile_hook : nullptr);
+  Py_RETURN_NONE;
+}
+PyMethodDef g_bootstrap_def = {"_inferscope_thread_profile", thread_bootstrap, METH_VARARGS, nullptr};
+PyObject* g_bootstrap = nullptr;
+
+bool set_threading_profile(PyObject* hook) {
+  PyObject* threading = PyImport_ImportModule("threading");
+  if (!threading) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* r = PyObject_CallMethod(threading, "setprofile", "(O)", hook);
+  Py_DECREF(threading);
+  if (!r) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_DECREF(r);
+  return true;
+}
+
+void set_profile_all_threads(Py_tracefunc func) {
+#if PY_VERSION_HEX >= 0x03090000
+  PyInterpreterState* interp = PyThreadState_Get()->interp;
+  for (PyThreadState* ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
+    PyObject* holder = func ? new_holder() : nullptr;
+    if (func && !holder) {
+      PyErr_Clear();
+      continue;
+    }
+    if (_PyEval_SetProfile(ts, func, holder) < 0) PyErr_Clear();
+    Py_XDECREF(holder);
+  }
+#else
+  set_profile(func);  // 3.8: other threads pick the hook up through threading only
+#endif
+}
+
+std::string install_hooks() {
+  PyThreadState* ts = PyThreadState_Get();
+  if (ts->c_profilefunc != nullptr && ts->c_profilefunc != profile_hook)
+    return "another profiler is installed on this thread (sys.setprofile / cProfile); Python calls are not traced";
+  // threading.setprofile runs Python code: call it before our hook is in, and g_active is already set (a hook
+  // that sees g_active false takes itself out).
+  set_threading_profile(g_bootstrap);
+  set_profile_all_threads(profile_hook);
+  return {};
+}
+
+void remove_hooks(bool) {
+  set_threading_profile(Py_None);
+  set_profile_all_threads(nullptr);
+}
+
+bool init_mechanism(std::string* error) {
+  TraceHolderType.tp_name = "inferscope_py._native.ThreadTrace";
+  TraceHolderType.tp_basicsize = sizeof(TraceHolder);
+  TraceHolderType.tp_flags = Py_TPFLAGS_DEFAULT;
+  TraceHolderType.tp_dealloc = TraceHolder_dealloc;
+  if (PyType_Ready(&TraceHolderType) < 0) {
+    PyErr_Clear();
+    *error = "cannot create the per-thread trace type";
+    return false;
+  }
+  g_bootstrap = PyCFunction_New(&g_bootstrap_def, nullptr);
+  if (!g_bootstrap) {
+    PyErr_Clear();
+    *error = "cannot create the thread bootstrap hook";
+    return false;
+  }
+  return true;
+}
+#endif
+
+bool same_filters(const Filters& a, const Filters& b) {
+  return a.mode == b.mode && a.include == b.include && a.exclude == b.exclude && a.max_depth == b.max_depth;
+}
+
+// --- the runtime's view -----------------------------------------------------------------------------------
+
+class PythonCollector final : public runtime::Collector {
+ public:
+  const char* name() const override { return "python"; }
+  bool wanted(const Config&) const override { return true; }  // reports "off: ..." itself when disabled
+
+  std::string start(const Config& config) override {
+    if (!Py_IsInitialized()) return "off: the Python interpreter is not running";
+    if (!config.python || config.python_mode == "off")
+      return "off: disabled by the configuration (python=false or python_mode=off)";
+    Filters f;
+    try {
+      f = filters_from_config(config);
+    } catch (const std::exception& e) {
+      return std::string("off: ") + e.what();
+    }
+    // Sessions may start on a thread that does not hold the GIL (the module releases it around start()).
+    PyGILState_STATE gil = PyGILState_Ensure();
+    std::string error = enable(f);
+    std::string status = error.empty() ? status_line() : "off: " + error;
+    PyGILState_Release(gil);
+    return status;
+  }
+
+  // May run on the writer thread (a signal) or after the interpreter finalized (C atexit): touch no Python.
+  void stop() override { g_active.store(false, std::memory_order_relaxed); }
+};
+
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(pos, comma - pos);
+    const size_t b = item.find_first_not_of(" \t");
+    const size_t e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Filters filters_from_config(const Config& config) {
+  Filters f;
+  f.mode = config.python_mode.empty() ? "default" : config.python_mode;
+  if (f.mode != "default" && f.mode != "full")
+    throw std::invalid_argument("unknown python_mode '" + f.mode + "' (expected default, full or off)");
+  f.include = split_list(config.python_include);
+  f.exclude = split_list(config.python_exclude);
+  f.max_depth = config.python_max_depth;
+  return f;
+}
+
+bool init(const std::string& package_dir, std::string* error) {
+  g_package_dir = package_dir;
+  if (!g_package_dir.empty() && g_package_dir.back() != '/') g_package_dir += '/';
+  g_extra_index = request_extra_index();
+  if (g_extra_index < 0) {
+    PyErr_Clear();
+    *error = "no code-object extra slot is left";
+    return false;
+  }
+  // The standard library and installed packages, as this interpreter lays them out.
+  if (PyObject* sysconfig = PyImport_ImportModule("sysconfig")) {
+    if (PyObject* paths = PyObject_CallMethod(sysconfig, "get_paths", nullptr)) {
+      for (const char* key : {"stdlib", "platstdlib", "purelib", "platlib"}) {
+        PyObject* v = PyDict_GetItemString(paths, key);  // borrowed
+        if (v && PyUnicode_Check(v))
+          if (const char* s = PyUnicode_AsUTF8(v)) {
+            std::string d = s;
+            if (!d.empty() && d.back() != '/') d += '/';
+            g_library_dirs.push_back(d);
+          }
+      }
+      Py_DECREF(paths);
+    }
+    Py_DECREF(sysconfig);
+  }
+  PyErr_Clear();
+  return init_mechanism(error);
+}
+
+std::string enable(const Filters& filters) {
+  if (g_extra_index < 0) return "the tracer was not initialised";
+  if (!same_filters(filters, g_filters)) {
+    g_filters = filters;
+    if (++g_code_gen >= (1u << 30)) g_code_gen = 1;
+#if ISCOPE_PY_MONITORING
+    g_returned_disable = true;  // DISABLE answers given under the old filters must be undone
+#endif
+  }
+  ++g_stack_gen;
+  g_active.store(true);
+  if (!g_installed) {
+    std::string error = install_hooks();
+    if (!error.empty()) {
+      g_last_error = error;
+      g_active.store(false);
+      return error;
+    }
+    g_installed = true;
+    ++g_stats.toggles;
+  } else {
+#if ISCOPE_PY_MONITORING
+    // Re-enabling while installed (new filters, or a stop from outside left the hooks in): re-arm.
+    std::string error = install_hooks();
+    if (!error.empty()) {
+      g_active.store(false);
+      return error;
+    }
+#else
+    set_profile_all_threads(profile_hook);
+#endif
+  }
+  g_last_error.clear();
+  g_active.store(true);
+  return {};
+}
+
+void disable(bool at_exit) {
+  g_active.store(false);
+  if (g_installed) {
+    remove_hooks(at_exit);
+    g_installed = false;
+    ++g_stats.toggles;
+  }
+  ++g_stack_gen;
+}
+
+bool is_enabled() { return g_installed && g_active.load(); }
+const Filters& current_filters() { return g_filters; }
+Stats stats() { return g_stats; }
+
+const char* mechanism() {
+#if ISCOPE_PY_MONITORING
+  return "sys.monitoring (tool id 2, PROFILER_ID)";
+#else
+  return "C profile hook (all threads)";
+#endif
+}
+
+std::string status_line() {
+  if (!is_enabled()) return g_last_error.empty() ? "off: Python tracing switched off" : "off: " + g_last_error;
+  std::string s = std::string("on: ") + mechanism() + ", Python " + PY_VERSION + ", mode " + g_filters.mode;
+  auto list = [](const std::vector<std::string>& v) {
+    std::string o;
+    for (const auto& x : v) o += (o.empty() ? "" : ",") + x;
+    return o;
+  };
+  if (!g_filters.include.empty()) s += ", include " + list(g_filters.include);
+  if (!g_filters.exclude.empty()) s += ", exclude " + list(g_filters.exclude);
+  if (g_filters.max_depth) s += ", max depth " + std::to_string(g_filters.max_depth);
+  return s;
+}
+
+std::unique_ptr<runtime::Collector> make_collector() { return std::make_unique<PythonCollector>(); }
+
+}  // namespace inferscope::pytrace

@@ -1,0 +1,73 @@
+// NVML loaded at run time (dlopen "libnvidia-ml.so.1" + dlsym): the runtime has no link dependency on the
+// driver and loads on machines without one (DESIGN.md decision 7). nvml.h is not needed: the few types and
+// prototypes used are declared in nvml.cpp (NVML's ABI is stable; the _v2 entry points have existed since
+// driver 331).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace inferscope::sys {
+
+/// One reading of a device. A counter the device does not support is absent (never a failure).
+struct GpuSample {
+  std::optional<uint32_t> util_pct;          ///< nvmlDeviceGetUtilizationRates().gpu: % of time a kernel ran
+  std::optional<uint32_t> mem_util_pct;      ///< .memory: % of time device memory was read or written
+  std::optional<uint64_t> mem_used_bytes;
+  std::optional<uint64_t> mem_total_bytes;
+  std::optional<uint64_t> pcie_tx_bytes;     ///< cumulative PCIe bytes sent by the GPU (field 197)
+  std::optional<uint64_t> pcie_rx_bytes;     ///< cumulative PCIe bytes received by the GPU (field 198)
+  std::optional<uint32_t> sm_clock_mhz;
+  std::optional<uint32_t> power_mw;
+  std::optional<uint64_t> throttle_reasons;  ///< nvmlClocksThrottleReason* bit mask
+  std::optional<uint32_t> temperature_c;
+};
+
+/// Groups of NVML queries, so costly ones can be read less often (and timed apart in bench/system).
+enum GpuPart : uint32_t {
+  kGpuUtil = 1u << 0,      ///< utilization (gpu, memory)
+  kGpuMemory = 1u << 1,    ///< memory used and total
+  kGpuClock = 1u << 2,     ///< SM clock
+  kGpuThrottle = 1u << 3,  ///< clock throttle (event) reasons
+  kGpuTemp = 1u << 4,      ///< temperature
+  kGpuPower = 1u << 5,     ///< instantaneous power (field 186), else the averaged nvmlDeviceGetPowerUsage
+  kGpuPcie = 1u << 6,      ///< PCIe byte counters (fields 197, 198)
+  kGpuAll = 0x7f,
+};
+
+/// The NVML library and its devices. Not thread-safe: one sampling thread owns it.
+class Nvml {
+ public:
+  Nvml() = default;
+  ~Nvml();
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  /// Loads `library` (default libnvidia-ml.so.1), initialises NVML and opens every device. Returns "" on
+  /// success, else one line saying what failed (library missing, symbol missing, nvmlInit error, no device).
+  std::string open(const std::string& library = "libnvidia-ml.so.1");
+  bool is_open() const { return lib_ != nullptr; }
+  uint32_t device_count() const { return static_cast<uint32_t>(devices_.size()); }
+  /// Device name ("NVIDIA H100 80GB HBM3"), empty when unknown.
+  std::string device_name(uint32_t index) const;
+  /// Reads the `parts` (GpuPart bits) of one device.
+  GpuSample sample(uint32_t index, uint32_t parts = kGpuAll);
+  void close();
+
+ private:
+  struct Api;
+  void* lib_ = nullptr;
+  Api* api_ = nullptr;
+  std::vector<void*> devices_;
+  std::vector<bool> pcie_fields_ok_;  // false once the driver said the PCIe byte counters are unsupported
+  std::vector<bool> power_instant_ok_;
+};
+
+/// Test hook: the library path the system collector passes to Nvml::open ("" = the default). Lets a test
+/// on a machine with a driver check the no-NVML path.
+void set_nvml_library_for_testing(const std::string& path);
+const std::string& nvml_library_for_testing();
+
+}  // namespace inferscope::sys

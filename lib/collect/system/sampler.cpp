@@ -1,0 +1,521 @@
+#include "collect/system/sampler.hpp"
+
+#include "runtime/runtime.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace inferscope::sys {
+namespace {
+
+// Held file descriptors are capped so a process with thousands of threads is not pushed towards its fd
+// limit by the profiler; beyond the cap, files are opened for each read.
+constexpr size_t kMaxHeldFds = 384;
+constexpr int64_t kKeepAliveNs = 1'000'000'000;   // an unchanged counter is rewritten once a second
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int open_ro(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Collision-free while string ids stay below 2^29 and scopes below 8.
+uint64_t key_of(uint32_t name, CounterScope scope, uint32_t target) {
+  return (uint64_t(static_cast<uint8_t>(scope)) << 61) | (uint64_t(name) << 32) | target;
+}
+
+}  // namespace
+
+const CounterNames& CounterNames::get() {
+  static const CounterNames n = [] {
+    using runtime::intern;
+    CounterNames c{};
+    c.cpu_user_ns = intern("cpu.user_ns");
+    c.cpu_system_ns = intern("cpu.system_ns");
+    c.ctx_voluntary = intern("ctx.voluntary");
+    c.ctx_involuntary = intern("ctx.involuntary");
+    c.mem_rss_bytes = intern("mem.rss_bytes");
+    c.mem_minor_faults = intern("mem.minor_faults");
+    c.mem_major_faults = intern("mem.major_faults");
+    c.mem_hwm_bytes = intern("mem.hwm_bytes");
+    c.threads = intern("process.threads");
+    c.thread_cpu_user_ns = intern("thread.cpu.user_ns");
+    c.thread_cpu_system_ns = intern("thread.cpu.system_ns");
+    c.thread_sched_run_ns = intern("thread.sched.run_ns");
+    c.thread_sched_wait_ns = intern("thread.sched.wait_ns");
+    c.thread_state = intern("thread.state");
+    c.thread_ctx_voluntary = intern("thread.ctx.voluntary");
+    c.thread_ctx_involuntary = intern("thread.ctx.involuntary");
+    c.perf_task_clock_ns = intern("perf.task_clock_ns");
+    c.load_1m = intern("load.1m");
+    c.load_runnable = intern("load.runnable");
+    c.machine_busy_pct = intern("cpu.machine.busy_pct");
+    c.machine_mem_available_bytes = intern("mem.machine.available_bytes");
+    c.psi_cpu_some_us = intern("psi.cpu.some_us");
+    c.psi_memory_some_us = intern("psi.memory.some_us");
+    c.psi_memory_full_us = intern("psi.memory.full_us");
+    c.numa_mem_free_bytes = intern("numa.mem_free_bytes");
+    c.gpu_util_pct = intern("gpu.util_pct");
+    c.gpu_mem_util_pct = intern("gpu.mem_util_pct");
+    c.gpu_mem_used_bytes = intern("gpu.mem_used_bytes");
+    c.gpu_mem_total_bytes = intern("gpu.mem_total_bytes");
+    c.gpu_pcie_tx = intern("gpu.pcie_tx_bytes_per_s");
+    c.gpu_pcie_rx = intern("gpu.pcie_rx_bytes_per_s");
+    c.gpu_sm_clock_mhz = intern("gpu.sm_clock_mhz");
+    c.gpu_power_mw = intern("gpu.power_mw");
+    c.gpu_throttle_reasons = intern("gpu.throttle_reasons");
+    c.gpu_temperature_c = intern("gpu.temperature_c");
+    return c;
+  }();
+  return n;
+}
+
+SystemSampler::SystemSampler(SamplerOptions options, Sink sink, ThreadLookup lookup)
+    : opt_(std::move(options)), sink_(std::move(sink)), lookup_(std::move(lookup)) {
+  if (opt_.period_ms == 0) opt_.period_ms = 1;
+  // Machine-wide files (/proc/stat grows with the CPU count) and NVML are read at most every 100 ms: one
+  // NVML sample of an H200 took ~0.7 ms inside a sampling round (docs/benchmarks.md), and NVML's own
+  // utilization is an average over 1/6 s or more, so sampling it faster shows nothing new.
+  slow_every_ = std::max<uint32_t>(1, 100 / opt_.period_ms);
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  ns_per_tick_ = hz > 0 ? 1e9 / static_cast<double>(hz) : 1e7;
+  const long ps = ::sysconf(_SC_PAGESIZE);
+  page_size_ = ps > 0 ? static_cast<uint64_t>(ps) : 4096;
+  self_ = opt_.proc_root + "/self";
+}
+
+SystemSampler::~SystemSampler() {
+  for (auto& [tid, t] : tasks_) {
+    close_fd(t.stat);
+    close_fd(t.status);
+    close_fd(t.schedstat);
+    close_fd(t.perf);
+  }
+  close_fd(task_dir_);
+  close_fd(statm_);
+  close_fd(loadavg_);
+  close_fd(stat_);
+  close_fd(meminfo_);
+  close_fd(psi_cpu_);
+  close_fd(psi_mem_);
+  for (auto& n : nodes_) {
+    close_fd(n.numastat);
+    close_fd(n.meminfo);
+  }
+}
+
+std::string SystemSampler::open() {
+  CounterNames::get();
+  std::string status = "every " + std::to_string(opt_.period_ms) + " ms";
+  task_dir_ = ::open((self_ + "/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  statm_ = open_ro(self_ + "/statm");
+  status += task_dir_ >= 0 ? "; process and per-thread CPU, context switches, memory" : "; process counters only ("
+                                                                                       + self_ + "/task unreadable)";
+  loadavg_ = open_ro(opt_.proc_root + "/loadavg");
+  stat_ = open_ro(opt_.proc_root + "/stat");
+  meminfo_ = open_ro(opt_.proc_root + "/meminfo");
+  psi_cpu_ = open_ro(opt_.proc_root + "/pressure/cpu");
+  psi_mem_ = open_ro(opt_.proc_root + "/pressure/memory");
+  status += psi_cpu_ >= 0 || psi_mem_ >= 0 ? "; machine load, PSI" : "; machine load (no PSI)";
+  {
+    std::string text;
+    int fd = open_ro("/sys/devices/system/node/online");
+    std::string err;
+    if (fd >= 0 && read_file(fd, "", false, text)) {
+      if (auto ids = parse_id_list(text, &err))
+        for (uint32_t id : *ids) {
+          const std::string dir = "/sys/devices/system/node/node" + std::to_string(id);
+          nodes_.push_back({id, open_ro(dir + "/numastat"), open_ro(dir + "/meminfo")});
+        }
+    }
+    close_fd(fd);
+    status += nodes_.empty() ? "; no NUMA statistics" : "; NUMA " + std::to_string(nodes_.size()) + " node" +
+                                                          (nodes_.size() == 1 ? "" : "s");
+  }
+  if (!opt_.nvml) {
+    gpu_note_ = "GPU counters off (nvml: false)";
+  } else if (std::string err = nvml_.open(opt_.nvml_library.empty() ? "libnvidia-ml.so.1" : opt_.nvml_library);
+             !err.empty()) {
+    gpu_note_ = "no NVML: " + err + "; GPU counters off";
+  } else {
+    pcie_.assign(nvml_.device_count(), {});
+    status += "; GPU counters for " + std::to_string(nvml_.device_count()) + " device" +
+              (nvml_.device_count() == 1 ? "" : "s") + " via NVML";
+    const std::string name = nvml_.device_name(0);
+    if (!name.empty()) status += " (" + name + (nvml_.device_count() > 1 ? ", ..." : "") + ")";
+  }
+  if (!gpu_note_.empty()) status += "; " + gpu_note_;
+  if (opt_.perf) {
+    const int fd = open_perf(static_cast<uint32_t>(::syscall(SYS_gettid)));
+    if (fd >= 0) {
+      perf_ok_ = true;
+      ::close(fd);
+      status += "; perf cpu-clock per thread";
+    } else {
+      const int open_errno = errno;
+      std::string paranoid;
+      int p = open_ro("/proc/sys/kernel/perf_event_paranoid");
+      if (p >= 0) read_file(p, "", false, paranoid);
+      close_fd(p);
+      while (!paranoid.empty() && (paranoid.back() == '\n' || paranoid.back() == ' ')) paranoid.pop_back();
+      perf_note_ = std::string("perf sampling unavailable: perf_event_open: ") + std::strerror(open_errno) +
+                   (paranoid.empty() ? "" : " (perf_event_paranoid=" + paranoid + ")");
+      status += "; " + perf_note_;
+    }
+  }
+  return status;
+}
+
+int SystemSampler::open_perf(uint32_t tid) {
+  perf_event_attr a;
+  std::memset(&a, 0, sizeof(a));
+  a.size = sizeof(a);
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_CPU_CLOCK;
+  // perf_event_paranoid >= 2 (the usual default) refuses an event that does not exclude the kernel. In
+  // counting mode the software cpu-clock ignores the flag: the count is all time on a CPU (docs/counters.md).
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  return static_cast<int>(::syscall(SYS_perf_event_open, &a, static_cast<pid_t>(tid), -1, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+void SystemSampler::skip(const std::string& what) {
+  ++skipped_;
+  last_error_ = what;
+}
+
+// Reads a whole /proc or /sys file. A held fd is re-read with pread at offset 0, which makes the kernel
+// generate the file afresh; without one (fd < 0) the file at `path` is opened, and kept when `keep`.
+bool SystemSampler::read_file(int& fd, const std::string& path, bool keep, std::string& out) {
+  bool transient = false;
+  if (fd < 0) {
+    if (path.empty()) return false;
+    fd = open_ro(path);
+    if (fd < 0) return false;
+    transient = !keep;
+    if (keep) ++held_fds_;
+  }
+  out.resize(4096);
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = ::pread(fd, out.data() + len, out.size() - len, static_cast<off_t>(len));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      len = 0;
+      break;
+    }
+    len += static_cast<size_t>(r);
+    if (r == 0 || len < out.size()) break;
+    out.resize(out.size() * 2);
+  }
+  out.resize(len);
+  if (transient) close_fd(fd);
+  return len > 0;
+}
+
+void SystemSampler::emit(CounterRecord& r, bool is_double) {
+  const uint64_t k = key_of(r.name, r.scope, r.target);
+  auto [it, fresh] = last_.try_emplace(k);
+  Last& l = it->second;
+  const bool same = !fresh && l.is_double == is_double && l.v.i == r.value.i;
+  if (same && !final_ && now_ns_ - l.written_ns < kKeepAliveNs) return;
+  l.v.i = r.value.i;
+  l.is_double = is_double;
+  l.written_ns = now_ns_;
+  sink_(r);
+}
+
+void SystemSampler::emit_int(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, int64_t v) {
+  CounterRecord r{};
+  r.h = {RecordKind::kCounter, static_cast<uint8_t>(AttrType::kInt), sizeof(CounterRecord)};
+  r.name = name;
+  r.ts = ts;
+  r.value.i = v;
+  r.scope = scope;
+  r.target = target;
+  emit(r, false);
+}
+
+void SystemSampler::emit_double(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, double v) {
+  CounterRecord r{};
+  r.h = {RecordKind::kCounter, static_cast<uint8_t>(AttrType::kDouble), sizeof(CounterRecord)};
+  r.name = name;
+  r.ts = ts;
+  r.value.d = v;
+  r.scope = scope;
+  r.target = target;
+  emit(r, true);
+}
+
+void SystemSampler::round(bool final) {
+  final_ = final;
+  now_ns_ = steady_ns();
+  sample_process();
+  if (task_dir_ >= 0) sample_threads();
+  if (final || round_ % slow_every_ == 0) {
+    sample_machine();
+    sample_numa();
+    if (nvml_.is_open()) sample_gpus(kGpuAll);
+  }
+  ++round_;
+}
+
+void SystemSampler::sample_process() {
+  const auto& n = CounterNames::get();
+  const auto P = CounterScope::kProcess;
+  rusage ru{};
+  const uint64_t ts = detail::now();
+  // getrusage is one system call with microsecond CPU times (the stat file counts 10 ms ticks), and it
+  // includes threads that have already exited.
+  if (::getrusage(RUSAGE_SELF, &ru) == 0) {
+    emit_int(n.cpu_user_ns, P, 0, ts, int64_t(ru.ru_utime.tv_sec) * 1000000000 + int64_t(ru.ru_utime.tv_usec) * 1000);
+    emit_int(n.cpu_system_ns, P, 0, ts, int64_t(ru.ru_stime.tv_sec) * 1000000000 + int64_t(ru.ru_stime.tv_usec) * 1000);
+    emit_int(n.ctx_voluntary, P, 0, ts, ru.ru_nvcsw);
+    emit_int(n.ctx_involuntary, P, 0, ts, ru.ru_nivcsw);
+    emit_int(n.mem_minor_faults, P, 0, ts, ru.ru_minflt);
+    emit_int(n.mem_major_faults, P, 0, ts, ru.ru_majflt);
+    emit_int(n.mem_hwm_bytes, P, 0, ts, int64_t(ru.ru_maxrss) * 1024);
+  }
+  std::string err;
+  if (read_file(statm_, self_ + "/statm", true, buf_)) {
+    if (auto m = parse_statm(buf_, &err)) emit_int(n.mem_rss_bytes, P, 0, ts, int64_t(m->resident_pages * page_size_));
+    else skip(err);
+  }
+}
+
+void SystemSampler::refresh_thread_map() {
+  ThreadMap map;
+  if (!lookup_ || !lookup_(thread_generation_, map)) return;
+  for (auto& [os, id] : map) {
+    auto it = tasks_.find(os);
+    if (it != tasks_.end()) it->second.dump_id = id;
+  }
+}
+
+void SystemSampler::sample_threads() {
+  // Listing the directory each round finds new threads and notices the ones that exited.
+  const int dfd = ::dup(task_dir_);
+  if (dfd < 0) return;
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return;
+  }
+  ::rewinddir(d);
+  bool unmapped = false;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const uint32_t tid = static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10));
+    auto it = tasks_.try_emplace(tid).first;
+    it->second.seen_round = round_ + 1;
+    unmapped |= it->second.dump_id == 0;
+  }
+  ::closedir(d);
+  // Threads bind to the session lazily (their first annotation). The runtime's thread table is read (under
+  // its registry lock) only when some thread is unknown and a thread bound since the last look: a lock
+  // application threads have just taken themselves, never a periodic one.
+  if (unmapped) refresh_thread_map();
+  uint64_t count = 0;
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    Task& t = it->second;
+    if (t.seen_round != round_ + 1) {  // exited
+      for (int* fd : {&t.stat, &t.status, &t.schedstat, &t.perf})
+        if (*fd >= 0) {
+          close_fd(*fd);
+          --held_fds_;
+        }
+      for (uint32_t name : CounterNames::get().per_thread()) {  // a long run with thread churn stays bounded
+        last_.erase(key_of(name, CounterScope::kOsThread, it->first));
+        if (t.dump_id) last_.erase(key_of(name, CounterScope::kThread, t.dump_id));
+      }
+      it = tasks_.erase(it);
+      continue;
+    }
+    sample_task(it->first, t);
+    ++count;
+    ++it;
+  }
+  emit_int(CounterNames::get().threads, CounterScope::kProcess, 0, detail::now(), static_cast<int64_t>(count));
+}
+
+void SystemSampler::sample_task(uint32_t tid, Task& t) {
+  const auto& n = CounterNames::get();
+  // The dump thread id when the session knows the thread, else the OS thread id (records.hpp).
+  const CounterScope scope = t.dump_id ? CounterScope::kThread : CounterScope::kOsThread;
+  const uint32_t target = t.dump_id ? t.dump_id : tid;
+  const std::string dir = self_ + "/task/" + std::to_string(tid);
+  const bool keep = held_fds_ + 3 <= kMaxHeldFds;
+  std::string err;
+  const uint64_t ts = detail::now();
+  // schedstat first: it is cheap (about 1 µs against 5 for stat and 12 for status). A thread whose run
+  // time, run-queue wait and timeslice count did not move has neither run nor waited to run since the last
+  // round, so its stat and status lines cannot have changed: they are read again only for the keep-alive.
+  bool moved = true;
+  if (have_schedstat_) {
+    if (read_file(t.schedstat, dir + "/schedstat", keep, buf_)) {
+      if (auto s = parse_schedstat(buf_, &err)) {
+        moved = t.full_read_ns < 0 || s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
+                s->timeslices != t.sched.timeslices;
+        t.sched = *s;
+        emit_int(n.thread_sched_run_ns, scope, target, ts, static_cast<int64_t>(s->run_ns));
+        emit_int(n.thread_sched_wait_ns, scope, target, ts, static_cast<int64_t>(s->wait_ns));
+      } else {
+        skip(err);
+      }
+    } else if (errno == ENOENT) {
+      have_schedstat_ = false;  // kernel without CONFIG_SCHED_INFO
+    }
+  }
+  if (!moved && !final_ && target == t.full_read_target && now_ns_ - t.full_read_ns < kKeepAliveNs) return;
+  t.full_read_ns = now_ns_;
+  t.full_read_target = target;
+  if (read_file(t.stat, dir + "/stat", keep, buf_)) {
+    if (auto s = parse_stat(buf_, &err)) {
+      emit_int(n.thread_cpu_user_ns, scope, target, ts, static_cast<int64_t>(double(s->utime) * ns_per_tick_));
+      emit_int(n.thread_cpu_system_ns, scope, target, ts, static_cast<int64_t>(double(s->stime) * ns_per_tick_));
+      emit_int(n.thread_state, scope, target, ts, s->state);
+      if (!t.dump_id && t.published_name != s->comm) {
+        // Threads the session does not know have no thread-table entry: their names go to process info
+        // (again when a thread renames itself; the later value wins).
+        runtime::set_process_info("os_thread." + std::to_string(tid) + ".name", s->comm);
+        t.published_name = s->comm;
+      }
+    } else {
+      skip(err);
+    }
+  }
+  if (read_file(t.status, dir + "/status", keep, buf_)) {
+    if (auto s = parse_status(buf_, &err)) {
+      if (s->voluntary_ctxt_switches)
+        emit_int(n.thread_ctx_voluntary, scope, target, ts, static_cast<int64_t>(*s->voluntary_ctxt_switches));
+      if (s->nonvoluntary_ctxt_switches)
+        emit_int(n.thread_ctx_involuntary, scope, target, ts, static_cast<int64_t>(*s->nonvoluntary_ctxt_switches));
+    } else {
+      skip(err);
+    }
+  }
+  if (perf_ok_) {
+    if (t.perf < 0 && held_fds_ < kMaxHeldFds) {
+      t.perf = open_perf(tid);
+      if (t.perf >= 0) ++held_fds_;
+    }
+    uint64_t v = 0;
+    if (t.perf >= 0 && ::read(t.perf, &v, sizeof(v)) == sizeof(v))
+      emit_int(n.perf_task_clock_ns, scope, target, ts, static_cast<int64_t>(v));
+  }
+}
+
+void SystemSampler::sample_machine() {
+  const auto& n = CounterNames::get();
+  const auto M = CounterScope::kMachine;
+  std::string err;
+  uint64_t ts = detail::now();
+  if (read_file(loadavg_, "", false, buf_)) {
+    if (auto l = parse_loadavg(buf_, &err)) {
+      emit_double(n.load_1m, M, 0, ts, l->load1);
+      emit_int(n.load_runnable, M, 0, ts, static_cast<int64_t>(l->runnable));
+    } else {
+      skip(err);
+    }
+  }
+  if (read_file(stat_, "", false, buf_)) {
+    if (auto c = parse_proc_stat_cpu(buf_, &err)) {
+      if (prev_cpu_)
+        if (auto pct = busy_percent(*prev_cpu_, *c)) emit_double(n.machine_busy_pct, M, 0, ts, *pct);
+      prev_cpu_ = c;
+    } else {
+      skip(err);
+    }
+  }
+  if (read_file(meminfo_, "", false, buf_)) {
+    if (auto m = parse_meminfo(buf_, &err)) {
+      if (m->available_bytes) emit_int(n.machine_mem_available_bytes, M, 0, ts, static_cast<int64_t>(*m->available_bytes));
+    } else {
+      skip(err);
+    }
+  }
+  ts = detail::now();
+  if (read_file(psi_cpu_, "", false, buf_)) {
+    if (auto p = parse_pressure(buf_, &err)) emit_int(n.psi_cpu_some_us, M, 0, ts, static_cast<int64_t>(p->some_total_us));
+    else skip(err);
+  }
+  if (read_file(psi_mem_, "", false, buf_)) {
+    if (auto p = parse_pressure(buf_, &err)) {
+      emit_int(n.psi_memory_some_us, M, 0, ts, static_cast<int64_t>(p->some_total_us));
+      if (p->full_total_us) emit_int(n.psi_memory_full_us, M, 0, ts, static_cast<int64_t>(*p->full_total_us));
+    } else {
+      skip(err);
+    }
+  }
+}
+
+uint32_t SystemSampler::numa_name(const std::string& key) {
+  auto it = numa_names_.find(key);
+  if (it != numa_names_.end()) return it->second;
+  const uint32_t id = runtime::intern("numa." + key);
+  numa_names_.emplace(key, id);
+  return id;
+}
+
+void SystemSampler::sample_numa() {
+  std::string err;
+  for (auto& node : nodes_) {
+    const uint64_t ts = detail::now();
+    if (read_file(node.numastat, "", false, buf_)) {
+      if (auto kv = parse_numastat(buf_, &err)) {
+        for (auto& [k, v] : *kv) emit_int(numa_name(k), CounterScope::kNumaNode, node.id, ts, static_cast<int64_t>(v));
+      } else {
+        skip(err);
+      }
+    }
+    if (read_file(node.meminfo, "", false, buf_)) {
+      if (auto f = parse_node_memfree(buf_, &err))
+        emit_int(CounterNames::get().numa_mem_free_bytes, CounterScope::kNumaNode, node.id, ts, static_cast<int64_t>(*f));
+      else
+        skip(err);
+    }
+  }
+}
+
+void SystemSampler::sample_gpus(uint32_t parts) {
+  const auto& n = CounterNames::get();
+  const auto D = CounterScope::kDevice;
+  for (uint32_t i = 0; i < nvml_.device_count(); ++i) {
+    const uint64_t ts = detail::now();
+    const int64_t ns = steady_ns();
+    GpuSample s = nvml_.sample(i, parts);
+    if (s.util_pct) emit_int(n.gpu_util_pct, D, i, ts, *s.util_pct);
+    if (s.mem_util_pct) emit_int(n.gpu_mem_util_pct, D, i, ts, *s.mem_util_pct);
+    if (s.mem_used_bytes) emit_int(n.gpu_mem_used_bytes, D, i, ts, static_cast<int64_t>(*s.mem_used_bytes));
+    if (s.mem_total_bytes) emit_int(n.gpu_mem_total_bytes, D, i, ts, static_cast<int64_t>(*s.mem_total_bytes));
+    if (s.sm_clock_mhz) emit_int(n.gpu_sm_clock_mhz, D, i, ts, *s.sm_clock_mhz);
+    if (s.power_mw) emit_int(n.gpu_power_mw, D, i, ts, *s.power_mw);
+    if (s.throttle_reasons) emit_int(n.gpu_throttle_reasons, D, i, ts, static_cast<int64_t>(*s.throttle_reasons));
+    if (s.temperature_c) emit_int(n.gpu_temperature_c, D, i, ts, *s.temperature_c);
+    if (s.pcie_tx_bytes && s.pcie_rx_bytes) {
+      PcieLast& p = pcie_[i];
+      // The counters are cumulative and may wrap or reset: a decrease starts a new baseline.
+      if (p.valid && ns > p.ns && *s.pcie_tx_bytes >= p.tx && *s.pcie_rx_bytes >= p.rx) {
+        const double dt = static_cast<double>(ns - p.ns) * 1e-9;
+        emit_double(n.gpu_pcie_tx, D, i, ts, static_cast<double>(*s.pcie_tx_bytes - p.tx) / dt);
+        emit_double(n.gpu_pcie_rx, D, i, ts, static_cast<double>(*s.pcie_rx_bytes - p.rx) / dt);
+      }
+      p = {*s.pcie_tx_bytes, *s.pcie_rx_bytes, ns, true};
+    }
+  }
+}
+
+}  // namespace inferscope::sys

@@ -1,0 +1,159 @@
+// One round of system sampling: process and per-thread CPU time, context switches, memory, machine load,
+// pressure (PSI), NUMA and GPU (NVML) counters, each a CounterRecord stamped with the session clock.
+// The sampler only reads /proc, /sys and NVML: it takes no lock an application thread takes, so it never
+// delays the threads it observes. docs/counters.md lists every counter (name, unit, scope).
+//
+//   SystemSampler s(opts, [&](const CounterRecord& r) { channel->write(&r, sizeof(r)); }, lookup);
+//   std::string status = s.open();   // what it can sample here, one line
+//   s.round(false);                  // every period; round(true) at stop writes every value
+#pragma once
+
+#include <inferscope/records.hpp>
+
+#include "collect/system/nvml.hpp"
+#include "collect/system/proc_parse.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace inferscope::sys {
+
+struct SamplerOptions {
+  uint32_t period_ms = 10;
+  bool nvml = true;
+  bool perf = false;                ///< per-thread perf_event_open cpu-clock counters
+  std::string nvml_library;         ///< "" = libnvidia-ml.so.1
+  std::string proc_root = "/proc";  ///< where "self" lives (tests may point elsewhere)
+};
+
+/// (os_tid, dump thread id) of the threads the session knows.
+using ThreadMap = std::vector<std::pair<uint32_t, uint32_t>>;
+/// Fills `map` and returns true when the session's thread table changed since `generation` (updating it);
+/// returns false without work otherwise. nullptr: no session, every thread is sampled as kOsThread.
+using ThreadLookup = std::function<bool(uint64_t& generation, ThreadMap& map)>;
+
+class SystemSampler {
+ public:
+  using Sink = std::function<void(const CounterRecord&)>;
+
+  SystemSampler(SamplerOptions options, Sink sink, ThreadLookup lookup);
+  ~SystemSampler();
+  SystemSampler(const SystemSampler&) = delete;
+  SystemSampler& operator=(const SystemSampler&) = delete;
+
+  /// Opens the sources; returns one line saying what is sampled and what is not (and why).
+  std::string open();
+  /// Samples once. Values unchanged since their last write are skipped unless a second has passed;
+  /// `final` writes every value (the last sample of a session).
+  void round(bool final);
+
+  /// Whether NVML is open (GPU counters are sampled).
+  bool has_gpu() const { return nvml_.is_open(); }
+  /// Why there are no GPU counters ("" when there are).
+  const std::string& gpu_note() const { return gpu_note_; }
+  /// Why there are no perf counters ("" when perf is on or was not asked for).
+  const std::string& perf_note() const { return perf_note_; }
+  /// Parse failures and unreadable files so far (each skipped one sample).
+  uint64_t skipped_samples() const { return skipped_; }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  struct Task {
+    int stat = -1, status = -1, schedstat = -1, perf = -1;
+    uint32_t dump_id = 0;
+    uint64_t seen_round = 0;
+    std::string published_name;  // last name written to process info (threads the session does not know)
+    SchedStat sched;             // last schedstat reading
+    int64_t full_read_ns = -1;   // when stat and status were last read
+    uint32_t full_read_target = 0;  // the target they were written under (changes when the thread binds)
+  };
+  struct Last {
+    union {
+      int64_t i;
+      double d;
+    } v;
+    bool is_double = false;
+    int64_t written_ns = 0;
+  };
+
+  void emit_int(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, int64_t v);
+  void emit_double(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, double v);
+  void emit(CounterRecord& r, bool is_double);
+  bool read_file(int& fd, const std::string& path, bool keep, std::string& out);
+  void skip(const std::string& what);
+
+  void sample_process();
+  void sample_threads();
+  void sample_task(uint32_t tid, Task& t);
+  void sample_machine();
+  void sample_numa();
+  void sample_gpus(uint32_t parts);
+  void refresh_thread_map();
+  int open_perf(uint32_t tid);
+  uint32_t numa_name(const std::string& key);
+
+  SamplerOptions opt_;
+  Sink sink_;
+  ThreadLookup lookup_;
+  Nvml nvml_;
+  std::string gpu_note_, perf_note_, last_error_;
+  uint64_t skipped_ = 0;
+  bool final_ = false;
+  int64_t now_ns_ = 0;  // steady clock at the start of the round, for keep-alive and rates
+  uint64_t round_ = 0;
+  uint32_t slow_every_ = 10;  // rounds between machine, NUMA and GPU samples (every ~100 ms)
+  double ns_per_tick_ = 1e7;
+  uint64_t page_size_ = 4096;
+  std::string self_;            // "<proc_root>/self"
+  int task_dir_ = -1;
+  int statm_ = -1;
+  size_t held_fds_ = 0;
+  bool have_schedstat_ = true;
+  bool perf_ok_ = false;
+  std::unordered_map<uint32_t, Task> tasks_;
+  uint64_t thread_generation_ = ~0ull;  // of the session's thread table when last looked up
+  std::unordered_map<uint64_t, Last> last_;  // (name, scope, target) -> last written value
+  // Machine
+  int loadavg_ = -1, stat_ = -1, meminfo_ = -1, psi_cpu_ = -1, psi_mem_ = -1;
+  std::optional<CpuTimes> prev_cpu_;
+  struct Node {
+    uint32_t id;
+    int numastat = -1, meminfo = -1;
+  };
+  std::vector<Node> nodes_;
+  std::unordered_map<std::string, uint32_t> numa_names_;
+  // GPU: previous cumulative PCIe bytes and when they were read, per device.
+  struct PcieLast {
+    uint64_t tx = 0, rx = 0;
+    int64_t ns = 0;
+    bool valid = false;
+  };
+  std::vector<PcieLast> pcie_;
+  std::string buf_;
+};
+
+/// Counter names used by the sampler (interned once per process).
+struct CounterNames {
+  uint32_t cpu_user_ns, cpu_system_ns, ctx_voluntary, ctx_involuntary, mem_rss_bytes, mem_minor_faults,
+      mem_major_faults, mem_hwm_bytes, threads;
+  uint32_t thread_cpu_user_ns, thread_cpu_system_ns, thread_sched_run_ns, thread_sched_wait_ns, thread_state,
+      thread_ctx_voluntary, thread_ctx_involuntary, perf_task_clock_ns;
+  uint32_t load_1m, load_runnable, machine_busy_pct, machine_mem_available_bytes, psi_cpu_some_us,
+      psi_memory_some_us, psi_memory_full_us, numa_mem_free_bytes;
+  uint32_t gpu_util_pct, gpu_mem_util_pct, gpu_mem_used_bytes, gpu_mem_total_bytes, gpu_pcie_tx, gpu_pcie_rx,
+      gpu_sm_clock_mhz, gpu_power_mw, gpu_throttle_reasons, gpu_temperature_c;
+  static const CounterNames& get();
+  /// The names written per thread.
+  std::array<uint32_t, 8> per_thread() const {
+    return {thread_cpu_user_ns, thread_cpu_system_ns, thread_sched_run_ns, thread_sched_wait_ns, thread_state,
+            thread_ctx_voluntary, thread_ctx_involuntary, perf_task_clock_ns};
+  }
+};
+
+}  // namespace inferscope::sys

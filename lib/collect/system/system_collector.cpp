@@ -1,0 +1,103 @@
+// The system collector: one sampling thread that runs SystemSampler every Config::sample_period_ms and
+// writes its counters, and the time each round took, through the runtime channel "system".
+#include "collect/system/sampler.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/session.hpp"
+
+#include <pthread.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace inferscope::sys {
+namespace {
+
+class SystemCollector final : public runtime::Collector {
+ public:
+  const char* name() const override { return "system"; }
+  bool wanted(const Config& config) const override { return config.system; }
+
+  std::string start(const Config& config) override {
+    channel_ = runtime::open_channel("system");
+    if (!channel_) return "off: no running session";
+    SamplerOptions o;
+    o.period_ms = config.sample_period_ms ? config.sample_period_ms : 1;
+    o.nvml = config.nvml;
+    o.perf = config.perf_sampling;
+    o.nvml_library = nvml_library_for_testing();
+    period_ = std::chrono::milliseconds(o.period_ms);
+    sampler_ = std::make_unique<SystemSampler>(
+        o, [this](const CounterRecord& r) { channel_->write(&r, sizeof(r)); }, [](uint64_t& generation, ThreadMap& map) {
+          const uint64_t now = runtime::session_threads_generation();
+          if (now == generation) return false;
+          generation = now;  // read before the table: a thread binding meanwhile shows next round
+          map = runtime::session_threads();
+          return true;
+        });
+    const std::string status = sampler_->open();
+    // One plain line for each thing the collector cannot do; the rest of the run goes on.
+    if (!sampler_->gpu_note().empty() && config.nvml)
+      runtime::log(LogLevel::kInfo, "system collector: " + sampler_->gpu_note());
+    if (!sampler_->perf_note().empty()) runtime::log(LogLevel::kInfo, "system collector: " + sampler_->perf_note());
+    overhead_name_ = runtime::intern("system_sampler");
+    thread_ = std::thread([this] { run(); });
+    return "on: " + status;
+  }
+
+  void stop() override {
+    {
+      std::lock_guard lk(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (sampler_ && sampler_->skipped_samples())
+      runtime::log(LogLevel::kInfo, "system collector: skipped " + std::to_string(sampler_->skipped_samples()) +
+                                        " unreadable samples; last: " + sampler_->last_error());
+  }
+
+ private:
+  void run() {
+    pthread_setname_np(pthread_self(), "iscope-system");
+    auto next = std::chrono::steady_clock::now();
+    for (;;) {
+      bool final;
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait_until(lk, next, [this] { return stopping_; });
+        final = stopping_;
+      }
+      one_round(final);
+      if (final) return;
+      // A round that overran (a loaded machine) starts the next period from now instead of catching up.
+      next += period_;
+      const auto now = std::chrono::steady_clock::now();
+      if (next < now) next = now + period_;
+    }
+  }
+
+  void one_round(bool final) {
+    const uint64_t start = detail::now();
+    sampler_->round(final);
+    const OverheadRecord r{{RecordKind::kCollectorOverhead, 0, sizeof(OverheadRecord)}, overhead_name_, start,
+                           detail::now()};
+    channel_->write(&r, sizeof(r));
+  }
+
+  runtime::Channel* channel_ = nullptr;
+  std::unique_ptr<SystemSampler> sampler_;
+  std::chrono::milliseconds period_{10};
+  uint32_t overhead_name_ = 0;
+  std::thread thread_;
+  std::mutex mu_;  // the sampler thread and stop() only
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace
+}  // namespace inferscope::sys
+
+extern "C" void inferscope_register_system_collector() {
+  inferscope::runtime::register_collector([] { return std::make_unique<inferscope::sys::SystemCollector>(); });
+}

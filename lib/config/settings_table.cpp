@@ -1,0 +1,345 @@
+// The settings table and the generic parsing/formatting it drives. Adding a setting means adding a field to
+// inferscope::Config and one row here; the file, environment, flags, `iscope-config` and the docs follow.
+#include "config/key_table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <type_traits>
+#include <vector>
+
+namespace inferscope::config::detail {
+namespace {
+
+// Indexed by the enum's value, so the order must follow the declarations in config.hpp.
+constexpr std::array<std::string_view, 2> kBufferModeNames = {"stream", "ring"};
+constexpr std::array<std::string_view, 4> kLogLevelNames = {"error", "warn", "info", "debug"};
+static_assert(static_cast<int>(BufferMode::kRing) == 1 && static_cast<int>(LogLevel::kDebug) == 3,
+              "enum name tables follow the enum declarations");
+
+std::span<const std::string_view> enum_names(BufferMode) { return kBufferModeNames; }
+std::span<const std::string_view> enum_names(LogLevel) { return kLogLevelNames; }
+
+constexpr std::array<std::string_view, 3> kPythonModes = {"default", "full", "off"};
+
+// cupti_activities: a preset, or a comma list of presets and activity kinds (their union). The CUPTI
+// collector maps each name to CUPTI activity kinds; a name it does not know must be rejected here, before
+// the session starts, not discovered later.
+// Keep in step with parse_activities() in lib/collect/cupti/cupti_collector.cpp.
+constexpr std::array<std::string_view, 4> kCuptiPresets = {"default", "minimal", "full", "none"};
+constexpr std::array<std::string_view, 12> kCuptiActivityKinds = {
+    "kernel", "memcpy", "memset", "memory", "sync", "graph", "runtime", "driver", "api", "runtime_all", "nvtx",
+    "overhead"};
+
+bool contains(std::span<const std::string_view> names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string join(std::span<const std::string_view> names, std::string_view separator) {
+  std::string out;
+  for (std::string_view n : names) {
+    if (!out.empty()) out += separator;
+    out += n;
+  }
+  return out;
+}
+
+std::string check_cupti_activities(std::string_view value) {
+  if (value.empty()) return "the list is empty";
+  size_t begin = 0;
+  while (begin <= value.size()) {
+    size_t end = value.find(',', begin);
+    if (end == std::string_view::npos) end = value.size();
+    std::string_view item = value.substr(begin, end - begin);
+    if (!contains(kCuptiPresets, item) && !contains(kCuptiActivityKinds, item))
+      return "'" + std::string(item) + "' is not a CUPTI preset or activity kind";
+    begin = end + 1;
+  }
+  return "";
+}
+
+constexpr std::string_view kCuptiActivitiesAllowed =
+    "default | minimal | full, or a comma list of those and of kernel, memcpy, memset, memory, sync, runtime, "
+    "driver, nvtx, overhead";
+
+std::string check_report(std::string_view value) {
+  if (value.empty()) return "";
+  for (std::string_view ext : {".md", ".html", ".json"})
+    if (value.size() > ext.size() && value.ends_with(ext)) return "";
+  return "'" + std::string(value) + "' does not end in .md, .html or .json";
+}
+
+// Designated initializers keep each row self-describing; the order is the order of the Config fields, which
+// is the order of `show`, `keys` and the docs. constexpr, not just const: the runtime resolves the
+// configuration from a shared-library constructor, which can run before this file's dynamic initializers, so
+// the table must be initialized at compile time.
+constexpr KeyDef kKeys[] = {
+    // --- session
+    {.key = "enable", .section = "session", .member = &Config::enable,
+     .doc = "Start a session automatically when the process starts."},
+    {.key = "output", .section = "session", .member = &Config::output,
+     .doc = "Dump path; empty means inferscope-<pid>.iscope in the working directory."},
+    {.key = "buffer_mode", .section = "session", .member = &Config::buffer_mode,
+     .doc = "stream: chunks are appended to the dump as they fill (a long run is limited by disk); ring: "
+            "flight recorder keeping the last trace_size_mb in memory, written at stop, exit, SIGUSR2 or "
+            "flush."},
+    {.key = "trace_size_mb", .section = "session", .member = &Config::trace_size_mb,
+     .doc = "Ring-mode memory budget in MiB.", .min = 1, .max = 65536},
+    {.key = "thread_buffer_kb", .section = "session", .member = &Config::thread_buffer_kb,
+     .doc = "Per-thread event buffer in KiB.", .min = 64, .max = 262144, .power_of_two = true},
+    {.key = "flush_period_ms", .section = "session", .member = &Config::flush_period_ms,
+     .doc = "How often the writer thread drains the per-thread buffers.", .min = 1, .max = 10000},
+    {.key = "calibration_period_ms", .section = "session", .member = &Config::calibration_period_ms,
+     .doc = "How often a clock calibration pair is recorded.", .min = 10, .max = 600000},
+    {.key = "log_level", .section = "session", .member = &Config::log_level,
+     .doc = "Verbosity of InferScope's own messages on stderr."},
+    {.key = "handle_signals", .section = "session", .member = &Config::handle_signals,
+     .doc = "Write the dump on SIGINT/SIGTERM when the session was started from the environment."},
+    // --- GPU collector (CUPTI)
+    {.key = "cupti", .section = "cupti", .member = &Config::cupti,
+     .doc = "Collect GPU activity through CUPTI when a driver is present."},
+    {.key = "cupti_activities", .section = "cupti", .member = &Config::cupti_activities,
+     .doc = "Which CUPTI activity kinds to record.", .list = true, .check = check_cupti_activities,
+     .check_allowed = kCuptiActivitiesAllowed},
+    {.key = "cupti_buffer_kb", .section = "cupti", .member = &Config::cupti_buffer_kb,
+     .doc = "Size of one CUPTI activity buffer in KiB.", .min = 64, .max = 262144},
+    {.key = "nvtx_capture", .section = "cupti", .member = &Config::nvtx_capture,
+     .doc = "Record the NVTX ranges the application emits."},
+    {.key = "nvtx_emit", .section = "cupti", .member = &Config::nvtx_emit,
+     .doc = "Also emit ISCOPE ranges as NVTX ranges (visible in Nsight Systems)."},
+    // --- Python collector
+    {.key = "python", .section = "python", .member = &Config::python,
+     .doc = "Trace Python calls when the process runs Python."},
+    {.key = "python_mode", .section = "python", .member = &Config::python_mode,
+     .doc = "default: your code and model forward passes; full: every Python function, stdlib and installed packages included (C functions are not traced); off: no tracing.",
+     .choices = kPythonModes},
+    {.key = "python_include", .section = "python", .member = &Config::python_include,
+     .doc = "Only trace modules or paths starting with one of these prefixes (empty: all).", .list = true},
+    {.key = "python_exclude", .section = "python", .member = &Config::python_exclude,
+     .doc = "Do not trace modules or paths starting with one of these prefixes.", .list = true},
+    {.key = "python_max_depth", .section = "python", .member = &Config::python_max_depth,
+     .doc = "Deepest Python call depth recorded; 0 means unlimited.", .min = 0, .max = 100000},
+    // --- system collector
+    {.key = "system", .section = "system", .member = &Config::system,
+     .doc = "Sample /proc and NVML counters."},
+    {.key = "sample_period_ms", .section = "system", .member = &Config::sample_period_ms,
+     .doc = "System sampling period.", .min = 1, .max = 60000},
+    {.key = "nvml", .section = "system", .member = &Config::nvml,
+     .doc = "Sample GPU counters through NVML when present."},
+    {.key = "perf_sampling", .section = "system", .member = &Config::perf_sampling,
+     .doc = "Per-thread cpu-clock samples through perf_event_open."},
+    // --- reports and analyzer
+    {.key = "report", .section = "analysis", .member = &Config::report,
+     .doc = "Write this report at exit; the extension picks the format (empty: none).",
+     .check = check_report, .check_allowed = "empty, or a path ending in .md, .html or .json"},
+    {.key = "step", .section = "analysis", .member = &Config::step,
+     .doc = "Name of the range that marks one inference step; empty means detect it."},
+    {.key = "launch_bound_max_kernel_us", .section = "analysis", .member = &Config::launch_bound_max_kernel_us,
+     .doc = "Kernels shorter than this count as short for the launch_bound finding (microseconds).",
+     .min = 0.1, .max = 1e6},
+    {.key = "idle_gap_us", .section = "analysis", .member = &Config::idle_gap_us,
+     .doc = "GPU gaps shorter than this count as busy (microseconds).", .min = 0, .max = 1e6},
+};
+
+template <class T>
+std::string format_value(const T& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value ? "true" : "false";
+  } else if constexpr (std::is_enum_v<T>) {
+    return std::string(enum_names(T{})[static_cast<size_t>(value)]);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return value;
+  } else if constexpr (std::is_same_v<T, double>) {
+    // Shortest fixed-point text that reads back to the same value: "1000000", not "1e+06".
+    char buf[512];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed);
+    return std::string(buf, end);
+  } else {
+    return std::to_string(value);
+  }
+}
+
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+std::string parse_bool(std::string_view text, bool& out) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "true" || lower == "1" || lower == "yes" || lower == "on") {
+    out = true;
+    return "";
+  }
+  if (lower == "false" || lower == "0" || lower == "no" || lower == "off") {
+    out = false;
+    return "";
+  }
+  return quoted(text) + " is not a boolean";
+}
+
+template <class T>
+std::string parse_integer(const KeyDef& def, std::string_view text, T& out) {
+  std::string_view digits = text.starts_with('-') ? text.substr(1) : text;
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return quoted(text) + " is not an integer";
+  if (text.starts_with('-')) return std::string(text) + " is out of range";
+  uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc() || static_cast<double>(value) < def.min || static_cast<double>(value) > def.max)
+    return std::string(text) + " is out of range";
+  if (def.power_of_two && !std::has_single_bit(value)) return std::string(text) + " is not a power of two";
+  out = static_cast<T>(value);
+  return "";
+}
+
+std::string parse_number(const KeyDef& def, std::string_view text, double& out) {
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ptr != text.data() + text.size() || (ec != std::errc() && ec != std::errc::result_out_of_range) ||
+      std::isnan(value))
+    return quoted(text) + " is not a number";
+  if (ec == std::errc::result_out_of_range || value < def.min || value > def.max)
+    return std::string(text) + " is out of range";
+  out = value;
+  return "";
+}
+
+template <class E>
+std::string parse_enum(std::string_view text, E& out) {
+  auto names = enum_names(E{});
+  auto it = std::find(names.begin(), names.end(), text);
+  if (it == names.end()) return quoted(text) + " is not an allowed value";
+  out = static_cast<E>(it - names.begin());
+  return "";
+}
+
+std::string parse_string(const KeyDef& def, std::string_view text, std::string& out) {
+  if (!def.choices.empty() && !contains(def.choices, text)) return quoted(text) + " is not an allowed value";
+  if (def.check) {
+    std::string problem = def.check(text);
+    if (!problem.empty()) return problem;
+  }
+  out = std::string(text);
+  return "";
+}
+
+std::string range_text(const KeyDef& def) {
+  return "[" + format_value(def.min) + ", " + format_value(def.max) + "]";
+}
+
+}  // namespace
+
+std::span<const KeyDef> key_defs() { return kKeys; }
+
+const KeyDef* find_key(std::string_view key) {
+  for (const KeyDef& def : kKeys)
+    if (def.key == key) return &def;
+  return nullptr;
+}
+
+std::string assign(const KeyDef& def, Config& config, std::string_view text) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_reference_t<decltype(config.*member)>;
+        // A value of "" for a non-string key is a mistake ("enable:" with nothing after it), not a default.
+        if constexpr (!std::is_same_v<T, std::string>) {
+          if (text.empty()) return "the value is empty";
+        }
+        if constexpr (std::is_same_v<T, bool>) {
+          return parse_bool(text, config.*member);
+        } else if constexpr (std::is_enum_v<T>) {
+          return parse_enum(text, config.*member);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return parse_string(def, text, config.*member);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return parse_number(def, text, config.*member);
+        } else {
+          return parse_integer(def, text, config.*member);
+        }
+      },
+      def.member);
+}
+
+std::string format(const KeyDef& def, const Config& config) {
+  return std::visit([&](auto member) { return format_value(config.*member); }, def.member);
+}
+
+std::string_view type_name(const KeyDef& def) {
+  return std::visit(
+      [&](auto member) -> std::string_view {
+        using T = std::remove_reference_t<decltype(Config{}.*member)>;
+        if constexpr (std::is_same_v<T, bool>) return "boolean";
+        else if constexpr (std::is_enum_v<T>) return "choice";
+        else if constexpr (std::is_same_v<T, double>) return "number";
+        else if constexpr (std::is_same_v<T, std::string>)
+          return def.list ? "list" : def.choices.empty() ? "string" : "choice";
+        else return "integer";
+      },
+      def.member);
+}
+
+bool is_string(const KeyDef& def) { return std::holds_alternative<std::string Config::*>(def.member); }
+
+std::string allowed(const KeyDef& def) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_reference_t<decltype(Config{}.*member)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          return "true or false (also yes/no, on/off, 1/0)";
+        } else if constexpr (std::is_enum_v<T>) {
+          return "one of: " + join(enum_names(T{}), ", ");
+        } else if constexpr (std::is_same_v<T, double>) {
+          return "a number in " + range_text(def);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (!def.choices.empty()) return "one of: " + join(def.choices, ", ");
+          if (def.check) return std::string(def.check_allowed);
+          return def.list ? "a comma-separated list (or a YAML sequence)" : "any text";
+        } else {
+          return std::string(def.power_of_two ? "a power of two" : "an integer") + " in " + range_text(def);
+        }
+      },
+      def.member);
+}
+
+std::string env_name(std::string_view key) {
+  std::string name = "INFERSCOPE_";
+  for (char c : key) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::string closest_key(std::string_view typed) {
+  // Keys are lower case; "Trace_Size_MB" is one mistake (the case), not five.
+  std::string unknown(typed);
+  std::transform(unknown.begin(), unknown.end(), unknown.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_distance = SIZE_MAX;
+  for (const KeyDef& def : kKeys) {
+    size_t d = distance(unknown, def.key);
+    // A key the user typed only part of ("buffer" for buffer_mode) is as good a guess as a one-letter typo.
+    if (unknown.size() >= 3 && def.key.find(unknown) != std::string_view::npos) d = std::min<size_t>(d, 1);
+    if (d < best_distance) {
+      best_distance = d;
+      best = def.key;
+    }
+  }
+  // Beyond about a third of the word, the "closest" key is a guess that misleads more than it helps.
+  size_t limit = std::max<size_t>(2, unknown.size() / 3);
+  return best_distance <= limit ? best : std::string();
+}
+
+}  // namespace inferscope::config::detail

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what InferScope needs from Debian 12's packages, only when something is missing.
+set -euo pipefail
+PKGS=(build-essential cmake ninja-build pkg-config
+      libboost1.81-dev libboost-json1.81-dev   # Debian 12's default Boost (1.74) has no Boost.JSON
+      doctest-dev libcxxopts-dev libyaml-cpp-dev libbenchmark-dev
+      python3 python3-dev python3-pytest
+      clang libclang-rt-14-dev binutils)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: everything is installed"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

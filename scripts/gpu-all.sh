@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU machine, from the repository root, in two parts that fit one device call
+# each (the build stays on the machine between calls while it is warm):
+#   scripts/gpu-all.sh tests    # Release build, every GPU-labelled test, the CPU suite on Python 3.12,
+#                               # runtime/Python/system benchmarks
+#   scripts/gpu-all.sh overhead # GPT-2 overhead (GPU collection, + Python tracing, torch.profiler) and the
+#                               # planted-bottleneck programs through iscope-run and iscope-analyze
+# Logs and figures go to $OUT (default ./out-gpu).
+set -u
+PART=${1:-tests}
+OUT=${OUT:-$PWD/out-gpu}
+BUILD=${BUILD:-build-gpu}
+PY=${PYTHON:-$(command -v python3)}
+mkdir -p "$OUT"
+echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+export PYTHONUNBUFFERED=1
+
+build() {
+  local t0; t0=$(date +%s)
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PY" \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
+    ninja -C "$BUILD" -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
+  echo "build: $(( $(date +%s) - t0 )) s"
+}
+
+if [ "$PART" = tests ]; then
+  build
+  (cd "$BUILD" && ctest -L gpu -V --timeout 300) > "$OUT/gpu-tests.log" 2>&1
+  echo "gpu tests rc=$?"
+  grep -E "^ *[0-9]+/[0-9]+ Test|tests passed|tests failed|kernels linked|SKIP|skipped:" "$OUT/gpu-tests.log" | tail -30
+  (cd "$BUILD" && ctest -LE "gpu|compile" -j8 --output-on-failure --timeout 300) > "$OUT/cpu-tests.log" 2>&1
+  echo "cpu tests on the device host (Python $($PY -c 'import sys;print(sys.version.split()[0])')) rc=$?"
+  grep -E "tests passed|tests failed|\*\*\*Failed" "$OUT/cpu-tests.log" | tail -10
+  "$BUILD/bench/runtime/bench_scope" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_min_time=0.3 > "$OUT/bench_scope.txt" 2>&1
+  grep -E "median|Benchmark" "$OUT/bench_scope.txt"
+  PYTHONPATH="$BUILD/python" "$PY" bench/python_overhead.py --rounds 21 > "$OUT/python_overhead.txt" 2>&1
+  tail -12 "$OUT/python_overhead.txt"
+  for b in "$BUILD"/bench/system/*bench*; do [ -x "$b" ] && "$b" > "$OUT/system_bench.txt" 2>&1 && tail -12 "$OUT/system_bench.txt"; done
+  ls "$BUILD"/bench/analyze/ 2>/dev/null | head -3
+fi
+
+if [ "$PART" = overhead ]; then
+  [ -x "$BUILD/tools/iscope-run/iscope-run" ] || build
+  RUN="$BUILD/tools/iscope-run/iscope-run"
+  "$RUN" -q -o /tmp/gpt2-bench.iscope -- "$PY" bench/gpu/gpt2_overhead.py --mode inferscope --batches 1,32 \
+    --rounds ${ROUNDS:-10} --sets "kernel;default;default+python;default+python_full" > "$OUT/gpt2_inferscope.txt" 2>&1
+  echo "gpt2 inferscope rc=$?"; grep -E "^\||^##|^#" "$OUT/gpt2_inferscope.txt"
+  "$PY" bench/gpu/gpt2_overhead.py --mode torch-profiler --batches 1 --rounds ${ROUNDS:-10} > "$OUT/gpt2_torch.txt" 2>&1
+  echo "gpt2 torch.profiler rc=$?"; grep -E "^\||^##" "$OUT/gpt2_torch.txt"
+  if [ -x scripts/planted-bottlenecks.sh ]; then
+    BUILD_DIR="$BUILD" PYTHON="$PY" scripts/planted-bottlenecks.sh "$OUT/planted" > "$OUT/planted.txt" 2>&1
+    echo "planted rc=$?"; tail -25 "$OUT/planted.txt"
+  fi
+fi

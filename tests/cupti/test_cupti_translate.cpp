@@ -1,0 +1,360 @@
+// Translation of synthetic CUPTI activity records (built with the real CUPTI structs) into dump records,
+// on their own and through a whole session with a fake CUPTI behind the collector's interface.
+#include "collect/cupti/activity_translator.hpp"
+#include "collect/cupti/cupti_collector.hpp"
+#include "dump/reader.hpp"
+
+#include <inferscope/scope.hpp>
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace inferscope;
+using namespace inferscope::cupti;
+
+namespace {
+
+const char* kMangled = "_Z11tiny_kernelPfi";
+
+CUpti_ActivityKernel10 make_kernel(uint32_t corr, uint64_t start, uint64_t end) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.name = kMangled;
+  k.start = start, k.end = end;
+  k.correlationId = corr;
+  k.deviceId = 1, k.contextId = 7, k.streamId = 13;
+  k.gridX = 256, k.gridY = 2, k.gridZ = 1, k.blockX = 128, k.blockY = 1, k.blockZ = 1;
+  k.registersPerThread = 32, k.staticSharedMemory = 1024, k.dynamicSharedMemory = 2048;
+  k.graphId = 5;
+  return k;
+}
+
+CUpti_ActivityMemcpy6 make_copy(uint32_t corr, uint8_t kind, uint8_t src, uint8_t dst, uint64_t bytes, bool async) {
+  CUpti_ActivityMemcpy6 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = kind, m.srcKind = src, m.dstKind = dst;
+  m.flags = async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+  m.bytes = bytes;
+  m.start = 5000 + corr, m.end = 6000 + corr;
+  m.deviceId = 1, m.contextId = 7, m.streamId = 14;
+  m.correlationId = corr;
+  return m;
+}
+
+CUpti_ActivityMemset4 make_memset(uint32_t corr) {
+  CUpti_ActivityMemset4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m.value = 0xab, m.bytes = 4096, m.start = 7000, m.end = 7100;
+  m.deviceId = 1, m.contextId = 7, m.streamId = 14, m.correlationId = corr;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  return m;
+}
+
+CUpti_ActivitySynchronization2 make_sync(uint32_t corr) {
+  CUpti_ActivitySynchronization2 s{};
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  s.start = 8000, s.end = 9000, s.correlationId = corr, s.contextId = 7, s.streamId = 14;
+  s.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  return s;
+}
+
+CUpti_ActivityMemory4 make_alloc(uint32_t corr, bool release) {
+  CUpti_ActivityMemory4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = release ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+                                  : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.correlationId = corr, m.address = 0x7f0000001000ull, m.bytes = 1u << 20, m.timestamp = 9500;
+  m.deviceId = 1, m.contextId = 7, m.streamId = 0, m.isAsync = 0;
+  return m;
+}
+
+struct Captured {
+  std::vector<std::vector<uint8_t>> records;
+  template <class T>
+  T at(size_t i) const {
+    T r;
+    REQUIRE(records.at(i).size() == sizeof(T));
+    std::memcpy(&r, records[i].data(), sizeof(T));
+    return r;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("kernel, copy, memset, sync and allocation records keep every field") {
+  Captured out;
+  ActivityTranslator t([&](const void* r, uint32_t n) {
+    const auto* p = static_cast<const uint8_t*>(r);
+    out.records.emplace_back(p, p + n);
+  });
+  t.set_context_device(7, 1);
+  auto k = make_kernel(42, 1000, 2000);
+  auto h2d = make_copy(43, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 8u << 20, false);
+  auto pinned = make_copy(44, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                          CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4u << 20, true);
+  auto d2h = make_copy(45, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 1234, false);
+  auto ms = make_memset(46);
+  auto sy = make_sync(47);
+  auto al = make_alloc(48, false);
+  auto fr = make_alloc(49, true);
+  for (const void* a : {(const void*)&k, (const void*)&h2d, (const void*)&pinned, (const void*)&d2h, (const void*)&ms,
+                        (const void*)&sy, (const void*)&al, (const void*)&fr})
+    CHECK(t.translate(static_cast<const CUpti_Activity*>(a)));
+  REQUIRE(out.records.size() == 8);
+
+  auto kr = out.at<GpuKernelRecord>(0);
+  CHECK(kr.h.kind == RecordKind::kGpuKernel);
+  CHECK(kr.start == 1000);
+  CHECK(kr.end == 2000);
+  CHECK(kr.correlation == 42);
+  CHECK(kr.device == 1);
+  CHECK(kr.context == 7);
+  CHECK(kr.stream == 13);
+  CHECK(kr.grid[0] == 256);
+  CHECK(kr.grid[1] == 2);
+  CHECK(kr.block[0] == 128);
+  CHECK(kr.registers == 32);
+  CHECK(kr.static_smem == 1024);
+  CHECK(kr.dynamic_smem == 2048);
+  CHECK(kr.graph_id == 5);
+  CHECK(kr.name == t.kernel_name(kMangled));  // cached by pointer: the same id
+
+  auto c0 = out.at<GpuMemcpyRecord>(1);
+  CHECK(c0.h.kind == RecordKind::kGpuMemcpy);
+  CHECK(static_cast<CopyKind>(c0.h.aux) == CopyKind::kHtoD);
+  CHECK(c0.src_kind == MemoryKind::kPageable);
+  CHECK(c0.dst_kind == MemoryKind::kDevice);
+  CHECK(c0.bytes == (8u << 20));
+  CHECK(c0.is_async == 0);
+  CHECK(c0.correlation == 43);
+  CHECK(c0.start == 5043);
+  CHECK(c0.end == 6043);
+  auto c1 = out.at<GpuMemcpyRecord>(2);
+  CHECK(c1.src_kind == MemoryKind::kPinned);
+  CHECK(c1.is_async == 1);
+  auto c2 = out.at<GpuMemcpyRecord>(3);
+  CHECK(static_cast<CopyKind>(c2.h.aux) == CopyKind::kDtoH);
+  CHECK(c2.dst_kind == MemoryKind::kPageable);
+  CHECK(c2.bytes == 1234);
+
+  auto m = out.at<GpuMemsetRecord>(4);
+  CHECK(m.h.kind == RecordKind::kGpuMemset);
+  CHECK(static_cast<MemoryKind>(m.h.aux) == MemoryKind::kDevice);
+  CHECK(m.value == 0xab);
+  CHECK(m.bytes == 4096);
+
+  auto s = out.at<GpuSyncRecord>(5);
+  CHECK(s.h.kind == RecordKind::kGpuSync);
+  CHECK(static_cast<SyncKind>(s.h.aux) == SyncKind::kStreamSynchronize);
+  CHECK(s.device == 1);  // from the context's device
+  CHECK(s.event == 0);
+  CHECK(s.correlation == 47);
+
+  auto a = out.at<GpuMemoryRecord>(6);
+  CHECK(a.h.kind == RecordKind::kGpuMemory);
+  CHECK(a.h.aux == 1);
+  CHECK(a.bytes == (1u << 20));
+  CHECK(a.address == 0x7f0000001000ull);
+  CHECK(a.ts == 9500);
+  CHECK(a.stream == 0xffffffffu);
+  CHECK(out.at<GpuMemoryRecord>(7).h.aux == 2);
+
+  auto st = t.stats();
+  CHECK(st.kernels == 1);
+  CHECK(st.memcpys == 3);
+  CHECK(st.memsets == 1);
+  CHECK(st.syncs == 1);
+  CHECK(st.memory == 2);
+}
+
+TEST_CASE("a marker memset becomes a clock check once both host readings and the GPU interval are known") {
+  Captured out;
+  ActivityTranslator t([&](const void* r, uint32_t n) {
+    const auto* p = static_cast<const uint8_t*>(r);
+    out.records.emplace_back(p, p + n);
+  });
+  t.expect_clock_check(100, 0, 6900);
+  auto ms = make_memset(100);  // GPU 7000..7100
+  CHECK(t.translate(reinterpret_cast<const CUpti_Activity*>(&ms)));
+  CHECK(out.records.empty());  // host_after not known yet
+  t.complete_clock_check(100, 7300);
+  REQUIRE(out.records.size() == 1);
+  auto c = out.at<ClockCheckRecord>(0);
+  CHECK(c.h.kind == RecordKind::kClockCheck);
+  CHECK(c.cpu_before == 6900);
+  CHECK(c.gpu_ts == 7000);
+  CHECK(c.gpu_end == 7100);
+  CHECK(c.cpu_after == 7300);
+  // The collector's own allocations are not the application's.
+  t.ignore_correlation(101);
+  auto al = make_alloc(101, false);
+  CHECK(t.translate(reinterpret_cast<const CUpti_Activity*>(&al)));
+  CHECK(out.records.size() == 1);
+}
+
+TEST_CASE("activity specifications, selected API calls and demangling") {
+  auto d = parse_activity_set("default");
+  CHECK(d.kernel);
+  CHECK(d.memcpy);
+  CHECK(d.memset);
+  CHECK(d.sync);
+  CHECK(d.memory);
+  CHECK(d.runtime);
+  CHECK(d.driver);
+  CHECK_FALSE(d.runtime_all);
+  CHECK_FALSE(d.graph);
+  CHECK(parse_activity_set("") == d);
+  auto m = parse_activity_set("minimal");
+  CHECK(m.kernel);
+  CHECK_FALSE(m.memset);
+  CHECK(parse_activity_set("full").runtime_all);
+  CHECK_FALSE(parse_activity_set("none").any());
+  auto l = parse_activity_set("kernel, graph");
+  CHECK(l.kernel);
+  CHECK(l.graph);
+  CHECK_FALSE(l.memcpy);
+  CHECK_THROWS_WITH_AS(parse_activity_set("kernel,bogus"), doctest::Contains("'bogus'"), std::invalid_argument);
+
+  CHECK(is_selected_api("cudaLaunchKernel"));
+  CHECK(is_selected_api("cudaLaunchKernelExC_v11060"));
+  CHECK(is_selected_api("cuLaunchKernelEx"));
+  CHECK(is_selected_api("cudaMemcpyAsync"));
+  CHECK(is_selected_api("cudaStreamWaitEvent"));
+  CHECK(is_selected_api("cudaMallocAsync"));
+  CHECK(is_selected_api("cudaFreeAsync"));
+  CHECK(is_selected_api("cudaGraphLaunch"));
+  CHECK(is_selected_api("cuMemAlloc_v2"));
+  CHECK_FALSE(is_selected_api("cudaGetDevice"));
+  CHECK_FALSE(is_selected_api("cudaEventRecord"));
+  CHECK_FALSE(is_selected_api("cuCtxGetCurrent"));
+  CHECK_FALSE(is_selected_api(nullptr));
+
+  CHECK(demangle(kMangled) == "tiny_kernel(float*, int)");
+  CHECK(demangle("plain_c_kernel") == "plain_c_kernel");
+}
+
+namespace {
+
+// A CUPTI that starts and hands out the records of `records` as one buffer.
+class FakeCupti : public CuptiApi {
+ public:
+  std::vector<const CUpti_Activity*> records;
+  size_t next = 0;
+  CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* s, CUpti_CallbackFunc, void*) override {
+    *s = reinterpret_cast<CUpti_SubscriberHandle>(this);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f) override {
+    timestamp = f;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) override {
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) override {
+    enabled[k] = true;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) override {
+    enabled[k] = false;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiActivityFlushAll(uint32_t) override { return CUPTI_SUCCESS; }
+  CUptiResult cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity** r) override {
+    if (*r == nullptr) next = 0;
+    if (next >= records.size()) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *r = const_cast<CUpti_Activity*>(records[next++]);
+    return CUPTI_SUCCESS;
+  }
+  CUpti_TimestampCallbackFunc timestamp = nullptr;
+  std::map<CUpti_ActivityKind, bool> enabled;
+};
+
+std::string temp_path(const char* name) {
+  return std::string(INFERSCOPE_BINARY_DIR) + "/tests/cupti/" + name + "." + std::to_string(::getpid()) + ".iscope";
+}
+
+}  // namespace
+
+TEST_CASE("a session with a (fake) CUPTI writes GPU records into the dump with their kinds and fields") {
+  FakeCupti* fake = new FakeCupti;  // owned by the collector's state from here on
+  auto k1 = make_kernel(1, 100, 200), k2 = make_kernel(2, 300, 400);
+  auto h2d = make_copy(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1000, false);
+  auto pin = make_copy(4, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 2000, true);
+  auto sy = make_sync(5);
+  fake->records = {reinterpret_cast<CUpti_Activity*>(&k1), reinterpret_cast<CUpti_Activity*>(&k2),
+                   reinterpret_cast<CUpti_Activity*>(&h2d), reinterpret_cast<CUpti_Activity*>(&pin),
+                   reinterpret_cast<CUpti_Activity*>(&sy)};
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+
+  Config cfg;
+  cfg.output = temp_path("fake_cupti");
+  cfg.cupti = true;
+  cfg.system = false;
+  cfg.python = false;
+  REQUIRE(inferscope::start(cfg));
+  CHECK(std::string(inferscope_cupti_status()).rfind("on: CUPTI", 0) == 0);
+  REQUIRE(static_cast<bool>(fake->timestamp));
+  // The session clock drives CUPTI's timestamps.
+  const uint64_t t0 = detail::now();
+  const uint64_t ts = fake->timestamp();
+  CHECK(ts >= t0);
+  CHECK(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  CHECK(fake->enabled[CUPTI_ACTIVITY_KIND_MEMCPY]);
+  // Switched at run time, as the overhead benchmark does.
+  CHECK(inferscope_cupti_set_activities("none") == 0);
+  CHECK_FALSE(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  CHECK(inferscope_cupti_set_activities("default") == 0);
+  CHECK(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  CHECK(inferscope_cupti_set_activities("nonsense") == -1);
+  uint8_t buffer[8];
+  deliver_buffer_for_test(buffer, sizeof(buffer));
+  REQUIRE(inferscope::stop());
+  CHECK_FALSE(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+
+  dump::DumpReader r(cfg.output);
+  CHECK(r.complete());
+  std::map<RecordKind, int> kinds;
+  std::vector<GpuMemcpyRecord> copies;
+  uint32_t gpu_thread = 0;
+  for (auto& [id, t] : r.threads())
+    if (t.is_channel() && t.name == "gpu") gpu_thread = id;
+  CHECK(gpu_thread != 0);
+  r.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+    ++kinds[h.kind];
+    if (h.kind == RecordKind::kGpuKernel || h.kind == RecordKind::kGpuMemcpy) CHECK(thread == gpu_thread);
+    if (h.kind == RecordKind::kGpuMemcpy) copies.push_back(dump::load<GpuMemcpyRecord>(p));
+    if (h.kind == RecordKind::kGpuKernel) {
+      auto k = dump::load<GpuKernelRecord>(p);
+      CHECK(r.string_at(k.name) == "tiny_kernel(float*, int)");
+      CHECK((k.start == 100 || k.start == 300));
+    }
+  });
+  CHECK(kinds[RecordKind::kGpuKernel] == 2);
+  CHECK(kinds[RecordKind::kGpuMemcpy] == 2);
+  CHECK(kinds[RecordKind::kGpuSync] == 1);
+  REQUIRE(copies.size() == 2);
+  CHECK(copies[0].src_kind == MemoryKind::kPageable);
+  CHECK(copies[0].bytes == 1000);
+  CHECK(copies[1].src_kind == MemoryKind::kPinned);
+  CHECK(copies[1].bytes == 2000);
+  std::string status;
+  for (auto& [k, v] : r.collector_status())
+    if (k == "cupti") status = v;
+  CHECK(status.find("on: CUPTI") == 0);
+  CHECK(status.find("2 kernels, 2 copies") != std::string::npos);
+  set_api_factory_for_test(nullptr);
+  ::unlink(cfg.output.c_str());
+}

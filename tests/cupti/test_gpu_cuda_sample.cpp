@@ -1,0 +1,187 @@
+// GPU test (label gpu): the CUDA sample under iscope-run on a real GPU. Every kernel and copy is captured
+// with the right kinds, bytes and pageable/pinned flags; every kernel is linked to its launch call; no
+// kernel starts more than 1 us before its launch call began (>= 100,000 kernels); nothing is dropped.
+// Exits 77 (skipped) without a GPU.
+#include "dump/clock_model.hpp"
+#include "dump/reader.hpp"
+#include "run_util.hpp"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+using namespace inferscope;
+using iscope_test::run;
+
+namespace {
+
+void skip(const char* why) {
+  std::printf("skipped: %s\n", why);
+  std::fflush(stdout);
+  std::_Exit(77);
+}
+
+bool have_gpu() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW);
+  if (!h) return false;
+  auto init = reinterpret_cast<int (*)(unsigned)>(::dlsym(h, "cuInit"));
+  auto count = reinterpret_cast<int (*)(int*)>(::dlsym(h, "cuDeviceGetCount"));
+  int n = 0;
+  return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
+}
+
+long field(const std::string& out, const std::string& key) {
+  auto p = out.find(key + "=");
+  REQUIRE_MESSAGE(p != std::string::npos, "sample output lacks " << key << ": " << out);
+  return std::atol(out.c_str() + p + key.size() + 1);
+}
+
+std::string temp_path(const char* name) {
+  return std::string(INFERSCOPE_BINARY_DIR) + "/tests/cupti/" + name + "." + std::to_string(::getpid()) + ".iscope";
+}
+
+struct Checked {
+  uint64_t kernels = 0, api = 0, linked = 0, violations = 0, clock_checks = 0, clock_violations = 0;
+  double worst_ns = -1e18;        // max over kernels of (api start - kernel start): > 0 means the kernel started first
+  double worst_check_ns = -1e18;  // max shortfall of a clock check
+  std::string status;
+};
+
+// Reads a dump of the sample and checks it against the sample's own account of what it did.
+Checked check_sample_dump(const std::string& path, const std::string& out) {
+  dump::DumpReader r(path);
+  CHECK(r.complete());
+  CHECK(r.total_dropped_records() == 0);
+  dump::ClockModel clock(r.calibration());
+  Checked c;
+  for (auto& [k, v] : r.collector_status())
+    if (k == "cupti") c.status = v;
+  CHECK_MESSAGE(c.status.rfind("on: CUPTI", 0) == 0, c.status);
+
+  std::unordered_map<uint32_t, uint64_t> api_start;  // correlation -> start ticks, application threads only
+  std::vector<std::pair<uint32_t, uint64_t>> kernels;  // correlation, start
+  std::vector<GpuMemcpyRecord> copies;
+  std::vector<GpuMemsetRecord> memsets;
+  std::vector<ClockCheckRecord> checks;
+  std::map<std::string, int> kernel_names;
+  r.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+    switch (h.kind) {
+      case RecordKind::kCudaApi: {
+        auto a = dump::load<CudaApiRecord>(p);
+        CHECK_FALSE(r.threads().at(thread).is_channel());
+        api_start[a.correlation] = a.start;
+        ++c.api;
+        break;
+      }
+      case RecordKind::kGpuKernel: {
+        auto k = dump::load<GpuKernelRecord>(p);
+        kernels.emplace_back(k.correlation, k.start);
+        ++kernel_names[r.string_at(k.name)];
+        break;
+      }
+      case RecordKind::kGpuMemcpy: copies.push_back(dump::load<GpuMemcpyRecord>(p)); break;
+      case RecordKind::kGpuMemset: memsets.push_back(dump::load<GpuMemsetRecord>(p)); break;
+      case RecordKind::kClockCheck: checks.push_back(dump::load<ClockCheckRecord>(p)); break;
+      default: break;
+    }
+  });
+  c.kernels = kernels.size();
+  CHECK(static_cast<long>(kernels.size()) == field(out, "kernels"));
+  // The sample's kernels live in an anonymous namespace: "(anonymous namespace)::tiny_kernel(float*, int)".
+  CHECK(kernel_names["(anonymous namespace)::tiny_kernel(float*, int)"] == field(out, "tiny_kernels"));
+  CHECK(kernel_names["(anonymous namespace)::long_kernel(float*, long long)"] == 1);
+  for (auto& [corr, start] : kernels) {
+    auto it = api_start.find(corr);
+    if (it == api_start.end()) continue;
+    ++c.linked;
+    const double d = static_cast<double>(clock.to_ns(it->second) - clock.to_ns(start));
+    c.worst_ns = std::max(c.worst_ns, d);
+    if (d > 1000.0) ++c.violations;
+  }
+  CHECK(c.linked == c.kernels);
+  CHECK(c.violations == 0);
+
+  int pageable = 0, pinned = 0, d2h = 0;
+  for (auto& m : copies) {
+    const auto kind = static_cast<CopyKind>(m.h.aux);
+    CHECK(api_start.count(m.correlation) == 1);
+    if (kind == CopyKind::kHtoD && m.src_kind == MemoryKind::kPageable) {
+      ++pageable;
+      CHECK(static_cast<long>(m.bytes) == field(out, "h2d_pageable_bytes"));
+    } else if (kind == CopyKind::kHtoD && m.src_kind == MemoryKind::kPinned) {
+      ++pinned;
+      CHECK(static_cast<long>(m.bytes) == field(out, "h2d_pinned_bytes"));
+    } else if (kind == CopyKind::kDtoH) {
+      ++d2h;
+      CHECK(m.dst_kind == MemoryKind::kPageable);
+      CHECK(static_cast<long>(m.bytes) == field(out, "d2h_bytes"));
+    }
+  }
+  // A pageable H2D copy may be split by the driver into several staged pieces; the sample makes one call.
+  CHECK(pageable >= 1);
+  CHECK(pinned == 1);
+  CHECK(d2h >= 1);
+  REQUIRE(memsets.size() == 1);
+  CHECK(static_cast<long>(memsets[0].bytes) == field(out, "memset_bytes"));
+
+  for (auto& k : checks) {
+    ++c.clock_checks;
+    const double before = static_cast<double>(clock.to_ns(k.cpu_before) - clock.to_ns(k.gpu_ts));
+    const double after = static_cast<double>(clock.to_ns(k.gpu_end) - clock.to_ns(k.cpu_after));
+    const double worst = std::max(before, after);
+    c.worst_check_ns = std::max(c.worst_check_ns, worst);
+    if (worst > 1000.0) ++c.clock_violations;
+  }
+  CHECK(c.clock_checks >= 1);
+  CHECK(c.clock_violations == 0);
+  return c;
+}
+
+void report(const char* what, const Checked& c) {
+  std::printf("%s: %llu kernels, %llu API records, %llu kernels linked to their launch; worst (launch start - kernel "
+              "start) = %.0f ns, %llu beyond 1 us; %llu clock checks, worst shortfall %.0f ns\n  status: %s\n",
+              what, (unsigned long long)c.kernels, (unsigned long long)c.api, (unsigned long long)c.linked, c.worst_ns,
+              (unsigned long long)c.violations, (unsigned long long)c.clock_checks, c.worst_check_ns, c.status.c_str());
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA sample under iscope-run: every kernel and copy, linked, on one clock") {
+#ifndef SAMPLE_CUDA_INFER
+  skip("the CUDA sample was not built (nvcc not found at configure time)");
+#else
+  if (!have_gpu()) skip("no CUDA GPU or driver on this machine");
+  const char* env_kernels = std::getenv("ISCOPE_GPU_TEST_KERNELS");
+  const std::string n = env_kernels ? env_kernels : "100000";
+  const std::string dump = temp_path("cuda_sample");
+  auto r = run({ISCOPE_RUN, "-q", "-o", dump, "--", SAMPLE_CUDA_INFER, "--kernels", n});
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  Checked c = check_sample_dump(dump, r.out);
+  CHECK(c.kernels >= 100000);
+  report("iscope-run (CUDA injection)", c);
+  if (!std::getenv("ISCOPE_KEEP_DUMPS")) ::unlink(dump.c_str());
+#endif
+}
+
+TEST_CASE("the CUDA sample with INFERSCOPE_ENABLE only: the session starts before CUDA, in-process") {
+#ifndef SAMPLE_CUDA_INFER
+  skip("the CUDA sample was not built");
+#else
+  if (!have_gpu()) skip("no CUDA GPU or driver on this machine");
+  const std::string dump = temp_path("cuda_sample_env");
+  ::setenv("INFERSCOPE_ENABLE", "1", 1);
+  ::setenv("INFERSCOPE_OUTPUT", dump.c_str(), 1);
+  auto r = run({SAMPLE_CUDA_INFER, "--kernels", "1000"});
+  ::unsetenv("INFERSCOPE_ENABLE");
+  ::unsetenv("INFERSCOPE_OUTPUT");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  report("in-process (INFERSCOPE_ENABLE)", check_sample_dump(dump, r.out));
+  ::unlink(dump.c_str());
+#endif
+}

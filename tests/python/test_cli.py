@@ -1,0 +1,167 @@
+"""Unmodified programs: `python -m inferscope_py run`, INFERSCOPE_ENABLE=1 with import, and the sitecustomize
+that iscope-run relies on (PYTHONPATH + INFERSCOPE_ENABLE=1 + LD_PRELOAD=libinferscope.so)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import inferscope_py as isc
+from conftest import analyze_binary, of_kind
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(isc.__file__)))
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+
+    def work(n):
+        return sum(helper(i) for i in range(n))
+
+    def helper(i):
+        return i * i
+
+    print("argv", sys.argv)
+    print("result", work(10))
+    sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+    """
+)
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFERSCOPE_") and k != "LD_PRELOAD"}
+    env["PYTHONPATH"] = PACKAGE_DIR + (os.pathsep + extra.pop("PYTHONPATH") if "PYTHONPATH" in extra else "")
+    if os.environ.get("ISCOPE_ANALYZE"):
+        env["INFERSCOPE_ANALYZE"] = os.environ["ISCOPE_ANALYZE"]
+    env.update(extra)
+    return env
+
+
+def run(args, cwd, **env):
+    return subprocess.run([sys.executable] + args, cwd=cwd, env=clean_env(**env), capture_output=True, text=True,
+                          timeout=120)
+
+
+def library():
+    lib = os.environ.get("ISCOPE_LIBRARY")
+    if not lib or not os.path.exists(lib):
+        pytest.skip("ISCOPE_LIBRARY is not set to libinferscope.so (run through ctest)")
+    return lib
+
+
+def test_run_sets_argv_traces_and_keeps_the_exit_status(tmp_path):
+    (tmp_path / "script.py").write_text(SCRIPT)
+    out = run(["-m", "inferscope_py", "run", "-o", "run.iscope", "script.py", "3", "x"], tmp_path)
+    assert out.returncode == 3, out.stderr
+    assert "argv ['script.py', '3', 'x']" in out.stdout and "result 285" in out.stdout
+    d = isc._native._read_dump(str(tmp_path / "run.iscope"))
+    assert d["complete"]
+    assert len(of_kind(d, "python_call", "work")) == 1
+    assert len(of_kind(d, "python_call", "helper")) == 10
+    assert of_kind(d, "python_call", "<module>")  # the script's own top level
+
+
+def test_run_uncaught_exception_prints_the_traceback_and_exits_1(tmp_path):
+    (tmp_path / "bad.py").write_text("def f():\n    return 1 / 0\n\nf()\n")
+    out = run(["-m", "inferscope_py", "run", "-o", "bad.iscope", "bad.py"], tmp_path)
+    assert out.returncode == 1
+    assert "ZeroDivisionError" in out.stderr and 'bad.py", line 2, in f' in out.stderr
+    assert "runpy" not in out.stderr and "__main__.py" not in out.stderr  # the runner's frames are hidden
+    d = isc._native._read_dump(str(tmp_path / "bad.iscope"))
+    assert d["complete"] and of_kind(d, "python_call", "f")
+
+
+def test_run_module_with_dash_m(tmp_path):
+    (tmp_path / "mymod.py").write_text(SCRIPT)
+    out = run(["-m", "inferscope_py", "run", "-o", "m.iscope", "--mode", "full", "-m", "mymod", "0"], tmp_path,
+              PYTHONPATH=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "argv" in out.stdout
+    d = isc._native._read_dump(str(tmp_path / "m.iscope"))
+    assert len(of_kind(d, "python_call", "helper")) == 10
+
+
+def test_run_reports_a_missing_script(tmp_path):
+    out = run(["-m", "inferscope_py", "run", "nope.py"], tmp_path)
+    assert out.returncode == 2 and "cannot open 'nope.py'" in out.stderr
+
+
+INFERENCE = textwrap.dedent(
+    """
+    import threading
+    import inferscope_py
+
+    def layer(x):
+        return [v * 2 for v in x]
+
+    def model(x):
+        for _ in range(3):
+            x = layer(x)
+        return x
+
+    def spin():  # a daemon thread still running traced code when the interpreter exits
+        while True:
+            layer([1])
+
+    threading.Thread(target=spin, daemon=True).start()
+    with inferscope_py.scope("inference", batch=1):
+        model([1, 2, 3])
+    print("active", inferscope_py.is_active())
+    """
+)
+
+
+@pytest.mark.parametrize("preload", [False, True], ids=["import", "ld_preload"])
+def test_enable_from_environment_records_scopes_and_calls_until_exit(tmp_path, preload):
+    (tmp_path / "infer.py").write_text(INFERENCE)
+    env = dict(INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="env.iscope")
+    if preload:
+        env["LD_PRELOAD"] = library()
+    out = run(["infer.py"], tmp_path, **env)
+    assert out.returncode == 0, out.stderr
+    assert "active True" in out.stdout
+    d = isc._native._read_dump(str(tmp_path / "env.iscope"))
+    assert d["complete"], "the dump was not completed at exit"
+    (r,) = of_kind(d, "range", "inference")
+    assert r["attrs"] == {"batch": 1}
+    assert len(of_kind(d, "python_call", "model")) == 1
+    inner = [c for c in of_kind(d, "python_call", "layer") if c["thread"] == r["thread"]]
+    assert len(inner) == 3 and all(r["start"] <= c["start"] <= c["end"] <= r["end"] for c in inner)
+    assert d["collectors"]["python"].startswith("on: ")
+
+
+def test_report_at_exit_from_environment(tmp_path):
+    analyze = analyze_binary()
+    help_text = subprocess.run([analyze, "--help"], capture_output=True, text=True).stdout
+    if "-o" not in help_text.split():
+        pytest.skip("this iscope-analyze cannot write reports yet (no -o option)")
+    (tmp_path / "infer.py").write_text(INFERENCE)
+    out = run(["infer.py"], tmp_path, INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="rep.iscope",
+              INFERSCOPE_REPORT="report.md")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "rep.iscope").exists() and (tmp_path / "report.md").exists()
+
+
+def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path):
+    lib = library()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("print('chained sitecustomize ran')\n")
+    (tmp_path / "plain.py").write_text(SCRIPT)
+    out = run(["plain.py"], tmp_path, PYTHONPATH=str(other), INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="site.iscope",
+              LD_PRELOAD=lib)
+    assert out.returncode == 0, out.stderr
+    assert "chained sitecustomize ran" in out.stdout
+    d = isc._native._read_dump(str(tmp_path / "site.iscope"))
+    assert d["complete"]
+    assert len(of_kind(d, "python_call", "helper")) == 10
+
+
+def test_sitecustomize_does_nothing_without_inferscope_enable(tmp_path):
+    (tmp_path / "probe.py").write_text("import sys\nprint('loaded', 'inferscope_py' in sys.modules)\n")
+    out = run(["probe.py"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "loaded False" in out.stdout
+    assert not list(tmp_path.glob("*.iscope"))

@@ -1,0 +1,352 @@
+"""Python call tracing: every call becomes a python_call record; filters, depth, generators, async, threads,
+exceptions, switching at run time, and the summary tool. Runs the C profile hook on CPython < 3.12 and
+sys.monitoring on >= 3.12 (the same assertions hold for both)."""
+
+import asyncio
+import cProfile
+import functools
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import inferscope_py as isc
+from conftest import analyze_binary, of_kind
+
+
+def leaf(x):
+    return x + 1
+
+
+def middle(x):
+    return leaf(x) + leaf(x)
+
+
+def top(x):
+    return middle(x) * 2
+
+
+class Widget:
+    def method(self):
+        return leaf(1)
+
+
+def calls(d, name):
+    return of_kind(d, "python_call", name)
+
+
+def test_mechanism_matches_the_interpreter():
+    expected = "sys.monitoring" if sys.version_info >= (3, 12) else "C profile hook"
+    assert isc.tracing_mechanism.startswith(expected)
+
+
+def test_every_call_is_recorded_with_depth_name_file_and_line(record):
+    d = record(lambda: top(1), trace=True)
+    (t,) = calls(d, "top")
+    (m,) = calls(d, "middle")
+    leaves = calls(d, "leaf")
+    assert len(leaves) == 2
+    assert m["depth"] == t["depth"] + 1 and all(r["depth"] == t["depth"] + 2 for r in leaves)
+    assert t["start"] <= m["start"] <= leaves[0]["start"] <= leaves[1]["end"] <= m["end"] <= t["end"]
+    assert t["file"] == __file__ and t["line"] == top.__code__.co_firstlineno
+    (w,) = calls(record(lambda: Widget().method(), trace=True), "Widget.method")  # qualified names
+    assert w["line"] == Widget.method.__code__.co_firstlineno
+
+
+def test_python_calls_nest_inside_scopes_on_the_same_thread(record):
+    def work():
+        with isc.scope("step"):
+            top(1)
+
+    d = record(work, trace=True)
+    (step,) = of_kind(d, "range", "step")
+    (t,) = calls(d, "top")
+    assert step["thread"] == t["thread"] and step["start"] <= t["start"] <= t["end"] <= step["end"]
+
+
+def test_exceptions_unwind_the_stack(record):
+    def raiser():
+        raise ValueError("x")
+
+    def catcher():
+        try:
+            raiser()
+        except ValueError:
+            pass
+        return leaf(0)
+
+    d = record(lambda: catcher(), trace=True)
+    (c,) = calls(d, "test_exceptions_unwind_the_stack.<locals>.catcher")
+    (r,) = calls(d, "test_exceptions_unwind_the_stack.<locals>.raiser")
+    (lf,) = calls(d, "leaf")
+    assert r["depth"] == lf["depth"] == c["depth"] + 1  # the stack stayed consistent after the unwind
+    assert c["start"] <= r["start"] <= r["end"] <= lf["start"] <= c["end"]
+
+
+def counter(n):
+    for i in range(n):
+        leaf(i)
+        yield i
+
+
+def test_generators_record_each_resumption(record):
+    def work():
+        for _ in counter(3):
+            leaf(0)
+
+    d = record(work, trace=True)
+    gen = calls(d, "counter")
+    assert len(gen) == 4  # three yields and the final return
+    depth = gen[0]["depth"]
+    assert all(r["depth"] == depth for r in gen)
+    leaves = calls(d, "leaf")
+    assert len([r for r in leaves if r["depth"] == depth + 1]) == 3  # leaf(i) inside each resumption
+    assert len([r for r in leaves if r["depth"] == depth]) == 3  # the loop body's leaf(0), beside the generator
+    for a, b in zip(gen, gen[1:]):
+        assert a["end"] <= b["start"]
+
+
+async def child(i):
+    await asyncio.sleep(0.001)
+    return leaf(i)
+
+
+async def parent():
+    return sum(await asyncio.gather(*(child(i) for i in range(3))))
+
+
+def test_coroutines_are_traced(record):
+    d = record(lambda: asyncio.run(parent()), trace=True)
+    kids = calls(d, "child")
+    # Each coroutine runs twice: up to its await, then after it.
+    assert len(kids) == 6
+    assert len(calls(d, "parent")) >= 2
+    assert not calls(d, "BaseEventLoop.run_until_complete")  # asyncio itself is stdlib: not traced by default
+
+
+def test_threads_started_before_and_after_tracing_are_traced(record):
+    go = threading.Event()
+    seen = {}
+
+    def early():
+        go.wait()
+        seen["early"] = threading.get_ident()
+        middle(1)
+
+    def late():
+        seen["late"] = threading.get_ident()
+        middle(2)
+
+    t_early = threading.Thread(target=early)
+    t_early.start()  # exists before tracing starts
+
+    def work():
+        t_late = threading.Thread(target=late)
+        t_late.start()
+        go.set()
+        t_late.join()
+        t_early.join()
+
+    d = record(work, trace=True)
+    threads = {r["thread"] for r in calls(d, "middle")}
+    assert len(threads) == 2
+    os_tids = {d["threads"][str(t)]["os_tid"] for t in threads}
+    assert len(os_tids) == 2
+
+
+def test_default_mode_skips_the_standard_library_full_mode_keeps_it(record):
+    def work():
+        json.dumps({"a": [1, 2, 3]})
+        leaf(1)
+
+    default = record(work, trace=True)
+    assert calls(default, "leaf") and not calls(default, "dumps")
+    full = record(work, trace=True, mode="full")
+    (dumps,) = calls(full, "dumps")
+    assert dumps["file"].endswith("json/__init__.py")
+    assert calls(full, "JSONEncoder.encode")
+
+
+def test_default_mode_keeps_forward_in_installed_packages(record, tmp_path, monkeypatch):
+    lib = tmp_path / "site-packages"
+    lib.mkdir()
+    (lib / "fakenn.py").write_text(
+        "class Layer:\n"
+        "    def forward(self, x):\n"
+        "        return self.helper(x)\n"
+        "    def helper(self, x):\n"
+        "        return x\n"
+    )
+    monkeypatch.syspath_prepend(str(lib))
+    import fakenn
+
+    d = record(lambda: fakenn.Layer().forward(1), trace=True)
+    assert len(calls(d, "Layer.forward")) == 1
+    assert not calls(d, "Layer.helper")
+
+
+def test_include_and_exclude_by_module_and_path(record, tmp_path, monkeypatch):
+    pkg = tmp_path / "mypkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def outer():\n    from mypkg.sub import inner\n    return inner.f()\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "inner.py").write_text("def f():\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import mypkg
+
+    def work():
+        mypkg.outer()
+        leaf(1)
+
+    only_pkg = record(work, trace=True, include="mypkg")
+    assert calls(only_pkg, "outer") and calls(only_pkg, "f") and not calls(only_pkg, "leaf")
+
+    no_sub = record(work, trace=True, exclude=["mypkg.sub"])
+    assert calls(no_sub, "outer") and calls(no_sub, "leaf") and not calls(no_sub, "f")
+
+    by_path = record(work, trace=True, include=[str(pkg / "sub") + "/"])
+    assert calls(by_path, "f") and not calls(by_path, "outer") and not calls(by_path, "leaf")
+
+    # A module prefix matches whole components only: "mypk" is not "mypkg".
+    assert not calls(record(work, trace=True, include="mypk"), "outer")
+
+
+def top_then_leaf():
+    top(1)
+    leaf(5)
+
+
+def test_max_depth_limits_recorded_nesting(record):
+    d = record(functools.partial(top, 1), trace=True, max_depth=2)  # partial: top is the outermost call
+    assert calls(d, "top") and calls(d, "middle") and not calls(d, "leaf")
+    # The calls beyond the limit still return in order: a later shallow call is recorded at its depth.
+    d = record(top_then_leaf, trace=True, max_depth=2)
+    assert [r["depth"] for r in calls(d, "top")] == [1]
+    assert not calls(d, "middle")
+    assert [r["depth"] for r in calls(d, "leaf")] == [1]
+
+
+def test_switching_tracing_at_run_time_in_one_session(record):
+    def work():
+        assert isc.trace_python(True) is False
+        top(1)
+        assert isc.trace_python(False) is True
+        for _ in range(10):
+            top(1)
+        isc.trace_python(True)
+        middle(1)
+        isc.trace_python(False)
+
+    d = record(work)
+    assert len(calls(d, "top")) == 1
+    assert len(calls(d, "middle")) == 2
+
+
+def test_session_config_turns_tracing_on_at_start(tmp_path):
+    path = tmp_path / "cfg.iscope"
+    assert isc.start(output=str(path), python_mode="full", python_exclude="json")
+    try:
+        state = isc._native._tracer_state()
+        assert state["enabled"] and state["mode"] == "full" and state["exclude"] == ["json"]
+        json.dumps([1])
+        top(1)
+    finally:
+        isc.stop()
+    assert not isc._native._tracer_state()["enabled"]
+    d = isc._native._read_dump(str(path))
+    assert calls(d, "top") and not calls(d, "dumps")
+    assert d["collectors"]["python"].startswith("on: ")
+
+
+def test_session_with_python_off_does_not_trace(record):
+    d = record(lambda: top(1), config=dict(python=True, python_mode="off"))
+    assert not calls(d, "top")
+    assert d["collectors"]["python"].startswith("off")
+
+
+def test_another_profiler_is_reported_not_overridden(record):
+    prof = cProfile.Profile()
+
+    def work():
+        prof.enable()
+        try:
+            with pytest.raises(RuntimeError) as e:
+                isc.trace_python(True)
+        finally:
+            prof.disable()
+        assert "PROFILER_ID" in str(e.value) or "another profiler" in str(e.value)
+
+    record(work)
+
+
+def test_cprofile_sees_every_call_after_tracing_stops(record):
+    def work():
+        isc.trace_python(True)
+        json.dumps([1])  # excluded code: sys.monitoring disables its events for our tool id
+        top(1)
+        isc.trace_python(False)
+
+    record(work)
+    prof = cProfile.Profile()
+    prof.enable()
+    json.dumps([1])
+    prof.disable()
+    import pstats
+
+    names = {f[2] for f in pstats.Stats(prof).stats}
+    assert "dumps" in names and "encode" in names
+
+
+def test_summary_lists_python_functions_by_qualified_name(record, tmp_path):
+    analyze = analyze_binary()
+    record(lambda: (top(1), Widget().method()), trace=True)
+    out = subprocess.run([analyze, str(tmp_path / "test.iscope"), "--summary"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    section = out.stdout.split("## Python functions", 1)[1]
+    rows = {line.split("|")[1].strip(): line for line in section.splitlines() if line.startswith("| ")}
+    assert rows["leaf"].split("|")[2].strip() == "3"
+    assert "Widget.method" in rows and "top" in rows
+
+
+def test_many_calls_reach_the_dump_without_drops(record):
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    d = record(lambda: fib(20), trace=True, config=dict(thread_buffer_kb=16384))
+    assert d["dropped"] == 0
+    assert len(calls(d, "test_many_calls_reach_the_dump_without_drops.<locals>.fib")) == 21891
+
+
+def test_a_forked_child_unhooks_tracing(record):
+    import os
+
+    def work():
+        isc.trace_python(True)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.write(w, b"1" if isc._native._tracer_state()["enabled"] else b"0")
+            os._exit(0)
+        os.close(w)
+        child_enabled = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+        assert child_enabled == b"0"
+        assert isc._native._tracer_state()["enabled"]  # the parent goes on tracing
+        leaf(1)
+
+    assert calls(record(work), "leaf")
+
+
+def test_tracing_overhead_is_paid_only_when_on():
+    # Not a timing assertion: tracing switched off leaves no hook behind.
+    assert not isc._native._tracer_state()["enabled"]
+    assert sys.getprofile() is None
+    if sys.version_info >= (3, 12):
+        assert sys.monitoring.get_tool(sys.monitoring.PROFILER_ID) is None
+    time.sleep(0)

@@ -1,0 +1,377 @@
+// The system collector in real sessions: busy threads' CPU time grows and a sleeper's does not, the
+// sleeper's voluntary switches grow, RSS follows a 200 MB allocation, threads the session does not know are
+// sampled under their OS thread id, and a missing NVML is one clear note, never a failure.
+#include <doctest/doctest.h>
+
+#include <inferscope/scope.hpp>
+
+#include "collect/system/nvml.hpp"
+#include "collect/system/sampler.hpp"
+#include "dump/reader.hpp"
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+#include <vector>
+
+using namespace inferscope;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Sample {
+  std::string name;
+  CounterScope scope;
+  uint32_t target;
+  uint64_t ts;
+  int64_t i;
+  double d;
+};
+
+struct Loaded {
+  std::vector<Sample> samples;
+  std::map<std::string, uint32_t> thread_by_name;  // dump thread id
+  std::map<uint32_t, uint32_t> os_tid;             // dump thread id -> os tid
+  std::string status;
+  std::vector<std::pair<std::string, std::string>> process;
+  size_t overhead_rounds = 0;
+};
+
+std::string temp_dump(const char* tag) {
+  return "/tmp/iscope-system-" + std::string(tag) + "-" + std::to_string(::getpid()) + ".iscope";
+}
+
+Config base_config(const std::string& out) {
+  Config c;
+  c.output = out;
+  c.sample_period_ms = 10;
+  c.cupti = false;
+  c.python = false;
+  return c;
+}
+
+Loaded load(const std::string& path) {
+  dump::DumpReader r(path);
+  Loaded l;
+  for (auto& [k, v] : r.collector_status())
+    if (k == "system") l.status = v;
+  l.process = r.process_info();
+  for (auto& [id, t] : r.threads()) {
+    if (!t.name.empty()) l.thread_by_name[t.name] = id;
+    l.os_tid[id] = t.os_tid;
+  }
+  r.for_each_record([&](uint32_t, const RecordHeader& h, const uint8_t* p) {
+    if (h.kind == RecordKind::kCounter) {
+      auto c = dump::load<CounterRecord>(p);
+      l.samples.push_back({r.string_at(c.name), c.scope, c.target, c.ts, c.value.i, c.value.d});
+    } else if (h.kind == RecordKind::kCollectorOverhead) {
+      auto o = dump::load<OverheadRecord>(p);
+      if (r.string_at(o.name) == "system_sampler") ++l.overhead_rounds;
+    }
+  });
+  std::remove(path.c_str());
+  return l;
+}
+
+// Growth (last - first) of a per-thread counter, joining the thread's kThread and kOsThread series.
+std::optional<int64_t> thread_growth(const Loaded& l, const std::string& counter, uint32_t dump_id) {
+  const uint32_t tid = l.os_tid.at(dump_id);
+  std::optional<int64_t> first, last;
+  uint64_t first_ts = ~0ull, last_ts = 0;
+  for (auto& s : l.samples) {
+    if (s.name != counter) continue;
+    const bool mine = (s.scope == CounterScope::kThread && s.target == dump_id) ||
+                      (s.scope == CounterScope::kOsThread && s.target == tid);
+    if (!mine) continue;
+    if (s.ts <= first_ts) first_ts = s.ts, first = s.i;
+    if (s.ts >= last_ts) last_ts = s.ts, last = s.i;
+  }
+  if (!first) return std::nullopt;
+  return *last - *first;
+}
+
+std::vector<const Sample*> named(const Loaded& l, const std::string& counter) {
+  std::vector<const Sample*> v;
+  for (auto& s : l.samples)
+    if (s.name == counter) v.push_back(&s);
+  std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->ts < b->ts; });
+  return v;
+}
+
+void spin_for(std::chrono::milliseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < until)
+    for (int i = 0; i < 1000; ++i) x = x + i;
+}
+
+}  // namespace
+
+TEST_CASE("busy threads gain CPU time, a sleeper gains voluntary switches") {
+  const std::string out = temp_dump("threads");
+  REQUIRE(start(base_config(out)));
+  constexpr auto kRun = 1500ms;
+  std::thread b1([&] { set_thread_name("busy-1"); spin_for(kRun); });
+  std::thread b2([&] { set_thread_name("busy-2"); spin_for(kRun); });
+  std::thread sl([&] {
+    set_thread_name("sleeper");
+    const auto until = std::chrono::steady_clock::now() + kRun;
+    while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  });
+  b1.join();
+  b2.join();
+  sl.join();
+  std::this_thread::sleep_for(50ms);
+  REQUIRE(stop());
+  Loaded l = load(out);
+  INFO("status: " << l.status);
+  CHECK(l.status.rfind("on:", 0) == 0);
+  CHECK(l.overhead_rounds >= 20);  // ~150 rounds at 10 ms; a loaded CI machine still runs a few dozen
+
+  const double wall_ns = std::chrono::duration<double, std::nano>(kRun).count();
+  for (const char* name : {"busy-1", "busy-2"}) {
+    REQUIRE(l.thread_by_name.count(name));
+    const uint32_t id = l.thread_by_name[name];
+    auto user = thread_growth(l, "thread.cpu.user_ns", id);
+    auto sys = thread_growth(l, "thread.cpu.system_ns", id);
+    REQUIRE(user);
+    REQUIRE(sys);
+    INFO(std::string(name) << " cpu " << (*user + *sys) / 1e6 << " ms of " << wall_ns / 1e6 << " ms");
+    // Two spinning threads on a shared machine: at least a tenth of the wall time each, at most all of it.
+    CHECK(double(*user + *sys) >= 0.1 * wall_ns);
+    CHECK(double(*user + *sys) <= 1.2 * wall_ns);
+    if (auto run = thread_growth(l, "thread.sched.run_ns", id)) CHECK(double(*run) >= 0.1 * wall_ns);
+    // Once the session knows the thread, its samples carry the dump thread id.
+    bool by_dump_id = false;
+    for (auto& s : l.samples) by_dump_id |= s.scope == CounterScope::kThread && s.target == id;
+    CHECK(by_dump_id);
+  }
+  REQUIRE(l.thread_by_name.count("sleeper"));
+  const uint32_t sid = l.thread_by_name["sleeper"];
+  auto su = thread_growth(l, "thread.cpu.user_ns", sid);
+  auto ss = thread_growth(l, "thread.cpu.system_ns", sid);
+  REQUIRE(su);
+  REQUIRE(ss);
+  CHECK(double(*su + *ss) < 0.05 * wall_ns);
+  auto vol = thread_growth(l, "thread.ctx.voluntary", sid);
+  REQUIRE(vol);
+  CHECK(*vol >= 50);  // ~150 naps of 10 ms
+
+  // Process totals grew too.
+  auto cpu = named(l, "cpu.user_ns");
+  REQUIRE(cpu.size() >= 2);
+  CHECK(cpu.back()->i - cpu.front()->i >= int64_t(0.2 * wall_ns));
+  CHECK(!named(l, "thread.state").empty());
+  CHECK(!named(l, "load.1m").empty());
+}
+
+TEST_CASE("RSS grows when 200 MB are allocated and touched") {
+  const std::string out = temp_dump("rss");
+  REQUIRE(start(base_config(out)));
+  std::this_thread::sleep_for(100ms);
+  constexpr size_t kBytes = 200u << 20;
+  {
+    std::unique_ptr<char[]> block(new char[kBytes]);
+    for (size_t i = 0; i < kBytes; i += 4096) block[i] = static_cast<char>(i);
+    std::this_thread::sleep_for(150ms);
+    CHECK(block[kBytes - 4096] == static_cast<char>(kBytes - 4096));
+  }
+  std::this_thread::sleep_for(50ms);
+  REQUIRE(stop());
+  Loaded l = load(out);
+  auto rss = named(l, "mem.rss_bytes");
+  REQUIRE(rss.size() >= 2);
+  int64_t lo = rss.front()->i, hi = lo;
+  for (auto* s : rss) hi = std::max(hi, s->i);
+  INFO("rss from " << lo / 1e6 << " MB to " << hi / 1e6 << " MB");
+  CHECK(hi - lo >= int64_t(150u << 20));
+  auto faults = named(l, "mem.minor_faults");
+  REQUIRE(faults.size() >= 2);
+  CHECK(faults.back()->i > faults.front()->i);
+}
+
+TEST_CASE("no NVML: one clear note in the status, CPU counters still recorded") {
+  sys::set_nvml_library_for_testing("/nonexistent/libnvidia-ml.so.1");
+  const std::string out = temp_dump("nonvml");
+  REQUIRE(start(base_config(out)));
+  std::this_thread::sleep_for(60ms);
+  REQUIRE(stop());
+  sys::set_nvml_library_for_testing("");
+  Loaded l = load(out);
+  INFO("status: " << l.status);
+  CHECK(l.status.rfind("on:", 0) == 0);
+  CHECK(l.status.find("no NVML: cannot load /nonexistent/libnvidia-ml.so.1") != std::string::npos);
+  for (auto& s : l.samples) CHECK(s.name.rfind("gpu.", 0) != 0);
+  CHECK(!named(l, "cpu.user_ns").empty());
+
+  Config c = base_config(temp_dump("nvmloff"));
+  c.nvml = false;
+  REQUIRE(start(c));
+  REQUIRE(stop());
+  Loaded off = load(c.output);
+  CHECK(off.status.find("GPU counters off (nvml: false)") != std::string::npos);
+}
+
+TEST_CASE("Nvml::open names the library it could not load") {
+  sys::Nvml n;
+  std::string err = n.open("/nonexistent/libnvidia-ml.so.1");
+  CHECK(err.find("cannot load /nonexistent/libnvidia-ml.so.1") != std::string::npos);
+  CHECK_FALSE(n.is_open());
+  CHECK(n.device_count() == 0);
+  CHECK_FALSE(n.sample(0).util_pct);
+}
+
+TEST_CASE("threads the session does not know are sampled under their OS thread id and named") {
+  const std::string out = temp_dump("osthread");
+  REQUIRE(start(base_config(out)));
+  std::atomic<uint32_t> tid{0};
+  std::thread plain([&] {
+    pthread_setname_np(pthread_self(), "plain-worker");
+    tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+    spin_for(200ms);
+  });
+  plain.join();
+  REQUIRE(stop());
+  Loaded l = load(out);
+  bool sampled = false;
+  for (auto& s : l.samples) sampled |= s.scope == CounterScope::kOsThread && s.target == tid.load();
+  CHECK(sampled);
+  std::string last_name;  // later values for a key win
+  for (auto& [k, v] : l.process)
+    if (k == "os_thread." + std::to_string(tid.load()) + ".name") last_name = v;
+  CHECK(last_name == "plain-worker");
+}
+
+TEST_CASE("perf sampling: per-thread cpu-clock counters, or one note saying why not") {
+  Config c = base_config(temp_dump("perf"));
+  c.perf_sampling = true;
+  REQUIRE(start(c));
+  std::thread b([&] { set_thread_name("perf-busy"); spin_for(400ms); });
+  b.join();
+  REQUIRE(stop());
+  Loaded l = load(c.output);
+  INFO("status: " << l.status);
+  if (l.status.find("perf cpu-clock per thread") != std::string::npos) {
+    auto g = thread_growth(l, "perf.task_clock_ns", l.thread_by_name.at("perf-busy"));
+    REQUIRE(g);
+    CHECK(*g >= 40'000'000);  // a tenth of 400 ms
+  } else {
+    CHECK(l.status.find("perf sampling unavailable: perf_event_open: ") != std::string::npos);
+  }
+}
+
+TEST_CASE("malformed /proc files are skipped with a reason, never a crash") {
+  char dir[] = "/tmp/iscope-fakeproc-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string root = dir;
+  ::mkdir((root + "/self").c_str(), 0755);
+  ::mkdir((root + "/self/task").c_str(), 0755);
+  ::mkdir((root + "/self/task/77").c_str(), 0755);
+  auto put = [](const std::string& p, const std::string& text) { std::ofstream(p) << text; };
+  put(root + "/self/statm", "garbage\n");
+  put(root + "/self/task/77/stat", "77 (x) R 1 2\n");
+  put(root + "/self/task/77/status", "Name: x\n");
+  put(root + "/self/task/77/schedstat", "1 2\n");
+  put(root + "/loadavg", "not a loadavg\n");
+  put(root + "/stat", "intr 1 2 3\n");
+  put(root + "/meminfo", "\0\0\0");
+  sys::SamplerOptions o;
+  o.nvml = false;
+  o.proc_root = root;
+  std::vector<CounterRecord> got;
+  sys::SystemSampler s(o, [&](const CounterRecord& r) { got.push_back(r); }, nullptr);
+  s.open();
+  s.round(false);
+  s.round(true);
+  CHECK(s.skipped_samples() >= 6);
+  CHECK(!s.last_error().empty());
+  const auto& n = sys::CounterNames::get();
+  for (auto& r : got) {
+    CHECK(r.name != n.mem_rss_bytes);
+    CHECK(r.name != n.thread_cpu_user_ns);
+    CHECK(r.name != n.load_1m);
+  }
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("change-only writes: unchanged values wait for the keep-alive, the final round writes all") {
+  char dir[] = "/tmp/iscope-fakeproc-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string root = dir;
+  std::filesystem::create_directories(root + "/self/task/77");
+  auto put = [](const std::string& p, const std::string& text) { std::ofstream(p) << text; };
+  const std::string stat_a =
+      "77 (fake) S 1 1 1 0 -1 0 10 0 0 0 100 20 0 0 20 0 1 0 5 1000 50 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 0\n";
+  put(root + "/self/statm", "1000 500 10 1 0 100 0\n");
+  put(root + "/self/task/77/stat", stat_a);
+  put(root + "/self/task/77/status", "voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t1\n");
+  put(root + "/self/task/77/schedstat", "1000 200 3\n");
+  sys::SamplerOptions o;
+  o.nvml = false;
+  o.proc_root = root;
+  std::vector<CounterRecord> got;
+  sys::SystemSampler s(o, [&](const CounterRecord& r) { got.push_back(r); }, nullptr);
+  s.open();
+  const auto& n = sys::CounterNames::get();
+  auto count = [&](uint32_t name) {
+    return std::count_if(got.begin(), got.end(), [&](const CounterRecord& r) { return r.name == name; });
+  };
+  auto last = [&](uint32_t name) {
+    for (auto it = got.rbegin(); it != got.rend(); ++it)
+      if (it->name == name) return *it;
+    FAIL("no sample of " << name);
+    return CounterRecord{};
+  };
+
+  s.round(false);
+  CHECK(count(n.mem_rss_bytes) == 1);
+  CHECK(last(n.mem_rss_bytes).value.i == 500 * ::sysconf(_SC_PAGESIZE));
+  CHECK(count(n.thread_cpu_user_ns) == 1);
+  const CounterRecord user = last(n.thread_cpu_user_ns);
+  CHECK(user.scope == CounterScope::kOsThread);  // no lookup: the thread is not known to a session
+  CHECK(user.target == 77);
+  CHECK(user.value.i == int64_t(100 * 1e9 / ::sysconf(_SC_CLK_TCK)));
+  CHECK(last(n.thread_state).value.i == 'S');
+  CHECK(last(n.thread_ctx_voluntary).value.i == 5);
+
+  got.clear();
+  s.round(false);  // nothing changed
+  CHECK(count(n.mem_rss_bytes) == 0);
+  CHECK(count(n.thread_cpu_user_ns) == 0);
+  CHECK(count(n.thread_sched_run_ns) == 0);
+
+  // stat moved but schedstat did not: the thread did not run, so stat is not re-read before the keep-alive.
+  put(root + "/self/task/77/stat", "77 (fake) S 1 1 1 0 -1 0 10 0 0 0 900 20 0 0 20 0 1 0 5 1000 50\n");
+  put(root + "/self/statm", "1000 700 10 1 0 100 0\n");
+  got.clear();
+  s.round(false);
+  CHECK(count(n.thread_cpu_user_ns) == 0);
+  REQUIRE(count(n.mem_rss_bytes) == 1);
+  CHECK(last(n.mem_rss_bytes).value.i == 700 * ::sysconf(_SC_PAGESIZE));
+
+  // Once schedstat moves, the thread's files are read again.
+  put(root + "/self/task/77/schedstat", "5000 200 4\n");
+  got.clear();
+  s.round(false);
+  REQUIRE(count(n.thread_cpu_user_ns) == 1);
+  CHECK(last(n.thread_cpu_user_ns).value.i == int64_t(900 * 1e9 / ::sysconf(_SC_CLK_TCK)));
+
+  got.clear();
+  s.round(true);  // the final round writes every value
+  CHECK(count(n.mem_rss_bytes) == 1);
+  CHECK(count(n.thread_cpu_user_ns) == 1);
+  CHECK(count(n.thread_ctx_voluntary) == 1);
+  CHECK(count(n.thread_sched_run_ns) == 1);
+  CHECK(s.skipped_samples() == 0);
+  std::filesystem::remove_all(root);
+}

@@ -1,0 +1,10 @@
+# Fails when the binary needs any InferScope symbol from outside (undefined symbols: the library's).
+execute_process(COMMAND nm -C --undefined-only ${BINARY} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${BINARY}")
+endif()
+string(REGEX MATCHALL "[^\n]*inferscope::[^\n]*" hits "${syms}")
+if(hits)
+  message(FATAL_ERROR "ISCOPE_DISABLE build still references InferScope symbols:\n${hits}")
+endif()
+message(STATUS "no InferScope symbol in ${BINARY}")

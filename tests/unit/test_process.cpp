@@ -1,0 +1,136 @@
+// Whole processes started from the environment (INFERSCOPE_ENABLE=1): the dump survives kill -9 up to its
+// last chunk, is complete after SIGTERM, SIGINT, exit() and a normal return, and bad settings start nothing.
+#include <doctest/doctest.h>
+
+#include "test_util.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+using namespace inferscope;
+
+namespace {
+
+std::string recorder() { return testutil::binary("tests/unit/iscope_test_recorder"); }
+
+std::vector<std::string> env_for(const std::string& out, std::vector<std::string> more = {}) {
+  more.push_back("INFERSCOPE_ENABLE=1");
+  more.push_back("INFERSCOPE_OUTPUT=" + out);
+  return more;
+}
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+}  // namespace
+
+TEST_CASE("kill -9 mid-run: the dump is readable up to its last whole chunk") {
+  std::string out = testutil::temp_path("killed.iscope");
+  pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out));
+  REQUIRE(pid > 0);
+  sleep_ms(400);
+  ::kill(pid, SIGKILL);
+  int st = testutil::wait_status(pid);
+  CHECK(WIFSIGNALED(st));
+  dump::DumpReader r(out);
+  CHECK_FALSE(r.complete());
+  auto c = testutil::read_all(r);
+  CHECK(testutil::count_named(c.ranges, "tick") > 1000);
+  CHECK(r.calibration().size() >= 2);
+}
+
+TEST_CASE("SIGTERM and SIGINT write a complete dump, then the signal's default action happens") {
+  for (int sig : {SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    std::string out = testutil::temp_path("signal-" + std::to_string(sig) + ".iscope");
+    pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out));
+    REQUIRE(pid > 0);
+    sleep_ms(300);
+    ::kill(pid, sig);
+    int st = testutil::wait_status(pid);
+    REQUIRE(WIFSIGNALED(st));
+    CHECK(WTERMSIG(st) == sig);
+    dump::DumpReader r(out);
+    CHECK(r.complete());
+    CHECK_FALSE(r.damage());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "tick") > 1000);
+  }
+}
+
+TEST_CASE("exit() while other threads still record: complete dump, exit status kept") {
+  std::string out = testutil::temp_path("exit-threads.iscope");
+  pid_t pid = testutil::spawn({recorder(), "exit-with-threads", "4"}, env_for(out));
+  int st = testutil::wait_status(pid);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 7);
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  auto c = testutil::read_all(r);
+  CHECK(testutil::count_named(c.ranges, "main_before_exit") == 1);
+  std::set<uint32_t> tick_threads;
+  for (auto& x : c.ranges)
+    if (x.name == "tick") tick_threads.insert(x.thread);
+  CHECK(tick_threads.size() == 4);
+}
+
+TEST_CASE("a normal return writes every range, with the chosen clock") {
+  for (const char* clock : {"", "monotonic"}) {
+    CAPTURE(clock);
+    std::string out = testutil::temp_path(std::string("count-") + clock + ".iscope");
+    std::vector<std::string> env = env_for(out);
+    if (*clock) env.push_back(std::string("INFERSCOPE_CLOCK=") + clock);
+    pid_t pid = testutil::spawn({recorder(), "count", "5000"}, env);
+    int st = testutil::wait_status(pid);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    dump::DumpReader r(out);
+    CHECK(r.complete());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 5000);
+    if (*clock) CHECK(r.process_value("clock") == "monotonic_raw");
+  }
+}
+
+TEST_CASE("a bad setting in the environment starts nothing and the program runs unchanged") {
+  std::string out = testutil::temp_path("bad-config.iscope");
+  pid_t pid = testutil::spawn({recorder(), "exit-code", "5"}, env_for(out, {"INFERSCOPE_TRACE_SIZE_MB=lots"}));
+  int st = testutil::wait_status(pid);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 5);
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("ring mode: SIGUSR2 writes a snapshot and recording goes on") {
+  std::string out = testutil::temp_path("ring-signal.iscope");
+  pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out, {"INFERSCOPE_BUFFER_MODE=ring"}));
+  sleep_ms(300);
+  ::kill(pid, SIGUSR2);
+  std::string snap = testutil::temp_path("ring-signal.flush1.iscope");
+  for (int i = 0; i < 100 && !std::filesystem::exists(snap); ++i) sleep_ms(20);
+  REQUIRE(std::filesystem::exists(snap));
+  sleep_ms(100);
+  ::kill(pid, SIGTERM);
+  int st = testutil::wait_status(pid);
+  CHECK(WIFSIGNALED(st));
+  dump::DumpReader s(snap);
+  CHECK(s.complete());
+  CHECK(s.is_ring_snapshot());
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "tick") >
+        testutil::count_named(testutil::read_all(s).ranges, "tick") / 2);
+}
+
+TEST_CASE("children of an iscope-run process record only when asked, each into its own file") {
+  // INFERSCOPE_ROOT_PID names another process: this one is a child and stays silent by default.
+  std::string out = testutil::temp_path("child.iscope");
+  pid_t pid = testutil::spawn({recorder(), "count", "10"}, env_for(out, {"INFERSCOPE_ROOT_PID=1"}));
+  testutil::wait_status(pid);
+  CHECK_FALSE(std::filesystem::exists(out));
+  pid = testutil::spawn({recorder(), "count", "10"},
+                        env_for(out, {"INFERSCOPE_ROOT_PID=1", "INFERSCOPE_FOLLOW_CHILDREN=1"}));
+  testutil::wait_status(pid);
+  std::string own = testutil::temp_path("child." + std::to_string(pid) + ".iscope");
+  REQUIRE(std::filesystem::exists(own));
+  CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(own)).ranges, "counted") == 10);
+}

@@ -1,0 +1,259 @@
+// In-process sessions: what is recorded comes back from the dump exactly, in both buffer modes.
+#include <doctest/doctest.h>
+
+#include "dump/clock_model.hpp"
+#include "runtime/runtime.hpp"
+#include "test_util.hpp"
+
+#include <inferscope/scope.hpp>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+using namespace inferscope;
+using testutil::count_named;
+using testutil::read_all;
+
+namespace {
+
+Config config_for(const std::string& file, BufferMode mode = BufferMode::kStream) {
+  Config c;
+  c.output = testutil::temp_path(file);
+  c.buffer_mode = mode;
+  c.cupti = false;
+  c.system = false;
+  c.python = false;
+  return c;
+}
+
+void nested(int depth) {
+  ISCOPE_FUNC();
+  if (depth > 0) nested(depth - 1);
+}
+
+}  // namespace
+
+TEST_CASE("ranges, attributes, marks, async spans and thread names round-trip through the dump") {
+  for (BufferMode mode : {BufferMode::kStream, BufferMode::kRing}) {
+    CAPTURE(static_cast<int>(mode));
+    Config cfg = config_for(mode == BufferMode::kStream ? "roundtrip-stream.iscope" : "roundtrip-ring.iscope", mode);
+    REQUIRE(start(cfg));
+    CHECK(is_active());
+    CHECK_FALSE(start(cfg));  // one session at a time
+    set_thread_name("test-main");
+    {
+      ISCOPE_RANGE("outer");
+      {
+        ISCOPE_RANGE_ATTRS("inner", {"batch", 32}, {"model", "gpt2"}, {"ratio", 0.5}, {"warm", true});
+      }
+      nested(2);
+    }
+    mark_event("batch_full", {{"size", 8}});
+    AsyncRange req("request");
+    std::thread other([r = std::move(req)]() mutable {
+      set_thread_name("finisher");
+      r.end();
+    });
+    other.join();
+    REQUIRE(stop());
+    CHECK_FALSE(is_active());
+    CHECK_FALSE(stop());
+
+    dump::DumpReader r(cfg.output);
+    CHECK(r.complete());
+    CHECK_FALSE(r.damage());
+    CHECK(r.is_ring_snapshot() == (mode == BufferMode::kRing));
+    CHECK(r.calibration().size() >= 3);  // two at start, one at stop
+    CHECK(r.process_value("pid") == std::to_string(::getpid()));
+    CHECK(r.total_dropped_records() == 0);
+    auto c = read_all(r);
+    REQUIRE(c.ranges.size() == 5);
+    // Complete records are written at their end: children first.
+    CHECK(c.ranges[0].name == "inner");
+    CHECK(c.ranges[0].depth == 1);
+    CHECK(c.ranges[4].name == "outer");
+    CHECK(c.ranges[4].depth == 0);
+    CHECK(c.ranges[0].start >= c.ranges[4].start);
+    CHECK(c.ranges[0].end <= c.ranges[4].end);
+    CHECK(count_named(c.ranges, "{anonymous}::nested") == 3);
+    std::set<uint32_t> depths;
+    for (auto& x : c.ranges)
+      if (x.name == "{anonymous}::nested") depths.insert(x.depth);
+    CHECK(depths == std::set<uint32_t>{1, 2, 3});
+    REQUIRE(c.ranges[0].attrs.size() == 4);
+    CHECK(c.ranges[0].attrs[0].key == "batch");
+    CHECK(c.ranges[0].attrs[0].i == 32);
+    CHECK(c.ranges[0].attrs[1].s == "gpt2");
+    CHECK(c.ranges[0].attrs[2].d == doctest::Approx(0.5));
+    CHECK(c.ranges[0].attrs[3].type == AttrType::kBool);
+    REQUIRE(c.marks.size() == 1);
+    CHECK(c.marks[0].name == "batch_full");
+    REQUIRE(c.marks[0].attrs.size() == 1);
+    CHECK(c.marks[0].attrs[0].i == 8);
+    REQUIRE(c.async.size() == 1);
+    CHECK(c.async[0].begin_thread != c.async[0].end_thread);
+    CHECK(r.string_at(c.async[0].name) == "request");
+    std::set<std::string> names;
+    for (auto& [id, t] : r.threads()) names.insert(t.name);
+    CHECK(names.count("test-main") == 1);
+    CHECK(names.count("finisher") == 1);
+  }
+}
+
+TEST_CASE("a stopped session records nothing and a new session starts clean") {
+  Config cfg = config_for("second.iscope");
+  { ISCOPE_RANGE("before_any_session"); }
+  REQUIRE(start(cfg));
+  { ISCOPE_RANGE("in_session"); }
+  REQUIRE(stop());
+  { ISCOPE_RANGE("after_stop"); }
+  dump::DumpReader r(cfg.output);
+  auto c = read_all(r);
+  CHECK(count_named(c.ranges, "in_session") == 1);
+  CHECK(count_named(c.ranges, "before_any_session") == 0);
+  CHECK(count_named(c.ranges, "after_stop") == 0);
+  CHECK(c.ranges.size() == 1);
+}
+
+TEST_CASE("a range open across stop is not written into the next session") {
+  Config a = config_for("across-a.iscope"), b = config_for("across-b.iscope");
+  REQUIRE(start(a));
+  {
+    ISCOPE_RANGE("spans_two_sessions");
+    REQUIRE(stop());
+    REQUIRE(start(b));
+    { ISCOPE_RANGE("second_only"); }
+  }
+  REQUIRE(stop());
+  auto ca = read_all(dump::DumpReader(a.output));
+  auto cb = read_all(dump::DumpReader(b.output));
+  CHECK(count_named(ca.ranges, "spans_two_sessions") == 0);
+  CHECK(count_named(cb.ranges, "spans_two_sessions") == 0);
+  REQUIRE(count_named(cb.ranges, "second_only") == 1);
+  CHECK(cb.ranges[0].depth == 1);  // nested inside the still-open range of the first session
+}
+
+TEST_CASE("exact drop accounting when a producer outruns the writer") {
+  Config cfg = config_for("drops.iscope");
+  cfg.thread_buffer_kb = 64;
+  cfg.flush_period_ms = 10000;  // the writer only drains at stop
+  REQUIRE(start(cfg));
+  constexpr int kN = 10000;  // 240 KB of ranges into a 64 KiB ring
+  for (int i = 0; i < kN; ++i) {
+    ISCOPE_RANGE("flood");
+  }
+  REQUIRE(stop());
+  dump::DumpReader r(cfg.output);
+  auto c = read_all(r);
+  const uint64_t kept = count_named(c.ranges, "flood");
+  CHECK(kept == 65536 / sizeof(RangeRecord));  // the ring holds exactly this many whole records
+  CHECK(kept + r.total_dropped_records() == kN);
+  auto drops = r.drops();
+  REQUIRE(drops.size() == 1);
+  CHECK(drops[0].reason == "buffer_full");
+  CHECK(drops[0].bytes == (kN - kept) * sizeof(RangeRecord));
+}
+
+TEST_CASE("ring mode keeps the newest data within its budget and counts what it overwrote") {
+  Config cfg = config_for("ring-budget.iscope", BufferMode::kRing);
+  cfg.trace_size_mb = 1;
+  cfg.flush_period_ms = 1;
+  cfg.thread_buffer_kb = 4096;
+  REQUIRE(start(cfg));
+  { ISCOPE_RANGE("first_one"); }
+  constexpr int kN = 200000;  // 4.8 MB of ranges through a 1 MB window
+  for (int i = 0; i < kN; ++i) {
+    ISCOPE_RANGE("ring_fill");
+    if (i % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  { ISCOPE_RANGE("last_one"); }
+  std::string snap = flush_ring();
+  REQUIRE(stop());
+  dump::DumpReader r(cfg.output);
+  CHECK(r.complete());
+  CHECK(r.file_size() < 2 * 1024 * 1024);
+  auto c = read_all(r);
+  uint64_t overwritten = 0, full = 0;
+  for (auto& d : r.drops()) (d.reason == "ring_overwritten" ? overwritten : full) += d.records;
+  CHECK(overwritten > 0);
+  CHECK(c.ranges.size() + overwritten + full == kN + 2);
+  // What is kept is the newest: the last range is there, the first was overwritten.
+  CHECK(count_named(c.ranges, "last_one") == 1);
+  CHECK(count_named(c.ranges, "first_one") == 0);
+  REQUIRE_FALSE(snap.empty());
+  dump::DumpReader s(snap);
+  CHECK(s.complete());
+  CHECK(s.is_ring_snapshot());
+}
+
+TEST_CASE("10,000 thread lifetimes: nothing recorded is lost and rings are freed") {
+  Config cfg = config_for("threads.iscope");
+  cfg.thread_buffer_kb = 64;
+  cfg.flush_period_ms = 2;
+  REQUIRE(start(cfg));
+  constexpr int kRounds = 100, kPerRound = 100;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kPerRound; ++i)
+      ts.emplace_back([] {
+        ISCOPE_RANGE("thread_body");
+        { ISCOPE_RANGE("thread_inner"); }
+        mark_event("thread_mark");
+      });
+    for (auto& t : ts) t.join();
+  }
+  // Exited threads' rings go once drained; only the main thread's (and none of the 10,000) remain.
+  for (int i = 0; i < 200 && runtime::live_ring_count() > 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(runtime::live_ring_count() <= 1);
+  REQUIRE(stop());
+  dump::DumpReader r(cfg.output);
+  auto c = read_all(r);
+  CHECK(count_named(c.ranges, "thread_body") == kRounds * kPerRound);
+  CHECK(count_named(c.ranges, "thread_inner") == kRounds * kPerRound);
+  CHECK(c.marks.size() == kRounds * kPerRound);
+  CHECK(r.total_dropped_records() == 0);
+  size_t exited = 0;
+  for (auto& [id, t] : r.threads()) exited += (t.flags & dump::kThreadExited) != 0;
+  CHECK(exited == kRounds * kPerRound);
+  CHECK(c.kinds[std::to_string(int(RecordKind::kThreadEnd))] == kRounds * kPerRound);
+}
+
+TEST_CASE("ticks convert to nanoseconds through the calibration") {
+  Config cfg = config_for("clock.iscope");
+  cfg.calibration_period_ms = 20;
+  REQUIRE(start(cfg));
+  {
+    ISCOPE_RANGE("sleep_50ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(stop());
+  dump::DumpReader r(cfg.output);
+  dump::ClockModel m(r.calibration());
+  CHECK(m.points() >= 5);
+  CHECK(m.max_residual_ns() < 5000);
+  auto c = read_all(r);
+  REQUIRE(c.ranges.size() == 1);
+  // A sleep lasts at least what was asked; the conversion must not shrink it or inflate it wildly.
+  double ms = m.duration_ns(c.ranges[0].end - c.ranges[0].start) / 1e6;
+  CHECK(ms >= 49.9);
+  CHECK(ms < 1000);
+}
+
+TEST_CASE("the output cannot be opened: start fails with a message and nothing records") {
+  Config cfg = config_for("x");
+  cfg.output = "/nonexistent-dir/for/sure/x.iscope";
+  CHECK_FALSE(start(cfg));
+  CHECK_FALSE(is_active());
+}
+
+TEST_CASE("function names are reduced to their qualified name") {
+  CHECK(runtime::function_name_from_pretty("void ns::Server::handle(Request&) const") == "ns::Server::handle");
+  CHECK(runtime::function_name_from_pretty("int main()") == "main");
+  CHECK(runtime::function_name_from_pretty("std::vector<int> {anonymous}::tokenize(const std::string&)") ==
+        "{anonymous}::tokenize");
+  CHECK(runtime::function_name_from_pretty("void Foo::operator()(int)") == "Foo::operator()");
+  CHECK(runtime::function_name_from_pretty("static T A<T>::make(int) [with T = int]") == "A<T>::make");
+}
