@@ -905,6 +905,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
   DurationStats kernel_stats;
   std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
+  if (!sapi.empty()) {
+    m.first_api_name = name_of(sapi.front()->name);
+    m.first_api_ms = ms(sapi.front()->dur);
+    m.first_api_in_steps = step_of(sapi.front()->start, sapi.front()->end()) >= 0 || whole;
+  }
   // Cursors that only move forward: steps and the gaps inside them come in time order, and one thread's
   // calls do not overlap, so their ends are sorted too.
   size_t api_cursor = 0, cov_cursor = 0, gap_cursor = 0;

@@ -77,6 +77,9 @@ struct Model {
   std::vector<std::pair<std::string, std::string>> top_copies;  ///< (description, launcher)
   std::string top_sync_api, top_sync_caller;
   std::string top_alloc_api, top_alloc_caller;
+  std::string first_api_name;   ///< the step thread's first CUDA call (it pays for creating the context)
+  double first_api_ms = 0;
+  bool first_api_in_steps = false;
   double peak_h2d_gbps = 0;
   bool peak_assumed = true;
   std::string peak_note;
