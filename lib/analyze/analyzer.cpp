@@ -912,7 +912,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
   // Cursors that only move forward: steps and the gaps inside them come in time order, and one thread's
   // calls do not overlap, so their ends are sorted too.
-  size_t api_cursor = 0, cov_cursor = 0, gap_cursor = 0;
+  size_t api_cursor = 0, cov_cursor = 0, gap_cursor = 0, gpu_cursor = 0;
+  std::vector<uint32_t> carry;  // GPU activities still running at the next step's start
   m.steps.reserve(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
     const int64_t S = steps[i].start, E = steps[i].end;
@@ -956,10 +957,17 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     std::vector<std::pair<int64_t, int64_t>> gaps;
     int64_t busy_end = S;
     bool any = false;
-    auto first = std::lower_bound(gpu.begin(), gpu.end(), S - max_gpu_dur, [](const GpuOp& x, int64_t v) { return x.start < v; });
-    for (auto it = first; it != gpu.end() && it->start < E; ++it) {
+    // The activities that overlap [S, E) in start order: those carried over (started earlier, still running
+    // at S), then those starting before E. A cursor and a short carry list keep this linear even when one
+    // activity runs for seconds.
+    while (gpu_cursor < gpu.size() && gpu[gpu_cursor].start < S) {
+      if (gpu[gpu_cursor].end() > S) carry.push_back(uint32_t(gpu_cursor));
+      ++gpu_cursor;
+    }
+    carry.erase(std::remove_if(carry.begin(), carry.end(), [&](uint32_t k) { return gpu[k].end() <= S; }), carry.end());
+    auto visit = [&](const GpuOp* it) {
       int64_t s = std::max(S, it->start), e = std::min(E, it->end());
-      if (e <= s) continue;
+      if (e <= s) return;
       if (s > busy_end) gaps.emplace_back(busy_end, s);
       busy_end = std::max(busy_end, e);
       any = true;
@@ -967,7 +975,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       if (compute) uk.add(s, e);
       if (compute || it->kind == detail::kH2D) ukh.add(s, e);
       uall.add(s, e);
-      if (it->start < S) continue;  // counted in the step it started in
+      if (it->start < S) return;  // counted in the step it started in
       if (it->kind == detail::kKernel) {
         ++sm.kernels;
         sm.kernel_ns += it->dur;
@@ -981,6 +989,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         sm.d2h_bytes += it->name_or_bytes;
         if (it->host_mem == uint8_t(MemoryKind::kPageable)) sm.d2h_pageable_bytes += it->name_or_bytes;
       }
+    };
+    for (uint32_t k : carry) visit(&gpu[k]);
+    for (; gpu_cursor < gpu.size() && gpu[gpu_cursor].start < E; ++gpu_cursor) {
+      visit(&gpu[gpu_cursor]);
+      if (gpu[gpu_cursor].end() > E) carry.push_back(uint32_t(gpu_cursor));
     }
     if (busy_end < E) gaps.emplace_back(busy_end, E);
     const double kc = double(uk.finish()), khc = double(ukh.finish()), allc = double(uall.finish());

@@ -224,6 +224,27 @@ TEST_CASE("breakdown: overlapping streams and copies hidden under compute count 
   CHECK(b.gpu_idle_waiting_on_sync_ms == doctest::Approx(1.0));  // the gap 8..9 ms began inside the sync
 }
 
+TEST_CASE("breakdown: an activity running across many steps counts in each of them") {
+  fs::path p = work_dir() / "longkernel.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main"), g = b.channel("gpu");
+    b.api(t, "cudaLaunchKernel", 1, 900'000, 905'000);
+    b.kernel(g, "persistent", 1, 1'000'000, 1'000'000 + 2'000'000'000, 3);  // 2 s
+    for (int i = 0; i < 1000; ++i) {
+      int64_t S = 2'000'000 + i * 1'000'000;  // 1000 steps of 0.5 ms inside it
+      b.api(t, "cudaLaunchKernel", 10 + i, S + 10'000, S + 20'000);
+      b.kernel(g, "small", 10 + i, S + 100'000, S + 200'000, 7);
+      b.range(t, "step", 0, S, S + 500'000);
+    }
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.count == 1000);
+  CHECK(a.breakdown.gpu_compute_ms == doctest::Approx(0.5));
+  CHECK(a.breakdown.gpu_utilization == doctest::Approx(1.0));
+}
+
 TEST_CASE("layers: recognised by attribute or dotted path, with their kernels") {
   Analysis a = scenario("layers");
   REQUIRE(!a.layers.empty());
