@@ -180,6 +180,7 @@ struct Analysis {
   std::map<std::string, uint64_t> drops;         ///< reason -> records dropped
   std::vector<std::string> warnings;             ///< damage, drops, alignment, unknown event types ...
   uint64_t events = 0;
+  bool partial = false;  ///< added by the analyzer: corrupt input, only the data before the damage were read
 };
 
 }  // namespace inferscope::analyze

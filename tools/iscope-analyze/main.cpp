@@ -1,16 +1,76 @@
-// iscope-analyze: reads a dump and explains it. Exit status: 0 success (also for a dump cut short by a
-// crash, with a warning), 1 unreadable input, 2 bad usage, 3 corrupt data (what could be read is shown).
+// iscope-analyze: reads a dump (or the seeds' JSON event trace) and explains it.
+//
+//   iscope-analyze DUMP                          Markdown report on stdout
+//   iscope-analyze DUMP -o report.md|.html|.json [--html F] [--json F] [--perfetto F] [--step NAME]
+//   iscope-analyze DUMP --summary                what the dump holds (threads, ranges, drops, clock)
+//
+// Exit status: 0 success (also for a dump cut short by a crash, with a warning), 1 unreadable input,
+// 2 bad usage, 3 corrupt data (what could be read is analysed and written).
+#include "analyze/analyzer.hpp"
 #include "analyze/summary.hpp"
 #include "dump/reader.hpp"
+#ifdef INFERSCOPE_HAVE_REPORT
+#include "report/report.hpp"
+#endif
 
 #include <cxxopts.hpp>
 
+#include <unistd.h>
+
+#include <fstream>
 #include <iostream>
+#include <sys/stat.h>
+
+namespace {
+
+using inferscope::analyze::Analysis;
+
+std::string extension(const std::string& p) {
+  auto slash = p.find_last_of('/');
+  auto dot = p.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string e = p.substr(dot + 1);
+  for (auto& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+
+// Writes one output; returns false (after saying why) when the file cannot be written.
+template <class F>
+bool write_to(const std::string& path, F&& f) {
+  if (path == "-") {
+    f(std::cout);
+    return true;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    std::cerr << "iscope-analyze: cannot write " << path << "\n";
+    return false;
+  }
+  f(out);
+  out.flush();
+  if (!out) {
+    std::cerr << "iscope-analyze: error while writing " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump: why each step takes the time it takes.");
-  opts.add_options()("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality")(
-      "h,help", "show this help")("dump", "the dump file", cxxopts::value<std::string>());
+  cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace): why each step takes the time it takes.");
+  opts.add_options()
+      ("o,output", "report file; the format follows the extension: .md (default), .html, .json (repeatable)",
+       cxxopts::value<std::vector<std::string>>())
+      ("html", "also write the HTML report here", cxxopts::value<std::string>())
+      ("json", "also write the JSON report here", cxxopts::value<std::string>())
+      ("perfetto", "write a Chrome/Perfetto trace (dump input only)", cxxopts::value<std::string>())
+      ("step", "the step range, scope or Python function (default: the repeated top-level range)", cxxopts::value<std::string>())
+      ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality")
+      ("findings", "print the findings digest (one line per finding) on stdout")
+      ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)")
+      ("h,help", "show this help")
+      ("dump", "the dump or JSON trace", cxxopts::value<std::string>());
   opts.parse_positional({"dump"});
   opts.positional_help("DUMP");
   cxxopts::ParseResult args;
@@ -29,14 +89,87 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string path = args["dump"].as<std::string>();
+
+  if (args.count("summary")) {
+    try {
+      inferscope::dump::DumpReader reader(path);
+      if (reader.damage()) std::cerr << "iscope-analyze: warning: " << reader.damage()->message << "\n";
+      auto summary = inferscope::analyze::summarize(reader);
+      inferscope::analyze::print_summary(reader, summary, std::cout);
+      return reader.damage() && !reader.damage()->truncated ? 3 : 0;
+    } catch (const inferscope::dump::DumpError& e) {
+      std::cerr << "iscope-analyze: " << e.what() << "\n";
+      return 1;
+    }
+  }
+
+  // Outputs: (format, path).
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (args.count("output"))
+    for (auto& p : args["output"].as<std::vector<std::string>>()) {
+      std::string e = extension(p);
+      std::string fmt = e == "html" || e == "htm" ? "html" : e == "json" ? "json" : "md";
+      outputs.emplace_back(fmt, p);
+    }
+  if (args.count("html")) outputs.emplace_back("html", args["html"].as<std::string>());
+  if (args.count("json")) outputs.emplace_back("json", args["json"].as<std::string>());
+  const bool findings = args.count("findings") > 0;
+  if (outputs.empty() && !args.count("perfetto") && !findings) outputs.emplace_back("md", "-");
+
+  inferscope::analyze::AnalyzeOptions o;
+  if (args.count("step")) o.step = args["step"].as<std::string>();
+  struct stat st{};
+  bool big = ::stat(path.c_str(), &st) == 0 && st.st_size > (256ll << 20);
+  o.progress = args.count("progress") || (big && ::isatty(2));
+
+  Analysis a;
   try {
-    inferscope::dump::DumpReader reader(path);
-    if (reader.damage()) std::cerr << "iscope-analyze: warning: " << reader.damage()->message << "\n";
-    auto summary = inferscope::analyze::summarize(reader);
-    inferscope::analyze::print_summary(reader, summary, std::cout);
-    return reader.damage() && !reader.damage()->truncated ? 3 : 0;
+    a = inferscope::analyze::analyze_file(path, o);
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
     return 1;
+  } catch (const inferscope::analyze::InputError& e) {
+    std::cerr << "iscope-analyze: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "iscope-analyze: " << path << ": out of memory while analysing (the analyzer keeps 40 bytes per CUDA "
+                 "call and 24 per GPU activity); use a machine with more memory\n";
+    return 1;
   }
+  for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
+
+  bool ok = true;
+  if (findings) std::cout << inferscope::analyze::findings_digest(a);
+#ifdef INFERSCOPE_HAVE_REPORT
+  for (auto& [fmt, p] : outputs) {
+    if (fmt == "html") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_html(a, s); });
+    else if (fmt == "json") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_json(a, s); });
+    else ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_markdown(a, s); });
+  }
+  if (args.count("perfetto")) {
+    if (a.source_format != "dump") {
+      std::cerr << "iscope-analyze: --perfetto needs a dump, not a JSON trace\n";
+      ok = false;
+    } else {
+      try {
+        inferscope::dump::DumpReader reader(path);
+        ok &= write_to(args["perfetto"].as<std::string>(),
+                       [&](std::ostream& s) { inferscope::report::write_perfetto(reader, s); });
+      } catch (const inferscope::dump::DumpError& e) {
+        std::cerr << "iscope-analyze: " << e.what() << "\n";
+        ok = false;
+      }
+    }
+  }
+#else
+  // A build without lib/report: the findings in plain text so the tool stays useful.
+  for (auto& [fmt, p] : outputs)
+    ok &= write_to(p, [&](std::ostream& s) { inferscope::analyze::print_findings_text(a, s); });
+  if (args.count("perfetto")) {
+    std::cerr << "iscope-analyze: this build has no report writers (lib/report): --perfetto is unavailable\n";
+    ok = false;
+  }
+#endif
+  if (inferscope::analyze::analysis_is_partial(a)) return 3;
+  return ok ? 0 : 1;
 }

@@ -1,0 +1,61 @@
+// The analyzer: merges a dump's threads and GPU channels on one clock, finds the steps, links every GPU
+// activity to the call that launched it (and from there to the Python function, ISCOPE range and model layer
+// active at launch), breaks each step down, and runs the bottleneck rules. docs/analysis.md defines every
+// number and rule.
+//
+//   analyze::AnalyzeOptions o; o.step = "step";
+//   analyze::Analysis a = analyze::analyze_file("run.iscope", o);   // dump or the seeds' JSON trace
+//   report::write_markdown(a, std::cout);
+#pragma once
+
+#include "analyze/analysis.hpp"
+#include "dump/reader.hpp"
+
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+namespace inferscope::analyze {
+
+struct AnalyzeOptions {
+  std::string step;              ///< step range/scope (or Python function) name; empty = detect
+  bool progress = false;         ///< progress lines on stderr
+  size_t max_timeline_spans = 5000;
+};
+
+/// A bad input that yields no analysis at all: the message names the file and the offset/line/field.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Analyses an open dump. A damaged dump (cut short, corrupt chunk) is analysed up to the damage and says so
+/// in `warnings`; `partial` (below) tells callers whether data were lost to corruption.
+Analysis analyze_dump(const dump::DumpReader& reader, const AnalyzeOptions& options);
+
+/// Opens `path`, detects its format by content (INFSCOPE magic: dump; '{' or '[': the seeds' JSON event
+/// trace) and analyses it. Throws InputError (or dump::DumpError) when nothing can be read.
+Analysis analyze_file(const std::string& path, const AnalyzeOptions& options);
+
+/// Converts the seeds' JSON event trace (`{"events": [...]}` or a bare array) into a dump at `dump_path`.
+/// Unknown event types are skipped and counted in `warnings`. Throws InputError naming the event index and
+/// field, or the line and column of a syntax error.
+void json_trace_to_dump(const std::string& json_path, const std::string& dump_path,
+                        std::vector<std::string>& warnings);
+
+/// Whether the analysis lost data to a corrupt (not merely truncated) input: iscope-analyze exits 3.
+bool analysis_is_partial(const Analysis& a);
+
+/// One line per finding, canonical and stable for golden tests:
+/// "category primary=0|1 impact_ms=X.XX impact_pct=X confidence=X.X suggestions=N uncertain=0|1".
+std::string findings_digest(const Analysis& a);
+
+/// True when a range name is treated as a model layer (see docs/analysis.md, "Layers"): it carries the
+/// attribute layer=1, or it has no attributes and looks like a dotted module path ("transformer.h.3.attn").
+bool looks_like_module_path(std::string_view name);
+
+/// Plain-text rendering of the headline numbers and findings (for builds without lib/report and for
+/// debugging); the real reports are lib/report's.
+void print_findings_text(const Analysis& a, std::ostream& out);
+
+}  // namespace inferscope::analyze

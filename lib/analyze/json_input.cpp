@@ -1,0 +1,233 @@
+// The seeds' JSON event trace, converted into a dump so that one analyzer serves both inputs.
+//
+//   {"events": [{"event_type": "gpu_kernel", "name": "gemm", "start_us": 10.0, "end_us": 52.5,
+//                "device_id": 0, "grid_dim": [128,1,1], "block_dim": [256,1,1]}, ...]}      (or a bare array)
+//
+// Required per event: event_type, name, start_us, end_us (end_us optional for marks). Optional: thread_id,
+// stream_id, device_id, bytes, correlation_id, grid_dim, block_dim, pinned. Unknown event types are counted
+// and skipped.
+#include "analyze/analyzer.hpp"
+#include "dump/builder.hpp"
+
+#include <boost/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace inferscope::analyze {
+namespace json = boost::json;
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string where(const std::string& text, size_t off) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < off && i < text.size(); ++i) {
+    if (text[i] == '\n') { ++line; col = 1; }
+    else ++col;
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(col) + " (offset " + std::to_string(off) + ")";
+}
+
+struct HostEvent {
+  int64_t start, end;
+  int kind;  // 0 range, 1 sync api, 2 mark
+  std::string name;
+  uint32_t depth = 0;
+};
+
+}  // namespace
+
+void json_trace_to_dump(const std::string& path, const std::string& dump_path, std::vector<std::string>& warnings) {
+  const std::string text = read_all(path);
+  json::stream_parser p;
+  json::error_code ec;
+  size_t n = p.write(text.data(), text.size(), ec);
+  if (!ec) p.finish(ec);
+  if (ec) throw InputError(path + ": JSON syntax error at " + where(text, std::min(n, text.size())) + ": " + ec.message());
+  json::value root = p.release();
+  const json::array* events = nullptr;
+  if (root.is_array()) events = &root.as_array();
+  else if (root.is_object()) {
+    auto* e = root.as_object().if_contains("events");
+    if (!e) throw InputError(path + ": a JSON object without an \"events\" array (expected {\"events\": [...]} or a bare array)");
+    if (!e->is_array()) throw InputError(path + ": \"events\" is not an array");
+    events = &e->as_array();
+  } else {
+    throw InputError(path + ": the JSON document is neither an object with \"events\" nor an array");
+  }
+
+  auto num = [&](const json::object& o, const char* key, size_t i, bool required, double def = 0) -> double {
+    auto* v = o.if_contains(key);
+    if (!v || v->is_null()) {
+      if (required) throw InputError(path + ": event " + std::to_string(i) + ": missing field '" + key + "'");
+      return def;
+    }
+    if (v->is_double()) return v->as_double();
+    if (v->is_int64()) return double(v->as_int64());
+    if (v->is_uint64()) return double(v->as_uint64());
+    if (v->is_string()) {  // lenient: "12.5"
+      try { return std::stod(std::string(v->as_string())); } catch (...) {}
+    }
+    throw InputError(path + ": event " + std::to_string(i) + ": field '" + key + "' is not a number");
+  };
+  auto str = [&](const json::object& o, const char* key, size_t i) -> std::string {
+    auto* v = o.if_contains(key);
+    if (!v) throw InputError(path + ": event " + std::to_string(i) + ": missing field '" + key + "'");
+    if (v->is_string()) return std::string(v->as_string());
+    if (v->is_number()) return json::serialize(*v);
+    throw InputError(path + ": event " + std::to_string(i) + ": field '" + key + "' is not a string");
+  };
+
+  std::map<std::string, uint64_t> unknown;
+  std::map<int64_t, std::vector<HostEvent>> host;  // thread -> events
+  struct Gpu { int kind; std::string name; int64_t s, e; uint64_t bytes; uint32_t stream, device, corr; int host_mem; };
+  std::vector<Gpu> gpu;
+  double min_us = 0;
+  bool first = true;
+  for (size_t i = 0; i < events->size(); ++i) {
+    const json::value& v = (*events)[i];
+    if (!v.is_object()) throw InputError(path + ": event " + std::to_string(i) + ": not an object");
+    const json::object& o = v.as_object();
+    std::string type = str(o, "event_type", i);
+    static const char* known[] = {"cpu_call", "gpu_kernel", "gpu_memcpy_h2d", "gpu_memcpy_d2h", "gpu_memset", "gpu_sync", "mark"};
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return type == k; }) == std::end(known)) {
+      ++unknown[type];
+      continue;
+    }
+    std::string name = str(o, "name", i);
+    double s = num(o, "start_us", i, true);
+    double e = type == "mark" ? num(o, "end_us", i, false, s) : num(o, "end_us", i, true);
+    if (!std::isfinite(s) || !std::isfinite(e)) throw InputError(path + ": event " + std::to_string(i) + ": time is not finite");
+    if (e < s) throw InputError(path + ": event " + std::to_string(i) + ": end_us (" + std::to_string(e) + ") before start_us (" + std::to_string(s) + ")");
+    if (first || s < min_us) min_us = s;
+    first = false;
+    int64_t sn = std::llround(s * 1000), en = std::llround(e * 1000);
+    int64_t thread = int64_t(num(o, "thread_id", i, false, 0));
+    if (type == "cpu_call") host[thread].push_back({sn, en, 0, name});
+    else if (type == "gpu_sync") host[thread].push_back({sn, en, 1, name});
+    else if (type == "mark") host[thread].push_back({sn, sn, 2, name});
+    else {
+      int kind = type == "gpu_kernel" ? 0 : type == "gpu_memcpy_h2d" ? 1 : type == "gpu_memcpy_d2h" ? 2 : 3;
+      int host_mem = 0;
+      if (auto* pv = o.if_contains("pinned"); pv && pv->is_bool()) host_mem = pv->as_bool() ? 2 : 1;
+      if (auto* pv = o.if_contains("memory"); pv && pv->is_string()) host_mem = pv->as_string() == "pinned" ? 2 : pv->as_string() == "pageable" ? 1 : 0;
+      gpu.push_back({kind, name, sn, en, uint64_t(std::max(0.0, num(o, "bytes", i, false, 0))),
+                     uint32_t(num(o, "stream_id", i, false, 7)), uint32_t(num(o, "device_id", i, false, 0)),
+                     uint32_t(num(o, "correlation_id", i, false, 0)), host_mem});
+    }
+  }
+  for (auto& [t, n] : unknown)
+    warnings.push_back(path + ": " + std::to_string(n) + " event(s) of unknown type '" + t + "' were skipped");
+  if (events->empty()) warnings.push_back(path + ": the trace holds no events");
+
+  // Times start at zero (and never go negative) in the dump.
+  const int64_t shift = first ? 0 : -std::llround(min_us * 1000);
+  dump::DumpBuilder b(dump_path);
+  b.process("source", path);
+  b.process("source_format", "json");
+  std::map<int64_t, uint32_t> tid;
+  for (auto& [t, evs] : host) {
+    tid[t] = b.thread(t == 0 ? "main" : "thread " + std::to_string(t), uint32_t(t));
+    // Depth from nesting, then END order as the runtime writes them.
+    std::sort(evs.begin(), evs.end(), [](auto& x, auto& y) { return x.start != y.start ? x.start < y.start : x.end > y.end; });
+    std::vector<int64_t> open;
+    for (auto& e : evs) {
+      if (e.kind != 0) continue;
+      while (!open.empty() && open.back() <= e.start) open.pop_back();
+      e.depth = uint32_t(open.size());
+      open.push_back(e.end);
+    }
+    std::stable_sort(evs.begin(), evs.end(), [](auto& x, auto& y) { return x.end != y.end ? x.end < y.end : x.depth > y.depth; });
+    uint32_t corr = 0x40000000u;  // synthetic ids for syncs, far from any correlation_id the trace carries
+    for (auto& e : evs) {
+      if (e.kind == 0) b.range(tid[t], e.name, e.depth, e.start + shift, e.end + shift);
+      else if (e.kind == 1) b.api(tid[t], e.name.find("ynchronize") != std::string::npos ? e.name : "cudaDeviceSynchronize(" + e.name + ")",
+                                  ++corr, e.start + shift, e.end + shift);
+      else b.mark(tid[t], e.name, e.start + shift);
+    }
+  }
+  std::stable_sort(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.s < y.s; });
+  std::map<uint32_t, uint32_t> ch;
+  for (auto& g : gpu) {
+    auto it = ch.find(g.device);
+    if (it == ch.end()) it = ch.emplace(g.device, b.channel("GPU " + std::to_string(g.device))).first;
+    switch (g.kind) {
+      case 0: b.kernel(it->second, g.name, g.corr, g.s + shift, g.e + shift, g.stream, g.device); break;
+      case 1: case 2:
+        b.memcpy(it->second, g.kind == 1 ? CopyKind::kHtoD : CopyKind::kDtoH, g.bytes, g.corr, g.s + shift, g.e + shift,
+                 static_cast<MemoryKind>(g.host_mem), g.stream);
+        break;
+      default: b.memset(it->second, g.bytes, g.corr, g.s + shift, g.e + shift, g.stream); break;
+    }
+  }
+  b.finish();
+}
+
+Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
+  char head[64] = {};
+  size_t got = 0;
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+    f.read(head, sizeof(head));
+    got = size_t(f.gcount());
+  }
+  if (got == 0) throw InputError(path + ": empty file (0 bytes): neither an InferScope dump nor a JSON trace");
+  if (got >= 8 && std::memcmp(head, dump::kMagic, 8) == 0) {
+    dump::DumpReader r(path);
+    return analyze_dump(r, opt);
+  }
+  size_t i = 0;
+  if (got >= 3 && (unsigned char)head[0] == 0xef && (unsigned char)head[1] == 0xbb && (unsigned char)head[2] == 0xbf) i = 3;
+  while (i < got && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+  if (i < got && (head[i] == '{' || head[i] == '[')) {
+    std::vector<std::string> warnings;
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/iscope-json-XXXXXX";
+    std::vector<char> name(tpl.begin(), tpl.end());
+    name.push_back('\0');
+    int fd = ::mkstemp(name.data());
+    if (fd < 0) throw InputError(std::string("cannot create a temporary file in ") + (tmp ? tmp : "/tmp") + ": " + std::strerror(errno));
+    ::close(fd);
+    std::string dump_path(name.data());
+    try {
+      json_trace_to_dump(path, dump_path, warnings);
+      dump::DumpReader r(dump_path);
+      ::unlink(dump_path.c_str());
+      Analysis a = analyze_dump(r, opt);
+      a.source = path;
+      a.source_format = "json";
+      for (auto& w : a.warnings) {  // messages name the file the user gave
+        size_t at = w.find(dump_path);
+        if (at != std::string::npos) w.replace(at, dump_path.size(), path);
+      }
+      a.warnings.insert(a.warnings.begin(), warnings.begin(), warnings.end());
+      return a;
+    } catch (...) {
+      ::unlink(dump_path.c_str());
+      throw;
+    }
+  }
+  std::string shown;
+  for (size_t k = 0; k < std::min<size_t>(got, 8); ++k)
+    shown += std::isprint(static_cast<unsigned char>(head[k])) ? head[k] : '.';
+  throw InputError(path + ": offset 0: not an InferScope dump (no INFSCOPE magic) and not a JSON trace (no '{' or '['); "
+                   "the file starts with \"" + shown + "\"");
+}
+
+}  // namespace inferscope::analyze

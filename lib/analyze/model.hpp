@@ -1,0 +1,97 @@
+// The analyzer's internal, compact form of a trace (not a public interface): what the passes over the dump
+// keep, and the per-step measurements the rules read. Memory: 24 bytes per GPU activity and 40 bytes per CUDA
+// API call, 4 bytes per correlation id in the launch index; ranges, Python calls, marks and counters are
+// aggregated while streaming and cost nothing per event.
+#pragma once
+
+#include "analyze/analysis.hpp"
+#include "analyze/summary.hpp"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace inferscope::analyze::detail {
+
+enum GpuKind : uint8_t { kKernel = 0, kMemset = 1, kH2D = 2, kD2H = 3, kOtherCopy = 4 };
+enum ApiKind : uint8_t { kLaunch = 0, kSync = 1, kCopySync = 2, kCopyAsync = 3, kAlloc = 4, kFree = 5, kOtherApi = 6 };
+
+// Naturally aligned (no packing): the fields are bound to references (std::min/std::max), and UBSan rightly
+// rejects misaligned int64 references.
+struct GpuOp {
+  int64_t start;           ///< ns, CLOCK_MONOTONIC
+  uint32_t dur;            ///< ns (saturating at 4.29 s)
+  uint32_t corr;
+  uint32_t name_or_bytes;  ///< kernel name id; copy/memset bytes (saturating)
+  uint8_t kind;            ///< GpuKind
+  uint8_t host_mem;        ///< MemoryKind of the host side of a copy
+  uint16_t stream;
+  int64_t end() const { return start + dur; }
+};
+struct ApiOp {
+  int64_t start;
+  uint32_t dur;
+  uint32_t corr;
+  uint32_t name;       ///< string id
+  uint32_t py = 0;     ///< code id of the innermost Python function at the call (0 = none)
+  uint32_t range = 0;  ///< string id of the innermost range
+  uint32_t layer = 0;  ///< string id of the innermost layer range
+  uint16_t thread;     ///< dump thread id (saturating)
+  uint8_t kind;        ///< ApiKind
+  uint8_t pad = 0;
+  int64_t end() const { return start + dur; }
+};
+static_assert(sizeof(GpuOp) == 24);
+static_assert(sizeof(ApiOp) == 40);
+
+struct Span {
+  int64_t start = 0, end = 0;
+  uint32_t step = 0;
+};
+
+/// Measurements of one step, in ns. Breakdown parts add up to `dur`.
+struct StepMetrics {
+  int64_t start = 0, dur = 0;
+  double compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
+  double idle_host = 0, idle_gaps = 0, idle_sync = 0;  ///< GPU idle split (whole gaps by their cause)
+  double alloc_idle = 0;   ///< GPU idle while the step thread was in an allocation/free call
+  double host_out_api = 0; ///< step thread outside CUDA calls (wall)
+  uint64_t kernels = 0, copies_h2d = 0, copies_d2h = 0, syncs = 0, allocs = 0, gaps_between = 0;
+  double kernel_ns = 0, launch_api_ns = 0, sync_api_ns = 0, alloc_api_ns = 0;
+  uint64_t h2d_bytes = 0, d2h_bytes = 0, h2d_pageable_bytes = 0, d2h_pageable_bytes = 0;
+  Span worst_host_gap, worst_sync_gap, worst_alloc;
+};
+
+/// Everything the rules need beyond the Analysis tables.
+struct Model {
+  double step_mean_ns = 0;
+  std::vector<StepMetrics> steps;
+  bool host_frames = false;  ///< the step thread has nested ranges or Python frames (host work is visible)
+  // hot host work inside steps on the step thread: self ns by label, descending
+  std::vector<std::pair<std::string, double>> hot_host;
+  // kernels: name -> total ns in steps, count; median kernel duration (ns)
+  double median_kernel_ns = 0;
+  double kernels_per_step = 0;
+  std::string top_kernel_launcher;  ///< most frequent launcher of kernels in steps
+  std::vector<std::pair<std::string, std::string>> top_copies;  ///< (description, launcher)
+  std::string top_sync_api, top_sync_caller;
+  std::string top_alloc_api, top_alloc_caller;
+  std::string first_api_name;   ///< the step thread's first CUDA call (it pays for creating the context)
+  double first_api_ms = 0;
+  bool first_api_in_steps = false;
+  double peak_h2d_gbps = 0;
+  bool peak_assumed = true;
+  std::string peak_note;
+  // cpu contention evidence
+  bool have_cpu_counters = false;
+  double step_thread_cpu_util = 0;   ///< CPU time / wall of the step thread over the steps
+  double step_thread_runqueue_share = 0;  ///< share of the steps the step thread was runnable but off-CPU
+  double involuntary_per_step = 0;
+  int other_busy_python_threads = 0;
+  double other_python_busy_share = 0; ///< busiest other Python thread's frame time / steps span
+  double rss_growth_bytes = 0, faults_per_step = 0;
+  std::string step_thread_name;
+};
+
+}  // namespace inferscope::analyze::detail

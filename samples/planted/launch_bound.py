@@ -1,0 +1,16 @@
+"""launch_bound: hundreds of tiny element-wise kernels per step; the host's launch rate limits the GPU."""
+from _common import need_cuda, run
+
+torch = need_cuda()
+x0 = torch.randn(256, device="cuda")
+
+
+def step(i):
+    x = x0
+    for _ in range(400):
+        x = x * 1.0001 + 0.0001
+    torch.cuda.synchronize()
+
+
+print("planting launch_bound: 800 tiny kernels (256-element mul/add) per step, one sync at the end")
+run("launch_bound", step)

@@ -1,0 +1,499 @@
+// The analyzer: golden findings, one planted bottleneck per rule (primary there, silent elsewhere), the
+// merge (attribution, alignment, steps, breakdown), the seeds' JSON input and bad inputs through the CLI.
+//
+// INFERSCOPE_UPDATE_GOLDENS=1 rewrites tests/fixtures/*.expected from the current analyzer (see
+// tests/analyze/update-goldens.sh); review the diff before committing it.
+#include "analyze/analyzer.hpp"
+#include "scenarios.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace inferscope;
+using analyze::Analysis;
+
+namespace {
+
+fs::path work_dir() {
+  fs::path d = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "analyze" / "work";
+  fs::create_directories(d);
+  return d;
+}
+fs::path fixtures() { return fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures"; }
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+void write(const fs::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << s;
+}
+
+Analysis scenario(const std::string& name) {
+  fs::path p = work_dir() / (name + ".iscope");
+  testsupport::write_scenario(name, p.string());
+  return analyze::analyze_file(p.string(), {});
+}
+
+const analyze::Finding* find(const Analysis& a, const std::string& cat) {
+  for (auto& f : a.findings)
+    if (f.category == cat) return &f;
+  return nullptr;
+}
+
+// Runs iscope-analyze with `args`; returns the exit status and fills stderr.
+int run_cli(const std::string& args, std::string* err = nullptr, std::string* out = nullptr) {
+  fs::path e = work_dir() / "cli.err", o = work_dir() / "cli.out";
+  std::string cmd = std::string(ISCOPE_ANALYZE_EXE) + " " + args + " >" + o.string() + " 2>" + e.string();
+  int rc = std::system(cmd.c_str());
+  if (err) *err = read(e);
+  if (out) *out = read(o);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+void check_golden(const std::string& name, const Analysis& a) {
+  fs::path expected = fixtures() / (name + ".expected");
+  std::string got = analyze::findings_digest(a);
+  if (std::getenv("INFERSCOPE_UPDATE_GOLDENS")) {
+    fs::create_directories(fixtures());
+    write(expected, got);
+    MESSAGE("updated " << expected.string());
+    return;
+  }
+  REQUIRE_MESSAGE(fs::exists(expected), expected.string() << " is missing; run tests/analyze/update-goldens.sh");
+  CHECK_MESSAGE(read(expected) == got, "golden mismatch for " << name << "\n--- expected\n" << read(expected) << "--- got\n" << got);
+}
+
+}  // namespace
+
+TEST_CASE("golden findings of the synthetic scenarios") {
+  for (auto& name : testsupport::scenario_names()) {
+    CAPTURE(name);
+    check_golden(name, scenario(name));
+  }
+}
+
+TEST_CASE("golden findings of recorded fixtures (tests/fixtures/*.iscope with a .expected beside)") {
+  if (!fs::exists(fixtures())) return;
+  for (auto& e : fs::directory_iterator(fixtures())) {
+    if (e.path().extension() != ".iscope") continue;
+    fs::path exp = e.path();
+    exp.replace_extension(".expected");
+    if (!fs::exists(exp) && !std::getenv("INFERSCOPE_UPDATE_GOLDENS")) continue;
+    CAPTURE(e.path().string());
+    check_golden(e.path().stem().string(), analyze::analyze_file(e.path().string(), {}));
+  }
+}
+
+TEST_CASE("every rule is primary on its planted trace") {
+  for (std::string cat : {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound", "gpu_bound", "memory_alloc",
+                          "cpu_contention", "pcie_saturation"}) {
+    CAPTURE(cat);
+    Analysis a = scenario(cat);
+    REQUIRE(!a.findings.empty());
+    CHECK(a.findings.front().category == cat);
+    CHECK(a.findings.front().primary);
+    for (size_t i = 1; i < a.findings.size(); ++i) CHECK(!a.findings[i].primary);
+    for (auto& f : a.findings) {
+      CHECK(f.suggestions.size() >= 3);
+      CHECK(f.confidence >= 0);
+      CHECK(f.confidence <= 1);
+      CHECK(f.uncertain == (f.confidence < 0.5));
+      CHECK(!f.evidence.empty());
+      CHECK(f.impact_pct == doctest::Approx(f.impact_ms / a.breakdown.step_ms * 100).epsilon(0.001));
+    }
+    const auto& f = a.findings.front();
+    CHECK(f.confidence >= 0.5);
+    CHECK(f.impact_pct > 20);
+  }
+}
+
+TEST_CASE("rules stay silent where their cause is absent") {
+  Analysis healthy = scenario("gpu_bound");
+  for (std::string cat : {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound", "memory_alloc",
+                          "cpu_contention", "pcie_saturation"}) {
+    CAPTURE(cat);
+    CHECK(find(healthy, cat) == nullptr);
+  }
+  REQUIRE(find(healthy, "gpu_bound"));
+  CHECK(healthy.findings.size() == 1);
+  CHECK(find(healthy, "gpu_bound")->evidence.front().find("ampere_sgemm_128x64_tn") != std::string::npos);
+
+  CHECK(find(scenario("launch_bound"), "gpu_bound") == nullptr);
+  CHECK(find(scenario("launch_bound"), "cpu_bound") == nullptr);
+  CHECK(find(scenario("h2d_bound"), "pcie_saturation") == nullptr);  // pageable, far below the peak
+  CHECK(find(scenario("pcie_saturation"), "h2d_bound") == nullptr);  // the link itself is the limit
+  CHECK(find(scenario("cpu_bound"), "cpu_contention") == nullptr);   // no counters, no other threads
+  CHECK(find(scenario("cpu_bound"), "launch_bound") == nullptr);
+  CHECK(find(scenario("sync_bound"), "gpu_bound") == nullptr);
+  CHECK(find(scenario("sync_bound"), "cpu_bound") == nullptr);
+  CHECK(find(scenario("memory_alloc"), "cpu_bound") == nullptr);
+  CHECK(find(scenario("d2h_bound"), "h2d_bound") == nullptr);
+}
+
+TEST_CASE("steps, breakdown and attribution") {
+  Analysis a = scenario("cpu_bound");
+  CHECK(a.steps.name == "step");
+  CHECK(a.steps.detected);
+  CHECK(a.steps.count == 20);
+  // preprocess 5 ms + 5 launches of 5 us + the last kernel's tail + sync
+  CHECK(a.steps.mean_ms == doctest::Approx(6.01).epsilon(0.02));
+  const auto& b = a.breakdown;
+  double sum = b.cpu_preprocessing_ms + b.h2d_ms + b.gpu_compute_ms + b.d2h_ms + b.sync_wait_ms + b.framework_overhead_ms + b.idle_ms;
+  CHECK(sum == doctest::Approx(b.step_ms).epsilon(1e-6));
+  CHECK(b.gpu_compute_ms == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(b.cpu_preprocessing_ms == doctest::Approx(5.0).epsilon(0.01));
+  CHECK(b.gpu_utilization == doctest::Approx(1.0 / a.steps.mean_ms).epsilon(0.02));
+  double idle = b.gpu_idle_waiting_on_host_ms + b.gpu_idle_gaps_between_kernels_ms + b.gpu_idle_waiting_on_sync_ms;
+  CHECK(idle == doctest::Approx(b.step_ms - b.gpu_compute_ms).epsilon(1e-6));
+  const auto* f = find(a, "cpu_bound");
+  REQUIRE(f);
+  bool names_tokenize = false;
+  for (auto& e : f->evidence) names_tokenize |= e.find("tokenize") != std::string::npos;
+  CHECK(names_tokenize);
+  CHECK(!f->examples.empty());
+  REQUIRE(!a.kernels.empty());
+  CHECK(a.kernels.front().name == "ampere_sgemm_64x64_nn");
+  CHECK(a.kernels.front().count == 100);
+  CHECK(a.kernels.front().launched_by == "forward");
+  CHECK(a.alignment.ok);
+  CHECK(a.alignment.kernels_checked >= 100);
+  CHECK(a.steps.slowest.size() == 5);
+  CHECK(!a.representative.lanes.empty());
+  bool gpu_lane = false;
+  for (auto& l : a.representative.lanes) {
+    gpu_lane |= l.gpu && !l.spans.empty();
+    if (l.gpu) continue;
+    // Rows: ranges first, Python frames below them, CUDA calls on the last row.
+    uint32_t range_max = 0, py_min = ~0u, py_max = 0, api_min = ~0u;
+    for (auto& sp : l.spans) {
+      if (sp.category == "range") range_max = std::max(range_max, sp.depth);
+      else if (sp.category == "python") { py_min = std::min(py_min, sp.depth); py_max = std::max(py_max, sp.depth); }
+      else api_min = std::min(api_min, sp.depth);
+    }
+    CHECK(py_min > range_max);
+    CHECK(api_min > py_max);
+  }
+  CHECK(gpu_lane);
+}
+
+TEST_CASE("breakdown: overlapping streams and copies hidden under compute count once") {
+  fs::path p = work_dir() / "overlap.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main"), g = b.channel("gpu");
+    uint32_t corr = 1;
+    for (int i = 0; i < 4; ++i) {
+      int64_t S = 1'000'000 + i * 10'000'000;  // 10 ms steps
+      b.api(t, "cudaLaunchKernel", ++corr, S, S + 10'000);
+      b.kernel(g, "a", corr, S + 1'000'000, S + 5'000'000, 7);   // 1..5 ms on stream 7
+      b.api(t, "cudaLaunchKernel", ++corr, S + 20'000, S + 30'000);
+      b.kernel(g, "b", corr, S + 3'000'000, S + 6'000'000, 8);   // 3..6 ms on stream 8 (overlaps a)
+      b.api(t, "cudaMemcpyAsync", ++corr, S + 40'000, S + 50'000);
+      b.memcpy(g, CopyKind::kHtoD, 8'000'000, corr, S + 4'000'000, S + 7'000'000, MemoryKind::kPinned, 9, true);  // 4..7 ms
+      b.api(t, "cudaMemcpyAsync", ++corr, S + 60'000, S + 70'000);
+      b.memcpy(g, CopyKind::kDtoH, 1'000'000, corr, S + 6'500'000, S + 8'000'000, MemoryKind::kPinned, 9, true);  // 6.5..8 ms
+      b.api(t, "cudaDeviceSynchronize", ++corr, S + 80'000, S + 8'100'000);
+      b.range(t, "step", 0, S, S + 9'000'000);
+    }
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  REQUIRE(a.steps.count == 4);
+  const auto& b = a.breakdown;
+  CHECK(b.step_ms == doctest::Approx(9.0));
+  CHECK(b.gpu_compute_ms == doctest::Approx(5.0));  // 1..6 ms
+  CHECK(b.h2d_ms == doctest::Approx(1.0));          // 6..7 ms (4..6 is hidden under compute)
+  CHECK(b.d2h_ms == doctest::Approx(1.0));          // 7..8 ms
+  CHECK(b.gpu_utilization == doctest::Approx(7.0 / 9.0));
+  // idle: 0..1 ms (host in launches and the sync) and 8..9 ms (host outside calls after the sync returned)
+  CHECK(b.sync_wait_ms + b.framework_overhead_ms + b.cpu_preprocessing_ms + b.idle_ms == doctest::Approx(2.0));
+  CHECK(b.sync_wait_ms == doctest::Approx(0.92 + 0.1));      // 0.08..1 ms and 8..8.1 ms in the sync
+  CHECK(b.framework_overhead_ms == doctest::Approx(0.04));   // four 10 us calls before it
+  CHECK(b.gpu_idle_waiting_on_sync_ms == doctest::Approx(1.0));  // the gap 8..9 ms began inside the sync
+}
+
+TEST_CASE("breakdown: an activity running across many steps counts in each of them") {
+  fs::path p = work_dir() / "longkernel.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main"), g = b.channel("gpu");
+    b.api(t, "cudaLaunchKernel", 1, 900'000, 905'000);
+    b.kernel(g, "persistent", 1, 1'000'000, 1'000'000 + 2'000'000'000, 3);  // 2 s
+    for (int i = 0; i < 1000; ++i) {
+      int64_t S = 2'000'000 + i * 1'000'000;  // 1000 steps of 0.5 ms inside it
+      b.api(t, "cudaLaunchKernel", 10 + i, S + 10'000, S + 20'000);
+      b.kernel(g, "small", 10 + i, S + 100'000, S + 200'000, 7);
+      b.range(t, "step", 0, S, S + 500'000);
+    }
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.count == 1000);
+  CHECK(a.breakdown.gpu_compute_ms == doctest::Approx(0.5));
+  CHECK(a.breakdown.gpu_utilization == doctest::Approx(1.0));
+}
+
+TEST_CASE("layers: recognised by attribute or dotted path, with their kernels") {
+  Analysis a = scenario("layers");
+  REQUIRE(!a.layers.empty());
+  std::map<std::string, analyze::LayerRow> by;
+  for (auto& l : a.layers) by[l.path] = l;
+  REQUIRE(by.count("model.layers.0.attn"));
+  CHECK(by["model.layers.0.attn"].kernels == 40);
+  CHECK(by["model.layers.0.attn"].gpu_ms == doctest::Approx(12.0).epsilon(0.01));
+  CHECK(by["model.layers.0"].count == 20);
+  bool flash = false;
+  for (auto& k : a.kernels)
+    if (k.name == "flash_fwd_kernel") {
+      flash = true;
+      CHECK(k.launched_by.find("Attention.forward") != std::string::npos);
+      CHECK(k.launched_by.find("layer model.layers.") != std::string::npos);
+    }
+  CHECK(flash);
+  CHECK(analyze::looks_like_module_path("transformer.h.3.attn"));
+  CHECK(!analyze::looks_like_module_path("step"));
+  CHECK(!analyze::looks_like_module_path("a b.c"));
+  CHECK(!analyze::looks_like_module_path("ns::f.x"));
+}
+
+TEST_CASE("--step picks the step; a missing name falls back to the whole trace") {
+  fs::path p = work_dir() / "steps.iscope";
+  testsupport::write_scenario("layers", p.string());
+  analyze::AnalyzeOptions o;
+  o.step = "model.layers.1";
+  Analysis a = analyze::analyze_file(p.string(), o);
+  CHECK(a.steps.name == "model.layers.1");
+  CHECK(a.steps.count == 20);
+  CHECK(!a.steps.detected);
+  o.step = "MLP.forward";  // a Python function
+  a = analyze::analyze_file(p.string(), o);
+  CHECK(a.steps.count == 80);
+  o.step = "nope";
+  a = analyze::analyze_file(p.string(), o);
+  CHECK(a.steps.count == 0);
+  REQUIRE(!a.warnings.empty());
+  CHECK(a.warnings.front().find("nope") != std::string::npos);
+}
+
+TEST_CASE("no steps: the whole trace is one step, and the report says so") {
+  fs::path p = work_dir() / "nosteps.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 50; ++i) { sim.host(100'000); sim.launch("k", 50'000); }
+    sim.sync();
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.count == 0);
+  CHECK(a.steps.name == "(whole trace)");
+  CHECK(a.breakdown.step_ms == doctest::Approx(a.trace_ms).epsilon(1e-6));
+  bool said = false;
+  for (auto& w : a.warnings) said |= w.find("whole trace") != std::string::npos;
+  CHECK(said);
+  CHECK(!a.findings.empty());
+}
+
+TEST_CASE("an unmodified program: the repeated Python function on the launching thread is the step") {
+  fs::path p = work_dir() / "pysteps.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    sim.py("main", [&] {
+      sim.py("load_model", [&] { sim.host(3'000'000); });
+      for (int i = 0; i < 12; ++i)
+        sim.py("serve_one", [&] {
+          sim.py("decode", [&] { sim.host(500'000); });
+          sim.launch("gemm", 400'000);
+          sim.sync();
+        });
+    });
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.name == "serve_one");
+  CHECK(a.steps.count == 12);
+  CHECK(a.steps.detected);
+  bool said = false;
+  for (auto& w : a.warnings) said |= w.find("Python function 'serve_one'") != std::string::npos;
+  CHECK(said);
+}
+
+TEST_CASE("hostile ids in records do not size tables (fuzz regression: PyCall code id 0xfffffff0)") {
+  fs::path p = work_dir() / "hostile.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main");
+    for (uint32_t code : {0xfffffff0u, 0x7fffffffu, 3u}) b.pycall(t, code, 0, 1'000, 2'000);
+    RangeRecord r{{RecordKind::kRange, 0, sizeof(RangeRecord)}, 0xfffffff0u, b.ticks(500), b.ticks(3'000)};
+    b.raw(t, &r, sizeof(r));
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.events == 4);
+}
+
+TEST_CASE("alignment: a kernel that starts before its launch is reported") {
+  fs::path p = work_dir() / "skew.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main"), g = b.channel("gpu");
+    for (int i = 0; i < 100; ++i) {
+      int64_t s = 1'000'000 + i * 100'000;
+      b.api(t, "cudaLaunchKernel", 10 + i, s, s + 5'000);
+      // every 10th kernel is stamped 5 us before its launch call began
+      b.kernel(g, "k", 10 + i, i % 10 == 0 ? s - 5'000 : s + 2'000, s + 40'000);
+    }
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(!a.alignment.ok);
+  CHECK(a.alignment.max_violation_us == doctest::Approx(5.0).epsilon(0.01));
+  CHECK(a.alignment.violations_over_1us == 10);
+  bool warned = false;
+  for (auto& w : a.warnings) warned |= w.find("alignment") != std::string::npos;
+  CHECK(warned);
+}
+
+TEST_CASE("seeds' JSON trace: object form, bare array, unknown types") {
+  fs::path p = work_dir() / "trace.json";
+  std::string events;
+  for (int i = 0; i < 10; ++i) {
+    double s = i * 10000.0;
+    char b[1024];
+    std::snprintf(b, sizeof(b),
+                  R"({"event_type":"cpu_call","name":"inference_step","start_us":%.1f,"end_us":%.1f,"thread_id":1},
+{"event_type":"cpu_call","name":"preprocess","start_us":%.1f,"end_us":%.1f,"thread_id":1},
+{"event_type":"gpu_memcpy_h2d","name":"input","start_us":%.1f,"end_us":%.1f,"device_id":0,"bytes":4000000},
+{"event_type":"gpu_kernel","name":"gemm","start_us":%.1f,"end_us":%.1f,"device_id":0,"grid_dim":[64,1,1],"block_dim":[256,1,1]},
+{"event_type":"gpu_sync","name":"cudaDeviceSynchronize","start_us":%.1f,"end_us":%.1f,"thread_id":1},
+{"event_type":"gpu_counter","name":"x","start_us":0,"end_us":0},)",
+                  s, s + 9000, s, s + 6000, s + 6000, s + 6400, s + 6400, s + 8900, s + 6100, s + 8950);
+    events += b;
+  }
+  events += R"({"event_type":"mark","name":"done","start_us":100000})";
+  write(p, "{\"events\": [" + events + "]}");
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.source_format == "json");
+  CHECK(a.source == p.string());
+  CHECK(a.steps.name == "inference_step");
+  CHECK(a.steps.count == 10);
+  CHECK(a.steps.mean_ms == doctest::Approx(9.0));
+  REQUIRE(!a.warnings.empty());
+  CHECK(a.warnings.front().find("10 event(s) of unknown type 'gpu_counter'") != std::string::npos);
+  REQUIRE(!a.findings.empty());
+  CHECK(a.findings.front().category == "cpu_bound");
+  CHECK(a.breakdown.gpu_compute_ms == doctest::Approx(2.5).epsilon(0.01));
+  CHECK(a.breakdown.h2d_ms == doctest::Approx(0.4).epsilon(0.01));
+
+  fs::path arr = work_dir() / "array.json";
+  write(arr, "  [" + events + "]");
+  Analysis b = analyze::analyze_file(arr.string(), {});
+  CHECK(b.steps.count == 10);
+  CHECK(analyze::findings_digest(b) == analyze::findings_digest(a));
+}
+
+TEST_CASE("seeds' JSON trace: missing fields and syntax errors are named") {
+  fs::path p = work_dir() / "bad.json";
+  write(p, R"({"events": [{"event_type":"cpu_call","name":"a","start_us":0,"end_us":5},
+                          {"event_type":"gpu_kernel","name":"k","end_us":5}]})");
+  try {
+    analyze::analyze_file(p.string(), {});
+    FAIL("no error");
+  } catch (const analyze::InputError& e) {
+    std::string m = e.what();
+    CHECK(m.find("event 1") != std::string::npos);
+    CHECK(m.find("start_us") != std::string::npos);
+    CHECK(m.find(p.string()) != std::string::npos);
+  }
+  write(p, "{\"events\": [\n  {\"event_type\": \"cpu_call\",, }\n]}");
+  try {
+    analyze::analyze_file(p.string(), {});
+    FAIL("no error");
+  } catch (const analyze::InputError& e) {
+    std::string m = e.what();
+    CHECK(m.find("line 2") != std::string::npos);
+    CHECK(m.find("column") != std::string::npos);
+  }
+  write(p, R"({"events": [{"event_type":"cpu_call","name":"a","start_us":"x","end_us":5}]})");
+  CHECK_THROWS_WITH_AS(analyze::analyze_file(p.string(), {}), doctest::Contains("'start_us' is not a number"), analyze::InputError);
+  write(p, R"({"trace": []})");
+  CHECK_THROWS_AS(analyze::analyze_file(p.string(), {}), analyze::InputError);
+}
+
+TEST_CASE("bad inputs through the CLI: clear message, documented exit status") {
+  std::string err, out;
+  fs::path d = work_dir();
+  write(d / "empty.iscope", "");
+  CHECK(run_cli((d / "empty.iscope").string(), &err) == 1);
+  CHECK(err.find("empty file") != std::string::npos);
+
+  write(d / "foreign.iscope", "\x7f" "ELF\x02\x01\x01 some binary");
+  CHECK(run_cli((d / "foreign.iscope").string(), &err) == 1);
+  CHECK(err.find("not an InferScope dump") != std::string::npos);
+  CHECK(err.find("foreign.iscope") != std::string::npos);
+
+  CHECK(run_cli((d / "does-not-exist.iscope").string(), &err) == 1);
+  CHECK(err.find("does-not-exist.iscope") != std::string::npos);
+
+  CHECK(run_cli("", &err) == 2);
+  CHECK(run_cli("x --no-such-option", &err) == 2);
+
+  fs::path good = d / "cli_good.iscope";
+  testsupport::write_scenario("sync_bound", good.string());
+  CHECK(run_cli(good.string() + " --findings", &err, &out) == 0);
+  CHECK(out.find("sync_bound primary=1") != std::string::npos);
+  CHECK(run_cli(good.string() + " --summary", &err, &out) == 0);
+  CHECK(out.find("InferScope dump summary") != std::string::npos);
+
+  // Truncated: cut in the middle of the file: a warning, a report, exit 0.
+  std::string bytes = read(good);
+  write(d / "truncated.iscope", bytes.substr(0, bytes.size() * 2 / 3));
+  CHECK(run_cli((d / "truncated.iscope").string() + " --findings", &err, &out) == 0);
+  CHECK(err.find("cut short") != std::string::npos);
+  CHECK(out.find("steps name=step") != std::string::npos);
+
+  // Corrupt: one flipped byte in the middle: the part before is analysed, exit 3.
+  std::string bad = bytes;
+  bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x5a);
+  write(d / "corrupt.iscope", bad);
+  fs::path rep = d / "corrupt.md";
+  fs::remove(rep);
+  CHECK(run_cli((d / "corrupt.iscope").string() + " -o " + rep.string(), &err) == 3);
+  CHECK(err.find("corrupt") != std::string::npos);
+  CHECK(err.find("offset") != std::string::npos);
+  CHECK(fs::exists(rep));
+  CHECK(fs::file_size(rep) > 0);
+
+  // JSON syntax error through the CLI.
+  write(d / "syntax.json", "[{\"event_type\": }]");
+  CHECK(run_cli((d / "syntax.json").string(), &err) == 1);
+  CHECK(err.find("JSON syntax error at line 1") != std::string::npos);
+}
+
+TEST_CASE("several outputs in one run, format by extension") {
+  fs::path d = work_dir();
+  fs::path good = d / "multi.iscope";
+  testsupport::write_scenario("launch_bound", good.string());
+  for (auto* f : {"r.md", "r.json", "r.html"}) fs::remove(d / f);
+  std::string err;
+  CHECK(run_cli(good.string() + " -o " + (d / "r.md").string() + " -o " + (d / "r.json").string() + " --html " +
+                    (d / "r.html").string(), &err) == 0);
+  for (auto* f : {"r.md", "r.json", "r.html"}) {
+    CAPTURE(f);
+    CHECK(fs::exists(d / f));
+    CHECK(fs::file_size(d / f) > 0);
+  }
+}
