@@ -58,7 +58,7 @@ fi
 
 if [ -x scripts/fuzz.sh ]; then
   echo "=== fuzzing (bounded)"
-  if FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh; then PASSED=$((PASSED + 1)); else step_failed fuzz; fi
+  if FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh; then PASSED=$((PASSED + 1)); else step_failed fuzz; fi
 fi
 
 echo "=== install + find_package(inferscope)"

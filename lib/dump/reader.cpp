@@ -141,10 +141,10 @@ void DumpReader::parse_chunk(const ChunkHeader& h, const uint8_t* p, uint64_t of
     }
     case ChunkType::kCollectorStatus: {
       // The writer repeats the whole status list when a line changes: the latest line per collector holds.
-      for (auto& [k, v] : parse_key_values(p, h.length, h.count, off)) {
-        auto it = std::find_if(status_.begin(), status_.end(), [&](const auto& e) { return e.first == k; });
-        if (it == status_.end()) status_.emplace_back(k, v);
-        else it->second = v;
+      for (auto& kv : parse_key_values(p, h.length, h.count, off)) {
+        auto it = std::find_if(status_.begin(), status_.end(), [&](const auto& e) { return e.first == kv.first; });
+        if (it == status_.end()) status_.push_back(std::move(kv));
+        else it->second = std::move(kv.second);
       }
       break;
     }
