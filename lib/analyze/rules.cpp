@@ -307,9 +307,11 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
       sugg(f, "medium", std::string("Move fewer bytes: ") + (h2d ? "preprocess on the GPU from compact inputs (uint8, fp16)"
                                                                  : "reduce on the GPU (argmax/top-k) and copy back only the result"),
            t * 0.4);
-      sugg(f, "medium", fmt("Batch the %.0f copies per step into fewer, larger ones (small copies pay a fixed cost each)", copies_per_step),
-           t * 0.2);
-      if (!pageable)
+      // Batching only helps where there are many copies; otherwise keeping data resident is the next lever.
+      if (copies_per_step >= 4)
+        sugg(f, "medium", fmt("Batch the %.0f copies per step into fewer, larger ones (small copies pay a fixed cost each)", copies_per_step),
+             t * 0.2);
+      if (!pageable || copies_per_step < 4)
         sugg(f, "low", "Keep reused data resident on the GPU instead of copying it every step", t * 0.3);
     }
     out.push_back(std::move(f));

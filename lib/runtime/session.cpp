@@ -863,6 +863,9 @@ bool start_session(const Config& config, bool from_env) {
 
   auto* s = new SessionState;
   s->cfg = config;
+  // start() is serialized by the control lock: the epoch can be chosen now, so the header names it.
+  s->epoch = g.next_epoch++;
+  if (g.next_epoch == 0) g.next_epoch = 1;
   if (s->cfg.thread_buffer_kb < 64) s->cfg.thread_buffer_kb = 64;
   if (s->cfg.flush_period_ms == 0) s->cfg.flush_period_ms = 1;
   if (s->cfg.calibration_period_ms == 0) s->cfg.calibration_period_ms = 1000;
@@ -897,8 +900,6 @@ bool start_session(const Config& config, bool from_env) {
   SessionState* old = g.session;
   {
     std::lock_guard lk(g.registry);
-    s->epoch = g.next_epoch++;
-    if (g.next_epoch == 0) g.next_epoch = 1;
     g.session = s;
     g.last_output = s->output;
     detail::g_session.store(s->epoch, std::memory_order_seq_cst);
