@@ -5,6 +5,7 @@
 #                               # runtime/Python/system benchmarks
 #   scripts/gpu-all.sh overhead # GPT-2 overhead (GPU collection, + Python tracing, torch.profiler) and the
 #                               # planted-bottleneck programs through iscope-run and iscope-analyze
+#   scripts/gpu-all.sh fixtures # small real dumps of a few planted programs for tests/fixtures/
 # Logs and figures go to $OUT (default ./out-gpu).
 set -u
 PART=${1:-tests}
@@ -52,4 +53,17 @@ if [ "$PART" = overhead ]; then
     BUILD_DIR="$BUILD" PYTHON="$PY" scripts/planted-bottlenecks.sh "$OUT/planted" > "$OUT/planted.txt" 2>&1
     echo "planted rc=$?"; tail -25 "$OUT/planted.txt"
   fi
+fi
+
+if [ "$PART" = fixtures ]; then
+  [ -x "$BUILD/tools/iscope-run/iscope-run" ] || build
+  mkdir -p "$OUT/fixtures"
+  ONLY=${FIXTURES:-"sync_bound h2d_bound launch_bound"} WORK="$BUILD/fixtures" BUILD_DIR="$BUILD" PYTHON="$PY" \
+    scripts/planted-bottlenecks.sh > "$OUT/fixtures.txt" 2>&1
+  tail -6 "$OUT/fixtures.txt"
+  for f in "$BUILD"/fixtures/*.iscope; do
+    # Small enough to live in the repository (CI reads them on every run).
+    [ "$(stat -c %s "$f")" -le $((3 * 1024 * 1024)) ] && cp "$f" "$OUT/fixtures/planted_$(basename "$f")"
+  done
+  ls -la "$OUT/fixtures"
 fi

@@ -122,6 +122,20 @@ static_assert(sizeof(PyCallRecord) == 24);
 /// Memory kinds as CUPTI names them (CUpti_ActivityMemoryKind values 0..5 map 1:1).
 enum class MemoryKind : uint8_t { kUnknown = 0, kPageable = 1, kPinned = 2, kDevice = 3, kArray = 4, kManaged = 5,
                                   kDeviceStatic = 6, kManagedStatic = 7 };
+/// "pageable", "pinned", "device", ...: the name reports and traces use for a memory kind.
+constexpr const char* memory_kind_name(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::kPageable: return "pageable";
+    case MemoryKind::kPinned: return "pinned";
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kArray: return "array";
+    case MemoryKind::kManaged: return "managed";
+    case MemoryKind::kDeviceStatic: return "device_static";
+    case MemoryKind::kManagedStatic: return "managed_static";
+    default: return "unknown";
+  }
+}
+
 /// Copy directions (CUpti_ActivityMemcpyKind values map 1:1).
 enum class CopyKind : uint8_t { kUnknown = 0, kHtoD = 1, kDtoH = 2, kHtoA = 3, kAtoH = 4, kAtoA = 5, kAtoD = 6,
                                 kDtoA = 7, kDtoD = 8, kHtoH = 9, kPtoP = 10 };

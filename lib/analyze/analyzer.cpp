@@ -62,18 +62,7 @@ uint8_t classify_api(const std::string& n) {
   return detail::kOtherApi;
 }
 
-const char* memory_name(uint8_t k) {
-  switch (static_cast<MemoryKind>(k)) {
-    case MemoryKind::kPageable: return "pageable";
-    case MemoryKind::kPinned: return "pinned";
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kArray: return "array";
-    case MemoryKind::kManaged: return "managed";
-    case MemoryKind::kDeviceStatic: return "device_static";
-    case MemoryKind::kManagedStatic: return "managed_static";
-    default: return "unknown";
-  }
-}
+const char* memory_name(uint8_t k) { return memory_kind_name(static_cast<MemoryKind>(k)); }
 const char* copy_name(uint8_t k) {
   switch (static_cast<CopyKind>(k)) {
     case CopyKind::kHtoD: case CopyKind::kHtoA: return "h2d";
@@ -262,7 +251,10 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   // Reserving address space for every record costs no memory until it is touched and saves the copies and
   // page faults of repeated growth.
   // Capped: a heuristic-overcommit kernel refuses a single reservation far beyond RAM + swap.
-  const size_t reserve = static_cast<size_t>(std::min<uint64_t>(r.record_count() / 2 + 1024, uint64_t(1) << 26));
+  // The chunk headers' record counts are only claims: a GPU or API record takes at least 36 bytes of the
+  // file, which bounds what a corrupt or hostile dump can make us reserve.
+  const uint64_t claimed = std::min<uint64_t>(r.record_count(), r.file_size() / 36);
+  const size_t reserve = static_cast<size_t>(std::min<uint64_t>(claimed / 2 + 1024, uint64_t(1) << 26));
   apis.reserve(reserve);
   gpu.reserve(reserve);
   Progress prog;

@@ -35,19 +35,6 @@ constexpr uint32_t kNoStream = 0xffffffffu;
 // the set at 16 MiB against a hostile or corrupt dump.
 constexpr uint32_t kMaxTrackedCorrelation = 1u << 27;
 
-const char* memory_kind_name(MemoryKind k) {
-  switch (k) {
-    case MemoryKind::kPageable: return "pageable";
-    case MemoryKind::kPinned: return "pinned";
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kArray: return "array";
-    case MemoryKind::kManaged: return "managed";
-    case MemoryKind::kDeviceStatic: return "device_static";
-    case MemoryKind::kManagedStatic: return "managed_static";
-    default: return "unknown";
-  }
-}
-
 const char* copy_kind_name(uint8_t k) {
   switch (static_cast<CopyKind>(k)) {
     case CopyKind::kHtoD: return "HtoD";

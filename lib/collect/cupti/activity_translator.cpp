@@ -30,6 +30,25 @@ T header_for(RecordKind kind, uint8_t aux = 0) {
   return r;
 }
 
+// The fields CUPTI's host/device copies and peer copies share (CUpti_ActivityMemcpy6, ...PtoP4).
+template <class Copy>
+GpuMemcpyRecord copy_record(const Copy* m, uint8_t copy_kind, uint32_t device, uint32_t dst_device) {
+  auto r = header_for<GpuMemcpyRecord>(RecordKind::kGpuMemcpy, copy_kind);
+  r.correlation = m->correlationId;
+  r.start = m->start;
+  r.end = m->end;
+  r.bytes = m->bytes;
+  r.device = device;
+  r.context = m->contextId;
+  r.stream = m->streamId;
+  r.src_kind = static_cast<MemoryKind>(m->srcKind);
+  r.dst_kind = static_cast<MemoryKind>(m->dstKind);
+  r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0;
+  r.graph_id = m->graphId;
+  r.dst_device = dst_device;
+  return r;
+}
+
 uint8_t overhead_code(uint32_t kind) {
   // CUPTI's overhead kinds are 0, 1 and multiples of 1 << 16: 0/1 stay, the others become 2, 3, ...
   return kind < (1u << 16) ? static_cast<uint8_t>(kind) : static_cast<uint8_t>((kind >> 16) + 1);
@@ -137,38 +156,14 @@ bool ActivityTranslator::translate(const CUpti_Activity* a) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
       if (ignored_.count(m->correlationId)) return ++stats_.ignored, true;
-      auto r = header_for<GpuMemcpyRecord>(RecordKind::kGpuMemcpy, m->copyKind);
-      r.correlation = m->correlationId;
-      r.start = m->start;
-      r.end = m->end;
-      r.bytes = m->bytes;
-      r.device = m->deviceId;
-      r.context = m->contextId;
-      r.stream = m->streamId;
-      r.src_kind = static_cast<MemoryKind>(m->srcKind);
-      r.dst_kind = static_cast<MemoryKind>(m->dstKind);
-      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0;
-      r.graph_id = m->graphId;
-      r.dst_device = m->deviceId;
+      auto r = copy_record(m, m->copyKind, m->deviceId, m->deviceId);
       ++stats_.memcpys;
       emit(&r, sizeof(r));
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(a);
-      auto r = header_for<GpuMemcpyRecord>(RecordKind::kGpuMemcpy, static_cast<uint8_t>(CopyKind::kPtoP));
-      r.correlation = m->correlationId;
-      r.start = m->start;
-      r.end = m->end;
-      r.bytes = m->bytes;
-      r.device = m->srcDeviceId;
-      r.context = m->contextId;
-      r.stream = m->streamId;
-      r.src_kind = static_cast<MemoryKind>(m->srcKind);
-      r.dst_kind = static_cast<MemoryKind>(m->dstKind);
-      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0;
-      r.graph_id = m->graphId;
-      r.dst_device = m->dstDeviceId;
+      auto r = copy_record(m, static_cast<uint8_t>(CopyKind::kPtoP), m->srcDeviceId, m->dstDeviceId);
       ++stats_.memcpys;
       emit(&r, sizeof(r));
       return true;

@@ -97,6 +97,7 @@ struct State {
   std::mutex mu;
   std::function<std::unique_ptr<CuptiApi>()> factory;
   std::unique_ptr<CuptiApi> api;  // never destroyed once loaded: CUPTI may call back at any time
+  std::vector<std::unique_ptr<CuptiApi>> replaced;  // earlier APIs a test swapped out, kept alive for the same reason
   bool activated = false;         // subscribed and callbacks registered
   bool session = false;
   bool waiting_for_cuda = false;
@@ -653,7 +654,7 @@ void set_api_factory_for_test(std::function<std::unique_ptr<CuptiApi>()> factory
   std::lock_guard lk(s.mu);
   s.factory = std::move(factory);
   // A fake replaces whatever was loaded; the old one is kept alive (CUPTI may still hold its callbacks).
-  if (s.api) s.api.release();
+  if (s.api) s.replaced.push_back(std::move(s.api));
   s.activated = false;
   s.enabled = ActivitySet{};
   s.buffers_registered.store(false);
