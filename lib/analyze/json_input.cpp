@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -25,6 +26,17 @@ namespace inferscope::analyze {
 namespace json = boost::json;
 
 namespace {
+
+// A number from the trace as an integer field: NaN is 0 and out-of-range values saturate (a plain cast of an
+// out-of-range double is undefined behaviour; the fuzzer found one).
+template <class T>
+T to_int(double v) {
+  if (!(v == v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
 
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -113,11 +125,14 @@ void json_trace_to_dump(const std::string& path, const std::string& dump_path, s
     double s = num(o, "start_us", i, true);
     double e = type == "mark" ? num(o, "end_us", i, false, s) : num(o, "end_us", i, true);
     if (!std::isfinite(s) || !std::isfinite(e)) throw InputError(path + ": event " + std::to_string(i) + ": time is not finite");
+    // 1e15 us is 31 years: anything beyond cannot be a trace time and would not fit in nanoseconds.
+    if (std::fabs(s) > 1e15 || std::fabs(e) > 1e15)
+      throw InputError(path + ": event " + std::to_string(i) + ": start_us/end_us out of range (|t| > 1e15 us)");
     if (e < s) throw InputError(path + ": event " + std::to_string(i) + ": end_us (" + std::to_string(e) + ") before start_us (" + std::to_string(s) + ")");
     if (first || s < min_us) min_us = s;
     first = false;
     int64_t sn = std::llround(s * 1000), en = std::llround(e * 1000);
-    int64_t thread = int64_t(num(o, "thread_id", i, false, 0));
+    int64_t thread = to_int<int64_t>(num(o, "thread_id", i, false, 0));
     if (type == "cpu_call") host[thread].push_back({sn, en, 0, name});
     else if (type == "gpu_sync") host[thread].push_back({sn, en, 1, name});
     else if (type == "mark") host[thread].push_back({sn, sn, 2, name});
@@ -126,9 +141,9 @@ void json_trace_to_dump(const std::string& path, const std::string& dump_path, s
       int host_mem = 0;
       if (auto* pv = o.if_contains("pinned"); pv && pv->is_bool()) host_mem = pv->as_bool() ? 2 : 1;
       if (auto* pv = o.if_contains("memory"); pv && pv->is_string()) host_mem = pv->as_string() == "pinned" ? 2 : pv->as_string() == "pageable" ? 1 : 0;
-      gpu.push_back({kind, name, sn, en, uint64_t(std::max(0.0, num(o, "bytes", i, false, 0))),
-                     uint32_t(num(o, "stream_id", i, false, 7)), uint32_t(num(o, "device_id", i, false, 0)),
-                     uint32_t(num(o, "correlation_id", i, false, 0)), host_mem});
+      gpu.push_back({kind, name, sn, en, to_int<uint64_t>(num(o, "bytes", i, false, 0)),
+                     to_int<uint32_t>(num(o, "stream_id", i, false, 7)), to_int<uint32_t>(num(o, "device_id", i, false, 0)),
+                     to_int<uint32_t>(num(o, "correlation_id", i, false, 0)), host_mem});
     }
   }
   for (auto& [t, n] : unknown)

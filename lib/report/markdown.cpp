@@ -210,6 +210,15 @@ void write_tail(const Analysis& a, std::ostream& out) {
     for (const auto& w : a.warnings) out << "- " << md_escape(w) << '\n';
     out << '\n';
   }
+  // Names of threads the session never saw (os_thread.*) are in the threads table's terms already.
+  bool any = false;
+  for (const auto& [k, v] : a.process) {
+    if (k.rfind("os_thread.", 0) == 0) continue;
+    if (!any) out << "## Process\n\n";
+    any = true;
+    out << "- " << md_escape(k) << ": " << md_escape(v) << '\n';
+  }
+  if (any) out << '\n';
 }
 
 }  // namespace
@@ -232,10 +241,14 @@ void write_markdown(const Analysis& a, std::ostream& out) {
         << fmt(p.impact_pct, 1) << " %).";
   }
   out << "\n\n";
-  if (!a.process.empty()) {
-    for (const auto& [k, v] : a.process) out << "- " << md_escape(k) << ": " << md_escape(v) << '\n';
-    out << '\n';
+  // One line on what ran where, up front; every recorded process fact at the end.
+  std::string ran;
+  for (const char* k : {"cmdline", "pid", "hostname", "gpu.0.name"}) {
+    auto it = a.process.find(k);
+    if (it == a.process.end() || it->second.empty()) continue;
+    ran += std::string(ran.empty() ? "" : ", ") + k + " " + md_escape(it->second);
   }
+  if (!ran.empty()) out << "Process: " << ran << "\n\n";
   write_breakdown(a, out);
   write_steps(a, out);
   write_findings(a, out);
