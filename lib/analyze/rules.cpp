@@ -152,7 +152,11 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
     double impact = std::max(0.0, b.gpu_idle_waiting_on_host_ms - alloc_idle - contention_ms);
     double pct = impact / S * 100;
     if (pct >= kMinImpactPct) {
-      Finding f = make(c, "cpu_bound", "The GPU waits " + fms(impact) + " per step for host work outside CUDA calls",
+      // A trace without GPU work (CPU-only run, or no GPU collector) is host work through and through.
+      const bool gpu_seen = b.gpu_utilization > 0 || m.kernels_per_step > 0;
+      Finding f = make(c, "cpu_bound",
+                       gpu_seen ? "The GPU waits " + fms(impact) + " per step for host work outside CUDA calls"
+                                : "Host work fills the step: " + fms(impact) + " per step, and no GPU work was recorded",
                        impact, 0.45 + 0.4 * std::min(1.0, pct / 50) + (m.host_frames ? 0.1 : 0));
       f.evidence.push_back("the GPU was idle " + fms(b.gpu_idle_waiting_on_host_ms) + " per step (" +
                            fpct(b.gpu_idle_waiting_on_host_ms / S * 100) + " of the " + fms(S) +
