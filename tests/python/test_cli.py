@@ -133,15 +133,14 @@ def test_enable_from_environment_records_scopes_and_calls_until_exit(tmp_path, p
 
 
 def test_report_at_exit_from_environment(tmp_path):
-    analyze = analyze_binary()
-    help_text = subprocess.run([analyze, "--help"], capture_output=True, text=True).stdout
-    if "-o" not in help_text.split():
-        pytest.skip("this iscope-analyze cannot write reports yet (no -o option)")
     (tmp_path / "infer.py").write_text(INFERENCE)
     out = run(["infer.py"], tmp_path, INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="rep.iscope",
-              INFERSCOPE_REPORT="report.md")
+              INFERSCOPE_REPORT="report.md", INFERSCOPE_ANALYZE=analyze_binary())
     assert out.returncode == 0, out.stderr
-    assert (tmp_path / "rep.iscope").exists() and (tmp_path / "report.md").exists()
+    assert (tmp_path / "rep.iscope").exists()
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("End-to-end latency: ")
+    assert "## Timeline Breakdown" in report
 
 
 def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path):
