@@ -516,7 +516,7 @@ constexpr const char* kConfigKeys =
     "output, buffer_mode, trace_size_mb, thread_buffer_kb, flush_period_ms, calibration_period_ms, log_level, "
     "handle_signals, cupti, cupti_activities, cupti_buffer_kb, nvtx_capture, nvtx_emit, python, python_mode, "
     "python_include, python_exclude, python_max_depth, system, sample_period_ms, nvml, perf_sampling, report, step, "
-    "launch_bound_max_kernel_us, idle_gap_us";
+    "launch_bound_max_kernel_us";
 
 // start(**config): the keys and value types of inferscope::Config (docs/python.md). The C++ start() the
 // configuration system validates further; here the types and ranges are checked so mistakes raise at the call.
@@ -566,7 +566,6 @@ bool apply_config(inferscope::Config& c, const std::string& k, PyObject* v) {
   if (k == "report") return set_string(c.report, v, key);
   if (k == "step") return set_string(c.step, v, key);
   if (k == "launch_bound_max_kernel_us") return set_double(c.launch_bound_max_kernel_us, v, key);
-  if (k == "idle_gap_us") return set_double(c.idle_gap_us, v, key);
   PyErr_Format(PyExc_TypeError, "start() got an unexpected keyword argument '%s' (known: %s)", key, kConfigKeys);
   return false;
 }

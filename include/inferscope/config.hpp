@@ -38,9 +38,10 @@ struct Config {
 
   // --- GPU collector (CUPTI) -------------------------------------------------------------------------
   bool cupti = true;                          ///< cupti: collect GPU activity when a driver is present
-  std::string cupti_activities = "default";   ///< cupti_activities: default | minimal | full, or a comma
-                                              ///< list of those and kernel, memcpy, memset, memory, sync,
-                                              ///< runtime, driver, nvtx, overhead
+  std::string cupti_activities = "default";   ///< cupti_activities: default | minimal | full | none, or a
+                                              ///< comma list of those and kernel, memcpy, memset, memory,
+                                              ///< sync, graph, runtime, driver, api, runtime_all, nvtx,
+                                              ///< overhead
   uint32_t cupti_buffer_kb = 8192;            ///< cupti_buffer_kb: one CUPTI activity buffer (64..262144)
   bool nvtx_capture = true;                   ///< nvtx_capture: record NVTX ranges the application emits
   bool nvtx_emit = false;                     ///< nvtx_emit: also emit ISCOPE ranges as NVTX (Nsight Systems)
@@ -62,10 +63,9 @@ struct Config {
   std::string report;                         ///< report: write this report at exit (.md, .html or .json)
   std::string step;                           ///< step: name of the step range ("" = detect)
   double launch_bound_max_kernel_us = 20.0;   ///< launch_bound_max_kernel_us: "short kernel" (0.1..1e6)
-  double idle_gap_us = 5.0;                   ///< idle_gap_us: shorter GPU gaps count as busy (0..1e6)
 };
 
 /// The file name used when Config::output is empty: "inferscope-<pid>.iscope".
-std::string default_output_path();
+__attribute__((visibility("default"))) std::string default_output_path();
 
 }  // namespace inferscope

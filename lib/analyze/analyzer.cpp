@@ -1055,6 +1055,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     b.gpu_utilization = b.step_ms > 0 ? (b.gpu_compute_ms + b.h2d_ms + b.d2h_ms) / b.step_ms : 0;
   }
   m.median_kernel_ns = kernel_stats.percentile(0.5);
+  m.short_kernel_ns = opt.launch_bound_max_kernel_us * 1e3;
   m.kernels_per_step = double(kernel_stats.count()) / double(m.steps.size());
   if (!kernels_by_launcher.empty())
     m.top_kernel_launcher = labels[std::max_element(kernels_by_launcher.begin(), kernels_by_launcher.end()) - kernels_by_launcher.begin()];

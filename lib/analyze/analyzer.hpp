@@ -21,6 +21,7 @@ struct AnalyzeOptions {
   std::string step;              ///< step range/scope (or Python function) name; empty = detect
   bool progress = false;         ///< progress lines on stderr
   size_t max_timeline_spans = 5000;
+  double launch_bound_max_kernel_us = 20.0;  ///< kernels shorter than this are "short" (Config key of that name)
 };
 
 /// A bad input that yields no analysis at all: the message names the file and the offset/line/field.

@@ -72,6 +72,7 @@ struct Model {
   std::vector<std::pair<std::string, double>> hot_host;
   // kernels: name -> total ns in steps, count; median kernel duration (ns)
   double median_kernel_ns = 0;
+  double short_kernel_ns = 20000;  ///< AnalyzeOptions::launch_bound_max_kernel_us
   double kernels_per_step = 0;
   std::string top_kernel_launcher;  ///< most frequent launcher of kernels in steps
   std::vector<std::pair<std::string, std::string>> top_copies;  ///< (description, launcher)

@@ -190,7 +190,7 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
     double impact = b.gpu_idle_gaps_between_kernels_ms;
     double pct = impact / S * 100;
     if (pct >= kMinImpactPct && m.kernels_per_step >= 10) {
-      bool tiny = m.median_kernel_ns > 0 && m.median_kernel_ns < 20'000;
+      bool tiny = m.median_kernel_ns > 0 && m.median_kernel_ns < m.short_kernel_ns;
       Finding f = make(c, "launch_bound",
                        fmt("%.0f kernels per step", m.kernels_per_step) + " with short gaps: the host cannot launch them fast enough",
                        impact, 0.45 + 0.25 * std::min(1.0, pct / 30) + (tiny ? 0.2 : 0));

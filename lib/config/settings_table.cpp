@@ -28,7 +28,7 @@ constexpr std::array<std::string_view, 3> kPythonModes = {"default", "full", "of
 // cupti_activities: a preset, or a comma list of presets and activity kinds (their union). The CUPTI
 // collector maps each name to CUPTI activity kinds; a name it does not know must be rejected here, before
 // the session starts, not discovered later.
-// Keep in step with parse_activities() in lib/collect/cupti/cupti_collector.cpp.
+// Keep in step with parse_activity_set() in lib/collect/cupti/cupti_collector.cpp.
 constexpr std::array<std::string_view, 4> kCuptiPresets = {"default", "minimal", "full", "none"};
 constexpr std::array<std::string_view, 12> kCuptiActivityKinds = {
     "kernel", "memcpy", "memset", "memory", "sync", "graph", "runtime", "driver", "api", "runtime_all", "nvtx",
@@ -54,7 +54,10 @@ std::string check_cupti_activities(std::string_view value) {
     size_t end = value.find(',', begin);
     if (end == std::string_view::npos) end = value.size();
     std::string_view item = value.substr(begin, end - begin);
-    if (!contains(kCuptiPresets, item) && !contains(kCuptiActivityKinds, item))
+    // Spaces around a name and empty items are allowed, as the collector reads the list.
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty() && !contains(kCuptiPresets, item) && !contains(kCuptiActivityKinds, item))
       return "'" + std::string(item) + "' is not a CUPTI preset or activity kind";
     begin = end + 1;
   }
@@ -62,8 +65,8 @@ std::string check_cupti_activities(std::string_view value) {
 }
 
 constexpr std::string_view kCuptiActivitiesAllowed =
-    "default | minimal | full, or a comma list of those and of kernel, memcpy, memset, memory, sync, runtime, "
-    "driver, nvtx, overhead";
+    "default | minimal | full | none, or a comma list of those and of kernel, memcpy, memset, memory, sync, "
+    "graph, runtime, driver, api, runtime_all, nvtx, overhead";
 
 std::string check_report(std::string_view value) {
   if (value.empty()) return "";
@@ -140,8 +143,6 @@ constexpr KeyDef kKeys[] = {
     {.key = "launch_bound_max_kernel_us", .section = "analysis", .member = &Config::launch_bound_max_kernel_us,
      .doc = "Kernels shorter than this count as short for the launch_bound finding (microseconds).",
      .min = 0.1, .max = 1e6},
-    {.key = "idle_gap_us", .section = "analysis", .member = &Config::idle_gap_us,
-     .doc = "GPU gaps shorter than this count as busy (microseconds).", .min = 0, .max = 1e6},
 };
 
 template <class T>

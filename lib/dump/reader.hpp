@@ -48,7 +48,7 @@ struct CodeInfo {
 struct EventsChunkRef {
   uint64_t offset = 0;  ///< file offset of the first record
   uint64_t length = 0;  ///< bytes of records
-  uint32_t count = 0;   ///< records (pads included)
+  uint32_t count = 0;   ///< records (pads not counted)
   uint32_t thread_id = 0;
 };
 

@@ -152,6 +152,7 @@ void send_command(uint8_t c) {
 }
 
 thread_local std::string t_thread_name;
+thread_local bool t_is_writer = false;  // the writer waits for nobody: only it makes room in the rings
 thread_local bool t_exiting = false;
 
 struct ExitGuard {
@@ -188,7 +189,7 @@ bool drain_ring(RingEntry* e, std::vector<uint8_t>& chunk, uint64_t& records) {
     const uint64_t off = pos & e->mask;
     const uint64_t seg = std::min<uint64_t>(pub - pos, e->capacity - off);
     const uint8_t* p = e->data + off;
-    // Count records (pads included: the reader skips them) while copying the segment.
+    // Count records (pads excluded: they are filler) while copying the segment.
     for (uint64_t o = 0; o < seg;) {
       RecordHeader h;
       std::memcpy(&h, p + o, sizeof(h));
@@ -578,7 +579,7 @@ void after_fork_in_child() {
 
 // INFERSCOPE_REPORT: the runtime never links the analyzer (DESIGN.md: the hot path never includes analysis
 // code), so it runs the iscope-analyze tool installed beside the library, or the one on PATH.
-void write_report_at_exit(const std::string& dump_path, const std::string& report) {
+void write_report_at_exit(const std::string& dump_path, const std::string& report, const std::string& step) {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("INFERSCOPE_ANALYZE")) candidates.emplace_back(env);
   Dl_info info{};
@@ -595,7 +596,12 @@ void write_report_at_exit(const std::string& dump_path, const std::string& repor
       break;
     }
   std::vector<char*> argv{const_cast<char*>(tool.c_str()), const_cast<char*>(dump_path.c_str()),
-                          const_cast<char*>("-o"), const_cast<char*>(report.c_str()), nullptr};
+                          const_cast<char*>("-o"), const_cast<char*>(report.c_str())};
+  if (!step.empty()) {
+    argv.push_back(const_cast<char*>("--step"));
+    argv.push_back(const_cast<char*>(step.c_str()));
+  }
+  argv.push_back(nullptr);
   // The analyzer must not record itself.
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e)
@@ -606,14 +612,16 @@ void write_report_at_exit(const std::string& dump_path, const std::string& repor
   for (auto& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = 0;
-  if (::posix_spawnp(&pid, tool.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    log(LogLevel::kError, "cannot run " + tool + " to write " + report + ": " + std::strerror(errno));
+  if (int rc = ::posix_spawnp(&pid, tool.c_str(), nullptr, nullptr, argv.data(), envp.data()); rc != 0) {
+    log(LogLevel::kError, "cannot run " + tool + " to write " + report + ": " + std::strerror(rc));
     return;
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (WIFSIGNALED(status))
+    log(LogLevel::kError, tool + " was killed by signal " + std::to_string(WTERMSIG(status)) + " writing " + report);
+  else if (WEXITSTATUS(status) != 0)
     log(LogLevel::kError, tool + " could not write " + report + " (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
 }
 
@@ -654,7 +662,7 @@ bool stop_impl(bool from_writer, int signal_number) {
       s->snap_cv.notify_all();
     }
   }
-  if (s && s->from_env && !s->cfg.report.empty()) write_report_at_exit(s->output, s->cfg.report);
+  if (s && s->from_env && !s->cfg.report.empty()) write_report_at_exit(s->output, s->cfg.report, s->cfg.step);
   if (!signal_number && s) signal_number = s->pending_signal.load();
   if (signal_number) {
     ::signal(signal_number, SIG_DFL);
@@ -736,6 +744,9 @@ const Config& active_config() {
 }
 
 bool Channel::write(const void* record, uint32_t size, uint32_t max_wait_ms) {
+  // On the writer thread (a collector flushing from a signal-initiated stop) waiting cannot help: no one
+  // else drains, so a full ring drops and counts at once.
+  if (t_is_writer) max_wait_ms = 0;
   std::lock_guard lk(mu_);
   if (!ring_) return false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_wait_ms);
@@ -912,6 +923,7 @@ bool start_session(const Config& config, bool from_env) {
     sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     pthread_setname_np(pthread_self(), "iscope-writer");
+    t_is_writer = true;
     writer_main(s);
   });
 

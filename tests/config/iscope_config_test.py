@@ -68,7 +68,7 @@ class IscopeConfigTest(unittest.TestCase):
     def test_show_lists_every_key_with_its_default(self):
         settings = self.show_sources()
         self.assertEqual(list(settings), self.keys())
-        self.assertGreaterEqual(len(settings), 27)
+        self.assertGreaterEqual(len(settings), 26)
         for key, (value, source) in settings.items():
             self.assertEqual(source, "default", key)
         self.assertEqual(settings["trace_size_mb"][0], "100")
@@ -99,14 +99,14 @@ class IscopeConfigTest(unittest.TestCase):
 
     def test_show_json_types_values_and_names_sources(self):
         path = self.write(".inferscope.yaml", "enable: yes\n")
-        result = self.run_tool("show", "--json", "--set", "idle_gap_us=2.5", INFERSCOPE_OUTPUT="x.iscope")
+        result = self.run_tool("show", "--json", "--set", "launch_bound_max_kernel_us=2.5", INFERSCOPE_OUTPUT="x.iscope")
         self.assertEqual(result.returncode, EXIT_OK, result.stderr)
         doc = json.loads(result.stdout)
         self.assertEqual(doc["config_file"], path)
         s = doc["settings"]
         self.assertEqual(s["enable"], {"value": True, "source": f"file:{path}:1"})
         self.assertEqual(s["output"], {"value": "x.iscope", "source": "env:INFERSCOPE_OUTPUT"})
-        self.assertEqual(s["idle_gap_us"], {"value": 2.5, "source": "flag:--set idle_gap_us"})
+        self.assertEqual(s["launch_bound_max_kernel_us"], {"value": 2.5, "source": "flag:--set launch_bound_max_kernel_us"})
         self.assertEqual(s["trace_size_mb"], {"value": 100, "source": "default"})
 
     def test_show_output_is_a_valid_config_file(self):

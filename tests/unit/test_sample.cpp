@@ -55,4 +55,21 @@ TEST_CASE("the sample's summary counts equal what the sample did") {
   CHECK(text.find("| batch_full | " + std::to_string(full) + " |") != std::string::npos);
   CHECK(text.find("| request_latency | " + std::to_string(requests) + " |") != std::string::npos);
   CHECK(text.find("none: every record reached the dump") != std::string::npos);
+
+  // The analyzer takes its step from the settings model too (INFERSCOPE_STEP), and a flag beats it.
+  std::string json = testutil::temp_path("sample.json");
+  pid = testutil::spawn({testutil::binary("tools/iscope-analyze/iscope-analyze"), out, "--json", json},
+                        {"INFERSCOPE_STEP=postprocess"});
+  st = testutil::wait_status(pid);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(testutil::read_file(json).find("\"name\": \"postprocess\"") != std::string::npos);
+  pid = testutil::spawn({testutil::binary("tools/iscope-analyze/iscope-analyze"), out, "--json", json, "--step", "batch"},
+                        {"INFERSCOPE_STEP=postprocess"});
+  testutil::wait_status(pid);
+  CHECK(testutil::read_file(json).find("\"name\": \"batch\"") != std::string::npos);
+  pid = testutil::spawn({testutil::binary("tools/iscope-analyze/iscope-analyze"), out, "--json", json},
+                        {"INFERSCOPE_STEP_TYPO=1"});
+  st = testutil::wait_status(pid);
+  CHECK(WEXITSTATUS(st) == 2);  // nothing runs on a half-understood configuration
 }

@@ -6,6 +6,7 @@
 //
 // Exit status: 0 success (also for a dump cut short by a crash, with a warning), 1 unreadable input,
 // 2 bad usage, 3 corrupt data (what could be read is analysed and written).
+#include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/summary.hpp"
 #include "dump/reader.hpp"
@@ -65,7 +66,8 @@ int main(int argc, char** argv) {
       ("html", "also write the HTML report here", cxxopts::value<std::string>())
       ("json", "also write the JSON report here", cxxopts::value<std::string>())
       ("perfetto", "write a Chrome/Perfetto trace (dump input only)", cxxopts::value<std::string>())
-      ("step", "the step range, scope or Python function (default: the repeated top-level range)", cxxopts::value<std::string>())
+      ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
+      ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
       ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality")
       ("findings", "print the findings digest (one line per finding) on stdout")
       ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)")
@@ -116,8 +118,21 @@ int main(int argc, char** argv) {
   const bool findings = args.count("findings") > 0;
   if (outputs.empty() && !args.count("perfetto") && !findings) outputs.emplace_back("md", "-");
 
+  // The analyzer's settings (step, launch_bound_max_kernel_us) come from the same model as everything
+  // else: flags here > INFERSCOPE_* > .inferscope.yaml > defaults.
   inferscope::analyze::AnalyzeOptions o;
-  if (args.count("step")) o.step = args["step"].as<std::string>();
+  try {
+    inferscope::config::ResolveOptions ro;
+    if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
+    if (args.count("launch-bound-max-kernel-us"))
+      ro.flags.emplace_back("launch_bound_max_kernel_us", std::to_string(args["launch-bound-max-kernel-us"].as<double>()));
+    const inferscope::Config cfg = inferscope::config::resolve(ro).config;
+    o.step = cfg.step;
+    o.launch_bound_max_kernel_us = cfg.launch_bound_max_kernel_us;
+  } catch (const inferscope::config::ConfigError& e) {
+    std::cerr << "iscope-analyze: configuration error:\n" << e.what() << "\n";
+    return 2;
+  }
   struct stat st{};
   bool big = ::stat(path.c_str(), &st) == 0 && st.st_size > (256ll << 20);
   o.progress = args.count("progress") || (big && ::isatty(2));

@@ -68,6 +68,15 @@ const char* overhead_name(uint32_t kind) {
   }
 }
 
+// The interned name of an overhead kind: the string table's lock once per kind, not once per record.
+uint32_t overhead_name_id(uint32_t kind) {
+  static std::atomic<uint32_t> ids[256];
+  std::atomic<uint32_t>& slot = ids[overhead_code(kind)];
+  uint32_t id = slot.load(std::memory_order_relaxed);
+  if (id == 0) slot.store(id = runtime::intern(overhead_name(kind)), std::memory_order_relaxed);
+  return id;
+}
+
 }  // namespace
 
 uint32_t ActivityTranslator::kernel_name(const char* mangled) {
@@ -238,7 +247,7 @@ bool ActivityTranslator::translate(const CUpti_Activity* a) {
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(a);
       auto r = header_for<OverheadRecord>(RecordKind::kCollectorOverhead, overhead_code(o->overheadKind));
-      r.name = runtime::intern(overhead_name(o->overheadKind));
+      r.name = overhead_name_id(o->overheadKind);
       r.start = o->start;
       r.end = o->end;
       ++stats_.overheads;

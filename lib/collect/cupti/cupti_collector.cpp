@@ -121,6 +121,9 @@ struct State {
   std::mutex check_mu;               // one clock-check round at a time; exit waits for it
   std::atomic<bool> buffers_registered{false};
   std::atomic<bool> record_api{false};
+  // Bumped whenever the recorded callbacks change: an EXIT may then never come, so each thread's count of
+  // open runtime calls starts again from zero.
+  std::atomic<uint32_t> record_gen{0};
   // Which callback ids produce records (the internal ones only feed the clock checks).
   std::atomic<uint8_t> record_runtime[kRuntimeCbids] = {};
   std::atomic<uint8_t> record_driver[kDriverCbids] = {};
@@ -145,6 +148,7 @@ State& S() {
 struct CallbackTls {
   bool internal;             // this thread is running the collector's own CUDA calls (clock checks)
   int runtime_depth;         // recorded runtime calls open on this thread
+  uint32_t record_gen;       // State::record_gen the depth belongs to
   uint64_t check_before;     // clock check in progress: host ticks before the marker memset
   uint32_t check_device;
   uint32_t check_correlation;
@@ -258,6 +262,10 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   State& s = S();
   CallbackTls& tls = t_cb;
+  if (const uint32_t g = s.record_gen.load(std::memory_order_relaxed); INFERSCOPE_UNLIKELY(tls.record_gen != g)) {
+    tls.runtime_depth = 0;
+    tls.record_gen = g;
+  }
   if (tls.internal) {
     // The collector's own calls (clock checks): remember their correlation, record nothing.
     if (cb->callbackSite != CUPTI_API_EXIT) return;
@@ -319,6 +327,7 @@ void build_selection(State& s) {
 // Brings CUPTI from `s.enabled` to `want` (mu held). Returns "" or what failed.
 std::string apply_locked(State& s, const ActivitySet& want) {
   CuptiApi& api = *s.api;
+  s.record_gen.fetch_add(1, std::memory_order_relaxed);
   std::string failed;
   auto kind = [&](bool on, bool was, CUpti_ActivityKind k, const char* what) {
     if (on == was) return;

@@ -53,14 +53,19 @@ uint32_t own_domain() {
 
 bool is_own(nvtxDomainHandle_t d) { return d && static_cast<uint32_t>(reinterpret_cast<uintptr_t>(d)) == own_domain(); }
 
-uint32_t text_id(const char* s) { return s ? detail::intern_cached(s, std::strlen(s)) : runtime::intern("<nvtx>"); }
+uint32_t unknown_id() {
+  static const uint32_t id = runtime::intern("<nvtx>");
+  return id;
+}
+
+uint32_t text_id(const char* s) { return s ? detail::intern_cached(s, std::strlen(s)) : unknown_id(); }
 
 uint32_t message_id(const nvtxEventAttributes_t* a) {
-  if (!a) return runtime::intern("<nvtx>");
+  if (!a) return unknown_id();
   if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) return text_id(a->message.ascii);
   if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED)
     return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(a->message.registered));
-  return runtime::intern("<nvtx>");
+  return unknown_id();
 }
 
 void emit_range(uint32_t name, uint64_t start, uint64_t end, size_t depth) {
@@ -92,6 +97,8 @@ int pop() {
 }
 
 nvtxRangeId_t range_start(uint32_t name) {
+  // Nothing records: no bookkeeping (and no lock) for start/end ranges; id 0 ends nothing.
+  if (!g_capture.load(std::memory_order_relaxed) || detail::g_session.load(std::memory_order_relaxed) == 0) return 0;
   const uint64_t id = g_next_range.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lk(g_started_mu);
   g_started[id] = {name, detail::now()};
@@ -99,6 +106,7 @@ nvtxRangeId_t range_start(uint32_t name) {
 }
 
 void range_end(nvtxRangeId_t id) {
+  if (id == 0) return;
   const uint64_t end = detail::now();
   OpenRange r;
   {
