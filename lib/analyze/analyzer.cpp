@@ -11,6 +11,7 @@
 #include "analyze/analyzer.hpp"
 
 #include "analyze/model.hpp"
+#include "analyze/summary.hpp"
 #include "dump/clock_model.hpp"
 
 #include <algorithm>
@@ -74,21 +75,9 @@ const char* copy_name(uint8_t k) {
   }
 }
 
-// Self time in one pass (children arrive before their parent): see summary.cpp.
-struct SelfTimer {
-  std::vector<int64_t> children;
-  int64_t self(uint32_t depth, int64_t dur) {
-    if (children.size() < depth + 2) children.resize(depth + 2, 0);
-    int64_t kids = children[depth + 1];
-    children[depth + 1] = 0;
-    children[depth] += dur;
-    return dur > kids ? dur - kids : 0;
-  }
-};
-
 struct ThreadState {
   std::vector<uint32_t> pend_py, pend_range, pend_layer;
-  SelfTimer range_self, py_self;
+  SelfTimer<int64_t> range_self, py_self;
   double busy_range = 0, busy_py = 0;  // depth-0 frame time
   std::vector<std::pair<uint64_t, int64_t>> shallow_py;  // Python calls at depth <= 3 by code: (count, total ns)
   uint64_t apis = 0, py_calls = 0, ranges = 0;
@@ -833,7 +822,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   // ---------------------------------------------------------------- pass 2: host work in steps, timeline
   std::vector<Span> cov;  // step thread: frames inside steps, merged
   std::vector<double> hot_range(nstr, 0.0), hot_py(py_agg.size(), 0.0);  // self ns in steps by name / code id
-  SelfTimer p2_range, p2_py;
+  SelfTimer<int64_t> p2_range, p2_py;
   struct CpuSpan { uint32_t thread; int64_t s, e; uint32_t depth; std::string label; const char* cat; };
   std::vector<CpuSpan> rep_cpu;
   std::map<uint32_t, double> other_py_busy;  // other threads' outermost Python time during the steps span
@@ -1394,8 +1383,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   (void)marks;
   return a;
 }
-
-bool analysis_is_partial(const Analysis& a) { return a.partial; }
 
 std::string findings_digest(const Analysis& a) {
   std::ostringstream o;

@@ -44,9 +44,6 @@ Analysis analyze_file(const std::string& path, const AnalyzeOptions& options);
 void json_trace_to_dump(const std::string& json_path, const std::string& dump_path,
                         std::vector<std::string>& warnings);
 
-/// Whether the analysis lost data to a corrupt (not merely truncated) input: iscope-analyze exits 3.
-bool analysis_is_partial(const Analysis& a);
-
 /// One line per finding, canonical and stable for golden tests:
 /// "category primary=0|1 impact_ms=X.XX impact_pct=X confidence=X.X suggestions=N uncertain=0|1".
 std::string findings_digest(const Analysis& a);

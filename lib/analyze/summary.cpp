@@ -76,18 +76,6 @@ const char* record_kind_name(RecordKind k) {
 
 namespace {
 
-// Self time in one pass: a thread's ranges arrive in the order they end, so every child arrives before its
-// parent. children[d] accumulates the time of finished ranges at depth d whose parent is still open.
-struct SelfTimer {
-  std::vector<uint64_t> children;
-  uint64_t self(uint32_t depth, uint64_t dur) {
-    if (children.size() < depth + 2) children.resize(depth + 2, 0);
-    uint64_t kids = children[depth + 1];
-    children[depth + 1] = 0;
-    children[depth] += dur;
-    return dur > kids ? dur - kids : 0;
-  }
-};
 
 }  // namespace
 
@@ -97,7 +85,7 @@ Summary summarize(const dump::DumpReader& r) {
   auto ns = [&](uint64_t a, uint64_t b) -> uint64_t {
     return b > a ? static_cast<uint64_t>(std::llround(clock.duration_ns(b - a))) : 0;
   };
-  std::unordered_map<uint32_t, SelfTimer> range_self, py_self;
+  std::unordered_map<uint32_t, SelfTimer<uint64_t>> range_self, py_self;
   std::unordered_map<uint32_t, std::string> names;  // string id -> name, cached
   auto name_of = [&](uint32_t id) -> const std::string& {
     auto it = names.find(id);

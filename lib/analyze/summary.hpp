@@ -32,6 +32,20 @@ class DurationStats {
   uint64_t count_ = 0, total_ = 0, min_ = ~0ull, max_ = 0;
 };
 
+/// Self time in one pass: a thread's ranges arrive in the order they end, so every child arrives before its
+/// parent. children[d] accumulates the time of finished ranges at depth d whose parent is still open.
+template <class T>
+struct SelfTimer {
+  std::vector<T> children;
+  T self(uint32_t depth, T dur) {
+    if (children.size() < depth + 2) children.resize(depth + 2, 0);
+    T kids = children[depth + 1];
+    children[depth + 1] = 0;
+    children[depth] += dur;
+    return dur > kids ? dur - kids : 0;
+  }
+};
+
 struct NamedStats {
   DurationStats duration;
   uint64_t self_ns = 0;

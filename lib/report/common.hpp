@@ -18,14 +18,6 @@ struct BreakdownRow {
 /// step time (more than 1 us apart), an "unattributed" row takes the difference so the table always sums up.
 std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b);
 
-/// Whether the analysis lost data to a corrupt input (Analysis::partial, which the analyzer branch adds;
-/// false where the struct does not have it yet).
-template <class A>
-bool is_partial(const A& a) {
-  if constexpr (requires { a.partial; }) return static_cast<bool>(a.partial);
-  else return false;
-}
-
 /// ms as percent of the step ("0.0" when there is no step time).
 double pct_of(double ms, double step_ms);
 

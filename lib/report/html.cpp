@@ -362,7 +362,7 @@ void write_html(const Analysis& a, std::ostream& out) {
   out << "Source <code>" << h(a.source) << "</code>";
   if (!a.source_format.empty()) out << " (" << h(a.source_format) << ")";
   out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.</p>\n";
-  if (is_partial(a))
+  if (a.partial)
     out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
            "were read (see Warnings).</p>\n";
   if (!a.findings.empty()) {

@@ -297,7 +297,7 @@ void write_json(const Analysis& a, std::ostream& out) {
   json::array warnings;
   for (const auto& w : a.warnings) warnings.push_back(str(w));
   root["warnings"] = std::move(warnings);
-  root["partial"] = is_partial(a);
+  root["partial"] = a.partial;
   root["representative"] = representative_json(a.representative);
   std::string text;
   put(text, root, 0);

@@ -230,7 +230,7 @@ void write_markdown(const Analysis& a, std::ostream& out) {
   else
     out << " (whole trace, no steps found)";
   out << "\n\n";
-  if (is_partial(a))
+  if (a.partial)
     out << "**Partial analysis**: the input is corrupt; only the data before the damage were read (see Warnings).\n\n";
   out << "Source: " << code(a.source);
   if (!a.source_format.empty()) out << " (" << code(a.source_format) << ")";

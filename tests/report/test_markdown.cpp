@@ -135,15 +135,3 @@ TEST_CASE("markdown of an empty analysis still has the headline and says what is
   CHECK(md.find("## Top kernels") == std::string::npos);
 }
 
-namespace {
-struct WithPartial {
-  bool partial = true;
-};
-struct WithoutPartial {};
-}  // namespace
-
-TEST_CASE("is_partial reads Analysis::partial where the struct has it") {
-  CHECK(report::is_partial(WithPartial{}));
-  CHECK_FALSE(report::is_partial(WithPartial{false}));
-  CHECK_FALSE(report::is_partial(WithoutPartial{}));
-}
