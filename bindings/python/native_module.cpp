@@ -137,13 +137,7 @@ void range_end(const OpenRange& o, uint32_t name, const AttrRecord* attrs, size_
   --ts.depth;
   if (ts.epoch != o.epoch || detail::g_session.load(std::memory_order_relaxed) != o.epoch) return;
   if (n == 0 && error == 0) {
-    uint8_t* p = detail::ring_reserve(ts.ring, sizeof(inferscope::RangeRecord));
-    if (!p) return;
-    const inferscope::RangeRecord r{{inferscope::RecordKind::kRange, static_cast<uint8_t>(o.depth < 255 ? o.depth : 255),
-                                     static_cast<uint16_t>(sizeof(inferscope::RangeRecord))},
-                                    name, o.start, end};
-    std::memcpy(p, &r, sizeof(r));
-    detail::ring_commit(ts.ring, sizeof(r));
+    detail::write_range(ts.ring, inferscope::RecordKind::kRange, name, o.depth, o.start, end);
     return;
   }
   AttrRecord buf[kMaxAttrs + 1];

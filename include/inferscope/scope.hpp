@@ -162,13 +162,7 @@ class ScopedRange {
       return detail::end_range_slow(epoch_, name_, depth_, start_, end, attrs_, nattrs_);
     // A session that stopped (or restarted) while the range was open: the range is not part of it.
     if (INFERSCOPE_UNLIKELY(epoch_ != detail::g_session.load(std::memory_order_relaxed))) return;
-    uint8_t* p = detail::ring_reserve(ts.ring, sizeof(RangeRecord));
-    if (INFERSCOPE_UNLIKELY(p == nullptr)) return;
-    const RangeRecord r{{RecordKind::kRange, static_cast<uint8_t>(depth_ < 255 ? depth_ : 255),
-                         static_cast<uint16_t>(sizeof(RangeRecord))},
-                        name_, start_, end};
-    std::memcpy(p, &r, sizeof(r));
-    detail::ring_commit(ts.ring, sizeof(RangeRecord));
+    detail::write_range(ts.ring, RecordKind::kRange, name_, depth_, start_, end);
   }
 
   uint64_t start_ = 0;

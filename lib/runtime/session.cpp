@@ -1064,13 +1064,7 @@ void end_range_slow(uint32_t epoch, uint32_t name, uint32_t depth, uint64_t star
   ThreadState& ts = t_state;
   const uint32_t n = flags & ~kRangeNvtxFlag;
   if (n != 0) return write_range_attrs(ts.ring, name, depth, start, end, attrs, n);
-  uint8_t* p = ring_reserve(ts.ring, sizeof(RangeRecord));
-  if (!p) return;
-  const RangeRecord r{{RecordKind::kRange, static_cast<uint8_t>(depth < 255 ? depth : 255),
-                       static_cast<uint16_t>(sizeof(RangeRecord))},
-                      name, start, end};
-  std::memcpy(p, &r, sizeof(r));
-  ring_commit(ts.ring, sizeof(RangeRecord));
+  write_range(ts.ring, RecordKind::kRange, name, depth, start, end);
 }
 
 void write_range_attrs(ThreadRing* r, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,

@@ -102,6 +102,17 @@ inline void ring_commit(ThreadRing* r, uint32_t n) noexcept {
   r->published.store(r->head, std::memory_order_release);
 }
 
+/// Writes a range without attributes into `r` (depth saturates at 255); a full ring drops and counts.
+inline void write_range(ThreadRing* r, RecordKind kind, uint32_t name, uint32_t depth, uint64_t start,
+                        uint64_t end) noexcept {
+  uint8_t* p = ring_reserve(r, sizeof(RangeRecord));
+  if (INFERSCOPE_UNLIKELY(p == nullptr)) return;
+  const RangeRecord rec{{kind, static_cast<uint8_t>(depth < 255 ? depth : 255), static_cast<uint16_t>(sizeof(RangeRecord))},
+                        name, start, end};
+  std::memcpy(p, &rec, sizeof(rec));
+  ring_commit(r, sizeof(rec));
+}
+
 /// Writes one complete record into the calling thread's ring (binding the thread if needed). Used by the
 /// collectors that record on application threads (CUPTI callbacks, the Python tracer).
 inline bool emit_record(const void* rec, uint32_t size) noexcept {
