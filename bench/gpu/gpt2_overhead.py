@@ -35,6 +35,8 @@ def load_inferscope():
     lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
     lib.inferscope_cupti_set_activities.restype = ctypes.c_int
     lib.inferscope_cupti_status.restype = ctypes.c_char_p
+    lib.inferscope_cupti_set_flush_period.argtypes = [ctypes.c_uint32]
+    lib.inferscope_cupti_set_flush_period.restype = ctypes.c_int
     return lib
 
 
@@ -108,7 +110,8 @@ def main():
     ap.add_argument("--warm", type=int, default=3, help="untimed steps at the start of each window")
     ap.add_argument("--sets", default="kernel;kernel,memcpy;kernel,memcpy,runtime;minimal;default;full",
                     help="';'-separated InferScope activity sets to compare with 'none' (collection off); "
-                         "a set may end in +python or +python_full to trace Python calls too (default or "
+                         "a set may end in @N (CUPTI's periodic flush every N ms in its windows; 0 = only when "
+                         "a buffer is full; default 100) and in +python or +python_full to trace Python calls too (default or "
                          "full filters) during its windows; run without --no-python for those")
     a = ap.parse_args()
 
@@ -140,6 +143,9 @@ def main():
 
                 def __enter__(self):
                     activities, _, python = self.m.partition("+")
+                    # "set@N": CUPTI's periodic flush every N ms in this window (0: only full buffers).
+                    activities, _, flush = activities.partition("@")
+                    lib.inferscope_cupti_set_flush_period(int(flush) if flush else 100)
                     rc = lib.inferscope_cupti_set_activities(activities.encode())
                     if rc != 0:
                         sys.exit(f"inferscope_cupti_set_activities({activities}) = {rc}: "

@@ -30,9 +30,9 @@ constexpr std::array<std::string_view, 3> kPythonModes = {"default", "full", "of
 // the session starts, not discovered later.
 // Keep in step with parse_activity_set() in lib/collect/cupti/cupti_collector.cpp.
 constexpr std::array<std::string_view, 4> kCuptiPresets = {"default", "minimal", "full", "none"};
-constexpr std::array<std::string_view, 12> kCuptiActivityKinds = {
+constexpr std::array<std::string_view, 13> kCuptiActivityKinds = {
     "kernel", "memcpy", "memset", "memory", "sync", "graph", "runtime", "driver", "api", "runtime_all", "nvtx",
-    "overhead"};
+    "overhead", "api_activity"};
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -66,7 +66,7 @@ std::string check_cupti_activities(std::string_view value) {
 
 constexpr std::string_view kCuptiActivitiesAllowed =
     "default | minimal | full | none, or a comma list of those and of kernel, memcpy, memset, memory, sync, "
-    "graph, runtime, driver, api, runtime_all, nvtx, overhead";
+    "graph, runtime, driver, api, runtime_all, nvtx, overhead, api_activity";
 
 std::string check_report(std::string_view value) {
   if (value.empty()) return "";

@@ -441,6 +441,8 @@ TEST_CASE("cupti_activities accepts presets and activity kinds only") {
   Clean clean;
   CHECK(cfg::resolve(with_flags({{"cupti_activities", "minimal"}})).config.cupti_activities == "minimal");
   CHECK(cfg::resolve(with_flags({{"cupti_activities", "default,nvtx"}})).config.cupti_activities == "default,nvtx");
+  CHECK(cfg::resolve(with_flags({{"cupti_activities", "default,api_activity"}})).config.cupti_activities ==
+        "default,api_activity");
   CHECK(contains(resolve_error(with_flags({{"cupti_activities", "kernel,gpu"}})), "'gpu' is not a CUPTI preset"));
   // Read as the collector reads it: spaces around names and empty items are fine.
   CHECK(cfg::resolve(with_flags({{"cupti_activities", "kernel, memcpy,"}})).config.cupti_activities == "kernel, memcpy,");

@@ -177,6 +177,39 @@ TEST_CASE("kernel, copy, memset, sync and allocation records keep every field") 
   CHECK(st.memory == 2);
 }
 
+TEST_CASE("API activity records (api_activity) become CUDA API records named by callback id, caller unknown") {
+  Captured out;
+  ActivityTranslator t([&](const void* r, uint32_t n) {
+    const auto* p = static_cast<const uint8_t*>(r);
+    out.records.emplace_back(p, p + n);
+  });
+  t.set_api_namer([](bool runtime, uint32_t cbid) { return (runtime ? 1000u : 2000u) + cbid; });
+  CUpti_ActivityAPI rt{};
+  rt.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  rt.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  rt.start = 100, rt.end = 350, rt.processId = 77, rt.threadId = 4242, rt.correlationId = 9;
+  CUpti_ActivityAPI drv = rt;
+  drv.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  drv.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2;
+  drv.correlationId = 10;
+  CHECK(t.translate(reinterpret_cast<const CUpti_Activity*>(&rt)));
+  CHECK(t.translate(reinterpret_cast<const CUpti_Activity*>(&drv)));
+  REQUIRE(out.records.size() == 2);
+  auto a = out.at<CudaApiRecord>(0);
+  CHECK(a.h.kind == RecordKind::kCudaApi);
+  CHECK(a.h.aux == static_cast<uint8_t>(ApiDomain::kRuntime));
+  CHECK(a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  CHECK(a.start == 100);
+  CHECK(a.end == 350);
+  CHECK(a.correlation == 9);
+  CHECK(a.os_tid == 0);  // CUPTI's threadId (4242) is pthread_self(), not an OS thread id
+  CHECK(a.name == 1000u + CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  auto b = out.at<CudaApiRecord>(1);
+  CHECK(b.h.aux == static_cast<uint8_t>(ApiDomain::kDriver));
+  CHECK(b.name == 2000u + CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2);
+  CHECK(t.stats().api_calls == 2);
+}
+
 TEST_CASE("a marker memset becomes a clock check once both host readings and the GPU interval are known") {
   Captured out;
   ActivityTranslator t([&](const void* r, uint32_t n) {
@@ -224,6 +257,10 @@ TEST_CASE("activity specifications, selected API calls and demangling") {
   CHECK(l.graph);
   CHECK_FALSE(l.memcpy);
   CHECK_THROWS_WITH_AS(parse_activity_set("kernel,bogus"), doctest::Contains("'bogus'"), std::invalid_argument);
+  auto act = parse_activity_set("default, api_activity");
+  CHECK(act.api_activity);
+  CHECK(act.runtime);
+  CHECK_FALSE(d.api_activity);
 
   CHECK(is_selected_api("cudaLaunchKernel"));
   CHECK(is_selected_api("cudaLaunchKernelExC_v11060"));

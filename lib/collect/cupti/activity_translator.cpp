@@ -254,6 +254,25 @@ bool ActivityTranslator::translate(const CUpti_Activity* a) {
       emit(&r, sizeof(r));
       return true;
     }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      // Selected calls recorded by CUPTI (ActivitySet::api_activity): the record the callbacks write on the
+      // calling thread, but written to the "gpu" channel. CUPTI's threadId is not the OS thread id (it is
+      // pthread_self() cut to 32 bits), so the caller stays unknown (os_tid 0).
+      const auto* api = reinterpret_cast<const CUpti_ActivityAPI*>(a);
+      const bool runtime = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      auto r = header_for<CudaApiRecord>(RecordKind::kCudaApi,
+                                         static_cast<uint8_t>(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver));
+      r.cbid = api->cbid;
+      r.start = api->start;
+      r.end = api->end;
+      r.correlation = api->correlationId;
+      r.name = api_namer_ ? api_namer_(runtime, api->cbid) : 0;
+      r.os_tid = 0;
+      ++stats_.api_calls;
+      emit(&r, sizeof(r));
+      return true;
+    }
     case CUPTI_ACTIVITY_KIND_CONTEXT: {
       const auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(a);
       ctx_device_[c->contextId] = c->deviceId;

@@ -19,7 +19,7 @@ namespace inferscope::cupti {
 /// Counts of what was translated (for the status line and tests).
 struct TranslateStats {
   uint64_t kernels = 0, memcpys = 0, memsets = 0, syncs = 0, memory = 0, graphs = 0, overheads = 0;
-  uint64_t clock_checks = 0, ignored = 0;
+  uint64_t clock_checks = 0, ignored = 0, api_calls = 0;
 };
 
 class ActivityTranslator {
@@ -30,6 +30,11 @@ class ActivityTranslator {
 
   /// Translates one record; returns false for kinds that are not translated. Thread-safe.
   bool translate(const CUpti_Activity* record);
+
+  /// Names runtime (domain_runtime = true) and driver API calls by callback id: interned string id. Needed only
+  /// for API activity records (ActivitySet::api_activity); without it they are named by id 0.
+  using ApiNamer = std::function<uint32_t(bool domain_runtime, uint32_t cbid)>;
+  void set_api_namer(ApiNamer namer) { api_namer_ = std::move(namer); }
 
   /// Device of a context id (synchronization records carry only the context).
   void set_context_device(uint32_t context, uint32_t device);
@@ -57,6 +62,7 @@ class ActivityTranslator {
   uint32_t device_of_context(uint32_t context) const;
 
   Sink sink_;
+  ApiNamer api_namer_;
   mutable std::mutex mu_;
   std::unordered_map<const char*, uint32_t> names_by_ptr_;
   std::unordered_map<uint32_t, uint32_t> ctx_device_;

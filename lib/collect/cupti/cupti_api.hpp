@@ -29,6 +29,8 @@ namespace inferscope::cupti {
     (r, c))                                                                                                  \
   X(cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc f), (f))                            \
   X(cuptiActivityFlushAll, (uint32_t f), (f))                                                                \
+  X(cuptiActivityEnableRuntimeApi, (CUpti_CallbackId c, uint8_t e), (c, e))                                  \
+  X(cuptiActivityEnableDriverApi, (CUpti_CallbackId c, uint8_t e), (c, e))                                   \
   X(cuptiActivityFlushPeriod, (uint32_t t), (t))                                                             \
   X(cuptiActivityGetNextRecord, (uint8_t * b, size_t n, CUpti_Activity * *r), (b, n, r))                     \
   X(cuptiActivityGetNumDroppedRecords, (CUcontext c, uint32_t s, size_t * n), (c, s, n))                     \

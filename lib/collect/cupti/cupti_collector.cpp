@@ -54,11 +54,12 @@ ActivitySet parse_activity_set(const std::string& spec) {
     else if (w == "runtime") s.runtime = true;
     else if (w == "driver") s.driver = true;
     else if (w == "runtime_all") s.runtime_all = true;
+    else if (w == "api_activity") s.api_activity = true;
     else if (w == "nvtx") {}  // NVTX capture follows Config::nvtx_capture
     else
       throw std::invalid_argument("cupti_activities: unknown activity '" + w +
                                   "' (expected default, minimal, full, none or a comma list of kernel, memcpy, "
-                                  "memset, sync, memory, graph, overhead, runtime, driver, api, runtime_all, nvtx)");
+                                  "memset, sync, memory, graph, overhead, runtime, driver, api, runtime_all, api_activity, nvtx)");
   }
   if (!any_word) def();
   return s;
@@ -120,6 +121,7 @@ struct State {
   bool exit_flushed = false;         // gpu_at_exit handed everything over (guarded by mu)
   std::mutex check_mu;               // one clock-check round at a time; exit waits for it
   std::atomic<bool> buffers_registered{false};
+  uint32_t flush_period_ms = 100;  // cuptiActivityFlushPeriod; 0 = only when a buffer fills (and at stop)
   std::atomic<bool> record_api{false};
   // Bumped whenever the recorded callbacks change: an EXIT may then never come, so each thread's count of
   // open runtime calls starts again from zero.
@@ -349,14 +351,25 @@ std::string apply_locked(State& s, const ActivitySet& want) {
   // calls for the clock checks whenever memsets are recorded.
   build_selection(s);
   const bool internal = want.memset;
+  // api_activity: the selected runtime calls become CUPTI activity records (no callback on the calling thread).
+  const bool act = want.runtime && want.api_activity && !want.runtime_all;
+  const bool act_was = was.runtime && was.api_activity && !was.runtime_all;
   for (uint32_t i = 1; i < kRuntimeCbids; ++i) {
-    const bool rec = want.runtime_all || (want.runtime && s.runtime_selected[i]);
+    const bool rec = want.runtime_all || (want.runtime && !act && s.runtime_selected[i]);
     const bool was_on = s.record_runtime[i].load();
     if (rec != bool(was_on)) api.cuptiEnableCallback(rec, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, i);
     s.record_runtime[i].store(rec);
   }
+  if (act != act_was) {
+    // Every runtime call's activity records on, then the calls that explain nothing off again (the kind
+    // overrides per-call settings made before it, not after).
+    kind(act, act_was, CUPTI_ACTIVITY_KIND_RUNTIME, "api_activity");
+    if (act)
+      for (uint32_t i = 1; i < kRuntimeCbids; ++i)
+        if (!s.runtime_selected[i]) api.cuptiActivityEnableRuntimeApi(i, 0);
+  }
   for (uint32_t i = 1; i < kDriverCbids; ++i) {
-    const bool rec = want.driver && s.driver_selected[i];
+    const bool rec = want.driver && !want.api_activity && s.driver_selected[i];
     const bool need = rec || (internal && (i == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async ||
                                            i == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
     const bool had = s.record_driver[i].load() ||
@@ -377,7 +390,7 @@ std::string describe(const ActivitySet& a) {
   };
   add(a.kernel, "kernel"), add(a.memcpy, "memcpy"), add(a.memset, "memset"), add(a.sync, "sync");
   add(a.memory, "memory"), add(a.graph, "graph"), add(a.overhead, "overhead"), add(a.runtime, "runtime");
-  add(a.driver, "driver"), add(a.runtime_all, "runtime_all");
+  add(a.driver, "driver"), add(a.runtime_all, "runtime_all"), add(a.api_activity, "api_activity");
   return out.empty() ? "none" : out;
 }
 
@@ -426,8 +439,8 @@ std::string activate_locked(State& s) {
     static bool exit_hook = false;
     if (!exit_hook) exit_hook = std::atexit(gpu_at_exit) == 0;
   }
-  // CUPTI's worker hands over buffers on its own every 100 ms (the writer never waits on CUPTI).
-  api.cuptiActivityFlushPeriod(100);
+  // CUPTI's worker hands over buffers on its own every flush_period_ms (the writer never waits on CUPTI).
+  api.cuptiActivityFlushPeriod(s.flush_period_ms);
   std::string failed = apply_locked(s, s.wanted);
   std::string line = "on: CUPTI " + (api.origin.empty() ? std::string("(test)") : api.origin) + "; activities " +
                      describe(s.enabled);
@@ -568,6 +581,15 @@ class CuptiCollector final : public runtime::Collector {
       s.channel_allowed = true;
       s.dropped = 0;
       s.translator = std::make_unique<ActivityTranslator>(write_to_channel);
+      s.translator->set_api_namer([](bool runtime, uint32_t cbid) -> uint32_t {
+        State& st = S();
+        const uint32_t n = runtime ? kRuntimeCbids : kDriverCbids;
+        if (cbid >= n) return 0;
+        if (uint32_t id = st.api_names[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed)) return id;
+        const char* name = nullptr;
+        if (st.api) st.api->cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
+        return api_name(runtime ? 0 : 1, cbid, name);
+      });
     }
     std::lock_guard lk(s.mu);
     s.session = true;
@@ -703,6 +725,14 @@ extern "C" INFERSCOPE_API int inferscope_cupti_set_activities(const char* spec) 
   s.wanted = want;
   std::string failed = cupti::apply_locked(s, want);
   return failed.empty() ? 0 : -1;
+}
+
+extern "C" INFERSCOPE_API int inferscope_cupti_set_flush_period(uint32_t ms) {
+  cupti::State& s = cupti::S();
+  std::lock_guard lk(s.mu);
+  s.flush_period_ms = ms;
+  if (!s.activated || !s.api) return -2;
+  return s.api->cuptiActivityFlushPeriod(ms) == CUPTI_SUCCESS ? 0 : -1;
 }
 
 extern "C" INFERSCOPE_API int inferscope_cupti_flush() {

@@ -21,6 +21,12 @@ namespace inferscope::cupti {
 struct ActivitySet {
   bool kernel = false, memcpy = false, memset = false, sync = false, memory = false, graph = false,
        overhead = false, runtime = false, driver = false, runtime_all = false;
+  /// Record the selected runtime calls through CUPTI activity records (cuptiActivityEnableRuntimeApi) instead
+  /// of callbacks on the calling thread. Driver calls are then not recorded (a driver call nested in a runtime
+  /// call would be recorded twice). Such records reach the dump through the "gpu" channel with no calling
+  /// thread (CUPTI names threads by pthread_self(), not by OS id), so the analyzer cannot attribute them to
+  /// a Python function or range. Cheaper per launch than callbacks: bench/gpu/launch_overhead.
+  bool api_activity = false;
   bool any() const {
     return kernel || memcpy || memset || sync || memory || graph || overhead || runtime || driver || runtime_all;
   }
@@ -49,6 +55,9 @@ void inferscope_register_cupti_collector();
 /// on/off A/B benchmark): a Config::cupti_activities specification, "none" for nothing. Returns 0 on
 /// success, -1 for a bad specification, -2 when the GPU collector is not active.
 int inferscope_cupti_set_activities(const char* spec);
+/// How often CUPTI's worker hands over filled buffers on its own, in ms (default 100; 0: only when a buffer is
+/// full and at stop). For benchmarks that compare flush policies in one process. 0 on success.
+int inferscope_cupti_set_flush_period(uint32_t ms);
 /// Hands every buffered activity record to the session now (cuptiActivityFlushAll, forced). 0 on success.
 int inferscope_cupti_flush();
 /// The collector's current one-line status ("on: ..." / "off: ...").
