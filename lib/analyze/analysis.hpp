@@ -100,6 +100,7 @@ struct CopyRow {
   double total_ms = 0;
   double bandwidth_gbps = 0;       ///< achieved, bytes / busy time
   double peak_bandwidth_gbps = 0;  ///< the link's peak this was compared with (0 = unknown)
+  bool peak_assumed = false;       ///< the peak is the Gen5 x16 assumption: the dump has no PCIe link (no NVML)
 };
 
 struct SyncRow {

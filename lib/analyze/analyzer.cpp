@@ -1067,20 +1067,25 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     for (size_t i = 0; i < v.size() && i < 3; ++i) m.top_copies.push_back(v[i].second);
   }
 
-  // PCIe peak: process info gpu.N.pcie_gen / gpu.N.pcie_width, else Gen5 x16 practical.
+  // PCIe peak: the link the system collector read from NVML (process info gpu.0.pcie_gen / pcie_width, the
+  // maximum generation and the narrower of the maximum and trained width; docs/counters.md), else Gen5 x16.
   {
-    double per_lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
-    std::string gen = a.process.count("gpu.0.pcie_gen") ? a.process["gpu.0.pcie_gen"] : "";
-    std::string width = a.process.count("gpu.0.pcie_width") ? a.process["gpu.0.pcie_width"] : "";
-    int g = gen.empty() ? 0 : std::atoi(gen.c_str()), w = width.empty() ? 0 : std::atoi(width.c_str());
-    if (g >= 1 && g <= 6 && w > 0) {
+    // Usable GB/s per lane after line encoding: 8b/10b (Gen1-2), 128b/130b (Gen3-5), FLIT (Gen6).
+    static constexpr double per_lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+    auto info = [&](const char* k) -> int {
+      auto it = a.process.find(k);
+      return it == a.process.end() ? 0 : std::atoi(it->second.c_str());
+    };
+    const int g = info("gpu.0.pcie_gen"), w = info("gpu.0.pcie_width");
+    if (g >= 1 && g <= 6 && w > 0 && w <= 32) {
       m.peak_h2d_gbps = per_lane[g] * w * 0.87;  // ~87 % of the raw rate is what DMA engines reach
       m.peak_assumed = false;
       m.peak_note = "PCIe Gen" + std::to_string(g) + " x" + std::to_string(w) + " from the dump (practical peak " +
                     std::to_string(int(m.peak_h2d_gbps)) + " GB/s)";
     } else {
       m.peak_h2d_gbps = 55;
-      m.peak_note = "peak assumed: PCIe Gen5 x16, ~55 GB/s practical host<->device (the dump does not say)";
+      m.peak_note = "peak assumed: PCIe Gen5 x16, ~55 GB/s practical host<->device (the dump has no PCIe link: "
+                    "NVML was unavailable or the system collector off)";
     }
   }
 
@@ -1211,6 +1216,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     row.total_ms = ms(double(c.ns));
     row.bandwidth_gbps = c.ns > 0 ? double(c.bytes) / double(c.ns) : 0;  // bytes/ns == GB/s
     row.peak_bandwidth_gbps = (k.dir == "h2d" || k.dir == "d2h") ? m.peak_h2d_gbps : 0;
+    row.peak_assumed = row.peak_bandwidth_gbps > 0 && m.peak_assumed;
     a.copies.push_back(std::move(row));
   }
   std::sort(a.copies.begin(), a.copies.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });

@@ -303,7 +303,7 @@ void write_tables(const Analysis& a, std::ostream& out) {
   for (const auto& r : a.copies)
     c.rows.push_back({h(r.direction), h(r.src_memory) + " → " + h(r.dst_memory), std::to_string(r.count),
                       fmt_bytes(r.bytes), fmt(r.total_ms, 3), fmt(r.bandwidth_gbps, 2),
-                      r.peak_bandwidth_gbps > 0 ? fmt(r.peak_bandwidth_gbps, 1) : "unknown"});
+                      fmt_peak(r)});
   section(out, "copies", "Memory copies", c);
   Table s{{"kind", "count", "total (ms)", "max (ms)", "called from"}, {false, true, true, true, false}, {}};
   for (const auto& r : a.syncs)

@@ -151,6 +151,7 @@ json::object tables_json(const Analysis& a) {
     o["total_ms"] = num(r.total_ms);
     o["bandwidth_gbps"] = num(r.bandwidth_gbps);
     o["peak_bandwidth_gbps"] = num(r.peak_bandwidth_gbps);
+    o["peak_assumed"] = r.peak_assumed;
   });
   t["syncs"] = rows(a.syncs, [](const analyze::SyncRow& r, json::object& o) {
     o["kind"] = str(r.kind);

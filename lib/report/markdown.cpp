@@ -149,7 +149,7 @@ void write_tables(const Analysis& a, std::ostream& out) {
     for (const auto& c : a.copies)
       rows.push_back({code(c.direction), code(c.src_memory) + " → " + code(c.dst_memory), std::to_string(c.count),
                       fmt_bytes(c.bytes), fmt(c.total_ms, 3), fmt(c.bandwidth_gbps, 2),
-                      c.peak_bandwidth_gbps > 0 ? fmt(c.peak_bandwidth_gbps, 1) : "unknown"});
+                      fmt_peak(c)});
     table(out, {"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
           {false, false, true, true, true, true, true}, rows);
   }

@@ -188,6 +188,61 @@ TEST_CASE("steps, breakdown and attribution") {
   CHECK(gpu_lane);
 }
 
+namespace {
+// An H2D-heavy trace whose process info carries `info` (e.g. the PCIe link the system collector read).
+Analysis copy_trace(const std::string& tag, const std::vector<std::pair<std::string, std::string>>& info) {
+  fs::path p = work_dir() / ("pcie_" + tag + ".iscope");
+  {
+    dump::DumpBuilder b(p.string());
+    for (auto& [k, v] : info) b.process(k, v);
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 10; ++i)
+      sim.range("step", [&] {
+        sim.py("upload", [&] { sim.copy(CopyKind::kHtoD, 64'000'000, 20.0, MemoryKind::kPinned, true); });
+        sim.sync();
+      });
+    b.finish();
+  }
+  return analyze::analyze_file(p.string(), {});
+}
+}  // namespace
+
+TEST_CASE("PCIe peak: the link recorded in process info, else the Gen5 x16 assumption, said so") {
+  Analysis gen4 = copy_trace("gen4", {{"gpu.0.pcie_gen", "4"}, {"gpu.0.pcie_width", "16"}});
+  REQUIRE(!gen4.copies.empty());
+  const auto& row = gen4.copies.front();
+  CHECK(row.direction == "h2d");
+  CHECK_FALSE(row.peak_assumed);
+  CHECK(row.peak_bandwidth_gbps == doctest::Approx(1.969 * 16 * 0.87));
+  CHECK(row.bandwidth_gbps == doctest::Approx(20.0).epsilon(0.01));
+  // 20 GB/s of a Gen4 x16 link's ~27 GB/s: saturated, and the evidence names the recorded link.
+  const auto* f = find(gen4, "pcie_saturation");
+  REQUIRE(f);
+  CHECK(f->metrics.at("peak_bandwidth_gbps") == doctest::Approx(row.peak_bandwidth_gbps));
+  bool names_link = false;
+  for (auto& e : f->evidence) names_link |= e.find("PCIe Gen4 x16 from the dump") != std::string::npos;
+  CHECK(names_link);
+
+  Analysis x8 = copy_trace("gen5x8", {{"gpu.0.pcie_gen", "5"}, {"gpu.0.pcie_width", "8"}});
+  REQUIRE(!x8.copies.empty());
+  CHECK(x8.copies.front().peak_bandwidth_gbps == doctest::Approx(3.938 * 8 * 0.87));
+
+  // No link (no NVML), or a value that is no PCIe generation: the assumption, marked as one.
+  for (auto info : {std::vector<std::pair<std::string, std::string>>{},
+                    std::vector<std::pair<std::string, std::string>>{{"gpu.0.pcie_gen", "9"}, {"gpu.0.pcie_width", "16"}}}) {
+    Analysis none = copy_trace("none", info);
+    REQUIRE(!none.copies.empty());
+    CHECK(none.copies.front().peak_assumed);
+    CHECK(none.copies.front().peak_bandwidth_gbps == doctest::Approx(55));
+    CHECK(find(none, "pcie_saturation") == nullptr);
+    const auto* h = find(none, "h2d_bound");
+    REQUIRE(h);
+    bool says = false;
+    for (auto& e : h->evidence) says |= e.find("peak assumed: PCIe Gen5 x16") != std::string::npos;
+    CHECK(says);
+  }
+}
+
 TEST_CASE("breakdown: overlapping streams and copies hidden under compute count once") {
   fs::path p = work_dir() / "overlap.iscope";
   {
