@@ -166,7 +166,7 @@ TEST_CASE("steps, breakdown and attribution") {
   REQUIRE(!a.kernels.empty());
   CHECK(a.kernels.front().name == "ampere_sgemm_64x64_nn");
   CHECK(a.kernels.front().count == 100);
-  CHECK(a.kernels.front().launched_by == "forward");
+  CHECK(a.kernels.front().launched_by == "forward (model.py:10)");
   CHECK(a.alignment.ok);
   CHECK(a.alignment.kernels_checked >= 100);
   CHECK(a.steps.slowest.size() == 5);
@@ -240,6 +240,82 @@ TEST_CASE("PCIe peak: the link recorded in process info, else the Gen5 x16 assum
     bool says = false;
     for (auto& e : h->evidence) says |= e.find("peak assumed: PCIe Gen5 x16") != std::string::npos;
     CHECK(says);
+  }
+}
+
+TEST_CASE("syncs, allocations and graph launches name the Python function, range and layer that issued them") {
+  {
+    Analysis a = scenario("sync_bound");
+    REQUIRE(!a.syncs.empty());
+    const auto& row = a.syncs.front();
+    CHECK(row.kind == "cudaStreamSynchronize");
+    CHECK(row.called_from == "Tensor.item (_tensor.py:1)");
+    REQUIRE(row.callers.size() == 1);
+    CHECK(row.callers[0].api == "cudaStreamSynchronize");
+    CHECK(row.callers[0].count == 600);  // 30 per step, 20 steps
+    CHECK(row.callers[0].total_ms == doctest::Approx(row.total_ms));
+    const auto* f = find(a, "sync_bound");
+    REQUIRE(f);
+    bool named = false;
+    for (auto& e : f->evidence)
+      named |= e.find("cudaStreamSynchronize from Tensor.item (_tensor.py:1) \u00d7600, ") != std::string::npos;
+    CHECK_MESSAGE(named, "evidence names the caller with count and time");
+  }
+  {
+    Analysis a = scenario("memory_alloc");
+    const analyze::AllocRow *alloc = nullptr, *free = nullptr;
+    for (auto& r : a.allocations) {
+      if (r.op == "alloc" && r.memory == "device") alloc = &r;
+      if (r.op == "free" && r.memory == "device") free = &r;
+    }
+    REQUIRE(alloc);
+    REQUIRE(free);
+    CHECK(alloc->count == 40);
+    CHECK(alloc->called_from == "CUDACachingAllocator.malloc (memory.py:1)");
+    REQUIRE(!alloc->callers.empty());
+    CHECK(alloc->callers[0].api == "cudaMalloc");
+    CHECK(alloc->callers[0].count == 40);
+    CHECK(free->called_from == "empty_cache (memory.py:2)");
+    const auto* f = find(a, "memory_alloc");
+    REQUIRE(f);
+    bool named = false;
+    for (auto& e : f->evidence) named |= e.find("cudaFree from empty_cache (memory.py:2) \u00d740") != std::string::npos;
+    CHECK(named);
+  }
+  {
+    // Graph replays from two places: a layer range under one Python function, and bare in another.
+    fs::path p = work_dir() / "graphs.iscope";
+    {
+      dump::DumpBuilder b(p.string());
+      testsupport::Sim sim(b);
+      uint32_t corr = 5000;
+      for (int i = 0; i < 5; ++i)
+        sim.range("step", [&] {
+          sim.py("CUDAGraph.replay", [&] {
+            sim.range("model.h.0", [&] {
+              b.api(sim.thread(), "cudaGraphLaunch", ++corr, sim.now(), sim.now() + 20'000);
+              sim.host(20'000);
+            }, /*layer_attr=*/true);
+          }, "torch/cuda/graphs.py", 120);
+          sim.py("warmup", [&] {
+            b.api(sim.thread(), "cuGraphLaunch", ++corr, sim.now(), sim.now() + 5'000);
+            sim.host(5'000);
+          }, "serve.py", 7);
+          sim.launch("gemm_kernel", 100'000);
+          sim.sync();
+        });
+      b.finish();
+    }
+    Analysis a = analyze::analyze_file(p.string(), {});
+    REQUIRE(a.graph_launches.size() == 2);
+    CHECK(a.graph_launches[0].api == "cudaGraphLaunch");
+    CHECK(a.graph_launches[0].count == 5);
+    CHECK(a.graph_launches[0].api_ms == doctest::Approx(0.1));
+    CHECK(a.graph_launches[0].called_from == "CUDAGraph.replay (graphs.py:120) / layer model.h.0");
+    CHECK(a.graph_launches[1].api == "cuGraphLaunch");
+    CHECK(a.graph_launches[1].called_from == "warmup (serve.py:7)");
+    // An ordinary kernel launch is no graph launch.
+    for (auto& g : a.graph_launches) CHECK(g.api.find("LaunchKernel") == std::string::npos);
   }
 }
 
