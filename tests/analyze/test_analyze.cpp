@@ -627,4 +627,16 @@ TEST_CASE("several outputs in one run, format by extension") {
     CHECK(fs::exists(d / f));
     CHECK(fs::file_size(d / f) > 0);
   }
+  // Upper-case extension, and a Perfetto trace from the same (once opened) dump beside the report.
+  fs::remove(d / "R.HTML");
+  fs::remove(d / "trace.json");
+  CHECK(run_cli(good.string() + " -o " + (d / "R.HTML").string() + " --perfetto " + (d / "trace.json").string(), &err) == 0);
+  CHECK(read(d / "R.HTML").rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(read(d / "trace.json").find("\"traceEvents\"") != std::string::npos);
+  // A JSON trace has no dump to convert: the report is written, the Perfetto request fails with a reason.
+  fs::path json_in = d / "tiny.json";
+  write(json_in, R"({"events": [{"event_type":"cpu_call","name":"a","start_us":0,"end_us":5}]})");
+  CHECK(run_cli(json_in.string() + " -o " + (d / "j.md").string() + " --perfetto " + (d / "j.trace").string(), &err) == 1);
+  CHECK(err.find("--perfetto needs a dump, not a JSON trace") != std::string::npos);
+  CHECK(fs::exists(d / "j.md"));
 }
