@@ -1095,8 +1095,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
                     std::to_string(int(m.peak_h2d_gbps)) + " GB/s)";
     } else {
       m.peak_h2d_gbps = 55;
-      m.peak_note = "peak assumed: PCIe Gen5 x16, ~55 GB/s practical host<->device (the dump has no PCIe link: "
-                    "NVML was unavailable or the system collector off)";
+      m.peak_note = "peak assumed: PCIe Gen5 x16, ~55 GB/s practical host<->device (the dump has no usable PCIe "
+                    "link from NVML)";
     }
   }
 
