@@ -13,6 +13,7 @@
 #include <inferscope/scope.hpp>
 
 #include "collect/python/python_tracer.hpp"
+#include "config/settings.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/reader.hpp"
 #include "runtime/runtime.hpp"
@@ -410,41 +411,6 @@ PyObject* py_set_thread_name(PyObject*, PyObject* name) {
 
 // --- session control -------------------------------------------------------------------------------------
 
-bool set_bool(bool& out, PyObject* v, const char* key) {
-  if (!PyBool_Check(v)) {
-    PyErr_Format(PyExc_TypeError, "start(): %s must be a bool, not %s", key, Py_TYPE(v)->tp_name);
-    return false;
-  }
-  out = v == Py_True;
-  return true;
-}
-template <class T>
-bool set_uint(T& out, PyObject* v, const char* key, unsigned long long lo, unsigned long long hi) {
-  if (!PyLong_Check(v) || PyBool_Check(v)) {
-    PyErr_Format(PyExc_TypeError, "start(): %s must be an int, not %s", key, Py_TYPE(v)->tp_name);
-    return false;
-  }
-  int overflow = 0;
-  long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-  if (overflow || x < 0 || static_cast<unsigned long long>(x) < lo || static_cast<unsigned long long>(x) > hi) {
-    PyErr_Format(PyExc_ValueError, "start(): %s=%R is out of range [%llu, %llu]", key, v, lo, hi);
-    return false;
-  }
-  out = static_cast<T>(x);
-  return true;
-}
-bool set_double(double& out, PyObject* v, const char* key) {
-  if (!(PyFloat_Check(v) || (PyLong_Check(v) && !PyBool_Check(v)))) {
-    PyErr_Format(PyExc_TypeError, "start(): %s must be a number, not %s", key, Py_TYPE(v)->tp_name);
-    return false;
-  }
-  out = PyFloat_AsDouble(v);
-  if (!(out >= 0)) {
-    PyErr_Format(PyExc_ValueError, "start(): %s=%R must be >= 0", key, v);
-    return false;
-  }
-  return true;
-}
 bool set_string(std::string& out, PyObject* v, const char* key) {
   if (PyUnicode_Check(v)) {
     out = utf8(v);
@@ -491,77 +457,78 @@ bool set_list(std::string& out, PyObject* v, const char* key, const char* fn) {
                Py_TYPE(v)->tp_name);
   return false;
 }
-bool set_choice(std::string& out, PyObject* v, const char* key, std::initializer_list<const char*> choices) {
-  std::string s;
-  if (!set_string(s, v, key)) return false;
-  std::string allowed;
-  for (const char* c : choices) {
-    if (s == c) {
-      out = s;
-      return true;
-    }
-    allowed += (allowed.empty() ? "" : ", ") + std::string(c);
-  }
-  PyErr_Format(PyExc_ValueError, "start(): %s='%s' is not one of: %s", key, s.c_str(), allowed.c_str());
-  return false;
+// start(**config): every setting that .inferscope.yaml and INFERSCOPE_* accept is a keyword (lib/config's
+// table, docs/configuration.md). The Python type is checked here, since a str where a bool belongs is a
+// mistake rather than the word "yes"; the value then goes through config::resolve like a command-line flag,
+// so ranges, choices and their error messages are the config file's. Only the keywords apply: like C++
+// inferscope::start(Config{}), the environment and the config file are not read.
+const std::map<std::string, std::string>& setting_types() {
+  static const std::map<std::string, std::string> types = [] {
+    std::map<std::string, std::string> m;
+    for (const auto& k : inferscope::config::keys()) m[k.key] = k.type;
+    return m;
+  }();
+  return types;
 }
 
-constexpr const char* kConfigKeys =
-    "output, buffer_mode, trace_size_mb, thread_buffer_kb, flush_period_ms, calibration_period_ms, log_level, "
-    "handle_signals, cupti, cupti_activities, cupti_buffer_kb, nvtx_capture, nvtx_emit, python, python_mode, "
-    "python_include, python_exclude, python_max_depth, system, sample_period_ms, nvml, perf_sampling, report, step, "
-    "launch_bound_max_kernel_us";
-
-// start(**config): the keys and value types of inferscope::Config (docs/python.md). The C++ start() the
-// configuration system validates further; here the types and ranges are checked so mistakes raise at the call.
-bool apply_config(inferscope::Config& c, const std::string& k, PyObject* v) {
-  const char* key = k.c_str();
-  std::string s;
-  if (k == "output") return set_string(c.output, v, key);
-  if (k == "buffer_mode") {
-    if (!set_choice(s, v, key, {"stream", "ring"})) return false;
-    c.buffer_mode = s == "ring" ? inferscope::BufferMode::kRing : inferscope::BufferMode::kStream;
-    return true;
-  }
-  if (k == "trace_size_mb") return set_uint(c.trace_size_mb, v, key, 1, 65536);
-  if (k == "thread_buffer_kb") {
-    if (!set_uint(c.thread_buffer_kb, v, key, 64, 262144)) return false;
-    if (c.thread_buffer_kb & (c.thread_buffer_kb - 1)) {
-      PyErr_Format(PyExc_ValueError, "start(): thread_buffer_kb=%R must be a power of two", v);
+// The keyword's value as the text a config file would hold; false with a TypeError set when its Python type
+// cannot be that setting's.
+bool keyword_text(const std::string& key, const std::string& type, PyObject* v, std::string& text) {
+  const char* k = key.c_str();
+  if (type == "boolean") {
+    if (!PyBool_Check(v)) {
+      PyErr_Format(PyExc_TypeError, "start(): %s must be a bool, not %s", k, Py_TYPE(v)->tp_name);
       return false;
     }
+    text = v == Py_True ? "true" : "false";
     return true;
   }
-  if (k == "flush_period_ms") return set_uint(c.flush_period_ms, v, key, 1, 10000);
-  if (k == "calibration_period_ms") return set_uint(c.calibration_period_ms, v, key, 10, 600000);
-  if (k == "log_level") {
-    if (!set_choice(s, v, key, {"error", "warn", "info", "debug"})) return false;
-    c.log_level = s == "error"  ? inferscope::LogLevel::kError
-                  : s == "warn" ? inferscope::LogLevel::kWarn
-                  : s == "info" ? inferscope::LogLevel::kInfo
-                                : inferscope::LogLevel::kDebug;
+  if (type == "integer" || type == "number") {
+    const bool ok = !PyBool_Check(v) && (PyLong_Check(v) || (type == "number" && PyFloat_Check(v)));
+    if (!ok) {
+      PyErr_Format(PyExc_TypeError, "start(): %s must be %s, not %s", k, type == "integer" ? "an int" : "a number",
+                   Py_TYPE(v)->tp_name);
+      return false;
+    }
+    PyObject* r = PyObject_Repr(v);  // ints exactly; floats in the shortest form that reads back the same
+    if (!r) return false;
+    text = utf8(r);
+    Py_DECREF(r);
     return true;
   }
-  if (k == "handle_signals") return set_bool(c.handle_signals, v, key);
-  if (k == "cupti") return set_bool(c.cupti, v, key);
-  if (k == "cupti_activities") return set_list(c.cupti_activities, v, key, "start()");
-  if (k == "cupti_buffer_kb") return set_uint(c.cupti_buffer_kb, v, key, 64, 262144);
-  if (k == "nvtx_capture") return set_bool(c.nvtx_capture, v, key);
-  if (k == "nvtx_emit") return set_bool(c.nvtx_emit, v, key);
-  if (k == "python") return set_bool(c.python, v, key);
-  if (k == "python_mode") return set_choice(c.python_mode, v, key, {"default", "full", "off"});
-  if (k == "python_include") return set_list(c.python_include, v, key, "start()");
-  if (k == "python_exclude") return set_list(c.python_exclude, v, key, "start()");
-  if (k == "python_max_depth") return set_uint(c.python_max_depth, v, key, 0, 100000);
-  if (k == "system") return set_bool(c.system, v, key);
-  if (k == "sample_period_ms") return set_uint(c.sample_period_ms, v, key, 1, 60000);
-  if (k == "nvml") return set_bool(c.nvml, v, key);
-  if (k == "perf_sampling") return set_bool(c.perf_sampling, v, key);
-  if (k == "report") return set_string(c.report, v, key);
-  if (k == "step") return set_string(c.step, v, key);
-  if (k == "launch_bound_max_kernel_us") return set_double(c.launch_bound_max_kernel_us, v, key);
-  PyErr_Format(PyExc_TypeError, "start() got an unexpected keyword argument '%s' (known: %s)", key, kConfigKeys);
-  return false;
+  if (type == "list") return set_list(text, v, k, "start()");
+  return set_string(text, v, k);  // string (str or os.PathLike) and choice
+}
+
+bool resolve_keywords(PyObject* kwargs, inferscope::Config& out) {
+  inferscope::config::ResolveOptions ro;
+  ro.read_environment = false;
+  ro.read_file = false;
+  ro.flag_noun = "start()";
+  ro.flag_spelling = "keyword argument";
+  bool unknown = false;
+  if (kwargs) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+      std::string k = utf8(key), text;
+      auto it = setting_types().find(k);
+      if (it == setting_types().end()) {
+        unknown = true;  // resolve() says so, with the closest key
+      } else if (!keyword_text(k, it->second, value, text)) {
+        return false;
+      }
+      ro.flags.emplace_back(std::move(k), std::move(text));
+    }
+  }
+  try {
+    out = inferscope::config::resolve(ro).config;
+    return true;
+  } catch (const inferscope::config::ConfigError& e) {
+    // An unknown keyword is a TypeError, as Python raises for any function's unexpected keyword.
+    PyErr_SetString(unknown ? PyExc_TypeError : PyExc_ValueError, e.what());
+    return false;
+  }
 }
 
 PyObject* py_start(PyObject*, PyObject* args, PyObject* kwargs) {
@@ -570,12 +537,7 @@ PyObject* py_start(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   inferscope::Config cfg;
-  if (kwargs) {
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &key, &value))
-      if (!apply_config(cfg, utf8(key), value)) return nullptr;
-  }
+  if (!resolve_keywords(kwargs, cfg)) return nullptr;
   if (inferscope::is_active()) Py_RETURN_FALSE;  // the running session (e.g. INFERSCOPE_ENABLE=1) goes on
   bool ok;
   Py_BEGIN_ALLOW_THREADS

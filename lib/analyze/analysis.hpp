@@ -100,6 +100,16 @@ struct CopyRow {
   double total_ms = 0;
   double bandwidth_gbps = 0;       ///< achieved, bytes / busy time
   double peak_bandwidth_gbps = 0;  ///< the link's peak this was compared with (0 = unknown)
+  bool peak_assumed = false;       ///< the peak is the Gen5 x16 assumption: the dump has no PCIe link (no NVML)
+};
+
+/// Who issued some of a table row's API calls: the launcher label of kernels ("Model.generate (model.py:42) /
+/// range decode / layer model.h.3"), with how many calls and how much host time in them.
+struct CallerRow {
+  std::string api;          ///< the API called, e.g. cudaStreamSynchronize
+  std::string called_from;  ///< innermost Python function (file:line), ISCOPE range and layer at the call; "-" = none
+  uint64_t count = 0;
+  double total_ms = 0;      ///< host time in these calls
 };
 
 struct SyncRow {
@@ -107,6 +117,7 @@ struct SyncRow {
   uint64_t count = 0;
   double total_ms = 0, max_ms = 0;
   std::string called_from;  ///< innermost Python function or range
+  std::vector<CallerRow> callers;  ///< by host time, at most 3
 };
 
 struct AllocRow {
@@ -114,6 +125,17 @@ struct AllocRow {
   std::string memory;
   uint64_t count = 0, bytes = 0;
   double api_ms = 0;  ///< host time in the allocation calls
+  std::string called_from;         ///< the caller of most of the allocation/free calls ("-" = none seen)
+  std::vector<CallerRow> callers;  ///< by host time, at most 3
+};
+
+/// CUDA graph launches (cudaGraphLaunch / cuGraphLaunch calls) by API name.
+struct GraphLaunchRow {
+  std::string api;
+  uint64_t count = 0;
+  double api_ms = 0;               ///< host time in the launch calls
+  std::string called_from;         ///< the caller of most launches
+  std::vector<CallerRow> callers;  ///< by host time, at most 3
 };
 
 struct LayerRow {
@@ -173,6 +195,7 @@ struct Analysis {
   std::vector<CopyRow> copies;
   std::vector<SyncRow> syncs;
   std::vector<AllocRow> allocations;
+  std::vector<GraphLaunchRow> graph_launches;
   std::vector<LayerRow> layers;
   std::vector<ThreadRow> threads;
   Alignment alignment;

@@ -189,6 +189,17 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     return it == r.code_table().end() ? "<code " + std::to_string(code) + ">" : it->second.qualname;
   };
 
+  // "Model.generate (model.py:42)": the function and where it is, as a launcher label names it.
+  auto code_where = [&](uint32_t code) -> std::string {
+    auto it = r.code_table().find(code);
+    if (it == r.code_table().end()) return code_name(code);
+    const auto& c = it->second;
+    if (c.file.empty()) return c.qualname;
+    const size_t slash = c.file.find_last_of('/');
+    return c.qualname + " (" + c.file.substr(slash == std::string::npos ? 0 : slash + 1) +
+           (c.line ? ":" + std::to_string(c.line) : std::string()) + ")";
+  };
+
   // Step names asked for.
   std::vector<uint8_t> step_name(nstr, 0);
   std::set<uint32_t> step_codes;
@@ -699,7 +710,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     if (it == label_ids.end()) {
       std::string s;
       auto part = [&](const std::string& x) { s += (s.empty() ? "" : " / ") + x; };
-      if (api->py) part(code_name(api->py));
+      if (api->py) part(code_where(api->py));
       // The step range itself says nothing about who launched the work.
       if (api->range && api->range != api->layer && name_of(api->range) != a.steps.name) part("range " + name_of(api->range));
       if (api->layer) part("layer " + name_of(api->layer));
@@ -1067,20 +1078,25 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     for (size_t i = 0; i < v.size() && i < 3; ++i) m.top_copies.push_back(v[i].second);
   }
 
-  // PCIe peak: process info gpu.N.pcie_gen / gpu.N.pcie_width, else Gen5 x16 practical.
+  // PCIe peak: the link the system collector read from NVML (process info gpu.0.pcie_gen / pcie_width, the
+  // maximum generation and the narrower of the maximum and trained width; docs/counters.md), else Gen5 x16.
   {
-    double per_lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
-    std::string gen = a.process.count("gpu.0.pcie_gen") ? a.process["gpu.0.pcie_gen"] : "";
-    std::string width = a.process.count("gpu.0.pcie_width") ? a.process["gpu.0.pcie_width"] : "";
-    int g = gen.empty() ? 0 : std::atoi(gen.c_str()), w = width.empty() ? 0 : std::atoi(width.c_str());
-    if (g >= 1 && g <= 6 && w > 0) {
+    // Usable GB/s per lane after line encoding: 8b/10b (Gen1-2), 128b/130b (Gen3-5), FLIT (Gen6).
+    static constexpr double per_lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+    auto info = [&](const char* k) -> int {
+      auto it = a.process.find(k);
+      return it == a.process.end() ? 0 : std::atoi(it->second.c_str());
+    };
+    const int g = info("gpu.0.pcie_gen"), w = info("gpu.0.pcie_width");
+    if (g >= 1 && g <= 6 && w > 0 && w <= 32) {
       m.peak_h2d_gbps = per_lane[g] * w * 0.87;  // ~87 % of the raw rate is what DMA engines reach
       m.peak_assumed = false;
       m.peak_note = "PCIe Gen" + std::to_string(g) + " x" + std::to_string(w) + " from the dump (practical peak " +
                     std::to_string(int(m.peak_h2d_gbps)) + " GB/s)";
     } else {
       m.peak_h2d_gbps = 55;
-      m.peak_note = "peak assumed: PCIe Gen5 x16, ~55 GB/s practical host<->device (the dump does not say)";
+      m.peak_note = "peak assumed: PCIe Gen5 x16, ~55 GB/s practical host<->device (the dump has no usable PCIe "
+                    "link from NVML)";
     }
   }
 
@@ -1211,38 +1227,82 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     row.total_ms = ms(double(c.ns));
     row.bandwidth_gbps = c.ns > 0 ? double(c.bytes) / double(c.ns) : 0;  // bytes/ns == GB/s
     row.peak_bandwidth_gbps = (k.dir == "h2d" || k.dir == "d2h") ? m.peak_h2d_gbps : 0;
+    row.peak_assumed = row.peak_bandwidth_gbps > 0 && m.peak_assumed;
     a.copies.push_back(std::move(row));
   }
   std::sort(a.copies.begin(), a.copies.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
   {
+    // Syncs, allocations and graph launches: per (API, caller) counts and host time, the same launcher labels
+    // as kernels and copies (the API record carries the Python function, range and layer at the call).
+    struct Callers {
+      std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, int64_t>> by;  // (api name, launcher) -> (n, ns)
+      void add(const ApiOp& x, uint32_t who) {
+        auto& v = by[{x.name, who}];
+        ++v.first;
+        v.second += x.dur;
+      }
+    };
+    // The caller of most calls, and the top three (API, caller) pairs by host time.
+    auto finish = [&](const Callers& c, std::string& called_from, std::vector<CallerRow>& top) {
+      std::map<uint32_t, uint64_t> per_who;
+      for (auto& [k, v] : c.by) per_who[k.second] += v.first;
+      called_from = "-";
+      uint64_t most = 0;
+      for (auto& [who, n] : per_who)
+        if (n > most) { most = n; called_from = labels[who]; }
+      for (auto& [k, v] : c.by) top.push_back({name_of(k.first), labels[k.second], v.first, ms(double(v.second))});
+      std::sort(top.begin(), top.end(), [](auto& x, auto& y) {
+        return x.total_ms != y.total_ms ? x.total_ms > y.total_ms : x.count > y.count;
+      });
+      if (top.size() > 3) top.resize(3);
+    };
     std::map<std::string, SyncRow> rows;
-    std::map<std::string, std::map<std::string, uint64_t>> who;
+    std::map<std::string, Callers> sync_callers;
+    std::map<std::pair<std::string, std::string>, Callers> alloc_callers;
+    std::map<std::string, GraphLaunchRow> graphs;
+    std::map<std::string, Callers> graph_callers;
     for (auto& x : apis) {
-      if (x.kind != detail::kSync && x.kind != detail::kCopySync) continue;
-      auto& row = rows[name_of(x.name)];
-      row.kind = name_of(x.name);
-      ++row.count;
-      row.total_ms += ms(x.dur);
-      row.max_ms = std::max(row.max_ms, ms(x.dur));
-      ++who[row.kind][launcher(&x)];
+      if (x.kind == detail::kSync || x.kind == detail::kCopySync) {
+        auto& row = rows[name_of(x.name)];
+        row.kind = name_of(x.name);
+        ++row.count;
+        row.total_ms += ms(x.dur);
+        row.max_ms = std::max(row.max_ms, ms(x.dur));
+        sync_callers[row.kind].add(x, launcher_id(&x));
+      } else if (x.kind == detail::kAlloc || x.kind == detail::kFree) {
+        const bool alloc = x.kind == detail::kAlloc;
+        const std::string& n = name_of(x.name);
+        // The API says which memory: cudaMallocHost/cudaFreeHost pinned, cudaMallocManaged managed.
+        const char* memory = n.find("Host") != std::string::npos      ? memory_kind_name(MemoryKind::kPinned)
+                             : n.find("Managed") != std::string::npos ? memory_kind_name(MemoryKind::kManaged)
+                                                                      : memory_kind_name(MemoryKind::kDevice);
+        auto& row = allocs[{alloc ? "alloc" : "free", memory}];
+        row.op = alloc ? "alloc" : "free";
+        row.memory = memory;
+        row.api_ms += ms(x.dur);
+        alloc_callers[{row.op, row.memory}].add(x, launcher_id(&x));
+      } else if (x.kind == detail::kLaunch && name_of(x.name).find("GraphLaunch") != std::string::npos) {
+        auto& row = graphs[name_of(x.name)];
+        row.api = name_of(x.name);
+        ++row.count;
+        row.api_ms += ms(x.dur);
+        graph_callers[row.api].add(x, launcher_id(&x));
+      }
     }
     for (auto& [n, row] : rows) {
-      auto& w = who[n];
-      row.called_from = std::max_element(w.begin(), w.end(), [](auto& p, auto& q) { return p.second < q.second; })->first;
+      finish(sync_callers[n], row.called_from, row.callers);
       a.syncs.push_back(row);
     }
     std::sort(a.syncs.begin(), a.syncs.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
-  }
-  {
-    for (auto& x : apis)
-      if (x.kind == detail::kAlloc || x.kind == detail::kFree) {
-        bool alloc = x.kind == detail::kAlloc;
-        auto& row = allocs[{alloc ? "alloc" : "free", "device"}];
-        row.op = alloc ? "alloc" : "free";
-        row.memory = "device";
-        row.api_ms += ms(x.dur);
-      }
-    for (auto& [k, row] : allocs) a.allocations.push_back(row);
+    for (auto& [k, row] : allocs) {
+      finish(alloc_callers[k], row.called_from, row.callers);
+      a.allocations.push_back(row);
+    }
+    for (auto& [n, row] : graphs) {
+      finish(graph_callers[n], row.called_from, row.callers);
+      a.graph_launches.push_back(row);
+    }
+    std::sort(a.graph_launches.begin(), a.graph_launches.end(), [](auto& x, auto& y) { return x.api_ms > y.api_ms; });
   }
   for (auto& [n, cnt] : layer_count) {
     LayerRow row;

@@ -34,6 +34,12 @@ class InputError : public std::runtime_error {
 /// in `warnings`; `partial` (below) tells callers whether data were lost to corruption.
 Analysis analyze_dump(const dump::DumpReader& reader, const AnalyzeOptions& options);
 
+enum class InputFormat { kDump, kJsonTrace };
+
+/// The format of `path` by content: INFSCOPE magic is a dump; '{' or '[' (after a BOM and blanks) the seeds'
+/// JSON event trace. Throws InputError naming the file when it cannot be read, is empty, or is neither.
+InputFormat input_format(const std::string& path);
+
 /// Opens `path`, detects its format by content (INFSCOPE magic: dump; '{' or '[': the seeds' JSON event
 /// trace) and analyses it. Throws InputError (or dump::DumpError) when nothing can be read.
 Analysis analyze_file(const std::string& path, const AnalyzeOptions& options);

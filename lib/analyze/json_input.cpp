@@ -193,7 +193,7 @@ void json_trace_to_dump(const std::string& path, const std::string& dump_path, s
   b.finish();
 }
 
-Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
+InputFormat input_format(const std::string& path) {
   char head[64] = {};
   size_t got = 0;
   {
@@ -203,46 +203,49 @@ Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
     got = size_t(f.gcount());
   }
   if (got == 0) throw InputError(path + ": empty file (0 bytes): neither an InferScope dump nor a JSON trace");
-  if (got >= 8 && std::memcmp(head, dump::kMagic, 8) == 0) {
-    dump::DumpReader r(path);
-    return analyze_dump(r, opt);
-  }
+  if (got >= 8 && std::memcmp(head, dump::kMagic, 8) == 0) return InputFormat::kDump;
   size_t i = 0;
   if (got >= 3 && (unsigned char)head[0] == 0xef && (unsigned char)head[1] == 0xbb && (unsigned char)head[2] == 0xbf) i = 3;
   while (i < got && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
-  if (i < got && (head[i] == '{' || head[i] == '[')) {
-    std::vector<std::string> warnings;
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/iscope-json-XXXXXX";
-    std::vector<char> name(tpl.begin(), tpl.end());
-    name.push_back('\0');
-    int fd = ::mkstemp(name.data());
-    if (fd < 0) throw InputError(std::string("cannot create a temporary file in ") + (tmp ? tmp : "/tmp") + ": " + std::strerror(errno));
-    ::close(fd);
-    std::string dump_path(name.data());
-    try {
-      json_trace_to_dump(path, dump_path, warnings);
-      dump::DumpReader r(dump_path);
-      ::unlink(dump_path.c_str());
-      Analysis a = analyze_dump(r, opt);
-      a.source = path;
-      a.source_format = "json";
-      for (auto& w : a.warnings) {  // messages name the file the user gave
-        size_t at = w.find(dump_path);
-        if (at != std::string::npos) w.replace(at, dump_path.size(), path);
-      }
-      a.warnings.insert(a.warnings.begin(), warnings.begin(), warnings.end());
-      return a;
-    } catch (...) {
-      ::unlink(dump_path.c_str());
-      throw;
-    }
-  }
+  if (i < got && (head[i] == '{' || head[i] == '[')) return InputFormat::kJsonTrace;
   std::string shown;
   for (size_t k = 0; k < std::min<size_t>(got, 8); ++k)
     shown += std::isprint(static_cast<unsigned char>(head[k])) ? head[k] : '.';
   throw InputError(path + ": offset 0: not an InferScope dump (no INFSCOPE magic) and not a JSON trace (no '{' or '['); "
                    "the file starts with \"" + shown + "\"");
+}
+
+Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
+  if (input_format(path) == InputFormat::kDump) {
+    dump::DumpReader r(path);
+    return analyze_dump(r, opt);
+  }
+  std::vector<std::string> warnings;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/iscope-json-XXXXXX";
+  std::vector<char> name(tpl.begin(), tpl.end());
+  name.push_back('\0');
+  int fd = ::mkstemp(name.data());
+  if (fd < 0) throw InputError(std::string("cannot create a temporary file in ") + (tmp ? tmp : "/tmp") + ": " + std::strerror(errno));
+  ::close(fd);
+  std::string dump_path(name.data());
+  try {
+    json_trace_to_dump(path, dump_path, warnings);
+    dump::DumpReader r(dump_path);
+    ::unlink(dump_path.c_str());
+    Analysis a = analyze_dump(r, opt);
+    a.source = path;
+    a.source_format = "json";
+    for (auto& w : a.warnings) {  // messages name the file the user gave
+      size_t at = w.find(dump_path);
+      if (at != std::string::npos) w.replace(at, dump_path.size(), path);
+    }
+    a.warnings.insert(a.warnings.begin(), warnings.begin(), warnings.end());
+    return a;
+  } catch (...) {
+    ::unlink(dump_path.c_str());
+    throw;
+  }
 }
 
 }  // namespace inferscope::analyze

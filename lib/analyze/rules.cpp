@@ -74,6 +74,20 @@ void examples(Finding& f, const Ctx& c, detail::Span detail::StepMetrics::*which
   }
 }
 
+// "cudaStreamSynchronize from Model.generate (model.py:42) ×128, 41.0 ms; ...": the three (API, caller) pairs
+// with the most host time over the trace, from a table's rows.
+template <class Rows>
+std::string callers_evidence(const Rows& rows) {
+  std::vector<CallerRow> all;
+  for (auto& r : rows) all.insert(all.end(), r.callers.begin(), r.callers.end());
+  std::sort(all.begin(), all.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
+  std::string s;
+  for (size_t i = 0; i < all.size() && i < 3; ++i)
+    s += (i ? "; " : "") + all[i].api + " from " + all[i].called_from + " \u00d7" + std::to_string(all[i].count) + ", " +
+         fms(all[i].total_ms);
+  return s.empty() ? s : "calls by caller over the trace: " + s;
+}
+
 std::string top_kernel(const Analysis& a, size_t i) { return i < a.kernels.size() ? a.kernels[i].name : "-"; }
 
 }  // namespace
@@ -232,6 +246,7 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
       f.evidence.push_back("the GPU ran out of work while the host was blocked in them and then waited for new launches: " +
                            fms(impact) + " per step (" + fpct(pct) + ")");
       f.evidence.push_back("host blocked in synchronizing calls: " + fms(c.mean(&detail::StepMetrics::sync_api_ns)) + " per step");
+      if (std::string e = callers_evidence(a.syncs); !e.empty()) f.evidence.push_back(e);
       f.metrics["syncs_per_step"] = syncs;
       f.metrics["gpu_idle_waiting_on_sync_ms"] = impact;
       examples(f, c, &detail::StepMetrics::worst_sync_gap, "GPU idle after a synchronization", trace_t0);
@@ -342,6 +357,7 @@ std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m) {
       for (auto& r : a.allocations)
         f.evidence.push_back(r.op + " " + r.memory + ": " + std::to_string(r.count) + " events, " + fmb(double(r.bytes)) +
                              ", " + fms(r.api_ms) + " in API calls over the trace");
+      if (std::string e = callers_evidence(a.allocations); !e.empty()) f.evidence.push_back(e);
       // The first CUDA call creates the context (hundreds of ms): a one-time cost, not a per-step one.
       const bool init = m.first_api_in_steps && m.first_api_ms >= 20 && m.first_api_ms >= 0.5 * impact * double(m.steps.size());
       if (init) {

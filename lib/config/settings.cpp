@@ -276,11 +276,12 @@ Resolved resolve(const ResolveOptions& options) {
   for (const auto& [key, value] : options.flags) {
     const std::string flag = spell_flag(options.flag_spelling, key);
     const KeyDef* def = detail::find_key(key);
+    const std::string where = options.flag_noun + " " + flag;
     if (!def) {
-      problems.unknown_key("flag " + flag, key);
+      problems.unknown_key(where, key);
       continue;
     }
-    apply(resolved, problems, *def, value, "flag " + flag, "flag:" + flag);
+    apply(resolved, problems, *def, value, where, "flag:" + flag);
   }
   if (!problems.messages.empty()) throw ConfigError(std::move(problems.messages));
   return resolved;

@@ -63,6 +63,8 @@ struct ResolveOptions {
   /// How this tool spells a setting on its command line, "{key}" standing for the key; used in origins and
   /// error messages so that they show what the user typed (iscope-config uses "--set {key}").
   std::string flag_spelling = "--{key}";
+  /// What error messages call a flag: "flag --x: ..."; the Python binding's keywords say "start() keyword".
+  std::string flag_noun = "flag";
 };
 
 /// Where an effective value came from: "default", "file:/path/.inferscope.yaml:12", "env:INFERSCOPE_X",

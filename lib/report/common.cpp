@@ -33,4 +33,9 @@ std::string fmt_bytes(uint64_t bytes) {
   return u == 0 ? std::to_string(bytes) + " B" : fmt(v, 1) + " " + units[u];
 }
 
+std::string fmt_peak(const analyze::CopyRow& r) {
+  if (r.peak_bandwidth_gbps <= 0) return "unknown";
+  return fmt(r.peak_bandwidth_gbps, 1) + (r.peak_assumed ? " (assumed)" : "");
+}
+
 }  // namespace inferscope::report

@@ -24,4 +24,7 @@ double pct_of(double ms, double step_ms);
 /// Bytes with a binary unit: "512 B", "1.5 MiB".
 std::string fmt_bytes(uint64_t bytes);
 
+/// A copy row's peak bandwidth cell: "25.2", "55.0 (assumed)" when no PCIe link was recorded, "unknown".
+std::string fmt_peak(const analyze::CopyRow& r);
+
 }  // namespace inferscope::report

@@ -303,16 +303,21 @@ void write_tables(const Analysis& a, std::ostream& out) {
   for (const auto& r : a.copies)
     c.rows.push_back({h(r.direction), h(r.src_memory) + " → " + h(r.dst_memory), std::to_string(r.count),
                       fmt_bytes(r.bytes), fmt(r.total_ms, 3), fmt(r.bandwidth_gbps, 2),
-                      r.peak_bandwidth_gbps > 0 ? fmt(r.peak_bandwidth_gbps, 1) : "unknown"});
+                      fmt_peak(r)});
   section(out, "copies", "Memory copies", c);
   Table s{{"kind", "count", "total (ms)", "max (ms)", "called from"}, {false, true, true, true, false}, {}};
   for (const auto& r : a.syncs)
     s.rows.push_back({h(r.kind), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.max_ms, 3), h(r.called_from)});
   section(out, "syncs", "Synchronizations", s);
-  Table m{{"op", "memory", "count", "bytes", "API time (ms)"}, {false, false, true, true, true}, {}};
+  Table m{{"op", "memory", "count", "bytes", "API time (ms)", "called from"}, {false, false, true, true, true, false}, {}};
   for (const auto& r : a.allocations)
-    m.rows.push_back({h(r.op), h(r.memory), std::to_string(r.count), fmt_bytes(r.bytes), fmt(r.api_ms, 3)});
+    m.rows.push_back({h(r.op), h(r.memory), std::to_string(r.count), fmt_bytes(r.bytes), fmt(r.api_ms, 3),
+                      h(r.called_from)});
   section(out, "allocations", "Allocations", m);
+  Table g{{"API", "count", "API time (ms)", "called from"}, {false, true, true, false}, {}};
+  for (const auto& r : a.graph_launches)
+    g.rows.push_back({h(r.api), std::to_string(r.count), fmt(r.api_ms, 3), h(r.called_from)});
+  section(out, "graph-launches", "CUDA graph launches", g);
   Table l{{"layer", "calls", "CPU (ms)", "GPU (ms)", "kernels"}, {false, true, true, true, true}, {}};
   for (const auto& r : a.layers)
     l.rows.push_back({h(r.path), std::to_string(r.count), fmt(r.cpu_ms, 3), fmt(r.gpu_ms, 3), std::to_string(r.kernels)});

@@ -114,6 +114,15 @@ json::array rows(const std::vector<Row>& v, F&& to_object) {
   return a;
 }
 
+json::array callers_json(const std::vector<analyze::CallerRow>& callers) {
+  return rows(callers, [](const analyze::CallerRow& r, json::object& o) {
+    o["api"] = str(r.api);
+    o["called_from"] = str(r.called_from);
+    o["count"] = num(r.count);
+    o["total_ms"] = num(r.total_ms);
+  });
+}
+
 json::object tables_json(const Analysis& a) {
   json::object t;
   t["kernels"] = rows(a.kernels, [](const analyze::KernelRow& r, json::object& o) {
@@ -151,6 +160,7 @@ json::object tables_json(const Analysis& a) {
     o["total_ms"] = num(r.total_ms);
     o["bandwidth_gbps"] = num(r.bandwidth_gbps);
     o["peak_bandwidth_gbps"] = num(r.peak_bandwidth_gbps);
+    o["peak_assumed"] = r.peak_assumed;
   });
   t["syncs"] = rows(a.syncs, [](const analyze::SyncRow& r, json::object& o) {
     o["kind"] = str(r.kind);
@@ -158,6 +168,7 @@ json::object tables_json(const Analysis& a) {
     o["total_ms"] = num(r.total_ms);
     o["max_ms"] = num(r.max_ms);
     o["called_from"] = str(r.called_from);
+    o["callers"] = callers_json(r.callers);
   });
   t["allocations"] = rows(a.allocations, [](const analyze::AllocRow& r, json::object& o) {
     o["op"] = str(r.op);
@@ -165,6 +176,15 @@ json::object tables_json(const Analysis& a) {
     o["count"] = num(r.count);
     o["bytes"] = num(r.bytes);
     o["api_ms"] = num(r.api_ms);
+    o["called_from"] = str(r.called_from);
+    o["callers"] = callers_json(r.callers);
+  });
+  t["graph_launches"] = rows(a.graph_launches, [](const analyze::GraphLaunchRow& r, json::object& o) {
+    o["api"] = str(r.api);
+    o["count"] = num(r.count);
+    o["api_ms"] = num(r.api_ms);
+    o["called_from"] = str(r.called_from);
+    o["callers"] = callers_json(r.callers);
   });
   t["layers"] = rows(a.layers, [](const analyze::LayerRow& r, json::object& o) {
     o["path"] = str(r.path);

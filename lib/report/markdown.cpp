@@ -149,7 +149,7 @@ void write_tables(const Analysis& a, std::ostream& out) {
     for (const auto& c : a.copies)
       rows.push_back({code(c.direction), code(c.src_memory) + " → " + code(c.dst_memory), std::to_string(c.count),
                       fmt_bytes(c.bytes), fmt(c.total_ms, 3), fmt(c.bandwidth_gbps, 2),
-                      c.peak_bandwidth_gbps > 0 ? fmt(c.peak_bandwidth_gbps, 1) : "unknown"});
+                      fmt_peak(c)});
     table(out, {"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
           {false, false, true, true, true, true, true}, rows);
   }
@@ -165,8 +165,17 @@ void write_tables(const Analysis& a, std::ostream& out) {
     out << "## Allocations\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : a.allocations)
-      rows.push_back({code(m.op), code(m.memory), std::to_string(m.count), fmt_bytes(m.bytes), fmt(m.api_ms, 3)});
-    table(out, {"op", "memory", "count", "bytes", "API time (ms)"}, {false, false, true, true, true}, rows);
+      rows.push_back({code(m.op), code(m.memory), std::to_string(m.count), fmt_bytes(m.bytes), fmt(m.api_ms, 3),
+                      code(m.called_from)});
+    table(out, {"op", "memory", "count", "bytes", "API time (ms)", "called from"}, {false, false, true, true, true, false},
+          rows);
+  }
+  if (!a.graph_launches.empty()) {
+    out << "## CUDA graph launches\n\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& g : a.graph_launches)
+      rows.push_back({code(g.api), std::to_string(g.count), fmt(g.api_ms, 3), code(g.called_from)});
+    table(out, {"API", "count", "API time (ms)", "called from"}, {false, true, true, false}, rows);
   }
   if (!a.layers.empty()) {
     out << "## Model layers\n\n";

@@ -1,6 +1,7 @@
 // Starting without code changes: INFERSCOPE_ENABLE=1 in the environment starts a session when the library
 // loads (an application linked with it, LD_PRELOAD by iscope-run, or the CUDA injection entry point).
 #include "config/settings.hpp"
+#include "dump/path.hpp"
 #include "runtime/session.hpp"
 
 #include <unistd.h>
@@ -23,13 +24,7 @@ void ensure_builtin_collectors() {
   (void)done;
 }
 
-std::string with_pid_suffix(const std::string& path) {
-  std::string pid = std::to_string(::getpid());
-  auto dot = path.rfind('.');
-  auto slash = path.rfind('/');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + pid;
-  return path.substr(0, dot) + "." + pid + path.substr(dot);
-}
+std::string with_pid_suffix(const std::string& path) { return dump::insert_suffix(path, std::to_string(::getpid())); }
 
 bool autostart_from_environment() {
   if (!std::getenv("INFERSCOPE_ENABLE")) return false;

@@ -7,6 +7,8 @@
 // and the writer frees it once drained, so nothing a thread recorded is lost when it exits.
 #include "runtime/session.hpp"
 
+#include "dump/path.hpp"
+
 #include <inferscope/scope.hpp>
 
 #include <dlfcn.h>
@@ -394,15 +396,7 @@ void retain(SessionState& s, std::vector<uint8_t>&& chunk) {
 
 std::string snapshot_path(SessionState& s, bool final) {
   if (final) return s.output;
-  std::string stem = s.output;
-  std::string ext = ".iscope";
-  auto dot = stem.rfind('.');
-  auto slash = stem.rfind('/');
-  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
-    ext = stem.substr(dot);
-    stem = stem.substr(0, dot);
-  }
-  return stem + ".flush" + std::to_string(++s.flush_index) + ext;
+  return dump::insert_suffix(s.output, "flush" + std::to_string(++s.flush_index), ".iscope");
 }
 
 // Ring mode: a whole dump of the current window, written to a temporary file and renamed into place.

@@ -166,7 +166,7 @@ TEST_CASE("steps, breakdown and attribution") {
   REQUIRE(!a.kernels.empty());
   CHECK(a.kernels.front().name == "ampere_sgemm_64x64_nn");
   CHECK(a.kernels.front().count == 100);
-  CHECK(a.kernels.front().launched_by == "forward");
+  CHECK(a.kernels.front().launched_by == "forward (model.py:10)");
   CHECK(a.alignment.ok);
   CHECK(a.alignment.kernels_checked >= 100);
   CHECK(a.steps.slowest.size() == 5);
@@ -186,6 +186,137 @@ TEST_CASE("steps, breakdown and attribution") {
     CHECK(api_min > py_max);
   }
   CHECK(gpu_lane);
+}
+
+namespace {
+// An H2D-heavy trace whose process info carries `info` (e.g. the PCIe link the system collector read).
+Analysis copy_trace(const std::string& tag, const std::vector<std::pair<std::string, std::string>>& info) {
+  fs::path p = work_dir() / ("pcie_" + tag + ".iscope");
+  {
+    dump::DumpBuilder b(p.string());
+    for (auto& [k, v] : info) b.process(k, v);
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 10; ++i)
+      sim.range("step", [&] {
+        sim.py("upload", [&] { sim.copy(CopyKind::kHtoD, 64'000'000, 20.0, MemoryKind::kPinned, true); });
+        sim.sync();
+      });
+    b.finish();
+  }
+  return analyze::analyze_file(p.string(), {});
+}
+}  // namespace
+
+TEST_CASE("PCIe peak: the link recorded in process info, else the Gen5 x16 assumption, said so") {
+  Analysis gen4 = copy_trace("gen4", {{"gpu.0.pcie_gen", "4"}, {"gpu.0.pcie_width", "16"}});
+  REQUIRE(!gen4.copies.empty());
+  const auto& row = gen4.copies.front();
+  CHECK(row.direction == "h2d");
+  CHECK_FALSE(row.peak_assumed);
+  CHECK(row.peak_bandwidth_gbps == doctest::Approx(1.969 * 16 * 0.87));
+  CHECK(row.bandwidth_gbps == doctest::Approx(20.0).epsilon(0.01));
+  // 20 GB/s of a Gen4 x16 link's ~27 GB/s: saturated, and the evidence names the recorded link.
+  const auto* f = find(gen4, "pcie_saturation");
+  REQUIRE(f);
+  CHECK(f->metrics.at("peak_bandwidth_gbps") == doctest::Approx(row.peak_bandwidth_gbps));
+  bool names_link = false;
+  for (auto& e : f->evidence) names_link |= e.find("PCIe Gen4 x16 from the dump") != std::string::npos;
+  CHECK(names_link);
+
+  Analysis x8 = copy_trace("gen5x8", {{"gpu.0.pcie_gen", "5"}, {"gpu.0.pcie_width", "8"}});
+  REQUIRE(!x8.copies.empty());
+  CHECK(x8.copies.front().peak_bandwidth_gbps == doctest::Approx(3.938 * 8 * 0.87));
+
+  // No link (no NVML), or a value that is no PCIe generation: the assumption, marked as one.
+  for (auto info : {std::vector<std::pair<std::string, std::string>>{},
+                    std::vector<std::pair<std::string, std::string>>{{"gpu.0.pcie_gen", "9"}, {"gpu.0.pcie_width", "16"}}}) {
+    Analysis none = copy_trace("none", info);
+    REQUIRE(!none.copies.empty());
+    CHECK(none.copies.front().peak_assumed);
+    CHECK(none.copies.front().peak_bandwidth_gbps == doctest::Approx(55));
+    CHECK(find(none, "pcie_saturation") == nullptr);
+    const auto* h = find(none, "h2d_bound");
+    REQUIRE(h);
+    bool says = false;
+    for (auto& e : h->evidence) says |= e.find("peak assumed: PCIe Gen5 x16") != std::string::npos;
+    CHECK(says);
+  }
+}
+
+TEST_CASE("syncs, allocations and graph launches name the Python function, range and layer that issued them") {
+  {
+    Analysis a = scenario("sync_bound");
+    REQUIRE(!a.syncs.empty());
+    const auto& row = a.syncs.front();
+    CHECK(row.kind == "cudaStreamSynchronize");
+    CHECK(row.called_from == "Tensor.item (_tensor.py:1)");
+    REQUIRE(row.callers.size() == 1);
+    CHECK(row.callers[0].api == "cudaStreamSynchronize");
+    CHECK(row.callers[0].count == 600);  // 30 per step, 20 steps
+    CHECK(row.callers[0].total_ms == doctest::Approx(row.total_ms));
+    const auto* f = find(a, "sync_bound");
+    REQUIRE(f);
+    bool named = false;
+    for (auto& e : f->evidence)
+      named |= e.find("cudaStreamSynchronize from Tensor.item (_tensor.py:1) \u00d7600, ") != std::string::npos;
+    CHECK_MESSAGE(named, "evidence names the caller with count and time");
+  }
+  {
+    Analysis a = scenario("memory_alloc");
+    const analyze::AllocRow *alloc = nullptr, *free = nullptr;
+    for (auto& r : a.allocations) {
+      if (r.op == "alloc" && r.memory == "device") alloc = &r;
+      if (r.op == "free" && r.memory == "device") free = &r;
+    }
+    REQUIRE(alloc);
+    REQUIRE(free);
+    CHECK(alloc->count == 40);
+    CHECK(alloc->called_from == "CUDACachingAllocator.malloc (memory.py:1)");
+    REQUIRE(!alloc->callers.empty());
+    CHECK(alloc->callers[0].api == "cudaMalloc");
+    CHECK(alloc->callers[0].count == 40);
+    CHECK(free->called_from == "empty_cache (memory.py:2)");
+    const auto* f = find(a, "memory_alloc");
+    REQUIRE(f);
+    bool named = false;
+    for (auto& e : f->evidence) named |= e.find("cudaFree from empty_cache (memory.py:2) \u00d740") != std::string::npos;
+    CHECK(named);
+  }
+  {
+    // Graph replays from two places: a layer range under one Python function, and bare in another.
+    fs::path p = work_dir() / "graphs.iscope";
+    {
+      dump::DumpBuilder b(p.string());
+      testsupport::Sim sim(b);
+      uint32_t corr = 5000;
+      for (int i = 0; i < 5; ++i)
+        sim.range("step", [&] {
+          sim.py("CUDAGraph.replay", [&] {
+            sim.range("model.h.0", [&] {
+              b.api(sim.thread(), "cudaGraphLaunch", ++corr, sim.now(), sim.now() + 20'000);
+              sim.host(20'000);
+            }, /*layer_attr=*/true);
+          }, "torch/cuda/graphs.py", 120);
+          sim.py("warmup", [&] {
+            b.api(sim.thread(), "cuGraphLaunch", ++corr, sim.now(), sim.now() + 5'000);
+            sim.host(5'000);
+          }, "serve.py", 7);
+          sim.launch("gemm_kernel", 100'000);
+          sim.sync();
+        });
+      b.finish();
+    }
+    Analysis a = analyze::analyze_file(p.string(), {});
+    REQUIRE(a.graph_launches.size() == 2);
+    CHECK(a.graph_launches[0].api == "cudaGraphLaunch");
+    CHECK(a.graph_launches[0].count == 5);
+    CHECK(a.graph_launches[0].api_ms == doctest::Approx(0.1));
+    CHECK(a.graph_launches[0].called_from == "CUDAGraph.replay (graphs.py:120) / layer model.h.0");
+    CHECK(a.graph_launches[1].api == "cuGraphLaunch");
+    CHECK(a.graph_launches[1].called_from == "warmup (serve.py:7)");
+    // An ordinary kernel launch is no graph launch.
+    for (auto& g : a.graph_launches) CHECK(g.api.find("LaunchKernel") == std::string::npos);
+  }
 }
 
 TEST_CASE("breakdown: overlapping streams and copies hidden under compute count once") {
@@ -496,4 +627,16 @@ TEST_CASE("several outputs in one run, format by extension") {
     CHECK(fs::exists(d / f));
     CHECK(fs::file_size(d / f) > 0);
   }
+  // Upper-case extension, and a Perfetto trace from the same (once opened) dump beside the report.
+  fs::remove(d / "R.HTML");
+  fs::remove(d / "trace.json");
+  CHECK(run_cli(good.string() + " -o " + (d / "R.HTML").string() + " --perfetto " + (d / "trace.json").string(), &err) == 0);
+  CHECK(read(d / "R.HTML").rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(read(d / "trace.json").find("\"traceEvents\"") != std::string::npos);
+  // A JSON trace has no dump to convert: the report is written, the Perfetto request fails with a reason.
+  fs::path json_in = d / "tiny.json";
+  write(json_in, R"({"events": [{"event_type":"cpu_call","name":"a","start_us":0,"end_us":5}]})");
+  CHECK(run_cli(json_in.string() + " -o " + (d / "j.md").string() + " --perfetto " + (d / "j.trace").string(), &err) == 1);
+  CHECK(err.find("--perfetto needs a dump, not a JSON trace") != std::string::npos);
+  CHECK(fs::exists(d / "j.md"));
 }

@@ -87,8 +87,13 @@ inline analyze::Analysis sample_analysis(bool hostile = false) {
               {"tokenize" + evil, 100, 150.0, 150.0, 1500.0, 1480.0, 1900.0, 2100.0}};
   a.copies = {{"h2d", "pageable", "device", 200, 13107200, 25.0, 0.52, 25.0},
               {"d2h", "device", "pageable", 100, 5120000, 25.0, 0.2, 0.0}};
-  a.syncs = {{"stream", 100, 100.0, 1.9, "generate" + evil}};
-  a.allocations = {{"alloc", "device", 12, 50331648, 1.2}, {"free", "device", 12, 50331648, 0.4}};
+  a.syncs = {{"stream", 100, 100.0, 1.9, "generate" + evil,
+              {{"cudaStreamSynchronize", "generate (utils.py:1500)" + evil, 100, 100.0}}}};
+  a.allocations = {{"alloc", "device", 12, 50331648, 1.2, "Block.forward (model.py:88)",
+                    {{"cudaMalloc", "Block.forward (model.py:88)", 12, 1.2}}},
+                   {"free", "device", 12, 50331648, 0.4, "-", {}}};
+  a.graph_launches = {{"cudaGraphLaunch", 100, 0.8, "CUDAGraph.replay (graphs.py:120) / range decode" + evil,
+                       {{"cudaGraphLaunch", "CUDAGraph.replay (graphs.py:120) / range decode" + evil, 100, 0.8}}}};
   a.layers = {{"transformer.h.3.attn" + evil, 1200, 220.0, 150.0, 9600}};
   a.threads = {{1, 1234, "main" + evil, 1300.0, 1280.0, 42}, {2, 1240, "tokenizer-pool", 90.0, 88.0, 3}};
 

@@ -80,8 +80,16 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(findings[1].at("uncertain").as_bool());
 
   const auto& t = root.at("tables").as_object();
-  CHECK(keys(t) == std::vector<std::string>{"kernels", "python", "ranges", "copies", "syncs", "allocations", "layers",
-                                             "threads"});
+  CHECK(keys(t) == std::vector<std::string>{"kernels", "python", "ranges", "copies", "syncs", "allocations",
+                                             "graph_launches", "layers", "threads"});
+  // Syncs, allocations and graph launches name their callers like kernels name their launcher.
+  const auto& sync_caller = t.at("syncs").at(0).at("callers").at(0).as_object();
+  CHECK(keys(sync_caller) == std::vector<std::string>{"api", "called_from", "count", "total_ms"});
+  CHECK(sync_caller.at("called_from").as_string() == "generate (utils.py:1500)");
+  CHECK(t.at("allocations").at(0).at("called_from").as_string() == "Block.forward (model.py:88)");
+  CHECK(t.at("allocations").at(1).at("callers").as_array().empty());
+  CHECK(t.at("graph_launches").at(0).at("api").as_string() == "cudaGraphLaunch");
+  CHECK(t.at("graph_launches").at(0).at("callers").at(0).at("count").to_number<uint64_t>() == 100);
   CHECK(t.at("kernels").at(1).at("launched_by").as_string() == "transformer.h.3.attn");
   CHECK(t.at("copies").at(0).at("bytes").to_number<uint64_t>() == 13107200);
   CHECK(t.at("python").at(0).at("line").to_number<uint64_t>() == 312);

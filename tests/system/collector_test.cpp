@@ -222,6 +222,46 @@ TEST_CASE("no NVML: one clear note in the status, CPU counters still recorded") 
   CHECK(off.status.find("GPU counters off (nvml: false)") != std::string::npos);
 }
 
+TEST_CASE("NVML: each GPU's PCIe link is written once into process info, under the keys the analyzer reads") {
+  sys::set_nvml_library_for_testing(INFERSCOPE_FAKE_NVML);
+  const std::string out = temp_dump("fakenvml");
+  REQUIRE(start(base_config(out)));
+  std::this_thread::sleep_for(30ms);
+  REQUIRE(stop());
+  sys::set_nvml_library_for_testing("");
+  Loaded l = load(out);
+  INFO("status: " << l.status);
+  CHECK(l.status.find("GPU counters for 2 devices via NVML") != std::string::npos);
+  std::map<std::string, std::string> info(l.process.begin(), l.process.end());
+  auto at = [&](const std::string& k) { return info.count(k) ? info[k] : std::string("<absent>"); };
+  // Device 0 idles at Gen1: the maximum generation is the peak, not the idle one.
+  CHECK(at("gpu.0.pcie_gen") == "4");
+  CHECK(at("gpu.0.pcie_width") == "16");
+  CHECK(at("gpu.0.pcie_gen_current") == "1");
+  CHECK(at("gpu.0.pcie_gen_max") == "4");
+  // Device 1 trained to x8 in a x16-capable link: the narrower width is the peak.
+  CHECK(at("gpu.1.pcie_gen") == "5");
+  CHECK(at("gpu.1.pcie_width") == "8");
+  CHECK(at("gpu.1.pcie_width_max") == "16");
+  CHECK(at("gpu.1.pcie_width_current") == "8");
+  // The fake exports no sampling entry point: no GPU counter, and no failure either.
+  for (auto& s : l.samples) CHECK(s.name.rfind("gpu.", 0) != 0);
+}
+
+TEST_CASE("effective_pcie_link: maximum generation, narrower width, nothing when half is unknown") {
+  sys::PcieLink l;
+  CHECK_FALSE(sys::effective_pcie_link(l));
+  l.max_gen = 5;
+  CHECK_FALSE(sys::effective_pcie_link(l));
+  l.cur_width = 16;
+  CHECK(sys::effective_pcie_link(l) == std::make_pair(5u, 16u));
+  l.max_width = 8;
+  l.cur_gen = 2;
+  CHECK(sys::effective_pcie_link(l) == std::make_pair(5u, 8u));
+  l.max_gen.reset();  // an older driver without the max query: the current generation is all there is
+  CHECK(sys::effective_pcie_link(l) == std::make_pair(2u, 8u));
+}
+
 TEST_CASE("Nvml::open names the library it could not load") {
   sys::Nvml n;
   std::string err = n.open("/nonexistent/libnvidia-ml.so.1");

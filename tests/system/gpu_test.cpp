@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -135,6 +136,16 @@ TEST_CASE("NVML samples follow a GPU busy loop") {
   INFO("status: " << status);
   std::printf("system collector status: %s\n", status.c_str());
   CHECK(status.find("via NVML") != std::string::npos);
+  // The PCIe link the analyzer's copy peak comes from (docs/counters.md, "PCIe link"); every data-centre GPU
+  // driver answers these queries.
+  std::map<std::string, std::string> info;
+  for (auto& [k, v] : r.process_info()) info[k] = v;
+  std::printf("PCIe link of NVML device 0: gen %s (max %s, at start %s), width %s (max %s, at start %s)\n",
+              info["gpu.0.pcie_gen"].c_str(), info["gpu.0.pcie_gen_max"].c_str(),
+              info["gpu.0.pcie_gen_current"].c_str(), info["gpu.0.pcie_width"].c_str(),
+              info["gpu.0.pcie_width_max"].c_str(), info["gpu.0.pcie_width_current"].c_str());
+  CHECK(std::atoi(info["gpu.0.pcie_gen"].c_str()) >= 1);
+  CHECK(std::atoi(info["gpu.0.pcie_width"].c_str()) >= 1);
 
   // NVML's utilization is an average over its own sampling window (up to 1 s): skip the first second.
   const uint64_t busy_from = at["busy"] + static_cast<uint64_t>(1e9 / clock.ns_per_tick());

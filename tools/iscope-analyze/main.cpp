@@ -9,6 +9,7 @@
 #include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/summary.hpp"
+#include "dump/path.hpp"
 #include "dump/reader.hpp"
 #ifdef INFERSCOPE_HAVE_REPORT
 #include "report/report.hpp"
@@ -20,17 +21,17 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sys/stat.h>
 
 namespace {
 
 using inferscope::analyze::Analysis;
 
+// "html" for "out/Report.HTML": lower case, no dot.
 std::string extension(const std::string& p) {
-  auto slash = p.find_last_of('/');
-  auto dot = p.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
-  std::string e = p.substr(dot + 1);
+  const std::string ext = inferscope::dump::split_extension(p).ext;
+  std::string e = ext.empty() ? ext : ext.substr(1);
   for (auto& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return e;
 }
@@ -138,8 +139,15 @@ int main(int argc, char** argv) {
   o.progress = args.count("progress") || (big && ::isatty(2));
 
   Analysis a;
+  // A dump that also becomes a Perfetto trace is opened (and its chunks checked) once for both.
+  std::optional<inferscope::dump::DumpReader> reader;
   try {
-    a = inferscope::analyze::analyze_file(path, o);
+    if (args.count("perfetto") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
+      reader.emplace(path);
+      a = inferscope::analyze::analyze_dump(*reader, o);
+    } else {
+      a = inferscope::analyze::analyze_file(path, o);
+    }
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
     return 1;
@@ -162,14 +170,13 @@ int main(int argc, char** argv) {
     else ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_markdown(a, s); });
   }
   if (args.count("perfetto")) {
-    if (a.source_format != "dump") {
+    if (!reader) {
       std::cerr << "iscope-analyze: --perfetto needs a dump, not a JSON trace\n";
       ok = false;
     } else {
       try {
-        inferscope::dump::DumpReader reader(path);
         ok &= write_to(args["perfetto"].as<std::string>(),
-                       [&](std::ostream& s) { inferscope::report::write_perfetto(reader, s); });
+                       [&](std::ostream& s) { inferscope::report::write_perfetto(*reader, s); });
       } catch (const inferscope::dump::DumpError& e) {
         std::cerr << "iscope-analyze: " << e.what() << "\n";
         ok = false;

@@ -76,6 +76,10 @@ struct Nvml::Api {
   nvmlReturn_t (*throttle)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
   nvmlReturn_t (*fields)(nvmlDevice_t, int, nvmlFieldValue_t*) = nullptr;
+  nvmlReturn_t (*pcie_max_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_max_width)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_cur_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_cur_width)(nvmlDevice_t, unsigned*) = nullptr;
 };
 
 Nvml::~Nvml() { close(); }
@@ -114,6 +118,10 @@ std::string Nvml::open(const std::string& library) {
     sym(api->throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
   sym(api->temperature, "nvmlDeviceGetTemperature");
   sym(api->fields, "nvmlDeviceGetFieldValues");
+  sym(api->pcie_max_gen, "nvmlDeviceGetMaxPcieLinkGeneration");
+  sym(api->pcie_max_width, "nvmlDeviceGetMaxPcieLinkWidth");
+  sym(api->pcie_cur_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
+  sym(api->pcie_cur_width, "nvmlDeviceGetCurrPcieLinkWidth");
 
   auto err = [&](nvmlReturn_t r) {
     const char* s = api->error_string ? api->error_string(r) : nullptr;
@@ -222,6 +230,29 @@ GpuSample Nvml::sample(uint32_t index, uint32_t parts) {
     if (api_->power(d, &mw) == kSuccess) s.power_mw = mw;
   }
   return s;
+}
+
+PcieLink Nvml::pcie_link(uint32_t index) const {
+  PcieLink l;
+  if (!api_ || index >= devices_.size() || !devices_[index]) return l;
+  auto read = [&](nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*), std::optional<uint32_t>& out) {
+    unsigned v = 0;
+    // 0 is what some virtualised drivers answer for "unknown".
+    if (fn && fn(devices_[index], &v) == kSuccess && v > 0) out = v;
+  };
+  read(api_->pcie_max_gen, l.max_gen);
+  read(api_->pcie_max_width, l.max_width);
+  read(api_->pcie_cur_gen, l.cur_gen);
+  read(api_->pcie_cur_width, l.cur_width);
+  return l;
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> effective_pcie_link(const PcieLink& link) {
+  const std::optional<uint32_t> gen = link.max_gen ? link.max_gen : link.cur_gen;
+  std::optional<uint32_t> width = link.max_width;
+  if (link.cur_width && (!width || *link.cur_width < *width)) width = link.cur_width;
+  if (!gen || !width) return std::nullopt;
+  return std::make_pair(*gen, *width);
 }
 
 void Nvml::close() {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace inferscope::sys {
@@ -24,6 +25,20 @@ struct GpuSample {
   std::optional<uint64_t> throttle_reasons;  ///< nvmlClocksThrottleReason* bit mask
   std::optional<uint32_t> temperature_c;
 };
+
+/// A device's PCIe link as NVML reports it; a value the driver does not report is absent.
+struct PcieLink {
+  std::optional<uint32_t> max_gen;    ///< nvmlDeviceGetMaxPcieLinkGeneration: GPU and system together
+  std::optional<uint32_t> max_width;  ///< nvmlDeviceGetMaxPcieLinkWidth: lanes GPU and slot both have
+  std::optional<uint32_t> cur_gen;    ///< nvmlDeviceGetCurrPcieLinkGeneration: drops while the GPU idles
+  std::optional<uint32_t> cur_width;  ///< nvmlDeviceGetCurrPcieLinkWidth: what the link trained to
+};
+
+/// The link a copy can use: the maximum generation (the current one is lowered by power management while
+/// the GPU idles, so it understates what a copy gets) and the narrower of the maximum and the current
+/// width (a link that trained narrow, e.g. x8 in an x16 slot, stays narrow under load). Absent unless
+/// both a generation and a width are known.
+std::optional<std::pair<uint32_t, uint32_t>> effective_pcie_link(const PcieLink& link);
 
 /// Groups of NVML queries, so costly ones can be read less often (and timed apart in bench/system).
 enum GpuPart : uint32_t {
@@ -54,6 +69,8 @@ class Nvml {
   std::string device_name(uint32_t index) const;
   /// Reads the `parts` (GpuPart bits) of one device.
   GpuSample sample(uint32_t index, uint32_t parts = kGpuAll);
+  /// The PCIe link of one device (read once: it does not change during a run, except the idle downshift).
+  PcieLink pcie_link(uint32_t index) const;
   void close();
 
  private:

@@ -156,6 +156,7 @@ std::string SystemSampler::open() {
               (nvml_.device_count() == 1 ? "" : "s") + " via NVML";
     const std::string name = nvml_.device_name(0);
     if (!name.empty()) status += " (" + name + (nvml_.device_count() > 1 ? ", ..." : "") + ")";
+    publish_pcie_links();
   }
   if (!gpu_note_.empty()) status += "; " + gpu_note_;
   if (opt_.perf) {
@@ -486,6 +487,26 @@ void SystemSampler::sample_numa() {
         emit_int(CounterNames::get().numa_mem_free_bytes, CounterScope::kNumaNode, node.id, ts, static_cast<int64_t>(*f));
       else
         skip(err);
+    }
+  }
+}
+
+// Once per session: the analyzer compares achieved copy bandwidth with the link's peak
+// (docs/analysis.md), which it can only assume without these keys.
+void SystemSampler::publish_pcie_links() {
+  for (uint32_t i = 0; i < nvml_.device_count(); ++i) {
+    const PcieLink link = nvml_.pcie_link(i);
+    const std::string k = "gpu." + std::to_string(i) + ".pcie_";
+    auto put = [&](const char* key, const std::optional<uint32_t>& v) {
+      if (v) runtime::set_process_info(k + key, std::to_string(*v));
+    };
+    put("gen_max", link.max_gen);
+    put("width_max", link.max_width);
+    put("gen_current", link.cur_gen);
+    put("width_current", link.cur_width);
+    if (auto eff = effective_pcie_link(link)) {
+      runtime::set_process_info(k + "gen", std::to_string(eff->first));
+      runtime::set_process_info(k + "width", std::to_string(eff->second));
     }
   }
 }

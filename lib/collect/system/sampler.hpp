@@ -94,6 +94,7 @@ class SystemSampler {
   void sample_machine();
   void sample_numa();
   void sample_gpus(uint32_t parts);
+  void publish_pcie_links();
   void refresh_thread_map();
   int open_perf(uint32_t tid);
   uint32_t numa_name(const std::string& key);
