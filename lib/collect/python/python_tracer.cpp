@@ -266,31 +266,34 @@ inline PyObject* ret_disable() {
   return g_disable;
 }
 
+// The callbacks are called through the vectorcall protocol directly: each is an instance of a small callable
+// type whose vectorcall slot is the function itself, which skips the builtin-function layer
+// (cfunction_vectorcall_FASTCALL) on every event.
 // Local events (PY_START, PY_RESUME, PY_RETURN, PY_YIELD) may answer DISABLE for code that is not traced.
-PyObject* mon_enter(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (INFERSCOPE_UNLIKELY(nargs < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
+PyObject* mon_enter(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
+  if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
   return on_enter(thread_trace(), args[0]) ? ret_none() : ret_disable();
 }
-PyObject* mon_exit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (INFERSCOPE_UNLIKELY(nargs < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
+PyObject* mon_exit(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
+  if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
   return on_exit(t_trace, args[0]) ? ret_none() : ret_disable();
 }
 // PY_THROW and PY_UNWIND cannot be disabled per location.
-PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_enter(thread_trace(), args[0]);
+PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
+  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed)) on_enter(thread_trace(), args[0]);
   return ret_none();
 }
-PyObject* mon_exit_nonlocal(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(t_trace, args[0]);
+PyObject* mon_exit_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
+  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(t_trace, args[0]);
   return ret_none();
 }
 
-PyMethodDef g_mon_defs[] = {
-    {"_inferscope_enter", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_enter)), METH_FASTCALL, nullptr},
-    {"_inferscope_exit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_exit)), METH_FASTCALL, nullptr},
-    {"_inferscope_throw", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_enter_nonlocal)), METH_FASTCALL, nullptr},
-    {"_inferscope_unwind", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(mon_exit_nonlocal)), METH_FASTCALL, nullptr},
+struct MonCallback {
+  PyObject_HEAD
+  vectorcallfunc call;
 };
+PyTypeObject MonCallbackType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+constexpr vectorcallfunc g_mon_funcs[4] = {mon_enter, mon_exit, mon_enter_nonlocal, mon_exit_nonlocal};
 PyObject* g_mon_callbacks[4] = {};
 
 // Calls sys.monitoring.<method>(*args); returns a new reference or nullptr with the error described.
@@ -404,8 +407,20 @@ bool init_mechanism(std::string* error) {
     *error = "sys.monitoring.DISABLE is missing";
     return false;
   }
+  MonCallbackType.tp_name = "inferscope_py._native.monitoring_callback";
+  MonCallbackType.tp_basicsize = sizeof(MonCallback);
+  MonCallbackType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  MonCallbackType.tp_vectorcall_offset = offsetof(MonCallback, call);
+  MonCallbackType.tp_call = PyVectorcall_Call;
+  if (PyType_Ready(&MonCallbackType) < 0) {
+    PyErr_Clear();
+    *error = "cannot create the sys.monitoring callback type";
+    return false;
+  }
   for (int i = 0; i < 4; ++i) {
-    g_mon_callbacks[i] = PyCFunction_New(&g_mon_defs[i], nullptr);
+    auto* cb = PyObject_New(MonCallback, &MonCallbackType);
+    if (cb) cb->call = g_mon_funcs[i];
+    g_mon_callbacks[i] = reinterpret_cast<PyObject*>(cb);
     if (!g_mon_callbacks[i]) {
       PyErr_Clear();
       *error = "cannot create the sys.monitoring callbacks";
