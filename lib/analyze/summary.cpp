@@ -36,6 +36,16 @@ void DurationStats::add(uint64_t ns) {
   max_ = std::max(max_, ns);
 }
 
+void DurationStats::merge(const DurationStats& o) {
+  if (!o.count_) return;
+  if (o.buckets_.size() > buckets_.size()) buckets_.resize(o.buckets_.size());
+  for (size_t b = 0; b < o.buckets_.size(); ++b) buckets_[b] += o.buckets_[b];
+  count_ += o.count_;
+  total_ += o.total_;
+  min_ = std::min(min_, o.min_);
+  max_ = std::max(max_, o.max_);
+}
+
 double DurationStats::percentile(double q) const {
   if (!count_) return 0;
   if (q <= 0) return double(min());

@@ -16,6 +16,8 @@ namespace inferscope::analyze {
 class DurationStats {
  public:
   void add(uint64_t ns);
+  /// Adds everything `o` counted (exact: the result does not depend on how the values were split).
+  void merge(const DurationStats& o);
   uint64_t count() const { return count_; }
   uint64_t total() const { return total_; }
   uint64_t min() const { return count_ ? min_ : 0; }
