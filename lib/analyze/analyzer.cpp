@@ -192,6 +192,42 @@ std::vector<std::pair<size_t, size_t>> split_chunks(const std::vector<dump::Even
   return out;
 }
 
+// An open-addressing map from 64-bit keys (never ~0) to sums, for the attributor's per-kernel counters: one
+// probe in a flat array instead of a node allocation per key. Iteration order is unspecified, like
+// std::unordered_map's (its users break ties themselves).
+class FlatSums {
+ public:
+  using Entry = std::pair<uint64_t, int64_t>;
+  int64_t& operator[](uint64_t key) {
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    size_t i = hash(key) & (slots_.size() - 1);
+    while (slots_[i].first != kEmpty && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
+    if (slots_[i].first == kEmpty) {
+      slots_[i] = {key, 0};
+      ++used_;
+    }
+    return slots_[i].second;
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (auto& e : slots_)
+      if (e.first != kEmpty) f(e.first, e.second);
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+  static size_t hash(uint64_t k) { return size_t((k * 0x9E3779B97F4A7C15ull) >> 20); }
+  void grow() {
+    std::vector<Entry> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), Entry{kEmpty, 0});
+    used_ = 0;
+    for (auto& e : old)
+      if (e.first != kEmpty) (*this)[e.first] = e.second;
+  }
+  std::vector<Entry> slots_;
+  size_t used_ = 0;
+};
+
 struct ThreadState {
   std::vector<uint32_t> pend_py, pend_range, pend_layer;  // indexes of calls waiting for their innermost frame
   SelfTrack range_self, py_self;
@@ -353,6 +389,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   int64_t t_first = std::numeric_limits<int64_t>::max(), t_last = std::numeric_limits<int64_t>::min();
   uint64_t clock_checks = 0, clock_bad = 0;
   double clock_worst_ns = 0;
+  int64_t gpu_max_dur = 0;  // longest GPU activity (saturated like GpuOp::dur)
 
   // What one pass-1 worker gathers over its run of chunks.
   struct Part {
@@ -372,6 +409,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     std::map<uint32_t, double> layer_cpu;
     uint64_t marks = 0, clock_checks = 0, clock_bad = 0, events = 0;
     double clock_worst_ns = 0;
+    int64_t gpu_max_dur = 0;
     int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
     std::vector<std::string> app_warnings, channel_warnings;
     bool partial = false;
@@ -520,6 +558,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         ++P.kernel_count[nm];
         P.kernel_ns[nm] += e - s;
         gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, nm, detail::kKernel, 0, static_cast<uint16_t>(rec.stream)};
+        P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
         break;
       }
       case RecordKind::kGpuMemcpy: {
@@ -536,6 +575,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         c.ns += e - s;
         gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
                                 kind, host, static_cast<uint16_t>(rec.stream)};
+        P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
         break;
       }
       case RecordKind::kGpuMemset: {
@@ -545,6 +585,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         seen_time(s, e);
         gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
                                 detail::kMemset, 0, static_cast<uint16_t>(rec.stream)};
+        P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
         break;
       }
       case RecordKind::kGpuMemory: {
@@ -675,6 +716,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       clock_checks += P.clock_checks;
       clock_bad += P.clock_bad;
       clock_worst_ns = std::max(clock_worst_ns, P.clock_worst_ns);
+      gpu_max_dur = std::max(gpu_max_dur, P.gpu_max_dur);
       if (P.ts.size() > ts.size()) ts.resize(P.ts.size());
       for (size_t t = 0; t < P.ts.size(); ++t) {
         const ThreadState& x = P.ts[t];
@@ -1003,16 +1045,18 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   phase("sort + index");
   // ---------------------------------------------------------------- attribution and alignment
-  std::unordered_map<uint64_t, int64_t> kernel_by_launcher;  // (kernel name << 32 | launcher id) -> ns
+  FlatSums kernel_by_launcher;  // (kernel name << 32 | launcher id) -> ns
   std::vector<uint64_t> kernels_by_launcher;                  // launcher id -> kernels launched
-  std::map<uint32_t, double> layer_gpu;
-  std::map<uint32_t, uint64_t> layer_kernels;
+  std::vector<double> layer_gpu(nstr, 0.0);  // by layer name id
+  std::vector<uint64_t> layer_kernels(nstr, 0);
   std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> copy_launchers;  // (desc, who) -> (bytes, n)
   Alignment& al = a.alignment;
   double worst = 0;
   int64_t max_gpu_dur = 0;
   // Attribution and alignment read only the arrays built above; they run beside pass 2, which reads the dump.
+  double attributor_s = 0;
   std::thread attributor([&] {
+  const auto attributor_t0 = std::chrono::steady_clock::now();
   for (auto& op : gpu) {
     max_gpu_dur = std::max<int64_t>(max_gpu_dur, op.dur);
     const ApiOp* api = launch_of(op.corr);
@@ -1102,6 +1146,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     a.warnings.push_back("CPU/GPU clock alignment error exceeds the budget: worst " + std::to_string(al.max_violation_us) +
                          " us, " + std::to_string(al.violation_pct) + " % of checks over 1 us; GPU-to-CPU attribution "
                          "and idle gaps below that size are unreliable");
+  attributor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - attributor_t0).count();
   });  // attributor
 
   // ---------------------------------------------------------------- pass 2: host work in steps, timeline
@@ -1201,7 +1246,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   if (m.hot_host.size() > 10) m.hot_host.resize(10);
   if (prog.on) std::fprintf(stderr, "iscope-analyze: measuring %zu steps\n", steps.size());
 
-  attributor.join();
   phase("pass 2");
   // ---------------------------------------------------------------- per-step sweep
   std::vector<const ApiOp*> sapi;  // step thread's calls by start
@@ -1253,7 +1297,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     Z.gap_cursor = Z.api_cursor;
     Z.cov_cursor = size_t(std::partition_point(cov.begin(), cov.end(), [&](const Span& x) { return x.end <= S0; }) - cov.begin());
     Z.gpu_cursor = size_t(std::lower_bound(gpu.begin(), gpu.end(), S0, [](const GpuOp& x, int64_t v) { return x.start < v; }) - gpu.begin());
-    for (size_t k = Z.gpu_cursor; k-- > 0 && gpu[k].start >= S0 - max_gpu_dur;)
+    for (size_t k = Z.gpu_cursor; k-- > 0 && gpu[k].start >= S0 - gpu_max_dur;)
       if (gpu[k].end() > S0) Z.carry.push_back(uint32_t(k));
     std::reverse(Z.carry.begin(), Z.carry.end());
     Z.steps.reserve(last - first);
@@ -1378,6 +1422,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       Z.steps.push_back(sm);
     }
   });
+  // The attribution ran beside pass 2 and the sweep; the by-API tables below need its launcher labels.
+  attributor.join();
+  if (timing) std::fprintf(stderr, "iscope-analyze: (attribution beside pass 2 and the sweep: %.3f s)\n", attributor_s);
   m.steps.reserve(steps.size());
   DurationStats kernel_stats;
   std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
@@ -1514,11 +1561,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     double total_kernel = 0;
     for (uint32_t n = 0; n < nstr; ++n) total_kernel += double(kernel_ns[n]);
     std::map<uint32_t, std::pair<int64_t, std::string>> best_launcher;
-    for (auto& [k, ns] : kernel_by_launcher) {
+    kernel_by_launcher.for_each([&](uint64_t k, int64_t ns) {
       auto& b = best_launcher[uint32_t(k >> 32)];
       const std::string& who = labels[uint32_t(k)];
       if (ns > b.first || (ns == b.first && who < b.second)) b = {ns, who};
-    }
+    });
     for (uint32_t n = 0; n < nstr; ++n) {
       if (!kernel_count[n]) continue;
       KernelRow row;
