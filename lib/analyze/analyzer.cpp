@@ -14,7 +14,10 @@
 #include "analyze/summary.hpp"
 #include "dump/clock_model.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -125,27 +128,41 @@ struct SelfTrack {
 };
 
 // A fixed-size array whose pages are first touched by the worker that fills them (a std::vector would zero it
-// all on one thread first). Only for implicit-lifetime types.
+// all on one thread first), in transparent huge pages where the kernel offers them: a 50 M-event dump needs
+// ~1 GiB here, and 4 KiB pages cost one fault each. Only for implicit-lifetime types.
 template <class T>
 class Slab {
  public:
+  Slab() = default;
+  Slab(const Slab&) = delete;
+  Slab& operator=(const Slab&) = delete;
+  ~Slab() { release(); }
   void allocate(size_t n) {
-    p_.reset(n ? static_cast<T*>(std::malloc(n * sizeof(T))) : nullptr);
-    if (n && !p_) throw std::bad_alloc();
+    release();
+    if (!n) return;
+    bytes_ = n * sizeof(T);
+    void* m = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (bytes_ >= (size_t(4) << 20)) ::madvise(m, bytes_, MADV_HUGEPAGE);  // a hint: ignored where unsupported
+#endif
+    p_ = static_cast<T*>(m);
     n_ = n;
   }
-  T* begin() const { return p_.get(); }
-  T* end() const { return p_.get() + n_; }
+  T* begin() const { return p_; }
+  T* end() const { return p_ + n_; }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
-  T& operator[](size_t i) const { return p_.get()[i]; }
+  T& operator[](size_t i) const { return p_[i]; }
 
  private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> p_;
-  size_t n_ = 0;
+  void release() {
+    if (p_) ::munmap(p_, bytes_);
+    p_ = nullptr;
+    n_ = bytes_ = 0;
+  }
+  T* p_ = nullptr;
+  size_t n_ = 0, bytes_ = 0;
 };
 
 // Runs fn(0..n-1), each on its own thread (fn(0) on the caller's); rethrows the first failure after all ended.
@@ -390,6 +407,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   uint64_t clock_checks = 0, clock_bad = 0;
   double clock_worst_ns = 0;
   int64_t gpu_max_dur = 0;  // longest GPU activity (saturated like GpuOp::dur)
+  uint32_t cmin = UINT32_MAX, cmax = 0;  // correlation ids of the calls
 
   // What one pass-1 worker gathers over its run of chunks.
   struct Part {
@@ -410,6 +428,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     uint64_t marks = 0, clock_checks = 0, clock_bad = 0, events = 0;
     double clock_worst_ns = 0;
     int64_t gpu_max_dur = 0;
+    uint32_t cmin = UINT32_MAX, cmax = 0;  // correlation ids of the calls
     int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
     std::vector<std::string> app_warnings, channel_warnings;
     bool partial = false;
@@ -540,6 +559,10 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         op.kind = static_cast<uint8_t>(P.api_kind[nm]);
         uint32_t idx = static_cast<uint32_t>(P.api_at++);
         apis[idx] = op;
+        if (op.corr) {
+          P.cmin = std::min(P.cmin, op.corr);
+          P.cmax = std::max(P.cmax, op.corr);
+        }
         t.pend_py.push_back(idx);
         t.pend_range.push_back(idx);
         t.pend_layer.push_back(idx);
@@ -717,6 +740,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       clock_bad += P.clock_bad;
       clock_worst_ns = std::max(clock_worst_ns, P.clock_worst_ns);
       gpu_max_dur = std::max(gpu_max_dur, P.gpu_max_dur);
+      cmin = std::min(cmin, P.cmin);
+      cmax = std::max(cmax, P.cmax);
       if (P.ts.size() > ts.size()) ts.resize(P.ts.size());
       for (size_t t = 0; t < P.ts.size(); ++t) {
         const ThreadState& x = P.ts[t];
@@ -983,19 +1008,61 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   phase("steps");
   // ---------------------------------------------------------------- GPU order and launch index
-  if (!std::is_sorted(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.start < y.start; }))
-    std::sort(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.start < y.start; });
-  uint32_t cmin = UINT32_MAX, cmax = 0;
-  for (auto& x : apis)
-    if (x.corr) { cmin = std::min(cmin, x.corr); cmax = std::max(cmax, x.corr); }
+  // On W threads: the GPU activities are checked for start order and sorted when they are not (by every
+  // field, a total order, so blocks sorted apart and merged give exactly what one sort gives); the launch index
+  // is filled by blocks of calls, the latest call winning for a repeated correlation id as in one pass.
+  {
+    const size_t n = gpu.size(), parts = std::clamp<size_t>(n / 512, 1, W);
+    std::vector<size_t> cut(parts + 1);
+    for (size_t w = 0; w <= parts; ++w) cut[w] = n * w / parts;
+    std::vector<uint8_t> ordered(parts, 1);
+    run_parallel(parts, [&](size_t w) {
+      ordered[w] = std::is_sorted(gpu.begin() + (cut[w] ? cut[w] - 1 : 0), gpu.begin() + cut[w + 1],
+                                  [](const GpuOp& x, const GpuOp& y) { return x.start < y.start; });
+    });
+    if (std::find(ordered.begin(), ordered.end(), 0) != ordered.end()) {
+      auto total = [](const GpuOp& x, const GpuOp& y) {
+        return std::tie(x.start, x.corr, x.dur, x.name_or_bytes, x.kind, x.host_mem, x.stream) <
+               std::tie(y.start, y.corr, y.dur, y.name_or_bytes, y.kind, y.host_mem, y.stream);
+      };
+      run_parallel(parts, [&](size_t w) { std::sort(gpu.begin() + cut[w], gpu.begin() + cut[w + 1], total); });
+      for (size_t width = 1; width < parts; width *= 2) {
+        std::vector<size_t> left;
+        for (size_t w = 0; w + width < parts; w += 2 * width) left.push_back(w);
+        run_parallel(left.size(), [&](size_t k) {
+          const size_t w = left[k];
+          std::inplace_merge(gpu.begin() + cut[w], gpu.begin() + cut[w + width],
+                             gpu.begin() + cut[std::min(parts, w + 2 * width)], total);
+        });
+      }
+    }
+  }
   std::vector<uint32_t> dense;
   std::unordered_map<uint32_t, uint32_t> sparse;
   const bool use_dense = cmin <= cmax && uint64_t(cmax - cmin) <= 4 * uint64_t(apis.size()) + 4096;
-  if (use_dense) dense.assign(size_t(cmax - cmin) + 1, UINT32_MAX);
-  for (uint32_t i = 0; i < apis.size(); ++i) {
-    if (!apis[i].corr) continue;
-    if (use_dense) dense[apis[i].corr - cmin] = i;
-    else sparse[apis[i].corr] = i;
+  if (use_dense) {
+    dense.assign(size_t(cmax - cmin) + 1, UINT32_MAX);
+    const size_t n = apis.size(), parts = std::clamp<size_t>(n / 512, 1, W);
+    // Plain (relaxed) stores first; where blocks share an id (rare) a later block may have lost the race, so a
+    // second walk raises every slot to its largest index.
+    for (int round = 0; round < (parts > 1 ? 2 : 1); ++round)
+      run_parallel(parts, [&](size_t w) {
+        for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i) {
+          if (!apis[i].corr) continue;
+          std::atomic_ref<uint32_t> slot(dense[apis[i].corr - cmin]);
+          uint32_t cur = slot.load(std::memory_order_relaxed);
+          if (round == 0 && cur == UINT32_MAX) {
+            slot.store(uint32_t(i), std::memory_order_relaxed);
+            continue;
+          }
+          while ((cur == UINT32_MAX || cur < i) &&
+                 !slot.compare_exchange_weak(cur, uint32_t(i), std::memory_order_relaxed)) {
+          }
+        }
+      });
+  } else {
+    for (uint32_t i = 0; i < apis.size(); ++i)
+      if (apis[i].corr) sparse[apis[i].corr] = i;
   }
   auto launch_of = [&](uint32_t corr) -> const ApiOp* {
     if (!corr) return nullptr;
