@@ -1316,8 +1316,19 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   phase("pass 2");
   // ---------------------------------------------------------------- per-step sweep
   std::vector<const ApiOp*> sapi;  // step thread's calls by start
-  for (auto& x : apis)
-    if (x.thread == std::min<uint32_t>(step_thread, 0xffff)) sapi.push_back(&x);
+  {  // picked out by blocks on the worker threads, joined in order
+    const size_t n = apis.size(), parts = std::clamp<size_t>(n / 4096, 1, W);
+    std::vector<std::vector<const ApiOp*>> picked(parts);
+    const uint16_t th = uint16_t(std::min<uint32_t>(step_thread, 0xffff));
+    run_parallel(parts, [&](size_t w) {
+      for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i)
+        if (apis[i].thread == th) picked[w].push_back(&apis[i]);
+    });
+    size_t total = 0;
+    for (auto& v : picked) total += v.size();
+    sapi.reserve(total);
+    for (auto& v : picked) sapi.insert(sapi.end(), v.begin(), v.end());
+  }
   auto by_start = [](auto* x, auto* y) { return x->start < y->start; };
   if (!std::is_sorted(sapi.begin(), sapi.end(), by_start)) std::sort(sapi.begin(), sapi.end(), by_start);
   {  // Keep the outermost call where calls nest (a driver call inside a runtime call): host time counts once.
