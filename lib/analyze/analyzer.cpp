@@ -1360,7 +1360,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     DurationStats kernel_stats;
     std::vector<Named> named;
   };
-  const size_t n_sweep = std::max<size_t>(1, std::min<size_t>(W, steps.size() / 64));  // a few steps: not worth threads
+  const size_t n_sweep = std::max<size_t>(1, std::min<size_t>(W, steps.size() / 8));  // a few steps: not worth threads
   std::vector<Sweep> sweeps(n_sweep);
   run_parallel(n_sweep, [&](size_t w) {
     Sweep& Z = sweeps[w];

@@ -31,9 +31,10 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-// 60 steps on the main thread (Python frames nested 7 deep, layer ranges, launches, a copy, a sync, a launch
-// directly in the step range), a loader thread with its own Python work and async copies, a second GPU channel;
-// 1 KiB chunks.
+// 300 steps on the main thread (Python frames nested 7 deep, layer ranges, launches, a copy, a sync, a launch
+// directly in the step range), a loader thread with its own Python work and async copies, a second GPU channel,
+// kernels on another stream that run across several steps (the sweep's runs of steps must carry them); 1 KiB
+// chunks.
 void write_dump(const fs::path& path) {
   dump::DumpBuilder b(path.string(), 2.4);
   b.set_chunk_bytes(1024);
@@ -43,8 +44,10 @@ void write_dump(const fs::path& path) {
   const uint32_t load_code = b.code("Loader.next", "data.py", 3);
   const uint32_t decode_code = b.code("decode", "data.py", 9);
   uint32_t loader_corr = 5'000'000;
-  for (int step = 0; step < 60; ++step) {
+  for (int step = 0; step < 300; ++step) {
     const int64_t step_start = sim.now();
+    if (step % 9 == 4)  // no launch record: unattributed, and running through the next steps
+      b.kernel(sim.gpu_channel(), "background_kernel", 9'000'000 + step, step_start + 1'000, step_start + 1'500'000, 9);
     sim.range("step", [&] {
       sim.launch("prologue_kernel", 4'000);  // waits for the step range itself: no Python frame around it
       sim.py("Model.run_step", [&] {
@@ -98,7 +101,7 @@ TEST_CASE("the analysis is the same with 1 and with several worker threads") {
   analyze::AnalyzeOptions one;
   one.threads = 1;
   const analyze::Analysis base = analyze::analyze_file(dump.string(), one);
-  REQUIRE(base.steps.count == 60);
+  REQUIRE(base.steps.count == 300);
   REQUIRE(!base.kernels.empty());
   REQUIRE(!base.python.empty());
   for (unsigned n : {2u, 3u, 5u, 16u}) {
