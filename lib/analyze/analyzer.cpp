@@ -31,6 +31,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <system_error>
 #include <sstream>
 #include <unordered_map>
 
@@ -174,8 +175,13 @@ void run_parallel(size_t n, F&& fn) {
     }
   };
   std::vector<std::thread> pool;
-  for (size_t i = 1; i < n; ++i) pool.emplace_back(guarded, i);
+  size_t started = 1;
+  try {
+    for (; started < n; ++started) pool.emplace_back(guarded, started);
+  } catch (const std::system_error&) {  // no more threads (limits): the rest runs here
+  }
   if (n) guarded(0);
+  for (size_t i = started; i < n; ++i) guarded(i);
   for (auto& t : pool) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);

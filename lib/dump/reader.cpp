@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
 namespace inferscope::dump {
@@ -125,8 +126,13 @@ DumpReader::DumpReader(const std::string& path) : path_(path) {
         }
     };
     std::vector<std::thread> pool;
-    for (unsigned part = 1; part < n; ++part) pool.emplace_back(check, part);
+    unsigned started = 1;
+    try {
+      for (; started < n; ++started) pool.emplace_back(check, started);
+    } catch (const std::system_error&) {  // no more threads (limits): the rest runs here
+    }
     check(0);
+    for (unsigned part = started; part < n; ++part) check(part);
     for (auto& t : pool) t.join();
     for (size_t b : bad) first_bad = std::min(first_bad, b);
   }
