@@ -8,6 +8,9 @@
 //
 // Pass 2 visits only application threads again (cheap: the file is mapped) to measure host work inside the
 // chosen steps and to cut out the representative step's timeline, both of which need the steps from pass 1.
+//
+// Every stage runs on W worker threads over runs of consecutive chunks (or steps) and joins their results in
+// file order, so the analysis is the same for any W (docs/analysis.md section 9; test_analyze_threads).
 #include "analyze/analyzer.hpp"
 
 #include "analyze/model.hpp"
@@ -353,7 +356,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   const dump::ClockModel clock(r.calibration());
   const size_t nstr = r.string_count() + 1;
-  // All names up front: the passes below run on two threads and only read them.
+  // All names up front: the passes below run on several threads and only read them.
   std::vector<std::string> sname(nstr);
   for (uint32_t i = 1; i < nstr; ++i) sname[i] = r.string_at(i);
   auto name_of = [&](uint32_t id) -> const std::string& {
