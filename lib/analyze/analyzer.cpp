@@ -1322,18 +1322,20 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   phase("pass 2");
   // ---------------------------------------------------------------- per-step sweep
   std::vector<const ApiOp*> sapi;  // step thread's calls by start
-  {  // picked out by blocks on the worker threads, joined in order
+  {  // picked out by blocks on the worker threads: counted, then each block written in place, in order
     const size_t n = apis.size(), parts = std::clamp<size_t>(n / 4096, 1, W);
-    std::vector<std::vector<const ApiOp*>> picked(parts);
     const uint16_t th = uint16_t(std::min<uint32_t>(step_thread, 0xffff));
+    std::vector<size_t> at(parts + 1, 0);
     run_parallel(parts, [&](size_t w) {
-      for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i)
-        if (apis[i].thread == th) picked[w].push_back(&apis[i]);
+      for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i) at[w + 1] += apis[i].thread == th;
     });
-    size_t total = 0;
-    for (auto& v : picked) total += v.size();
-    sapi.reserve(total);
-    for (auto& v : picked) sapi.insert(sapi.end(), v.begin(), v.end());
+    for (size_t w = 0; w < parts; ++w) at[w + 1] += at[w];
+    sapi.resize(at[parts]);
+    run_parallel(parts, [&](size_t w) {
+      size_t k = at[w];
+      for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i)
+        if (apis[i].thread == th) sapi[k++] = &apis[i];
+    });
   }
   auto by_start = [](auto* x, auto* y) { return x->start < y->start; };
   if (!std::is_sorted(sapi.begin(), sapi.end(), by_start)) std::sort(sapi.begin(), sapi.end(), by_start);
