@@ -8,22 +8,33 @@
 //
 // Pass 2 visits only application threads again (cheap: the file is mapped) to measure host work inside the
 // chosen steps and to cut out the representative step's timeline, both of which need the steps from pass 1.
+//
+// Every stage runs on W worker threads over runs of consecutive chunks (or steps) and joins their results in
+// file order, so the analysis is the same for any W (docs/analysis.md section 9; test_analyze_threads).
 #include "analyze/analyzer.hpp"
 
 #include "analyze/model.hpp"
 #include "analyze/summary.hpp"
 #include "dump/clock_model.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <thread>
 #include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <system_error>
 #include <sstream>
 #include <unordered_map>
 
@@ -75,9 +86,174 @@ const char* copy_name(uint8_t k) {
   }
 }
 
+// Self time like SelfTimer, plus what joining two workers' halves of one thread needs: per nesting level, the
+// first frame that read that level's children sum (whose self time misses the children that arrived in the
+// previous worker's part), and whether the level was reset.
+struct SelfTrack {
+  struct First {
+    uint32_t target = 0;  // where its self time went (a name or code id; kNone: nowhere)
+    int64_t dur = 0, kids = 0;
+  };
+  static constexpr uint32_t kNone = UINT32_MAX;
+  SelfTimer<int64_t> timer;
+  std::vector<uint8_t> consumed;  // by level
+  std::vector<First> first;       // by level, valid where consumed
+  int64_t self(uint32_t depth, int64_t dur, uint32_t target) {
+    const size_t level = size_t(depth) + 1;
+    if (consumed.size() <= level) {
+      consumed.resize(level + 1, 0);
+      first.resize(level + 1);
+    }
+    if (!consumed[level]) {
+      consumed[level] = 1;
+      first[level] = {target, dur, level < timer.children.size() ? timer.children[level] : 0};
+    }
+    return timer.self(depth, dur);
+  }
+  // Joins this part after `carried` (the children sums at its start): corrects the self time of the first
+  // consumer of each level through apply(target, delta) and leaves in `carried` the sums at its end.
+  template <class Apply>
+  void join_after(std::vector<int64_t>& carried, Apply&& apply) const {
+    for (size_t level = 0; level < carried.size(); ++level) {
+      if (!carried[level] || level >= consumed.size() || !consumed[level]) continue;
+      const First& f = first[level];
+      const int64_t was = f.dur > f.kids ? f.dur - f.kids : 0;
+      const int64_t kids = f.kids + carried[level];
+      const int64_t is = f.dur > kids ? f.dur - kids : 0;
+      if (is != was && f.target != kNone) apply(f.target, is - was);
+    }
+    const auto& end = timer.children;
+    if (carried.size() < end.size()) carried.resize(end.size(), 0);
+    for (size_t level = 0; level < carried.size(); ++level) {
+      const int64_t local = level < end.size() ? end[level] : 0;
+      carried[level] = (level < consumed.size() && consumed[level]) ? local : carried[level] + local;
+    }
+  }
+};
+
+// A fixed-size array whose pages are first touched by the worker that fills them (a std::vector would zero it
+// all on one thread first). Only for implicit-lifetime types. No MADV_HUGEPAGE: measured on the development VM
+// (THP "madvise" mode), direct compaction for the huge pages tripled the system time of a 50 M-event analysis.
+template <class T>
+class Slab {
+ public:
+  Slab() = default;
+  Slab(const Slab&) = delete;
+  Slab& operator=(const Slab&) = delete;
+  ~Slab() { release(); }
+  void allocate(size_t n) {
+    release();
+    if (!n) return;
+    bytes_ = n * sizeof(T);
+    void* m = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    p_ = static_cast<T*>(m);
+    n_ = n;
+  }
+  T* begin() const { return p_; }
+  T* end() const { return p_ + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  void release() {
+    if (p_) ::munmap(p_, bytes_);
+    p_ = nullptr;
+    n_ = bytes_ = 0;
+  }
+  T* p_ = nullptr;
+  size_t n_ = 0, bytes_ = 0;
+};
+
+// Runs fn(0..n-1), each on its own thread (fn(0) on the caller's); rethrows the first failure after all ended.
+template <class F>
+void run_parallel(size_t n, F&& fn) {
+  std::vector<std::exception_ptr> errors(n);
+  auto guarded = [&](size_t i) {
+    try {
+      fn(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  size_t started = 1;
+  try {
+    for (; started < n; ++started) pool.emplace_back(guarded, started);
+  } catch (const std::system_error&) {  // no more threads (limits): the rest runs here
+  }
+  if (n) guarded(0);
+  for (size_t i = started; i < n; ++i) guarded(i);
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// Splits the event chunks that `take` accepts into at most `parts` runs of consecutive chunks of about equal
+// bytes: [begin, end) indexes into event_chunks(). Consecutive runs keep file order when results are joined.
+template <class Take>
+std::vector<std::pair<size_t, size_t>> split_chunks(const std::vector<dump::EventsChunkRef>& chunks, unsigned parts,
+                                                    Take&& take) {
+  uint64_t total = 0;
+  size_t taken = 0;
+  for (size_t i = 0; i < chunks.size(); ++i)
+    if (take(i)) { total += chunks[i].length; ++taken; }
+  parts = std::max(1u, std::min<unsigned>(parts, unsigned(std::max<size_t>(taken, 1))));
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t begin = 0;
+  uint64_t acc = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (!take(i)) continue;
+    acc += chunks[i].length;
+    if (out.size() + 1 < parts && acc >= total / parts * (out.size() + 1)) {
+      out.emplace_back(begin, i + 1);
+      begin = i + 1;
+    }
+  }
+  out.emplace_back(begin, chunks.size());
+  return out;
+}
+
+// An open-addressing map from 64-bit keys (never ~0) to sums, for the attributor's per-kernel counters: one
+// probe in a flat array instead of a node allocation per key. Iteration order is unspecified, like
+// std::unordered_map's (its users break ties themselves).
+class FlatSums {
+ public:
+  using Entry = std::pair<uint64_t, int64_t>;
+  int64_t& operator[](uint64_t key) {
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    size_t i = hash(key) & (slots_.size() - 1);
+    while (slots_[i].first != kEmpty && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
+    if (slots_[i].first == kEmpty) {
+      slots_[i] = {key, 0};
+      ++used_;
+    }
+    return slots_[i].second;
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (auto& e : slots_)
+      if (e.first != kEmpty) f(e.first, e.second);
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+  static size_t hash(uint64_t k) { return size_t((k * 0x9E3779B97F4A7C15ull) >> 20); }
+  void grow() {
+    std::vector<Entry> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), Entry{kEmpty, 0});
+    used_ = 0;
+    for (auto& e : old)
+      if (e.first != kEmpty) (*this)[e.first] = e.second;
+  }
+  std::vector<Entry> slots_;
+  size_t used_ = 0;
+};
+
 struct ThreadState {
-  std::vector<uint32_t> pend_py, pend_range, pend_layer;
-  SelfTimer<int64_t> range_self, py_self;
+  std::vector<uint32_t> pend_py, pend_range, pend_layer;  // indexes of calls waiting for their innermost frame
+  SelfTrack range_self, py_self;
   double busy_range = 0, busy_py = 0;  // depth-0 frame time
   std::vector<std::pair<uint64_t, int64_t>> shallow_py;  // Python calls at depth <= 3 by code: (count, total ns)
   uint64_t apis = 0, py_calls = 0, ranges = 0;
@@ -111,11 +287,14 @@ struct CounterSample {
   double v;
 };
 
-struct Progress {
+struct Progress {  // workers report finished chunks from several threads
   bool on = false;
   uint64_t total = 0, done = 0, next = 0;
+  std::mutex mu;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   void step(uint64_t n, const char* what) {
+    if (!on) return;
+    std::lock_guard<std::mutex> lock(mu);
     done += n;
     if (!on || done < next) return;
     next = done + std::max<uint64_t>(total / 20, 1);
@@ -177,7 +356,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   const dump::ClockModel clock(r.calibration());
   const size_t nstr = r.string_count() + 1;
-  // All names up front: the passes below run on two threads and only read them.
+  // All names up front: the passes below run on several threads and only read them.
   std::vector<std::string> sname(nstr);
   for (uint32_t i = 1; i < nstr; ++i) sname[i] = r.string_at(i);
   auto name_of = [&](uint32_t id) -> const std::string& {
@@ -212,21 +391,27 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
                                      c.qualname[c.qualname.size() - opt.step.size() - 1] == '.'))
         step_codes.insert(id);
   }
-  std::vector<int8_t> dotted(nstr, -1), api_kind(nstr, -1);
+  // Pass 1 runs on `W` workers, each over a run of consecutive chunks (all threads and channels in it) with
+  // its own aggregates; joined in file order afterwards, so the result is the same for any W (sums of
+  // integers, concatenations in order, and two fix-ups where a thread's state crosses from one run into the
+  // next: self times and calls waiting for their enclosing frame).
+  const unsigned W = dump::worker_threads(opt.threads);
+  const auto& chunks = r.event_chunks();
+  auto is_channel = [&](uint32_t t) {
+    auto it = r.threads().find(t);
+    return it != r.threads().end() && it->second.is_channel();
+  };
+  std::vector<uint8_t> chunk_channel(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) chunk_channel[i] = is_channel(chunks[i].thread_id);
+  auto thread_slot = [](uint32_t t) { return t >= (1u << 20) ? 0u : t; };  // never size a table by a nonsense id
 
   std::vector<ThreadState> ts;
-  auto T = [&](uint32_t t) -> ThreadState& {
-    if (t >= (1u << 20)) t = 0;  // never size a table by a nonsense id
-    if (t >= ts.size()) ts.resize(t + 1);
-    ts[t].seen = true;
-    return ts[t];
-  };
   std::vector<NameAgg> range_agg(nstr);
   std::vector<NameAgg> py_agg;  // by code id (small, dense)
   std::vector<uint64_t> kernel_count(nstr, 0);
   std::vector<int64_t> kernel_ns(nstr, 0);
-  std::vector<ApiOp> apis;
-  std::vector<GpuOp> gpu;
+  Slab<ApiOp> apis;
+  Slab<GpuOp> gpu;
   std::vector<Cand> top, asked;
   std::map<CopyKey, CopyAgg> copies;
   std::map<std::pair<std::string, std::string>, AllocRow> allocs;
@@ -236,48 +421,43 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   std::map<uint32_t, double> layer_cpu;
   uint64_t marks = 0;
   int64_t t_first = std::numeric_limits<int64_t>::max(), t_last = std::numeric_limits<int64_t>::min();
-  // What each pass-1 worker counts on its own (merged after the join).
-  struct Local {
-    uint64_t events = 0;
-    int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
-    std::vector<std::pair<uint32_t, const uint8_t*>> deferred;  // records of the other worker's kinds
-    std::vector<std::string> warnings;
-    bool partial = false;
-  };
-  Local L_app, L_gpu;
   uint64_t clock_checks = 0, clock_bad = 0;
   double clock_worst_ns = 0;
+  int64_t gpu_max_dur = 0;  // longest GPU activity (saturated like GpuOp::dur)
+  uint32_t cmin = UINT32_MAX, cmax = 0;  // correlation ids of the calls
 
-  // Reserving address space for every record costs no memory until it is touched and saves the copies and
-  // page faults of repeated growth.
-  // Capped: a heuristic-overcommit kernel refuses a single reservation far beyond RAM + swap.
-  // The chunk headers' record counts are only claims: a GPU or API record takes at least 36 bytes of the
-  // file, which bounds what a corrupt or hostile dump can make us reserve.
-  const uint64_t claimed = std::min<uint64_t>(r.record_count(), r.file_size() / 36);
-  const size_t reserve = static_cast<size_t>(std::min<uint64_t>(claimed / 2 + 1024, uint64_t(1) << 26));
-  apis.reserve(reserve);
-  gpu.reserve(reserve);
-  Progress prog;
-  prog.on = opt.progress;
-  prog.total = r.record_count() * 2;
-
-  auto is_channel = [&](uint32_t t) {
-    auto it = r.threads().find(t);
-    return it != r.threads().end() && it->second.is_channel();
-  };
-  // Visits the chunks of application threads (channels = false) or of collector channels (true).
-  auto visit_chunks = [&](bool channels, Local& L, bool report, const char* what, auto&& fn) {
-    for (const auto& c : r.event_chunks()) {
-      if (is_channel(c.thread_id) != channels) continue;
-      try {
-        r.for_each_record_in(c, fn);
-      } catch (const dump::DumpError& e) {
-        L.warnings.push_back(std::string(e.what()) + "; the rest of that chunk was skipped");
-        L.partial = true;
-      }
-      if (report) prog.step(c.count, what);
+  // What one pass-1 worker gathers over its run of chunks.
+  struct Part {
+    size_t begin = 0, end = 0;  // chunk indexes
+    size_t api_at = 0, gpu_at = 0;  // next slot of the shared arrays (each worker owns a contiguous block)
+    std::vector<ThreadState> ts;
+    std::vector<NameAgg> range_agg, py_agg;
+    std::vector<uint64_t> kernel_count;
+    std::vector<int64_t> kernel_ns;
+    std::vector<int8_t> dotted, api_kind;  // lazily classified names
+    std::vector<Cand> top, asked;
+    std::map<CopyKey, CopyAgg> copies;
+    std::map<std::pair<std::string, std::string>, AllocRow> allocs;
+    std::vector<std::pair<int64_t, bool>> mem_events;
+    std::vector<CounterSample> counters;
+    std::map<uint32_t, uint64_t> layer_count;
+    std::map<uint32_t, double> layer_cpu;
+    uint64_t marks = 0, clock_checks = 0, clock_bad = 0, events = 0;
+    double clock_worst_ns = 0;
+    int64_t gpu_max_dur = 0;
+    uint32_t cmin = UINT32_MAX, cmax = 0;  // correlation ids of the calls
+    int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
+    std::vector<std::string> app_warnings, channel_warnings;
+    bool partial = false;
+    ThreadState& T(uint32_t t) {
+      if (t >= ts.size()) ts.resize(size_t(t) + 1);
+      ts[t].seen = true;
+      return ts[t];
     }
   };
+
+  Progress prog;
+  prog.on = opt.progress;
 
   // INFERSCOPE_ANALYZE_TIMING=1 prints how long each phase took (for bench/analyze).
   const bool timing = std::getenv("INFERSCOPE_ANALYZE_TIMING") != nullptr;
@@ -289,19 +469,31 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     phase_t0 = now;
   };
 
-  // ---------------------------------------------------------------- pass 1
-  // Application kinds (ranges, Python calls, API calls, marks) and GPU/collector kinds touch disjoint state,
-  // so one worker takes the application threads' chunks and another the channels'; a record of the other
-  // side's kinds (none in dumps the runtime writes) is deferred and handled after the join.
-  auto app_kind = [](RecordKind k) {
-    return k == RecordKind::kRange || k == RecordKind::kNvtxRange || k == RecordKind::kPyCall ||
-           k == RecordKind::kCudaApi || k == RecordKind::kMark || k == RecordKind::kNvtxMark;
+  // A range is a layer: attribute layer=1, or no attributes and a dotted module path. May throw DumpError.
+  auto range_is_layer = [&](const RecordHeader& h, const uint8_t* p, uint32_t nm, std::vector<int8_t>& dotted) {
+    if (h.size > sizeof(RangeRecord) && h.kind == RecordKind::kRange) {
+      for (auto& at : r.attributes(p))
+        if (at.key == "layer" && (at.i != 0 || at.type == AttrType::kString)) return true;
+      return false;
+    }
+    if (nm >= dotted.size()) dotted.resize(size_t(nm) + 1, -1);
+    if (dotted[nm] < 0) dotted[nm] = looks_like_module_path(name_of(nm)) ? 1 : 0;
+    return dotted[nm] == 1;
   };
-  auto handle = [&](Local& L, uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-    ++L.events;
-    auto seen_time = [&L](int64_t s, int64_t e) {
-      if (s < L.first) L.first = s;
-      if (e > L.last) L.last = e;
+  auto is_gpu_kind = [](RecordKind k) {
+    return k == RecordKind::kGpuKernel || k == RecordKind::kGpuMemcpy || k == RecordKind::kGpuMemset;
+  };
+
+  // ---------------------------------------------------------------- pass 1
+  auto handle = [&](Part& P, uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+    ++P.events;
+    auto seen_time = [&P](int64_t s, int64_t e) {
+      if (s < P.first) P.first = s;
+      if (e > P.last) P.last = e;
+    };
+    auto name_agg = [](std::vector<NameAgg>& v, uint32_t i) -> NameAgg& {
+      if (i >= v.size()) v.resize(size_t(i) + 1);
+      return v[i];
     };
     switch (h.kind) {
       case RecordKind::kRange:
@@ -310,33 +502,25 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
         if (e < s) e = s;
         seen_time(s, e);
-        auto& t = T(thread);
+        auto& t = P.T(thread_slot(thread));
         ++t.ranges;
         uint32_t nm = rec.name < nstr ? rec.name : 0;
-        auto& agg = range_agg[nm];
+        auto& agg = name_agg(P.range_agg, nm);
         agg.d.add(uint64_t(e - s));
-        agg.self += t.range_self.self(h.aux, e - s);
+        agg.self += t.range_self.self(h.aux, e - s, nm);
         if (h.aux == 0) {
           t.busy_range += double(e - s);
-          top.push_back({thread, nm, s, e});
+          P.top.push_back({thread, nm, s, e});
         }
-        if (step_name[nm]) asked.push_back({thread, nm, s, e});
-        // Layer: attribute layer=1, or no attributes and a dotted module path.
-        bool layer = false;
-        if (h.size > sizeof(RangeRecord) && h.kind == RecordKind::kRange) {
-          for (auto& at : r.attributes(p))
-            if (at.key == "layer" && (at.i != 0 || at.type == AttrType::kString)) layer = true;
-        } else {
-          if (dotted[nm] < 0) dotted[nm] = looks_like_module_path(name_of(nm)) ? 1 : 0;
-          layer = dotted[nm] == 1;
-        }
+        if (step_name[nm]) P.asked.push_back({thread, nm, s, e});
+        const bool layer = range_is_layer(h, p, nm, P.dotted);
         while (!t.pend_range.empty() && apis[t.pend_range.back()].start >= s) {
           apis[t.pend_range.back()].range = nm;
           t.pend_range.pop_back();
         }
         if (layer) {
-          ++layer_count[nm];
-          layer_cpu[nm] += double(e - s);
+          ++P.layer_count[nm];
+          P.layer_cpu[nm] += double(e - s);
           while (!t.pend_layer.empty() && apis[t.pend_layer.back()].start >= s) {
             apis[t.pend_layer.back()].layer = nm;
             t.pend_layer.pop_back();
@@ -353,15 +537,14 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
         if (e < s) e = s;
         seen_time(s, e);
-        auto& t = T(thread);
+        auto& t = P.T(thread_slot(thread));
         ++t.py_calls;
         if (rec.code >= (1u << 24)) rec.code = 0;  // code ids are small and dense; never size a table by nonsense
-        if (rec.code >= py_agg.size()) py_agg.resize(size_t(rec.code) + 1);
-        auto& agg = py_agg[rec.code];
+        auto& agg = name_agg(P.py_agg, rec.code);
         agg.d.add(uint64_t(e - s));
-        agg.self += t.py_self.self(h.aux, e - s);
+        agg.self += t.py_self.self(h.aux, e - s, rec.code);
         if (h.aux == 0) t.busy_py += double(e - s);
-        if (!step_codes.empty() && step_codes.count(rec.code)) asked.push_back({thread, 0x80000000u | rec.code, s, e});
+        if (!step_codes.empty() && step_codes.count(rec.code)) P.asked.push_back({thread, 0x80000000u | rec.code, s, e});
         if (h.aux <= 3) {  // step candidates when no range repeats
           if (rec.code >= t.shallow_py.size()) t.shallow_py.resize(size_t(rec.code) + 1);
           ++t.shallow_py[rec.code].first;
@@ -379,19 +562,24 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
         if (e < s) e = s;
         seen_time(s, e);
-        auto& t = T(thread);
+        auto& t = P.T(thread_slot(thread));
         ++t.apis;
         uint32_t nm = rec.name < nstr ? rec.name : 0;
-        if (api_kind[nm] < 0) api_kind[nm] = static_cast<int8_t>(classify_api(name_of(nm)));
+        if (nm >= P.api_kind.size()) P.api_kind.resize(size_t(nm) + 1, -1);
+        if (P.api_kind[nm] < 0) P.api_kind[nm] = static_cast<int8_t>(classify_api(name_of(nm)));
         ApiOp op{};
         op.start = s;
         op.dur = sat32(e - s);
         op.corr = rec.correlation;
         op.name = nm;
         op.thread = static_cast<uint16_t>(std::min<uint32_t>(thread, 0xffff));
-        op.kind = static_cast<uint8_t>(api_kind[nm]);
-        uint32_t idx = static_cast<uint32_t>(apis.size());
-        apis.push_back(op);
+        op.kind = static_cast<uint8_t>(P.api_kind[nm]);
+        uint32_t idx = static_cast<uint32_t>(P.api_at++);
+        apis[idx] = op;
+        if (op.corr) {
+          P.cmin = std::min(P.cmin, op.corr);
+          P.cmax = std::max(P.cmax, op.corr);
+        }
         t.pend_py.push_back(idx);
         t.pend_range.push_back(idx);
         t.pend_layer.push_back(idx);
@@ -403,9 +591,14 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         if (e < s) e = s;
         seen_time(s, e);
         uint32_t nm = rec.name < nstr ? rec.name : 0;
-        ++kernel_count[nm];
-        kernel_ns[nm] += e - s;
-        gpu.push_back(GpuOp{s, sat32(e - s), rec.correlation, nm, detail::kKernel, 0, static_cast<uint16_t>(rec.stream)});
+        if (nm >= P.kernel_count.size()) {
+          P.kernel_count.resize(size_t(nm) + 1, 0);
+          P.kernel_ns.resize(size_t(nm) + 1, 0);
+        }
+        ++P.kernel_count[nm];
+        P.kernel_ns[nm] += e - s;
+        gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, nm, detail::kKernel, 0, static_cast<uint16_t>(rec.stream)};
+        P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
         break;
       }
       case RecordKind::kGpuMemcpy: {
@@ -416,12 +609,13 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         std::string dir = copy_name(h.aux);
         uint8_t kind = dir == "h2d" ? detail::kH2D : dir == "d2h" ? detail::kD2H : detail::kOtherCopy;
         uint8_t host = kind == detail::kH2D ? uint8_t(rec.src_kind) : kind == detail::kD2H ? uint8_t(rec.dst_kind) : 0;
-        auto& c = copies[{dir, memory_name(uint8_t(rec.src_kind)), memory_name(uint8_t(rec.dst_kind))}];
+        auto& c = P.copies[{dir, memory_name(uint8_t(rec.src_kind)), memory_name(uint8_t(rec.dst_kind))}];
         ++c.count;
         c.bytes += rec.bytes;
         c.ns += e - s;
-        gpu.push_back(GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
-                            kind, host, static_cast<uint16_t>(rec.stream)});
+        gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
+                                kind, host, static_cast<uint16_t>(rec.stream)};
+        P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
         break;
       }
       case RecordKind::kGpuMemset: {
@@ -429,8 +623,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
         if (e < s) e = s;
         seen_time(s, e);
-        gpu.push_back(GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
-                            detail::kMemset, 0, static_cast<uint16_t>(rec.stream)});
+        gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
+                                detail::kMemset, 0, static_cast<uint16_t>(rec.stream)};
+        P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
         break;
       }
       case RecordKind::kGpuMemory: {
@@ -438,26 +633,26 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         int64_t s = clock.to_ns(rec.ts);
         seen_time(s, s);
         bool alloc = h.aux == 1;
-        auto& row = allocs[{alloc ? "alloc" : "free", memory_name(uint8_t(rec.memory_kind))}];
+        auto& row = P.allocs[{alloc ? "alloc" : "free", memory_name(uint8_t(rec.memory_kind))}];
         row.op = alloc ? "alloc" : "free";
         row.memory = memory_name(uint8_t(rec.memory_kind));
         ++row.count;
         row.bytes += rec.bytes;
-        mem_events.emplace_back(s, alloc);
+        P.mem_events.emplace_back(s, alloc);
         break;
       }
       case RecordKind::kCounter: {
         auto rec = dump::load<CounterRecord>(p);
         double v = h.aux == uint8_t(AttrType::kDouble) ? rec.value.d : double(rec.value.i);
-        counters.push_back({rec.name, uint8_t(rec.scope), rec.target, clock.to_ns(rec.ts), v});
+        P.counters.push_back({rec.name, uint8_t(rec.scope), rec.target, clock.to_ns(rec.ts), v});
         break;
       }
       case RecordKind::kClockCheck: {
         auto rec = dump::load<ClockCheckRecord>(p);
-        ++clock_checks;
+        ++P.clock_checks;
         double viol = double(clock.to_ns(rec.cpu_before) - clock.to_ns(rec.gpu_ts));
-        if (viol > clock_worst_ns) clock_worst_ns = viol;
-        if (viol > 1000) ++clock_bad;
+        if (viol > P.clock_worst_ns) P.clock_worst_ns = viol;
+        if (viol > 1000) ++P.clock_bad;
         break;
       }
       case RecordKind::kMark:
@@ -465,8 +660,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         auto rec = dump::load<MarkRecord>(p);
         int64_t s = clock.to_ns(rec.ts);
         seen_time(s, s);
-        ++marks;
-        T(thread);
+        ++P.marks;
+        P.T(thread_slot(thread));
         break;
       }
       default:
@@ -474,29 +669,191 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     }
   };
   {
+    auto runs = split_chunks(chunks, W, [](size_t) { return true; });
+    std::vector<Part> parts(runs.size());
     prog.total = 0;
-    for (const auto& c : r.event_chunks())
-      if (!is_channel(c.thread_id)) prog.total += c.count;
-    std::thread gpu_worker([&] {
-      visit_chunks(true, L_gpu, false, "reading", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-        if (app_kind(h.kind)) L_gpu.deferred.emplace_back(thread, p);
-        else handle(L_gpu, thread, h, p);
-      });
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (!chunk_channel[i]) prog.total += chunks[i].count;
+    // First a light walk counting the records that go into the shared arrays, so that every worker writes its
+    // own block of them in place (no copies; the arrays' pages are touched by the workers, in parallel). A
+    // malformed record ends its chunk at the same place in both walks.
+    std::vector<uint64_t> n_api(runs.size(), 0), n_gpu(runs.size(), 0);
+    run_parallel(runs.size(), [&](size_t w) {
+      for (size_t c = runs[w].first; c < runs[w].second; ++c) {
+        try {
+          r.for_each_record_in(chunks[c], [&](uint32_t, const RecordHeader& h, const uint8_t*) {
+            if (h.kind == RecordKind::kCudaApi) ++n_api[w];
+            else if (is_gpu_kind(h.kind)) ++n_gpu[w];
+          });
+        } catch (const dump::DumpError&) {
+        }
+      }
     });
-    visit_chunks(false, L_app, true, "reading", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-      if (!app_kind(h.kind)) L_app.deferred.emplace_back(thread, p);
-      else handle(L_app, thread, h, p);
+    uint64_t api_total = 0, gpu_total = 0;
+    for (size_t w = 0; w < runs.size(); ++w) {
+      parts[w].begin = runs[w].first;
+      parts[w].end = runs[w].second;
+      parts[w].api_at = api_total;
+      parts[w].gpu_at = gpu_total;
+      api_total += n_api[w];
+      gpu_total += n_gpu[w];
+    }
+    if (api_total >= UINT32_MAX) throw dump::DumpError(r.path() + ": more than 2^32 CUDA calls: not supported", 0);
+    apis.allocate(api_total);
+    gpu.allocate(gpu_total);
+    run_parallel(runs.size(), [&](size_t w) {
+      Part& P = parts[w];
+      for (size_t c = P.begin; c < P.end; ++c) {
+        try {
+          r.for_each_record_in(chunks[c], [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) { handle(P, thread, h, p); });
+        } catch (const dump::DumpError& e) {
+          (chunk_channel[c] ? P.channel_warnings : P.app_warnings)
+              .push_back(std::string(e.what()) + "; the rest of that chunk was skipped");
+          P.partial = true;
+        }
+        if (!chunk_channel[c]) prog.step(chunks[c].count, "reading");
+      }
     });
-    gpu_worker.join();
-    for (Local* L : {&L_app, &L_gpu}) {
-      for (auto& [thread, p] : L->deferred) handle(*L, thread, dump::load<RecordHeader>(p), p);
-      a.events += L->events;
-      t_first = std::min(t_first, L->first);
-      t_last = std::max(t_last, L->last);
-      a.warnings.insert(a.warnings.end(), L->warnings.begin(), L->warnings.end());
-      a.partial |= L->partial;
-      L->deferred.clear();
-      L->deferred.shrink_to_fit();
+    // Join in file order.
+    for (auto& P : parts) {
+      a.events += P.events;
+      t_first = std::min(t_first, P.first);
+      t_last = std::max(t_last, P.last);
+      a.partial |= P.partial;
+      top.insert(top.end(), P.top.begin(), P.top.end());
+      asked.insert(asked.end(), P.asked.begin(), P.asked.end());
+      for (auto& [k, c] : P.copies) {
+        auto& x = copies[k];
+        x.count += c.count;
+        x.bytes += c.bytes;
+        x.ns += c.ns;
+      }
+      for (auto& [k, row] : P.allocs) {
+        auto& x = allocs[k];
+        x.op = row.op;
+        x.memory = row.memory;
+        x.count += row.count;
+        x.bytes += row.bytes;
+      }
+      mem_events.insert(mem_events.end(), P.mem_events.begin(), P.mem_events.end());
+      counters.insert(counters.end(), P.counters.begin(), P.counters.end());
+      for (auto& [n, c] : P.layer_count) layer_count[n] += c;
+      for (auto& [n, v] : P.layer_cpu) layer_cpu[n] += v;
+      for (size_t n = 0; n < P.kernel_count.size(); ++n) {
+        kernel_count[n] += P.kernel_count[n];
+        kernel_ns[n] += P.kernel_ns[n];
+      }
+      for (size_t n = 0; n < P.range_agg.size(); ++n) {
+        range_agg[n].d.merge(P.range_agg[n].d);
+        range_agg[n].self += P.range_agg[n].self;
+      }
+      if (P.py_agg.size() > py_agg.size()) py_agg.resize(P.py_agg.size());
+      for (size_t n = 0; n < P.py_agg.size(); ++n) {
+        py_agg[n].d.merge(P.py_agg[n].d);
+        py_agg[n].self += P.py_agg[n].self;
+      }
+      marks += P.marks;
+      clock_checks += P.clock_checks;
+      clock_bad += P.clock_bad;
+      clock_worst_ns = std::max(clock_worst_ns, P.clock_worst_ns);
+      gpu_max_dur = std::max(gpu_max_dur, P.gpu_max_dur);
+      cmin = std::min(cmin, P.cmin);
+      cmax = std::max(cmax, P.cmax);
+      if (P.ts.size() > ts.size()) ts.resize(P.ts.size());
+      for (size_t t = 0; t < P.ts.size(); ++t) {
+        const ThreadState& x = P.ts[t];
+        if (!x.seen) continue;
+        ThreadState& y = ts[t];
+        y.seen = true;
+        y.apis += x.apis;
+        y.py_calls += x.py_calls;
+        y.ranges += x.ranges;
+        y.busy_range += x.busy_range;
+        y.busy_py += x.busy_py;
+        if (x.shallow_py.size() > y.shallow_py.size()) y.shallow_py.resize(x.shallow_py.size());
+        for (size_t k = 0; k < x.shallow_py.size(); ++k) {
+          y.shallow_py[k].first += x.shallow_py[k].first;
+          y.shallow_py[k].second += x.shallow_py[k].second;
+        }
+      }
+    }
+    for (auto& P : parts) a.warnings.insert(a.warnings.end(), P.app_warnings.begin(), P.app_warnings.end());
+    for (auto& P : parts) a.warnings.insert(a.warnings.end(), P.channel_warnings.begin(), P.channel_warnings.end());
+
+    // Fix-up 1: self times of frames whose children arrived in the previous run.
+    {
+      std::vector<std::vector<int64_t>> carry_range(ts.size()), carry_py(ts.size());
+      for (auto& P : parts)
+        for (size_t t = 0; t < P.ts.size(); ++t) {
+          if (!P.ts[t].seen) continue;
+          P.ts[t].range_self.join_after(carry_range[t], [&](uint32_t nm, int64_t d) { range_agg[nm].self += d; });
+          P.ts[t].py_self.join_after(carry_py[t], [&](uint32_t code, int64_t d) { py_agg[code].self += d; });
+        }
+    }
+    // Fix-up 2: calls still waiting for their innermost Python frame, range or layer at the end of a run get
+    // them from the next runs, exactly as one pass would: a frame reaches the older calls only once the newer
+    // ones (that run's own) are all taken. Replays that thread's records in the next run until none waits.
+    {
+      struct Waiting {
+        std::vector<uint32_t> py, range, layer;
+        bool empty() const { return py.empty() && range.empty() && layer.empty(); }
+      };
+      std::vector<Waiting> waiting(ts.size());
+      std::vector<int8_t> dotted;
+      for (size_t w = 0; w < parts.size(); ++w) {
+        Part& P = parts[w];
+        for (uint32_t t = 0; t < P.ts.size(); ++t) {
+          if (!P.ts[t].seen) continue;
+          Waiting& C = waiting[t];
+          if (!C.empty()) {
+            std::vector<int64_t> lpy, lrange, llayer;  // this run's own waiting calls: their starts
+            auto take = [&](std::vector<int64_t>& local, std::vector<uint32_t>& carried, int64_t s, auto&& set) {
+              while (!local.empty() && local.back() >= s) local.pop_back();
+              if (!local.empty()) return;
+              while (!carried.empty() && apis[carried.back()].start >= s) {
+                set(apis[carried.back()]);
+                carried.pop_back();
+              }
+            };
+            for (size_t c = P.begin; c < P.end && !C.empty(); ++c) {
+              if (thread_slot(chunks[c].thread_id) != t) continue;
+              try {
+                r.for_each_record_in(chunks[c], [&](uint32_t, const RecordHeader& h, const uint8_t* p) {
+                  if (C.empty()) return;
+                  if (h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange) {
+                    auto rec = dump::load<RangeRecord>(p);
+                    const int64_t s = clock.to_ns(rec.start);
+                    const uint32_t nm = rec.name < nstr ? rec.name : 0;
+                    const bool layer = range_is_layer(h, p, nm, dotted);
+                    take(lrange, C.range, s, [&](ApiOp& x) { x.range = nm; });
+                    if (layer) take(llayer, C.layer, s, [&](ApiOp& x) { x.layer = nm; });
+                    if (h.aux == 0 && h.kind == RecordKind::kRange) {
+                      lrange.clear(); llayer.clear(); C.range.clear(); C.layer.clear();
+                    }
+                  } else if (h.kind == RecordKind::kPyCall) {
+                    auto rec = dump::load<PyCallRecord>(p);
+                    const int64_t s = clock.to_ns(rec.start);
+                    const uint32_t code = rec.code >= (1u << 24) ? 0 : rec.code;
+                    take(lpy, C.py, s, [&](ApiOp& x) { x.py = code; });
+                    if (h.aux == 0) { lpy.clear(); C.py.clear(); }
+                  } else if (h.kind == RecordKind::kCudaApi) {
+                    auto rec = dump::load<CudaApiRecord>(p);
+                    const int64_t s = clock.to_ns(rec.start);
+                    lpy.push_back(s);
+                    lrange.push_back(s);
+                    llayer.push_back(s);
+                  }
+                });
+              } catch (const dump::DumpError&) {  // reported above; the run stopped at the same record
+              }
+            }
+          }
+          const ThreadState& x = P.ts[t];
+          C.py.insert(C.py.end(), x.pend_py.begin(), x.pend_py.end());
+          C.range.insert(C.range.end(), x.pend_range.begin(), x.pend_range.end());
+          C.layer.insert(C.layer.end(), x.pend_layer.begin(), x.pend_layer.end());
+        }
+      }
     }
   }
   if (a.events == 0 || t_first > t_last) {
@@ -652,8 +1009,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
   const int64_t rep_s = steps[rep].start, rep_e = steps[rep].end;
   a.representative.step = {uint32_t(rep), rel(rep_s), ms(double(rep_e - rep_s))};
-  size_t step_hint = 0;  // records mostly come in time order: try the last step found first
-  auto step_of = [&](int64_t s, int64_t e) -> long {  // index of the step containing [s,e], -1 if none
+  // Index of the step containing [s,e], -1 if none; `step_hint` is the last step found (records mostly come
+  // in time order: try it first).
+  auto step_of = [&](int64_t s, int64_t e, size_t& step_hint) -> long {
     if (step_hint < steps.size() && s >= steps[step_hint].start && e <= steps[step_hint].end) return long(step_hint);
     auto it = std::upper_bound(steps.begin(), steps.end(), s, [](int64_t v, const Cand& c) { return v < c.start; });
     if (it == steps.begin()) return -1;
@@ -667,19 +1025,61 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   phase("steps");
   // ---------------------------------------------------------------- GPU order and launch index
-  if (!std::is_sorted(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.start < y.start; }))
-    std::sort(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.start < y.start; });
-  uint32_t cmin = UINT32_MAX, cmax = 0;
-  for (auto& x : apis)
-    if (x.corr) { cmin = std::min(cmin, x.corr); cmax = std::max(cmax, x.corr); }
+  // On W threads: the GPU activities are checked for start order and sorted when they are not (by every
+  // field, a total order, so blocks sorted apart and merged give exactly what one sort gives); the launch index
+  // is filled by blocks of calls, the latest call winning for a repeated correlation id as in one pass.
+  {
+    const size_t n = gpu.size(), parts = std::clamp<size_t>(n / 512, 1, W);
+    std::vector<size_t> cut(parts + 1);
+    for (size_t w = 0; w <= parts; ++w) cut[w] = n * w / parts;
+    std::vector<uint8_t> ordered(parts, 1);
+    run_parallel(parts, [&](size_t w) {
+      ordered[w] = std::is_sorted(gpu.begin() + (cut[w] ? cut[w] - 1 : 0), gpu.begin() + cut[w + 1],
+                                  [](const GpuOp& x, const GpuOp& y) { return x.start < y.start; });
+    });
+    if (std::find(ordered.begin(), ordered.end(), 0) != ordered.end()) {
+      auto total = [](const GpuOp& x, const GpuOp& y) {
+        return std::tie(x.start, x.corr, x.dur, x.name_or_bytes, x.kind, x.host_mem, x.stream) <
+               std::tie(y.start, y.corr, y.dur, y.name_or_bytes, y.kind, y.host_mem, y.stream);
+      };
+      run_parallel(parts, [&](size_t w) { std::sort(gpu.begin() + cut[w], gpu.begin() + cut[w + 1], total); });
+      for (size_t width = 1; width < parts; width *= 2) {
+        std::vector<size_t> left;
+        for (size_t w = 0; w + width < parts; w += 2 * width) left.push_back(w);
+        run_parallel(left.size(), [&](size_t k) {
+          const size_t w = left[k];
+          std::inplace_merge(gpu.begin() + cut[w], gpu.begin() + cut[w + width],
+                             gpu.begin() + cut[std::min(parts, w + 2 * width)], total);
+        });
+      }
+    }
+  }
   std::vector<uint32_t> dense;
   std::unordered_map<uint32_t, uint32_t> sparse;
   const bool use_dense = cmin <= cmax && uint64_t(cmax - cmin) <= 4 * uint64_t(apis.size()) + 4096;
-  if (use_dense) dense.assign(size_t(cmax - cmin) + 1, UINT32_MAX);
-  for (uint32_t i = 0; i < apis.size(); ++i) {
-    if (!apis[i].corr) continue;
-    if (use_dense) dense[apis[i].corr - cmin] = i;
-    else sparse[apis[i].corr] = i;
+  if (use_dense) {
+    dense.assign(size_t(cmax - cmin) + 1, UINT32_MAX);
+    const size_t n = apis.size(), parts = std::clamp<size_t>(n / 512, 1, W);
+    // Plain (relaxed) stores first; where blocks share an id (rare) a later block may have lost the race, so a
+    // second walk raises every slot to its largest index.
+    for (int round = 0; round < (parts > 1 ? 2 : 1); ++round)
+      run_parallel(parts, [&](size_t w) {
+        for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i) {
+          if (!apis[i].corr) continue;
+          std::atomic_ref<uint32_t> slot(dense[apis[i].corr - cmin]);
+          uint32_t cur = slot.load(std::memory_order_relaxed);
+          if (round == 0 && cur == UINT32_MAX) {
+            slot.store(uint32_t(i), std::memory_order_relaxed);
+            continue;
+          }
+          while ((cur == UINT32_MAX || cur < i) &&
+                 !slot.compare_exchange_weak(cur, uint32_t(i), std::memory_order_relaxed)) {
+          }
+        }
+      });
+  } else {
+    for (uint32_t i = 0; i < apis.size(); ++i)
+      if (apis[i].corr) sparse[apis[i].corr] = i;
   }
   auto launch_of = [&](uint32_t corr) -> const ApiOp* {
     if (!corr) return nullptr;
@@ -729,16 +1129,18 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
 
   phase("sort + index");
   // ---------------------------------------------------------------- attribution and alignment
-  std::unordered_map<uint64_t, int64_t> kernel_by_launcher;  // (kernel name << 32 | launcher id) -> ns
+  FlatSums kernel_by_launcher;  // (kernel name << 32 | launcher id) -> ns
   std::vector<uint64_t> kernels_by_launcher;                  // launcher id -> kernels launched
-  std::map<uint32_t, double> layer_gpu;
-  std::map<uint32_t, uint64_t> layer_kernels;
+  std::vector<double> layer_gpu(nstr, 0.0);  // by layer name id
+  std::vector<uint64_t> layer_kernels(nstr, 0);
   std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> copy_launchers;  // (desc, who) -> (bytes, n)
   Alignment& al = a.alignment;
   double worst = 0;
   int64_t max_gpu_dur = 0;
   // Attribution and alignment read only the arrays built above; they run beside pass 2, which reads the dump.
+  double attributor_s = 0;
   std::thread attributor([&] {
+  const auto attributor_t0 = std::chrono::steady_clock::now();
   for (auto& op : gpu) {
     max_gpu_dur = std::max<int64_t>(max_gpu_dur, op.dur);
     const ApiOp* api = launch_of(op.corr);
@@ -828,46 +1230,97 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     a.warnings.push_back("CPU/GPU clock alignment error exceeds the budget: worst " + std::to_string(al.max_violation_us) +
                          " us, " + std::to_string(al.violation_pct) + " % of checks over 1 us; GPU-to-CPU attribution "
                          "and idle gaps below that size are unreliable");
+  attributor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - attributor_t0).count();
   });  // attributor
 
   // ---------------------------------------------------------------- pass 2: host work in steps, timeline
+  // On W workers over runs of the application threads' chunks, joined in file order like pass 1.
   std::vector<Span> cov;  // step thread: frames inside steps, merged
   std::vector<double> hot_range(nstr, 0.0), hot_py(py_agg.size(), 0.0);  // self ns in steps by name / code id
-  SelfTimer<int64_t> p2_range, p2_py;
   struct CpuSpan { uint32_t thread; int64_t s, e; uint32_t depth; std::string label; const char* cat; };
   std::vector<CpuSpan> rep_cpu;
   std::map<uint32_t, double> other_py_busy;  // other threads' outermost Python time during the steps span
   const int64_t steps_s = steps.front().start, steps_e = steps.back().end;
-  bool has_other_app_threads = false;
-  for (uint32_t t = 0; t < ts.size(); ++t)
-    if (ts[t].seen && t != step_thread && (ts[t].py_calls || ts[t].ranges)) has_other_app_threads = true;
-  Local L_pass2;
-  prog.done = prog.next = 0;
-  visit_chunks(false, L_pass2, true, "attributing", [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-    bool range = h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange;
-    if (!range && h.kind != RecordKind::kPyCall) return;
-    auto rec = dump::load<RangeRecord>(p);  // PyCallRecord has the same layout
-    int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
-    if (thread == step_thread) {
-      int64_t self = range ? p2_range.self(h.aux, e - s) : p2_py.self(h.aux, e - s);
-      long st = step_of(s, e);
-      bool is_step_itself = st >= 0 && s == steps[st].start && e == steps[st].end;
-      if (st >= 0 && !is_step_itself) {
-        m.host_frames = true;
-        if (range) hot_range[rec.name < nstr ? rec.name : 0] += double(self);
-        else if (rec.name < hot_py.size()) hot_py[rec.name] += double(self);
-        while (!cov.empty() && cov.back().start >= s) cov.pop_back();
-        if (!cov.empty() && cov.back().end >= s) cov.back().end = std::max(cov.back().end, e);
-        else cov.push_back({s, e, uint32_t(st)});
+  {
+    struct Part2 {
+      size_t begin = 0, end = 0;
+      std::vector<Span> cov;
+      std::vector<double> hot_range, hot_py;
+      SelfTrack range_self, py_self;  // the step thread's
+      std::vector<CpuSpan> rep_cpu;
+      std::map<uint32_t, double> other_py_busy;
+      bool host_frames = false;
+      size_t hint = 0;
+    };
+    auto runs = split_chunks(r.event_chunks(), W, [&](size_t i) { return !chunk_channel[i]; });
+    std::vector<Part2> parts(runs.size());
+    prog.done = prog.next = 0;
+    run_parallel(runs.size(), [&](size_t w) {
+      Part2& P = parts[w];
+      P.begin = runs[w].first;
+      P.end = runs[w].second;
+      auto add_to = [](std::vector<double>& v, uint32_t i, int64_t x) {
+        if (i >= v.size()) v.resize(size_t(i) + 1, 0.0);
+        v[i] += double(x);
+      };
+      auto fn = [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+        bool range = h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange;
+        if (!range && h.kind != RecordKind::kPyCall) return;
+        auto rec = dump::load<RangeRecord>(p);  // PyCallRecord has the same layout
+        int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
+        if (thread == step_thread) {
+          long st = step_of(s, e, P.hint);
+          bool is_step_itself = st >= 0 && s == steps[st].start && e == steps[st].end;
+          const uint32_t target = range ? (rec.name < nstr ? rec.name : 0) : rec.name;
+          const bool counted = st >= 0 && !is_step_itself && (range || rec.name < hot_py.size());
+          int64_t self = range ? P.range_self.self(h.aux, e - s, counted ? target : SelfTrack::kNone)
+                               : P.py_self.self(h.aux, e - s, counted ? target : SelfTrack::kNone);
+          if (st >= 0 && !is_step_itself) {
+            P.host_frames = true;
+            if (range) add_to(P.hot_range, target, self);
+            else if (rec.name < hot_py.size()) add_to(P.hot_py, rec.name, self);
+            while (!P.cov.empty() && P.cov.back().start >= s) P.cov.pop_back();
+            if (!P.cov.empty() && P.cov.back().end >= s) P.cov.back().end = std::max(P.cov.back().end, e);
+            else P.cov.push_back({s, e, uint32_t(st)});
+          }
+        } else if (!range && h.aux == 0 && e > steps_s && s < steps_e) {
+          P.other_py_busy[thread] += double(std::min(e, steps_e) - std::max(s, steps_s));
+        }
+        if (e > rep_s && s < rep_e && e > s)
+          P.rep_cpu.push_back({thread, s, e, h.aux, range ? name_of(rec.name) : code_name(rec.name), range ? "range" : "python"});
+      };
+      for (size_t c = P.begin; c < P.end; ++c) {
+        if (chunk_channel[c]) continue;
+        try {
+          r.for_each_record_in(chunks[c], fn);
+        } catch (const dump::DumpError&) {  // reported by pass 1
+        }
+        prog.step(chunks[c].count, "attributing");
       }
-    } else if (!range && h.aux == 0 && e > steps_s && s < steps_e) {
-      other_py_busy[thread] += double(std::min(e, steps_e) - std::max(s, steps_s));
+    });
+    std::vector<int64_t> carry_range, carry_py;
+    for (auto& P : parts) {
+      for (size_t i = 0; i < P.hot_range.size(); ++i) hot_range[i] += P.hot_range[i];
+      for (size_t i = 0; i < P.hot_py.size(); ++i) hot_py[i] += P.hot_py[i];
+      P.range_self.join_after(carry_range, [&](uint32_t nm, int64_t d) { hot_range[nm] += double(d); });
+      P.py_self.join_after(carry_py, [&](uint32_t code, int64_t d) { hot_py[code] += double(d); });
+      m.host_frames |= P.host_frames;
+      cov.insert(cov.end(), P.cov.begin(), P.cov.end());
+      for (auto& x : P.rep_cpu) rep_cpu.push_back(std::move(x));
+      for (auto& [t, v] : P.other_py_busy) other_py_busy[t] += v;
     }
-    if (e > rep_s && s < rep_e && e > s)
-      rep_cpu.push_back({thread, s, e, h.aux, range ? name_of(rec.name) : code_name(rec.name), range ? "range" : "python"});
-  });
-  (void)has_other_app_threads;
+  }
+  // Each run's list is the union of its frames (a thread's frames arrive in the order they end, so a parent
+  // swallows its children); the union over runs merges where runs meet.
   std::sort(cov.begin(), cov.end(), [](auto& x, auto& y) { return x.start < y.start; });
+  {
+    size_t k = 0;
+    for (size_t i = 0; i < cov.size(); ++i) {
+      if (k && cov[k - 1].end >= cov[i].start) cov[k - 1].end = std::max(cov[k - 1].end, cov[i].end);
+      else cov[k++] = cov[i];
+    }
+    cov.resize(k);
+  }
   for (uint32_t i = 0; i < nstr; ++i)
     if (hot_range[i] > 0) m.hot_host.emplace_back("range " + name_of(i), hot_range[i]);
   for (uint32_t i = 0; i < hot_py.size(); ++i)
@@ -877,12 +1330,24 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   if (m.hot_host.size() > 10) m.hot_host.resize(10);
   if (prog.on) std::fprintf(stderr, "iscope-analyze: measuring %zu steps\n", steps.size());
 
-  attributor.join();
   phase("pass 2");
   // ---------------------------------------------------------------- per-step sweep
   std::vector<const ApiOp*> sapi;  // step thread's calls by start
-  for (auto& x : apis)
-    if (x.thread == std::min<uint32_t>(step_thread, 0xffff)) sapi.push_back(&x);
+  {  // picked out by blocks on the worker threads: counted, then each block written in place, in order
+    const size_t n = apis.size(), parts = std::clamp<size_t>(n / 4096, 1, W);
+    const uint16_t th = uint16_t(std::min<uint32_t>(step_thread, 0xffff));
+    std::vector<size_t> at(parts + 1, 0);
+    run_parallel(parts, [&](size_t w) {
+      for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i) at[w + 1] += apis[i].thread == th;
+    });
+    for (size_t w = 0; w < parts; ++w) at[w + 1] += at[w];
+    sapi.resize(at[parts]);
+    run_parallel(parts, [&](size_t w) {
+      size_t k = at[w];
+      for (size_t i = n * w / parts; i < n * (w + 1) / parts; ++i)
+        if (apis[i].thread == th) sapi[k++] = &apis[i];
+    });
+  }
   auto by_start = [](auto* x, auto* y) { return x->start < y->start; };
   if (!std::is_sorted(sapi.begin(), sapi.end(), by_start)) std::sort(sapi.begin(), sapi.end(), by_start);
   {  // Keep the outermost call where calls nest (a driver call inside a runtime call): host time counts once.
@@ -895,144 +1360,180 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
     sapi.resize(k);
   }
-  DurationStats kernel_stats;
-  std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
   if (!sapi.empty()) {
     m.first_api_name = name_of(sapi.front()->name);
     m.first_api_ms = ms(sapi.front()->dur);
-    m.first_api_in_steps = step_of(sapi.front()->start, sapi.front()->end()) >= 0 || whole;
+    size_t hint = 0;
+    m.first_api_in_steps = step_of(sapi.front()->start, sapi.front()->end(), hint) >= 0 || whole;
   }
-  // Cursors that only move forward: steps and the gaps inside them come in time order, and one thread's
-  // calls do not overlap, so their ends are sorted too.
-  size_t api_cursor = 0, cov_cursor = 0, gap_cursor = 0, gpu_cursor = 0;
-  std::vector<uint32_t> carry;  // GPU activities still running at the next step's start
-  m.steps.reserve(steps.size());
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const int64_t S = steps[i].start, E = steps[i].end;
-    StepMetrics sm;
-    sm.start = S;
-    sm.dur = E - S;
-    // Host: the step thread's CUDA calls.
-    while (api_cursor < sapi.size() && sapi[api_cursor]->end() <= S) ++api_cursor;
-    double api_in_step = 0;
-    for (size_t j = api_cursor; j < sapi.size() && sapi[j]->start < E; ++j) {
-      const ApiOp& x = *sapi[j];
-      double d = double(std::min(E, x.end()) - std::max(S, x.start));
-      if (d <= 0) continue;
-      api_in_step += d;
-      const std::string& n = name_of(x.name);
-      switch (x.kind) {
-        case detail::kLaunch: sm.launch_api_ns += d; break;
-        case detail::kSync: case detail::kCopySync: {
-          ++sm.syncs;
-          sm.sync_api_ns += d;
-          auto& s = sync_by_api[n];
-          s.first += d;
-          ++s.second[launcher(&x)];
-          break;
-        }
-        case detail::kAlloc: case detail::kFree: {
-          ++sm.allocs;
-          sm.alloc_api_ns += d;
-          auto& s = alloc_by_api[n];
-          s.first += d;
-          ++s.second[launcher(&x)];
-          if (d > double(sm.worst_alloc.end - sm.worst_alloc.start)) sm.worst_alloc = {x.start, x.end(), uint32_t(i)};
-          break;
-        }
-        default: break;
-      }
-    }
-    sm.host_out_api = double(sm.dur) - api_in_step;
-    // GPU: unions by precedence (compute > H2D > D2H) and the idle gaps between busy periods.
-    Union uk, ukh, uall;
-    std::vector<std::pair<int64_t, int64_t>> gaps;
-    int64_t busy_end = S;
-    bool any = false;
-    // The activities that overlap [S, E) in start order: those carried over (started earlier, still running
-    // at S), then those starting before E. A cursor and a short carry list keep this linear even when one
-    // activity runs for seconds.
-    while (gpu_cursor < gpu.size() && gpu[gpu_cursor].start < S) {
-      if (gpu[gpu_cursor].end() > S) carry.push_back(uint32_t(gpu_cursor));
-      ++gpu_cursor;
-    }
-    carry.erase(std::remove_if(carry.begin(), carry.end(), [&](uint32_t k) { return gpu[k].end() <= S; }), carry.end());
-    auto visit = [&](const GpuOp* it) {
-      int64_t s = std::max(S, it->start), e = std::min(E, it->end());
-      if (e <= s) return;
-      if (s > busy_end) gaps.emplace_back(busy_end, s);
-      busy_end = std::max(busy_end, e);
-      any = true;
-      bool compute = it->kind == detail::kKernel || it->kind == detail::kMemset || it->kind == detail::kOtherCopy;
-      if (compute) uk.add(s, e);
-      if (compute || it->kind == detail::kH2D) ukh.add(s, e);
-      uall.add(s, e);
-      if (it->start < S) return;  // counted in the step it started in
-      if (it->kind == detail::kKernel) {
-        ++sm.kernels;
-        sm.kernel_ns += it->dur;
-        kernel_stats.add(it->dur);
-      } else if (it->kind == detail::kH2D) {
-        ++sm.copies_h2d;
-        sm.h2d_bytes += it->name_or_bytes;
-        if (it->host_mem == uint8_t(MemoryKind::kPageable)) sm.h2d_pageable_bytes += it->name_or_bytes;
-      } else if (it->kind == detail::kD2H) {
-        ++sm.copies_d2h;
-        sm.d2h_bytes += it->name_or_bytes;
-        if (it->host_mem == uint8_t(MemoryKind::kPageable)) sm.d2h_pageable_bytes += it->name_or_bytes;
-      }
-    };
-    for (uint32_t k : carry) visit(&gpu[k]);
-    for (; gpu_cursor < gpu.size() && gpu[gpu_cursor].start < E; ++gpu_cursor) {
-      visit(&gpu[gpu_cursor]);
-      if (gpu[gpu_cursor].end() > E) carry.push_back(uint32_t(gpu_cursor));
-    }
-    if (busy_end < E) gaps.emplace_back(busy_end, E);
-    const double kc = double(uk.finish()), khc = double(ukh.finish()), allc = double(uall.finish());
-    sm.compute = kc;
-    sm.h2d = khc - kc;
-    sm.d2h = allc - khc;
-    // Each gap: instant by instant (breakdown) and as a whole by its cause (GPU idle split).
-    for (size_t g = 0; g < gaps.size(); ++g) {
-      auto [ga, gb] = gaps[g];
-      double len = double(gb - ga);
-      double sync = 0, fw = 0, alloc = 0;
-      while (gap_cursor < sapi.size() && sapi[gap_cursor]->end() <= ga) ++gap_cursor;
-      const ApiOp* at = gap_cursor < sapi.size() && sapi[gap_cursor]->start <= ga ? sapi[gap_cursor] : nullptr;
-      for (auto it = sapi.begin() + gap_cursor; it != sapi.end() && (*it)->start < gb; ++it) {
-        double d = double(std::min(gb, (*it)->end()) - std::max(ga, (*it)->start));
+  // On W workers over runs of consecutive steps. Each starts its cursors where one sweep from the first step
+  // would have them (the calls' and frames' ends are sorted: one thread's calls do not overlap; the GPU carry
+  // list holds, in order, the activities that started before the run's first step and end after its start);
+  // the results are joined in step order.
+  struct Named {  // a sync or allocation call in a step: for the by-API tables, filled after the join in order
+    const ApiOp* api;
+    double d;
+    bool alloc;
+  };
+  struct Sweep {
+    size_t api_cursor = 0, cov_cursor = 0, gap_cursor = 0, gpu_cursor = 0;
+    std::vector<uint32_t> carry;  // GPU activities still running at the next step's start
+    std::vector<StepMetrics> steps;
+    DurationStats kernel_stats;
+    std::vector<Named> named;
+  };
+  const size_t n_sweep = std::max<size_t>(1, std::min<size_t>(W, steps.size() / 8));  // a few steps: not worth threads
+  std::vector<Sweep> sweeps(n_sweep);
+  run_parallel(n_sweep, [&](size_t w) {
+    Sweep& Z = sweeps[w];
+    const size_t first = steps.size() * w / n_sweep, last = steps.size() * (w + 1) / n_sweep;
+    if (first >= last) return;
+    const int64_t S0 = steps[first].start;
+    auto end_after = [&](const ApiOp* x, int64_t v) { return x->end() <= v; };
+    Z.api_cursor = size_t(std::partition_point(sapi.begin(), sapi.end(), [&](const ApiOp* x) { return end_after(x, S0); }) - sapi.begin());
+    Z.gap_cursor = Z.api_cursor;
+    Z.cov_cursor = size_t(std::partition_point(cov.begin(), cov.end(), [&](const Span& x) { return x.end <= S0; }) - cov.begin());
+    Z.gpu_cursor = size_t(std::lower_bound(gpu.begin(), gpu.end(), S0, [](const GpuOp& x, int64_t v) { return x.start < v; }) - gpu.begin());
+    for (size_t k = Z.gpu_cursor; k-- > 0 && gpu[k].start >= S0 - gpu_max_dur;)
+      if (gpu[k].end() > S0) Z.carry.push_back(uint32_t(k));
+    std::reverse(Z.carry.begin(), Z.carry.end());
+    Z.steps.reserve(last - first);
+    for (size_t i = first; i < last; ++i) {
+      const int64_t S = steps[i].start, E = steps[i].end;
+      StepMetrics sm;
+      sm.start = S;
+      sm.dur = E - S;
+      // Host: the step thread's CUDA calls.
+      while (Z.api_cursor < sapi.size() && sapi[Z.api_cursor]->end() <= S) ++Z.api_cursor;
+      double api_in_step = 0;
+      for (size_t j = Z.api_cursor; j < sapi.size() && sapi[j]->start < E; ++j) {
+        const ApiOp& x = *sapi[j];
+        double d = double(std::min(E, x.end()) - std::max(S, x.start));
         if (d <= 0) continue;
-        uint8_t k = (*it)->kind;
-        if (k == detail::kSync || k == detail::kCopySync) sync += d;
-        else {
-          fw += d;
-          if (k == detail::kAlloc || k == detail::kFree) alloc += d;
+        api_in_step += d;
+        switch (x.kind) {
+          case detail::kLaunch: sm.launch_api_ns += d; break;
+          case detail::kSync: case detail::kCopySync: {
+            ++sm.syncs;
+            sm.sync_api_ns += d;
+            Z.named.push_back({&x, d, false});
+            break;
+          }
+          case detail::kAlloc: case detail::kFree: {
+            ++sm.allocs;
+            sm.alloc_api_ns += d;
+            Z.named.push_back({&x, d, true});
+            if (d > double(sm.worst_alloc.end - sm.worst_alloc.start)) sm.worst_alloc = {x.start, x.end(), uint32_t(i)};
+            break;
+          }
+          default: break;
         }
       }
-      double rest = std::max(0.0, len - sync - fw);
-      double host = m.host_frames ? std::min(rest, std::max(0.0, double(overlap(cov, cov_cursor, ga, gb)) - sync - fw)) : rest;
-      sm.sync_wait += sync;
-      sm.framework += fw;
-      sm.cpu += host;
-      sm.idle += rest - host;
-      sm.alloc_idle += alloc;
-      bool between = any && g > 0 && gb < E;
-      if (g == 0 && ga > S) between = true;  // busy work carried in from the previous step
-      if (at && (at->kind == detail::kSync || at->kind == detail::kCopySync)) {
-        sm.idle_sync += len;
-        if (len > double(sm.worst_sync_gap.end - sm.worst_sync_gap.start)) sm.worst_sync_gap = {ga, gb, uint32_t(i)};
-      } else if ((at && (at->kind == detail::kLaunch || at->kind == detail::kCopyAsync || at->kind == detail::kOtherApi)) ||
-                 (between && gb - ga < kBetweenKernelsGapNs)) {
-        sm.idle_gaps += len;
-        ++sm.gaps_between;
-      } else {
-        sm.idle_host += len;
-        if (len > double(sm.worst_host_gap.end - sm.worst_host_gap.start)) sm.worst_host_gap = {ga, gb, uint32_t(i)};
+      sm.host_out_api = double(sm.dur) - api_in_step;
+      // GPU: unions by precedence (compute > H2D > D2H) and the idle gaps between busy periods.
+      Union uk, ukh, uall;
+      std::vector<std::pair<int64_t, int64_t>> gaps;
+      int64_t busy_end = S;
+      bool any = false;
+      // The activities that overlap [S, E) in start order: those carried over (started earlier, still running
+      // at S), then those starting before E. A cursor and a short Z.carry list keep this linear even when one
+      // activity runs for seconds.
+      while (Z.gpu_cursor < gpu.size() && gpu[Z.gpu_cursor].start < S) {
+        if (gpu[Z.gpu_cursor].end() > S) Z.carry.push_back(uint32_t(Z.gpu_cursor));
+        ++Z.gpu_cursor;
       }
+      Z.carry.erase(std::remove_if(Z.carry.begin(), Z.carry.end(), [&](uint32_t k) { return gpu[k].end() <= S; }), Z.carry.end());
+      auto visit = [&](const GpuOp* it) {
+        int64_t s = std::max(S, it->start), e = std::min(E, it->end());
+        if (e <= s) return;
+        if (s > busy_end) gaps.emplace_back(busy_end, s);
+        busy_end = std::max(busy_end, e);
+        any = true;
+        bool compute = it->kind == detail::kKernel || it->kind == detail::kMemset || it->kind == detail::kOtherCopy;
+        if (compute) uk.add(s, e);
+        if (compute || it->kind == detail::kH2D) ukh.add(s, e);
+        uall.add(s, e);
+        if (it->start < S) return;  // counted in the step it started in
+        if (it->kind == detail::kKernel) {
+          ++sm.kernels;
+          sm.kernel_ns += it->dur;
+          Z.kernel_stats.add(it->dur);
+        } else if (it->kind == detail::kH2D) {
+          ++sm.copies_h2d;
+          sm.h2d_bytes += it->name_or_bytes;
+          if (it->host_mem == uint8_t(MemoryKind::kPageable)) sm.h2d_pageable_bytes += it->name_or_bytes;
+        } else if (it->kind == detail::kD2H) {
+          ++sm.copies_d2h;
+          sm.d2h_bytes += it->name_or_bytes;
+          if (it->host_mem == uint8_t(MemoryKind::kPageable)) sm.d2h_pageable_bytes += it->name_or_bytes;
+        }
+      };
+      for (uint32_t k : Z.carry) visit(&gpu[k]);
+      for (; Z.gpu_cursor < gpu.size() && gpu[Z.gpu_cursor].start < E; ++Z.gpu_cursor) {
+        visit(&gpu[Z.gpu_cursor]);
+        if (gpu[Z.gpu_cursor].end() > E) Z.carry.push_back(uint32_t(Z.gpu_cursor));
+      }
+      if (busy_end < E) gaps.emplace_back(busy_end, E);
+      const double kc = double(uk.finish()), khc = double(ukh.finish()), allc = double(uall.finish());
+      sm.compute = kc;
+      sm.h2d = khc - kc;
+      sm.d2h = allc - khc;
+      // Each gap: instant by instant (breakdown) and as a whole by its cause (GPU idle split).
+      for (size_t g = 0; g < gaps.size(); ++g) {
+        auto [ga, gb] = gaps[g];
+        double len = double(gb - ga);
+        double sync = 0, fw = 0, alloc = 0;
+        while (Z.gap_cursor < sapi.size() && sapi[Z.gap_cursor]->end() <= ga) ++Z.gap_cursor;
+        const ApiOp* at = Z.gap_cursor < sapi.size() && sapi[Z.gap_cursor]->start <= ga ? sapi[Z.gap_cursor] : nullptr;
+        for (auto it = sapi.begin() + Z.gap_cursor; it != sapi.end() && (*it)->start < gb; ++it) {
+          double d = double(std::min(gb, (*it)->end()) - std::max(ga, (*it)->start));
+          if (d <= 0) continue;
+          uint8_t k = (*it)->kind;
+          if (k == detail::kSync || k == detail::kCopySync) sync += d;
+          else {
+            fw += d;
+            if (k == detail::kAlloc || k == detail::kFree) alloc += d;
+          }
+        }
+        double rest = std::max(0.0, len - sync - fw);
+        double host = m.host_frames ? std::min(rest, std::max(0.0, double(overlap(cov, Z.cov_cursor, ga, gb)) - sync - fw)) : rest;
+        sm.sync_wait += sync;
+        sm.framework += fw;
+        sm.cpu += host;
+        sm.idle += rest - host;
+        sm.alloc_idle += alloc;
+        bool between = any && g > 0 && gb < E;
+        if (g == 0 && ga > S) between = true;  // busy work carried in from the previous step
+        if (at && (at->kind == detail::kSync || at->kind == detail::kCopySync)) {
+          sm.idle_sync += len;
+          if (len > double(sm.worst_sync_gap.end - sm.worst_sync_gap.start)) sm.worst_sync_gap = {ga, gb, uint32_t(i)};
+        } else if ((at && (at->kind == detail::kLaunch || at->kind == detail::kCopyAsync || at->kind == detail::kOtherApi)) ||
+                   (between && gb - ga < kBetweenKernelsGapNs)) {
+          sm.idle_gaps += len;
+          ++sm.gaps_between;
+        } else {
+          sm.idle_host += len;
+          if (len > double(sm.worst_host_gap.end - sm.worst_host_gap.start)) sm.worst_host_gap = {ga, gb, uint32_t(i)};
+        }
+      }
+      Z.steps.push_back(sm);
     }
-    m.steps.push_back(sm);
+  });
+  // The attribution ran beside pass 2 and the sweep; the by-API tables below need its launcher labels.
+  attributor.join();
+  if (timing) std::fprintf(stderr, "iscope-analyze: (attribution beside pass 2 and the sweep: %.3f s)\n", attributor_s);
+  m.steps.reserve(steps.size());
+  DurationStats kernel_stats;
+  std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
+  for (auto& Z : sweeps) {
+    m.steps.insert(m.steps.end(), Z.steps.begin(), Z.steps.end());
+    kernel_stats.merge(Z.kernel_stats);
+    for (const Named& x : Z.named) {
+      auto& s = (x.alloc ? alloc_by_api : sync_by_api)[name_of(x.api->name)];
+      s.first += x.d;
+      ++s.second[launcher(x.api)];
+    }
   }
-  (void)cov_cursor;
 
   phase("per-step sweep");
   // ---------------------------------------------------------------- breakdown (mean step)
@@ -1162,11 +1663,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     double total_kernel = 0;
     for (uint32_t n = 0; n < nstr; ++n) total_kernel += double(kernel_ns[n]);
     std::map<uint32_t, std::pair<int64_t, std::string>> best_launcher;
-    for (auto& [k, ns] : kernel_by_launcher) {
+    kernel_by_launcher.for_each([&](uint64_t k, int64_t ns) {
       auto& b = best_launcher[uint32_t(k >> 32)];
       const std::string& who = labels[uint32_t(k)];
       if (ns > b.first || (ns == b.first && who < b.second)) b = {ns, who};
-    }
+    });
     for (uint32_t n = 0; n < nstr; ++n) {
       if (!kernel_count[n]) continue;
       KernelRow row;

@@ -22,6 +22,9 @@ struct AnalyzeOptions {
   bool progress = false;         ///< progress lines on stderr
   size_t max_timeline_spans = 5000;
   double launch_bound_max_kernel_us = 20.0;  ///< kernels shorter than this are "short" (Config key of that name)
+  /// Worker threads; 0: INFERSCOPE_ANALYZE_THREADS, else the hardware threads (capped at 32). The analysis is
+  /// the same whatever the number.
+  unsigned threads = 0;
 };
 
 /// A bad input that yields no analysis at all: the message names the file and the offset/line/field.

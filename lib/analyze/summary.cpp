@@ -10,13 +10,6 @@
 
 namespace inferscope::analyze {
 
-size_t DurationStats::bucket_of(uint64_t ns) {
-  if (ns < kSub) return static_cast<size_t>(ns);
-  const int e = std::bit_width(ns) - 1;  // ns in [2^e, 2^(e+1))
-  const int shift = e - 7;               // 128 = 2^7 sub-buckets per power of two
-  return static_cast<size_t>((e - 6) * kSub + static_cast<int>((ns >> shift) - kSub));
-}
-
 double DurationStats::bucket_value(size_t b) {
   if (b < kSub) return static_cast<double>(b);
   const size_t e = b / kSub + 6;
@@ -26,14 +19,14 @@ double DurationStats::bucket_value(size_t b) {
   return lo + width / 2;
 }
 
-void DurationStats::add(uint64_t ns) {
-  size_t b = bucket_of(ns);
-  if (b >= buckets_.size()) buckets_.resize(b + 1);
-  ++buckets_[b];
-  ++count_;
-  total_ += ns;
-  min_ = std::min(min_, ns);
-  max_ = std::max(max_, ns);
+void DurationStats::merge(const DurationStats& o) {
+  if (!o.count_) return;
+  if (o.buckets_.size() > buckets_.size()) buckets_.resize(o.buckets_.size());
+  for (size_t b = 0; b < o.buckets_.size(); ++b) buckets_[b] += o.buckets_[b];
+  count_ += o.count_;
+  total_ += o.total_;
+  min_ = std::min(min_, o.min_);
+  max_ = std::max(max_, o.max_);
 }
 
 double DurationStats::percentile(double q) const {

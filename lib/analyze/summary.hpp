@@ -3,6 +3,7 @@
 
 #include "dump/reader.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <ostream>
@@ -15,7 +16,17 @@ namespace inferscope::analyze {
 /// power of two: a percentile is within 0.8 % of the true value), so memory does not grow with the count.
 class DurationStats {
  public:
-  void add(uint64_t ns);
+  void add(uint64_t ns) {  // inline: the analyzer calls it for most records
+    const size_t b = bucket_of(ns);
+    if (b >= buckets_.size()) buckets_.resize(b + 1);
+    ++buckets_[b];
+    ++count_;
+    total_ += ns;
+    if (ns < min_) min_ = ns;
+    if (ns > max_) max_ = ns;
+  }
+  /// Adds everything `o` counted (exact: the result does not depend on how the values were split).
+  void merge(const DurationStats& o);
   uint64_t count() const { return count_; }
   uint64_t total() const { return total_; }
   uint64_t min() const { return count_ ? min_ : 0; }
@@ -26,7 +37,12 @@ class DurationStats {
 
  private:
   static constexpr int kSub = 128;
-  static size_t bucket_of(uint64_t ns);
+  static size_t bucket_of(uint64_t ns) {
+    if (ns < kSub) return static_cast<size_t>(ns);
+    const int e = std::bit_width(ns) - 1;  // ns in [2^e, 2^(e+1))
+    const int shift = e - 7;               // 128 = 2^7 sub-buckets per power of two
+    return static_cast<size_t>((e - 6) * kSub + static_cast<int>((ns >> shift) - kSub));
+  }
   static double bucket_value(size_t b);
   std::vector<uint64_t> buckets_;
   uint64_t count_ = 0, total_ = 0, min_ = ~0ull, max_ = 0;

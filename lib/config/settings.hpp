@@ -47,6 +47,8 @@ inline constexpr std::array kNonSettingEnvironment = {
     std::string_view("INFERSCOPE_FOLLOW_CHILDREN"),  // iscope-run: whether children of the target record too
     std::string_view("INFERSCOPE_INJECTED"),         // set once the CUPTI injection entry has run
     std::string_view("INFERSCOPE_ANALYZE"),          // runtime: iscope-analyze for the report at exit
+    std::string_view("INFERSCOPE_ANALYZE_THREADS"),  // iscope-analyze: worker threads (default: the machine's)
+    std::string_view("INFERSCOPE_ANALYZE_TIMING"),   // iscope-analyze: print the time of each phase
     std::string_view("INFERSCOPE_LIBRARY"),          // iscope-run: libinferscope.so to inject
     std::string_view("INFERSCOPE_PYTHON_DIR"),       // iscope-run: where inferscope_py and its sitecustomize live
     std::string_view("INFERSCOPE_CUPTI_LIBRARY"),    // GPU collector: libcupti.so to load

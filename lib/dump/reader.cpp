@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 namespace inferscope::dump {
 namespace {
@@ -17,6 +21,17 @@ std::string at(const std::string& path, uint64_t offset) {
 }
 
 }  // namespace
+
+unsigned worker_threads(unsigned asked) {
+  constexpr unsigned kMax = 256;  // a nonsense request must not start thousands of threads
+  if (asked) return std::min(asked, kMax);
+  if (const char* e = std::getenv("INFERSCOPE_ANALYZE_THREADS")) {
+    long v = std::strtol(e, nullptr, 10);
+    if (v > 0) return static_cast<unsigned>(std::min<long>(v, kMax));
+  }
+  // Beyond ~32 the serial parts (merges, sort) dominate and threads only cost memory.
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 32u);
+}
 
 DumpReader::DumpReader(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -58,45 +73,89 @@ DumpReader::DumpReader(const std::string& path) : path_(path) {
              ".x); use a matching iscope-analyze",
          8);
 
-  // Walk the chunks. A chunk that is incomplete or fails its checksum ends the walk: everything before it
-  // is valid, and damage() says where and how much was lost.
+  // Walk the chunk headers, then check the payloads' CRC-32C on several threads (the checksum is most of the
+  // cost of opening a large dump), then parse in file order up to the first bad chunk. A chunk that is
+  // incomplete or fails its checksum ends the walk: everything before it is valid, and damage() says where and
+  // how much was lost.
+  struct Walked {
+    uint64_t off;
+    ChunkHeader h;
+  };
+  std::vector<Walked> walked;
   uint64_t off = sizeof(FileHeader);
-  std::vector<CodeEntry> raw_code;
-  std::vector<ThreadEntry> raw_threads;
+  auto damaged = [&](uint64_t where, const std::string& what, bool truncated) {
+    damage_ = Damage{where, size_ - where,
+                     at(path, where) + what + "; " + std::to_string(size_ - where) + " bytes from there on were not read",
+                     truncated};
+  };
   while (off < size_) {
-    auto damaged = [&](const std::string& what, bool truncated) {
-      damage_ = Damage{off, size_ - off,
-                       at(path, off) + what + "; " + std::to_string(size_ - off) + " bytes from there on were not read",
-                       truncated};
-    };
     if (size_ - off < sizeof(ChunkHeader)) {
-      damaged("file ends inside a chunk header (dump cut short)", true);
+      damaged(off, "file ends inside a chunk header (dump cut short)", true);
       break;
     }
     ChunkHeader h = load<ChunkHeader>(base_ + off);
     if (crc32c(&h, offsetof(ChunkHeader, header_crc)) != h.header_crc) {
-      damaged("corrupt chunk header (checksum mismatch)", false);
+      damaged(off, "corrupt chunk header (checksum mismatch)", false);
       break;
     }
     if (h.length > size_ - off - sizeof(ChunkHeader)) {
-      damaged("chunk of " + std::to_string(h.length) + " bytes runs past the end of the file (dump cut short)", true);
+      damaged(off, "chunk of " + std::to_string(h.length) + " bytes runs past the end of the file (dump cut short)", true);
       break;
     }
-    const uint8_t* payload = base_ + off + sizeof(ChunkHeader);
-    if (crc32c(payload, h.length) != h.payload_crc) {
-      damaged("corrupt chunk payload (checksum mismatch, chunk type " + std::to_string(h.type) + ")", false);
-      break;
+    walked.push_back({off, h});
+    off += sizeof(ChunkHeader) + h.length;
+  }
+  // Contiguous runs of chunks of about equal bytes, one per thread; each finds its first bad chunk.
+  size_t first_bad = walked.size();
+  {
+    const uint64_t bytes = off - sizeof(FileHeader);
+    const unsigned n = bytes < (uint64_t(16) << 20) ? 1u : std::max(1u, std::min<unsigned>(worker_threads(), unsigned(walked.size())));
+    std::vector<size_t> bad(n, walked.size());
+    std::vector<size_t> cut{0};
+    for (size_t i = 0, part = 1; i < walked.size() && part < n; ++i)
+      if (walked[i].off + sizeof(ChunkHeader) + walked[i].h.length - sizeof(FileHeader) >= bytes / n * part) {
+        cut.push_back(i + 1);
+        ++part;
+      }
+    while (cut.size() <= n) cut.push_back(walked.size());
+    auto check = [&](unsigned part) {
+      for (size_t i = cut[part]; i < cut[part + 1]; ++i)
+        if (crc32c(base_ + walked[i].off + sizeof(ChunkHeader), walked[i].h.length) != walked[i].h.payload_crc) {
+          bad[part] = i;
+          return;
+        }
+    };
+    std::vector<std::thread> pool;
+    unsigned started = 1;
+    try {
+      for (; started < n; ++started) pool.emplace_back(check, started);
+    } catch (const std::system_error&) {  // no more threads (limits): the rest runs here
     }
-    uint64_t payload_off = off + sizeof(ChunkHeader);
+    check(0);
+    for (unsigned part = started; part < n; ++part) check(part);
+    for (auto& t : pool) t.join();
+    for (size_t b : bad) first_bad = std::min(first_bad, b);
+  }
+  if (first_bad < walked.size())
+    damaged(walked[first_bad].off,
+            "corrupt chunk payload (checksum mismatch, chunk type " + std::to_string(walked[first_bad].h.type) + ")", false);
+
+  std::vector<CodeEntry> raw_code;
+  std::vector<ThreadEntry> raw_threads;
+  for (size_t i = 0; i < first_bad; ++i) {
+    const ChunkHeader& h = walked[i].h;
+    const uint64_t payload_off = walked[i].off + sizeof(ChunkHeader);
+    const uint8_t* payload = base_ + payload_off;
+    const uint64_t coff = walked[i].off;
     switch (static_cast<ChunkType>(h.type)) {
       case ChunkType::kCodeTable:
-        if (h.length != uint64_t(h.count) * sizeof(CodeEntry)) fail(at(path, off) + "bad code table size", off);
-        for (uint32_t i = 0; i < h.count; ++i) raw_code.push_back(load<CodeEntry>(payload + i * sizeof(CodeEntry)));
+        if (h.length != uint64_t(h.count) * sizeof(CodeEntry)) fail(at(path, coff) + "bad code table size", coff);
+        for (uint32_t k = 0; k < h.count; ++k) raw_code.push_back(load<CodeEntry>(payload + k * sizeof(CodeEntry)));
         break;
       case ChunkType::kThreads:
-        if (h.length != uint64_t(h.count) * sizeof(ThreadEntry)) fail(at(path, off) + "bad thread table size", off);
-        for (uint32_t i = 0; i < h.count; ++i)
-          raw_threads.push_back(load<ThreadEntry>(payload + i * sizeof(ThreadEntry)));
+        if (h.length != uint64_t(h.count) * sizeof(ThreadEntry)) fail(at(path, coff) + "bad thread table size", coff);
+        for (uint32_t k = 0; k < h.count; ++k)
+          raw_threads.push_back(load<ThreadEntry>(payload + k * sizeof(ThreadEntry)));
         break;
       default:
         try {
@@ -105,7 +164,6 @@ DumpReader::DumpReader(const std::string& path) : path_(path) {
           fail(at(path, e.offset()) + e.what(), e.offset());
         }
     }
-    off = payload_off + h.length;
   }
 
   for (const auto& t : raw_threads) {

@@ -68,6 +68,11 @@ struct Attr {
   std::string s;
 };
 
+/// How many threads reading a dump may use: `asked` when non-zero, else the environment variable
+/// INFERSCOPE_ANALYZE_THREADS when set to a positive number, else the machine's hardware threads capped at 32.
+/// The analysis result never depends on it (docs/analysis.md, "Speed and memory").
+unsigned worker_threads(unsigned asked = 0);
+
 /// Copies a packed record out of the mapped file.
 template <class T>
 inline T load(const uint8_t* p) {
