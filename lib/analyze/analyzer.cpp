@@ -484,6 +484,13 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     return k == RecordKind::kGpuKernel || k == RecordKind::kGpuMemcpy || k == RecordKind::kGpuMemset;
   };
 
+  // Python code ids index per-worker tables: one past the largest id the dump's code table holds bounds them,
+  // and at least 65,536 ids (3 MiB a table) stay themselves when the table was cut off; a larger id is counted
+  // as code 0, so a damaged record cannot size a table per worker (a fuzzed dump sized 784 MB each).
+  uint32_t code_limit = 1u << 16;
+  for (auto& [id, c] : r.code_table())
+    if (id < (1u << 24) && id >= code_limit) code_limit = id + 1;
+
   // ---------------------------------------------------------------- pass 1
   auto handle = [&](Part& P, uint32_t thread, const RecordHeader& h, const uint8_t* p) {
     ++P.events;
@@ -539,7 +546,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         seen_time(s, e);
         auto& t = P.T(thread_slot(thread));
         ++t.py_calls;
-        if (rec.code >= (1u << 24)) rec.code = 0;  // code ids are small and dense; never size a table by nonsense
+        if (rec.code >= code_limit) rec.code = 0;  // never size a table by a damaged id
         auto& agg = name_agg(P.py_agg, rec.code);
         agg.d.add(uint64_t(e - s));
         agg.self += t.py_self.self(h.aux, e - s, rec.code);
@@ -833,7 +840,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
                   } else if (h.kind == RecordKind::kPyCall) {
                     auto rec = dump::load<PyCallRecord>(p);
                     const int64_t s = clock.to_ns(rec.start);
-                    const uint32_t code = rec.code >= (1u << 24) ? 0 : rec.code;
+                    const uint32_t code = rec.code >= code_limit ? 0 : rec.code;
                     take(lpy, C.py, s, [&](ApiOp& x) { x.py = code; });
                     if (h.aux == 0) { lpy.clear(); C.py.clear(); }
                   } else if (h.kind == RecordKind::kCudaApi) {
