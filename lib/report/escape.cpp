@@ -49,6 +49,16 @@ void for_each_char(std::string_view s, F&& f) {
   }
 }
 
+/// for_each_char for the escapers: multi-byte sequences (and U+FFFD for stray bytes) go to `out` as they are;
+/// each ASCII character goes to f(char), which decides what `out` gets.
+template <class F>
+void for_each_ascii(std::string_view s, std::string& out, F&& f) {
+  for_each_char(s, [&](std::string_view ch) {
+    if (ch.size() > 1) out.append(ch);
+    else f(ch[0]);
+  });
+}
+
 }  // namespace
 
 std::string valid_utf8(std::string_view s) {
@@ -110,12 +120,7 @@ std::string json_quote(std::string_view s) {
 std::string html_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);
-  for_each_char(s, [&](std::string_view ch) {
-    if (ch.size() > 1) {
-      out.append(ch);
-      return;
-    }
-    const char c = ch[0];
+  for_each_ascii(s, out, [&](char c) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -134,12 +139,7 @@ std::string html_escape(std::string_view s) {
 std::string md_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);
-  for_each_char(s, [&](std::string_view ch) {
-    if (ch.size() > 1) {
-      out.append(ch);
-      return;
-    }
-    const char c = ch[0];
+  for_each_ascii(s, out, [&](char c) {
     switch (c) {
       case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '>': case '|': case '~':
       case '#':
@@ -157,9 +157,7 @@ std::string md_escape(std::string_view s) {
 
 std::string md_code(std::string_view s) {
   std::string out = "`";
-  for_each_char(s, [&](std::string_view ch) {
-    if (ch.size() > 1) return out.append(ch), void();
-    const char c = ch[0];
+  for_each_ascii(s, out, [&](char c) {
     if (c == '`') out += '\'';
     else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
     else if (static_cast<uint8_t>(c) >= 0x20 && c != 0x7f) out += c;
