@@ -13,9 +13,7 @@
 using namespace inferscope;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<uint8_t> bytes(data, data + size);
-  fuzz::fix_checksums(bytes);
-  const std::string path = fuzz::as_file(bytes);
+  const std::string path = fuzz::as_dump_file(data, size);
   if (path.empty()) return 0;
   try {
     dump::DumpReader r(path);

@@ -42,6 +42,14 @@ inline std::string as_file(const std::vector<uint8_t>& bytes) {
   return "/proc/self/fd/" + std::to_string(fd);
 }
 
+/// A fuzzer input as a dump file with every checksum made to fit: the path, or empty when no file could be
+/// made.
+inline std::string as_dump_file(const uint8_t* data, size_t size) {
+  std::vector<uint8_t> bytes(data, data + size);
+  fix_checksums(bytes);
+  return as_file(bytes);
+}
+
 /// A stream buffer that discards everything: the writers run in full, nothing is kept.
 struct NullBuf : std::streambuf {
   int overflow(int c) override { return c; }
