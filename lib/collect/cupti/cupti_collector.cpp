@@ -352,8 +352,7 @@ std::string apply_locked(State& s, const ActivitySet& want) {
   build_selection(s);
   const bool internal = want.memset;
   // api_activity: the selected runtime calls become CUPTI activity records (no callback on the calling thread).
-  const bool act = want.runtime && want.api_activity && !want.runtime_all;
-  const bool act_was = was.runtime && was.api_activity && !was.runtime_all;
+  const bool act = want.runtime_as_activity(), act_was = was.runtime_as_activity();
   for (uint32_t i = 1; i < kRuntimeCbids; ++i) {
     const bool rec = want.runtime_all || (want.runtime && !act && s.runtime_selected[i]);
     const bool was_on = s.record_runtime[i].load();

@@ -27,6 +27,8 @@ struct ActivitySet {
   /// thread (CUPTI names threads by pthread_self(), not by OS id), so the analyzer cannot attribute them to
   /// a Python function or range. Cheaper per launch than callbacks: bench/gpu/launch_overhead.
   bool api_activity = false;
+  /// The selected runtime calls are recorded as activity records (runtime_all keeps every call on callbacks).
+  bool runtime_as_activity() const { return runtime && api_activity && !runtime_all; }
   bool any() const {
     return kernel || memcpy || memset || sync || memory || graph || overhead || runtime || driver || runtime_all;
   }
