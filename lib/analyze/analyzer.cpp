@@ -498,6 +498,12 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       if (s < P.first) P.first = s;
       if (e > P.last) P.last = e;
     };
+    // A record's [start, end] in ns (an end before its start is read as the start), counted in the trace span.
+    auto span_ns = [&](uint64_t start, uint64_t end) {
+      const int64_t s = clock.to_ns(start), e = std::max(s, clock.to_ns(end));
+      seen_time(s, e);
+      return std::pair{s, e};
+    };
     auto name_agg = [](std::vector<NameAgg>& v, uint32_t i) -> NameAgg& {
       if (i >= v.size()) v.resize(size_t(i) + 1);
       return v[i];
@@ -506,9 +512,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       case RecordKind::kRange:
       case RecordKind::kNvtxRange: {
         auto rec = dump::load<RangeRecord>(p);
-        int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
-        if (e < s) e = s;
-        seen_time(s, e);
+        const auto [s, e] = span_ns(rec.start, rec.end);
         auto& t = P.T(thread_slot(thread));
         ++t.ranges;
         uint32_t nm = rec.name < nstr ? rec.name : 0;
@@ -541,9 +545,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
       case RecordKind::kPyCall: {
         auto rec = dump::load<PyCallRecord>(p);
-        int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
-        if (e < s) e = s;
-        seen_time(s, e);
+        const auto [s, e] = span_ns(rec.start, rec.end);
         auto& t = P.T(thread_slot(thread));
         ++t.py_calls;
         if (rec.code >= code_limit) rec.code = 0;  // never size a table by a damaged id
@@ -566,9 +568,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
       case RecordKind::kCudaApi: {
         auto rec = dump::load<CudaApiRecord>(p);
-        int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
-        if (e < s) e = s;
-        seen_time(s, e);
+        const auto [s, e] = span_ns(rec.start, rec.end);
         auto& t = P.T(thread_slot(thread));
         ++t.apis;
         uint32_t nm = rec.name < nstr ? rec.name : 0;
@@ -594,9 +594,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
       case RecordKind::kGpuKernel: {
         auto rec = dump::load<GpuKernelRecord>(p);
-        int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
-        if (e < s) e = s;
-        seen_time(s, e);
+        const auto [s, e] = span_ns(rec.start, rec.end);
         uint32_t nm = rec.name < nstr ? rec.name : 0;
         if (nm >= P.kernel_count.size()) {
           P.kernel_count.resize(size_t(nm) + 1, 0);
@@ -610,9 +608,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
       case RecordKind::kGpuMemcpy: {
         auto rec = dump::load<GpuMemcpyRecord>(p);
-        int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
-        if (e < s) e = s;
-        seen_time(s, e);
+        const auto [s, e] = span_ns(rec.start, rec.end);
         std::string dir = copy_name(h.aux);
         uint8_t kind = dir == "h2d" ? detail::kH2D : dir == "d2h" ? detail::kD2H : detail::kOtherCopy;
         uint8_t host = kind == detail::kH2D ? uint8_t(rec.src_kind) : kind == detail::kD2H ? uint8_t(rec.dst_kind) : 0;
@@ -627,9 +623,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
       case RecordKind::kGpuMemset: {
         auto rec = dump::load<GpuMemsetRecord>(p);
-        int64_t s = clock.to_ns(rec.start), e = clock.to_ns(rec.end);
-        if (e < s) e = s;
-        seen_time(s, e);
+        const auto [s, e] = span_ns(rec.start, rec.end);
         gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
                                 detail::kMemset, 0, static_cast<uint16_t>(rec.stream)};
         P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
