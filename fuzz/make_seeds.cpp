@@ -34,15 +34,7 @@ void full_trace(dump::DumpBuilder& b) {
   b.clock_check(gpu, 1, 2, 3);
   b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 50, 7);
   b.counter_double(sys, "gpu.util_pct", CounterScope::kDevice, 0, 50, 50.5);
-  AsyncRangeRecord ar{};
-  ar.h = {RecordKind::kAsyncRange, 0, sizeof(AsyncRangeRecord)};
-  ar.name = b.str("async");
-  ar.start = b.ticks(1);
-  ar.end = b.ticks(99);
-  ar.id = 9;
-  ar.begin_thread = main;
-  ar.end_thread = worker;
-  b.raw(worker, &ar, sizeof(ar));
+  b.async_range(worker, "async", 9, 1, 99, main, worker);
   ThreadNameRecord tn{{RecordKind::kThreadName, 0, sizeof(ThreadNameRecord)}, b.str("renamed"), b.ticks(2)};
   b.raw(worker, &tn, sizeof(tn));
   ThreadEndRecord te{{RecordKind::kThreadEnd, 0, sizeof(ThreadEndRecord)}, 0, b.ticks(99)};

@@ -117,6 +117,19 @@ class DumpBuilder {
     PyCallRecord r{{RecordKind::kPyCall, sat(depth), sizeof(PyCallRecord)}, code_id, ticks(start_ns), ticks(end_ns)};
     put(t, &r, sizeof(r));
   }
+  /// An async range (id) begun on begin_thread and ended on end_thread, written to thread t.
+  void async_range(uint32_t t, std::string_view name, uint64_t id, int64_t start_ns, int64_t end_ns,
+                   uint32_t begin_thread, uint32_t end_thread) {
+    AsyncRangeRecord r{};
+    r.h = {RecordKind::kAsyncRange, 0, sizeof(AsyncRangeRecord)};
+    r.name = str(name);
+    r.start = ticks(start_ns);
+    r.end = ticks(end_ns);
+    r.id = id;
+    r.begin_thread = begin_thread;
+    r.end_thread = end_thread;
+    put(t, &r, sizeof(r));
+  }
   void mark(uint32_t t, std::string_view name, int64_t ts_ns) {
     MarkRecord r{{RecordKind::kMark, 0, sizeof(MarkRecord)}, str(name), ticks(ts_ns)};
     put(t, &r, sizeof(r));

@@ -50,15 +50,7 @@ std::string build_trace() {
   b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 500, 12345);
   b.counter_double(sys, "gpu.util_pct", CounterScope::kDevice, 0, 1500, 87.5);
   b.pycall(worker, b.code("Model.forward", "model.py", 42), 0, 300, 900);
-  AsyncRangeRecord ar{};
-  ar.h = {RecordKind::kAsyncRange, 0, sizeof(AsyncRangeRecord)};
-  ar.name = b.str("request 17");
-  ar.start = b.ticks(100);
-  ar.end = b.ticks(1800);
-  ar.id = 17;
-  ar.begin_thread = main;
-  ar.end_thread = worker;
-  b.raw(worker, &ar, sizeof(ar));
+  b.async_range(worker, "request 17", 17, 100, 1800, main, worker);
   b.finish();
   return path;
 }
