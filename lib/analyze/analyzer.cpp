@@ -155,6 +155,8 @@ class Slab {
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   T& operator[](size_t i) const { return p_[i]; }
+  /// Keeps the first n elements (the mapping stays until destruction).
+  void shrink(size_t n) { n_ = std::min(n, n_); }
 
  private:
   void release() {
@@ -250,6 +252,11 @@ class FlatSums {
   std::vector<Entry> slots_;
   size_t used_ = 0;
 };
+
+// ApiOp::pad bits.
+constexpr uint8_t kApiRehomed = 1;  ///< from a channel (CUPTI's API activity records), moved to its calling thread
+constexpr uint8_t kApiDriver = 2;   ///< driver API domain
+constexpr uint8_t kApiDropped = 4;  ///< a driver call inside a runtime call with the same correlation id
 
 struct ThreadState {
   std::vector<uint32_t> pend_py, pend_range, pend_layer;  // indexes of calls waiting for their innermost frame
@@ -491,6 +498,29 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   for (auto& [id, c] : r.code_table())
     if (id < (1u << 24) && id >= code_limit) code_limit = id + 1;
 
+  // Calls CUPTI recorded itself (API activity records, the default) arrive in the "gpu" channel, long after
+  // the call, naming the caller by OS thread id. They belong to that thread's entry: the newest one that had
+  // started by the time of the call (Linux reuses thread ids), else the first one.
+  std::vector<uint8_t> channel_slot;  // by dump thread id: 1 = a channel
+  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_os_tid;  // os_tid -> (first_ts, id)
+  for (auto& [id, t] : r.threads()) {
+    if (id >= (1u << 20)) continue;
+    if (t.is_channel()) {
+      if (id >= channel_slot.size()) channel_slot.resize(size_t(id) + 1, 0);
+      channel_slot[id] = 1;
+    } else if (t.os_tid) {
+      by_os_tid[t.os_tid].emplace_back(t.first_ts, id);
+    }
+  }
+  for (auto& [tid, v] : by_os_tid) std::sort(v.begin(), v.end());
+  auto caller_of = [&](uint32_t os_tid, uint64_t ticks) -> uint32_t {
+    auto it = by_os_tid.find(os_tid);
+    if (it == by_os_tid.end()) return UINT32_MAX;
+    const auto& v = it->second;
+    auto after = std::upper_bound(v.begin(), v.end(), std::pair{ticks, UINT32_MAX});
+    return after == v.begin() ? v.front().second : std::prev(after)->second;
+  };
+
   // ---------------------------------------------------------------- pass 1
   auto handle = [&](Part& P, uint32_t thread, const RecordHeader& h, const uint8_t* p) {
     ++P.events;
@@ -569,7 +599,10 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       case RecordKind::kCudaApi: {
         auto rec = dump::load<CudaApiRecord>(p);
         const auto [s, e] = span_ns(rec.start, rec.end);
-        auto& t = P.T(thread_slot(thread));
+        // From a channel with a known caller: re-homed, and its frames are found after pass 1 (fix-up 3).
+        uint32_t caller = UINT32_MAX;
+        if (thread < channel_slot.size() && channel_slot[thread] && rec.os_tid) caller = caller_of(rec.os_tid, rec.start);
+        auto& t = P.T(thread_slot(caller == UINT32_MAX ? thread : caller));
         ++t.apis;
         uint32_t nm = rec.name < nstr ? rec.name : 0;
         if (nm >= P.api_kind.size()) P.api_kind.resize(size_t(nm) + 1, -1);
@@ -579,14 +612,17 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         op.dur = sat32(e - s);
         op.corr = rec.correlation;
         op.name = nm;
-        op.thread = static_cast<uint16_t>(std::min<uint32_t>(thread, 0xffff));
+        op.thread = static_cast<uint16_t>(std::min<uint32_t>(caller == UINT32_MAX ? thread : caller, 0xffff));
         op.kind = static_cast<uint8_t>(P.api_kind[nm]);
         uint32_t idx = static_cast<uint32_t>(P.api_at++);
+        if (caller != UINT32_MAX)
+          op.pad = kApiRehomed | (h.aux == static_cast<uint8_t>(ApiDomain::kDriver) ? kApiDriver : 0);
         apis[idx] = op;
         if (op.corr) {
           P.cmin = std::min(P.cmin, op.corr);
           P.cmax = std::max(P.cmax, op.corr);
         }
+        if (caller != UINT32_MAX) break;
         t.pend_py.push_back(idx);
         t.pend_range.push_back(idx);
         t.pend_layer.push_back(idx);
@@ -667,6 +703,109 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       }
       default:
         break;
+    }
+  };
+  // Fix-up 3 (after pass 1): calls re-homed from a channel (op.pad & kApiRehomed). A runtime call's nested
+  // driver call shares its correlation id and is dropped (its host time is the runtime call's; the kernel links
+  // to one launch). Then each remaining call gets the innermost Python frame, range and layer of its thread that
+  // contains its start: that thread's records come in the order they ended, so the first one containing the
+  // start is the innermost, as in pass 1. One walk over each such thread's chunks, threads in parallel.
+  auto rehome_channel_calls = [&] {
+    std::vector<uint32_t> moved;
+    for (uint32_t i = 0; i < apis.size(); ++i)
+      if (apis[i].pad & kApiRehomed) moved.push_back(i);
+    if (moved.empty()) return;
+    {
+      auto by_corr = moved;
+      std::sort(by_corr.begin(), by_corr.end(), [&](uint32_t x, uint32_t y) {
+        return apis[x].corr != apis[y].corr ? apis[x].corr < apis[y].corr : x < y;
+      });
+      size_t dropped = 0;
+      for (size_t b = 0; b < by_corr.size();) {
+        size_t e = b;
+        bool runtime = false;
+        while (e < by_corr.size() && apis[by_corr[e]].corr == apis[by_corr[b]].corr) runtime |= !(apis[by_corr[e++]].pad & kApiDriver);
+        if (runtime && apis[by_corr[b]].corr)
+          for (size_t k = b; k < e; ++k)
+            if (apis[by_corr[k]].pad & kApiDriver) apis[by_corr[k]].pad |= kApiDropped, ++dropped;
+        b = e;
+      }
+      if (dropped) {  // compact in place, order kept (no index into `apis` is held past pass 1)
+        size_t k = 0;
+        for (size_t i = 0; i < apis.size(); ++i) {
+          if (apis[i].pad & kApiDropped) {
+            const uint32_t t = apis[i].thread;
+            if (t < ts.size() && ts[t].apis) --ts[t].apis;
+            continue;
+          }
+          apis[k++] = apis[i];
+        }
+        apis.shrink(k);
+        moved.clear();
+        for (uint32_t i = 0; i < apis.size(); ++i)
+          if (apis[i].pad & kApiRehomed) moved.push_back(i);
+      }
+    }
+    // Per thread, by start.
+    std::map<uint32_t, std::vector<uint32_t>> per_thread;
+    for (uint32_t i : moved) per_thread[apis[i].thread].push_back(i);
+    std::vector<std::pair<uint32_t, std::vector<uint32_t>>> work(per_thread.begin(), per_thread.end());
+    run_parallel(work.size(), [&](size_t w) {
+      const uint32_t t = work[w].first;
+      auto& ops = work[w].second;
+      std::stable_sort(ops.begin(), ops.end(), [&](uint32_t x, uint32_t y) { return apis[x].start < apis[y].start; });
+      const size_t m = ops.size();
+      std::vector<int64_t> starts(m);
+      for (size_t k = 0; k < m; ++k) starts[k] = apis[ops[k]].start;
+      // Next call not yet given a frame of each kind (path-halving skip lists).
+      std::vector<uint32_t> next_py(m + 1), next_range(m + 1), next_layer(m + 1);
+      for (uint32_t k = 0; k <= m; ++k) next_py[k] = next_range[k] = next_layer[k] = k;
+      size_t open_py = m, open_range = m, open_layer = m;
+      auto find = [](std::vector<uint32_t>& nx, uint32_t k) {
+        while (nx[k] != k) k = nx[k] = nx[nx[k]];
+        return k;
+      };
+      // A frame [s, e] takes the open calls inside it. A call that starts where the frame ends but ends later was
+      // written after the frame on its thread, so pass 1 would not give it this frame either.
+      auto take = [&](std::vector<uint32_t>& nx, size_t& open, int64_t s, int64_t e, auto&& set) {
+        uint32_t k = find(nx, uint32_t(std::lower_bound(starts.begin(), starts.end(), s) - starts.begin()));
+        while (k < m && starts[k] <= e) {
+          if (apis[ops[k]].end() > e) {
+            k = find(nx, k + 1);
+            continue;
+          }
+          set(apis[ops[k]]);
+          nx[k] = k + 1;
+          --open;
+          k = find(nx, k + 1);
+        }
+      };
+      std::vector<int8_t> dotted;
+      for (size_t c = 0; c < chunks.size() && (open_py || open_range || open_layer); ++c) {
+        if (chunk_channel[c] || thread_slot(chunks[c].thread_id) != t) continue;
+        try {
+          r.for_each_record_in(chunks[c], [&](uint32_t, const RecordHeader& h, const uint8_t* p) {
+            if (h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange) {
+              auto rec = dump::load<RangeRecord>(p);
+              const int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
+              const uint32_t nm = rec.name < nstr ? rec.name : 0;
+              take(next_range, open_range, s, e, [&](ApiOp& x) { x.range = nm; });
+              if (open_layer && range_is_layer(h, p, nm, dotted))
+                take(next_layer, open_layer, s, e, [&](ApiOp& x) { x.layer = nm; });
+            } else if (h.kind == RecordKind::kPyCall) {
+              auto rec = dump::load<PyCallRecord>(p);
+              const int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
+              const uint32_t code = rec.code >= code_limit ? 0 : rec.code;
+              take(next_py, open_py, s, e, [&](ApiOp& x) { x.py = code; });
+            }
+          });
+        } catch (const dump::DumpError&) {  // reported by pass 1; the rest of that chunk was skipped there too
+        }
+      }
+    });
+    for (auto& [t, ops] : work) {
+      if (t >= ts.size()) ts.resize(size_t(t) + 1);
+      ts[t].seen = true;
     }
   };
   {
@@ -856,6 +995,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         }
       }
     }
+    rehome_channel_calls();
   }
   if (a.events == 0 || t_first > t_last) {
     t_first = t_last = 0;

@@ -136,6 +136,12 @@ class DumpBuilder {
   }
   void api(uint32_t t, std::string_view name, uint32_t correlation, int64_t start_ns, int64_t end_ns,
            uint32_t cbid = 0, ApiDomain domain = ApiDomain::kRuntime) {
+    api_of(t, threads_[t].os_tid, name, correlation, start_ns, end_ns, cbid, domain);
+  }
+  /// A call of the thread with OS id `caller_os_tid`, written to thread or channel t (CUPTI's API activity
+  /// records arrive in the "gpu" channel naming their caller).
+  void api_of(uint32_t t, uint32_t caller_os_tid, std::string_view name, uint32_t correlation, int64_t start_ns,
+              int64_t end_ns, uint32_t cbid = 0, ApiDomain domain = ApiDomain::kRuntime) {
     CudaApiRecord r{};
     r.h = {RecordKind::kCudaApi, static_cast<uint8_t>(domain), sizeof(CudaApiRecord)};
     r.cbid = cbid;
@@ -143,7 +149,7 @@ class DumpBuilder {
     r.end = ticks(end_ns);
     r.correlation = correlation;
     r.name = str(name);
-    r.os_tid = threads_[t].os_tid;
+    r.os_tid = caller_os_tid;
     put(t, &r, sizeof(r));
   }
   void kernel(uint32_t ch, std::string_view name, uint32_t correlation, int64_t start_ns, int64_t end_ns,

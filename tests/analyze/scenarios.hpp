@@ -16,9 +16,11 @@ inline const std::vector<std::string>& scenario_names() {
   return n;
 }
 
-inline void write_scenario(const std::string& name, const std::string& path) {
+/// api_activity: the CUDA calls come as CUPTI's API activity records (GPU channel, caller by OS thread id).
+inline void write_scenario(const std::string& name, const std::string& path, bool api_activity = false) {
   dump::DumpBuilder b(path);
   Sim sim(b);
+  sim.set_api_activity(api_activity);
   constexpr int kSteps = 20;
   constexpr int64_t us = 1'000, ms = 1'000'000;
   auto steps = [&](const std::function<void()>& body) {

@@ -462,6 +462,64 @@ TEST_CASE("an unmodified program: the repeated Python function on the launching 
   CHECK(said);
 }
 
+namespace {
+// What the attribution of CUDA calls decides, as text (to compare two analyses of the same program).
+std::string attribution_digest(const Analysis& a) {
+  std::ostringstream o;
+  o << analyze::findings_digest(a);
+  o << "steps " << a.steps.name << " " << a.steps.count << " " << a.steps.mean_ms << "\n";
+  o << "breakdown " << a.breakdown.step_ms << "\n";
+  for (auto& k : a.kernels) o << "kernel " << k.name << " " << k.count << " by " << k.launched_by << "\n";
+  auto callers = [&](const std::vector<analyze::CallerRow>& v) {
+    for (auto& c : v) o << "  caller " << c.api << " from " << c.called_from << " x" << c.count << " " << c.total_ms << "\n";
+  };
+  for (auto& r : a.syncs) o << "sync " << r.kind << " " << r.count << " " << r.total_ms << " from " << r.called_from << "\n", callers(r.callers);
+  for (auto& r : a.allocations) o << "alloc " << r.op << " " << r.count << " " << r.api_ms << " from " << r.called_from << "\n", callers(r.callers);
+  for (auto& l : a.layers) o << "layer " << l.path << " " << l.count << " " << l.gpu_ms << " " << l.kernels << "\n";
+  o << "alignment " << a.alignment.kernels_checked << " " << a.alignment.violations_over_1us << "\n";
+  for (auto& l : a.representative.lanes) {
+    size_t api = 0;
+    for (auto& sp : l.spans) api += sp.category == "api" || sp.category == "sync";
+    o << "lane " << l.name << " " << l.spans.size() << " api " << api << "\n";
+  }
+  return o.str();
+}
+}  // namespace
+
+TEST_CASE("CUDA calls recorded by CUPTI (GPU channel, caller by OS thread id) analyse like calls recorded on their thread") {
+  for (auto& name : testsupport::scenario_names()) {
+    CAPTURE(name);
+    fs::path cb = work_dir() / (name + ".callbacks.iscope"), act = work_dir() / (name + ".activity.iscope");
+    testsupport::write_scenario(name, cb.string(), false);
+    testsupport::write_scenario(name, act.string(), true);
+    for (unsigned threads : {1u, 3u}) {
+      CAPTURE(threads);
+      analyze::AnalyzeOptions opt;
+      opt.threads = threads;
+      Analysis x = analyze::analyze_file(cb.string(), opt), y = analyze::analyze_file(act.string(), opt);
+      // Every call, its nested driver call dropped, on the calling thread with its frames.
+      CHECK(attribution_digest(x) == attribution_digest(y));
+      REQUIRE(!x.findings.empty());
+    }
+  }
+  // A caller the thread table does not know keeps its calls on the channel (no frames), and nothing is lost.
+  fs::path p = work_dir() / "unknown_caller.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b, "main", 4243);
+    sim.set_api_activity(true);
+    for (int i = 0; i < 10; ++i) sim.range("step", [&] { sim.py("forward", [&] { sim.launch("gemm", 50'000); }); sim.sync(); });
+    b.api_of(sim.gpu_channel(), 9999, "cudaStreamSynchronize", 90'000, sim.now() + 1'000, sim.now() + 2'000);
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  REQUIRE(!a.kernels.empty());
+  CHECK(a.kernels[0].launched_by.find("forward") != std::string::npos);
+  uint64_t syncs = 0;
+  for (auto& r : a.syncs) syncs += r.count;
+  CHECK(syncs == 11);
+}
+
 TEST_CASE("hostile ids in records do not size tables (fuzz regression: PyCall code id 0xfffffff0)") {
   fs::path p = work_dir() / "hostile.iscope";
   {

@@ -16,8 +16,8 @@ namespace inferscope::testsupport {
 
 class Sim {
  public:
-  explicit Sim(dump::DumpBuilder& b, std::string thread_name = "main")
-      : b_(b), thread_(b.thread(thread_name, 4243)), gpu_(b.channel("cupti activity")) {}
+  explicit Sim(dump::DumpBuilder& b, std::string thread_name = "main", uint32_t os_tid = 4243)
+      : b_(b), os_tid_(os_tid), thread_(b.thread(thread_name, os_tid)), gpu_(b.channel("cupti activity")) {}
 
   dump::DumpBuilder& builder() { return b_; }
   uint32_t thread() const { return thread_; }
@@ -25,6 +25,9 @@ class Sim {
   int64_t now() const { return now_; }
   int64_t gpu_free() const { return gpu_free_; }
   void set_now(int64_t t) { now_ = t; }
+  /// Calls recorded as CUPTI's API activity records: written to the GPU channel naming the caller's OS thread,
+  /// each with the driver call the runtime makes inside it (same correlation id), as CUPTI delivers them.
+  void set_api_activity(bool on) { api_activity_ = on; }
 
   /// Host work outside CUDA calls.
   void host(int64_t ns) { now_ += ns; }
@@ -55,7 +58,7 @@ class Sim {
     int64_t s = now_, e = now_ + api_ns;
     int64_t ks = std::max(gpu_free_, s + 2'000);
     gpu_free_ = ks + kernel_ns;
-    b_.api(thread_, "cudaLaunchKernel", c, s, e);
+    api("cudaLaunchKernel", c, s, e, "cuLaunchKernel");
     b_.kernel(gpu_, kernel, c, ks, gpu_free_);
     now_ = e;
   }
@@ -63,7 +66,7 @@ class Sim {
   void sync(const std::string& api = "cudaDeviceSynchronize", int64_t min_ns = 2'000) {
     uint32_t c = ++corr_;
     int64_t s = now_, e = std::max(now_ + min_ns, gpu_free_ + 3'000);
-    b_.api(thread_, api, c, s, e);
+    this->api(api, c, s, e, "cuCtxSynchronize");
     now_ = e;
   }
   /// A copy at `gbps` GB/s; synchronous (cudaMemcpy) unless async (cudaMemcpyAsync).
@@ -75,7 +78,7 @@ class Sim {
     gpu_free_ = ce;
     b_.memcpy(gpu_, kind, bytes, c, cs, ce, host_kind, 7, async);
     int64_t e = async ? s + 6'000 : ce + 3'000;
-    b_.api(thread_, async ? "cudaMemcpyAsync" : "cudaMemcpy", c, s, e);
+    api(async ? "cudaMemcpyAsync" : "cudaMemcpy", c, s, e, async ? "cuMemcpyAsync" : "cuMemcpy");
     now_ = e;
   }
   /// cudaMalloc / cudaFree taking `ns` of host time; cudaFree first waits for the device.
@@ -83,19 +86,27 @@ class Sim {
     uint32_t c = ++corr_;
     int64_t s = now_;
     b_.memory(gpu_, true, bytes, c, s + ns / 2, 0x7f0000000000ull + c * 4096);
-    b_.api(thread_, "cudaMalloc", c, s, s + ns);
+    api("cudaMalloc", c, s, s + ns, "cuMemAlloc_v2");
     now_ = s + ns;
   }
   void free(uint64_t bytes, int64_t ns) {
     uint32_t c = ++corr_;
     int64_t s = now_, e = std::max(s, gpu_free_) + ns;
     b_.memory(gpu_, false, bytes, c, e - ns / 2);
-    b_.api(thread_, "cudaFree", c, s, e);
+    api("cudaFree", c, s, e, "cuMemFree_v2");
     now_ = e;
   }
 
  private:
+  void api(const std::string& name, uint32_t c, int64_t s, int64_t e, const char* driver_call) {
+    if (!api_activity_) return b_.api(thread_, name, c, s, e);
+    b_.api_of(gpu_, os_tid_, driver_call, c, s + (e - s) / 4, e - (e - s) / 4, 0, ApiDomain::kDriver);
+    b_.api_of(gpu_, os_tid_, name, c, s, e);
+  }
+
   dump::DumpBuilder& b_;
+  uint32_t os_tid_;
+  bool api_activity_ = false;
   uint32_t thread_, gpu_;
   int64_t now_ = 1'000'000, gpu_free_ = 0;
   uint32_t corr_ = 100;
