@@ -185,3 +185,17 @@ def test_gpt2_under_inferscope_enable_through_sitecustomize(tmp_path):
     assert len(of_kind(d, "range", "inference")) == 3
     assert len(of_kind(d, "python_call", "GPT2Attention.forward")) == 6
     assert "transformer.h.1.attn" in {r["name"] for r in of_kind(d, "range")}
+    if DEVICE != "cuda":
+        return
+    # The report attributes the GPU work to the layers, with the CUDA calls recorded by CUPTI (default set).
+    import json
+    from conftest import analyze_binary
+    rep = tmp_path / "gpt2.json"
+    a = subprocess.run([analyze_binary(), str(tmp_path / "gpt2.iscope"), "-o", str(rep)], capture_output=True, text=True)
+    assert a.returncode == 0, a.stderr
+    r = json.loads(rep.read_text())
+    layers = {l["path"]: l for l in r["layers"]}
+    assert layers["transformer.h.1.attn"]["kernels"] > 0, layers
+    assert layers["transformer.h.1.mlp"]["gpu_ms"] > 0, layers
+    by_layer = [k for k in r["kernels"] if "layer transformer.h." in k["launched_by"]]
+    assert by_layer, [k["launched_by"] for k in r["kernels"]]
