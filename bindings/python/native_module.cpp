@@ -669,12 +669,14 @@ PyObject* py_tracer_state(PyObject*, PyObject*) {
   };
   PyObject* inc = list(f.include);
   PyObject* exc = list(f.exclude);
-  PyObject* r = Py_BuildValue("{s:O,s:s,s:s,s:N,s:N,s:I,s:K,s:K,s:K,s:s}", "enabled",
+  PyObject* r = Py_BuildValue("{s:O,s:s,s:s,s:N,s:N,s:I,s:K,s:K,s:K,s:s,s:O,s:i}", "enabled",
                               pytrace::is_enabled() ? Py_True : Py_False, "mechanism", pytrace::mechanism(), "mode",
                               f.mode.c_str(), "include", inc, "exclude", exc, "max_depth", f.max_depth,
                               "codes_traced", static_cast<unsigned long long>(st.codes_traced), "codes_excluded",
                               static_cast<unsigned long long>(st.codes_excluded), "toggles",
-                              static_cast<unsigned long long>(st.toggles), "status", pytrace::status_line().c_str());
+                              static_cast<unsigned long long>(st.toggles), "status", pytrace::status_line().c_str(),
+                              "direct_code_extra", st.direct_code_extra ? Py_True : Py_False, "direct_frame_code",
+                              st.direct_frame_code);
   return r;
 }
 

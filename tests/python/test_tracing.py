@@ -245,6 +245,19 @@ def test_switching_tracing_at_run_time_in_one_session(record):
     assert len(calls(d, "middle")) == 2
 
 
+def test_hot_path_reads_code_and_frame_directly(record):
+    # The extension checks its direct reads of a code object's extra slot (and, on 3.11, of a frame's code)
+    # against the API once; on the interpreters we support they agree, so the hot path skips the API calls.
+    d = record(lambda: top(2), trace=True)
+    assert len(calls(d, "top")) == 1 and len(calls(d, "leaf")) == 2
+    state = isc._native._tracer_state()
+    assert state["direct_code_extra"] is True
+    if sys.version_info[:2] == (3, 11):
+        assert state["direct_frame_code"] == 1
+    else:
+        assert state["direct_frame_code"] == -1
+
+
 def test_session_config_turns_tracing_on_at_start(tmp_path):
     path = tmp_path / "cfg.iscope"
     assert isc.start(output=str(path), python_mode="full", python_exclude="json")

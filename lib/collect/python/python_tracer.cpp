@@ -37,6 +37,19 @@ inline int code_set_extra(PyObject* code, Py_ssize_t i, void* v) { return _PyCod
 inline Py_ssize_t request_extra_index() { return _PyEval_RequestCodeExtraIndex(nullptr); }
 #endif
 
+// The hot path reads the slot without the API call: a code object's co_extra points at {size, slots[]}
+// (Objects/codeobject.c, the same since 3.6). init() checks the direct read against the API on a code object
+// of its own and keeps the API when they disagree.
+struct CodeExtraLayout {
+  Py_ssize_t ce_size;
+  void* ce_extras[1];
+};
+bool g_extra_direct = false;
+inline void* code_extra_direct(PyObject* code, Py_ssize_t i) {
+  const auto* e = static_cast<const CodeExtraLayout*>(reinterpret_cast<PyCodeObject*>(code)->co_extra);
+  return e && i < e->ce_size ? e->ce_extras[i] : nullptr;
+}
+
 // The slot holds (generation << 33) | (excluded << 32) | code id; 0 means "not classified yet". A filter change
 // bumps the generation, so every code object is classified again on its next call.
 constexpr uint64_t kExcludedBit = 1ull << 32;
@@ -207,7 +220,10 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
 
 inline uint64_t code_info(PyObject* code) {
   void* extra = nullptr;
-  if (INFERSCOPE_LIKELY(code_get_extra(code, g_extra_index, &extra) == 0)) {
+  if (INFERSCOPE_LIKELY(g_extra_direct)) {
+    const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(code_extra_direct(code, g_extra_index)));
+    if (INFERSCOPE_LIKELY(v != 0 && (v >> kGenShift) == g_code_gen)) return v;
+  } else if (INFERSCOPE_LIKELY(code_get_extra(code, g_extra_index, &extra) == 0)) {
     const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(extra));
     if (INFERSCOPE_LIKELY(v != 0 && (v >> kGenShift) == g_code_gen)) return v;
   } else {
@@ -452,6 +468,19 @@ PyObject* new_holder() {
   return reinterpret_cast<PyObject*>(h);
 }
 
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+// 3.11: PyFrame_GetCode is an exported call and a reference count up and down per event. The frame object points
+// at its interpreter frame, whose fifth field is the code (Include/internal/pycore_frame.h); the first event
+// compares that with PyFrame_GetCode and keeps the API when they differ. Borrowed: the frame holds the code.
+struct FrameObjectLayout311 {
+  PyObject_HEAD
+  PyFrameObject* f_back;
+  PyObject** f_frame;  // struct _PyInterpreterFrame*: f_func, f_globals, f_builtins, f_locals, f_code, ...
+};
+int g_frame_direct = -1;  // -1: not checked yet
+inline PyObject* frame_code_direct(PyFrameObject* f) { return reinterpret_cast<FrameObjectLayout311*>(f)->f_frame[4]; }
+#endif
+
 int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
   if (what != PyTrace_CALL && what != PyTrace_RETURN) return 0;
   if (INFERSCOPE_UNLIKELY(!g_active.load(std::memory_order_relaxed) || obj == nullptr)) {
@@ -460,8 +489,19 @@ int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
     return 0;
   }
   ThreadTrace* t = reinterpret_cast<TraceHolder*>(obj)->trace;
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+  if (INFERSCOPE_LIKELY(g_frame_direct == 1)) {
+    PyObject* code = frame_code_direct(frame);
+    if (what == PyTrace_CALL) on_enter(t, code);
+    else on_exit(t, code);
+    return 0;
+  }
+#endif
 #if PY_VERSION_HEX >= 0x03090000
   PyCodeObject* code = PyFrame_GetCode(frame);
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+  if (g_frame_direct < 0) g_frame_direct = frame_code_direct(frame) == reinterpret_cast<PyObject*>(code) ? 1 : 0;
+#endif
 #else
   PyCodeObject* code = frame->f_code;
   Py_INCREF(code);
@@ -620,6 +660,24 @@ Filters filters_from_config(const Config& config) {
   return f;
 }
 
+// Whether code_extra_direct() reads what the API reads, on a fresh code object (before and after a set).
+bool check_extra_direct() {
+  PyObject* code = Py_CompileString("0", "<inferscope extra check>", Py_eval_input);
+  if (!code) {
+    PyErr_Clear();
+    return false;
+  }
+  bool ok = PyCode_Check(code) && code_extra_direct(code, g_extra_index) == nullptr;
+  void* marker = reinterpret_cast<void*>(uintptr_t{0x5eed});
+  void* via_api = nullptr;
+  ok = ok && code_set_extra(code, g_extra_index, marker) == 0 && code_get_extra(code, g_extra_index, &via_api) == 0 &&
+       via_api == marker && code_extra_direct(code, g_extra_index) == marker;
+  if (ok) code_set_extra(code, g_extra_index, nullptr);
+  PyErr_Clear();
+  Py_DECREF(code);
+  return ok;
+}
+
 bool init(const std::string& package_dir, std::string* error) {
   g_package_dir = package_dir;
   if (!g_package_dir.empty() && g_package_dir.back() != '/') g_package_dir += '/';
@@ -629,6 +687,7 @@ bool init(const std::string& package_dir, std::string* error) {
     *error = "no code-object extra slot is left";
     return false;
   }
+  g_extra_direct = check_extra_direct();
   // The standard library and installed packages, as this interpreter lays them out.
   if (PyObject* sysconfig = PyImport_ImportModule("sysconfig")) {
     if (PyObject* paths = PyObject_CallMethod(sysconfig, "get_paths", nullptr)) {
@@ -698,7 +757,14 @@ void disable(bool at_exit) {
 
 bool is_enabled() { return g_installed && g_active.load(); }
 const Filters& current_filters() { return g_filters; }
-Stats stats() { return g_stats; }
+Stats stats() {
+  Stats s = g_stats;
+  s.direct_code_extra = g_extra_direct;
+#if !ISCOPE_PY_MONITORING && PY_VERSION_HEX >= 0x030B0000
+  s.direct_frame_code = g_frame_direct;
+#endif
+  return s;
+}
 
 const char* mechanism() {
 #if ISCOPE_PY_MONITORING

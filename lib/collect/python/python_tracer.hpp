@@ -63,6 +63,8 @@ struct Stats {
   uint64_t codes_traced = 0;    ///< code objects classified as traced
   uint64_t codes_excluded = 0;  ///< code objects classified as excluded
   uint64_t toggles = 0;         ///< enable/disable transitions
+  bool direct_code_extra = false;  ///< the hot path reads code objects' extra slot directly (checked at init)
+  int direct_frame_code = -1;      ///< 3.11: frames' code read directly (1), through the API (0), not seen yet or n/a (-1)
 };
 Stats stats();
 
