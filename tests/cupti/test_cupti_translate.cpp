@@ -471,6 +471,7 @@ namespace {
 class SwitchCupti : public FakeCupti {
  public:
   bool has_thread_id_type = true;
+  CUpti_ActivityKind refused = CUPTI_ACTIVITY_KIND_INVALID;  // a kind this CUPTI will not enable
   std::vector<CUpti_ActivityThreadIdType> thread_id_types;
   std::map<std::pair<CUpti_CallbackDomain, uint32_t>, bool> callbacks;
   struct PerCall {
@@ -511,6 +512,7 @@ class SwitchCupti : public FakeCupti {
     return CUPTI_SUCCESS;
   }
   CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) override {
+    if (k == refused) return CUPTI_ERROR_NOT_SUPPORTED;
     kind_switch(k, true);
     return FakeCupti::cuptiActivityEnable(k);
   }
@@ -701,6 +703,31 @@ TEST_CASE("a CUPTI without system thread ids: api_activity falls back to callbac
   // Asking for API activity records at run time keeps the callbacks too.
   CHECK(inferscope_cupti_set_activities("kernel,runtime,api_activity") == 0);
   check_callback_state(*fake, false);
+  REQUIRE(inferscope::stop());
+  set_api_factory_for_test(nullptr);
+  ::unlink(cfg.output.c_str());
+}
+
+TEST_CASE("a CUPTI that refuses driver API activity records: the driver calls stay on callbacks") {
+  auto* fake = new SwitchCupti;
+  fake->refused = CUPTI_ACTIVITY_KIND_DRIVER;
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  Config cfg = fake_session_config("driver_refused");
+  REQUIRE(inferscope::start(cfg));
+  const std::string status = inferscope_cupti_status();
+  CHECK(status.find("driver api_activity") != std::string::npos);
+  CHECK(status.find("callbacks instead") != std::string::npos);
+  CHECK(fake->recorded(true) == kSelectedRuntime);
+  CHECK(fake->recorded(false).empty());
+  CHECK_FALSE(fake->callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize));
+  // Switching to callbacks and back tries again (and is refused again).
+  CHECK(inferscope_cupti_set_activities("default,api_callbacks") == 0);
+  check_callback_state(*fake, true);
+  CHECK(inferscope_cupti_set_activities("default") == -1);
+  CHECK(fake->recorded(true) == kSelectedRuntime);
+  CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
   REQUIRE(inferscope::stop());
   set_api_factory_for_test(nullptr);
   ::unlink(cfg.output.c_str());

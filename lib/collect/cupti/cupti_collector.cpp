@@ -124,6 +124,8 @@ struct State {
   // it api_activity falls back to callbacks; `no_system_tids` says why (for the status line).
   bool system_tids = false;
   std::string no_system_tids;
+  // The API activity kinds (RUNTIME, DRIVER) are on, with the unselected calls off (guarded by mu).
+  bool runtime_records_on = false, driver_records_on = false;
 
   std::atomic<bool> need_clock_check{false};
   std::atomic<bool> exiting{false};  // the process is exiting: no more CUDA calls of ours
@@ -364,28 +366,37 @@ std::string apply_locked(State& s, const ActivitySet& wanted) {
   build_selection(s);
   const bool internal = want.memset;
   // api_activity: the selected calls become CUPTI activity records (no callback on the calling thread).
-  const bool rt_act = want.runtime_as_activity(), rt_act_was = was.runtime_as_activity();
-  const bool drv_act = want.driver_as_activity(), drv_act_was = was.driver_as_activity();
+  // Every call's activity records on with the kind, then the calls that explain nothing off again (the kind
+  // overrides per-call settings made before it, not after). Off: the kind and the selected calls one by one,
+  // so no per-call setting outlives the kind whichever way CUPTI combines them. A kind CUPTI refuses leaves
+  // those calls on callbacks. Returns whether the kind is on now.
+  auto api_records = [&](bool on, bool& is_on, CUpti_ActivityKind k, const std::vector<uint8_t>& selected,
+                         uint32_t n, CUptiResult (CuptiApi::*per_call)(CUpti_CallbackId, uint8_t), const char* what) {
+    if (on == is_on) return is_on;
+    if (on) {
+      if (CUptiResult r = api.cuptiActivityEnable(k); r != CUPTI_SUCCESS) {
+        failed += std::string(failed.empty() ? "" : "; ") + what + ": " + err(api, r) + " (callbacks instead)";
+        return is_on;
+      }
+    } else {
+      api.cuptiActivityDisable(k);
+    }
+    for (uint32_t i = 1; i < n; ++i)
+      if (on ? !selected[i] : bool(selected[i])) (api.*per_call)(i, 0);
+    return is_on = on;
+  };
+  const bool rt_act = api_records(want.runtime_as_activity(), s.runtime_records_on, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                  s.runtime_selected, kRuntimeCbids, &CuptiApi::cuptiActivityEnableRuntimeApi,
+                                  "runtime api_activity");
+  const bool drv_act = api_records(want.driver_as_activity(), s.driver_records_on, CUPTI_ACTIVITY_KIND_DRIVER,
+                                   s.driver_selected, kDriverCbids, &CuptiApi::cuptiActivityEnableDriverApi,
+                                   "driver api_activity");
   for (uint32_t i = 1; i < kRuntimeCbids; ++i) {
     const bool rec = want.runtime_all || (want.runtime && !rt_act && s.runtime_selected[i]);
     const bool was_on = s.record_runtime[i].load();
     if (rec != bool(was_on)) api.cuptiEnableCallback(rec, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, i);
     s.record_runtime[i].store(rec);
   }
-  // Every call's activity records on with the kind, then the calls that explain nothing off again (the kind
-  // overrides per-call settings made before it, not after). Off: the kind and the selected calls one by one,
-  // so no per-call setting outlives the kind whichever way CUPTI combines them.
-  auto api_records = [&](bool on, bool was_on, CUpti_ActivityKind k, const std::vector<uint8_t>& selected,
-                         uint32_t n, CUptiResult (CuptiApi::*per_call)(CUpti_CallbackId, uint8_t), const char* what) {
-    if (on == was_on) return;
-    kind(on, was_on, k, what);
-    for (uint32_t i = 1; i < n; ++i)
-      if (on ? !selected[i] : bool(selected[i])) (api.*per_call)(i, 0);
-  };
-  api_records(rt_act, rt_act_was, CUPTI_ACTIVITY_KIND_RUNTIME, s.runtime_selected, kRuntimeCbids,
-              &CuptiApi::cuptiActivityEnableRuntimeApi, "runtime api_activity");
-  api_records(drv_act, drv_act_was, CUPTI_ACTIVITY_KIND_DRIVER, s.driver_selected, kDriverCbids,
-              &CuptiApi::cuptiActivityEnableDriverApi, "driver api_activity");
   for (uint32_t i = 1; i < kDriverCbids; ++i) {
     const bool rec = want.driver && !drv_act && s.driver_selected[i];
     const bool need = rec || (internal && (i == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async ||
@@ -735,6 +746,7 @@ void set_api_factory_for_test(std::function<std::unique_ptr<CuptiApi>()> factory
   s.driver_selected.clear();
   s.contexts.clear();
   s.system_tids = false;
+  s.runtime_records_on = s.driver_records_on = false;
 }
 
 void deliver_buffer_for_test(uint8_t* buffer, size_t valid_size) { translate_buffer(buffer, valid_size); }
