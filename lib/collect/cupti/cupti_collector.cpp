@@ -1,9 +1,10 @@
 // The GPU collector (DESIGN.md decision 1 and 7). One process-wide CUPTI state (CUPTI allows one subscriber
 // per process and one set of buffer callbacks), started and stopped with sessions.
 //
-// Threads: CUPTI calls on_callback on application threads (API records go into that thread's ring),
-// buffer_completed on its worker thread or on whoever calls cuptiActivityFlushAll (records go into the
-// "gpu" channel), and the writer thread calls flush() (clock checks). `mu` guards the state; it is never
+// Threads: CUPTI calls on_callback on application threads (API records of the callback path go into that
+// thread's ring), buffer_completed on its worker thread or on whoever calls cuptiActivityFlushAll (records,
+// API activity records included, go into the "gpu" channel; a caller new to the session joins its thread
+// table from there), and the writer thread calls flush() (clock checks). `mu` guards the state; it is never
 // held across cuptiActivityFlushAll, which calls buffer_completed.
 #include "collect/cupti/cupti_collector.hpp"
 

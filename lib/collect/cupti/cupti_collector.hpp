@@ -1,6 +1,7 @@
 // The GPU collector: CUPTI activities (kernels, copies, memsets, syncs, allocations, graph launches,
-// CUPTI overhead) into the "gpu" channel, selected runtime/driver API calls as CudaApiRecord on the calling
-// thread, timestamps on the session clock, and CPU/GPU clock checks. docs/gpu-collector.md explains it.
+// CUPTI overhead) into the "gpu" channel, selected runtime/driver API calls as CudaApiRecord (CUPTI API
+// activity records in the "gpu" channel naming the caller's OS thread id, or callbacks on the calling
+// thread), timestamps on the session clock, and CPU/GPU clock checks. docs/gpu-collector.md explains it.
 #pragma once
 
 #include "collect/cupti/cupti_api.hpp"
