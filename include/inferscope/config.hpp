@@ -41,7 +41,7 @@ struct Config {
   std::string cupti_activities = "default";   ///< cupti_activities: default | minimal | full | none, or a
                                               ///< comma list of those and kernel, memcpy, memset, memory,
                                               ///< sync, graph, runtime, driver, api, runtime_all, nvtx,
-                                              ///< overhead, api_activity
+                                              ///< overhead, api_activity, api_callbacks
   uint32_t cupti_buffer_kb = 8192;            ///< cupti_buffer_kb: one CUPTI activity buffer (64..262144)
   bool nvtx_capture = true;                   ///< nvtx_capture: record NVTX ranges the application emits
   bool nvtx_emit = false;                     ///< nvtx_emit: also emit ISCOPE ranges as NVTX (Nsight Systems)

@@ -30,9 +30,9 @@ constexpr std::array<std::string_view, 3> kPythonModes = {"default", "full", "of
 // the session starts, not discovered later.
 // Keep in step with parse_activity_set() in lib/collect/cupti/cupti_collector.cpp.
 constexpr std::array<std::string_view, 4> kCuptiPresets = {"default", "minimal", "full", "none"};
-constexpr std::array<std::string_view, 13> kCuptiActivityKinds = {
+constexpr std::array<std::string_view, 14> kCuptiActivityKinds = {
     "kernel", "memcpy", "memset", "memory", "sync", "graph", "runtime", "driver", "api", "runtime_all", "nvtx",
-    "overhead", "api_activity"};
+    "overhead", "api_activity", "api_callbacks"};
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -66,7 +66,7 @@ std::string check_cupti_activities(std::string_view value) {
 
 constexpr std::string_view kCuptiActivitiesAllowed =
     "default | minimal | full | none, or a comma list of those and of kernel, memcpy, memset, memory, sync, "
-    "graph, runtime, driver, api, runtime_all, nvtx, overhead, api_activity";
+    "graph, runtime, driver, api, runtime_all, nvtx, overhead, api_activity, api_callbacks";
 
 std::string check_report(std::string_view value) {
   if (value.empty()) return "";
@@ -105,7 +105,11 @@ constexpr KeyDef kKeys[] = {
     {.key = "cupti", .section = "cupti", .member = &Config::cupti,
      .doc = "Collect GPU activity through CUPTI when a driver is present."},
     {.key = "cupti_activities", .section = "cupti", .member = &Config::cupti_activities,
-     .doc = "Which CUPTI activity kinds to record.", .list = true, .check = check_cupti_activities,
+     .doc = "Which CUPTI activity kinds to record. default and minimal record the selected CUDA API calls "
+            "(launches, copies, syncs, allocations) as CUPTI API activity records, cheaper per launch than "
+            "callbacks and put on the calling thread by its OS thread id; add api_callbacks to record them "
+            "through callbacks on the calling thread instead; full (every runtime call) uses callbacks.",
+     .list = true, .check = check_cupti_activities,
      .check_allowed = kCuptiActivitiesAllowed},
     {.key = "cupti_buffer_kb", .section = "cupti", .member = &Config::cupti_buffer_kb,
      .doc = "Size of one CUPTI activity buffer in KiB.", .min = 64, .max = 262144},

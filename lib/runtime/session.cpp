@@ -91,6 +91,9 @@ struct SessionState {
   std::map<uint32_t, dump::ThreadEntry> threads;
   std::set<uint32_t> dirty_threads;
   std::vector<std::unique_ptr<Channel>> channels;
+  // Entries thread_for_os_tid made for threads that have not recorded themselves yet (os_tid -> thread id):
+  // bind_thread gives such a thread this entry instead of a second one.
+  std::map<uint32_t, uint32_t> unbound_threads;
 
   // Guarded by meta_mu.
   std::mutex meta_mu;
@@ -800,6 +803,53 @@ std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
   return out;
 }
 
+namespace {
+
+// The live, non-channel thread of `s` with that OS thread id, or 0 (registry lock held).
+uint32_t live_thread_with_os_tid(const SessionState& s, uint32_t tid) {
+  for (auto& [id, t] : s.threads)
+    if (t.os_tid == tid && !(t.flags & (dump::kThreadChannel | dump::kThreadExited))) return id;
+  return 0;
+}
+
+// The kernel's name of a thread of this process ("" when it exited or /proc is not readable).
+std::string task_comm(uint32_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+}  // namespace
+
+uint32_t thread_for_os_tid(uint32_t tid) {
+  if (tid == 0) return 0;
+  Global& g = G();
+  auto running = [&g]() -> SessionState* {
+    SessionState* s = g.session;
+    return s && detail::g_session.load() == s->epoch ? s : nullptr;
+  };
+  {
+    std::lock_guard lk(g.registry);
+    SessionState* s = running();
+    if (!s) return 0;
+    if (uint32_t id = live_thread_with_os_tid(*s, tid)) return id;
+  }
+  // Read and intern the name outside the registry lock: recording threads take it when they bind.
+  const std::string comm = task_comm(tid);
+  const uint32_t name = comm.empty() ? 0 : intern(comm);
+  std::lock_guard lk(g.registry);
+  SessionState* s = running();
+  if (!s) return 0;
+  if (uint32_t id = live_thread_with_os_tid(*s, tid)) return id;  // it bound (or was added) meanwhile
+  const uint32_t id = g.next_thread_id++;
+  s->threads[id] = dump::ThreadEntry{id, tid, static_cast<uint32_t>(::getpid()), name, detail::now(), 0, 0, 0};
+  s->dirty_threads.insert(id);
+  s->unbound_threads[tid] = id;
+  g.threads_generation.fetch_add(1, std::memory_order_release);
+  return id;
+}
+
 uint64_t session_threads_generation() { return G().threads_generation.load(std::memory_order_acquire); }
 
 void flush_now() {
@@ -1015,11 +1065,20 @@ bool bind_thread(uint32_t epoch) noexcept {
     ThreadState& ts = t_state;
     if (ts.ring) static_cast<runtime::RingEntry*>(ts.ring)->retired.store(true, std::memory_order_release);
     runtime::RingEntry* e = runtime::make_ring(uint64_t(s->cfg.thread_buffer_kb) * 1024);
-    e->thread_id = g.next_thread_id++;
+    const uint32_t tid = runtime::os_tid();
+    // A collector may have entered this thread already (runtime::thread_for_os_tid): one thread, one entry.
+    if (auto u = s->unbound_threads.find(tid); u != s->unbound_threads.end() && s->threads.count(u->second)) {
+      e->thread_id = u->second;
+      s->unbound_threads.erase(u);
+      if (name) s->threads[e->thread_id].name = name;
+    } else {
+      if (u != s->unbound_threads.end()) s->unbound_threads.erase(u);
+      e->thread_id = g.next_thread_id++;
+      s->threads[e->thread_id] =
+          dump::ThreadEntry{e->thread_id, tid, static_cast<uint32_t>(::getpid()), name, now(), 0, 0, 0};
+    }
     e->epoch = epoch;
     g.rings.push_back(e);
-    dump::ThreadEntry t{e->thread_id, runtime::os_tid(), static_cast<uint32_t>(::getpid()), name, now(), 0, 0, 0};
-    s->threads[e->thread_id] = t;
     s->dirty_threads.insert(e->thread_id);
     g.threads_generation.fetch_add(1, std::memory_order_release);
     ts.ring = e;

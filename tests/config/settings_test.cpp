@@ -443,6 +443,8 @@ TEST_CASE("cupti_activities accepts presets and activity kinds only") {
   CHECK(cfg::resolve(with_flags({{"cupti_activities", "default,nvtx"}})).config.cupti_activities == "default,nvtx");
   CHECK(cfg::resolve(with_flags({{"cupti_activities", "default,api_activity"}})).config.cupti_activities ==
         "default,api_activity");
+  CHECK(cfg::resolve(with_flags({{"cupti_activities", "default,api_callbacks"}})).config.cupti_activities ==
+        "default,api_callbacks");
   CHECK(contains(resolve_error(with_flags({{"cupti_activities", "kernel,gpu"}})), "'gpu' is not a CUPTI preset"));
   // Read as the collector reads it: spaces around names and empty items are fine.
   CHECK(cfg::resolve(with_flags({{"cupti_activities", "kernel, memcpy,"}})).config.cupti_activities == "kernel, memcpy,");

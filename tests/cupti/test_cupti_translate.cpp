@@ -8,11 +8,17 @@
 
 #include <doctest/doctest.h>
 
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace inferscope;
@@ -177,7 +183,7 @@ TEST_CASE("kernel, copy, memset, sync and allocation records keep every field") 
   CHECK(st.memory == 2);
 }
 
-TEST_CASE("API activity records (api_activity) become CUDA API records named by callback id, caller unknown") {
+TEST_CASE("API activity records become CUDA API records named by callback id; without system thread ids the caller is unknown") {
   Captured out;
   ActivityTranslator t([&](const void* r, uint32_t n) {
     const auto* p = static_cast<const uint8_t*>(r);
@@ -202,12 +208,62 @@ TEST_CASE("API activity records (api_activity) become CUDA API records named by 
   CHECK(a.start == 100);
   CHECK(a.end == 350);
   CHECK(a.correlation == 9);
-  CHECK(a.os_tid == 0);  // CUPTI's threadId (4242) is pthread_self(), not an OS thread id
+  CHECK(a.os_tid == 0);  // system thread ids not on: CUPTI's threadId (4242) is pthread_self(), not an OS id
   CHECK(a.name == 1000u + CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
   auto b = out.at<CudaApiRecord>(1);
   CHECK(b.h.aux == static_cast<uint8_t>(ApiDomain::kDriver));
   CHECK(b.name == 2000u + CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2);
   CHECK(t.stats().api_calls == 2);
+}
+
+TEST_CASE("with system thread ids, API records carry the caller's OS thread id; the collector's own calls stay out") {
+  Captured out;
+  ActivityTranslator t([&](const void* r, uint32_t n) {
+    const auto* p = static_cast<const uint8_t*>(r);
+    out.records.emplace_back(p, p + n);
+  });
+  std::vector<uint32_t> hooked;
+  t.set_thread_hook([&](uint32_t tid) { hooked.push_back(tid); });
+  t.set_system_thread_ids(true);
+  auto api = [](CUpti_ActivityKind kind, uint32_t cbid, uint32_t tid, uint64_t start, uint32_t corr) {
+    CUpti_ActivityAPI a{};
+    a.kind = kind;
+    a.cbid = cbid;
+    a.start = start, a.end = start + 50, a.threadId = tid, a.correlationId = corr;
+    return a;
+  };
+  const uint32_t launch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  const uint32_t memset = CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async;
+  // Two application threads, several calls each: the hook hears of each thread once.
+  for (auto a : {api(CUPTI_ACTIVITY_KIND_RUNTIME, launch, 501, 100, 1), api(CUPTI_ACTIVITY_KIND_RUNTIME, launch, 502, 110, 2),
+                 api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 501, 120, 1),
+                 api(CUPTI_ACTIVITY_KIND_RUNTIME, launch, 501, 200, 3)})
+    CHECK(t.translate(reinterpret_cast<const CUpti_Activity*>(&a)));
+  REQUIRE(out.records.size() == 4);
+  CHECK(out.at<CudaApiRecord>(0).os_tid == 501);
+  CHECK(out.at<CudaApiRecord>(1).os_tid == 502);
+  CHECK(out.at<CudaApiRecord>(2).os_tid == 501);
+  CHECK(out.at<CudaApiRecord>(2).h.aux == static_cast<uint8_t>(ApiDomain::kDriver));
+  CHECK(out.at<CudaApiRecord>(2).correlation == 1);  // a runtime call's nested driver call: the analyzer drops it
+  CHECK(hooked == std::vector<uint32_t>{501, 502});
+
+  // Clock checks on thread 600 (the writer) from 1000 to 2000, and on application thread 501 (it called stop)
+  // from 3000 on: their calls in those windows are the collector's, the rest of thread 501's are not.
+  t.begin_internal(600, 1000);
+  t.end_internal(600, 2000);
+  t.begin_internal(501, 3000);
+  for (auto a : {api(CUPTI_ACTIVITY_KIND_DRIVER, memset, 600, 1500, 10), api(CUPTI_ACTIVITY_KIND_DRIVER, memset, 501, 3100, 11),
+                 api(CUPTI_ACTIVITY_KIND_RUNTIME, launch, 501, 2500, 12)})
+    CHECK(t.translate(reinterpret_cast<const CUpti_Activity*>(&a)));
+  t.end_internal(501, 3200);
+  auto later = api(CUPTI_ACTIVITY_KIND_RUNTIME, launch, 501, 3300, 13);
+  CHECK(t.translate(reinterpret_cast<const CUpti_Activity*>(&later)));
+  REQUIRE(out.records.size() == 6);
+  CHECK(out.at<CudaApiRecord>(4).correlation == 12);
+  CHECK(out.at<CudaApiRecord>(5).correlation == 13);
+  CHECK(hooked == std::vector<uint32_t>{501, 502});  // no entry for the writer thread
+  CHECK(t.stats().internal_api_calls == 2);
+  CHECK(t.stats().api_calls == 6);
 }
 
 TEST_CASE("a marker memset becomes a clock check once both host readings and the GPU interval are known") {
@@ -260,7 +316,18 @@ TEST_CASE("activity specifications, selected API calls and demangling") {
   auto act = parse_activity_set("default, api_activity");
   CHECK(act.api_activity);
   CHECK(act.runtime);
-  CHECK_FALSE(d.api_activity);
+  // The presets that record the selected calls record them as API activity records; api_callbacks wins.
+  CHECK(d.api_activity);
+  CHECK(d.runtime_as_activity());
+  CHECK(d.driver_as_activity());
+  CHECK(m.api_activity);
+  CHECK_FALSE(parse_activity_set("full").runtime_as_activity());
+  CHECK_FALSE(parse_activity_set("full,api_activity").driver_as_activity());  // runtime_all: callbacks
+  CHECK_FALSE(parse_activity_set("default,api_callbacks").api_activity);
+  CHECK_FALSE(parse_activity_set("api_callbacks,default").api_activity);
+  CHECK_FALSE(parse_activity_set("kernel,runtime").api_activity);
+  CHECK(parse_activity_set("kernel,runtime,api_activity").runtime_as_activity());
+  CHECK_THROWS_WITH_AS(parse_activity_set("api_callback"), doctest::Contains("api_callbacks"), std::invalid_argument);
 
   CHECK(is_selected_api("cudaLaunchKernel"));
   CHECK(is_selected_api("cudaLaunchKernelExC_v11060"));
@@ -392,6 +459,276 @@ TEST_CASE("a session with a (fake) CUPTI writes GPU records into the dump with t
     if (k == "cupti") status = v;
   CHECK(status.find("on: CUPTI") == 0);
   CHECK(status.find("2 kernels, 2 copies") != std::string::npos);
+  set_api_factory_for_test(nullptr);
+  ::unlink(cfg.output.c_str());
+}
+
+namespace {
+
+// A CUPTI that names a few callback ids and keeps what the collector switched: callbacks per (domain, cbid),
+// activity kinds, and the per-call API activity settings (CUPTI's rule: enabling or disabling the kind
+// overrides the per-call settings made before it).
+class SwitchCupti : public FakeCupti {
+ public:
+  bool has_thread_id_type = true;
+  CUpti_ActivityKind refused = CUPTI_ACTIVITY_KIND_INVALID;  // a kind this CUPTI will not enable
+  std::vector<CUpti_ActivityThreadIdType> thread_id_types;
+  std::map<std::pair<CUpti_CallbackDomain, uint32_t>, bool> callbacks;
+  struct PerCall {
+    bool kind = false;
+    std::map<uint32_t, bool> set;
+    bool on(uint32_t cbid) const { return set.count(cbid) ? set.at(cbid) : kind; }
+  } runtime_records, driver_records;
+
+  static const std::map<uint32_t, const char*>& runtime_names() {
+    static const std::map<uint32_t, const char*> n = {{CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel"},
+                                                      {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync"},
+                                                      {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice"}};
+    return n;
+  }
+  static const std::map<uint32_t, const char*>& driver_names() {
+    static const std::map<uint32_t, const char*> n = {{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+                                                      {CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, "cuMemsetD8Async"},
+                                                      {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2"},
+                                                      {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+                                                      {CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, "cuCtxGetCurrent"}};
+    return n;
+  }
+
+  CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType t) override {
+    if (!has_thread_id_type) return CuptiApi::cuptiSetThreadIdType(t);
+    thread_id_types.push_back(t);
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t c, const char** n) override {
+    const auto& names = d == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_names() : driver_names();
+    auto it = names.find(c);
+    if (it == names.end()) return CUPTI_ERROR_INVALID_PARAMETER;
+    *n = it->second;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiEnableCallback(uint32_t e, CUpti_SubscriberHandle, CUpti_CallbackDomain d, CUpti_CallbackId c) override {
+    callbacks[{d, c}] = e != 0;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) override {
+    if (k == refused) return CUPTI_ERROR_NOT_SUPPORTED;
+    kind_switch(k, true);
+    return FakeCupti::cuptiActivityEnable(k);
+  }
+  CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) override {
+    kind_switch(k, false);
+    return FakeCupti::cuptiActivityDisable(k);
+  }
+  CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) override {
+    runtime_records.set[c] = e != 0;
+    return CUPTI_SUCCESS;
+  }
+  CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) override {
+    driver_records.set[c] = e != 0;
+    return CUPTI_SUCCESS;
+  }
+
+  bool kind_on(CUpti_ActivityKind k) const { return enabled.count(k) && enabled.at(k); }
+  bool callback(CUpti_CallbackDomain d, uint32_t c) const {
+    auto it = callbacks.find({d, c});
+    return it != callbacks.end() && it->second;
+  }
+  // The callback ids (of the whole domain) whose API activity records are on.
+  std::vector<uint32_t> recorded(bool runtime) const {
+    std::vector<uint32_t> out;
+    const uint32_t n = runtime ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE;
+    for (uint32_t i = 1; i < n; ++i)
+      if ((runtime ? runtime_records : driver_records).on(i)) out.push_back(i);
+    return out;
+  }
+
+ private:
+  void kind_switch(CUpti_ActivityKind k, bool on) {
+    PerCall* p = k == CUPTI_ACTIVITY_KIND_RUNTIME ? &runtime_records : k == CUPTI_ACTIVITY_KIND_DRIVER ? &driver_records : nullptr;
+    if (!p) return;
+    p->kind = on;
+    p->set.clear();
+  }
+};
+
+// The selected calls of SwitchCupti's names, sorted by callback id.
+const std::vector<uint32_t> kSelectedRuntime = {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000};
+const std::vector<uint32_t> kSelectedDriver = [] {
+  std::vector<uint32_t> v = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+                             CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize};
+  std::sort(v.begin(), v.end());
+  return v;
+}();
+
+// The state `default` leaves: the selected calls as API activity records of both domains, no callback for
+// them but the two driver calls the clock checks watch (cuMemsetD8Async, cuMemAlloc_v2).
+void check_api_activity_state(const SwitchCupti& f) {
+  CHECK(f.kind_on(CUPTI_ACTIVITY_KIND_RUNTIME));
+  CHECK(f.kind_on(CUPTI_ACTIVITY_KIND_DRIVER));
+  CHECK(f.recorded(true) == kSelectedRuntime);
+  CHECK(f.recorded(false) == kSelectedDriver);
+  CHECK_FALSE(f.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  CHECK_FALSE(f.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+  CHECK_FALSE(f.callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  CHECK_FALSE(f.callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize));
+  CHECK(f.callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async));
+  CHECK(f.callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
+}
+
+// The state of the callback path for "runtime" (+ "driver" when `driver`): callbacks for the selected calls, no
+// API activity records.
+void check_callback_state(const SwitchCupti& f, bool driver) {
+  CHECK_FALSE(f.kind_on(CUPTI_ACTIVITY_KIND_RUNTIME));
+  CHECK(f.recorded(true).empty());
+  CHECK(f.recorded(false).empty());
+  CHECK(f.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  CHECK(f.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+  CHECK_FALSE(f.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+  CHECK(f.callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) == driver);
+  CHECK_FALSE(f.callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
+}
+
+Config fake_session_config(const char* name) {
+  Config cfg;
+  cfg.output = temp_path(name);
+  cfg.cupti = true;
+  cfg.system = false;
+  cfg.python = false;
+  return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("default records the selected calls as API activity records named by OS thread id; switching sets works both ways") {
+  auto* fake = new SwitchCupti;  // owned by the collector's state from here on
+  // A CUDA worker thread that never records anything itself.
+  std::mutex mu;
+  std::condition_variable cv;
+  uint32_t worker_tid = 0;
+  bool done = false;
+  std::thread worker([&] {
+    ::pthread_setname_np(::pthread_self(), "launcher");
+    std::unique_lock lk(mu);
+    worker_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+    cv.notify_all();
+    cv.wait(lk, [&] { return done; });
+  });
+  {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return worker_tid != 0; });
+  }
+  CUpti_ActivityAPI launch{};
+  launch.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  launch.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  launch.start = detail::now(), launch.end = launch.start + 100, launch.threadId = worker_tid, launch.correlationId = 77;
+  CUpti_ActivityAPI again = launch;
+  again.correlationId = 78;
+  fake->records = {reinterpret_cast<CUpti_Activity*>(&launch), reinterpret_cast<CUpti_Activity*>(&again)};
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+
+  Config cfg = fake_session_config("api_activity");
+  REQUIRE(cfg.cupti_activities == "default");
+  REQUIRE(inferscope::start(cfg));
+  const std::string status = inferscope_cupti_status();
+  CHECK(status.find("api_activity") != std::string::npos);
+  CHECK(status.find("on callbacks") == std::string::npos);
+  CHECK(fake->thread_id_types == std::vector<CUpti_ActivityThreadIdType>{CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM});
+  check_api_activity_state(*fake);
+
+  CHECK(inferscope_cupti_set_activities("kernel,runtime,api_callbacks") == 0);
+  check_callback_state(*fake, false);
+  CHECK_FALSE(fake->kind_on(CUPTI_ACTIVITY_KIND_DRIVER));
+  CHECK_FALSE(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async));  // no memset
+  CHECK(inferscope_cupti_set_activities("default") == 0);
+  check_api_activity_state(*fake);
+  CHECK(inferscope_cupti_set_activities("default,api_callbacks") == 0);
+  check_callback_state(*fake, true);
+  CHECK(inferscope_cupti_set_activities("minimal") == 0);
+  CHECK(fake->recorded(true) == kSelectedRuntime);
+  CHECK(fake->recorded(false) == kSelectedDriver);
+  CHECK_FALSE(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async));
+
+  uint8_t buffer[8];
+  deliver_buffer_for_test(buffer, sizeof(buffer));  // translated while the worker lives
+  {
+    std::lock_guard lk(mu);
+    done = true;
+  }
+  cv.notify_all();
+  worker.join();
+  REQUIRE(inferscope::stop());
+  set_api_factory_for_test(nullptr);
+
+  dump::DumpReader r(cfg.output);
+  uint32_t gpu_thread = 0, worker_entry = 0;
+  int worker_entries = 0;
+  for (auto& [id, t] : r.threads()) {
+    if (t.is_channel() && t.name == "gpu") gpu_thread = id;
+    if (!t.is_channel() && t.os_tid == worker_tid) {
+      worker_entry = id;
+      ++worker_entries;
+      CHECK(t.name == "launcher");
+    }
+  }
+  CHECK(worker_entries == 1);  // one entry for the caller, however many of its calls came in
+  std::vector<CudaApiRecord> calls;
+  r.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+    if (h.kind != RecordKind::kCudaApi) return;
+    CHECK(thread == gpu_thread);
+    calls.push_back(dump::load<CudaApiRecord>(p));
+  });
+  REQUIRE(calls.size() == 2);
+  for (auto& c : calls) {
+    CHECK(c.os_tid == worker_tid);
+    CHECK(r.string_at(c.name) == "cudaLaunchKernel");
+  }
+  CHECK(worker_entry != 0);
+  ::unlink(cfg.output.c_str());
+}
+
+TEST_CASE("a CUPTI without system thread ids: api_activity falls back to callbacks and the status says so") {
+  auto* fake = new SwitchCupti;
+  fake->has_thread_id_type = false;
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  Config cfg = fake_session_config("no_system_tids");
+  REQUIRE(inferscope::start(cfg));
+  const std::string status = inferscope_cupti_status();
+  CHECK(status.find("on: CUPTI") == 0);
+  CHECK(status.find("API calls on callbacks") != std::string::npos);
+  CHECK(status.find("cuptiSetThreadIdType") != std::string::npos);
+  check_callback_state(*fake, true);
+  CHECK_FALSE(fake->kind_on(CUPTI_ACTIVITY_KIND_DRIVER));
+  // Asking for API activity records at run time keeps the callbacks too.
+  CHECK(inferscope_cupti_set_activities("kernel,runtime,api_activity") == 0);
+  check_callback_state(*fake, false);
+  REQUIRE(inferscope::stop());
+  set_api_factory_for_test(nullptr);
+  ::unlink(cfg.output.c_str());
+}
+
+TEST_CASE("a CUPTI that refuses driver API activity records: the driver calls stay on callbacks") {
+  auto* fake = new SwitchCupti;
+  fake->refused = CUPTI_ACTIVITY_KIND_DRIVER;
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  Config cfg = fake_session_config("driver_refused");
+  REQUIRE(inferscope::start(cfg));
+  const std::string status = inferscope_cupti_status();
+  CHECK(status.find("driver api_activity") != std::string::npos);
+  CHECK(status.find("callbacks instead") != std::string::npos);
+  CHECK(fake->recorded(true) == kSelectedRuntime);
+  CHECK(fake->recorded(false).empty());
+  CHECK_FALSE(fake->callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize));
+  // Switching to callbacks and back tries again (and is refused again).
+  CHECK(inferscope_cupti_set_activities("default,api_callbacks") == 0);
+  check_callback_state(*fake, true);
+  CHECK(inferscope_cupti_set_activities("default") == -1);
+  CHECK(fake->recorded(true) == kSelectedRuntime);
+  CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  REQUIRE(inferscope::stop());
   set_api_factory_for_test(nullptr);
   ::unlink(cfg.output.c_str());
 }

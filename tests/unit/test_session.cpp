@@ -7,7 +7,13 @@
 
 #include <inferscope/scope.hpp>
 
+#include <pthread.h>
+#include <sys/syscall.h>
+
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -256,4 +262,64 @@ TEST_CASE("function names are reduced to their qualified name") {
         "{anonymous}::tokenize");
   CHECK(runtime::function_name_from_pretty("void Foo::operator()(int)") == "Foo::operator()");
   CHECK(runtime::function_name_from_pretty("static T A<T>::make(int) [with T = int]") == "A<T>::make");
+}
+
+TEST_CASE("a thread known only from a collector's records gets one thread-table entry, kept when it records") {
+  CHECK(runtime::thread_for_os_tid(static_cast<uint32_t>(::syscall(SYS_gettid))) == 0);  // no session
+  Config cfg = config_for("thread-for-os-tid.iscope");
+  REQUIRE(start(cfg));
+  // A CUDA worker that has not recorded anything: alive, named, waiting until the test lets it record.
+  std::mutex mu;
+  std::condition_variable cv;
+  uint32_t worker_tid = 0;
+  bool go = false;
+  uint32_t id_inside = 0;
+  std::thread worker([&] {
+    ::pthread_setname_np(::pthread_self(), "cuda-worker");
+    std::unique_lock lk(mu);
+    worker_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+    cv.notify_all();
+    cv.wait(lk, [&] { return go; });
+    lk.unlock();
+    { ISCOPE_RANGE("worker-step"); }
+    id_inside = runtime::current_thread_id();
+  });
+  {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return worker_tid != 0; });
+  }
+  const uint64_t gen = runtime::session_threads_generation();
+  const uint32_t id = runtime::thread_for_os_tid(worker_tid);
+  CHECK(id != 0);
+  CHECK(runtime::thread_for_os_tid(worker_tid) == id);  // the same entry, not a second one
+  CHECK(runtime::session_threads_generation() != gen);
+  auto threads = runtime::session_threads();
+  CHECK(std::count(threads.begin(), threads.end(), std::make_pair(worker_tid, id)) == 1);
+  // A thread that recorded already: its own entry.
+  { ISCOPE_RANGE("main-step"); }
+  const uint32_t main_id = runtime::current_thread_id();
+  CHECK(runtime::thread_for_os_tid(static_cast<uint32_t>(::syscall(SYS_gettid))) == main_id);
+  {
+    std::lock_guard lk(mu);
+    go = true;
+  }
+  cv.notify_all();
+  worker.join();
+  CHECK(id_inside == id);  // the worker bound to the entry made for it
+  REQUIRE(stop());
+  CHECK(runtime::thread_for_os_tid(worker_tid) == 0);
+
+  dump::DumpReader r(cfg.output);
+  int entries = 0;
+  for (auto& [tid, t] : r.threads())
+    if (t.os_tid == worker_tid) {
+      ++entries;
+      CHECK(tid == id);
+      CHECK(t.name == "cuda-worker");
+    }
+  CHECK(entries == 1);
+  auto c = read_all(r);
+  CHECK(count_named(c.ranges, "worker-step") == 1);
+  for (auto& rv : c.ranges)
+    if (rv.name == "worker-step") CHECK(rv.thread == id);
 }

@@ -103,6 +103,31 @@ void ActivityTranslator::ignore_correlation(uint32_t correlation) {
   ignored_.insert(correlation);
 }
 
+void ActivityTranslator::set_system_thread_ids(bool on) {
+  std::lock_guard lk(mu_);
+  system_tids_ = on;
+}
+
+void ActivityTranslator::begin_internal(uint32_t os_tid, uint64_t begin) {
+  std::lock_guard lk(mu_);
+  internal_.push_back({os_tid, begin, UINT64_MAX});
+}
+
+void ActivityTranslator::end_internal(uint32_t os_tid, uint64_t end) {
+  std::lock_guard lk(mu_);
+  for (auto it = internal_.rbegin(); it != internal_.rend(); ++it)
+    if (it->os_tid == os_tid && it->end == UINT64_MAX) {
+      it->end = end;
+      return;
+    }
+}
+
+bool ActivityTranslator::in_internal_window(uint32_t os_tid, uint64_t start) const {
+  for (const auto& w : internal_)
+    if (w.os_tid == os_tid && start >= w.begin && start <= w.end) return true;
+  return false;
+}
+
 void ActivityTranslator::expect_clock_check(uint32_t correlation, uint32_t device, uint64_t host_before) {
   std::lock_guard lk(mu_);
   auto& c = checks_[correlation];
@@ -257,9 +282,13 @@ bool ActivityTranslator::translate(const CUpti_Activity* a) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       // Selected calls recorded by CUPTI (ActivitySet::api_activity): the record the callbacks write on the
-      // calling thread, but written to the "gpu" channel. CUPTI's threadId is not the OS thread id (it is
-      // pthread_self() cut to 32 bits), so the caller stays unknown (os_tid 0).
+      // calling thread, but written to the "gpu" channel with the caller's OS thread id, which the analyzer
+      // uses to put it on that thread. CUPTI's threadId is that id only with system thread ids (else it is
+      // pthread_self() cut to 32 bits, and the caller stays unknown: os_tid 0).
       const auto* api = reinterpret_cast<const CUpti_ActivityAPI*>(a);
+      const uint32_t tid = system_tids_ ? api->threadId : 0;
+      if (tid && in_internal_window(tid, api->start)) return ++stats_.internal_api_calls, true;
+      if (tid && thread_hook_ && seen_tids_.insert(tid).second) thread_hook_(tid);
       const bool runtime = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
       auto r = header_for<CudaApiRecord>(RecordKind::kCudaApi,
                                          static_cast<uint8_t>(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver));
@@ -268,7 +297,7 @@ bool ActivityTranslator::translate(const CUpti_Activity* a) {
       r.end = api->end;
       r.correlation = api->correlationId;
       r.name = api_namer_ ? api_namer_(runtime, api->cbid) : 0;
-      r.os_tid = 0;
+      r.os_tid = tid;
       ++stats_.api_calls;
       emit(&r, sizeof(r));
       return true;

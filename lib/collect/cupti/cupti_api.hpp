@@ -13,7 +13,9 @@
 
 namespace inferscope::cupti {
 
-// X(name, parameter list, argument list). Methods are named after the C functions they forward to.
+// X(name, parameter list, argument list). Methods are named after the C functions they forward to. A function
+// the loaded library lacks leaves its pointer null and fails like the defaults below (CUPTI_ERROR_NOT_INITIALIZED):
+// cuptiSubscribe_v2 and cuptiSetThreadIdType are optional, the collector copes without them.
 #define INFERSCOPE_CUPTI_FUNCTIONS(X)                                                                          \
   X(cuptiSubscribe, (CUpti_SubscriberHandle * s, CUpti_CallbackFunc f, void* u), (s, f, u))                  \
   X(cuptiSubscribe_v2, (CUpti_SubscriberHandle * s, CUpti_CallbackFunc f, void* u, CUpti_SubscriberParams* p), \
@@ -36,7 +38,8 @@ namespace inferscope::cupti {
   X(cuptiActivityGetNumDroppedRecords, (CUcontext c, uint32_t s, size_t * n), (c, s, n))                     \
   X(cuptiActivitySetAttribute, (CUpti_ActivityAttribute a, size_t * n, void* v), (a, n, v))                  \
   X(cuptiGetDeviceId, (CUcontext c, uint32_t * d), (c, d))                                                   \
-  X(cuptiGetContextId, (CUcontext c, uint32_t * d), (c, d))
+  X(cuptiGetContextId, (CUcontext c, uint32_t * d), (c, d))                                                  \
+  X(cuptiSetThreadIdType, (CUpti_ActivityThreadIdType t), (t))
 
 #define INFERSCOPE_DRIVER_FUNCTIONS(X)                                                        \
   X(cuDriverGetVersion, (int* v), (v))                                                        \

@@ -1,9 +1,10 @@
 // The GPU collector (DESIGN.md decision 1 and 7). One process-wide CUPTI state (CUPTI allows one subscriber
 // per process and one set of buffer callbacks), started and stopped with sessions.
 //
-// Threads: CUPTI calls on_callback on application threads (API records go into that thread's ring),
-// buffer_completed on its worker thread or on whoever calls cuptiActivityFlushAll (records go into the
-// "gpu" channel), and the writer thread calls flush() (clock checks). `mu` guards the state; it is never
+// Threads: CUPTI calls on_callback on application threads (API records of the callback path go into that
+// thread's ring), buffer_completed on its worker thread or on whoever calls cuptiActivityFlushAll (records,
+// API activity records included, go into the "gpu" channel; a caller new to the session joins its thread
+// table from there), and the writer thread calls flush() (clock checks). `mu` guards the state; it is never
 // held across cuptiActivityFlushAll, which calls buffer_completed.
 #include "collect/cupti/cupti_collector.hpp"
 
@@ -33,14 +34,16 @@ ActivitySet parse_activity_set(const std::string& spec) {
   };
   std::stringstream in(spec);
   std::string w;
-  bool any_word = false;
+  bool any_word = false, callbacks = false;
   while (std::getline(in, w, ',')) {
     while (!w.empty() && w.front() == ' ') w.erase(w.begin());
     while (!w.empty() && w.back() == ' ') w.pop_back();
     if (w.empty()) continue;
     any_word = true;
-    if (w == "default") def();
-    else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = true;
+    // The presets that record only the selected API calls record them the cheap way (API activity records);
+    // full records every runtime call, which only the callbacks do.
+    if (w == "default") def(), s.api_activity = true;
+    else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = s.api_activity = true;
     else if (w == "full") def(), s.runtime_all = true;
     else if (w == "none") {}
     else if (w == "kernel") s.kernel = true;
@@ -55,13 +58,16 @@ ActivitySet parse_activity_set(const std::string& spec) {
     else if (w == "driver") s.driver = true;
     else if (w == "runtime_all") s.runtime_all = true;
     else if (w == "api_activity") s.api_activity = true;
+    else if (w == "api_callbacks") callbacks = true;
     else if (w == "nvtx") {}  // NVTX capture follows Config::nvtx_capture
     else
       throw std::invalid_argument("cupti_activities: unknown activity '" + w +
                                   "' (expected default, minimal, full, none or a comma list of kernel, memcpy, "
-                                  "memset, sync, memory, graph, overhead, runtime, driver, api, runtime_all, api_activity, nvtx)");
+                                  "memset, sync, memory, graph, overhead, runtime, driver, api, runtime_all, api_activity, "
+                                  "api_callbacks, nvtx)");
   }
-  if (!any_word) def();
+  if (!any_word) def(), s.api_activity = true;
+  if (callbacks) s.api_activity = false;
   return s;
 }
 
@@ -115,6 +121,12 @@ struct State {
   CUpti_SubscriberHandle subscriber = nullptr;
   // Selected callback ids per domain (built once from CUPTI's names).
   std::vector<uint8_t> runtime_selected, driver_selected;
+  // cuptiSetThreadIdType(SYSTEM) succeeded: API activity records name their caller by OS thread id. Without
+  // it api_activity falls back to callbacks; `no_system_tids` says why (for the status line).
+  bool system_tids = false;
+  std::string no_system_tids;
+  // The API activity kinds (RUNTIME, DRIVER) are on, with the unselected calls off (guarded by mu).
+  bool runtime_records_on = false, driver_records_on = false;
 
   std::atomic<bool> need_clock_check{false};
   std::atomic<bool> exiting{false};  // the process is exiting: no more CUDA calls of ours
@@ -326,9 +338,12 @@ void build_selection(State& s) {
       s.driver_selected[i] = 1;
 }
 
-// Brings CUPTI from `s.enabled` to `want` (mu held). Returns "" or what failed.
-std::string apply_locked(State& s, const ActivitySet& want) {
+// Brings CUPTI from `s.enabled` to `wanted` (mu held). Returns "" or what failed.
+std::string apply_locked(State& s, const ActivitySet& wanted) {
   CuptiApi& api = *s.api;
+  // API activity records that cannot name their caller would lose every call's thread: callbacks instead.
+  ActivitySet want = wanted;
+  if (!s.system_tids) want.api_activity = false;
   s.record_gen.fetch_add(1, std::memory_order_relaxed);
   std::string failed;
   auto kind = [&](bool on, bool was, CUpti_ActivityKind k, const char* what) {
@@ -351,24 +366,40 @@ std::string apply_locked(State& s, const ActivitySet& want) {
   // calls for the clock checks whenever memsets are recorded.
   build_selection(s);
   const bool internal = want.memset;
-  // api_activity: the selected runtime calls become CUPTI activity records (no callback on the calling thread).
-  const bool act = want.runtime_as_activity(), act_was = was.runtime_as_activity();
+  // api_activity: the selected calls become CUPTI activity records (no callback on the calling thread).
+  // Every call's activity records on with the kind, then the calls that explain nothing off again (the kind
+  // overrides per-call settings made before it, not after). Off: the kind and the selected calls one by one,
+  // so no per-call setting outlives the kind whichever way CUPTI combines them. A kind CUPTI refuses leaves
+  // those calls on callbacks. Returns whether the kind is on now.
+  auto api_records = [&](bool on, bool& is_on, CUpti_ActivityKind k, const std::vector<uint8_t>& selected,
+                         uint32_t n, CUptiResult (CuptiApi::*per_call)(CUpti_CallbackId, uint8_t), const char* what) {
+    if (on == is_on) return is_on;
+    if (on) {
+      if (CUptiResult r = api.cuptiActivityEnable(k); r != CUPTI_SUCCESS) {
+        failed += std::string(failed.empty() ? "" : "; ") + what + ": " + err(api, r) + " (callbacks instead)";
+        return is_on;
+      }
+    } else {
+      api.cuptiActivityDisable(k);
+    }
+    for (uint32_t i = 1; i < n; ++i)
+      if (on ? !selected[i] : bool(selected[i])) (api.*per_call)(i, 0);
+    return is_on = on;
+  };
+  const bool rt_act = api_records(want.runtime_as_activity(), s.runtime_records_on, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                  s.runtime_selected, kRuntimeCbids, &CuptiApi::cuptiActivityEnableRuntimeApi,
+                                  "runtime api_activity");
+  const bool drv_act = api_records(want.driver_as_activity(), s.driver_records_on, CUPTI_ACTIVITY_KIND_DRIVER,
+                                   s.driver_selected, kDriverCbids, &CuptiApi::cuptiActivityEnableDriverApi,
+                                   "driver api_activity");
   for (uint32_t i = 1; i < kRuntimeCbids; ++i) {
-    const bool rec = want.runtime_all || (want.runtime && !act && s.runtime_selected[i]);
+    const bool rec = want.runtime_all || (want.runtime && !rt_act && s.runtime_selected[i]);
     const bool was_on = s.record_runtime[i].load();
     if (rec != bool(was_on)) api.cuptiEnableCallback(rec, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, i);
     s.record_runtime[i].store(rec);
   }
-  if (act != act_was) {
-    // Every runtime call's activity records on, then the calls that explain nothing off again (the kind
-    // overrides per-call settings made before it, not after).
-    kind(act, act_was, CUPTI_ACTIVITY_KIND_RUNTIME, "api_activity");
-    if (act)
-      for (uint32_t i = 1; i < kRuntimeCbids; ++i)
-        if (!s.runtime_selected[i]) api.cuptiActivityEnableRuntimeApi(i, 0);
-  }
   for (uint32_t i = 1; i < kDriverCbids; ++i) {
-    const bool rec = want.driver && !want.api_activity && s.driver_selected[i];
+    const bool rec = want.driver && !drv_act && s.driver_selected[i];
     const bool need = rec || (internal && (i == CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async ||
                                            i == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
     const bool had = s.record_driver[i].load() ||
@@ -389,7 +420,8 @@ std::string describe(const ActivitySet& a) {
   };
   add(a.kernel, "kernel"), add(a.memcpy, "memcpy"), add(a.memset, "memset"), add(a.sync, "sync");
   add(a.memory, "memory"), add(a.graph, "graph"), add(a.overhead, "overhead"), add(a.runtime, "runtime");
-  add(a.driver, "driver"), add(a.runtime_all, "runtime_all"), add(a.api_activity, "api_activity");
+  add(a.driver, "driver"), add(a.runtime_all, "runtime_all");
+  add(a.api_as_activity() && (a.runtime || a.driver), "api_activity");
   return out.empty() ? "none" : out;
 }
 
@@ -416,6 +448,11 @@ std::string activate_locked(State& s) {
              (other[0] ? other : "e.g. Nsight Systems, Nsight Compute, torch.profiler/Kineto or DCGM") +
              "); CUPTI allows one at a time, so GPU collection is off";
     if (r != CUPTI_SUCCESS) return "off: CUPTI could not start (" + err(api, r) + "); no GPU or no driver?";
+    // API activity records name their caller by OS thread id (gettid), as the thread table does; set before
+    // any activity kind is enabled. Without it api_activity falls back to callbacks.
+    r = api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    s.system_tids = r == CUPTI_SUCCESS;
+    s.no_system_tids = s.system_tids ? "" : "cuptiSetThreadIdType(SYSTEM): " + err(api, r);
     // The session clock for every activity timestamp (DESIGN.md decision 1).
     if ((r = api.cuptiActivityRegisterTimestampCallback(session_timestamp)) != CUPTI_SUCCESS) {
       api.cuptiUnsubscribe(s.subscriber);
@@ -440,9 +477,15 @@ std::string activate_locked(State& s) {
   }
   // CUPTI's worker hands over buffers on its own every flush_period_ms (the writer never waits on CUPTI).
   api.cuptiActivityFlushPeriod(s.flush_period_ms);
+  {
+    std::lock_guard cl(s.chan_mu);
+    if (s.translator) s.translator->set_system_thread_ids(s.system_tids);
+  }
   std::string failed = apply_locked(s, s.wanted);
   std::string line = "on: CUPTI " + (api.origin.empty() ? std::string("(test)") : api.origin) + "; activities " +
                      describe(s.enabled);
+  if (s.wanted.api_as_activity() && (s.wanted.runtime || s.wanted.driver) && !s.system_tids)
+    line += "; API calls on callbacks: CUPTI gives no OS thread ids (" + s.no_system_tids + ")";
   if (!failed.empty()) line += "; not available: " + failed;
   return line;
 }
@@ -500,6 +543,12 @@ void run_clock_checks(State& s) {
   if (!used.empty()) runtime::set_process_info("gpu.devices_used", used);
   CuptiApi& api = *s.api;
   CallbackTls& tls = t_cb;
+  // API activity records of these calls name this thread: the translator leaves this window of it out.
+  if (tls.os_tid == 0) tls.os_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  {
+    std::lock_guard lk(s.chan_mu);
+    if (s.translator) s.translator->begin_internal(tls.os_tid, detail::now());
+  }
   tls.internal = true;
   for (auto& c : ctxs) {
     if (api.cuCtxPushCurrent_v2(c.ctx) != CUDA_SUCCESS) continue;
@@ -523,6 +572,8 @@ void run_clock_checks(State& s) {
       if (k.ctx == c.ctx) k.stream = c.stream, k.marker = c.marker;
   }
   tls.internal = false;
+  std::lock_guard lk(s.chan_mu);
+  if (s.translator) s.translator->end_internal(tls.os_tid, detail::now());
 }
 
 // Hands everything CUPTI holds to the session and switches collection off (mu not held).
@@ -589,6 +640,8 @@ class CuptiCollector final : public runtime::Collector {
         if (st.api) st.api->cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name);
         return api_name(runtime ? 0 : 1, cbid, name);
       });
+      // Callers seen only in API activity records join the thread table (the analyzer puts their calls there).
+      s.translator->set_thread_hook([](uint32_t os_tid) { runtime::thread_for_os_tid(os_tid); });
     }
     std::lock_guard lk(s.mu);
     s.session = true;
@@ -693,6 +746,8 @@ void set_api_factory_for_test(std::function<std::unique_ptr<CuptiApi>()> factory
   s.runtime_selected.clear();
   s.driver_selected.clear();
   s.contexts.clear();
+  s.system_tids = false;
+  s.runtime_records_on = s.driver_records_on = false;
 }
 
 void deliver_buffer_for_test(uint8_t* buffer, size_t valid_size) { translate_buffer(buffer, valid_size); }

@@ -1,6 +1,7 @@
 // The GPU collector: CUPTI activities (kernels, copies, memsets, syncs, allocations, graph launches,
-// CUPTI overhead) into the "gpu" channel, selected runtime/driver API calls as CudaApiRecord on the calling
-// thread, timestamps on the session clock, and CPU/GPU clock checks. docs/gpu-collector.md explains it.
+// CUPTI overhead) into the "gpu" channel, selected runtime/driver API calls as CudaApiRecord (CUPTI API
+// activity records in the "gpu" channel naming the caller's OS thread id, or callbacks on the calling
+// thread), timestamps on the session clock, and CPU/GPU clock checks. docs/gpu-collector.md explains it.
 #pragma once
 
 #include "collect/cupti/cupti_api.hpp"
@@ -12,23 +13,27 @@
 namespace inferscope::cupti {
 
 /// What to collect. Parsed from Config::cupti_activities: presets "default" (kernel, memcpy, memset, sync,
-/// memory, overhead, runtime, driver), "minimal" (kernel, memcpy, runtime, driver), "full" (default plus
-/// runtime_all), "none", or a comma list (their union) of: kernel, memcpy, memset, sync, memory, overhead,
-/// graph (one record per graph launch; CUPTI then no longer reports the graph's kernels one by one),
-/// runtime / driver (the selected runtime / driver API calls that explain a step: launches, copies,
-/// memsets, synchronizations, waits, allocations, graph launches), api (both), runtime_all (every runtime
-/// API call: measurably more expensive), nvtx (accepted; NVTX capture follows Config::nvtx_capture).
+/// memory, overhead, runtime, driver, api_activity), "minimal" (kernel, memcpy, runtime, driver,
+/// api_activity), "full" (kernel ... driver plus runtime_all, on callbacks), "none", or a comma list (their
+/// union) of: kernel, memcpy, memset, sync, memory, overhead, graph (one record per graph launch; CUPTI then no
+/// longer reports the graph's kernels one by one), runtime / driver (the selected runtime / driver API calls
+/// that explain a step: launches, copies, memsets, synchronizations, waits, allocations, graph launches), api
+/// (both), runtime_all (every runtime API call: measurably more expensive), api_activity / api_callbacks (how
+/// the API calls are recorded, see below; api_callbacks wins wherever it stands), nvtx (accepted; NVTX capture
+/// follows Config::nvtx_capture).
 struct ActivitySet {
   bool kernel = false, memcpy = false, memset = false, sync = false, memory = false, graph = false,
        overhead = false, runtime = false, driver = false, runtime_all = false;
-  /// Record the selected runtime calls through CUPTI activity records (cuptiActivityEnableRuntimeApi) instead
-  /// of callbacks on the calling thread. Driver calls are then not recorded (a driver call nested in a runtime
-  /// call would be recorded twice). Such records reach the dump through the "gpu" channel with no calling
-  /// thread (CUPTI names threads by pthread_self(), not by OS id), so the analyzer cannot attribute them to
-  /// a Python function or range. Cheaper per launch than callbacks: bench/gpu/launch_overhead.
+  /// Record the selected runtime and driver calls as CUPTI API activity records (cuptiActivityEnableRuntimeApi /
+  /// DriverApi per call) instead of callbacks on the calling thread: cheaper per launch (no callback runs on
+  /// the application thread; bench/gpu/launch_overhead). The records reach the dump through the "gpu" channel
+  /// with the caller's OS thread id (CUPTI's system thread ids), so the analyzer puts them on that thread. The
+  /// collector falls back to callbacks when CUPTI cannot give system thread ids. runtime_all keeps callbacks.
   bool api_activity = false;
-  /// The selected runtime calls are recorded as activity records (runtime_all keeps every call on callbacks).
-  bool runtime_as_activity() const { return runtime && api_activity && !runtime_all; }
+  /// API calls go through activity records (runtime_all keeps every call on callbacks).
+  bool api_as_activity() const { return api_activity && !runtime_all; }
+  bool runtime_as_activity() const { return runtime && api_as_activity(); }
+  bool driver_as_activity() const { return driver && api_as_activity(); }
   bool any() const {
     return kernel || memcpy || memset || sync || memory || graph || overhead || runtime || driver || runtime_all;
   }
