@@ -806,10 +806,17 @@ std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
 namespace {
 
 // The live, non-channel thread of `s` with that OS thread id, or 0 (registry lock held).
-uint32_t live_thread_with_os_tid(const SessionState& s, uint32_t tid) {
-  for (auto& [id, t] : s.threads)
-    if (t.os_tid == tid && !(t.flags & (dump::kThreadChannel | dump::kThreadExited))) return id;
-  return 0;
+// The session's entry for OS thread `tid`: the live one, else the newest that exited (CUPTI delivers a thread's
+// calls up to a flush period late, at exit often after the thread's own end was recorded); 0 when none.
+uint32_t thread_with_os_tid(const SessionState& s, uint32_t tid) {
+  uint32_t exited = 0;
+  uint64_t exited_first = 0;
+  for (auto& [id, t] : s.threads) {
+    if (t.os_tid != tid || (t.flags & dump::kThreadChannel)) continue;
+    if (!(t.flags & dump::kThreadExited)) return id;
+    if (!exited || t.first_ts >= exited_first) exited = id, exited_first = t.first_ts;
+  }
+  return exited;
 }
 
 // The kernel's name of a thread of this process ("" when it exited or /proc is not readable).
@@ -833,7 +840,7 @@ uint32_t thread_for_os_tid(uint32_t tid) {
     std::lock_guard lk(g.registry);
     SessionState* s = running();
     if (!s) return 0;
-    if (uint32_t id = live_thread_with_os_tid(*s, tid)) return id;
+    if (uint32_t id = thread_with_os_tid(*s, tid)) return id;
   }
   // Read and intern the name outside the registry lock: recording threads take it when they bind.
   const std::string comm = task_comm(tid);
@@ -841,7 +848,7 @@ uint32_t thread_for_os_tid(uint32_t tid) {
   std::lock_guard lk(g.registry);
   SessionState* s = running();
   if (!s) return 0;
-  if (uint32_t id = live_thread_with_os_tid(*s, tid)) return id;  // it bound (or was added) meanwhile
+  if (uint32_t id = thread_with_os_tid(*s, tid)) return id;  // it bound (or was added) meanwhile
   const uint32_t id = g.next_thread_id++;
   s->threads[id] = dump::ThreadEntry{id, tid, static_cast<uint32_t>(::getpid()), name, detail::now(), 0, 0, 0};
   s->dirty_threads.insert(id);

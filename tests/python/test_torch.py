@@ -193,7 +193,7 @@ def test_gpt2_under_inferscope_enable_through_sitecustomize(tmp_path):
     rep = tmp_path / "gpt2.json"
     a = subprocess.run([analyze_binary(), str(tmp_path / "gpt2.iscope"), "-o", str(rep)], capture_output=True, text=True)
     assert a.returncode == 0, a.stderr
-    r = json.loads(rep.read_text())
+    r = json.loads(rep.read_text())["tables"]
     layers = {l["path"]: l for l in r["layers"]}
     assert layers["transformer.h.1.attn"]["kernels"] > 0, layers
     assert layers["transformer.h.1.mlp"]["gpu_ms"] > 0, layers
