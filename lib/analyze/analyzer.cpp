@@ -253,6 +253,9 @@ class FlatSums {
   size_t used_ = 0;
 };
 
+// Cand::name of a top-level NVTX range (string ids stay far below; Python code ids use bit 31).
+constexpr uint32_t kNvtxCand = 0x40000000u;
+
 // ApiOp::pad bits.
 constexpr uint8_t kApiRehomed = 1;  ///< from a channel (CUPTI's API activity records), moved to its calling thread
 constexpr uint8_t kApiDriver = 2;   ///< driver API domain
@@ -551,7 +554,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         agg.self += t.range_self.self(h.aux, e - s, nm);
         if (h.aux == 0) {
           t.busy_range += double(e - s);
-          P.top.push_back({thread, nm, s, e});
+          P.top.push_back({thread, h.kind == RecordKind::kNvtxRange ? (nm | kNvtxCand) : nm, s, e});
         }
         if (step_name[nm]) P.asked.push_back({thread, nm, s, e});
         const bool layer = range_is_layer(h, p, nm, P.dotted);
@@ -1008,7 +1011,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   // ---------------------------------------------------------------- steps
   std::vector<Cand> steps;
   auto cand_name = [&](const Cand& c) {
-    return (c.name & 0x80000000u) ? code_name(c.name & 0x7fffffffu) : name_of(c.name);
+    return (c.name & 0x80000000u) ? code_name(c.name & 0x7fffffffu) : name_of(c.name & ~kNvtxCand);
   };
   if (!opt.step.empty()) {
     steps = asked;
@@ -1017,24 +1020,33 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       a.warnings.push_back("no range, scope or Python function named '" + opt.step +
                            "' in " + r.path() + "; the whole trace is analysed as one step");
   } else {
-    std::map<uint32_t, std::pair<uint64_t, int64_t>> by_name;  // name -> (count, total)
+    // The repeated top-level range covering the most time. The program's own ISCOPE ranges come first; NVTX
+    // ranges may be a library's (CUB wraps each scan in one), so one only counts as the step when it covers
+    // more time than the repeated Python function below would.
+    std::map<uint32_t, std::pair<uint64_t, int64_t>> by_name;  // name (| kNvtxCand) -> (count, total)
     for (auto& c : top) {
       auto& x = by_name[c.name];
       ++x.first;
       x.second += c.end - c.start;
     }
-    uint32_t best = 0;
-    std::pair<int64_t, uint64_t> best_score{-1, 0};
-    for (auto& [n, x] : by_name)
-      if (x.first >= 2 && std::make_pair(x.second, x.first) > best_score) {
-        best_score = {x.second, x.first};
-        best = n;
+    uint32_t best = 0, best_nvtx = 0;
+    std::pair<int64_t, uint64_t> best_score{-1, 0}, nvtx_score{-1, 0};
+    for (auto& [n, x] : by_name) {
+      uint32_t& b = (n & kNvtxCand) ? best_nvtx : best;
+      auto& sc = (n & kNvtxCand) ? nvtx_score : best_score;
+      if (x.first >= 2 && std::make_pair(x.second, x.first) > sc) {
+        sc = {x.second, x.first};
+        b = n;
       }
-    if (best_score.first >= 0) {
+    }
+    auto take_range = [&](uint32_t n) {
       for (auto& c : top)
-        if (c.name == best) steps.push_back(c);
-      a.steps.name = name_of(best);
+        if (c.name == n) steps.push_back(c);
+      a.steps.name = name_of(n & ~kNvtxCand);
       a.steps.detected = true;
+    };
+    if (best_score.first >= 0) {
+      take_range(best);
     } else {
       // An unmodified program (no ranges): the repeated shallow Python function covering the most time on
       // the thread that makes the most CUDA calls, e.g. the body of the serving loop.
@@ -1055,7 +1067,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
           bc = code;
         }
       }
-      if (bs.first >= 0) {
+      if (nvtx_score.first >= 0 && nvtx_score.first >= bs.first) {
+        take_range(best_nvtx);
+      } else if (bs.first >= 0) {
         // Its calls: one more pass over that thread's chunks (only in this fallback).
         for (const auto& c : r.event_chunks()) {
           if (c.thread_id != launcher_thread) continue;

@@ -520,6 +520,50 @@ TEST_CASE("CUDA calls recorded by CUPTI (GPU channel, caller by OS thread id) an
   CHECK(syncs == 11);
 }
 
+TEST_CASE("steps: a library's short NVTX ranges do not beat the repeated Python function; a program's NVTX steps do") {
+  // GPT-2 under iscope-run on the H100: CUB's NVTX range around each scan (28 us, thousands of them) was taken
+  // as the step over the Python step function.
+  auto write = [&](const std::string& name, bool python, bool nvtx_steps, bool iscope_steps) {
+    fs::path p = work_dir() / (name + ".iscope");
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 8; ++i) {
+      auto body = [&] {
+        sim.host(300'000);
+        for (int k = 0; k < 3; ++k) {
+          const int64_t s0 = sim.now();
+          sim.launch("scan_kernel", 10'000);
+          b.range(sim.thread(), "cub::DeviceScan::InclusiveScan", nvtx_steps ? 1 : 0, s0, sim.now(), {},
+                  RecordKind::kNvtxRange);
+        }
+        sim.launch("gemm", 2'000'000);
+        sim.sync();
+      };
+      const int64_t s0 = sim.now();
+      if (python) sim.py("serve_one", body, "serve.py", 3);
+      else body();
+      if (nvtx_steps) b.range(sim.thread(), "decode_step", 0, s0, sim.now(), {}, RecordKind::kNvtxRange);
+      if (iscope_steps) b.range(sim.thread(), "tiny", 0, s0, s0 + 1'000);
+      sim.host(50'000);
+    }
+    b.finish();
+    return analyze::analyze_file(p.string(), {});
+  };
+  Analysis a = write("nvtx_library", true, false, false);
+  CHECK(a.steps.name == "serve_one");
+  CHECK(a.steps.count == 8);
+  // Only the library's ranges and no Python: they are what repeats.
+  a = write("nvtx_only", false, false, false);
+  CHECK(a.steps.name == "cub::DeviceScan::InclusiveScan");
+  // NVTX ranges around the whole step cover more than the Python function inside them.
+  a = write("nvtx_steps", true, true, false);
+  CHECK(a.steps.name == "decode_step");
+  CHECK(a.steps.count == 8);
+  // The program's own ISCOPE ranges come first, however short.
+  a = write("iscope_first", true, true, true);
+  CHECK(a.steps.name == "tiny");
+}
+
 TEST_CASE("hostile ids in records do not size tables (fuzz regression: PyCall code id 0xfffffff0)") {
   fs::path p = work_dir() / "hostile.iscope";
   {
