@@ -96,6 +96,23 @@ TEST_CASE("golden findings of recorded fixtures (tests/fixtures/*.iscope with a 
   }
 }
 
+TEST_CASE("real GPU dumps: launches on the sample's thread inside its ranges, from callbacks or from CUPTI's records") {
+  // Both recorded on the H100 from samples/cuda_infer (--kernels 200): API calls through callbacks on the thread,
+  // and (the default since) as CUPTI's API activity records in the GPU channel naming their caller.
+  for (const char* name : {"cuda_sample.iscope", "cuda_sample_cupti_api.iscope"}) {
+    CAPTURE(name);
+    Analysis a = analyze::analyze_file((fixtures() / name).string(), {});
+    REQUIRE(a.kernels.size() == 2);
+    for (auto& k : a.kernels) CHECK(k.launched_by == (k.count == 200 ? "range tiny_kernels" : "range long_kernel"));
+    CHECK(a.alignment.violations_over_1us == 0);
+    REQUIRE(!a.syncs.empty());
+    for (auto& row : a.syncs) CHECK(row.called_from.rfind("range ", 0) == 0);
+    size_t app_threads = 0;
+    for (auto& t : a.threads) app_threads += t.name.rfind("sample_cuda", 0) == 0;
+    CHECK(app_threads == 1);  // one entry for the sample's thread, also when CUPTI named it
+  }
+}
+
 TEST_CASE("every rule is primary on its planted trace") {
   for (std::string cat : {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound", "gpu_bound", "memory_alloc",
                           "cpu_contention", "pcie_saturation"}) {
