@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   std::string mode = "launch";
   std::string sets =
       "none;kernel;kernel,memcpy,memset,sync,memory,overhead;runtime;runtime,api_activity;kernel,runtime;"
-      "kernel,runtime,api_activity;default,api_callbacks;default;full";
+      "kernel,runtime,api_activity;default;default,api_activity;full";
   std::string out = "/tmp/launch_overhead.iscope";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

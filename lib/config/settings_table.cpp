@@ -105,10 +105,11 @@ constexpr KeyDef kKeys[] = {
     {.key = "cupti", .section = "cupti", .member = &Config::cupti,
      .doc = "Collect GPU activity through CUPTI when a driver is present."},
     {.key = "cupti_activities", .section = "cupti", .member = &Config::cupti_activities,
-     .doc = "Which CUPTI activity kinds to record. default and minimal record the selected CUDA API calls "
-            "(launches, copies, syncs, allocations) as CUPTI API activity records, cheaper per launch than "
-            "callbacks and put on the calling thread by its OS thread id; add api_callbacks to record them "
-            "through callbacks on the calling thread instead; full (every runtime call) uses callbacks.",
+     .doc = "Which CUPTI activity kinds to record. The selected CUDA API calls (launches, copies, syncs, "
+            "allocations) are recorded through callbacks on the calling thread; add api_activity to have CUPTI "
+            "record them as API activity records instead (put on the calling thread by its OS thread id; cheaper "
+            "per launch only where a program makes few other CUDA calls: on a PyTorch step it costs more); "
+            "api_callbacks forces the callbacks.",
      .list = true, .check = check_cupti_activities,
      .check_allowed = kCuptiActivitiesAllowed},
     {.key = "cupti_buffer_kb", .section = "cupti", .member = &Config::cupti_buffer_kb,

@@ -316,11 +316,15 @@ TEST_CASE("activity specifications, selected API calls and demangling") {
   auto act = parse_activity_set("default, api_activity");
   CHECK(act.api_activity);
   CHECK(act.runtime);
-  // The presets that record the selected calls record them as API activity records; api_callbacks wins.
-  CHECK(d.api_activity);
-  CHECK(d.runtime_as_activity());
-  CHECK(d.driver_as_activity());
-  CHECK(m.api_activity);
+  // The presets record the selected calls through callbacks; api_activity asks for CUPTI's records, and
+  // api_callbacks wins over it.
+  CHECK_FALSE(d.api_activity);
+  CHECK_FALSE(d.runtime_as_activity());
+  CHECK_FALSE(m.api_activity);
+  CHECK(act.runtime_as_activity());
+  CHECK(act.driver_as_activity());
+  CHECK(parse_activity_set("minimal,api_activity").runtime_as_activity());
+  CHECK_FALSE(parse_activity_set("default,api_activity,api_callbacks").api_activity);
   CHECK_FALSE(parse_activity_set("full").runtime_as_activity());
   CHECK_FALSE(parse_activity_set("full,api_activity").driver_as_activity());  // runtime_all: callbacks
   CHECK_FALSE(parse_activity_set("default,api_callbacks").api_activity);
@@ -562,7 +566,7 @@ const std::vector<uint32_t> kSelectedDriver = [] {
   return v;
 }();
 
-// The state `default` leaves: the selected calls as API activity records of both domains, no callback for
+// The state `default,api_activity` leaves: the selected calls as API activity records of both domains, no callback for
 // them but the two driver calls the clock checks watch (cuMemsetD8Async, cuMemAlloc_v2).
 void check_api_activity_state(const SwitchCupti& f) {
   CHECK(f.kind_on(CUPTI_ACTIVITY_KIND_RUNTIME));
@@ -601,7 +605,7 @@ Config fake_session_config(const char* name) {
 
 }  // namespace
 
-TEST_CASE("default records the selected calls as API activity records named by OS thread id; switching sets works both ways") {
+TEST_CASE("api_activity records the selected calls as API activity records named by OS thread id; switching sets works both ways") {
   auto* fake = new SwitchCupti;  // owned by the collector's state from here on
   // A CUDA worker thread that never records anything itself.
   std::mutex mu;
@@ -629,7 +633,7 @@ TEST_CASE("default records the selected calls as API activity records named by O
   set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
 
   Config cfg = fake_session_config("api_activity");
-  REQUIRE(cfg.cupti_activities == "default");
+  cfg.cupti_activities = "default,api_activity";
   REQUIRE(inferscope::start(cfg));
   const std::string status = inferscope_cupti_status();
   CHECK(status.find("api_activity") != std::string::npos);
@@ -641,11 +645,11 @@ TEST_CASE("default records the selected calls as API activity records named by O
   check_callback_state(*fake, false);
   CHECK_FALSE(fake->kind_on(CUPTI_ACTIVITY_KIND_DRIVER));
   CHECK_FALSE(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async));  // no memset
-  CHECK(inferscope_cupti_set_activities("default") == 0);
+  CHECK(inferscope_cupti_set_activities("default,api_activity") == 0);
   check_api_activity_state(*fake);
-  CHECK(inferscope_cupti_set_activities("default,api_callbacks") == 0);
+  CHECK(inferscope_cupti_set_activities("default") == 0);  // the default: callbacks
   check_callback_state(*fake, true);
-  CHECK(inferscope_cupti_set_activities("minimal") == 0);
+  CHECK(inferscope_cupti_set_activities("minimal,api_activity") == 0);
   CHECK(fake->recorded(true) == kSelectedRuntime);
   CHECK(fake->recorded(false) == kSelectedDriver);
   CHECK_FALSE(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async));
@@ -693,6 +697,7 @@ TEST_CASE("a CUPTI without system thread ids: api_activity falls back to callbac
   fake->has_thread_id_type = false;
   set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
   Config cfg = fake_session_config("no_system_tids");
+  cfg.cupti_activities = "default,api_activity";
   REQUIRE(inferscope::start(cfg));
   const std::string status = inferscope_cupti_status();
   CHECK(status.find("on: CUPTI") == 0);
@@ -713,6 +718,7 @@ TEST_CASE("a CUPTI that refuses driver API activity records: the driver calls st
   fake->refused = CUPTI_ACTIVITY_KIND_DRIVER;
   set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
   Config cfg = fake_session_config("driver_refused");
+  cfg.cupti_activities = "default,api_activity";
   REQUIRE(inferscope::start(cfg));
   const std::string status = inferscope_cupti_status();
   CHECK(status.find("driver api_activity") != std::string::npos);
@@ -725,7 +731,7 @@ TEST_CASE("a CUPTI that refuses driver API activity records: the driver calls st
   // Switching to callbacks and back tries again (and is refused again).
   CHECK(inferscope_cupti_set_activities("default,api_callbacks") == 0);
   check_callback_state(*fake, true);
-  CHECK(inferscope_cupti_set_activities("default") == -1);
+  CHECK(inferscope_cupti_set_activities("default,api_activity") == -1);
   CHECK(fake->recorded(true) == kSelectedRuntime);
   CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
   REQUIRE(inferscope::stop());

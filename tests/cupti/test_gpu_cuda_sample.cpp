@@ -184,8 +184,27 @@ TEST_CASE("the CUDA sample under iscope-run: every kernel and copy, linked, on o
   REQUIRE_MESSAGE(r.status == 0, r.out);
   Checked c = check_sample_dump(dump, r.out);
   CHECK(c.kernels >= 100000);
+  CHECK(c.api_from_channel == 0);  // the default records API calls through callbacks, on the calling thread
   report("iscope-run (CUDA injection)", c);
   if (!std::getenv("ISCOPE_KEEP_DUMPS")) ::unlink(dump.c_str());
+#endif
+}
+
+TEST_CASE("the same with the API calls recorded by CUPTI (api_activity): named by OS thread id, linked, on one clock") {
+#ifndef SAMPLE_CUDA_INFER
+  skip("the CUDA sample was not built (nvcc not found at configure time)");
+#else
+  if (!have_gpu()) skip("no CUDA GPU or driver on this machine");
+  const std::string dump = temp_path("cuda_sample_api_activity");
+  auto r = run({ISCOPE_RUN, "-q", "-o", dump, "--cupti-activities", "default,api_activity", "--", SAMPLE_CUDA_INFER,
+                "--kernels", "100000"});
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  Checked c = check_sample_dump(dump, r.out);
+  CHECK(c.kernels >= 100000);
+  CHECK(c.api_from_channel == c.api);
+  CHECK(c.status.find("api_activity") != std::string::npos);
+  report("iscope-run, api_activity", c);
+  ::unlink(dump.c_str());
 #endif
 }
 

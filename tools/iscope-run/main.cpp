@@ -33,7 +33,7 @@ const char* kUsage =
     "      --trace-size-mb N      ring-mode memory budget\n"
     "      --no-cupti             no GPU collection\n"
     "      --cupti-activities S   default | minimal | full | none | comma list of kernel, memcpy, memset,\n"
-    "                             sync, memory, graph, overhead, api, runtime, driver, api_callbacks\n"
+    "                             sync, memory, graph, overhead, api, runtime, driver, api_activity\n"
     "      --no-python            no Python tracing\n"
     "      --nvtx-emit            also emit ISCOPE ranges as NVTX ranges\n"
     "      --report FILE          write a report at exit (.md, .html or .json)\n"

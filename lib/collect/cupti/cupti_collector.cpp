@@ -40,10 +40,11 @@ ActivitySet parse_activity_set(const std::string& spec) {
     while (!w.empty() && w.back() == ' ') w.pop_back();
     if (w.empty()) continue;
     any_word = true;
-    // The presets that record only the selected API calls record them the cheap way (API activity records);
-    // full records every runtime call, which only the callbacks do.
-    if (w == "default") def(), s.api_activity = true;
-    else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = s.api_activity = true;
+    // The presets record the selected API calls through callbacks: CUPTI's API activity records (api_activity)
+    // cost less per launch on a program that makes only those calls, but CUPTI then times every runtime call
+    // and drops the unselected ones, which on a PyTorch step costs more than the callbacks (docs/benchmarks.md).
+    if (w == "default") def();
+    else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = true;
     else if (w == "full") def(), s.runtime_all = true;
     else if (w == "none") {}
     else if (w == "kernel") s.kernel = true;
@@ -66,7 +67,7 @@ ActivitySet parse_activity_set(const std::string& spec) {
                                   "memset, sync, memory, graph, overhead, runtime, driver, api, runtime_all, api_activity, "
                                   "api_callbacks, nvtx)");
   }
-  if (!any_word) def(), s.api_activity = true;
+  if (!any_word) def();
   if (callbacks) s.api_activity = false;
   return s;
 }
