@@ -60,6 +60,10 @@ struct ThreadState {
   ThreadRing* ring;
   uint32_t epoch;  // session epoch `ring` belongs to; != g_session means "bind first"
   uint32_t depth;  // open active ranges on this thread
+  // The Python tracer's per-thread call stack (sys.monitoring callbacks get no per-thread argument). Here
+  // rather than in the extension module: a dlopen'ed module's own thread-local costs a __tls_get_addr call per
+  // access, this block is initial-exec.
+  void* py_trace;
 };
 extern __thread ThreadState t_state __attribute__((tls_model("initial-exec")));
 

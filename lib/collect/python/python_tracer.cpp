@@ -85,24 +85,26 @@ struct ThreadTrace {
 };
 
 #if ISCOPE_PY_MONITORING
-// sys.monitoring callbacks get no per-thread argument: thread-local storage. Default TLS model on purpose: an
-// extension module is dlopen'ed, often after libraries (torch) that used up glibc's small static-TLS surplus.
-__thread ThreadTrace* t_trace = nullptr;
+// sys.monitoring callbacks get no per-thread argument: the stack hangs off the runtime's per-thread block
+// (initial-exec TLS in libinferscope.so). No thread-local of the module's own on the hot path: an extension
+// module is dlopen'ed, often after libraries (torch) that used up glibc's small static-TLS surplus, so its own
+// would be general-dynamic, a __tls_get_addr call per access. The owner below (only touched when a stack is
+// made) frees it at thread exit.
+inline ThreadTrace*& t_trace_slot() { return reinterpret_cast<ThreadTrace*&>(detail::t_state.py_trace); }
 struct ThreadTraceOwner {
   ~ThreadTraceOwner() {
-    delete t_trace;
-    t_trace = nullptr;
+    delete t_trace_slot();
+    t_trace_slot() = nullptr;
   }
 };
 thread_local ThreadTraceOwner t_trace_owner;
 
 __attribute__((noinline)) ThreadTrace* new_thread_trace() {
   (void)&t_trace_owner;  // registers the thread-exit cleanup
-  t_trace = new ThreadTrace;
-  return t_trace;
+  return t_trace_slot() = new ThreadTrace;
 }
 inline ThreadTrace* thread_trace() {
-  ThreadTrace* t = t_trace;
+  ThreadTrace* t = t_trace_slot();
   return INFERSCOPE_LIKELY(t != nullptr) ? t : new_thread_trace();
 }
 #endif
@@ -292,7 +294,7 @@ PyObject* mon_enter(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) 
 }
 PyObject* mon_exit(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
   if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
-  return on_exit(t_trace, args[0]) ? ret_none() : ret_disable();
+  return on_exit(t_trace_slot(), args[0]) ? ret_none() : ret_disable();
 }
 // PY_THROW and PY_UNWIND cannot be disabled per location.
 PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
@@ -300,7 +302,7 @@ PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, Py
   return ret_none();
 }
 PyObject* mon_exit_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
-  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(t_trace, args[0]);
+  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(t_trace_slot(), args[0]);
   return ret_none();
 }
 
