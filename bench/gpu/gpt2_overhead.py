@@ -105,9 +105,11 @@ def main():
     ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain"], required=True)
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--steps", type=int, default=20, help="timed steps per window")
-    ap.add_argument("--warm", type=int, default=3, help="untimed steps at the start of each window")
+    # Short windows and many rounds: on shared hosts neighbouring windows then differ less (docs/benchmarks.md,
+    # "Fifth run": 8-step windows x 100-150 rounds gave per-round medians within ~1 point run to run).
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=8, help="timed steps per window")
+    ap.add_argument("--warm", type=int, default=2, help="untimed steps at the start of each window")
     ap.add_argument("--sets", default="kernel;kernel,memcpy;kernel,memcpy,runtime;minimal;default;full",
                     help="';'-separated InferScope activity sets to compare with 'none' (collection off); "
                          "a set may end in @N (CUPTI's periodic flush every N ms in its windows; 0 = only when "
