@@ -171,6 +171,12 @@ struct CallbackTls {
 };
 __thread CallbackTls t_cb __attribute__((tls_model("initial-exec")));
 
+// The calling thread's OS id, read once per thread.
+inline uint32_t os_tid_of(CallbackTls& tls) {
+  if (tls.os_tid == 0) tls.os_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return tls.os_tid;
+}
+
 uint64_t CUPTIAPI session_timestamp() { return detail::now(); }
 
 // The session's "gpu" channel, opened on first use (chan_mu held).
@@ -317,8 +323,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   r.end = end;
   r.correlation = cb->correlationId;
   r.name = api_name(runtime_api ? 0 : 1, cbid, cb->functionName);
-  if (tls.os_tid == 0) tls.os_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  r.os_tid = tls.os_tid;
+  r.os_tid = os_tid_of(tls);
   detail::emit_record(&r, sizeof(r));
 }
 
@@ -422,7 +427,7 @@ std::string describe(const ActivitySet& a) {
   add(a.kernel, "kernel"), add(a.memcpy, "memcpy"), add(a.memset, "memset"), add(a.sync, "sync");
   add(a.memory, "memory"), add(a.graph, "graph"), add(a.overhead, "overhead"), add(a.runtime, "runtime");
   add(a.driver, "driver"), add(a.runtime_all, "runtime_all");
-  add(a.api_as_activity() && (a.runtime || a.driver), "api_activity");
+  add(a.any_api_as_activity(), "api_activity");
   return out.empty() ? "none" : out;
 }
 
@@ -485,7 +490,7 @@ std::string activate_locked(State& s) {
   std::string failed = apply_locked(s, s.wanted);
   std::string line = "on: CUPTI " + (api.origin.empty() ? std::string("(test)") : api.origin) + "; activities " +
                      describe(s.enabled);
-  if (s.wanted.api_as_activity() && (s.wanted.runtime || s.wanted.driver) && !s.system_tids)
+  if (s.wanted.any_api_as_activity() && !s.system_tids)
     line += "; API calls on callbacks: CUPTI gives no OS thread ids (" + s.no_system_tids + ")";
   if (!failed.empty()) line += "; not available: " + failed;
   return line;
@@ -545,10 +550,9 @@ void run_clock_checks(State& s) {
   CuptiApi& api = *s.api;
   CallbackTls& tls = t_cb;
   // API activity records of these calls name this thread: the translator leaves this window of it out.
-  if (tls.os_tid == 0) tls.os_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   {
     std::lock_guard lk(s.chan_mu);
-    if (s.translator) s.translator->begin_internal(tls.os_tid, detail::now());
+    if (s.translator) s.translator->begin_internal(os_tid_of(tls), detail::now());
   }
   tls.internal = true;
   for (auto& c : ctxs) {

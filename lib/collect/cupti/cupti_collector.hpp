@@ -13,27 +13,28 @@
 namespace inferscope::cupti {
 
 /// What to collect. Parsed from Config::cupti_activities: presets "default" (kernel, memcpy, memset, sync,
-/// memory, overhead, runtime, driver, api_activity), "minimal" (kernel, memcpy, runtime, driver,
-/// api_activity), "full" (kernel ... driver plus runtime_all, on callbacks), "none", or a comma list (their
-/// union) of: kernel, memcpy, memset, sync, memory, overhead, graph (one record per graph launch; CUPTI then no
-/// longer reports the graph's kernels one by one), runtime / driver (the selected runtime / driver API calls
-/// that explain a step: launches, copies, memsets, synchronizations, waits, allocations, graph launches), api
-/// (both), runtime_all (every runtime API call: measurably more expensive), api_activity / api_callbacks (how
-/// the API calls are recorded, see below; api_callbacks wins wherever it stands), nvtx (accepted; NVTX capture
-/// follows Config::nvtx_capture).
+/// memory, overhead, runtime, driver), "minimal" (kernel, memcpy, runtime, driver), "full" (default plus
+/// runtime_all), "none", or a comma list (their union) of: kernel, memcpy, memset, sync, memory, overhead,
+/// graph (one record per graph launch; CUPTI then no longer reports the graph's kernels one by one),
+/// runtime / driver (the selected runtime / driver API calls that explain a step: launches, copies,
+/// memsets, synchronizations, waits, allocations, graph launches), api (both), runtime_all (every runtime
+/// API call: measurably more expensive), api_activity / api_callbacks (how the API calls are recorded, see
+/// below; api_callbacks wins wherever it stands), nvtx (accepted; NVTX capture follows Config::nvtx_capture).
 struct ActivitySet {
   bool kernel = false, memcpy = false, memset = false, sync = false, memory = false, graph = false,
        overhead = false, runtime = false, driver = false, runtime_all = false;
-  /// Record the selected runtime and driver calls as CUPTI API activity records (cuptiActivityEnableRuntimeApi /
-  /// DriverApi per call) instead of callbacks on the calling thread: cheaper per launch (no callback runs on
-  /// the application thread; bench/gpu/launch_overhead). The records reach the dump through the "gpu" channel
-  /// with the caller's OS thread id (CUPTI's system thread ids), so the analyzer puts them on that thread. The
-  /// collector falls back to callbacks when CUPTI cannot give system thread ids. runtime_all keeps callbacks.
+  /// Record the selected runtime and driver calls as CUPTI API activity records instead of callbacks on the
+  /// calling thread. The records reach the dump through the "gpu" channel with the caller's OS thread id
+  /// (CUPTI's system thread ids), so the analyzer puts them on that thread; the collector falls back to
+  /// callbacks when CUPTI cannot give system thread ids. Cheaper per launch only where a program makes few
+  /// other CUDA calls: CUPTI then times every runtime call (docs/gpu-collector.md). runtime_all keeps callbacks.
   bool api_activity = false;
   /// API calls go through activity records (runtime_all keeps every call on callbacks).
   bool api_as_activity() const { return api_activity && !runtime_all; }
   bool runtime_as_activity() const { return runtime && api_as_activity(); }
   bool driver_as_activity() const { return driver && api_as_activity(); }
+  /// Some API calls are recorded as activity records.
+  bool any_api_as_activity() const { return runtime_as_activity() || driver_as_activity(); }
   bool any() const {
     return kernel || memcpy || memset || sync || memory || graph || overhead || runtime || driver || runtime_all;
   }
