@@ -108,11 +108,11 @@ uint32_t current_thread_id();
 /// left out); empty when none runs. Takes the registry lock that threads take when they first record: for
 /// samplers that map /proc/self/task to dump thread ids now and then, not for hot paths.
 std::vector<std::pair<uint32_t, uint32_t>> session_threads();
-/// Dump thread id of the running session's non-channel thread whose OS thread id is `os_tid` (the live one, else
-/// the newest that exited: CUPTI delivers calls late). A thread the session does not know yet (it calls CUDA but
-/// never recorded: a collector saw it in CUPTI's records) gets a thread-table entry now, named after /proc/self/task/<os_tid>/comm; when that thread later records
-/// itself, it binds to this same entry. 0 when no session runs (or os_tid is 0). Takes the registry lock:
-/// once per new os_tid, never per record.
+/// Dump thread id of the running session's non-channel thread whose OS thread id is `os_tid` (the live one,
+/// else the newest that exited: CUPTI delivers calls late). A thread the session does not know yet (it calls
+/// CUDA but never recorded: a collector saw it in CUPTI's records) gets a thread-table entry now, named after
+/// /proc/self/task/<os_tid>/comm; when that thread later records itself, it binds to this same entry. 0 when
+/// no session runs (or os_tid is 0). Takes the registry lock: once per new os_tid, never per record.
 uint32_t thread_for_os_tid(uint32_t os_tid);
 /// Changes whenever a thread joins a session's thread table (one relaxed load, no lock): samplers call
 /// session_threads() only when it moved.

@@ -805,9 +805,9 @@ std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
 
 namespace {
 
-// The live, non-channel thread of `s` with that OS thread id, or 0 (registry lock held).
 // The session's entry for OS thread `tid`: the live one, else the newest that exited (CUPTI delivers a thread's
-// calls up to a flush period late, at exit often after the thread's own end was recorded); 0 when none.
+// calls up to a flush period late, at exit often after the thread's own end was recorded); 0 when none
+// (registry lock held).
 uint32_t thread_with_os_tid(const SessionState& s, uint32_t tid) {
   uint32_t exited = 0;
   uint64_t exited_first = 0;
