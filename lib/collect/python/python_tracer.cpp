@@ -21,6 +21,8 @@
 #else
 #define ISCOPE_PY_MONITORING 0
 #endif
+// 3.11's frame objects point at an interpreter frame (see frame_code below).
+#define ISCOPE_PY_311 (PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000)
 
 namespace inferscope::pytrace {
 namespace {
@@ -223,14 +225,13 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
 inline uint64_t code_info(PyObject* code) {
   void* extra = nullptr;
   if (INFERSCOPE_LIKELY(g_extra_direct)) {
-    const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(code_extra_direct(code, g_extra_index)));
-    if (INFERSCOPE_LIKELY(v != 0 && (v >> kGenShift) == g_code_gen)) return v;
-  } else if (INFERSCOPE_LIKELY(code_get_extra(code, g_extra_index, &extra) == 0)) {
-    const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(extra));
-    if (INFERSCOPE_LIKELY(v != 0 && (v >> kGenShift) == g_code_gen)) return v;
-  } else {
+    extra = code_extra_direct(code, g_extra_index);
+  } else if (code_get_extra(code, g_extra_index, &extra) != 0) {
     PyErr_Clear();
+    extra = nullptr;
   }
+  const uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(extra));
+  if (INFERSCOPE_LIKELY(v != 0 && (v >> kGenShift) == g_code_gen)) return v;
   return classify(code);
 }
 
@@ -470,7 +471,7 @@ PyObject* new_holder() {
   return reinterpret_cast<PyObject*>(h);
 }
 
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#if ISCOPE_PY_311
 // 3.11: PyFrame_GetCode is an exported call and a reference count up and down per event. The frame object points
 // at its interpreter frame, whose fifth field is the code (Include/internal/pycore_frame.h); the first event
 // compares that with PyFrame_GetCode and keeps the API when they differ. Borrowed: the frame holds the code.
@@ -483,6 +484,23 @@ int g_frame_direct = -1;  // -1: not checked yet
 inline PyObject* frame_code_direct(PyFrameObject* f) { return reinterpret_cast<FrameObjectLayout311*>(f)->f_frame[4]; }
 #endif
 
+// The frame's code, borrowed: the frame holds a reference while the hook runs.
+inline PyObject* frame_code(PyFrameObject* frame) {
+#if ISCOPE_PY_311
+  if (INFERSCOPE_LIKELY(g_frame_direct == 1)) return frame_code_direct(frame);
+#endif
+#if PY_VERSION_HEX >= 0x03090000
+  PyCodeObject* code = PyFrame_GetCode(frame);
+  Py_DECREF(code);
+#if ISCOPE_PY_311
+  if (g_frame_direct < 0) g_frame_direct = frame_code_direct(frame) == reinterpret_cast<PyObject*>(code) ? 1 : 0;
+#endif
+  return reinterpret_cast<PyObject*>(code);
+#else
+  return reinterpret_cast<PyObject*>(frame->f_code);
+#endif
+}
+
 int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
   if (what != PyTrace_CALL && what != PyTrace_RETURN) return 0;
   if (INFERSCOPE_UNLIKELY(!g_active.load(std::memory_order_relaxed) || obj == nullptr)) {
@@ -491,26 +509,9 @@ int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
     return 0;
   }
   ThreadTrace* t = reinterpret_cast<TraceHolder*>(obj)->trace;
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
-  if (INFERSCOPE_LIKELY(g_frame_direct == 1)) {
-    PyObject* code = frame_code_direct(frame);
-    if (what == PyTrace_CALL) on_enter(t, code);
-    else on_exit(t, code);
-    return 0;
-  }
-#endif
-#if PY_VERSION_HEX >= 0x03090000
-  PyCodeObject* code = PyFrame_GetCode(frame);
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
-  if (g_frame_direct < 0) g_frame_direct = frame_code_direct(frame) == reinterpret_cast<PyObject*>(code) ? 1 : 0;
-#endif
-#else
-  PyCodeObject* code = frame->f_code;
-  Py_INCREF(code);
-#endif
-  if (what == PyTrace_CALL) on_enter(t, reinterpret_cast<PyObject*>(code));
-  else on_exit(t, reinterpret_cast<PyObject*>(code));
-  Py_DECREF(code);
+  PyObject* code = frame_code(frame);
+  if (what == PyTrace_CALL) on_enter(t, code);
+  else on_exit(t, code);
   return 0;
 }
 
@@ -762,7 +763,7 @@ const Filters& current_filters() { return g_filters; }
 Stats stats() {
   Stats s = g_stats;
   s.direct_code_extra = g_extra_direct;
-#if !ISCOPE_PY_MONITORING && PY_VERSION_HEX >= 0x030B0000
+#if ISCOPE_PY_311
   s.direct_frame_code = g_frame_direct;
 #endif
   return s;
