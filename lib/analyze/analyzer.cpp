@@ -501,9 +501,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   for (auto& [id, c] : r.code_table())
     if (id < (1u << 24) && id >= code_limit) code_limit = id + 1;
 
-  // Calls CUPTI recorded itself (API activity records, the default) arrive in the "gpu" channel, long after
-  // the call, naming the caller by OS thread id. They belong to that thread's entry: the newest one that had
-  // started by the time of the call (Linux reuses thread ids), else the first one.
+  // Calls CUPTI recorded itself (API activity records, the api_activity option) arrive in the "gpu" channel,
+  // long after the call, naming the caller by OS thread id. They belong to that thread's entry: the newest one
+  // that had started by the time of the call (Linux reuses thread ids), else the first one.
   std::vector<uint8_t> channel_slot;  // by dump thread id: 1 = a channel
   std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_os_tid;  // os_tid -> (first_ts, id)
   for (auto& [id, t] : r.threads()) {
@@ -714,44 +714,38 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   // contains its start: that thread's records come in the order they ended, so the first one containing the
   // start is the innermost, as in pass 1. One walk over each such thread's chunks, threads in parallel.
   auto rehome_channel_calls = [&] {
-    std::vector<uint32_t> moved;
+    std::vector<uint32_t> by_corr;
     for (uint32_t i = 0; i < apis.size(); ++i)
-      if (apis[i].pad & kApiRehomed) moved.push_back(i);
-    if (moved.empty()) return;
-    {
-      auto by_corr = moved;
-      std::sort(by_corr.begin(), by_corr.end(), [&](uint32_t x, uint32_t y) {
-        return apis[x].corr != apis[y].corr ? apis[x].corr < apis[y].corr : x < y;
-      });
-      size_t dropped = 0;
-      for (size_t b = 0; b < by_corr.size();) {
-        size_t e = b;
-        bool runtime = false;
-        while (e < by_corr.size() && apis[by_corr[e]].corr == apis[by_corr[b]].corr) runtime |= !(apis[by_corr[e++]].pad & kApiDriver);
-        if (runtime && apis[by_corr[b]].corr)
-          for (size_t k = b; k < e; ++k)
-            if (apis[by_corr[k]].pad & kApiDriver) apis[by_corr[k]].pad |= kApiDropped, ++dropped;
-        b = e;
-      }
-      if (dropped) {  // compact in place, order kept (no index into `apis` is held past pass 1)
-        size_t k = 0;
-        for (size_t i = 0; i < apis.size(); ++i) {
-          if (apis[i].pad & kApiDropped) {
-            const uint32_t t = apis[i].thread;
-            if (t < ts.size() && ts[t].apis) --ts[t].apis;
-            continue;
-          }
-          apis[k++] = apis[i];
+      if (apis[i].pad & kApiRehomed) by_corr.push_back(i);
+    if (by_corr.empty()) return;
+    std::sort(by_corr.begin(), by_corr.end(), [&](uint32_t x, uint32_t y) {
+      return apis[x].corr != apis[y].corr ? apis[x].corr < apis[y].corr : x < y;
+    });
+    size_t dropped = 0;
+    for (size_t b = 0, e; b < by_corr.size(); b = e) {
+      const uint32_t corr = apis[by_corr[b]].corr;
+      bool runtime = false;
+      for (e = b; e < by_corr.size() && apis[by_corr[e]].corr == corr; ++e) runtime |= !(apis[by_corr[e]].pad & kApiDriver);
+      if (!runtime || !corr) continue;
+      for (size_t k = b; k < e; ++k)
+        if (apis[by_corr[k]].pad & kApiDriver) apis[by_corr[k]].pad |= kApiDropped, ++dropped;
+    }
+    if (dropped) {  // compact in place, order kept (no index into `apis` is held past pass 1)
+      size_t k = 0;
+      for (size_t i = 0; i < apis.size(); ++i) {
+        if (apis[i].pad & kApiDropped) {
+          const uint32_t t = apis[i].thread;
+          if (t < ts.size() && ts[t].apis) --ts[t].apis;
+          continue;
         }
-        apis.shrink(k);
-        moved.clear();
-        for (uint32_t i = 0; i < apis.size(); ++i)
-          if (apis[i].pad & kApiRehomed) moved.push_back(i);
+        apis[k++] = apis[i];
       }
+      apis.shrink(k);
     }
     // Per thread, by start.
     std::map<uint32_t, std::vector<uint32_t>> per_thread;
-    for (uint32_t i : moved) per_thread[apis[i].thread].push_back(i);
+    for (uint32_t i = 0; i < apis.size(); ++i)
+      if (apis[i].pad & kApiRehomed) per_thread[apis[i].thread].push_back(i);
     std::vector<std::pair<uint32_t, std::vector<uint32_t>>> work(per_thread.begin(), per_thread.end());
     run_parallel(work.size(), [&](size_t w) {
       const uint32_t t = work[w].first;
@@ -806,10 +800,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         }
       }
     });
-    for (auto& [t, ops] : work) {
-      if (t >= ts.size()) ts.resize(size_t(t) + 1);
-      ts[t].seen = true;
-    }
   };
   {
     auto runs = split_chunks(chunks, W, [](size_t) { return true; });
