@@ -594,19 +594,28 @@ void check_callback_state(const SwitchCupti& f, bool driver) {
   CHECK_FALSE(f.callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
 }
 
-Config fake_session_config(const char* name) {
+// A session recording the selected calls as API activity records through `fake` (owned by the collector's
+// state from here on), GPU collection only; its config (the dump's path).
+Config start_with_fake(SwitchCupti* fake, const char* name) {
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
   Config cfg;
   cfg.output = temp_path(name);
   cfg.cupti = true;
   cfg.system = false;
   cfg.python = false;
+  cfg.cupti_activities = "default,api_activity";
+  REQUIRE(inferscope::start(cfg));
   return cfg;
+}
+void stop_fake_session() {
+  REQUIRE(inferscope::stop());
+  set_api_factory_for_test(nullptr);
 }
 
 }  // namespace
 
 TEST_CASE("api_activity records the selected calls as API activity records named by OS thread id; switching sets works both ways") {
-  auto* fake = new SwitchCupti;  // owned by the collector's state from here on
+  auto* fake = new SwitchCupti;
   // A CUDA worker thread that never records anything itself.
   std::mutex mu;
   std::condition_variable cv;
@@ -630,11 +639,7 @@ TEST_CASE("api_activity records the selected calls as API activity records named
   CUpti_ActivityAPI again = launch;
   again.correlationId = 78;
   fake->records = {reinterpret_cast<CUpti_Activity*>(&launch), reinterpret_cast<CUpti_Activity*>(&again)};
-  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
-
-  Config cfg = fake_session_config("api_activity");
-  cfg.cupti_activities = "default,api_activity";
-  REQUIRE(inferscope::start(cfg));
+  Config cfg = start_with_fake(fake, "api_activity");
   const std::string status = inferscope_cupti_status();
   CHECK(status.find("api_activity") != std::string::npos);
   CHECK(status.find("on callbacks") == std::string::npos);
@@ -662,8 +667,7 @@ TEST_CASE("api_activity records the selected calls as API activity records named
   }
   cv.notify_all();
   worker.join();
-  REQUIRE(inferscope::stop());
-  set_api_factory_for_test(nullptr);
+  stop_fake_session();
 
   dump::DumpReader r(cfg.output);
   uint32_t gpu_thread = 0, worker_entry = 0;
@@ -695,10 +699,7 @@ TEST_CASE("api_activity records the selected calls as API activity records named
 TEST_CASE("a CUPTI without system thread ids: api_activity falls back to callbacks and the status says so") {
   auto* fake = new SwitchCupti;
   fake->has_thread_id_type = false;
-  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
-  Config cfg = fake_session_config("no_system_tids");
-  cfg.cupti_activities = "default,api_activity";
-  REQUIRE(inferscope::start(cfg));
+  Config cfg = start_with_fake(fake, "no_system_tids");
   const std::string status = inferscope_cupti_status();
   CHECK(status.find("on: CUPTI") == 0);
   CHECK(status.find("API calls on callbacks") != std::string::npos);
@@ -708,18 +709,14 @@ TEST_CASE("a CUPTI without system thread ids: api_activity falls back to callbac
   // Asking for API activity records at run time keeps the callbacks too.
   CHECK(inferscope_cupti_set_activities("kernel,runtime,api_activity") == 0);
   check_callback_state(*fake, false);
-  REQUIRE(inferscope::stop());
-  set_api_factory_for_test(nullptr);
+  stop_fake_session();
   ::unlink(cfg.output.c_str());
 }
 
 TEST_CASE("a CUPTI that refuses driver API activity records: the driver calls stay on callbacks") {
   auto* fake = new SwitchCupti;
   fake->refused = CUPTI_ACTIVITY_KIND_DRIVER;
-  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
-  Config cfg = fake_session_config("driver_refused");
-  cfg.cupti_activities = "default,api_activity";
-  REQUIRE(inferscope::start(cfg));
+  Config cfg = start_with_fake(fake, "driver_refused");
   const std::string status = inferscope_cupti_status();
   CHECK(status.find("driver api_activity") != std::string::npos);
   CHECK(status.find("callbacks instead") != std::string::npos);
@@ -734,7 +731,6 @@ TEST_CASE("a CUPTI that refuses driver API activity records: the driver calls st
   CHECK(inferscope_cupti_set_activities("default,api_activity") == -1);
   CHECK(fake->recorded(true) == kSelectedRuntime);
   CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
-  REQUIRE(inferscope::stop());
-  set_api_factory_for_test(nullptr);
+  stop_fake_session();
   ::unlink(cfg.output.c_str());
 }

@@ -170,6 +170,23 @@ void report(const char* what, const Checked& c) {
               (unsigned long long)c.violations, (unsigned long long)c.clock_checks, c.worst_check_ns, c.status.c_str());
 }
 
+#ifdef SAMPLE_CUDA_INFER
+// The sample under iscope-run (`options` before "--"; ISCOPE_GPU_TEST_KERNELS tiny kernels, default 100,000),
+// its dump checked, then removed unless ISCOPE_KEEP_DUMPS is set.
+Checked sample_under_iscope_run(const char* name, const std::vector<std::string>& options) {
+  const char* env_kernels = std::getenv("ISCOPE_GPU_TEST_KERNELS");
+  const std::string dump = temp_path(name);
+  std::vector<std::string> argv = {ISCOPE_RUN, "-q", "-o", dump};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.insert(argv.end(), {"--", SAMPLE_CUDA_INFER, "--kernels", env_kernels ? env_kernels : "100000"});
+  auto r = run(argv);
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  Checked c = check_sample_dump(dump, r.out);
+  if (!std::getenv("ISCOPE_KEEP_DUMPS")) ::unlink(dump.c_str());
+  return c;
+}
+#endif
+
 }  // namespace
 
 TEST_CASE("the CUDA sample under iscope-run: every kernel and copy, linked, on one clock") {
@@ -177,16 +194,10 @@ TEST_CASE("the CUDA sample under iscope-run: every kernel and copy, linked, on o
   skip("the CUDA sample was not built (nvcc not found at configure time)");
 #else
   if (!have_gpu()) skip("no CUDA GPU or driver on this machine");
-  const char* env_kernels = std::getenv("ISCOPE_GPU_TEST_KERNELS");
-  const std::string n = env_kernels ? env_kernels : "100000";
-  const std::string dump = temp_path("cuda_sample");
-  auto r = run({ISCOPE_RUN, "-q", "-o", dump, "--", SAMPLE_CUDA_INFER, "--kernels", n});
-  REQUIRE_MESSAGE(r.status == 0, r.out);
-  Checked c = check_sample_dump(dump, r.out);
+  Checked c = sample_under_iscope_run("cuda_sample", {});
   CHECK(c.kernels >= 100000);
   CHECK(c.api_from_channel == 0);  // the default records API calls through callbacks, on the calling thread
   report("iscope-run (CUDA injection)", c);
-  if (!std::getenv("ISCOPE_KEEP_DUMPS")) ::unlink(dump.c_str());
 #endif
 }
 
@@ -195,16 +206,11 @@ TEST_CASE("the same with the API calls recorded by CUPTI (api_activity): named b
   skip("the CUDA sample was not built (nvcc not found at configure time)");
 #else
   if (!have_gpu()) skip("no CUDA GPU or driver on this machine");
-  const std::string dump = temp_path("cuda_sample_api_activity");
-  auto r = run({ISCOPE_RUN, "-q", "-o", dump, "--cupti-activities", "default,api_activity", "--", SAMPLE_CUDA_INFER,
-                "--kernels", "100000"});
-  REQUIRE_MESSAGE(r.status == 0, r.out);
-  Checked c = check_sample_dump(dump, r.out);
+  Checked c = sample_under_iscope_run("cuda_sample_api_activity", {"--cupti-activities", "default,api_activity"});
   CHECK(c.kernels >= 100000);
   CHECK(c.api_from_channel == c.api);
   CHECK(c.status.find("api_activity") != std::string::npos);
   report("iscope-run, api_activity", c);
-  ::unlink(dump.c_str());
 #endif
 }
 
