@@ -37,6 +37,8 @@ def load_inferscope():
     lib.inferscope_cupti_status.restype = ctypes.c_char_p
     lib.inferscope_cupti_set_flush_period.argtypes = [ctypes.c_uint32]
     lib.inferscope_cupti_set_flush_period.restype = ctypes.c_int
+    lib.inferscope_cupti_set_buffer_policy.argtypes = [ctypes.c_uint32, ctypes.c_int]
+    lib.inferscope_cupti_set_buffer_policy.restype = ctypes.c_int
     return lib
 
 
@@ -113,8 +115,10 @@ def main():
     ap.add_argument("--sets", default="kernel;kernel,memcpy;kernel,memcpy,runtime;minimal;default;full",
                     help="';'-separated InferScope activity sets to compare with 'none' (collection off); "
                          "a set may end in @N (CUPTI's periodic flush every N ms in its windows; 0 = only when "
-                         "a buffer is full; default 100) and in +python or +python_full to trace Python calls too (default or "
-                         "full filters) during its windows; run without --no-python for those")
+                         "a buffer is full; default 100), then in /cz (CUPTI zeroes each activity buffer on the thread "
+                         "that asked for it instead of getting it zeroed) and /NNNk (activity buffers of NNN KiB; default "
+                         "8192), and in +python or +python_full to trace Python calls too (default or full filters) "
+                         "during its windows; run without --no-python for those")
     a = ap.parse_args()
 
     import torch
@@ -145,10 +149,15 @@ def main():
 
                 def __enter__(self):
                     activities, _, python = self.m.partition("+")
-                    # "set@N": CUPTI's periodic flush every N ms in this window (0: only full buffers).
+                    # "set@N/cz/NNNk": CUPTI's periodic flush every N ms in this window (0: only full
+                    # buffers), buffers zeroed by CUPTI on the asking thread, buffers of NNN KiB.
+                    activities, *opts = activities.split("/")
                     activities, _, flush = activities.partition("@")
                     lib.inferscope_cupti_set_flush_period(int(flush) if flush else 100)
-                    rc = lib.inferscope_cupti_set_activities(activities.encode())
+                    kib = next((int(o[:-1]) for o in opts if o.endswith("k")), 8192)
+                    rc = lib.inferscope_cupti_set_buffer_policy(kib, 0 if "cz" in opts else 1)
+                    if rc == 0:
+                        rc = lib.inferscope_cupti_set_activities(activities.encode())
                     if rc != 0:
                         sys.exit(f"inferscope_cupti_set_activities({activities}) = {rc}: "
                                  f"{lib.inferscope_cupti_status().decode()}")

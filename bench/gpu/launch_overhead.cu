@@ -5,7 +5,9 @@
 // --mode step emulates a launch-bound inference step instead (the GPT-2 batch-1 step's shape): --ops
 // operations of (--cpu-us of host work, then one launch of a kernel that runs --gpu-us on the GPU), then a
 // stream synchronize; a window is --steps steps and its figure the median step time. A set may end in @N:
-// CUPTI's periodic flush every N ms during its windows (0: only when a buffer is full; default 100).
+// CUPTI's periodic flush every N ms during its windows (0: only when a buffer is full; default 100); then in
+// /cz (CUPTI zeroes each activity buffer on the thread that asked for it, instead of getting it zeroed) and
+// /NNNk (activity buffers of NNN KiB; default 8192).
 //
 // A session records all along with GPU collection on; each round visits every activity set in a shuffled
 // order (inferscope_cupti_set_activities switches CUPTI at run time), and each visit is one window: a short
@@ -37,6 +39,7 @@
 extern "C" int inferscope_cupti_set_activities(const char* spec);
 extern "C" const char* inferscope_cupti_status();
 extern "C" int inferscope_cupti_set_flush_period(uint32_t ms);
+extern "C" int inferscope_cupti_set_buffer_policy(uint32_t kib, int prezeroed);
 
 __global__ void spin_kernel(uint64_t ns) {
   uint64_t t0, t;
@@ -147,9 +150,18 @@ int main(int argc, char** argv) {
     std::vector<std::string> order = names;
     std::shuffle(order.begin(), order.end(), rng);
     for (const auto& set : order) {
-      const size_t at = set.find('@');
-      inferscope_cupti_set_flush_period(at == std::string::npos ? 100 : uint32_t(std::atoi(set.c_str() + at + 1)));
-      if (inferscope_cupti_set_activities(set.substr(0, at).c_str()) != 0) {
+      // "activities[@flush_ms][/cz][/NNNk]"
+      std::vector<std::string> opts = split(set, '/');
+      const std::string acts = opts.front();
+      bool prezeroed = true;
+      uint32_t kib = 8192;
+      for (size_t i = 1; i < opts.size(); ++i)
+        if (opts[i] == "cz") prezeroed = false;
+        else kib = uint32_t(std::atoi(opts[i].c_str()));
+      const size_t at = acts.find('@');
+      inferscope_cupti_set_flush_period(at == std::string::npos ? 100 : uint32_t(std::atoi(acts.c_str() + at + 1)));
+      if (inferscope_cupti_set_buffer_policy(kib, prezeroed) != 0 ||
+          inferscope_cupti_set_activities(acts.substr(0, at).c_str()) != 0) {
         std::fprintf(stderr, "launch_overhead: activity set '%s' refused (%s)\n", set.c_str(), inferscope_cupti_status());
         return 1;
       }

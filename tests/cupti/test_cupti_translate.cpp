@@ -353,6 +353,10 @@ TEST_CASE("activity specifications, selected API calls and demangling") {
 
 namespace {
 
+// The buffer callbacks the collector registered (once per process, whichever fake was loaded then).
+CUpti_BuffersCallbackRequestFunc g_buffer_request = nullptr;
+CUpti_BuffersCallbackCompleteFunc g_buffer_complete = nullptr;
+
 // A CUPTI that starts and hands out the records of `records` as one buffer.
 class FakeCupti : public CuptiApi {
  public:
@@ -366,7 +370,9 @@ class FakeCupti : public CuptiApi {
     timestamp = f;
     return CUPTI_SUCCESS;
   }
-  CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) override {
+  CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r, CUpti_BuffersCallbackCompleteFunc c) override {
+    g_buffer_request = r;
+    g_buffer_complete = c;
     return CUPTI_SUCCESS;
   }
   CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) override {
@@ -384,8 +390,17 @@ class FakeCupti : public CuptiApi {
     *r = const_cast<CUpti_Activity*>(records[next++]);
     return CUPTI_SUCCESS;
   }
+  CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute a, size_t* n, void* v) override {
+    uint64_t value = 0;
+    std::memcpy(&value, v, std::min(*n, sizeof(value)));
+    attributes[a] = value;
+    return refuse_zeroed && a == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER ? CUPTI_ERROR_NOT_SUPPORTED
+                                                                                : CUPTI_SUCCESS;
+  }
   CUpti_TimestampCallbackFunc timestamp = nullptr;
   std::map<CUpti_ActivityKind, bool> enabled;
+  std::map<CUpti_ActivityAttribute, uint64_t> attributes;
+  bool refuse_zeroed = false;
 };
 
 std::string temp_path(const char* name) {
@@ -732,5 +747,116 @@ TEST_CASE("a CUPTI that refuses driver API activity records: the driver calls st
   CHECK(fake->recorded(true) == kSelectedRuntime);
   CHECK(fake->callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
   stop_fake_session();
+  ::unlink(cfg.output.c_str());
+}
+
+namespace {
+
+bool all_zero(const uint8_t* b, size_t n) {
+  return std::all_of(b, b + n, [](uint8_t x) { return x == 0; });
+}
+
+}  // namespace
+
+TEST_CASE("activity buffers go out zeroed and CUPTI is told so; a returned one is cleared before it goes out again") {
+  FakeCupti* fake = new FakeCupti;  // owned by the collector's state from here on
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  Config cfg;
+  cfg.output = temp_path("zeroed_buffers");
+  cfg.cupti = true;
+  cfg.system = false;
+  cfg.python = false;
+  cfg.cupti_buffer_kb = 64;
+  REQUIRE(inferscope::start(cfg));
+  REQUIRE((g_buffer_request && g_buffer_complete));
+  // CUPTI would otherwise clear every buffer itself, on the thread that asked for it.
+  CHECK(fake->attributes.at(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) == 1);
+
+  constexpr size_t kBytes = 64 * 1024;
+  std::vector<uint8_t*> out;
+  for (int i = 0; i < 4; ++i) {  // more than the pool held at start
+    uint8_t* b = nullptr;
+    size_t size = 0, max_records = 1;
+    g_buffer_request(&b, &size, &max_records);
+    REQUIRE(b != nullptr);
+    CHECK(size == kBytes);
+    CHECK(max_records == 0);
+    CHECK(reinterpret_cast<uintptr_t>(b) % 8 == 0);
+    CHECK(all_zero(b, size));
+    out.push_back(b);
+  }
+  // CUPTI fills part of each (what it reports as valid) and hands it back.
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::memset(out[i], 0xab, 1000 * (i + 1));
+    g_buffer_complete(nullptr, 0, out[i], kBytes, 1000 * (i + 1));
+  }
+  for (int i = 0; i < 4; ++i) {
+    uint8_t* b = nullptr;
+    size_t size = 0, max_records = 0;
+    g_buffer_request(&b, &size, &max_records);
+    REQUIRE(b != nullptr);
+    CHECK(std::find(out.begin(), out.end(), b) != out.end());  // reused from the pool
+    CHECK(all_zero(b, size));
+    g_buffer_complete(nullptr, 0, b, kBytes, 0);
+  }
+
+  // A benchmark can ask for CUPTI's own way: the attribute goes back to 0 and buffers are no longer cleared.
+  CHECK(inferscope_cupti_set_buffer_policy(0, 0) == 0);
+  CHECK(fake->attributes.at(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) == 0);
+  uint8_t* b = nullptr;
+  size_t size = 0, max_records = 0;
+  g_buffer_request(&b, &size, &max_records);
+  REQUIRE(b != nullptr);
+  std::memset(b, 0xab, 100);
+  g_buffer_complete(nullptr, 0, b, size, 100);
+  uint8_t* again = nullptr;
+  g_buffer_request(&again, &size, &max_records);
+  CHECK(again == b);
+  CHECK(again[0] == 0xab);  // CUPTI clears it itself now
+  g_buffer_complete(nullptr, 0, again, size, 0);
+  // Back to zeroed buffers: whatever the pool held is not handed out dirty.
+  CHECK(inferscope_cupti_set_buffer_policy(0, 1) == 0);
+  g_buffer_request(&again, &size, &max_records);
+  CHECK(all_zero(again, size));
+  g_buffer_complete(nullptr, 0, again, size, 0);
+  // A buffer of another size than the current setting is never handed out again.
+  CHECK(inferscope_cupti_set_buffer_policy(128, 1) == 0);
+  g_buffer_request(&again, &size, &max_records);
+  CHECK(size == 128 * 1024);
+  CHECK(all_zero(again, size));
+  g_buffer_complete(nullptr, 0, again, size, 0);
+
+  REQUIRE(inferscope::stop());
+  set_api_factory_for_test(nullptr);
+  ::unlink(cfg.output.c_str());
+}
+
+TEST_CASE("a CUPTI that refuses the zeroed-buffer attribute clears the buffers itself; the collector does not") {
+  FakeCupti* fake = new FakeCupti;
+  fake->refuse_zeroed = true;
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  Config cfg;
+  cfg.output = temp_path("unzeroed_buffers");
+  cfg.cupti = true;
+  cfg.system = false;
+  cfg.python = false;
+  cfg.cupti_buffer_kb = 64;
+  REQUIRE(inferscope::start(cfg));
+  CHECK(std::string(inferscope_cupti_status()).rfind("on: CUPTI", 0) == 0);
+  CHECK(inferscope_cupti_set_buffer_policy(0, 1) == -1);  // refused: the caller learns it
+  uint8_t* b = nullptr;
+  size_t size = 0, max_records = 0;
+  REQUIRE((g_buffer_request && g_buffer_complete));
+  g_buffer_request(&b, &size, &max_records);
+  REQUIRE(b != nullptr);
+  std::memset(b, 0xcd, 16);
+  g_buffer_complete(nullptr, 0, b, size, 16);
+  uint8_t* again = nullptr;
+  g_buffer_request(&again, &size, &max_records);
+  CHECK(again == b);
+  CHECK(again[0] == 0xcd);  // not cleared by the collector: CUPTI does it
+  g_buffer_complete(nullptr, 0, again, size, 0);
+  REQUIRE(inferscope::stop());
+  set_api_factory_for_test(nullptr);
   ::unlink(cfg.output.c_str());
 }

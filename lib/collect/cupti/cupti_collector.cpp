@@ -117,6 +117,9 @@ struct State {
   std::mutex pool_mu;
   size_t buffer_bytes = 8u << 20;
   std::vector<uint8_t*> pool;
+  // Buffers go out zeroed and CUPTI is told so (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER): see
+  // buffer_requested. False only where CUPTI refused the attribute, or a benchmark asked for CUPTI's way.
+  bool prezeroed = false;
   std::vector<ContextInfo> contexts;
   bool device_info_written = false;
   CUpti_SubscriberHandle subscriber = nullptr;
@@ -192,29 +195,82 @@ void write_to_channel(const void* rec, uint32_t size) {
 
 // --- buffers -----------------------------------------------------------------------------------------------
 
+// CUPTI asks for a buffer on the thread that has a record to write: with its per-thread activity buffers (its
+// default) that is the application's thread whenever the thread makes host-side records (syncs, allocations,
+// overhead, API records), again after every periodic flush took the last one. Unless told the buffer is
+// zeroed already, CUPTI then clears all of it there, 8 MB on the thread being profiled every flush period.
+// So buffers go out zeroed: a new one from calloc (zero pages from the kernel), a returned one cleared up
+// to what CUPTI filled by the thread that delivered it (CUPTI's worker, or whoever flushes), off that path.
+uint8_t* new_buffer(size_t bytes, bool zeroed) {
+  return static_cast<uint8_t*>(zeroed ? std::calloc(1, bytes) : std::aligned_alloc(8, bytes));
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   State& s = S();
   uint8_t* b = nullptr;
   size_t bytes;
+  bool zeroed;
   {
     std::lock_guard lk(s.pool_mu);
     bytes = s.buffer_bytes;
+    zeroed = s.prezeroed;
     if (!s.pool.empty()) {
       b = s.pool.back();
       s.pool.pop_back();
     }
   }
-  if (!b) b = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  if (!b) b = new_buffer(bytes, zeroed);
   *buffer = b;
   *size = b ? bytes : 0;
   *max_records = 0;
 }
 
-void release_buffer(uint8_t* buffer) {
+// `size` is what the buffer was handed out with: one of another size (the setting changed meanwhile) is freed.
+void release_buffer(uint8_t* buffer, size_t size, size_t valid) {
   State& s = S();
-  std::lock_guard lk(s.pool_mu);
-  if (s.pool.size() < kMaxPooledBuffers) s.pool.push_back(buffer);
-  else std::free(buffer);
+  std::unique_lock lk(s.pool_mu);
+  if (s.pool.size() >= kMaxPooledBuffers || size != s.buffer_bytes || valid > size) {
+    lk.unlock();
+    std::free(buffer);
+    return;
+  }
+  if (s.prezeroed) {
+    // CUPTI wrote nothing past `valid`; clear outside the lock (buffer_requested may be waiting on it).
+    lk.unlock();
+    std::memset(buffer, 0, valid);
+    lk.lock();
+  }
+  s.pool.push_back(buffer);
+}
+
+// Frees the pooled buffers (pool_mu held): their size or zeroing no longer fits.
+void drain_pool_locked(State& s) {
+  for (uint8_t* b : s.pool) std::free(b);
+  s.pool.clear();
+}
+
+// Sets how buffers are handed out (mu held, before CUPTI asks for the next one). A few zeroed buffers are
+// made and touched here, at start, so that the first requests on the application's thread neither zero nor
+// fault in 8 MB.
+void set_buffer_policy_locked(State& s, size_t bytes, bool want_zeroed) {
+  bool zeroed = false;
+  if (s.api) {
+    uint8_t v = want_zeroed ? 1 : 0;
+    size_t n = sizeof(v);
+    zeroed = s.api->cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &n, &v) == CUPTI_SUCCESS &&
+             want_zeroed;
+  }
+  std::lock_guard pl(s.pool_mu);
+  if (s.buffer_bytes != bytes || s.prezeroed != zeroed) drain_pool_locked(s);
+  s.buffer_bytes = bytes;
+  s.prezeroed = zeroed;
+  constexpr size_t kPrefilled = 2;
+  while (zeroed && s.pool.size() < kPrefilled) {
+    uint8_t* b = new_buffer(bytes, true);
+    if (!b) break;
+    std::memset(b, 0, bytes);  // fault the pages in now
+    s.pool.push_back(b);
+  }
 }
 
 void translate_buffer(uint8_t* buffer, size_t valid) {
@@ -226,7 +282,7 @@ void translate_buffer(uint8_t* buffer, size_t valid) {
     s.translator->translate(rec);
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t /*size*/, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
   State& s = S();
   translate_buffer(buffer, valid);
   size_t dropped = 0;
@@ -235,7 +291,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
     s.dropped += dropped;
     if (runtime::Channel* ch = channel_locked(s)) runtime::add_drops(ch->thread_id(), "cupti_dropped", dropped, 0);
   }
-  release_buffer(buffer);
+  release_buffer(buffer, size, valid);
 }
 
 // --- callbacks ---------------------------------------------------------------------------------------------
@@ -476,6 +532,7 @@ std::string activate_locked(State& s) {
     api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &n, &v);
     size_t pool = 16;
     api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &n, &pool);
+    set_buffer_policy_locked(s, s.buffer_bytes, true);
     api.cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE);
     s.activated = true;
     static bool exit_hook = false;
@@ -656,8 +713,7 @@ class CuptiCollector final : public runtime::Collector {
     if (c.cupti_buffer_kb >= 64) {
       std::lock_guard pl(s.pool_mu);
       if (s.buffer_bytes != size_t(c.cupti_buffer_kb) * 1024) {
-        for (uint8_t* b : s.pool) std::free(b);
-        s.pool.clear();
+        drain_pool_locked(s);
         s.buffer_bytes = size_t(c.cupti_buffer_kb) * 1024;
       }
     }
@@ -792,6 +848,20 @@ extern "C" INFERSCOPE_API int inferscope_cupti_set_flush_period(uint32_t ms) {
   s.flush_period_ms = ms;
   if (!s.activated || !s.api) return -2;
   return s.api->cuptiActivityFlushPeriod(ms) == CUPTI_SUCCESS ? 0 : -1;
+}
+
+extern "C" INFERSCOPE_API int inferscope_cupti_set_buffer_policy(uint32_t kib, int prezeroed) {
+  cupti::State& s = cupti::S();
+  std::lock_guard lk(s.mu);
+  if (!s.activated || !s.api) return -2;
+  size_t bytes;
+  {
+    std::lock_guard pl(s.pool_mu);
+    bytes = kib >= 64 ? size_t(kib) * 1024 : s.buffer_bytes;
+  }
+  cupti::set_buffer_policy_locked(s, bytes, prezeroed != 0);
+  std::lock_guard pl(s.pool_mu);
+  return s.prezeroed == (prezeroed != 0) ? 0 : -1;
 }
 
 extern "C" INFERSCOPE_API int inferscope_cupti_flush() {

@@ -66,6 +66,11 @@ int inferscope_cupti_set_activities(const char* spec);
 /// How often CUPTI's worker hands over filled buffers on its own, in ms (default 100; 0: only when a buffer is
 /// full and at stop). For benchmarks that compare flush policies in one process. 0 on success.
 int inferscope_cupti_set_flush_period(uint32_t ms);
+/// How activity buffers are handed to CUPTI, for benchmarks that compare policies in one process: `kib` the
+/// size of the buffers handed out from now on (0: keep), `prezeroed` 1 to hand out buffers zeroed off the
+/// application's thread (the default), 0 for CUPTI's own way (it zeroes each buffer on the thread that asked
+/// for it). 0 on success, -1 when CUPTI refused, -2 when the GPU collector is not active.
+int inferscope_cupti_set_buffer_policy(uint32_t kib, int prezeroed);
 /// Hands every buffered activity record to the session now (cuptiActivityFlushAll, forced). 0 on success.
 int inferscope_cupti_flush();
 /// The collector's current one-line status ("on: ..." / "off: ...").
