@@ -73,6 +73,18 @@ void set_collector_status(const std::string& collector, const std::string& statu
 /// Adds a key/value to the dump's process info (e.g. "gpu.0.name"). Later values for a key win.
 void set_process_info(const std::string& key, const std::string& value);
 
+/// A PCI device location as the dump writes it: "dddd:bb:dd", lower-case hex (domain, bus, device).
+std::string format_pci_location(uint32_t domain, uint32_t bus, uint32_t device);
+
+/// The PCI location of each CUDA device ordinal (index = ordinal), as the GPU collector read it from the
+/// driver, for collectors that see devices in another numbering (NVML) and must write CUDA's, the numbering
+/// of every GPU record. Process-wide: ordinals do not change within a process. Empty until published.
+void set_cuda_device_locations(std::vector<std::string> locations);
+/// The published locations; `generation` (optional) changes whenever they are set.
+std::vector<std::string> cuda_device_locations(uint64_t* generation = nullptr);
+/// The generation alone (one atomic load), for a sampler that checks every round.
+uint64_t cuda_device_locations_generation();
+
 /// Adds to a drop count that is not a ring's own ("cupti_dropped", ...).
 void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, uint64_t bytes);
 

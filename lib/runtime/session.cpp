@@ -715,6 +715,42 @@ void set_process_info(const std::string& key, const std::string& value) {
   s->meta_dirty = true;
 }
 
+std::string format_pci_location(uint32_t domain, uint32_t bus, uint32_t device) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%04x:%02x:%02x", domain & 0xffffu, bus & 0xffu, device & 0xffu);
+  return buf;
+}
+
+namespace {
+struct CudaDeviceLocations {
+  std::mutex mu;
+  std::vector<std::string> locations;
+  std::atomic<uint64_t> generation{0};
+};
+CudaDeviceLocations& device_locations() {
+  static auto* d = new CudaDeviceLocations;  // never destroyed: collector threads may ask while the process exits
+  return *d;
+}
+}  // namespace
+
+void set_cuda_device_locations(std::vector<std::string> locations) {
+  auto& d = device_locations();
+  std::lock_guard lk(d.mu);
+  d.locations = std::move(locations);
+  d.generation.fetch_add(1, std::memory_order_release);
+}
+
+std::vector<std::string> cuda_device_locations(uint64_t* generation) {
+  auto& d = device_locations();
+  std::lock_guard lk(d.mu);
+  if (generation) *generation = d.generation.load(std::memory_order_relaxed);
+  return d.locations;
+}
+
+uint64_t cuda_device_locations_generation() {
+  return device_locations().generation.load(std::memory_order_acquire);
+}
+
 void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, uint64_t bytes) {
   SessionState* s = G().session;
   if (!s) return;

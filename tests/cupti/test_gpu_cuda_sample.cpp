@@ -52,6 +52,7 @@ struct Checked {
   double worst_ns = -1e18;        // max over kernels of (api start - kernel start): > 0 means the kernel started first
   double worst_check_ns = -1e18;  // max shortfall of a clock check
   std::string status;
+  std::string pci_location;  // CUDA's device 0, and NVML's view of it
 };
 
 // Reads a dump of the sample and checks it against the sample's own account of what it did.
@@ -64,6 +65,13 @@ Checked check_sample_dump(const std::string& path, const std::string& out) {
   for (auto& [k, v] : r.collector_status())
     if (k == "cupti") c.status = v;
   CHECK_MESSAGE(c.status.rfind("on: CUPTI", 0) == 0, c.status);
+  // The system collector's NVML counters carry CUDA's device numbers: its device 0 sits where the driver told
+  // the GPU collector CUDA's device 0 sits (later values of a key win; how NVML's were mapped is printed).
+  std::map<std::string, std::string> info;
+  for (auto& [k, v] : r.process_info()) info[k] = v;
+  CHECK(info.count("gpu.0.pci_location") == 1);
+  if (info.count("gpu.0.nvml_pci_location")) CHECK(info["gpu.0.nvml_pci_location"] == info["gpu.0.pci_location"]);
+  c.pci_location = info["gpu.0.pci_location"] + " (NVML: " + (info.count("gpu.0.nvml_pci_location") ? info["gpu.0.nvml_pci_location"] : "-") + ", " + info["nvml.device_map"] + ")";
 
   std::unordered_map<uint32_t, uint64_t> api_start;  // correlation -> start ticks, application threads only
   std::vector<std::pair<uint32_t, uint64_t>> kernels;  // correlation, start
@@ -164,10 +172,11 @@ Checked check_sample_dump(const std::string& path, const std::string& out) {
 
 void report(const char* what, const Checked& c) {
   std::printf("%s: %llu kernels, %llu API records (%llu recorded by CUPTI), %llu kernels linked to their launch; worst (launch start - kernel "
-              "start) = %.0f ns, %llu beyond 1 us; %llu clock checks, worst shortfall %.0f ns\n  status: %s\n",
+              "start) = %.0f ns, %llu beyond 1 us; %llu clock checks, worst shortfall %.0f ns\n  status: %s\n  device 0 at %s\n",
               what, (unsigned long long)c.kernels, (unsigned long long)c.api, (unsigned long long)c.api_from_channel,
               (unsigned long long)c.linked, c.worst_ns,
-              (unsigned long long)c.violations, (unsigned long long)c.clock_checks, c.worst_check_ns, c.status.c_str());
+              (unsigned long long)c.violations, (unsigned long long)c.clock_checks, c.worst_check_ns, c.status.c_str(),
+              c.pci_location.c_str());
 }
 
 #ifdef SAMPLE_CUDA_INFER

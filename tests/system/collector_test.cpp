@@ -8,6 +8,7 @@
 #include "collect/system/nvml.hpp"
 #include "collect/system/sampler.hpp"
 #include "dump/reader.hpp"
+#include "runtime/runtime.hpp"
 
 #include <pthread.h>
 #include <sys/stat.h>
@@ -244,8 +245,99 @@ TEST_CASE("NVML: each GPU's PCIe link is written once into process info, under t
   CHECK(at("gpu.1.pcie_width") == "8");
   CHECK(at("gpu.1.pcie_width_max") == "16");
   CHECK(at("gpu.1.pcie_width_current") == "8");
-  // The fake exports no sampling entry point: no GPU counter, and no failure either.
-  for (auto& s : l.samples) CHECK(s.name.rfind("gpu.", 0) != 0);
+  // Utilization (GPU and memory) is all the fake samples; the counters it lacks are absent, not failures.
+  std::map<uint32_t, int64_t> util;
+  for (auto& s : l.samples) {
+    if (s.name.rfind("gpu.", 0) != 0) continue;
+    CHECK((s.name == "gpu.util_pct" || s.name == "gpu.mem_util_pct"));
+    CHECK(s.scope == CounterScope::kDevice);
+    if (s.name == "gpu.util_pct") util[s.target] = s.i;
+  }
+  CHECK(util == std::map<uint32_t, int64_t>{{0, 40}, {1, 41}});
+  CHECK(at("gpu.1.nvml_index") == "1");
+  CHECK(at("gpu.1.nvml_pci_location") == "0000:3b:00");
+  CHECK(at("nvml.device_map") == "nvml_order");
+}
+
+namespace {
+
+// The system collector's view of the fake NVML's two devices in one session: process info and, per device
+// number of the counters, the utilization (device 0 reads 40 %, device 1 41 %).
+struct DeviceView {
+  std::map<std::string, std::string> info;
+  std::map<uint32_t, int64_t> util;
+};
+
+DeviceView fake_nvml_session(const char* tag) {
+  sys::set_nvml_library_for_testing(INFERSCOPE_FAKE_NVML);
+  const std::string out = temp_dump(tag);
+  REQUIRE(start(base_config(out)));
+  std::this_thread::sleep_for(30ms);
+  REQUIRE(stop());
+  sys::set_nvml_library_for_testing("");
+  Loaded l = load(out);
+  DeviceView v;
+  for (auto& [k, val] : l.process) v.info[k] = val;  // later values win
+  for (auto& s : l.samples)
+    if (s.name == "gpu.util_pct") v.util[s.target] = s.i;
+  ::unlink(out.c_str());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("NVML devices get CUDA's numbers: CUDA_VISIBLE_DEVICES picks and reorders, another process's GPU is not sampled") {
+  ::setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  DeviceView v = fake_nvml_session("visible1");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  // CUDA's device 0 is NVML's device 1 (the Gen5 x8 one); NVML's device 0 belongs to someone else.
+  CHECK(v.util == std::map<uint32_t, int64_t>{{0, 41}});
+  CHECK(v.info["gpu.0.nvml_index"] == "1");
+  CHECK(v.info["gpu.0.pcie_gen"] == "5");
+  CHECK(v.info["gpu.0.pcie_width"] == "8");
+  CHECK(v.info.count("gpu.1.pcie_gen") == 0);
+  CHECK(v.info["nvml.device_map"] == "CUDA_VISIBLE_DEVICES");
+
+  ::setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb,GPU-aaaa", 1);  // UUID prefixes, in CUDA's order
+  v = fake_nvml_session("visibleuuid");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  CHECK(v.util == std::map<uint32_t, int64_t>{{0, 41}, {1, 40}});
+  CHECK(v.info["gpu.0.pcie_gen"] == "5");
+  CHECK(v.info["gpu.1.pcie_gen"] == "4");
+}
+
+TEST_CASE("once the GPU collector publishes CUDA's PCI locations, they decide the numbering") {
+  // As if CUDA saw only the device at bus 0x3b (e.g. a container given one GPU, no CUDA_VISIBLE_DEVICES).
+  runtime::set_cuda_device_locations({"0000:3b:00"});
+  DeviceView v = fake_nvml_session("bylocation");
+  runtime::set_cuda_device_locations({});
+  CHECK(v.util == std::map<uint32_t, int64_t>{{0, 41}});
+  CHECK(v.info["gpu.0.nvml_index"] == "1");
+  CHECK(v.info["gpu.0.nvml_pci_location"] == "0000:3b:00");
+  CHECK(v.info["gpu.0.pcie_gen"] == "5");
+  CHECK(v.info["nvml.device_map"] == "pci_location");
+}
+
+TEST_CASE("cuda_ordinals follows CUDA's reading of CUDA_VISIBLE_DEVICES and prefers PCI locations") {
+  const std::vector<std::string> loc = {"0000:19:00", "0000:3b:00", "0000:5d:00"};
+  const std::vector<std::string> uuid = {"GPU-aaaa", "GPU-abbb", "GPU-cccc"};
+  using V = std::vector<int>;
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, nullptr) == V{0, 1, 2});
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "2,0") == V{1, -1, 0});
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, " 1 ") == V{-1, 0, -1});
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "") == V{-1, -1, -1});  // no device visible
+  // CUDA stops at the first entry that names no device, a repeated one, or a MIG instance.
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "1,7,0") == V{-1, 0, -1});
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "1,1,0") == V{-1, 0, -1});
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "0,MIG-xyz,1") == V{0, -1, -1});
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "-1") == V{-1, -1, -1});
+  // UUID prefixes: one that fits two devices names none.
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "GPU-c,GPU-aa") == V{1, -1, 0});
+  CHECK(sys::cuda_ordinals(loc, uuid, {}, "GPU-a") == V{-1, -1, -1});
+  // PCI locations win over the environment; an NVML device CUDA does not see gets -1.
+  CHECK(sys::cuda_ordinals(loc, uuid, {"0000:5d:00", "0000:19:00"}, "1") == V{1, -1, 0});
+  // NVML that gives no location at all: the environment again.
+  CHECK(sys::cuda_ordinals({"", "", ""}, uuid, {"0000:5d:00"}, "1") == V{-1, 0, -1});
 }
 
 TEST_CASE("effective_pcie_link: maximum generation, narrower width, nothing when half is unknown") {

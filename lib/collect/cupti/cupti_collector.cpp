@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -571,9 +572,19 @@ void write_device_info(State& s) {
   runtime::set_process_info("gpu.count", std::to_string(n));
   if (api.cuDriverGetVersion(&ver) == CUDA_SUCCESS)
     runtime::set_process_info("cuda.driver_version", std::to_string(ver / 1000) + "." + std::to_string(ver % 1000 / 10));
+  // Where each ordinal sits on the PCI bus: NVML numbers devices otherwise (all of the machine's, in bus
+  // order, whatever CUDA_VISIBLE_DEVICES says), and the system collector maps its counters onto these.
+  std::vector<std::string> locations(size_t(std::max(n, 0)));
   for (int i = 0; i < n; ++i) {
     CUdevice d;
     if (api.cuDeviceGet(&d, i) != CUDA_SUCCESS) continue;
+    int domain = 0, bus = 0, dev = 0;
+    if (api.cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d) == CUDA_SUCCESS &&
+        api.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d) == CUDA_SUCCESS &&
+        api.cuDeviceGetAttribute(&dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d) == CUDA_SUCCESS) {
+      locations[size_t(i)] = runtime::format_pci_location(uint32_t(domain), uint32_t(bus), uint32_t(dev));
+      runtime::set_process_info("gpu." + std::to_string(i) + ".pci_location", locations[size_t(i)]);
+    }
     char name[256] = {};
     api.cuDeviceGetName(name, sizeof(name) - 1, d);
     int major = 0, minor = 0;
@@ -586,6 +597,7 @@ void write_device_info(State& s) {
     runtime::set_process_info(k + "compute_capability", std::to_string(major) + "." + std::to_string(minor));
     runtime::set_process_info(k + "memory_bytes", std::to_string(mem));
   }
+  runtime::set_cuda_device_locations(std::move(locations));
 }
 
 // Round trips against every context the program created (see ClockCheckRecord). Runs on the writer
@@ -594,11 +606,12 @@ void run_clock_checks(State& s) {
   std::vector<ContextInfo> ctxs;
   {
     std::lock_guard lk(s.mu);
-    if (!s.api || !s.enabled.memset) return;
+    if (!s.api) return;
     if (!s.device_info_written) {
       write_device_info(s);
       s.device_info_written = true;
     }
+    if (!s.enabled.memset) return;
     ctxs = s.contexts;
   }
   std::string used;
@@ -708,6 +721,7 @@ class CuptiCollector final : public runtime::Collector {
     std::lock_guard lk(s.mu);
     s.session = true;
     s.exit_flushed = false;
+    s.device_info_written = false;  // each session's dump says which devices there are
     s.wanted = want;
     s.spec = c.cupti_activities;
     if (c.cupti_buffer_kb >= 64) {

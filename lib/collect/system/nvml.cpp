@@ -1,7 +1,10 @@
 #include "collect/system/nvml.hpp"
 
+#include "runtime/runtime.hpp"
+
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace inferscope::sys {
@@ -18,6 +21,12 @@ constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT, mW
 constexpr unsigned kFieldPcieTxBytes = 197;   // NVML_FI_DEV_PCIE_COUNT_TX_BYTES
 constexpr unsigned kFieldPcieRxBytes = 198;   // NVML_FI_DEV_PCIE_COUNT_RX_BYTES
 
+// nvmlPciInfo_t (the layout of nvmlDeviceGetPciInfo_v3; v2 is the same).
+struct nvmlPciInfo_t {
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
 struct nvmlUtilization_t {
   unsigned gpu;
   unsigned memory;
@@ -76,6 +85,8 @@ struct Nvml::Api {
   nvmlReturn_t (*throttle)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
   nvmlReturn_t (*fields)(nvmlDevice_t, int, nvmlFieldValue_t*) = nullptr;
+  nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*pcie_max_gen)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_max_width)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*pcie_cur_gen)(nvmlDevice_t, unsigned*) = nullptr;
@@ -118,6 +129,8 @@ std::string Nvml::open(const std::string& library) {
     sym(api->throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
   sym(api->temperature, "nvmlDeviceGetTemperature");
   sym(api->fields, "nvmlDeviceGetFieldValues");
+  if (!sym(api->pci_info, "nvmlDeviceGetPciInfo_v3")) sym(api->pci_info, "nvmlDeviceGetPciInfo_v2");
+  sym(api->uuid, "nvmlDeviceGetUUID");
   sym(api->pcie_max_gen, "nvmlDeviceGetMaxPcieLinkGeneration");
   sym(api->pcie_max_width, "nvmlDeviceGetMaxPcieLinkWidth");
   sym(api->pcie_cur_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
@@ -232,6 +245,20 @@ GpuSample Nvml::sample(uint32_t index, uint32_t parts) {
   return s;
 }
 
+std::string Nvml::pci_location(uint32_t index) const {
+  if (!api_ || index >= devices_.size() || !devices_[index] || !api_->pci_info) return {};
+  nvmlPciInfo_t info{};
+  if (api_->pci_info(devices_[index], &info) != kSuccess) return {};
+  return runtime::format_pci_location(info.domain, info.bus, info.device);
+}
+
+std::string Nvml::uuid(uint32_t index) const {
+  if (!api_ || index >= devices_.size() || !devices_[index] || !api_->uuid) return {};
+  char buf[96] = {};
+  if (api_->uuid(devices_[index], buf, sizeof(buf) - 1) != kSuccess) return {};
+  return buf;
+}
+
 PcieLink Nvml::pcie_link(uint32_t index) const {
   PcieLink l;
   if (!api_ || index >= devices_.size() || !devices_[index]) return l;
@@ -245,6 +272,51 @@ PcieLink Nvml::pcie_link(uint32_t index) const {
   read(api_->pcie_cur_gen, l.cur_gen);
   read(api_->pcie_cur_width, l.cur_width);
   return l;
+}
+
+std::vector<int> cuda_ordinals(const std::vector<std::string>& nvml_locations,
+                               const std::vector<std::string>& nvml_uuids,
+                               const std::vector<std::string>& cuda_locations, const char* visible_devices) {
+  const size_t n = nvml_locations.size();
+  std::vector<int> out(n, -1);
+  const bool nvml_knows = std::any_of(nvml_locations.begin(), nvml_locations.end(), [](auto& l) { return !l.empty(); });
+  if (!cuda_locations.empty() && nvml_knows) {
+    for (size_t i = 0; i < n; ++i)
+      if (!nvml_locations[i].empty())
+        if (auto it = std::find(cuda_locations.begin(), cuda_locations.end(), nvml_locations[i]); it != cuda_locations.end())
+          out[i] = static_cast<int>(it - cuda_locations.begin());
+    return out;
+  }
+  if (!visible_devices) {
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<int>(i);
+    return out;
+  }
+  const std::string list = visible_devices;
+  int next = 0;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    std::string entry = list.substr(at, comma - at);
+    at = comma + 1;
+    while (!entry.empty() && entry.front() == ' ') entry.erase(entry.begin());
+    while (!entry.empty() && entry.back() == ' ') entry.pop_back();
+    size_t index = n;
+    if (!entry.empty() && std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (entry.size() < 6) index = std::stoul(entry);
+    } else if (entry.rfind("GPU-", 0) == 0) {
+      for (size_t i = 0; i < nvml_uuids.size() && i < n; ++i)
+        if (nvml_uuids[i].rfind(entry, 0) == 0) {
+          if (index != n) {  // a prefix that fits two devices names none
+            index = n;
+            break;
+          }
+          index = i;
+        }
+    }
+    if (index >= n || out[index] != -1) break;  // CUDA stops at the first entry that names no device
+    out[index] = next++;
+  }
+  return out;
 }
 
 std::optional<std::pair<uint32_t, uint32_t>> effective_pcie_link(const PcieLink& link) {

@@ -67,6 +67,10 @@ class Nvml {
   uint32_t device_count() const { return static_cast<uint32_t>(devices_.size()); }
   /// Device name ("NVIDIA H100 80GB HBM3"), empty when unknown.
   std::string device_name(uint32_t index) const;
+  /// The device's PCI location as format_pci_location writes it, empty when NVML does not say.
+  std::string pci_location(uint32_t index) const;
+  /// The device's UUID ("GPU-8e6f..."), empty when unknown.
+  std::string uuid(uint32_t index) const;
   /// Reads the `parts` (GpuPart bits) of one device.
   GpuSample sample(uint32_t index, uint32_t parts = kGpuAll);
   /// The PCIe link of one device (read once: it does not change during a run, except the idle downshift).
@@ -81,6 +85,17 @@ class Nvml {
   std::vector<bool> pcie_fields_ok_;  // false once the driver said the PCIe byte counters are unsupported
   std::vector<bool> power_instant_ok_;
 };
+
+/// CUDA's ordinal of each NVML device (index = NVML index; -1: not visible to this process). By PCI location
+/// once the GPU collector has published CUDA's (`cuda_locations`, runtime::cuda_device_locations) and NVML
+/// gives locations; otherwise from CUDA_VISIBLE_DEVICES as CUDA reads it (`visible_devices`, null when
+/// unset: every device in order): a comma list of indices or UUID prefixes ("GPU-8e6f"), up to the first
+/// entry that names no device, a repeated one or a MIG instance (NVML's counters are per GPU, not per
+/// instance). Indices follow NVML's order, the PCI bus order, which is CUDA's on a machine of one GPU model;
+/// CUDA's default FASTEST_FIRST order can differ on a mixed machine, which the PCI locations settle.
+std::vector<int> cuda_ordinals(const std::vector<std::string>& nvml_locations,
+                               const std::vector<std::string>& nvml_uuids,
+                               const std::vector<std::string>& cuda_locations, const char* visible_devices);
 
 /// Test hook: the library path the system collector passes to Nvml::open ("" = the default). Lets a test
 /// on a machine with a driver check the no-NVML path.

@@ -9,7 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace inferscope::sys {
@@ -156,7 +158,11 @@ std::string SystemSampler::open() {
               (nvml_.device_count() == 1 ? "" : "s") + " via NVML";
     const std::string name = nvml_.device_name(0);
     if (!name.empty()) status += " (" + name + (nvml_.device_count() > 1 ? ", ..." : "") + ")";
-    publish_pcie_links();
+    for (uint32_t i = 0; i < nvml_.device_count(); ++i) {
+      nvml_locations_.push_back(nvml_.pci_location(i));
+      nvml_uuids_.push_back(nvml_.uuid(i));
+    }
+    update_device_map();
   }
   if (!gpu_note_.empty()) status += "; " + gpu_note_;
   if (opt_.perf) {
@@ -491,22 +497,45 @@ void SystemSampler::sample_numa() {
   }
 }
 
-// Once per session: the analyzer compares achieved copy bandwidth with the link's peak
-// (docs/analysis.md), which it can only assume without these keys.
-void SystemSampler::publish_pcie_links() {
+// NVML numbers all of the machine's GPUs in bus order; every GPU record and the analyzer use CUDA's ordinals,
+// which CUDA_VISIBLE_DEVICES restricts and reorders. Rebuilt when the GPU collector publishes CUDA's PCI
+// locations (one atomic load per round until then).
+void SystemSampler::update_device_map() {
+  const uint64_t g = runtime::cuda_device_locations_generation();
+  if (g == locations_generation_) return;
+  uint64_t seen = 0;
+  const std::vector<std::string> cuda = runtime::cuda_device_locations(&seen);
+  locations_generation_ = seen;
+  std::vector<int> m = cuda_ordinals(nvml_locations_, nvml_uuids_, cuda, std::getenv("CUDA_VISIBLE_DEVICES"));
+  if (m == cuda_of_nvml_) return;
+  cuda_of_nvml_ = std::move(m);
+  const bool by_location = !cuda.empty() && std::any_of(nvml_locations_.begin(), nvml_locations_.end(),
+                                                         [](const std::string& l) { return !l.empty(); });
+  runtime::set_process_info("nvml.device_map", by_location ? "pci_location"
+                                               : std::getenv("CUDA_VISIBLE_DEVICES") ? "CUDA_VISIBLE_DEVICES"
+                                                                                    : "nvml_order");
+  publish_device_map();
+}
+
+// Per device this process sees (keys by CUDA ordinal): its NVML index and location, and the PCIe link the
+// analyzer compares achieved copy bandwidth with (docs/analysis.md), which it can only assume without them.
+void SystemSampler::publish_device_map() {
   for (uint32_t i = 0; i < nvml_.device_count(); ++i) {
+    if (i >= cuda_of_nvml_.size() || cuda_of_nvml_[i] < 0) continue;
+    const std::string k = "gpu." + std::to_string(cuda_of_nvml_[i]) + ".";
+    runtime::set_process_info(k + "nvml_index", std::to_string(i));
+    if (!nvml_locations_[i].empty()) runtime::set_process_info(k + "nvml_pci_location", nvml_locations_[i]);
     const PcieLink link = nvml_.pcie_link(i);
-    const std::string k = "gpu." + std::to_string(i) + ".pcie_";
     auto put = [&](const char* key, const std::optional<uint32_t>& v) {
-      if (v) runtime::set_process_info(k + key, std::to_string(*v));
+      if (v) runtime::set_process_info(k + "pcie_" + key, std::to_string(*v));
     };
     put("gen_max", link.max_gen);
     put("width_max", link.max_width);
     put("gen_current", link.cur_gen);
     put("width_current", link.cur_width);
     if (auto eff = effective_pcie_link(link)) {
-      runtime::set_process_info(k + "gen", std::to_string(eff->first));
-      runtime::set_process_info(k + "width", std::to_string(eff->second));
+      runtime::set_process_info(k + "pcie_gen", std::to_string(eff->first));
+      runtime::set_process_info(k + "pcie_width", std::to_string(eff->second));
     }
   }
 }
@@ -514,25 +543,28 @@ void SystemSampler::publish_pcie_links() {
 void SystemSampler::sample_gpus(uint32_t parts) {
   const auto& n = CounterNames::get();
   const auto D = CounterScope::kDevice;
+  update_device_map();
   for (uint32_t i = 0; i < nvml_.device_count(); ++i) {
+    if (i >= cuda_of_nvml_.size() || cuda_of_nvml_[i] < 0) continue;  // another process's GPU
+    const uint32_t cuda = static_cast<uint32_t>(cuda_of_nvml_[i]);
     const uint64_t ts = detail::now();
     const int64_t ns = steady_ns();
     GpuSample s = nvml_.sample(i, parts);
-    if (s.util_pct) emit_int(n.gpu_util_pct, D, i, ts, *s.util_pct);
-    if (s.mem_util_pct) emit_int(n.gpu_mem_util_pct, D, i, ts, *s.mem_util_pct);
-    if (s.mem_used_bytes) emit_int(n.gpu_mem_used_bytes, D, i, ts, static_cast<int64_t>(*s.mem_used_bytes));
-    if (s.mem_total_bytes) emit_int(n.gpu_mem_total_bytes, D, i, ts, static_cast<int64_t>(*s.mem_total_bytes));
-    if (s.sm_clock_mhz) emit_int(n.gpu_sm_clock_mhz, D, i, ts, *s.sm_clock_mhz);
-    if (s.power_mw) emit_int(n.gpu_power_mw, D, i, ts, *s.power_mw);
-    if (s.throttle_reasons) emit_int(n.gpu_throttle_reasons, D, i, ts, static_cast<int64_t>(*s.throttle_reasons));
-    if (s.temperature_c) emit_int(n.gpu_temperature_c, D, i, ts, *s.temperature_c);
+    if (s.util_pct) emit_int(n.gpu_util_pct, D, cuda, ts, *s.util_pct);
+    if (s.mem_util_pct) emit_int(n.gpu_mem_util_pct, D, cuda, ts, *s.mem_util_pct);
+    if (s.mem_used_bytes) emit_int(n.gpu_mem_used_bytes, D, cuda, ts, static_cast<int64_t>(*s.mem_used_bytes));
+    if (s.mem_total_bytes) emit_int(n.gpu_mem_total_bytes, D, cuda, ts, static_cast<int64_t>(*s.mem_total_bytes));
+    if (s.sm_clock_mhz) emit_int(n.gpu_sm_clock_mhz, D, cuda, ts, *s.sm_clock_mhz);
+    if (s.power_mw) emit_int(n.gpu_power_mw, D, cuda, ts, *s.power_mw);
+    if (s.throttle_reasons) emit_int(n.gpu_throttle_reasons, D, cuda, ts, static_cast<int64_t>(*s.throttle_reasons));
+    if (s.temperature_c) emit_int(n.gpu_temperature_c, D, cuda, ts, *s.temperature_c);
     if (s.pcie_tx_bytes && s.pcie_rx_bytes) {
       PcieLast& p = pcie_[i];
       // The counters are cumulative and may wrap or reset: a decrease starts a new baseline.
       if (p.valid && ns > p.ns && *s.pcie_tx_bytes >= p.tx && *s.pcie_rx_bytes >= p.rx) {
         const double dt = static_cast<double>(ns - p.ns) * 1e-9;
-        emit_double(n.gpu_pcie_tx, D, i, ts, static_cast<double>(*s.pcie_tx_bytes - p.tx) / dt);
-        emit_double(n.gpu_pcie_rx, D, i, ts, static_cast<double>(*s.pcie_rx_bytes - p.rx) / dt);
+        emit_double(n.gpu_pcie_tx, D, cuda, ts, static_cast<double>(*s.pcie_tx_bytes - p.tx) / dt);
+        emit_double(n.gpu_pcie_rx, D, cuda, ts, static_cast<double>(*s.pcie_rx_bytes - p.rx) / dt);
       }
       p = {*s.pcie_tx_bytes, *s.pcie_rx_bytes, ns, true};
     }

@@ -94,7 +94,8 @@ class SystemSampler {
   void sample_machine();
   void sample_numa();
   void sample_gpus(uint32_t parts);
-  void publish_pcie_links();
+  void update_device_map();
+  void publish_device_map();
   void refresh_thread_map();
   int open_perf(uint32_t tid);
   uint32_t numa_name(const std::string& key);
@@ -103,6 +104,11 @@ class SystemSampler {
   Sink sink_;
   ThreadLookup lookup_;
   Nvml nvml_;
+  // CUDA's ordinal of each NVML device (-1: not this process's), the numbering every GPU record uses; rebuilt
+  // when the GPU collector publishes CUDA's PCI locations (see cuda_ordinals).
+  std::vector<int> cuda_of_nvml_;
+  std::vector<std::string> nvml_locations_, nvml_uuids_;
+  uint64_t locations_generation_ = ~0ull;
   std::string gpu_note_, perf_note_, last_error_;
   uint64_t skipped_ = 0;
   bool final_ = false;
