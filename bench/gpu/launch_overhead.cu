@@ -4,7 +4,9 @@
 //
 // --mode step emulates a launch-bound inference step instead (the GPT-2 batch-1 step's shape): --ops
 // operations of (--cpu-us of host work, then one launch of a kernel that runs --gpu-us on the GPU), then a
-// stream synchronize; a window is --steps steps and its figure the median step time. A set may end in @N:
+// stream synchronize; a window is --steps steps and its figure the median step time. --touch-kb K makes the
+// host work read and write a K KiB working set instead of spinning on the clock; --api-calls N adds N CUDA
+// calls that record nothing (cudaGetDevice, cudaGetLastError) before each launch. A set may end in @N:
 // CUPTI's periodic flush every N ms during its windows (0: only when a buffer is full; default 100); then in
 // /cz (CUPTI zeroes each activity buffer on the thread that asked for it, instead of getting it zeroed) and
 // /NNNk (activity buffers of NNN KiB; default 8192).
@@ -69,10 +71,26 @@ double now_ns() {
                     .count());
 }
 
+// --touch-kb: host work that reads and writes a working set of this size (0: a spin on the clock, which keeps
+// nothing in the caches). A real framework's host work between launches (an interpreter, a dispatcher) has a
+// working set of its own; what a tracer does per launch then also costs the cache misses it causes.
+std::vector<uint64_t> g_touch;
+
 void spin_host(double us) {
   const double end = now_ns() + us * 1e3;
-  while (now_ns() < end) {
+  if (g_touch.empty()) {
+    while (now_ns() < end) {
+    }
+    return;
   }
+  static size_t at = 0;
+  uint64_t acc = 1;
+  while (now_ns() < end)
+    for (int i = 0; i < 64; ++i) {  // one cache line per step, 64 steps per clock read
+      at = (at + 8) % g_touch.size();
+      acc = acc * 31 + g_touch[at];
+      g_touch[at] = acc;
+    }
 }
 
 #define CHECK(x)                                                                             \
@@ -101,6 +119,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 int main(int argc, char** argv) {
   int launches = 4000, rounds = 15, ops = 230, steps = 20;
   double cpu_us = 25, gpu_us = 12;
+  int api_calls = 0;  // --api-calls: CUDA calls per op that explain nothing (cudaGetDevice, cudaGetLastError)
   std::string mode = "launch";
   std::string sets =
       "none;kernel;kernel,memcpy,memset,sync,memory,overhead;runtime;runtime,api_activity;kernel,runtime;"
@@ -123,10 +142,12 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::atoi(next().c_str());
     else if (a == "--cpu-us") cpu_us = std::atof(next().c_str());
     else if (a == "--gpu-us") gpu_us = std::atof(next().c_str());
+    else if (a == "--touch-kb") g_touch.assign(size_t(std::atoi(next().c_str())) * 1024 / 8, 1);
+    else if (a == "--api-calls") api_calls = std::atoi(next().c_str());
     else if (a == "-o") out = next();
     else {
       std::fprintf(stderr, "usage: launch_overhead [--mode launch|step] [--launches N] [--rounds R] [--sets \"a;b\"] "
-                           "[--ops N --cpu-us U --gpu-us U --steps N] [-o dump]\n");
+                           "[--ops N --cpu-us U --gpu-us U --steps N --touch-kb K --api-calls N] [-o dump]\n");
       return 2;
     }
   }
@@ -169,6 +190,12 @@ int main(int argc, char** argv) {
         auto one_step = [&] {
           for (int i = 0; i < ops; ++i) {
             spin_host(cpu_us);
+            // What a framework asks around each launch (PyTorch: the current device, the last error).
+            for (int k = 0; k < api_calls; ++k) {
+              int dev = 0;
+              if (k % 2 == 0) (void)cudaGetDevice(&dev);
+              else (void)cudaGetLastError();
+            }
             spin_kernel<<<1, 32, 0, stream>>>(uint64_t(gpu_us * 1e3));
           }
           CHECK(cudaStreamSynchronize(stream));
@@ -200,9 +227,10 @@ int main(int argc, char** argv) {
   inferscope::stop();
 
   if (mode == "step")
-    std::printf("step mode: %d ops x (%.1f us host work + a %.1f us kernel) + sync; %d steps per window, %d rounds; "
-                "ns per op, medians (diff / step time = the set's overhead on the step)\n",
-                ops, cpu_us, gpu_us, steps, rounds);
+    std::printf("step mode: %d ops x (%.1f us host work%s, %d other CUDA calls, a %.1f us kernel) + sync; %d steps per "
+                "window, %d rounds; ns per op, medians (diff / step time = the set's overhead on the step)\n",
+                ops, cpu_us, g_touch.empty() ? "" : (" over " + std::to_string(g_touch.size() * 8 / 1024) + " KiB").c_str(),
+                api_calls, gpu_us, steps, rounds);
   else
     std::printf("%d rounds x %d launches per window; ns per launch (host), medians\n", rounds, launches);
   std::printf("%-48s %10s %12s %12s %14s %14s\n", "activity set", mode == "step" ? "op ns" : "launch ns", "diff ns",
