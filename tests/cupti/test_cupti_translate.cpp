@@ -3,6 +3,7 @@
 #include "collect/cupti/activity_translator.hpp"
 #include "collect/cupti/cupti_collector.hpp"
 #include "dump/reader.hpp"
+#include "runtime/runtime.hpp"
 
 #include <inferscope/scope.hpp>
 
@@ -13,7 +14,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -857,6 +861,65 @@ TEST_CASE("a CUPTI that refuses the zeroed-buffer attribute clears the buffers i
   CHECK(again[0] == 0xcd);  // not cleared by the collector: CUPTI does it
   g_buffer_complete(nullptr, 0, again, size, 0);
   REQUIRE(inferscope::stop());
+  set_api_factory_for_test(nullptr);
+  ::unlink(cfg.output.c_str());
+}
+
+namespace {
+
+// A CUPTI over a driver that answers device queries only once `up` is set, like a session started in-process
+// before the program initialised CUDA. One device: "Fake GPU" at PCI 0000:3b:00.
+class LateDriverCupti : public FakeCupti {
+ public:
+  std::atomic<bool> up{false};
+  std::atomic<int> count_queries{0};
+  CUresult cuDeviceGetCount(int* n) override {
+    ++count_queries;
+    if (!up) return CUDA_ERROR_NOT_INITIALIZED;
+    *n = 1;
+    return CUDA_SUCCESS;
+  }
+  CUresult cuDeviceGet(CUdevice* d, int i) override {
+    *d = i;
+    return up ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  }
+  CUresult cuDeviceGetName(char* name, int len, CUdevice) override {
+    std::snprintf(name, size_t(len), "Fake GPU");
+    return CUDA_SUCCESS;
+  }
+  CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) override {
+    *v = a == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? 0x3b : 0;
+    return CUDA_SUCCESS;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("device info is written once the driver can say: a query before CUDA is initialised is tried again") {
+  LateDriverCupti* fake = new LateDriverCupti;
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  runtime::set_cuda_device_locations({});
+  Config cfg;
+  cfg.output = temp_path("late_driver");
+  cfg.cupti = true;
+  cfg.system = false;
+  cfg.python = false;
+  REQUIRE(inferscope::start(cfg));
+  // The writer's first clock-check round asks before the driver is up.
+  for (int i = 0; i < 300 && fake->count_queries.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(fake->count_queries.load() >= 1);
+  CHECK(runtime::cuda_device_locations().empty());
+  fake->up = true;
+  REQUIRE(inferscope::stop());  // stop's round asks again
+
+  dump::DumpReader r(cfg.output);
+  std::map<std::string, std::string> info;
+  for (auto& [k, v] : r.process_info()) info[k] = v;
+  CHECK(info["gpu.count"] == "1");
+  CHECK(info["gpu.0.name"] == "Fake GPU");
+  CHECK(info["gpu.0.pci_location"] == "0000:3b:00");
+  CHECK(runtime::cuda_device_locations() == std::vector<std::string>{"0000:3b:00"});
+  runtime::set_cuda_device_locations({});
   set_api_factory_for_test(nullptr);
   ::unlink(cfg.output.c_str());
 }

@@ -206,6 +206,8 @@ TEST_CASE("the CUDA sample under iscope-run: every kernel and copy, linked, on o
   Checked c = sample_under_iscope_run("cuda_sample", {});
   CHECK(c.kernels >= 100000);
   CHECK(c.api_from_channel == 0);  // the default records API calls through callbacks, on the calling thread
+  // A run of seconds: the system collector has seen CUDA's PCI locations and numbered NVML's devices by them.
+  CHECK_MESSAGE(c.pci_location.find(", pci_location)") != std::string::npos, c.pci_location);
   report("iscope-run (CUDA injection)", c);
 #endif
 }

@@ -565,10 +565,12 @@ std::string start_locked(State& s) {
   return activate_locked(s);
 }
 
-void write_device_info(State& s) {
+// Returns false when the driver cannot say yet (a session started in-process before the program initialised
+// CUDA): the next round tries again.
+bool write_device_info(State& s) {
   CuptiApi& api = *s.api;
   int n = 0, ver = 0;
-  if (api.cuDeviceGetCount(&n) != CUDA_SUCCESS) return;
+  if (api.cuDeviceGetCount(&n) != CUDA_SUCCESS || n <= 0) return false;
   runtime::set_process_info("gpu.count", std::to_string(n));
   if (api.cuDriverGetVersion(&ver) == CUDA_SUCCESS)
     runtime::set_process_info("cuda.driver_version", std::to_string(ver / 1000) + "." + std::to_string(ver % 1000 / 10));
@@ -598,6 +600,7 @@ void write_device_info(State& s) {
     runtime::set_process_info(k + "memory_bytes", std::to_string(mem));
   }
   runtime::set_cuda_device_locations(std::move(locations));
+  return true;
 }
 
 // Round trips against every context the program created (see ClockCheckRecord). Runs on the writer
@@ -607,10 +610,7 @@ void run_clock_checks(State& s) {
   {
     std::lock_guard lk(s.mu);
     if (!s.api) return;
-    if (!s.device_info_written) {
-      write_device_info(s);
-      s.device_info_written = true;
-    }
+    if (!s.device_info_written) s.device_info_written = write_device_info(s);
     if (!s.enabled.memset) return;
     ctxs = s.contexts;
   }

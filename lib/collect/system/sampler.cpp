@@ -506,14 +506,15 @@ void SystemSampler::update_device_map() {
   uint64_t seen = 0;
   const std::vector<std::string> cuda = runtime::cuda_device_locations(&seen);
   locations_generation_ = seen;
-  std::vector<int> m = cuda_ordinals(nvml_locations_, nvml_uuids_, cuda, std::getenv("CUDA_VISIBLE_DEVICES"));
-  if (m == cuda_of_nvml_) return;
-  cuda_of_nvml_ = std::move(m);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const bool by_location = !cuda.empty() && std::any_of(nvml_locations_.begin(), nvml_locations_.end(),
                                                          [](const std::string& l) { return !l.empty(); });
-  runtime::set_process_info("nvml.device_map", by_location ? "pci_location"
-                                               : std::getenv("CUDA_VISIBLE_DEVICES") ? "CUDA_VISIBLE_DEVICES"
-                                                                                    : "nvml_order");
+  const std::string how = by_location ? "pci_location" : visible ? "CUDA_VISIBLE_DEVICES" : "nvml_order";
+  std::vector<int> m = cuda_ordinals(nvml_locations_, nvml_uuids_, cuda, visible);
+  if (how != device_map_how_) runtime::set_process_info("nvml.device_map", how);
+  device_map_how_ = how;
+  if (m == cuda_of_nvml_) return;
+  cuda_of_nvml_ = std::move(m);
   publish_device_map();
 }
 

@@ -109,6 +109,7 @@ class SystemSampler {
   std::vector<int> cuda_of_nvml_;
   std::vector<std::string> nvml_locations_, nvml_uuids_;
   uint64_t locations_generation_ = ~0ull;
+  std::string device_map_how_;  // what the mapping came from (process info nvml.device_map)
   std::string gpu_note_, perf_note_, last_error_;
   uint64_t skipped_ = 0;
   bool final_ = false;
