@@ -12,9 +12,10 @@
 
 namespace inferscope::cupti {
 
-/// What to collect. Parsed from Config::cupti_activities: presets "default" (kernel, memcpy, memset, sync,
-/// memory, overhead, runtime, driver), "minimal" (kernel, memcpy, runtime, driver), "full" (default plus
-/// runtime_all), "none", or a comma list (their union) of: kernel, memcpy, memset, sync, memory, overhead,
+/// What to collect. Parsed from Config::cupti_activities: presets "default" (kernel, memcpy, memset, memory,
+/// overhead, runtime, driver), "minimal" (kernel, memcpy, runtime, driver), "full" (default plus sync and
+/// runtime_all), "none", or a comma list (their union) of: kernel, memcpy, memset, sync (CUPTI's own records of
+/// the synchronizations the sync calls' records already show), memory, overhead,
 /// graph (one record per graph launch; CUPTI then no longer reports the graph's kernels one by one),
 /// runtime / driver (the selected runtime / driver API calls that explain a step: launches, copies,
 /// memsets, synchronizations, waits, allocations, graph launches), api (both), runtime_all (every runtime
