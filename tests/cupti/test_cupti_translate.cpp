@@ -414,6 +414,21 @@ std::string temp_path(const char* name) {
   return std::string(INFERSCOPE_BINARY_DIR) + "/tests/cupti/" + name + "." + std::to_string(::getpid()) + ".iscope";
 }
 
+// Starts a session (GPU collection only) over `fake`, which the collector then owns.
+Config start_fake_session(CuptiApi* fake, const char* name, const char* activities = "default",
+                          uint32_t buffer_kb = 8192) {
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  Config cfg;
+  cfg.output = temp_path(name);
+  cfg.cupti = true;
+  cfg.system = false;
+  cfg.python = false;
+  cfg.cupti_activities = activities;
+  cfg.cupti_buffer_kb = buffer_kb;
+  REQUIRE(inferscope::start(cfg));
+  return cfg;
+}
+
 }  // namespace
 
 TEST_CASE("a session with a (fake) CUPTI writes GPU records into the dump with their kinds and fields") {
@@ -619,15 +634,7 @@ void check_callback_state(const SwitchCupti& f, bool driver) {
 // A session recording the selected calls as API activity records through `fake` (owned by the collector's
 // state from here on), GPU collection only; its config (the dump's path).
 Config start_with_fake(SwitchCupti* fake, const char* name) {
-  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
-  Config cfg;
-  cfg.output = temp_path(name);
-  cfg.cupti = true;
-  cfg.system = false;
-  cfg.python = false;
-  cfg.cupti_activities = "default,api_activity";
-  REQUIRE(inferscope::start(cfg));
-  return cfg;
+  return start_fake_session(fake, name, "default,api_activity");
 }
 void stop_fake_session() {
   REQUIRE(inferscope::stop());
@@ -763,18 +770,28 @@ bool all_zero(const uint8_t* b, size_t n) {
   return std::all_of(b, b + n, [](uint8_t x) { return x == 0; });
 }
 
+// Asks for a buffer, writes `mark` into its first bytes as CUPTI would, hands it back and asks again: whether
+// the same buffer came back (from the pool), and its first byte then.
+std::pair<bool, uint8_t> reuse_after_write(uint8_t mark) {
+  uint8_t* b = nullptr;
+  size_t size = 0, max_records = 0;
+  g_buffer_request(&b, &size, &max_records);
+  REQUIRE(b != nullptr);
+  std::memset(b, mark, 16);
+  g_buffer_complete(nullptr, 0, b, size, 16);
+  uint8_t* again = nullptr;
+  g_buffer_request(&again, &size, &max_records);
+  REQUIRE(again != nullptr);
+  const std::pair<bool, uint8_t> seen{again == b, again[0]};
+  g_buffer_complete(nullptr, 0, again, size, 0);
+  return seen;
+}
+
 }  // namespace
 
 TEST_CASE("activity buffers go out zeroed and CUPTI is told so; a returned one is cleared before it goes out again") {
   FakeCupti* fake = new FakeCupti;  // owned by the collector's state from here on
-  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
-  Config cfg;
-  cfg.output = temp_path("zeroed_buffers");
-  cfg.cupti = true;
-  cfg.system = false;
-  cfg.python = false;
-  cfg.cupti_buffer_kb = 64;
-  REQUIRE(inferscope::start(cfg));
+  Config cfg = start_fake_session(fake, "zeroed_buffers", "default", 64);
   REQUIRE((g_buffer_request && g_buffer_complete));
   // CUPTI would otherwise clear every buffer itself, on the thread that asked for it.
   CHECK(fake->attributes.at(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) == 1);
@@ -810,19 +827,11 @@ TEST_CASE("activity buffers go out zeroed and CUPTI is told so; a returned one i
   // A benchmark can ask for CUPTI's own way: the attribute goes back to 0 and buffers are no longer cleared.
   CHECK(inferscope_cupti_set_buffer_policy(0, 0) == 0);
   CHECK(fake->attributes.at(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) == 0);
-  uint8_t* b = nullptr;
-  size_t size = 0, max_records = 0;
-  g_buffer_request(&b, &size, &max_records);
-  REQUIRE(b != nullptr);
-  std::memset(b, 0xab, 100);
-  g_buffer_complete(nullptr, 0, b, size, 100);
-  uint8_t* again = nullptr;
-  g_buffer_request(&again, &size, &max_records);
-  CHECK(again == b);
-  CHECK(again[0] == 0xab);  // CUPTI clears it itself now
-  g_buffer_complete(nullptr, 0, again, size, 0);
+  CHECK(reuse_after_write(0xab) == std::make_pair(true, uint8_t(0xab)));  // CUPTI clears it itself now
   // Back to zeroed buffers: whatever the pool held is not handed out dirty.
   CHECK(inferscope_cupti_set_buffer_policy(0, 1) == 0);
+  uint8_t* again = nullptr;
+  size_t size = 0, max_records = 0;
   g_buffer_request(&again, &size, &max_records);
   CHECK(all_zero(again, size));
   g_buffer_complete(nullptr, 0, again, size, 0);
@@ -841,28 +850,11 @@ TEST_CASE("activity buffers go out zeroed and CUPTI is told so; a returned one i
 TEST_CASE("a CUPTI that refuses the zeroed-buffer attribute clears the buffers itself; the collector does not") {
   FakeCupti* fake = new FakeCupti;
   fake->refuse_zeroed = true;
-  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
-  Config cfg;
-  cfg.output = temp_path("unzeroed_buffers");
-  cfg.cupti = true;
-  cfg.system = false;
-  cfg.python = false;
-  cfg.cupti_buffer_kb = 64;
-  REQUIRE(inferscope::start(cfg));
+  Config cfg = start_fake_session(fake, "unzeroed_buffers", "default", 64);
   CHECK(std::string(inferscope_cupti_status()).rfind("on: CUPTI", 0) == 0);
   CHECK(inferscope_cupti_set_buffer_policy(0, 1) == -1);  // refused: the caller learns it
-  uint8_t* b = nullptr;
-  size_t size = 0, max_records = 0;
   REQUIRE((g_buffer_request && g_buffer_complete));
-  g_buffer_request(&b, &size, &max_records);
-  REQUIRE(b != nullptr);
-  std::memset(b, 0xcd, 16);
-  g_buffer_complete(nullptr, 0, b, size, 16);
-  uint8_t* again = nullptr;
-  g_buffer_request(&again, &size, &max_records);
-  CHECK(again == b);
-  CHECK(again[0] == 0xcd);  // not cleared by the collector: CUPTI does it
-  g_buffer_complete(nullptr, 0, again, size, 0);
+  CHECK(reuse_after_write(0xcd) == std::make_pair(true, uint8_t(0xcd)));  // not cleared by the collector: CUPTI does
   REQUIRE(inferscope::stop());
   set_api_factory_for_test(nullptr);
   ::unlink(cfg.output.c_str());
@@ -900,14 +892,8 @@ class LateDriverCupti : public FakeCupti {
 
 TEST_CASE("device info is written once the driver can say: a query before CUDA is initialised is tried again") {
   LateDriverCupti* fake = new LateDriverCupti;
-  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
   runtime::set_cuda_device_locations({});
-  Config cfg;
-  cfg.output = temp_path("late_driver");
-  cfg.cupti = true;
-  cfg.system = false;
-  cfg.python = false;
-  REQUIRE(inferscope::start(cfg));
+  Config cfg = start_fake_session(fake, "late_driver");
   // The writer's first clock-check round asks before the driver is up.
   for (int i = 0; i < 300 && fake->count_queries.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(fake->count_queries.load() >= 1);
