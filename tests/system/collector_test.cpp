@@ -318,26 +318,29 @@ TEST_CASE("once the GPU collector publishes CUDA's PCI locations, they decide th
   CHECK(v.info["nvml.device_map"] == "pci_location");
 }
 
-TEST_CASE("cuda_ordinals follows CUDA's reading of CUDA_VISIBLE_DEVICES and prefers PCI locations") {
+TEST_CASE("map_nvml_to_cuda follows CUDA's reading of CUDA_VISIBLE_DEVICES and prefers PCI locations") {
   const std::vector<std::string> loc = {"0000:19:00", "0000:3b:00", "0000:5d:00"};
   const std::vector<std::string> uuid = {"GPU-aaaa", "GPU-abbb", "GPU-cccc"};
   using V = std::vector<int>;
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, nullptr) == V{0, 1, 2});
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "2,0") == V{1, -1, 0});
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, " 1 ") == V{-1, 0, -1});
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "") == V{-1, -1, -1});  // no device visible
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, nullptr).cuda == V{0, 1, 2});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, nullptr).source == "nvml_order");
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "0").source == "CUDA_VISIBLE_DEVICES");
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {"0000:19:00"}, "1").source == "pci_location");
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "2,0").cuda == V{1, -1, 0});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, " 1 ").cuda == V{-1, 0, -1});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "").cuda == V{-1, -1, -1});  // no device visible
   // CUDA stops at the first entry that names no device, a repeated one, or a MIG instance.
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "1,7,0") == V{-1, 0, -1});
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "1,1,0") == V{-1, 0, -1});
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "0,MIG-xyz,1") == V{0, -1, -1});
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "-1") == V{-1, -1, -1});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "1,7,0").cuda == V{-1, 0, -1});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "1,1,0").cuda == V{-1, 0, -1});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "0,MIG-xyz,1").cuda == V{0, -1, -1});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "-1").cuda == V{-1, -1, -1});
   // UUID prefixes: one that fits two devices names none.
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "GPU-c,GPU-aa") == V{1, -1, 0});
-  CHECK(sys::cuda_ordinals(loc, uuid, {}, "GPU-a") == V{-1, -1, -1});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "GPU-c,GPU-aa").cuda == V{1, -1, 0});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {}, "GPU-a").cuda == V{-1, -1, -1});
   // PCI locations win over the environment; an NVML device CUDA does not see gets -1.
-  CHECK(sys::cuda_ordinals(loc, uuid, {"0000:5d:00", "0000:19:00"}, "1") == V{1, -1, 0});
+  CHECK(sys::map_nvml_to_cuda(loc, uuid, {"0000:5d:00", "0000:19:00"}, "1").cuda == V{1, -1, 0});
   // NVML that gives no location at all: the environment again.
-  CHECK(sys::cuda_ordinals({"", "", ""}, uuid, {"0000:5d:00"}, "1") == V{-1, 0, -1});
+  CHECK(sys::map_nvml_to_cuda({"", "", ""}, uuid, {"0000:5d:00"}, "1").cuda == V{-1, 0, -1});
 }
 
 TEST_CASE("effective_pcie_link: maximum generation, narrower width, nothing when half is unknown") {

@@ -17,7 +17,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -577,7 +576,7 @@ bool write_device_info(State& s) {
     runtime::set_process_info("cuda.driver_version", std::to_string(ver / 1000) + "." + std::to_string(ver % 1000 / 10));
   // Where each ordinal sits on the PCI bus: NVML numbers devices otherwise (all of the machine's, in bus
   // order, whatever CUDA_VISIBLE_DEVICES says), and the system collector maps its counters onto these.
-  std::vector<std::string> locations(size_t(std::max(n, 0)));
+  std::vector<std::string> locations(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     CUdevice d;
     if (api.cuDeviceGet(&d, i) != CUDA_SUCCESS) continue;

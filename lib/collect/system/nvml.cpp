@@ -274,23 +274,26 @@ PcieLink Nvml::pcie_link(uint32_t index) const {
   return l;
 }
 
-std::vector<int> cuda_ordinals(const std::vector<std::string>& nvml_locations,
+NvmlDeviceMap map_nvml_to_cuda(const std::vector<std::string>& nvml_locations,
                                const std::vector<std::string>& nvml_uuids,
                                const std::vector<std::string>& cuda_locations, const char* visible_devices) {
   const size_t n = nvml_locations.size();
-  std::vector<int> out(n, -1);
+  NvmlDeviceMap map{std::vector<int>(n, -1), "pci_location"};
+  std::vector<int>& out = map.cuda;
   const bool nvml_knows = std::any_of(nvml_locations.begin(), nvml_locations.end(), [](auto& l) { return !l.empty(); });
   if (!cuda_locations.empty() && nvml_knows) {
     for (size_t i = 0; i < n; ++i)
       if (!nvml_locations[i].empty())
         if (auto it = std::find(cuda_locations.begin(), cuda_locations.end(), nvml_locations[i]); it != cuda_locations.end())
           out[i] = static_cast<int>(it - cuda_locations.begin());
-    return out;
+    return map;
   }
   if (!visible_devices) {
+    map.source = "nvml_order";
     for (size_t i = 0; i < n; ++i) out[i] = static_cast<int>(i);
-    return out;
+    return map;
   }
+  map.source = "CUDA_VISIBLE_DEVICES";
   const std::string list = visible_devices;
   int next = 0;
   for (size_t at = 0; at <= list.size();) {
@@ -316,7 +319,7 @@ std::vector<int> cuda_ordinals(const std::vector<std::string>& nvml_locations,
     if (index >= n || out[index] != -1) break;  // CUDA stops at the first entry that names no device
     out[index] = next++;
   }
-  return out;
+  return map;
 }
 
 std::optional<std::pair<uint32_t, uint32_t>> effective_pcie_link(const PcieLink& link) {

@@ -86,14 +86,21 @@ class Nvml {
   std::vector<bool> power_instant_ok_;
 };
 
-/// CUDA's ordinal of each NVML device (index = NVML index; -1: not visible to this process). By PCI location
+/// How NVML's devices map onto CUDA's ordinals, and what the mapping came from ("pci_location",
+/// "CUDA_VISIBLE_DEVICES" or "nvml_order": process info nvml.device_map).
+struct NvmlDeviceMap {
+  std::vector<int> cuda;  ///< index = NVML index; CUDA's ordinal, -1 when not visible to this process
+  std::string source;
+};
+
+/// CUDA's ordinal of each NVML device. By PCI location
 /// once the GPU collector has published CUDA's (`cuda_locations`, runtime::cuda_device_locations) and NVML
 /// gives locations; otherwise from CUDA_VISIBLE_DEVICES as CUDA reads it (`visible_devices`, null when
 /// unset: every device in order): a comma list of indices or UUID prefixes ("GPU-8e6f"), up to the first
 /// entry that names no device, a repeated one or a MIG instance (NVML's counters are per GPU, not per
 /// instance). Indices follow NVML's order, the PCI bus order, which is CUDA's on a machine of one GPU model;
 /// CUDA's default FASTEST_FIRST order can differ on a mixed machine, which the PCI locations settle.
-std::vector<int> cuda_ordinals(const std::vector<std::string>& nvml_locations,
+NvmlDeviceMap map_nvml_to_cuda(const std::vector<std::string>& nvml_locations,
                                const std::vector<std::string>& nvml_uuids,
                                const std::vector<std::string>& cuda_locations, const char* visible_devices);
 

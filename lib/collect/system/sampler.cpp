@@ -506,15 +506,11 @@ void SystemSampler::update_device_map() {
   uint64_t seen = 0;
   const std::vector<std::string> cuda = runtime::cuda_device_locations(&seen);
   locations_generation_ = seen;
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  const bool by_location = !cuda.empty() && std::any_of(nvml_locations_.begin(), nvml_locations_.end(),
-                                                         [](const std::string& l) { return !l.empty(); });
-  const std::string how = by_location ? "pci_location" : visible ? "CUDA_VISIBLE_DEVICES" : "nvml_order";
-  std::vector<int> m = cuda_ordinals(nvml_locations_, nvml_uuids_, cuda, visible);
-  if (how != device_map_how_) runtime::set_process_info("nvml.device_map", how);
-  device_map_how_ = how;
-  if (m == cuda_of_nvml_) return;
-  cuda_of_nvml_ = std::move(m);
+  NvmlDeviceMap m = map_nvml_to_cuda(nvml_locations_, nvml_uuids_, cuda, std::getenv("CUDA_VISIBLE_DEVICES"));
+  if (m.source != device_map_source_) runtime::set_process_info("nvml.device_map", m.source);
+  device_map_source_ = m.source;
+  if (m.cuda == cuda_of_nvml_) return;
+  cuda_of_nvml_ = std::move(m.cuda);
   publish_device_map();
 }
 

@@ -105,11 +105,11 @@ class SystemSampler {
   ThreadLookup lookup_;
   Nvml nvml_;
   // CUDA's ordinal of each NVML device (-1: not this process's), the numbering every GPU record uses; rebuilt
-  // when the GPU collector publishes CUDA's PCI locations (see cuda_ordinals).
+  // when the GPU collector publishes CUDA's PCI locations (see map_nvml_to_cuda).
   std::vector<int> cuda_of_nvml_;
   std::vector<std::string> nvml_locations_, nvml_uuids_;
   uint64_t locations_generation_ = ~0ull;
-  std::string device_map_how_;  // what the mapping came from (process info nvml.device_map)
+  std::string device_map_source_;  // what the mapping came from (process info nvml.device_map)
   std::string gpu_note_, perf_note_, last_error_;
   uint64_t skipped_ = 0;
   bool final_ = false;
