@@ -518,8 +518,9 @@ void SystemSampler::update_device_map() {
 // analyzer compares achieved copy bandwidth with (docs/analysis.md), which it can only assume without them.
 void SystemSampler::publish_device_map() {
   for (uint32_t i = 0; i < nvml_.device_count(); ++i) {
-    if (i >= cuda_of_nvml_.size() || cuda_of_nvml_[i] < 0) continue;
-    const std::string k = "gpu." + std::to_string(cuda_of_nvml_[i]) + ".";
+    const int cuda = cuda_of_nvml_[i];
+    if (cuda < 0) continue;  // another process's GPU
+    const std::string k = "gpu." + std::to_string(cuda) + ".";
     runtime::set_process_info(k + "nvml_index", std::to_string(i));
     if (!nvml_locations_[i].empty()) runtime::set_process_info(k + "nvml_pci_location", nvml_locations_[i]);
     const PcieLink link = nvml_.pcie_link(i);
@@ -542,7 +543,7 @@ void SystemSampler::sample_gpus(uint32_t parts) {
   const auto D = CounterScope::kDevice;
   update_device_map();
   for (uint32_t i = 0; i < nvml_.device_count(); ++i) {
-    if (i >= cuda_of_nvml_.size() || cuda_of_nvml_[i] < 0) continue;  // another process's GPU
+    if (cuda_of_nvml_[i] < 0) continue;  // another process's GPU
     const uint32_t cuda = static_cast<uint32_t>(cuda_of_nvml_[i]);
     const uint64_t ts = detail::now();
     const int64_t ns = steady_ns();

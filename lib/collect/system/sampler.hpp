@@ -104,8 +104,9 @@ class SystemSampler {
   Sink sink_;
   ThreadLookup lookup_;
   Nvml nvml_;
-  // CUDA's ordinal of each NVML device (-1: not this process's), the numbering every GPU record uses; rebuilt
-  // when the GPU collector publishes CUDA's PCI locations (see map_nvml_to_cuda).
+  // CUDA's ordinal of each NVML device (-1: not this process's), the numbering every GPU record uses; one entry
+  // per NVML device from open() on, rebuilt when the GPU collector publishes CUDA's PCI locations
+  // (see map_nvml_to_cuda).
   std::vector<int> cuda_of_nvml_;
   std::vector<std::string> nvml_locations_, nvml_uuids_;
   uint64_t locations_generation_ = ~0ull;
