@@ -1,0 +1,86 @@
+// What-if replay: the saving of a fix for one recorded step, from its dependency graph replayed with the
+// cause removed or shrunk (docs/analysis.md, "What-if replay"). Self-contained: the analyzer builds the
+// StepGraph from the trace; this file knows nothing about traces.
+//
+// Usage:
+//   replay::StepGraph g = ...;                       // one step: host ops in call order, the GPU work they queued
+//   replay::Change c;
+//   c.remove_syncs = true;                           // "what if the step stopped waiting for the GPU mid-step"
+//   int64_t saved = replay::saving_ns(g, c);         // in the recorded step's time scale, never negative
+//   double pct = 100.0 * saved / g.recorded_ns;
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace inferscope::analyze::replay {
+
+enum class OpKind : uint8_t {
+  kLaunch,     // kernel/memset launch or async copy: host cost, queues its GPU work, never waits
+  kCopySync,   // blocking copy (cudaMemcpy, .item(), .cpu()): queues its copy, returns when that copy ended
+  kSync,       // cudaDeviceSynchronize / cudaStreamSynchronize / cudaEventSynchronize: waits for queued work
+  kAlloc,      // cudaMalloc & co: host cost only
+  kFree,       // cudaFree & co: host cost, and it synchronizes the device (waits for all queued work)
+  kOther       // any other CUDA call: host cost only
+};
+
+struct GpuWork {          // one kernel, memset or copy on the GPU
+  int64_t dur_ns = 0;     // as recorded
+  uint16_t stream = 0;
+  bool copy = false;      // a host<->device copy (for kPinCopies)
+  bool pageable = false;  // host side is pageable memory
+  uint64_t bytes = 0;
+};
+
+struct HostOp {                 // one CUDA call of the step's host thread, in call order
+  int64_t gap_before_ns = 0;    // host time outside CUDA calls since the previous op ended (or the step began)
+  int64_t dur_ns = 0;           // the call's recorded duration (for blocking ops it includes the wait)
+  int64_t wait_ns = 0;          // of dur_ns, the recorded time spent waiting for the GPU (0 for non-blocking
+                                // ops); dur_ns - wait_ns is the call's own cost
+  OpKind kind = OpKind::kOther;
+  int32_t sync_stream = -1;     // kSync on one stream: that stream; -1: the whole device
+  std::vector<uint32_t> work;   // indexes into StepGraph::gpu of the GPU work this call queued (launch order)
+};
+
+struct StepGraph {
+  std::vector<HostOp> host;
+  std::vector<GpuWork> gpu;
+  int64_t tail_ns = 0;          // host time after the last op until the step ended
+  int64_t gpu_busy_at_start_ns = 0;  // the GPU was still busy this long after the step began (previous step's work)
+  int64_t recorded_ns = 0;      // the step's recorded duration
+};
+
+struct Change {
+  bool remove_syncs = false;     // every kSync/kCopySync except the LAST blocking op of the step stops waiting
+                                 // (its copy is still queued; the value is read later); the last one still waits
+  bool collapse_launches = false;// CUDA graph: every kLaunch's host cost becomes 0, host gaps shorter than
+                                 // dispatch_gap_ns between two launches become 0, one graph launch of
+                                 // graph_launch_ns is paid at the first launch, kernels run back to back
+  int64_t graph_launch_ns = 0;
+  int64_t dispatch_gap_ns = 0;
+  bool remove_allocs = false;    // kAlloc/kFree cost nothing and do not synchronize (served from a cache)
+  bool pin_copies = false;       // pageable copies run at pinned_gbps (never slower than recorded) and their
+  double pinned_gbps = 0;        //   calls lose the staging cost beyond their wait
+  int64_t pinned_call_ns = 0;    //   (what such a call still costs on the host, at most its recorded own cost)
+  double host_gap_scale = 1.0;   // every host gap (and the tail) at least min_scaled_gap_ns long is multiplied by
+  int64_t min_scaled_gap_ns = 0; //   this (contention or a wait removed: < 1; host work moved off the path: 0)
+};
+
+/// Replays the step: host ops one after another (gap, then the call), GPU work in stream order, each piece
+/// ready when the call that queued it returns (kLaunch) — a stream runs its work in order, one piece at a time;
+/// the streams run concurrently. Blocking ops return at max(own cost end, completion of what they wait for).
+/// Returns the modelled step duration: max(host end incl. tail, end of the GPU work queued in the step).
+///
+/// Details the comment above leaves open: a kCopySync pays its own cost first and then queues its copy (ready at
+/// own cost end); every stream is busy until gpu_busy_at_start_ns; a kCopySync that queued no work waits for
+/// the whole device; GPU work queued by no op (or queued a second time) is not replayed; indexes out of range
+/// are ignored; negative durations and gaps count as 0, a wait above the call's duration as the duration.
+int64_t simulate(const StepGraph& g, const Change& c = {});
+
+/// Estimated saving of `c` for this step in ns: (simulate(g) - simulate(g, c)) scaled by
+/// recorded_ns / simulate(g) so a model that is off by a factor on the whole step is off by the same factor on
+/// the saving (0 when simulate(g) is 0). Never negative. recorded_ns <= 0 (unknown) leaves the difference
+/// unscaled.
+int64_t saving_ns(const StepGraph& g, const Change& c);
+
+}  // namespace inferscope::analyze::replay
