@@ -63,6 +63,7 @@ struct Config {
   std::string report;                         ///< report: write this report at exit (.md, .html or .json)
   std::string step;                           ///< step: name of the step range ("" = detect)
   double launch_bound_max_kernel_us = 20.0;   ///< launch_bound_max_kernel_us: "short kernel" (0.1..1e6)
+  std::string skip_steps = "auto";            ///< skip_steps: leading warm-up steps to leave out ("auto" = detect)
 };
 
 /// The file name used when Config::output is empty: "inferscope-<pid>.iscope".

@@ -13,8 +13,11 @@
 namespace inferscope::analyze {
 
 /// Bottleneck categories, exactly as DESIGN.md decision 8 names them (the JSON uses these strings).
+/// `wait` (the step thread blocked by its own choice: sleep, I/O, a queue), `warmup` and `slow_steps`
+/// (informational: never primary) come after them.
 inline constexpr const char* kCategories[] = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound",
-                                              "gpu_bound", "memory_alloc", "cpu_contention", "pcie_saturation"};
+                                              "gpu_bound", "memory_alloc", "cpu_contention", "pcie_saturation",
+                                              "wait", "warmup", "slow_steps"};
 
 /// An example interval from this trace that supports a finding.
 struct TimeSpan {
@@ -26,7 +29,9 @@ struct TimeSpan {
 struct Suggestion {
   std::string action;    ///< concrete: "Move the tokenizer out of the step into a prefetch thread"
   std::string priority;  ///< "high" | "medium" | "low"
-  double impact_ms = 0;  ///< estimated saving per step
+  double impact_ms = 0;  ///< estimated saving per step (what-if replay); 0 when not estimated
+  bool estimated = false;  ///< impact_ms comes from a model of the step; false: "not estimated"
+  std::string model;     ///< how it was estimated, e.g. "replay: syncs removed" (empty when not estimated)
 };
 
 struct Finding {
@@ -35,6 +40,7 @@ struct Finding {
   double confidence = 0;  ///< [0, 1]
   bool uncertain = false; ///< confidence below the threshold: shown, marked, never hidden
   bool primary = false;   ///< the finding with the largest impact
+  bool informational = false;  ///< describes the run (warm-up, slow steps), never ranked as primary
   double impact_ms = 0;   ///< estimated time per step this bottleneck costs
   double impact_pct = 0;  ///< impact_ms / mean step time * 100
   std::vector<std::string> evidence;       ///< sentences with numbers from this trace
@@ -57,6 +63,10 @@ struct Breakdown {
   double gpu_idle_waiting_on_host_ms = 0;
   double gpu_idle_gaps_between_kernels_ms = 0;
   double gpu_idle_waiting_on_sync_ms = 0;
+  double gpu_idle_in_memory_ms = 0;   ///< in allocation/free calls and the refill after a cudaFree
+  /// gpu_idle_waiting_on_host_ms split by the step thread's state (system counters); they add up to it.
+  double host_running_ms = 0, host_contention_ms = 0, host_waiting_ms = 0;
+  bool host_state_measured = false;   ///< the split comes from counters (false: all of it counts as running)
 };
 
 struct StepInstance {
@@ -68,7 +78,14 @@ struct StepInstance {
 struct StepStats {
   std::string name;       ///< the step range or scope
   bool detected = false;  ///< found automatically (no --step)
-  uint64_t count = 0;
+  uint64_t count = 0;     ///< steady steps: what the statistics below cover
+  uint64_t total = 0;     ///< every step found, warm-up included
+  uint64_t warmup = 0;    ///< leading steps left out as warm-up
+  bool warmup_user = false;  ///< the warm-up count came from --skip-steps / skip_steps
+  std::string warmup_reason;
+  uint64_t typical = 0;   ///< steady steps that are not slow outliers: what the breakdown and impacts describe
+  double outlier_bound_ms = 0;
+  std::vector<StepInstance> outliers;  ///< steady steps slower than outlier_bound_ms, in time order (at most 20)
   double mean_ms = 0, p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, min_ms = 0;
   std::vector<StepInstance> slowest;  ///< slowest first, at most 5
 };
@@ -185,7 +202,7 @@ struct Analysis {
   std::string source_format;                     ///< "dump" | "json"
   std::map<std::string, std::string> process;    ///< pid, cmdline, hostname, gpu.* ...
   double trace_ms = 0;                           ///< first to last event
-  double end_to_end_ms = 0;                      ///< mean step time (trace time when there are no steps)
+  double end_to_end_ms = 0;                      ///< median steady step (trace time when there are no steps)
   StepStats steps;
   Breakdown breakdown;
   std::vector<Finding> findings;                 ///< ranked by impact, primary first

@@ -13,7 +13,13 @@
 // file order, so the analysis is the same for any W (docs/analysis.md section 9; test_analyze_threads).
 #include "analyze/analyzer.hpp"
 
+#include "analyze/aggregate.hpp"
+#include "analyze/host_state.hpp"
+#include "analyze/idle_attribution.hpp"
 #include "analyze/model.hpp"
+#include "analyze/rules/rule.hpp"
+#include "analyze/step_policy.hpp"
+#include "analyze/what_if.hpp"
 #include "analyze/summary.hpp"
 #include "dump/clock_model.hpp"
 
@@ -40,9 +46,10 @@
 
 namespace inferscope::analyze {
 
-std::vector<Finding> run_rules(const Analysis& a, const detail::Model& m);  // rules.cpp
 
 using detail::ApiOp;
+using detail::IdleCauses;
+using detail::attribute_idle_gap;
 using detail::GpuOp;
 using detail::Model;
 using detail::Span;
@@ -336,6 +343,49 @@ int64_t overlap(const std::vector<Span>& list, size_t& i, int64_t a, int64_t b) 
   for (size_t j = i; j < list.size() && list[j].start < b; ++j)
     t += std::max<int64_t>(0, std::min(b, list[j].end) - std::max(a, list[j].start));
   return t;
+}
+
+// Steps that pay a one-time cost: the one holding the step thread's first CUDA call (it creates the context).
+template <class Calls>
+std::vector<bool> one_time_cost_steps(const std::vector<Cand>& steps, const Calls& apis, uint32_t thread) {
+  std::vector<bool> out(steps.size(), false);
+  int64_t first = std::numeric_limits<int64_t>::max();
+  for (const ApiOp& x : apis)
+    if (x.thread == std::min<uint32_t>(thread, 0xffff)) first = std::min(first, x.start);
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (first >= steps[i].start && first < steps[i].end) out[i] = true;
+  return out;
+}
+
+// A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
+// system time; schedstat's run-queue wait beside it.
+template <class Name>
+detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counters, uint32_t thread, const Name& name_of) {
+  std::map<uint32_t, detail::CumulativeSeries> sched, times;
+  detail::ThreadCounters out;
+  for (const CounterSample& c : counters) {
+    if (c.scope != uint8_t(CounterScope::kThread) || c.target != thread) continue;
+    const std::string& n = name_of(c.name);
+    bool schedstat = false;
+    if (detail::is_runnable_counter(n)) out.runnable.points.emplace_back(c.ts, c.v);
+    else if (detail::is_on_cpu_counter(n, schedstat)) (schedstat ? sched : times)[c.name].points.emplace_back(c.ts, c.v);
+  }
+  auto by_time = [](auto& x, auto& y) { return x.first < y.first; };
+  for (auto& [k, v] : sched.empty() ? times : sched) {
+    std::stable_sort(v.points.begin(), v.points.end(), by_time);
+    out.on_cpu.push_back(std::move(v));
+  }
+  std::stable_sort(out.runnable.points.begin(), out.runnable.points.end(), by_time);
+  return out;
+}
+
+// The whole trace as one step: its statistics are that one duration.
+void fill_whole_trace_stats(StepStats& st, double dur_ns) {
+  st.count = 0;
+  st.total = 0;
+  st.typical = 1;
+  st.mean_ms = st.p50_ms = st.p90_ms = st.p99_ms = st.max_ms = st.min_ms = dur_ns / 1e6;
+  st.warmup_reason = "no steps: the whole trace is analysed as one";
 }
 
 double percentile_sorted(const std::vector<double>& v, double q) {
@@ -1122,34 +1172,28 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     auto it = r.threads().find(step_thread);
     m.step_thread_name = it != r.threads().end() && !it->second.name.empty() ? it->second.name : "thread " + std::to_string(step_thread);
   }
-  std::vector<double> durs;
-  for (auto& c : steps) durs.push_back(double(c.end - c.start));
-  {
-    std::vector<double> sorted = durs;
-    std::sort(sorted.begin(), sorted.end());
-    a.steps.count = whole ? 0 : steps.size();
-    double sum = std::accumulate(sorted.begin(), sorted.end(), 0.0);
-    a.steps.mean_ms = ms(sum / double(sorted.size()));
-    a.steps.p50_ms = ms(percentile_sorted(sorted, 0.5));
-    a.steps.p90_ms = ms(percentile_sorted(sorted, 0.9));
-    a.steps.p99_ms = ms(percentile_sorted(sorted, 0.99));
-    a.steps.max_ms = ms(sorted.back());
-    a.steps.min_ms = ms(sorted.front());
-    std::vector<size_t> idx(steps.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return durs[x] > durs[y]; });
-    if (!whole)
-      for (size_t k = 0; k < idx.size() && k < 5; ++k)
-        a.steps.slowest.push_back({uint32_t(idx[k]), rel(steps[idx[k]].start), ms(durs[idx[k]])});
-    a.end_to_end_ms = a.steps.mean_ms;
-    m.step_mean_ns = sum / double(sorted.size());
+  std::vector<double> durs, starts_ms;
+  for (auto& c : steps) {
+    durs.push_back(double(c.end - c.start));
+    starts_ms.push_back(rel(c.start));
   }
-  // Representative step: closest to the median.
-  size_t rep = 0;
+  // Step policy: warm-up (asked for, or detected) apart from the steady steps; the statistics, the breakdown
+  // and the rules describe the steady state.
   {
-    double med = percentile_sorted([&] { auto s = durs; std::sort(s.begin(), s.end()); return s; }(), 0.5);
+    StepPolicyInput in{durs, one_time_cost_steps(steps, apis, step_thread)};
+    m.selection = whole ? StepSelection{0, {true}, {}, durs.front(), 0, false, "the whole trace is one step"}
+                        : select_steps(in, {opt.skip_steps});
+    if (whole) a.steps.total = 0;
+    else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
+    if (whole) fill_whole_trace_stats(a.steps, durs.front());
+    a.end_to_end_ms = a.steps.p50_ms;
+  }
+  // Representative step: the steady step closest to the median.
+  size_t rep = m.selection.warmup;
+  {
+    const double med = m.selection.steady_median_ns;
     double bestd = 1e300;
-    for (size_t i = 0; i < durs.size(); ++i)
+    for (size_t i = m.selection.warmup; i < durs.size(); ++i)
       if (std::fabs(durs[i] - med) < bestd) { bestd = std::fabs(durs[i] - med); rep = i; }
   }
   const int64_t rep_s = steps[rep].start, rep_e = steps[rep].end;
@@ -1385,7 +1429,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   struct CpuSpan { uint32_t thread; int64_t s, e; uint32_t depth; std::string label; const char* cat; };
   std::vector<CpuSpan> rep_cpu;
   std::map<uint32_t, double> other_py_busy;  // other threads' outermost Python time during the steps span
-  const int64_t steps_s = steps.front().start, steps_e = steps.back().end;
+  const int64_t steps_s = steps[m.selection.warmup].start, steps_e = steps.back().end;  // the steady steps
   {
     struct Part2 {
       size_t begin = 0, end = 0;
@@ -1415,6 +1459,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
         if (thread == step_thread) {
           long st = step_of(s, e, P.hint);
+          if (st >= 0 && !m.selection.steady[size_t(st)]) st = -1;  // warm-up: reported apart
           bool is_step_itself = st >= 0 && s == steps[st].start && e == steps[st].end;
           const uint32_t target = range ? (rec.name < nstr ? rec.name : 0) : rec.name;
           const bool counted = st >= 0 && !is_step_itself && (range || rec.name < hot_py.size());
@@ -1473,6 +1518,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   std::sort(m.hot_host.begin(), m.hot_host.end(),
             [](auto& x, auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
   if (m.hot_host.size() > 10) m.hot_host.resize(10);
+  for (auto& [label, ns] : m.hot_host) ns /= double(std::max<uint64_t>(1, a.steps.count));  // per steady step
   if (prog.on) std::fprintf(stderr, "iscope-analyze: measuring %zu steps\n", steps.size());
 
   phase("pass 2");
@@ -1629,7 +1675,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         double len = double(gb - ga);
         double sync = 0, fw = 0, alloc = 0;
         while (Z.gap_cursor < sapi.size() && sapi[Z.gap_cursor]->end() <= ga) ++Z.gap_cursor;
-        const ApiOp* at = Z.gap_cursor < sapi.size() && sapi[Z.gap_cursor]->start <= ga ? sapi[Z.gap_cursor] : nullptr;
         for (auto it = sapi.begin() + Z.gap_cursor; it != sapi.end() && (*it)->start < gb; ++it) {
           double d = double(std::min(gb, (*it)->end()) - std::max(ga, (*it)->start));
           if (d <= 0) continue;
@@ -1647,19 +1692,15 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         sm.cpu += host;
         sm.idle += rest - host;
         sm.alloc_idle += alloc;
-        bool between = any && g > 0 && gb < E;
-        if (g == 0 && ga > S) between = true;  // busy work carried in from the previous step
-        if (at && (at->kind == detail::kSync || at->kind == detail::kCopySync)) {
-          sm.idle_sync += len;
-          if (len > double(sm.worst_sync_gap.end - sm.worst_sync_gap.start)) sm.worst_sync_gap = {ga, gb, uint32_t(i)};
-        } else if ((at && (at->kind == detail::kLaunch || at->kind == detail::kCopyAsync || at->kind == detail::kOtherApi)) ||
-                   (between && gb - ga < kBetweenKernelsGapNs)) {
-          sm.idle_gaps += len;
-          ++sm.gaps_between;
-        } else {
-          sm.idle_host += len;
-          if (len > double(sm.worst_host_gap.end - sm.worst_host_gap.start)) sm.worst_host_gap = {ga, gb, uint32_t(i)};
-        }
+        IdleCauses causes = attribute_idle_gap(sapi, Z.gap_cursor, ga, gb, kBetweenKernelsGapNs);
+        sm.idle_host += causes.host;
+        sm.idle_gaps += causes.launch;
+        sm.idle_sync += causes.sync;
+        sm.idle_memory += causes.memory;
+        if (causes.launch > 0) ++sm.gaps_between;
+        if (causes.sync > 0 && len > double(sm.worst_sync_gap.end - sm.worst_sync_gap.start)) sm.worst_sync_gap = {ga, gb, uint32_t(i)};
+        const Span& lh = causes.longest_host;
+        if (lh.end - lh.start > sm.worst_host_gap.end - sm.worst_host_gap.start) sm.worst_host_gap = {lh.start, lh.end, uint32_t(i)};
       }
       Z.steps.push_back(sm);
     }
@@ -1681,28 +1722,9 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
 
   phase("per-step sweep");
-  // ---------------------------------------------------------------- breakdown (mean step)
-  {
-    Breakdown& b = a.breakdown;
-    const double n = double(m.steps.size());
-    for (auto& s : m.steps) {
-      b.step_ms += ms(double(s.dur)) / n;
-      b.cpu_preprocessing_ms += ms(s.cpu) / n;
-      b.h2d_ms += ms(s.h2d) / n;
-      b.gpu_compute_ms += ms(s.compute) / n;
-      b.d2h_ms += ms(s.d2h) / n;
-      b.sync_wait_ms += ms(s.sync_wait) / n;
-      b.framework_overhead_ms += ms(s.framework) / n;
-      b.idle_ms += ms(s.idle) / n;
-      b.gpu_idle_waiting_on_host_ms += ms(s.idle_host) / n;
-      b.gpu_idle_gaps_between_kernels_ms += ms(s.idle_gaps) / n;
-      b.gpu_idle_waiting_on_sync_ms += ms(s.idle_sync) / n;
-    }
-    b.gpu_utilization = b.step_ms > 0 ? (b.gpu_compute_ms + b.h2d_ms + b.d2h_ms) / b.step_ms : 0;
-  }
+  // ---------------------------------------------------------------- breakdown: see after the counters
   m.median_kernel_ns = kernel_stats.percentile(0.5);
   m.short_kernel_ns = opt.launch_bound_max_kernel_us * 1e3;
-  m.kernels_per_step = double(kernel_stats.count()) / double(m.steps.size());
   if (!kernels_by_launcher.empty())
     m.top_kernel_launcher = labels[std::max_element(kernels_by_launcher.begin(), kernels_by_launcher.end()) - kernels_by_launcher.begin()];
   auto top_of = [](const std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>>& mm,
@@ -1745,6 +1767,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
                     "link from NVML)";
     }
   }
+
+  m.pinned_gbps = m.peak_h2d_gbps;  // what the what-if of pinned copies assumes they reach
 
   // ---------------------------------------------------------------- counters: CPU time, switches, memory
   {
@@ -1789,17 +1813,37 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     }
     double inv = 0;
     for (auto& [k, f] : inv_fl) inv += f.v1 - f.v0;
-    m.involuntary_per_step = inv / double(m.steps.size());
+    const double steady_steps = double(std::max<uint64_t>(1, a.steps.count));
+    m.involuntary_per_step = inv / steady_steps;
     for (auto& [k, f] : rss_fl) m.rss_growth_bytes += f.v1 - f.v0;
     double flt = 0;
     for (auto& [k, f] : flt_fl) flt += f.v1 - f.v0;
-    m.faults_per_step = flt / double(m.steps.size());
+    m.faults_per_step = flt / steady_steps;
     double span = double(std::max<int64_t>(1, steps_e - steps_s));
     for (auto& [t, busy] : other_py_busy) {
       double share = busy / span;
       if (share > 0.2) ++m.other_busy_python_threads;
       m.other_python_busy_share = std::max(m.other_python_busy_share, share);
     }
+    // The step thread's state while the GPU waited on it: running, contention or a wait of its own.
+    auto series_of = [&](uint32_t thread) { return thread_counters(counters, thread, cname); };
+    std::vector<detail::ThreadCounters> others;
+    for (auto& [t, busy] : other_py_busy) {
+      others.push_back(series_of(t));
+      others.back().python = true;
+      others.back().frame_share = busy / span;
+    }
+    const bool step_python = step_thread < ts.size() && ts[step_thread].py_calls > 0;
+    detail::split_idle_host(m.steps, series_of(step_thread), others, step_python);
+  }
+
+  // ---------------------------------------------------------------- the typical step
+  m.typical = detail::typical_step(m.steps, detail::typical_indexes(m.selection));
+  a.breakdown = detail::breakdown_of(m.typical);
+  m.kernels_per_step = m.typical.kernels;
+  {  // What-if: graphs of up to 64 typical steps (a median over 64 is stable to a sixth of the step-to-step spread).
+    detail::GraphSource src{&sapi, gpu.empty() ? nullptr : &gpu[0], gpu.size(), gpu_max_dur, launch_of};
+    m.graphs = detail::build_step_graphs(src, m.steps, detail::typical_indexes(m.selection), 64);
   }
 
   phase("counters");
@@ -2084,7 +2128,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   }
 
   phase("timeline");
-  a.findings = run_rules(a, m);
+  a.findings = rules::run_all(a, m);
   if (prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
   (void)marks;
   return a;

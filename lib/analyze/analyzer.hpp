@@ -22,6 +22,7 @@ struct AnalyzeOptions {
   bool progress = false;         ///< progress lines on stderr
   size_t max_timeline_spans = 5000;
   double launch_bound_max_kernel_us = 20.0;  ///< kernels shorter than this are "short" (Config key of that name)
+  int skip_steps = -1;  ///< leading steps left out as warm-up; -1: detect (Config key skip_steps, "auto")
   /// Worker threads; 0: INFERSCOPE_ANALYZE_THREADS, else the hardware threads (capped at 32). The analysis is
   /// the same whatever the number.
   unsigned threads = 0;

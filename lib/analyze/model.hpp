@@ -5,6 +5,8 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
+#include "analyze/replay.hpp"
+#include "analyze/step_policy.hpp"
 #include "analyze/summary.hpp"
 
 #include <cstdint>
@@ -54,8 +56,13 @@ struct Span {
 struct StepMetrics {
   int64_t start = 0, dur = 0;
   double compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
-  double idle_host = 0, idle_gaps = 0, idle_sync = 0;  ///< GPU idle split (whole gaps by their cause)
-  double alloc_idle = 0;   ///< GPU idle while the step thread was in an allocation/free call
+  /// GPU idle, one cause per instant (idle_attribution.hpp): host code, launch path, syncs and their refill,
+  /// allocations/frees and their refill. They add up to the step minus the GPU-busy parts.
+  double idle_host = 0, idle_gaps = 0, idle_sync = 0, idle_memory = 0;
+  /// idle_host split by the step thread's state (host_state.hpp); running + contention + wait = idle_host.
+  double host_running = 0, host_contention = 0, host_gil = 0, host_wait = 0;
+  bool host_state_measured = false;
+  double alloc_idle = 0;   ///< GPU idle while the step thread was inside an allocation/free call
   double host_out_api = 0; ///< step thread outside CUDA calls (wall)
   uint64_t kernels = 0, copies_h2d = 0, copies_d2h = 0, syncs = 0, allocs = 0, gaps_between = 0;
   double kernel_ns = 0, launch_api_ns = 0, sync_api_ns = 0, alloc_api_ns = 0;
@@ -63,10 +70,26 @@ struct StepMetrics {
   Span worst_host_gap, worst_sync_gap, worst_alloc;
 };
 
+/// StepMetrics averaged: every field in ns (times), a count or bytes per step.
+struct TypicalStep {
+  size_t steps = 0;  ///< how many steps the mean covers
+  double dur = 0, compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
+  double idle_host = 0, idle_gaps = 0, idle_sync = 0, idle_memory = 0;
+  double host_running = 0, host_contention = 0, host_gil = 0, host_wait = 0;
+  double alloc_idle = 0, host_out_api = 0;
+  double kernels = 0, copies_h2d = 0, copies_d2h = 0, syncs = 0, allocs = 0;
+  double kernel_ns = 0, launch_api_ns = 0, sync_api_ns = 0, alloc_api_ns = 0;
+  double h2d_bytes = 0, d2h_bytes = 0, h2d_pageable_bytes = 0, d2h_pageable_bytes = 0;
+  bool host_state_measured = false;  ///< every covered step had counters for the host-state split
+};
+
 /// Everything the rules need beyond the Analysis tables.
 struct Model {
-  double step_mean_ns = 0;
-  std::vector<StepMetrics> steps;
+  std::vector<StepMetrics> steps;  ///< every step, warm-up included
+  StepSelection selection;         ///< which of them are warm-up, steady, slow outliers
+  TypicalStep typical;             ///< the mean over the steady steps that are not outliers (aggregate.hpp)
+  std::vector<replay::StepGraph> graphs;  ///< sampled typical steps for the what-if savings (what_if.hpp)
+  double pinned_gbps = 0;          ///< what a pinned copy reaches on this link (the practical PCIe peak)
   bool host_frames = false;  ///< the step thread has nested ranges or Python frames (host work is visible)
   // hot host work inside steps on the step thread: self ns by label, descending
   std::vector<std::pair<std::string, double>> hot_host;

@@ -75,6 +75,13 @@ std::string check_report(std::string_view value) {
   return "'" + std::string(value) + "' does not end in .md, .html or .json";
 }
 
+std::string check_skip_steps(std::string_view value) {
+  if (value == "auto") return "";
+  if (!value.empty() && value.size() <= 9 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return "";
+  return "'" + std::string(value) + "' is neither auto nor a step count";
+}
+
 // Designated initializers keep each row self-describing; the order is the order of the Config fields, which
 // is the order of `show`, `keys` and the docs. constexpr, not just const: the runtime resolves the
 // configuration from a shared-library constructor, which can run before this file's dynamic initializers, so
@@ -148,6 +155,9 @@ constexpr KeyDef kKeys[] = {
     {.key = "launch_bound_max_kernel_us", .section = "analysis", .member = &Config::launch_bound_max_kernel_us,
      .doc = "Kernels shorter than this count as short for the launch_bound finding (microseconds).",
      .min = 0.1, .max = 1e6},
+    {.key = "skip_steps", .section = "analysis", .member = &Config::skip_steps,
+     .doc = "Leading steps to leave out as warm-up; auto detects them (slow outliers, the first CUDA call).",
+     .check = check_skip_steps, .check_allowed = "auto, or a step count (0 keeps every step)"},
 };
 
 template <class T>

@@ -237,8 +237,11 @@ void write_findings(const Analysis& a, std::ostream& out) {
     if (f.primary) out << "<span class=\"badge primary\">primary</span>";
     out << "<span class=\"badge\">" << h(f.category) << "</span>";
     if (f.uncertain) out << "<span class=\"badge uncertain\">uncertain</span>";
-    out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << fmt(f.impact_ms, 3) << " ms</b> per step ("
-        << fmt(f.impact_pct, 1) << " % of the step)</p>\n";
+    if (f.informational)
+      out << "informational: describes the run, not a per-step cost</p>\n";
+    else
+      out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << fmt(f.impact_ms, 3) << " ms</b> per step ("
+          << fmt(f.impact_pct, 1) << " % of the step)</p>\n";
     if (!f.evidence.empty()) {
       out << "<p><b>Evidence</b></p><ul>";
       for (const auto& e : f.evidence) out << "<li>" << h(e) << "</li>";
@@ -263,7 +266,10 @@ void write_findings(const Analysis& a, std::ostream& out) {
       out << "<p><b>Suggestions</b></p><ol>";
       for (const auto& s : f.suggestions) {
         out << "<li><span class=\"badge\">" << h(s.priority) << "</span>" << h(s.action);
-        if (s.impact_ms > 0) out << " <span class=\"muted\">(saves about " << fmt(s.impact_ms, 3) << " ms per step)</span>";
+        if (s.estimated)
+          out << " <span class=\"muted\">(saves about " << fmt(s.impact_ms, 3) << " ms per step; " << h(s.model) << ")</span>";
+        else
+          out << " <span class=\"muted\">(saving not estimated)</span>";
         out << "</li>";
       }
       out << "</ol>\n";
@@ -361,7 +367,9 @@ void write_html(const Analysis& a, std::ostream& out) {
       << "<title>InferScope report: " << h(a.source) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
   out << "<header><h1>End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms</h1>\n<p class=\"muted\">";
   if (a.steps.count > 0)
-    out << "Mean of " << a.steps.count << " steps of <code>" << h(a.steps.name) << "</code>. ";
+    out << "Median of " << a.steps.count << " steady steps of <code>" << h(a.steps.name) << "</code> (mean "
+        << fmt(a.steps.mean_ms, 3) << ", p90 " << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
+        << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << "). ";
   else
     out << "Whole trace: no steps found. ";
   out << "Source <code>" << h(a.source) << "</code>";

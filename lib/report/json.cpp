@@ -29,6 +29,12 @@ json::object steps_json(const analyze::StepStats& s) {
   o["name"] = str(s.name);
   o["detected"] = s.detected;
   o["count"] = num(s.count);
+  o["total"] = num(s.total);
+  o["warmup"] = num(s.warmup);
+  o["warmup_user"] = s.warmup_user;
+  o["warmup_reason"] = str(s.warmup_reason);
+  o["typical"] = num(s.typical);
+  o["outlier_bound_ms"] = num(s.outlier_bound_ms);
   o["mean_ms"] = num(s.mean_ms);
   o["p50_ms"] = num(s.p50_ms);
   o["p90_ms"] = num(s.p90_ms);
@@ -44,6 +50,15 @@ json::object steps_json(const analyze::StepStats& s) {
     slowest.push_back(std::move(x));
   }
   o["slowest"] = std::move(slowest);
+  json::array outliers;
+  for (const auto& st : s.outliers) {
+    json::object x;
+    x["index"] = num(uint64_t(st.index));
+    x["start_ms"] = num(st.start_ms);
+    x["duration_ms"] = num(st.duration_ms);
+    outliers.push_back(std::move(x));
+  }
+  o["outliers"] = std::move(outliers);
   return o;
 }
 
@@ -61,6 +76,11 @@ json::object breakdown_json(const analyze::Breakdown& b) {
   o["gpu_idle_waiting_on_host_ms"] = num(b.gpu_idle_waiting_on_host_ms);
   o["gpu_idle_gaps_between_kernels_ms"] = num(b.gpu_idle_gaps_between_kernels_ms);
   o["gpu_idle_waiting_on_sync_ms"] = num(b.gpu_idle_waiting_on_sync_ms);
+  o["gpu_idle_in_memory_ms"] = num(b.gpu_idle_in_memory_ms);
+  o["host_running_ms"] = num(b.host_running_ms);
+  o["host_contention_ms"] = num(b.host_contention_ms);
+  o["host_waiting_ms"] = num(b.host_waiting_ms);
+  o["host_state_measured"] = b.host_state_measured;
   return o;
 }
 
@@ -71,6 +91,7 @@ json::object finding_json(const analyze::Finding& f) {
   o["confidence"] = num(f.confidence);
   o["uncertain"] = f.uncertain;
   o["primary"] = f.primary;
+  o["informational"] = f.informational;
   json::object impact;
   impact["ms"] = num(f.impact_ms);
   impact["pct"] = num(f.impact_pct);
@@ -95,7 +116,9 @@ json::object finding_json(const analyze::Finding& f) {
     json::object e;
     e["action"] = str(s.action);
     e["priority"] = str(s.priority);
-    e["impact_ms"] = num(s.impact_ms);
+    e["impact_ms"] = s.estimated ? num(s.impact_ms) : json::value(nullptr);  // null: not estimated
+    e["estimated"] = s.estimated;
+    e["model"] = str(s.model);
     suggestions.push_back(std::move(e));
   }
   o["suggestions"] = std::move(suggestions);

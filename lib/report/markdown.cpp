@@ -43,8 +43,14 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   table(out, {"Component", "Time (ms)", "% of step"}, {false, true, true}, rows);
   out << "GPU utilization: " << fmt(b.gpu_utilization * 100.0, 1) << " % of the step. GPU idle "
       << fmt(b.gpu_idle_waiting_on_host_ms, 3) << " ms waiting on the host, "
-      << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms in gaps between kernels, "
-      << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms waiting on synchronizations.\n\n";
+      << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms while the host launched, "
+      << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms at synchronizations, "
+      << fmt(b.gpu_idle_in_memory_ms, 3) << " ms in allocations/frees (one cause per idle instant).";
+  if (b.host_state_measured)
+    out << " While the GPU waited on the host, the step thread ran " << fmt(b.host_running_ms, 3) << " ms, was held up by "
+        << "other threads (CPU or GIL) " << fmt(b.host_contention_ms, 3) << " ms and waited by its own choice (sleep, I/O, "
+        << "a queue) " << fmt(b.host_waiting_ms, 3) << " ms.";
+  out << "\n\n";
 }
 
 void write_steps(const Analysis& a, std::ostream& out) {
@@ -54,8 +60,10 @@ void write_steps(const Analysis& a, std::ostream& out) {
     out << "No steps found: the numbers above cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).\n\n";
     return;
   }
-  out << "Step: " << code(s.name) << (s.detected ? " (detected automatically)" : "") << ", " << s.count
-      << " steps.\n\n";
+  out << "Step: " << code(s.name) << (s.detected ? " (detected automatically)" : "") << ", " << s.total
+      << " steps: " << s.warmup << " warm-up, " << s.count << " steady (the statistics below), " << s.typical
+      << " typical (steady and not unusually slow: the breakdown and the impacts). Warm-up: "
+      << md_escape(s.warmup_reason) << ".\n\n";
   table(out, {"count", "mean (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "min (ms)"},
         {true, true, true, true, true, true, true},
         {{std::to_string(s.count), fmt(s.mean_ms, 3), fmt(s.p50_ms, 3), fmt(s.p90_ms, 3), fmt(s.p99_ms, 3),
@@ -67,6 +75,9 @@ void write_steps(const Analysis& a, std::ostream& out) {
       rows.push_back({std::to_string(st.index), fmt(st.start_ms, 3), fmt(st.duration_ms, 3)});
     table(out, {"step", "start (ms)", "duration (ms)"}, {true, true, true}, rows);
   }
+  if (!s.outliers.empty())
+    out << s.outliers.size() << " steady step(s) slower than " << fmt(s.outlier_bound_ms, 3)
+        << " ms (median + max(3 scaled MADs, 25 %)) are left out of the breakdown; see the slow_steps finding.\n\n";
 }
 
 void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
@@ -74,7 +85,8 @@ void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
   out << "- Category: " << md_code(f.category) << "\n";
   out << "- Confidence: " << fmt(f.confidence, 2) << (f.uncertain ? " (**uncertain**: shown for completeness)" : "")
       << "\n";
-  out << "- Impact: " << fmt(f.impact_ms, 3) << " ms per step (" << fmt(f.impact_pct, 1) << " % of the step)\n\n";
+  if (f.informational) out << "- Informational: describes the run, not a per-step cost\n\n";
+  else out << "- Impact: " << fmt(f.impact_ms, 3) << " ms per step (" << fmt(f.impact_pct, 1) << " % of the step)\n\n";
   if (!f.evidence.empty()) {
     out << "Evidence:\n\n";
     for (const auto& e : f.evidence) out << "- " << md_escape(e) << '\n';
@@ -100,7 +112,8 @@ void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
     size_t i = 1;
     for (const auto& s : f.suggestions) {
       out << i++ << ". **" << md_escape(s.priority) << "**: " << md_escape(s.action);
-      if (s.impact_ms > 0) out << " (saves about " << fmt(s.impact_ms, 3) << " ms per step)";
+      if (s.estimated) out << " (saves about " << fmt(s.impact_ms, 3) << " ms per step; " << md_escape(s.model) << ")";
+      else out << " (saving not estimated)";
       out << '\n';
     }
     out << '\n';
@@ -235,7 +248,9 @@ void write_tail(const Analysis& a, std::ostream& out) {
 void write_markdown(const Analysis& a, std::ostream& out) {
   out << "End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms";
   if (a.steps.count > 0)
-    out << " (mean of " << a.steps.count << " steps of " << code(a.steps.name) << ")";
+    out << " (median of " << a.steps.count << " steady steps of " << code(a.steps.name) << "; mean "
+        << fmt(a.steps.mean_ms, 3) << ", p90 " << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
+        << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << ")";
   else
     out << " (whole trace, no steps found)";
   out << "\n\n";

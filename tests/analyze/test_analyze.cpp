@@ -369,7 +369,11 @@ TEST_CASE("breakdown: overlapping streams and copies hidden under compute count 
   CHECK(b.sync_wait_ms + b.framework_overhead_ms + b.cpu_preprocessing_ms + b.idle_ms == doctest::Approx(2.0));
   CHECK(b.sync_wait_ms == doctest::Approx(0.92 + 0.1));      // 0.08..1 ms and 8..8.1 ms in the sync
   CHECK(b.framework_overhead_ms == doctest::Approx(0.04));   // four 10 us calls before it
-  CHECK(b.gpu_idle_waiting_on_sync_ms == doctest::Approx(1.0));  // the gap 8..9 ms began inside the sync
+  // One cause per idle instant: 0.08..1 ms and 8..8.1 ms inside the sync; 8.1..9 ms is host time (the host's
+  // next call is 1.9 ms later: real host work, not the sync's refill).
+  CHECK(b.gpu_idle_waiting_on_sync_ms == doctest::Approx(1.02));
+  CHECK(b.gpu_idle_waiting_on_host_ms == doctest::Approx(0.9));
+  CHECK(b.gpu_idle_gaps_between_kernels_ms == doctest::Approx(0.08));  // the launches and dispatch before the sync
 }
 
 TEST_CASE("breakdown: an activity running across many steps counts in each of them") {

@@ -29,6 +29,12 @@ inline analyze::Analysis sample_analysis(bool hostile = false) {
   a.steps.max_ms = 21.0;
   a.steps.min_ms = 11.8;
   a.steps.slowest = {{41, 520.5, 21.0}, {7, 95.25, 18.9}, {88, 1101.0, 15.2}};
+  a.steps.total = 103;
+  a.steps.warmup = 3;
+  a.steps.typical = 98;
+  a.steps.warmup_reason = "the first 3 step(s) were slower than median + max(3 scaled MADs, 25 %) of all steps";
+  a.steps.outlier_bound_ms = 15.1;
+  a.steps.outliers = {{7, 95.25, 18.9}, {41, 520.5, 21.0}};
 
   auto& b = a.breakdown;
   b.step_ms = 12.5;
@@ -56,7 +62,7 @@ inline analyze::Analysis sample_analysis(bool hostile = false) {
   f.metrics = {{"kernels_per_step", 412}, {"median_kernel_us", 9.1}, {"launch_api_us", 8.2}};
   f.examples = {{520.5, 524.7, "step 41: 128 kernels under 10 us while thread 'main' launched them" + evil}};
   f.suggestions = {{"Capture the decode step in a CUDA graph (torch.cuda.graphs / torch.compile mode=\"reduce-overhead\")",
-                    "high", 4.5},
+                    "high", 4.5, true, "replay: launches and the dispatch gaps between them replaced by one graph launch"},
                    {"Fuse elementwise ops (torch.compile) to cut the kernel count", "high", 3.0},
                    {"Increase the batch size so each kernel does more work", "medium", 2.0},
                    {"Move Python-side bookkeeping out of the step loop", "low", 0.5}};
@@ -72,7 +78,7 @@ inline analyze::Analysis sample_analysis(bool hostile = false) {
   s.evidence = {"cudaStreamSynchronize called once per step from generate(), 1.0 ms mean wait"};
   s.metrics = {{"syncs_per_step", 1}, {"mean_wait_ms", 1.0}};
   s.examples = {{95.25, 96.4, "step 7: host blocked 1.15 ms in cudaStreamSynchronize"}};
-  s.suggestions = {{"Replace .item() on the logits with an on-device argmax", "high", 0.8},
+  s.suggestions = {{"Replace .item() on the logits with an on-device argmax", "high", 0.8, true, "replay: syncs removed"},
                    {"Use non_blocking copies with pinned memory for the output", "medium", 0.3},
                    {"Synchronize once per batch of steps instead of each step", "low", 0.2}};
   a.findings.push_back(s);

@@ -54,7 +54,8 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(keys(b) == std::vector<std::string>{"step_ms", "cpu_preprocessing_ms", "h2d_ms", "gpu_compute_ms", "d2h_ms",
                                              "sync_wait_ms", "framework_overhead_ms", "idle_ms", "gpu_utilization",
                                              "gpu_idle_waiting_on_host_ms", "gpu_idle_gaps_between_kernels_ms",
-                                             "gpu_idle_waiting_on_sync_ms"});
+                                             "gpu_idle_waiting_on_sync_ms", "gpu_idle_in_memory_ms", "host_running_ms",
+                                             "host_contention_ms", "host_waiting_ms", "host_state_measured"});
   double sum = 0;
   for (const char* k : {"cpu_preprocessing_ms", "h2d_ms", "gpu_compute_ms", "d2h_ms", "sync_wait_ms",
                         "framework_overhead_ms", "idle_ms"})
@@ -64,8 +65,8 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   const auto& findings = root.at("findings").as_array();
   REQUIRE(findings.size() == 2);
   const auto& f = findings[0].as_object();
-  CHECK(keys(f) == std::vector<std::string>{"bottleneck_type", "title", "confidence", "uncertain", "primary", "impact",
-                                             "evidence", "metrics", "examples", "suggestions"});
+  CHECK(keys(f) == std::vector<std::string>{"bottleneck_type", "title", "confidence", "uncertain", "primary",
+                                             "informational", "impact", "evidence", "metrics", "examples", "suggestions"});
   CHECK(f.at("bottleneck_type").as_string() == "launch_bound");
   CHECK(f.at("primary").as_bool());
   CHECK_FALSE(f.at("uncertain").as_bool());
@@ -75,8 +76,13 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(f.at("examples").at(0).at("start_ms").as_double() == 520.5);
   const auto& sug = f.at("suggestions").as_array();
   REQUIRE(sug.size() >= 3);
-  CHECK(keys(sug[0].as_object()) == std::vector<std::string>{"action", "priority", "impact_ms"});
+  CHECK(keys(sug[0].as_object()) == std::vector<std::string>{"action", "priority", "impact_ms", "estimated", "model"});
   CHECK(sug[0].at("priority").as_string() == "high");
+  CHECK(sug[0].at("estimated").as_bool());
+  CHECK(sug[0].at("impact_ms").as_double() == 4.5);
+  // A saving without a model behind it is null, never a made-up number.
+  CHECK_FALSE(sug[1].at("estimated").as_bool());
+  CHECK(sug[1].at("impact_ms").is_null());
   CHECK(findings[1].at("uncertain").as_bool());
 
   const auto& t = root.at("tables").as_object();

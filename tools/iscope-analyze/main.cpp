@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
       ("json", "also write the JSON report here", cxxopts::value<std::string>())
       ("perfetto", "write a Chrome/Perfetto trace (dump input only)", cxxopts::value<std::string>())
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
+      ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
       ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
       ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality")
       ("findings", "print the findings digest (one line per finding) on stdout")
@@ -127,8 +128,10 @@ int main(int argc, char** argv) {
     if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
     if (args.count("launch-bound-max-kernel-us"))
       ro.flags.emplace_back("launch_bound_max_kernel_us", std::to_string(args["launch-bound-max-kernel-us"].as<double>()));
+    if (args.count("skip-steps")) ro.flags.emplace_back("skip_steps", args["skip-steps"].as<std::string>());
     const inferscope::Config cfg = inferscope::config::resolve(ro).config;
     o.step = cfg.step;
+    o.skip_steps = cfg.skip_steps == "auto" ? -1 : std::stoi(cfg.skip_steps);
     o.launch_bound_max_kernel_us = cfg.launch_bound_max_kernel_us;
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << "iscope-analyze: configuration error:\n" << e.what() << "\n";

@@ -1,0 +1,131 @@
+#include "analyze/aggregate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace inferscope::analyze::detail {
+namespace {
+
+double ms(double ns) { return ns / 1e6; }
+
+// Nearest rank on a sorted list.
+double percentile_sorted(const std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  size_t k = size_t(std::ceil(q * double(v.size())));
+  return v[std::min(v.size() - 1, k ? k - 1 : 0)];
+}
+
+double median_sorted(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+void add(TypicalStep& t, const StepMetrics& s) {
+  t.dur += double(s.dur);
+  t.compute += s.compute; t.h2d += s.h2d; t.d2h += s.d2h;
+  t.sync_wait += s.sync_wait; t.framework += s.framework; t.cpu += s.cpu; t.idle += s.idle;
+  t.idle_host += s.idle_host; t.idle_gaps += s.idle_gaps; t.idle_sync += s.idle_sync; t.idle_memory += s.idle_memory;
+  t.host_running += s.host_running; t.host_contention += s.host_contention; t.host_gil += s.host_gil;
+  t.host_wait += s.host_wait;
+  t.alloc_idle += s.alloc_idle; t.host_out_api += s.host_out_api;
+  t.kernels += double(s.kernels); t.copies_h2d += double(s.copies_h2d); t.copies_d2h += double(s.copies_d2h);
+  t.syncs += double(s.syncs); t.allocs += double(s.allocs);
+  t.kernel_ns += s.kernel_ns; t.launch_api_ns += s.launch_api_ns; t.sync_api_ns += s.sync_api_ns;
+  t.alloc_api_ns += s.alloc_api_ns;
+  t.h2d_bytes += double(s.h2d_bytes); t.d2h_bytes += double(s.d2h_bytes);
+  t.h2d_pageable_bytes += double(s.h2d_pageable_bytes); t.d2h_pageable_bytes += double(s.d2h_pageable_bytes);
+}
+
+void scale(TypicalStep& t, double k) {
+  for (double* f : {&t.dur, &t.compute, &t.h2d, &t.d2h, &t.sync_wait, &t.framework, &t.cpu, &t.idle, &t.idle_host,
+                    &t.idle_gaps, &t.idle_sync, &t.idle_memory, &t.host_running, &t.host_contention, &t.host_gil,
+                    &t.host_wait, &t.alloc_idle, &t.host_out_api, &t.kernels, &t.copies_h2d, &t.copies_d2h, &t.syncs,
+                    &t.allocs, &t.kernel_ns, &t.launch_api_ns, &t.sync_api_ns, &t.alloc_api_ns, &t.h2d_bytes,
+                    &t.d2h_bytes, &t.h2d_pageable_bytes, &t.d2h_pageable_bytes})
+    *f *= k;
+}
+
+}  // namespace
+
+std::vector<size_t> typical_indexes(const StepSelection& sel) {
+  std::vector<size_t> out;
+  size_t o = 0;
+  for (size_t i = 0; i < sel.steady.size(); ++i) {
+    while (o < sel.outliers.size() && sel.outliers[o] < i) ++o;
+    if (sel.steady[i] && !(o < sel.outliers.size() && sel.outliers[o] == i)) out.push_back(i);
+  }
+  if (out.empty())
+    for (size_t i = 0; i < sel.steady.size(); ++i)
+      if (sel.steady[i]) out.push_back(i);
+  return out;
+}
+
+TypicalStep typical_step(const std::vector<StepMetrics>& steps, const std::vector<size_t>& which) {
+  TypicalStep t;
+  t.host_state_measured = !which.empty();
+  for (size_t i : which) {
+    if (i >= steps.size()) continue;
+    add(t, steps[i]);
+    t.host_state_measured &= steps[i].host_state_measured;
+    ++t.steps;
+  }
+  if (t.steps) scale(t, 1.0 / double(t.steps));
+  return t;
+}
+
+Breakdown breakdown_of(const TypicalStep& t) {
+  Breakdown b;
+  b.step_ms = ms(t.dur);
+  b.cpu_preprocessing_ms = ms(t.cpu);
+  b.h2d_ms = ms(t.h2d);
+  b.gpu_compute_ms = ms(t.compute);
+  b.d2h_ms = ms(t.d2h);
+  b.sync_wait_ms = ms(t.sync_wait);
+  b.framework_overhead_ms = ms(t.framework);
+  b.idle_ms = ms(t.idle);
+  b.gpu_idle_waiting_on_host_ms = ms(t.idle_host);
+  b.gpu_idle_gaps_between_kernels_ms = ms(t.idle_gaps);
+  b.gpu_idle_waiting_on_sync_ms = ms(t.idle_sync);
+  b.gpu_idle_in_memory_ms = ms(t.idle_memory);
+  b.host_running_ms = ms(t.host_running);
+  b.host_contention_ms = ms(t.host_contention);
+  b.host_waiting_ms = ms(t.host_wait);
+  b.host_state_measured = t.host_state_measured;
+  b.gpu_utilization = t.dur > 0 ? (t.compute + t.h2d + t.d2h) / t.dur : 0;
+  return b;
+}
+
+void fill_step_stats(StepStats& st, const std::vector<double>& durs, const StepSelection& sel,
+                     const std::vector<double>& starts_ms) {
+  std::vector<size_t> steady;
+  for (size_t i = 0; i < durs.size(); ++i)
+    if (i < sel.steady.size() && sel.steady[i]) steady.push_back(i);
+  std::vector<double> sorted;
+  for (size_t i : steady) sorted.push_back(durs[i]);
+  std::sort(sorted.begin(), sorted.end());
+  st.total = durs.size();
+  st.warmup = sel.warmup;
+  st.warmup_user = sel.user_skipped;
+  st.warmup_reason = sel.reason;
+  st.count = steady.size();
+  st.typical = typical_indexes(sel).size();
+  if (sorted.empty()) return;
+  st.mean_ms = ms(std::accumulate(sorted.begin(), sorted.end(), 0.0) / double(sorted.size()));
+  st.p50_ms = ms(median_sorted(sorted));
+  st.p90_ms = ms(percentile_sorted(sorted, 0.9));
+  st.p99_ms = ms(percentile_sorted(sorted, 0.99));
+  st.min_ms = ms(sorted.front());
+  st.max_ms = ms(sorted.back());
+  st.outlier_bound_ms = ms(sel.outlier_bound_ns);
+  for (size_t i : sel.outliers) {
+    if (st.outliers.size() >= 20) break;
+    st.outliers.push_back({uint32_t(i), starts_ms[i], ms(durs[i])});
+  }
+  std::stable_sort(steady.begin(), steady.end(), [&](size_t x, size_t y) { return durs[x] > durs[y]; });
+  for (size_t k = 0; k < steady.size() && k < 5; ++k)
+    st.slowest.push_back({uint32_t(steady[k]), starts_ms[steady[k]], ms(durs[steady[k]])});
+}
+
+}  // namespace inferscope::analyze::detail

@@ -1,0 +1,82 @@
+#include "analyze/host_state.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze::detail {
+
+double CumulativeSeries::at(int64_t t) const {
+  if (points.empty()) return 0;
+  if (t <= points.front().first) return points.front().second;
+  if (t >= points.back().first) return points.back().second;
+  auto it = std::upper_bound(points.begin(), points.end(), t, [](int64_t v, const auto& p) { return v < p.first; });
+  const auto& [t1, v1] = *it;
+  const auto& [t0, v0] = *(it - 1);
+  return t1 > t0 ? v0 + (v1 - v0) * double(t - t0) / double(t1 - t0) : v1;
+}
+
+double ThreadCounters::on_cpu_delta(int64_t a, int64_t b) const {
+  double d = 0;
+  for (const auto& s : on_cpu) d += s.delta(a, b);
+  return d;
+}
+
+bool ThreadCounters::has_on_cpu() const {
+  return std::any_of(on_cpu.begin(), on_cpu.end(), [](const CumulativeSeries& s) { return s.points.size() >= 2; });
+}
+
+namespace {
+
+// Share of [s, e) other Python threads spent on a CPU (counters), else in Python frames (no counters).
+double others_running_share(int64_t s, int64_t e, const std::vector<ThreadCounters>& others) {
+  double share = 0;
+  for (const auto& o : others) {
+    if (!o.python) continue;
+    const bool counted = std::any_of(o.on_cpu.begin(), o.on_cpu.end(), [&](const auto& x) { return x.covers(s, e); });
+    share += counted ? o.on_cpu_delta(s, e) / double(e - s) : o.frame_share;
+  }
+  return std::clamp(share, 0.0, 1.0);
+}
+
+}  // namespace
+
+HostShares host_shares(int64_t s, int64_t e, double host_ns, const ThreadCounters& st,
+                       const std::vector<ThreadCounters>& others, bool step_thread_python) {
+  HostShares h;
+  const bool covered = std::any_of(st.on_cpu.begin(), st.on_cpu.end(), [&](const auto& x) { return x.covers(s, e); });
+  if (e <= s || host_ns <= 0 || !covered) return h;
+  const double wall = double(e - s);
+  const double on_cpu = std::clamp(st.on_cpu_delta(s, e), 0.0, wall);
+  const double runq = std::clamp(st.runnable.delta(s, e), 0.0, wall - on_cpu);
+  const double off_blocked = std::max(0.0, wall - on_cpu - runq);
+  h.measured = true;
+  h.runnable = std::min(1.0, runq / host_ns);
+  const double blocked = std::min(1.0 - h.runnable, off_blocked / host_ns);
+  const double gil_share = step_thread_python ? others_running_share(s, e, others) : 0;
+  h.gil = blocked * gil_share;
+  h.blocked = blocked - h.gil;
+  h.running = std::max(0.0, 1.0 - h.runnable - h.gil - h.blocked);
+  return h;
+}
+
+void split_idle_host(std::vector<StepMetrics>& steps, const ThreadCounters& st, const std::vector<ThreadCounters>& others,
+                     bool step_thread_python) {
+  for (StepMetrics& m : steps) {
+    const HostShares h = host_shares(m.start, m.start + m.dur, m.host_out_api, st, others, step_thread_python);
+    m.host_state_measured = h.measured;
+    m.host_running = m.idle_host * h.running;
+    m.host_contention = m.idle_host * h.runnable;
+    m.host_gil = m.idle_host * h.gil;
+    m.host_contention += m.host_gil;
+    m.host_wait = m.idle_host * h.blocked;
+  }
+}
+
+bool is_on_cpu_counter(const std::string& n, bool& schedstat) {
+  schedstat = n.find("sched.run") != std::string::npos;
+  if (schedstat) return true;
+  return n.find("cpu") != std::string::npos && (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos);
+}
+
+bool is_runnable_counter(const std::string& n) { return n.find("sched.wait") != std::string::npos; }
+
+}  // namespace inferscope::analyze::detail

@@ -1,0 +1,61 @@
+// What the step thread was doing while it was outside CUDA calls: running, runnable but not running
+// (waiting for a CPU), waiting for the GIL, or blocked by its own choice (sleep, I/O, a queue, a lock). From
+// the system collector's cumulative per-thread counters (thread.sched.run_ns / thread.sched.wait_ns from
+// schedstat, else thread.cpu.*_ns), interpolated at a step's bounds. docs/analysis.md, "Host state", gives
+// the assumptions.
+//
+//   ThreadCounters st = ...;                       // the step thread's series
+//   HostShares h = host_shares(S, E, host_ns, st, others, true);
+//   double contention = idle_host_ns * (h.runnable + h.gil);
+#pragma once
+
+#include "analyze/model.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace inferscope::analyze::detail {
+
+/// A cumulative counter's samples (time ns, value), in time order; linear between samples, flat outside.
+struct CumulativeSeries {
+  std::vector<std::pair<int64_t, double>> points;
+  double at(int64_t t) const;
+  double delta(int64_t a, int64_t b) const { return b > a ? at(b) - at(a) : 0; }
+  bool covers(int64_t a, int64_t b) const { return points.size() >= 2 && points.front().first <= b && points.back().first >= a; }
+};
+
+struct ThreadCounters {
+  std::vector<CumulativeSeries> on_cpu;  ///< summed: schedstat run time, or user + system time
+  CumulativeSeries runnable;             ///< schedstat run-queue wait (empty when absent)
+  bool python = false;                   ///< the thread ran Python frames during the steps
+  double frame_share = 0;                ///< its outermost Python frames' share of the steps' span
+  double on_cpu_delta(int64_t a, int64_t b) const;
+  bool has_on_cpu() const;
+};
+
+/// Shares of the step thread's time outside CUDA calls; they add up to 1 when `measured`.
+struct HostShares {
+  double running = 1, runnable = 0, gil = 0, blocked = 0;
+  bool measured = false;  ///< false: no counters covered the step; everything counts as running
+};
+
+/// For the step [s, e) in which the step thread spent `host_ns` outside CUDA calls. Off-CPU time is assumed to
+/// fall outside CUDA calls (a CUDA sync spins by default). Blocked time is GIL waiting in the proportion other
+/// Python threads were on a CPU meanwhile (one of them holds the GIL while it runs Python), only when the step
+/// thread runs Python itself.
+HostShares host_shares(int64_t s, int64_t e, double host_ns, const ThreadCounters& step_thread,
+                       const std::vector<ThreadCounters>& others, bool step_thread_python);
+
+/// Splits each step's GPU-idle host time (StepMetrics::idle_host) into running, contention (run queue + GIL)
+/// and wait (blocked by its own choice) by host_shares() over that step.
+void split_idle_host(std::vector<StepMetrics>& steps, const ThreadCounters& step_thread,
+                     const std::vector<ThreadCounters>& others, bool step_thread_python);
+
+/// True for a thread-scope counter name that is cumulative on-CPU time (schedstat run, or user/system time).
+bool is_on_cpu_counter(const std::string& name, bool& schedstat);
+/// True for schedstat's run-queue wait.
+bool is_runnable_counter(const std::string& name);
+
+}  // namespace inferscope::analyze::detail

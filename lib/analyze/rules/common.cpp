@@ -1,0 +1,82 @@
+// Pieces every rule uses: formatting, building a finding, suggestions with or without a replayed saving,
+// example spans and caller evidence.
+#include "analyze/rules/rule.hpp"
+#include "analyze/what_if.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace inferscope::analyze::rules {
+
+std::string fmt(const char* f, double v) {
+  char b[256];
+  std::snprintf(b, sizeof(b), f, v);
+  return b;
+}
+std::string fms(double v) { return fmt(v >= 10 ? "%.1f ms" : v >= 0.1 ? "%.2f ms" : "%.3f ms", v); }
+std::string fpct(double v) { return fmt("%.0f %%", v); }
+std::string fmb(double bytes) { return bytes >= 1e9 ? fmt("%.2f GB", bytes / 1e9) : fmt("%.1f MB", bytes / 1e6); }
+
+bool reported(const RuleInput& in, double impact_ms) {
+  return in.step_ms > 0 && impact_ms / in.step_ms * 100 >= in.th.min_impact_pct;
+}
+
+Finding make_finding(const RuleInput& in, Category c, std::string title, double impact_ms, double confidence) {
+  Finding f;
+  f.category = category_name(c);
+  f.title = std::move(title);
+  f.impact_ms = impact_ms;
+  f.impact_pct = in.step_ms > 0 ? impact_ms / in.step_ms * 100 : 0;
+  f.confidence = std::clamp(confidence, 0.0, 1.0);
+  f.uncertain = f.confidence < in.th.uncertain_below;
+  return f;
+}
+
+void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
+                      const replay::Change& change, const char* model) {
+  const detail::SavingEstimate s = detail::estimate_saving(in.m.graphs, change);
+  Suggestion g{std::move(action), priority, s.ms, s.estimated, s.estimated ? std::string("replay: ") + model : ""};
+  f.suggestions.push_back(std::move(g));
+}
+
+void suggest(Finding& f, const char* priority, std::string action) {
+  f.suggestions.push_back({std::move(action), priority, 0, false, ""});
+}
+
+void add_examples(Finding& f, const RuleInput& in, detail::Span detail::StepMetrics::*which, const std::string& what) {
+  std::vector<const detail::StepMetrics*> v;
+  const auto& sel = in.m.selection;
+  for (size_t i = 0; i < in.m.steps.size(); ++i) {
+    const auto& s = in.m.steps[i];
+    if (i < sel.steady.size() && sel.steady[i] && (s.*which).end > (s.*which).start) v.push_back(&s);
+  }
+  auto len = [&](const detail::StepMetrics* x) { return (x->*which).end - (x->*which).start; };
+  std::stable_sort(v.begin(), v.end(), [&](auto* x, auto* y) { return len(x) > len(y); });
+  for (size_t i = 0; i < v.size() && i < 3; ++i) {
+    const auto& sp = v[i]->*which;
+    TimeSpan t;
+    t.start_ms = (double(sp.start) - in.trace_t0_ns) / 1e6;
+    t.end_ms = (double(sp.end) - in.trace_t0_ns) / 1e6;
+    t.what = "step " + std::to_string(sp.step) + ": " + what + " for " + fms(double(sp.end - sp.start) / 1e6);
+    f.examples.push_back(std::move(t));
+  }
+}
+
+namespace {
+template <class Rows>
+std::string callers_of(const Rows& rows) {
+  std::vector<CallerRow> all;
+  for (auto& r : rows) all.insert(all.end(), r.callers.begin(), r.callers.end());
+  std::stable_sort(all.begin(), all.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
+  std::string s;
+  for (size_t i = 0; i < all.size() && i < 3; ++i)
+    s += (i ? "; " : "") + all[i].api + " from " + all[i].called_from + " \u00d7" + std::to_string(all[i].count) + ", " +
+         fms(all[i].total_ms);
+  return s.empty() ? s : "calls by caller over the trace: " + s;
+}
+}  // namespace
+
+std::string callers_evidence(const std::vector<SyncRow>& rows) { return callers_of(rows); }
+std::string callers_evidence(const std::vector<AllocRow>& rows) { return callers_of(rows); }
+
+}  // namespace inferscope::analyze::rules

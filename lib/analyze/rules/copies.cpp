@@ -1,0 +1,100 @@
+// h2d_bound / d2h_bound / pcie_saturation: copies of one direction are all the GPU does for a share of the
+// step. Below saturated_share of the link's practical peak the way the copies are made is the problem
+// (pageable memory, no overlap): h2d/d2h_bound; at or above it the link itself is: pcie_saturation.
+#include "analyze/rules/rule.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze::rules {
+namespace {
+
+struct CopyTotals {
+  uint64_t bytes = 0, pageable = 0;
+  double busy_ms = 0;
+  double gbps() const { return busy_ms > 0 ? double(bytes) / (busy_ms * 1e6) : 0; }
+};
+
+CopyTotals totals(const Analysis& a, bool h2d) {
+  CopyTotals c;
+  for (const auto& r : a.copies)
+    if (r.direction == (h2d ? "h2d" : "d2h")) {
+      c.bytes += r.bytes;
+      c.busy_ms += r.total_ms;
+      if ((h2d ? r.src_memory : r.dst_memory) == "pageable") c.pageable += r.bytes;
+    }
+  return c;
+}
+
+std::string largest_copy(const detail::Model& m, bool h2d) {
+  for (const auto& [d, who] : m.top_copies)
+    if (d.rfind(h2d ? "H2D" : "D2H", 0) == 0) return d + " from " + who;
+  return "";
+}
+
+void saturated_suggestions(Finding& f, const std::string& what) {
+  suggest(f, "high", "Copy fewer bytes: " + what + " — send compact dtypes (uint8 images, fp16/bf16 instead of fp32), "
+                     "crop/resize or tokenize on the other side");
+  suggest(f, "high", "Keep data resident on the GPU across steps (cache weights/embeddings/KV on the device) instead of re-copying");
+  suggest(f, "medium", "Overlap the copies with compute on a separate CUDA stream (non_blocking=True from pinned memory) so "
+                       "the link runs while kernels do");
+  suggest(f, "low", "Check the slot: nvidia-smi -q shows the negotiated PCIe generation and width");
+}
+
+void unsaturated_suggestions(Finding& f, const RuleInput& in, bool h2d, const CopyTotals& c, const std::string& what,
+                             double copies_per_step) {
+  if (c.pageable) {
+    replay::Change pin;
+    pin.pin_copies = true;
+    pin.pinned_gbps = in.m.pinned_gbps;
+    suggest_replayed(f, in, "high", "Pin the host buffers: " + what + " comes from pageable memory; use tensor.pin_memory() "
+                     "(DataLoader(pin_memory=True)) and .to('cuda', non_blocking=True)", pin,
+                     "pageable copies at the link's practical peak");
+  }
+  suggest(f, "high", std::string("Overlap the ") + (h2d ? "input" : "output") + " copies with compute: issue them on a side "
+                     "CUDA stream with non_blocking=True and prefetch step N+1's data during step N");
+  suggest(f, "medium", std::string("Move fewer bytes: ") + (h2d ? "preprocess on the GPU from compact inputs (uint8, fp16)"
+                                                               : "reduce on the GPU (argmax/top-k) and copy back only the result"));
+  if (copies_per_step >= 4)
+    suggest(f, "medium", fmt("Batch the %.0f copies per step into fewer, larger ones (small copies pay a fixed cost each)", copies_per_step));
+  if (!c.pageable || copies_per_step < 4) suggest(f, "low", "Keep reused data resident on the GPU instead of copying it every step");
+}
+
+std::optional<Finding> copy_rule(const RuleInput& in, bool h2d) {
+  const double t = (h2d ? in.t.h2d : in.t.d2h) / 1e6;
+  if (!reported(in, t)) return std::nullopt;
+  const detail::Model& m = in.m;
+  const CopyTotals c = totals(in.a, h2d);
+  const double share = m.peak_h2d_gbps > 0 ? c.gbps() / m.peak_h2d_gbps : 0, pct = t / in.step_ms * 100;
+  const double per_step = h2d ? in.t.h2d_bytes : in.t.d2h_bytes;
+  const double copies_per_step = h2d ? in.t.copies_h2d : in.t.copies_d2h;
+  const char* dir = h2d ? "host-to-device" : "device-to-host";
+  const bool saturated = share >= in.th.saturated_share;
+  Finding f = saturated
+      ? make_finding(in, Category::kPcieSaturation, std::string("The PCIe link is saturated by ") + dir + " copies", t,
+                     0.5 + 0.4 * std::min(1.0, (share - in.th.saturated_share) / 0.3) - (m.peak_assumed ? 0.1 : 0))
+      : make_finding(in, h2d ? Category::kH2dBound : Category::kD2hBound, std::string(dir) + " copies take " + fms(t) + " per step",
+                     t, 0.5 + 0.3 * std::min(1.0, pct / 40) + (c.pageable * 2 > c.bytes ? 0.15 : 0));
+  f.evidence.push_back(fmb(per_step) + fmt(" per step in %.0f copies", copies_per_step) + "; the GPU did nothing else for " +
+                       fms(t) + " per step (" + fpct(pct) + " of the step)");
+  f.evidence.push_back(fmt("achieved %.1f GB/s", c.gbps()) + " against " + m.peak_note + fmt(" (%.0f %% of peak)", share * 100));
+  if (c.pageable) f.evidence.push_back(fmb(double(c.pageable)) + " of the " + fmb(double(c.bytes)) +
+                                       " were copied from pageable memory (staged through a driver buffer, slower and synchronous)");
+  const std::string largest = largest_copy(m, h2d);
+  if (!largest.empty()) f.evidence.push_back("largest: " + largest);
+  f.metrics["bytes_per_step"] = per_step;
+  f.metrics["pageable_bytes_per_step"] = h2d ? in.t.h2d_pageable_bytes : in.t.d2h_pageable_bytes;
+  f.metrics["bandwidth_gbps"] = c.gbps();
+  f.metrics["peak_bandwidth_gbps"] = m.peak_h2d_gbps;
+  f.metrics["copy_ms"] = t;
+  const std::string what = largest.empty() ? std::string(h2d ? "the input copies" : "the output copies") : largest;
+  if (saturated) saturated_suggestions(f, what);
+  else unsaturated_suggestions(f, in, h2d, c, what, copies_per_step);
+  return f;
+}
+
+}  // namespace
+
+std::optional<Finding> h2d_bound(const RuleInput& in) { return copy_rule(in, true); }
+std::optional<Finding> d2h_bound(const RuleInput& in) { return copy_rule(in, false); }
+
+}  // namespace inferscope::analyze::rules

@@ -1,0 +1,69 @@
+// cpu_bound: the GPU waits while the step thread runs host code outside CUDA calls.
+#include "analyze/rules/rule.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze::rules {
+namespace {
+
+std::string hot_list(const detail::Model& m) {
+  std::string s;
+  for (size_t i = 0; i < m.hot_host.size() && i < 3; ++i)
+    s += (i ? ", " : "") + m.hot_host[i].first + " " + fms(m.hot_host[i].second / 1e6);
+  return s;
+}
+
+void add_suggestions(Finding& f, const RuleInput& in, bool gpu_seen) {
+  const detail::Model& m = in.m;
+  const std::string what = m.hot_host.empty() ? "the host work in '" + in.a.steps.name + "'" : m.hot_host.front().first;
+  replay::Change off_path;
+  off_path.host_gap_scale = 0;  // the step thread no longer does it: a worker prepares it ahead
+  off_path.min_scaled_gap_ns = in.th.dispatch_gap_ns;
+  if (gpu_seen) {
+    suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch on a background "
+                     "thread or in DataLoader workers (num_workers>0, pin_memory=True) while the GPU runs the current one",
+                     off_path, "host work of 100 us or more between CUDA calls done elsewhere, ahead of time");
+    suggest(f, "high", "Vectorise or port " + what + " to torch/NumPy ops (or run it on the GPU) instead of per-item Python");
+    suggest(f, "medium", "Overlap: launch the GPU work first and prepare step N+1 on the host while step N's kernels run "
+                         "(non_blocking copies, no synchronization in between)");
+  } else {
+    suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in "
+                     "worker processes ahead of the step", off_path, "host work of 100 us or more done elsewhere");
+    suggest(f, "high", "Vectorise " + what + " (NumPy, or a compiled extension) instead of per-item Python");
+    suggest(f, "medium", "Spread independent items over worker processes (multiprocessing / concurrent.futures)");
+  }
+  suggest(f, "low", "Profile " + what + " itself (py-spy / cProfile) to find its hot lines");
+}
+
+}  // namespace
+
+std::optional<Finding> cpu_bound(const RuleInput& in) {
+  const double impact = in.t.host_running / 1e6;
+  if (!reported(in, impact)) return std::nullopt;
+  const detail::Model& m = in.m;
+  const Breakdown& b = in.a.breakdown;
+  const bool gpu_seen = b.gpu_utilization > 0 || m.kernels_per_step > 0;
+  const double pct = impact / in.step_ms * 100;
+  Finding f = make_finding(in, Category::kCpuBound,
+                           gpu_seen ? "The GPU waits " + fms(impact) + " per step for host work outside CUDA calls"
+                                    : "Host work fills the step: " + fms(impact) + " per step, and no GPU work was recorded",
+                           impact, 0.45 + 0.4 * std::min(1.0, pct / 50) + (m.host_frames ? 0.1 : 0));
+  if (gpu_seen)
+    f.evidence.push_back("the GPU was idle " + fms(impact) + " per step (" + fpct(pct) + " of the " + fms(in.step_ms) +
+                         " step) while thread '" + m.step_thread_name + "' ran host code and had not launched the next work");
+  else
+    f.evidence.push_back("thread '" + m.step_thread_name + "' ran host code " + fms(impact) + " per step (" + fpct(pct) + ")");
+  if (b.host_state_measured)
+    f.evidence.push_back("the thread was on a CPU for this time (system counters; waits and contention are counted apart: " +
+                         fms(b.host_waiting_ms) + " waiting, " + fms(b.host_contention_ms) + " contended)");
+  if (std::string hot = hot_list(m); !hot.empty()) f.evidence.push_back("host self time per step inside the step: " + hot);
+  else f.evidence.push_back("no Python frames or nested ranges inside the step: the host work is not named; run with Python tracing or add ISCOPE_RANGEs");
+  f.metrics["host_running_ms"] = impact;
+  f.metrics["cpu_preprocessing_ms"] = b.cpu_preprocessing_ms;
+  f.metrics["gpu_utilization"] = b.gpu_utilization;
+  add_examples(f, in, &detail::StepMetrics::worst_host_gap, gpu_seen ? "GPU idle waiting on host work" : "host work");
+  add_suggestions(f, in, gpu_seen);
+  return f;
+}
+
+}  // namespace inferscope::analyze::rules

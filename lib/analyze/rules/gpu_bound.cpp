@@ -1,0 +1,32 @@
+// gpu_bound (informational in tone, ranked like any other): the GPU is busy most of the step; name the kernels
+// that take its time. No saving is estimated: how much faster a kernel can run is not in the trace.
+#include "analyze/rules/rule.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze::rules {
+
+std::optional<Finding> gpu_bound(const RuleInput& in) {
+  const Breakdown& b = in.a.breakdown;
+  if (b.gpu_utilization < in.th.gpu_bound_util || b.gpu_compute_ms / in.step_ms < in.th.gpu_bound_compute) return std::nullopt;
+  const double impact = b.gpu_compute_ms;
+  Finding f = make_finding(in, Category::kGpuBound, "The GPU is busy " + fpct(b.gpu_utilization * 100) +
+                                                        " of the step (healthy; the kernels themselves set the pace)",
+                           impact, std::min(0.95, b.gpu_utilization));
+  const auto& k = in.a.kernels;
+  for (size_t i = 0; i < k.size() && i < 3; ++i)
+    f.evidence.push_back("kernel '" + k[i].name + "': " + fpct(k[i].share * 100) + " of GPU time, " +
+                         fmt("%.1f us mean", k[i].mean_us) + " x " + std::to_string(k[i].count) + ", launched by " + k[i].launched_by);
+  f.evidence.push_back("GPU compute " + fms(b.gpu_compute_ms) + " of the " + fms(in.step_ms) + " step");
+  f.metrics["gpu_utilization"] = b.gpu_utilization;
+  f.metrics["gpu_compute_ms"] = b.gpu_compute_ms;
+  const std::string k0 = k.empty() ? "-" : k.front().name;
+  suggest(f, "high", "Speed up '" + k0 + "': use lower precision (bf16/fp16 autocast, FP8 where supported) and tensor-core "
+                     "friendly shapes (multiples of 8/16)");
+  suggest(f, "medium", "Fuse memory-bound kernels around '" + k0 + "' (torch.compile, FlashAttention/SDPA for attention)");
+  suggest(f, "medium", "Raise the batch size if latency allows: a busy GPU gains throughput from larger batches");
+  suggest(f, "low", "Check the kernels with Nsight Compute for occupancy and memory-bandwidth limits");
+  return f;
+}
+
+}  // namespace inferscope::analyze::rules

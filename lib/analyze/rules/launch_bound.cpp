@@ -1,0 +1,45 @@
+// launch_bound: the GPU idled while the host was launching: inside launch calls, or in the short dispatch gaps
+// between them (Python and framework overhead per op). Not "any gap between kernels": a long host gap is host
+// work (cpu_bound), a gap after a sync is the sync's.
+#include "analyze/rules/rule.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze::rules {
+
+std::optional<Finding> launch_bound(const RuleInput& in) {
+  const double impact = in.t.idle_gaps / 1e6;
+  const detail::Model& m = in.m;
+  if (!reported(in, impact) || in.t.kernels < in.th.launch_min_kernels) return std::nullopt;
+  const double pct = impact / in.step_ms * 100;
+  const bool tiny = m.median_kernel_ns > 0 && m.median_kernel_ns < m.short_kernel_ns;
+  Finding f = make_finding(in, Category::kLaunchBound,
+                           fmt("%.0f kernels per step", in.t.kernels) + " with short gaps: the host cannot launch them fast enough",
+                           impact, 0.45 + 0.25 * std::min(1.0, pct / 30) + (tiny ? 0.2 : 0));
+  f.evidence.push_back(fmt("%.0f kernels per step, median kernel ", in.t.kernels) + fmt("%.1f us", m.median_kernel_ns / 1e3) +
+                       "; the GPU sat idle while the host was launching " + fms(impact) + " per step (" + fpct(pct) + " of the step)");
+  const double launch_ms = in.t.launch_api_ns / 1e6;
+  f.evidence.push_back("host time in launch calls: " + fms(launch_ms) + " per step (" +
+                       fmt("%.1f us per kernel", in.t.kernels > 0 ? launch_ms * 1e3 / in.t.kernels : 0) + ")");
+  const bool named = !m.top_kernel_launcher.empty() && m.top_kernel_launcher != "-";
+  if (named) f.evidence.push_back("most kernels launched from " + m.top_kernel_launcher);
+  f.metrics["kernels_per_step"] = in.t.kernels;
+  f.metrics["median_kernel_us"] = m.median_kernel_ns / 1e3;
+  f.metrics["gpu_idle_launching_ms"] = impact;
+  f.metrics["launch_api_ms"] = launch_ms;
+  replay::Change graph;
+  graph.collapse_launches = true;
+  graph.graph_launch_ns = in.th.graph_launch_ns;
+  graph.dispatch_gap_ns = in.th.dispatch_gap_ns;
+  suggest_replayed(f, in, "high", "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) "
+                   "so its " + fmt("%.0f launches", in.t.kernels) + " become one", graph,
+                   "launches and the dispatch gaps between them replaced by one graph launch");
+  const std::string k0 = in.a.kernels.empty() ? "-" : in.a.kernels.front().name;
+  suggest(f, "high", "Fuse the small kernels launched from " + (named ? m.top_kernel_launcher : std::string("the step")) +
+                     " (torch.compile, fused optimizers/ops, a custom kernel), e.g. '" + k0 + "'");
+  suggest(f, "medium", "Batch more work per launch (larger batch or sequence per step) so each kernel runs longer than its launch costs");
+  suggest(f, "low", "Cut Python overhead between launches (no tensor creation or shape logic inside the loop)");
+  return f;
+}
+
+}  // namespace inferscope::analyze::rules

@@ -1,0 +1,60 @@
+// slow_steps (informational): steady steps well above the median (step_policy.hpp's bound), each named with
+// the part of the step that grew the most against the typical step.
+#include "analyze/rules/rule.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace inferscope::analyze::rules {
+namespace {
+
+// The part of a step that exceeds the typical step the most: (name, extra ns).
+std::pair<const char*, double> what_grew(const detail::StepMetrics& s, const detail::TypicalStep& t) {
+  const std::array<std::pair<const char*, double>, 8> parts = {{
+      {"GPU compute", s.compute - t.compute},
+      {"host-to-device copies", s.h2d - t.h2d},
+      {"device-to-host copies", s.d2h - t.d2h},
+      {"host work outside CUDA calls", s.idle_host - t.idle_host},
+      {"launching (GPU idle in launch calls and dispatch)", s.idle_gaps - t.idle_gaps},
+      {"synchronizations", s.idle_sync - t.idle_sync},
+      {"allocations/frees", s.idle_memory - t.idle_memory},
+      {"waiting (off-CPU)", s.host_wait - t.host_wait},
+  }};
+  auto best = parts[0];
+  for (const auto& p : parts)
+    if (p.second > best.second) best = p;
+  return best;
+}
+
+}  // namespace
+
+std::optional<Finding> slow_steps(const RuleInput& in) {
+  const detail::Model& m = in.m;
+  const auto& out = m.selection.outliers;
+  if (out.empty()) return std::nullopt;
+  Finding f = make_finding(in, Category::kSlowSteps,
+                           std::to_string(out.size()) + " steady step(s) slower than " + fms(m.selection.outlier_bound_ns / 1e6) +
+                               " (the median is " + fms(m.selection.steady_median_ns / 1e6) + ")",
+                           0, 0.8);
+  f.informational = true;
+  std::vector<size_t> worst(out.begin(), out.end());
+  std::stable_sort(worst.begin(), worst.end(), [&](size_t x, size_t y) { return m.steps[x].dur > m.steps[y].dur; });
+  for (size_t k = 0; k < worst.size() && k < 3; ++k) {
+    const auto& s = m.steps[worst[k]];
+    auto [part, extra] = what_grew(s, in.t);
+    f.evidence.push_back("step " + std::to_string(worst[k]) + ": " + fms(double(s.dur) / 1e6) + "; most of the difference: " +
+                         part + " (+" + fms(std::max(0.0, extra) / 1e6) + " against the typical step)");
+    f.examples.push_back({(double(s.start) - in.trace_t0_ns) / 1e6, (double(s.start + s.dur) - in.trace_t0_ns) / 1e6,
+                          "slow step " + std::to_string(worst[k])});
+  }
+  f.metrics["slow_steps"] = double(out.size());
+  f.metrics["outlier_bound_ms"] = m.selection.outlier_bound_ns / 1e6;
+  suggest(f, "high", "Open the slowest step in the timeline (--perfetto) and compare it with a typical one");
+  suggest(f, "medium", "Check for periodic work inside the loop: garbage collection (gc.freeze() after start-up), logging, "
+                       "checkpointing, new input shapes that trigger recompilation or autotuning");
+  suggest(f, "low", "Check the machine: other processes, CPU frequency, GPU clocks and throttling (the system counters in the dump)");
+  return f;
+}
+
+}  // namespace inferscope::analyze::rules

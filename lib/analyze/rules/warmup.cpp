@@ -1,0 +1,50 @@
+// warmup (informational): the leading steps left out of the verdict, with what they spent their time on. They
+// never count in a per-step impact; the finding says what the first requests of a fresh process pay.
+#include "analyze/rules/rule.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze::rules {
+namespace {
+
+// "325.1 ms: 290.2 ms in CUDA calls, 20.0 ms GPU compute, 14.9 ms host"
+std::string spent(const detail::StepMetrics& s) {
+  const double api = double(s.dur) - s.host_out_api;
+  return fms(double(s.dur) / 1e6) + ": " + fms(api / 1e6) + " in CUDA calls, " + fms(s.compute / 1e6) + " GPU compute, " +
+         fms(s.host_out_api / 1e6) + " host outside CUDA calls";
+}
+
+}  // namespace
+
+std::optional<Finding> warmup(const RuleInput& in) {
+  const detail::Model& m = in.m;
+  const size_t n = m.selection.warmup;
+  if (n == 0 || m.steps.size() <= n) return std::nullopt;
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += double(m.steps[i].dur);
+  const double steady = m.selection.steady_median_ns;
+  Finding f = make_finding(in, Category::kWarmup,
+                           "Warm-up: the first " + std::to_string(n) + " step(s) took " + fms(total / 1e6) + " (a steady step: " +
+                               fms(steady / 1e6) + "); left out of every number above",
+                           0, 0.9);
+  f.informational = true;
+  f.evidence.push_back(m.selection.reason);
+  for (size_t i = 0; i < n && i < 5; ++i) f.evidence.push_back("step " + std::to_string(i) + " " + spent(m.steps[i]));
+  if (m.first_api_in_steps && !m.first_api_name.empty())
+    f.evidence.push_back("the step thread's first CUDA call, " + m.first_api_name + " (" + fms(m.first_api_ms) +
+                         "), is in the warm-up: it creates the CUDA context");
+  f.metrics["warmup_steps"] = double(n);
+  f.metrics["warmup_ms"] = total / 1e6;
+  f.metrics["steady_step_ms"] = steady / 1e6;
+  for (size_t i = 0; i < n && i < 3; ++i)
+    f.examples.push_back({(double(m.steps[i].start) - in.trace_t0_ns) / 1e6,
+                          (double(m.steps[i].start + m.steps[i].dur) - in.trace_t0_ns) / 1e6, "warm-up step " + std::to_string(i)});
+  suggest(f, "high", "Warm up at start-up, before taking traffic: run a few dummy steps of every input shape (CUDA context, "
+                     "cuBLAS/cuDNN handles, kernel loading and autotuning happen once)");
+  suggest(f, "medium", "If first-request latency matters, load CUDA modules eagerly (CUDA_MODULE_LOADING=EAGER) and keep "
+                       "shapes fixed so autotuning (cudnn.benchmark, torch.compile) does not run again");
+  suggest(f, "low", "Pass --skip-steps N (or the setting skip_steps) to choose the warm-up yourself when detection is wrong");
+  return f;
+}
+
+}  // namespace inferscope::analyze::rules

@@ -1,0 +1,142 @@
+#include "analyze/what_if.hpp"
+
+#include <inferscope/records.hpp>
+
+#include <algorithm>
+
+namespace inferscope::analyze::detail {
+namespace {
+
+replay::OpKind op_kind(uint8_t kind) {
+  switch (kind) {
+    case kLaunch: case kCopyAsync: return replay::OpKind::kLaunch;
+    case kCopySync: return replay::OpKind::kCopySync;
+    case kSync: return replay::OpKind::kSync;
+    case kAlloc: return replay::OpKind::kAlloc;
+    case kFree: return replay::OpKind::kFree;
+    default: return replay::OpKind::kOther;
+  }
+}
+
+replay::GpuWork work_of(const GpuOp& g) {
+  replay::GpuWork w;
+  w.dur_ns = g.dur;
+  w.stream = g.stream;
+  w.copy = g.kind == kH2D || g.kind == kD2H;
+  w.pageable = w.copy && g.host_mem == uint8_t(MemoryKind::kPageable);
+  w.bytes = g.kind == kKernel ? 0 : g.name_or_bytes;
+  return w;
+}
+
+// The step's calls: [first, last) of the sorted list.
+std::pair<size_t, size_t> calls_in(const std::vector<const ApiOp*>& calls, int64_t s, int64_t e) {
+  auto by_start = [](const ApiOp* x, int64_t v) { return x->start < v; };
+  const size_t a = size_t(std::lower_bound(calls.begin(), calls.end(), s, by_start) - calls.begin());
+  const size_t b = size_t(std::lower_bound(calls.begin(), calls.end(), e, by_start) - calls.begin());
+  return {a, b};
+}
+
+// Links each GPU activity launched by one of the step's calls to that call. GPU work may run after the step
+// when nothing waited for it: look one step length past its end.
+void link_work(const GraphSource& src, int64_t s, int64_t e, size_t first, size_t last, replay::StepGraph& g,
+               std::vector<int64_t>& work_end) {
+  const auto& calls = *src.calls;
+  const GpuOp* begin = src.gpu;
+  const GpuOp* it = std::lower_bound(begin, begin + src.gpu_count, s, [](const GpuOp& x, int64_t v) { return x.start < v; });
+  for (; it != begin + src.gpu_count && it->start < e + (e - s); ++it) {
+    const ApiOp* call = src.launch_of(it->corr);
+    if (!call || call->start < s || call->start >= e) continue;
+    auto pos = std::lower_bound(calls.begin() + long(first), calls.begin() + long(last), call,
+                                [](const ApiOp* x, const ApiOp* v) { return x->start < v->start; });
+    if (pos == calls.begin() + long(last) || *pos != call) continue;  // a nested call, or another thread's
+    g.host[size_t(pos - calls.begin()) - first].work.push_back(uint32_t(g.gpu.size()));
+    g.gpu.push_back(work_of(*it));
+    work_end.push_back(it->end());
+  }
+}
+
+int64_t busy_after(const GraphSource& src, int64_t s) {
+  const GpuOp* begin = src.gpu;
+  const GpuOp* it = std::lower_bound(begin, begin + src.gpu_count, s, [](const GpuOp& x, int64_t v) { return x.start < v; });
+  int64_t busy = 0;
+  for (; it != begin && (it - 1)->start >= s - src.gpu_max_dur; --it) busy = std::max(busy, (it - 1)->end() - s);
+  return busy;
+}
+
+// A blocking call's recorded wait: from its start until the GPU work it waited for ended (at most its length).
+void fill_waits(replay::StepGraph& g, const std::vector<const ApiOp*>& calls, size_t first, int64_t s,
+                const std::vector<int64_t>& work_end) {
+  int64_t done = s + g.gpu_busy_at_start_ns;
+  for (size_t k = 0; k < g.host.size(); ++k) {
+    replay::HostOp& op = g.host[k];
+    const ApiOp& c = *calls[first + k];
+    int64_t own_done = done;
+    for (uint32_t w : op.work) own_done = std::max(own_done, work_end[w]);
+    const bool blocking = op.kind == replay::OpKind::kSync || op.kind == replay::OpKind::kFree ||
+                          op.kind == replay::OpKind::kCopySync;
+    if (blocking) op.wait_ns = std::clamp<int64_t>(std::min(own_done, c.end()) - c.start, 0, op.dur_ns);
+    done = own_done;
+  }
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + long(m), v.end());
+  if (v.size() % 2) return v[m];
+  const double hi = v[m];
+  return (*std::max_element(v.begin(), v.begin() + long(m)) + hi) / 2;
+}
+
+}  // namespace
+
+replay::StepGraph build_step_graph(const GraphSource& src, int64_t s, int64_t e) {
+  replay::StepGraph g;
+  g.recorded_ns = e - s;
+  if (!src.calls) return g;
+  const auto& calls = *src.calls;
+  auto [first, last] = calls_in(calls, s, e);
+  int64_t prev_end = s;
+  for (size_t i = first; i < last; ++i) {
+    replay::HostOp op;
+    op.gap_before_ns = std::max<int64_t>(0, calls[i]->start - prev_end);
+    op.dur_ns = std::max<int64_t>(0, std::min(e, calls[i]->end()) - calls[i]->start);
+    op.kind = op_kind(calls[i]->kind);
+    g.host.push_back(std::move(op));
+    prev_end = std::max(prev_end, calls[i]->end());
+  }
+  g.tail_ns = std::max<int64_t>(0, e - prev_end);
+  g.gpu_busy_at_start_ns = busy_after(src, s);
+  std::vector<int64_t> work_end;
+  link_work(src, s, e, first, last, g, work_end);
+  fill_waits(g, calls, first, s, work_end);
+  return g;
+}
+
+std::vector<replay::StepGraph> build_step_graphs(const GraphSource& src, const std::vector<StepMetrics>& steps,
+                                                 const std::vector<size_t>& which, size_t max_steps) {
+  std::vector<replay::StepGraph> out;
+  const size_t n = which.size(), take = std::min(n, max_steps);
+  for (size_t k = 0; k < take; ++k) {
+    const StepMetrics& m = steps[which[k * n / take]];
+    out.push_back(build_step_graph(src, m.start, m.start + m.dur));
+  }
+  return out;
+}
+
+SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c) {
+  std::vector<double> v;
+  for (const auto& g : graphs)
+    if (!g.host.empty()) v.push_back(double(replay::saving_ns(g, c)));
+  if (v.empty()) return {};
+  return {median(std::move(v)) / 1e6, true};
+}
+
+double model_fidelity(const std::vector<replay::StepGraph>& graphs) {
+  std::vector<double> v;
+  for (const auto& g : graphs)
+    if (g.recorded_ns > 0 && !g.host.empty()) v.push_back(double(replay::simulate(g)) / double(g.recorded_ns));
+  return median(std::move(v));
+}
+
+}  // namespace inferscope::analyze::detail

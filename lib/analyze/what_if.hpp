@@ -1,0 +1,47 @@
+// The bridge between a trace and the what-if replay (replay.hpp): builds one StepGraph per sampled steady
+// step from the analyzer's compact arrays, and estimates a change's saving as the median over those steps.
+//
+//   auto graphs = build_step_graphs(input, sample);   // after the sweep
+//   SavingEstimate s = estimate_saving(graphs, change);
+//   if (s.estimated) suggestion.impact_ms = s.ms;
+#pragma once
+
+#include "analyze/model.hpp"
+#include "analyze/replay.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace inferscope::analyze::detail {
+
+/// What building a step's graph reads: the step thread's calls (sorted by start, outermost only), every GPU
+/// activity (sorted by start) and the launch lookup by correlation id.
+struct GraphSource {
+  const std::vector<const ApiOp*>* calls = nullptr;
+  const GpuOp* gpu = nullptr;
+  size_t gpu_count = 0;
+  int64_t gpu_max_dur = 0;
+  std::function<const ApiOp*(uint32_t corr)> launch_of;
+};
+
+/// The graph of the step [start, end): its calls in order with the GPU work each queued.
+replay::StepGraph build_step_graph(const GraphSource& src, int64_t start, int64_t end);
+
+/// Up to `max_steps` of `which` (indexes into `steps`), evenly spread, as graphs.
+std::vector<replay::StepGraph> build_step_graphs(const GraphSource& src, const std::vector<StepMetrics>& steps,
+                                                 const std::vector<size_t>& which, size_t max_steps);
+
+struct SavingEstimate {
+  double ms = 0;
+  bool estimated = false;  ///< false: no graph to replay (no CUDA calls on the step thread)
+};
+
+/// Median saving of `c` per step over the graphs, in ms of the recorded steps.
+SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c);
+
+/// Median of modelled / recorded step duration over the graphs (1 = the model reproduces the steps).
+double model_fidelity(const std::vector<replay::StepGraph>& graphs);
+
+}  // namespace inferscope::analyze::detail

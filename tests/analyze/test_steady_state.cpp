@@ -1,0 +1,306 @@
+// Analyzer v2 units and their effect end to end: the step policy (warm-up and slow steps), one cause per GPU-idle
+// instant, the host state from counters (running, contention, wait) and the aggregation of the typical step.
+#include "analyze/aggregate.hpp"
+#include "analyze/analyzer.hpp"
+#include "analyze/host_state.hpp"
+#include "analyze/idle_attribution.hpp"
+#include "analyze/step_policy.hpp"
+#include "support/dump_builder.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using namespace inferscope;
+using analyze::Analysis;
+using analyze::detail::ApiOp;
+
+namespace {
+
+constexpr int64_t us = 1'000, ms = 1'000'000;
+
+fs::path work_file(const std::string& name) {
+  fs::path d = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "analyze" / "work";
+  fs::create_directories(d);
+  return d / name;
+}
+
+const analyze::Finding* find(const Analysis& a, const std::string& category) {
+  for (const auto& f : a.findings)
+    if (f.category == category) return &f;
+  return nullptr;
+}
+
+ApiOp call(int64_t s, int64_t d, uint8_t kind) {
+  ApiOp x{};
+  x.start = s;
+  x.dur = uint32_t(d);
+  x.kind = kind;
+  return x;
+}
+
+// The step thread's schedstat counters, sampled every `period`: on a CPU for `on_cpu(t)` of each period and
+// runnable-but-waiting for `runq(t)`.
+template <class OnCpu, class Runq>
+void sched_counters(dump::DumpBuilder& b, uint32_t sys, uint32_t thread, int64_t t0, int64_t t1, int64_t period,
+                    OnCpu on_cpu, Runq runq) {
+  double run = 0, wait = 0;
+  for (int64_t t = t0; t <= t1; t += period) {
+    b.counter(sys, "thread.sched.run_ns", CounterScope::kThread, thread, t, int64_t(run));
+    b.counter(sys, "thread.sched.wait_ns", CounterScope::kThread, thread, t, int64_t(wait));
+    run += on_cpu(t) * double(period);
+    wait += runq(t) * double(period);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("step policy: a slow first step is warm-up; steady steps keep their spread") {
+  using analyze::select_steps;
+  std::vector<double> d = {325e6, 9.7e6, 9.5e6, 9.6e6, 10.1e6, 9.4e6, 9.6e6, 9.9e6};
+  auto s = select_steps({d, {}}, {});
+  CHECK(s.warmup == 1);
+  CHECK_FALSE(s.steady[0]);
+  CHECK(s.steady[1]);
+  CHECK(s.steady_median_ns == doctest::Approx(9.6e6));
+  CHECK(s.outliers.empty());
+
+  SUBCASE("two slow leading steps (context, then autotuning) are both warm-up") {
+    d[1] = 60e6;
+    CHECK(select_steps({d, {}}, {}).warmup == 2);
+  }
+  SUBCASE("the user's count wins, also 0") {
+    CHECK(select_steps({d, {}}, {3}).warmup == 3);
+    auto none = select_steps({d, {}}, {0});
+    CHECK(none.warmup == 0);
+    CHECK(none.user_skipped);
+    CHECK(none.outliers == std::vector<size_t>{0});  // then the slow first step is a steady outlier
+  }
+  SUBCASE("near-identical steps: a step a few % slower is neither warm-up nor outlier") {
+    std::vector<double> flat = {10.3e6, 10.0e6, 10.0e6, 10.01e6, 9.99e6, 10.0e6};
+    auto f = select_steps({flat, {}}, {});
+    CHECK(f.warmup == 0);
+    CHECK(f.outliers.empty());
+  }
+  SUBCASE("a slow step in the middle is an outlier, not warm-up") {
+    d[4] = 40e6;
+    auto o = select_steps({d, {}}, {});
+    CHECK(o.warmup == 1);
+    CHECK(o.outliers == std::vector<size_t>{4});
+    auto typical = analyze::detail::typical_indexes(o);
+    CHECK(std::find(typical.begin(), typical.end(), size_t(4)) == typical.end());
+    CHECK(typical.size() == d.size() - 2);
+  }
+  SUBCASE("the first CUDA call makes its step warm-up only when that step is slower than the median") {
+    std::vector<double> mild = {11e6, 10e6, 10e6, 10e6, 10e6};
+    CHECK(select_steps({mild, {true, false, false, false, false}}, {}).warmup == 1);
+    std::vector<double> same = {10e6, 10e6, 10e6, 10e6, 10e6};
+    CHECK(select_steps({same, {true, false, false, false, false}}, {}).warmup == 0);
+  }
+  SUBCASE("never more than half the steps, never every step") {
+    std::vector<double> rising = {90e6, 80e6, 70e6, 10e6, 10e6, 10e6};
+    CHECK(select_steps({rising, {}}, {}).warmup <= 3);
+    CHECK(select_steps({{5e6}, {true}}, {}).warmup == 0);
+    CHECK(select_steps({{5e6, 6e6}, {}}, {7}).warmup == 1);
+  }
+}
+
+TEST_CASE("idle attribution: each idle instant gets the cause of what the step thread did then") {
+  using namespace analyze::detail;
+  const int64_t dispatch = 100 * us;
+  SUBCASE("launches and short dispatch gaps: launch; a long host gap: host") {
+    std::vector<ApiOp> c = {call(0, 10 * us, kLaunch), call(30 * us, 10 * us, kLaunch), call(1040 * us, 10 * us, kLaunch)};
+    std::vector<const ApiOp*> p = {&c[0], &c[1], &c[2]};
+    IdleCauses x = attribute_idle_gap(p, 0, 0, 1050 * us, dispatch);
+    CHECK(x.launch == doctest::Approx(10 * us + 20 * us + 10 * us + 10 * us));
+    CHECK(x.host == doctest::Approx(1000 * us));
+    CHECK(x.total() == doctest::Approx(1050 * us));
+    CHECK(x.longest_host.start == 40 * us);
+  }
+  SUBCASE("after a sync: the sync and the refill that follows are the sync's, until the host does real work") {
+    std::vector<ApiOp> c = {call(0, 50 * us, kSync), call(60 * us, 10 * us, kLaunch), call(570 * us, 10 * us, kLaunch)};
+    std::vector<const ApiOp*> p = {&c[0], &c[1], &c[2]};
+    IdleCauses x = attribute_idle_gap(p, 0, 20 * us, 580 * us, dispatch);
+    CHECK(x.sync == doctest::Approx(30 * us + 10 * us + 10 * us));  // in the sync, the dispatch gap, the launch
+    CHECK(x.host == doctest::Approx(500 * us));
+    CHECK(x.launch == doctest::Approx(10 * us));  // the launch after real host work is plain launch overhead
+  }
+  SUBCASE("allocation calls and the refill after a cudaFree: memory") {
+    std::vector<ApiOp> c = {call(0, 200 * us, kFree), call(210 * us, 300 * us, kAlloc), call(520 * us, 10 * us, kLaunch)};
+    std::vector<const ApiOp*> p = {&c[0], &c[1], &c[2]};
+    IdleCauses x = attribute_idle_gap(p, 0, 100 * us, 530 * us, dispatch);
+    CHECK(x.memory == doctest::Approx(530 * us - 100 * us));
+    CHECK(x.launch == 0);
+  }
+}
+
+TEST_CASE("host state: counters split host time into running, contention (run queue, GIL) and waiting") {
+  using namespace analyze::detail;
+  ThreadCounters st;
+  st.on_cpu.push_back({{{0, 0}, {10 * ms, 4 * ms}}});  // on a CPU 40 % of [0, 10 ms)
+  st.runnable = {{{0, 0}, {10 * ms, 1 * ms}}};         // runnable but waiting 10 %
+  CHECK(st.on_cpu_delta(0, 5 * ms) == doctest::Approx(2 * ms));
+  SUBCASE("no other Python thread: the blocked time is a wait of its own") {
+    HostShares h = host_shares(0, 10 * ms, 8 * ms, st, {}, true);
+    REQUIRE(h.measured);
+    CHECK(h.runnable == doctest::Approx(1.0 / 8));
+    CHECK(h.blocked == doctest::Approx(5.0 / 8));
+    CHECK(h.gil == 0);
+    CHECK(h.running + h.runnable + h.gil + h.blocked == doctest::Approx(1));
+  }
+  SUBCASE("another Python thread on a CPU all the time: the blocked time is GIL waiting") {
+    ThreadCounters other;
+    other.python = true;
+    other.on_cpu.push_back({{{0, 0}, {10 * ms, 10 * ms}}});
+    HostShares h = host_shares(0, 10 * ms, 8 * ms, st, {other}, true);
+    CHECK(h.gil == doctest::Approx(5.0 / 8));
+    CHECK(h.blocked == doctest::Approx(0));
+    SUBCASE("...but not in a thread that runs no Python (a C++ program has no GIL)") {
+      CHECK(host_shares(0, 10 * ms, 8 * ms, st, {other}, false).gil == 0);
+    }
+  }
+  SUBCASE("no counters over the step: not measured, all of it counts as running") {
+    HostShares h = host_shares(20 * ms, 30 * ms, 8 * ms, st, {}, true);
+    CHECK_FALSE(h.measured);
+    CHECK(h.running == 1);
+  }
+}
+
+TEST_CASE("end to end: a warm-up step stays out of the headline, the breakdown and the impacts") {
+  fs::path p = work_file("warmup.iscope");
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 12; ++i)
+      sim.range("step", [&] {
+        if (i == 0) sim.malloc(1 << 20, 300 * ms);  // the first CUDA call: context creation
+        for (int k = 0; k < 4; ++k) sim.launch("gemm", 2 * ms);
+        sim.sync();
+      });
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.total == 12);
+  CHECK(a.steps.warmup == 1);
+  CHECK(a.steps.count == 11);
+  CHECK(a.end_to_end_ms == doctest::Approx(8.0).epsilon(0.02));
+  CHECK(a.breakdown.step_ms == doctest::Approx(8.0).epsilon(0.02));
+  REQUIRE_FALSE(a.findings.empty());
+  CHECK(a.findings.front().category == "gpu_bound");
+  CHECK(find(a, "memory_alloc") == nullptr);  // the context creation is not a per-step cost
+  const auto* w = find(a, "warmup");
+  REQUIRE(w != nullptr);
+  CHECK(w->informational);
+  CHECK_FALSE(w->primary);
+  CHECK(w->metrics.at("warmup_ms") > 300);
+  CHECK(w->suggestions.size() >= 3);
+
+  analyze::AnalyzeOptions all;
+  all.skip_steps = 0;
+  Analysis b = analyze::analyze_file(p.string(), all);
+  CHECK(b.steps.warmup == 0);
+  CHECK(b.steps.count == 12);
+  CHECK(b.steps.outliers.size() == 1);  // kept, the first step is then a slow steady step
+  CHECK(find(b, "slow_steps") != nullptr);
+}
+
+namespace {
+// Steps of 1 ms of GPU work followed by `idle` host time outside CUDA calls, with schedstat counters saying
+// the thread was on a CPU `on_cpu` and runnable `runq` of the time; optionally a busy Python thread beside it.
+fs::path host_gap_trace(const std::string& name, double on_cpu, double runq, bool busy_python_thread, bool python) {
+  fs::path p = work_file(name);
+  dump::DumpBuilder b(p.string());
+  testsupport::Sim sim(b);
+  const uint32_t sys = b.channel("system");
+  const int64_t t0 = sim.now();
+  auto body = [&] {
+    sim.launch("gemm", 1 * ms);
+    sim.sync();
+    sim.host(5 * ms);  // time.sleep(0.005), a GIL wait, a run-queue wait or real work: the counters tell
+  };
+  for (int i = 0; i < 20; ++i)
+    sim.range("step", [&] { python ? sim.py("serve_one", body, "serve.py", 3) : body(); });
+  const int64_t t1 = sim.now();
+  // Per 1 ms period: the GPU part of a step (first ms) is on a CPU (spinning in the sync); the host part at
+  // the given shares.
+  auto step_phase = [&](int64_t t) { return ((t - t0) % (6 * ms + 5 * us)) < 1 * ms; };
+  sched_counters(b, sys, sim.thread(), t0, t1 + 1 * ms, 1 * ms,
+                 [&](int64_t t) { return step_phase(t) ? 1.0 : on_cpu; }, [&](int64_t t) { return step_phase(t) ? 0.0 : runq; });
+  if (busy_python_thread) {
+    const uint32_t worker = b.thread("metrics", 4250);
+    const uint32_t code = b.code("busy_loop", "worker.py", 3);
+    for (int64_t t = t0; t + 10 * ms <= t1; t += 10 * ms) b.pycall(worker, code, 0, t, t + 10 * ms);
+    sched_counters(b, sys, worker, t0, t1 + 1 * ms, 1 * ms, [](int64_t) { return 1.0; }, [](int64_t) { return 0.0; });
+  }
+  b.finish();
+  return p;
+}
+}  // namespace
+
+TEST_CASE("end to end: a thread that sleeps is waiting, not contended, in Python and in C++") {
+  for (bool python : {true, false}) {
+    CAPTURE(python);
+    Analysis a = analyze::analyze_file(host_gap_trace("sleep.iscope", 0.02, 0.0, false, python).string(), {});
+    REQUIRE_FALSE(a.findings.empty());
+    CHECK(a.findings.front().category == "wait");
+    CHECK(find(a, "cpu_contention") == nullptr);
+    CHECK(a.breakdown.host_state_measured);
+    CHECK(a.breakdown.host_waiting_ms > 4.0);
+    const auto& s = a.findings.front().suggestions.front();
+    CHECK(s.estimated);
+    CHECK(s.impact_ms == doctest::Approx(a.findings.front().impact_ms).epsilon(0.15));
+  }
+}
+
+TEST_CASE("end to end: GIL held by another Python thread, and a run-queue wait, are contention") {
+  Analysis gil = analyze::analyze_file(host_gap_trace("gil.iscope", 0.1, 0.0, true, true).string(), {});
+  REQUIRE_FALSE(gil.findings.empty());
+  CHECK(gil.findings.front().category == "cpu_contention");
+  CHECK(gil.findings.front().title.find("GIL") != std::string::npos);
+  CHECK(find(gil, "wait") == nullptr);
+
+  Analysis runq = analyze::analyze_file(host_gap_trace("runq.iscope", 0.2, 0.8, false, true).string(), {});
+  REQUIRE_FALSE(runq.findings.empty());
+  CHECK(runq.findings.front().category == "cpu_contention");
+  CHECK(runq.findings.front().title.find("CPU") != std::string::npos);
+
+  Analysis busy = analyze::analyze_file(host_gap_trace("busy.iscope", 1.0, 0.0, false, true).string(), {});
+  REQUIRE_FALSE(busy.findings.empty());
+  CHECK(busy.findings.front().category == "cpu_bound");
+  CHECK(find(busy, "cpu_contention") == nullptr);
+  CHECK(find(busy, "wait") == nullptr);
+}
+
+TEST_CASE("end to end: savings come from the replay and never exceed the step") {
+  fs::path p = work_file("decode.iscope");
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 20; ++i)
+      sim.range("step", [&] {
+        for (int tok = 0; tok < 16; ++tok) {
+          for (int k = 0; k < 6; ++k) sim.launch("decode_kernel", 30 * us, 6 * us);
+          sim.copy(CopyKind::kDtoH, 4, 1.0, MemoryKind::kPageable);  // .item()
+          sim.host(20 * us);
+        }
+      });
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  const auto* f = find(a, "sync_bound");
+  REQUIRE(f != nullptr);
+  const auto& s = f->suggestions.front();
+  REQUIRE(s.estimated);
+  CHECK(s.model.find("replay") == 0);
+  CHECK(s.impact_ms > 0);
+  CHECK(s.impact_ms < a.breakdown.step_ms);
+  // GPU-bound per token (6 x 30 us of kernels against 6 x 6 us of launches): removing the syncs saves the
+  // refill per token, not the whole time in the syncs.
+  CHECK(s.impact_ms < f->impact_ms + a.breakdown.sync_wait_ms);
+  for (const auto& g : a.findings)
+    for (const auto& x : g.suggestions) {
+      CHECK(x.impact_ms <= a.breakdown.step_ms);
+      if (!x.estimated) CHECK(x.impact_ms == 0);
+    }
+}
