@@ -48,6 +48,39 @@ void full_trace(dump::DumpBuilder& b) {
   b.drop(main, "buffer_full", 3);
 }
 
+// The shape that made the analyzer allocate gigabytes from 4.5 KB, CRC-valid: thread ids near 2^20 and 2^32, a
+// code-table entry with id 2^24 - 1 and Python calls naming it (tests/unit/test_hostile_input.cpp builds the
+// same). Mutations around it keep probing every table indexed by an id.
+void hostile_ids(const std::filesystem::path& path) {
+  std::vector<uint8_t> out;
+  auto fh = dump::make_file_header();
+  out.insert(out.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
+  dump::ChunkBuilder s(dump::ChunkType::kStrings);
+  s.add_string(1, "main");
+  s.add_string(2, "f");
+  s.finish_into(out);
+  dump::ChunkBuilder code(dump::ChunkType::kCodeTable);
+  code.add(dump::CodeEntry{1, 2, 2, 1});
+  code.add(dump::CodeEntry{0x00ffffffu, 2, 2, 2});
+  code.finish_into(out);
+  dump::ChunkBuilder th(dump::ChunkType::kThreads);
+  th.add(dump::ThreadEntry{0x000ffffeu, 7, 42, 1, 1000, 0, 0, 0});
+  th.add(dump::ThreadEntry{0xfffffff0u, 8, 42, 1, 1000, 0, 0, 0});
+  th.finish_into(out);
+  for (uint32_t thread : {0x000ffffeu, 0xfffffff0u}) {
+    dump::ChunkBuilder ev(dump::ChunkType::kEvents);
+    dump::EventsHeader eh{thread, 0};
+    ev.append(&eh, sizeof(eh));
+    ev.add(RangeRecord{{RecordKind::kRange, 0, sizeof(RangeRecord)}, 1, 2000, 2050});
+    ev.add(PyCallRecord{{RecordKind::kPyCall, 0, sizeof(PyCallRecord)}, 0x00ffffffu, 3000, 3100});
+    ev.finish_into(out);
+  }
+  dump::ChunkBuilder end(dump::ChunkType::kEnd);
+  end.add(dump::EndEntry{10'000, 4, 0});
+  end.finish_into(out);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
+}
+
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), {});
@@ -83,6 +116,7 @@ int main(int argc, char** argv) {
     b.range(b.thread("t", 1), "r", 0, 0, 1);
     b.finish();
   }
+  hostile_ids(dir / "hostile_ids.iscope");
   // A dump cut short in the middle of its last chunk, as after a crash.
   const std::string full = slurp(dir / "full.iscope");
   std::ofstream(dir / "truncated.iscope", std::ios::binary).write(full.data(), full.size() * 2 / 3);

@@ -413,6 +413,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   for (auto& d : r.drops()) a.drops[d.reason] += d.records;
   if (uint64_t dropped = r.total_dropped_records())
     a.warnings.push_back(std::to_string(dropped) + " records were dropped while recording (see drops); totals are lower bounds");
+  dump::report_file_accounting(r, a.warnings, a.drops);  // END chunk's counts vs the file; ids beyond its tables
 
   const dump::ClockModel clock(r.calibration());
   const size_t nstr = r.string_count() + 1;

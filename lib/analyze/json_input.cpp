@@ -7,6 +7,7 @@
 // stream_id, device_id, bytes, correlation_id, grid_dim, block_dim, pinned. Unknown event types are counted
 // and skipped.
 #include "analyze/analyzer.hpp"
+#include "dump/files.hpp"
 #include "dump/builder.hpp"
 
 #include <boost/json.hpp>
@@ -38,12 +39,15 @@ T to_int(double v) {
 }
 
 
+// The file's text without a UTF-8 byte-order mark (editors on Windows write one; JSON parsers refuse it).
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream s;
   s << f.rdbuf();
-  return s.str();
+  std::string text = s.str();
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  return text;
 }
 
 std::string where(const std::string& text, size_t off) {
@@ -194,6 +198,8 @@ void json_trace_to_dump(const std::string& path, const std::string& dump_path, s
 }
 
 InputFormat input_format(const std::string& path) {
+  // stat() first: a directory would read as an empty file, and opening a FIFO would wait for a writer.
+  if (auto why = dump::not_a_regular_file(path)) throw InputError(*why);
   char head[64] = {};
   size_t got = 0;
   {

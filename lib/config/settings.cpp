@@ -266,13 +266,15 @@ ConfigError::ConfigError(std::vector<std::string> errors)
 
 Resolved resolve(const ResolveOptions& options) {
   Resolved resolved = defaults();
-  Problems problems;
+  Problems problems, source_problems;
+  Problems& from_sources = options.lenient_sources ? source_problems : problems;
   if (options.read_file) {
     std::string named_by;
     std::string path = pick_config_file(options, named_by);
-    if (!path.empty()) read_file(path, named_by, resolved, problems);
+    if (!path.empty()) read_file(path, named_by, resolved, from_sources);
   }
-  if (options.read_environment) read_environment(resolved, problems);
+  if (options.read_environment) read_environment(resolved, from_sources);
+  resolved.ignored = std::move(source_problems.messages);
   for (const auto& [key, value] : options.flags) {
     const std::string flag = spell_flag(options.flag_spelling, key);
     const KeyDef* def = detail::find_key(key);

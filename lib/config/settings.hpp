@@ -67,6 +67,10 @@ struct ResolveOptions {
   std::string flag_spelling = "--{key}";
   /// What error messages call a flag: "flag --x: ..."; the Python binding's keywords say "start() keyword".
   std::string flag_noun = "flag";
+  /// Problems in the file and the environment are collected in Resolved::ignored instead of thrown, their
+  /// keys keeping their defaults (flags still throw). For tools that record nothing (iscope-analyze), whose
+  /// run must not be stopped by a stale recording setting.
+  bool lenient_sources = false;
 };
 
 /// Where an effective value came from: "default", "file:/path/.inferscope.yaml:12", "env:INFERSCOPE_X",
@@ -75,6 +79,7 @@ struct Resolved {
   Config config;
   std::map<std::string, std::string> origin;  ///< key -> source description
   std::string config_file;                    ///< the YAML file that was read; empty when none
+  std::vector<std::string> ignored;           ///< problems skipped under ResolveOptions::lenient_sources
 };
 
 /// Resolves the effective configuration; throws ConfigError on any unknown key, wrong type or bad value.

@@ -1,7 +1,13 @@
 // The one dump reader every tool uses. Opening a dump walks the chunk headers once (checking both CRCs),
 // loads the metadata (strings, threads, calibration, drops, code table, process info) and indexes the
-// event chunks; records are then visited straight from the memory-mapped file, so memory stays bounded
-// whatever the dump's size.
+// event chunks; records are then read through a window of about 1 MiB per visiting thread (pread), so memory
+// stays bounded whatever the dump's size, and a file cut short or replaced while it is read gives a DumpError
+// naming the offset, never a crash (no mapping: see RecordCursor in reader.cpp for why).
+//
+// Every id the reader hands out is bounded by what the file declares: string and code-table ids by the
+// entries of their tables, thread ids by the threads the file names (renumbered 1..N when they run far
+// beyond that), Python code ids in records by the code table (a record beyond it is malformed). So no table
+// a caller sizes by an id can grow past what the file's bytes justify.
 //
 //   dump::DumpReader r("run.iscope");
 //   r.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* rec) { ... });
@@ -73,7 +79,7 @@ struct Attr {
 /// The analysis result never depends on it (docs/analysis.md, "Speed and memory").
 unsigned worker_threads(unsigned asked = 0);
 
-/// Copies a packed record out of the mapped file.
+/// Copies a packed record out of the bytes a visitor was handed.
 template <class T>
 inline T load(const uint8_t* p) {
   T v;
@@ -81,9 +87,40 @@ inline T load(const uint8_t* p) {
   return v;
 }
 
+class DumpReader;
+
+/// Reads one EVENTS chunk's records in order through a per-thread window; for_each_record_in's engine.
+class RecordCursor {
+ public:
+  RecordCursor(const DumpReader& r, const EventsChunkRef& c);
+  ~RecordCursor();
+  RecordCursor(const RecordCursor&) = delete;
+  RecordCursor& operator=(const RecordCursor&) = delete;
+  /// The next record of a known kind (its header in `h`), or nullptr at the end of the chunk. Pads and
+  /// unknown kinds are skipped; a malformed record throws DumpError naming its file offset.
+  const uint8_t* next(RecordHeader& h);
+  /// File offset of a byte of the current window (for error messages).
+  uint64_t offset_of(const uint8_t* p) const { return c_.offset + win_ + uint64_t(p - buf_); }
+  bool holds(const uint8_t* p) const { return p >= buf_ && p < buf_ + have_; }
+
+ private:
+  void fill(size_t need);
+  void check_ids(const RecordHeader& h, uint8_t* rec);
+  [[noreturn]] void bad(uint64_t chunk_off, const std::string& what) const;
+
+  const DumpReader& r_;
+  const EventsChunkRef& c_;
+  uint8_t* buf_ = nullptr;
+  size_t have_ = 0;    ///< valid bytes in buf_
+  uint64_t win_ = 0;   ///< chunk offset of buf_[0]
+  uint64_t next_ = 0;  ///< chunk offset of the next record
+  RecordCursor* outer_ = nullptr;
+};
+
 class DumpReader {
  public:
-  /// Throws DumpError for a file that cannot be read at all: missing, empty, not a dump, unknown version.
+  /// Throws DumpError for a file that cannot be read at all: missing, not a regular file (said without
+  /// blocking on a FIFO), empty, not a dump, unknown version.
   explicit DumpReader(const std::string& path);
   ~DumpReader();
   DumpReader(const DumpReader&) = delete;
@@ -125,32 +162,59 @@ class DumpReader {
     for (const auto& c : events_) for_each_record_in(c, f);
   }
 
+  /// The record pointer is valid during the call only.
   template <class F>
   void for_each_record_in(const EventsChunkRef& c, F&& f) const {
-    const uint8_t* p = base_ + c.offset;
-    const uint8_t* end = p + c.length;
-    while (p < end) {
-      if (end - p < static_cast<ptrdiff_t>(sizeof(RecordHeader))) bad_record(p, "a record header runs past its chunk");
-      RecordHeader h = load<RecordHeader>(p);
-      if (h.size < sizeof(RecordHeader) || h.size > end - p) bad_record(p, "record size out of bounds");
-      uint16_t fixed = fixed_record_size(h.kind);
-      if (fixed != 0 && h.size < fixed) bad_record(p, "record shorter than its kind");
-      if (fixed != 0 && h.kind != RecordKind::kPad) f(c.thread_id, h, p);
-      p += h.size;
-    }
+    RecordCursor cursor(*this, c);
+    RecordHeader h;
+    while (const uint8_t* p = cursor.next(h)) f(c.thread_id, h, p);
   }
 
-  /// The attributes trailing a Range, Mark or AsyncRange record (empty when it has none).
+  /// The attributes trailing a Range, Mark or AsyncRange record (empty when it has none); `record` is one a
+  /// visitor was handed.
   std::vector<Attr> attributes(const uint8_t* record) const;
 
+  /// Python code ids a record may use: 1..code_id_bound() (0: none).
+  uint32_t code_id_bound() const { return code_bound_; }
+  /// Renumbered thread id for one a record names (async ranges, thread counters); `id` itself when the dump's
+  /// ids were not renumbered, kNoThread when the file does not name that thread.
+  uint32_t thread_id_of(uint32_t id) const;
+  /// What the reader left out or renumbered because an id ran beyond what the file declares (one line each).
+  const std::vector<std::string>& id_warnings() const { return id_warnings_; }
+  /// Reads `n` bytes at `offset`; throws DumpError naming the offset when the file now ends before them
+  /// (it was cut short or replaced after it was opened).
+  void read_at(uint64_t offset, void* out, size_t n) const;
+
  private:
-  [[noreturn]] void bad_record(const uint8_t* p, const char* what) const;
+  friend class RecordCursor;
+  struct Walked {
+    uint64_t off;
+    ChunkHeader h;
+  };
+  struct Declared {  // entries the valid chunks' headers announce
+    uint64_t strings = 0, code = 0, threads = 0;
+  };
+  void open_regular();
+  [[noreturn]] void fail(const std::string& msg, uint64_t off);
+  void read_header();
+  std::vector<Walked> walk_chunks();
+  size_t first_bad_payload(const std::vector<Walked>& walked) const;
+  void parse_valid(const std::vector<Walked>& walked, size_t first_bad);
   void parse_chunk(const ChunkHeader& h, const uint8_t* payload, uint64_t payload_offset);
+  void parse_strings(const ChunkHeader& h, const uint8_t* p, uint64_t off);
+  void adopt_tables(const std::vector<CodeEntry>& code, const std::vector<ThreadEntry>& threads);
+  void renumber_threads_if_needed();
+  void damaged(uint64_t where, const std::string& what, bool truncated);
+  [[noreturn]] void bad_record(const uint8_t* p, const char* what) const;
 
   std::string path_;
   int fd_ = -1;
-  const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  Declared declared_;
+  uint32_t code_bound_ = 0;
+  uint64_t strings_skipped_ = 0;
+  std::vector<uint32_t> thread_ids_;  ///< original ids, sorted, when renumbered (new id = index + 1)
+  std::vector<std::string> id_warnings_;
   uint16_t major_ = 0, minor_ = 0;
   uint32_t file_flags_ = 0;
   std::vector<std::pair<std::string, std::string>> process_;
@@ -166,5 +230,16 @@ class DumpReader {
   std::optional<EndEntry> end_;
   std::optional<Damage> damage_;
 };
+
+}  // namespace inferscope::dump
+
+namespace inferscope::dump {
+
+/// What the file says about itself against what was found in it, for an analysis: the id warnings, and the
+/// END chunk's records written and dropped compared with the records the file holds and the drops it lists.
+/// Each difference becomes a warning naming the numbers; records missing from the file are added to `drops`
+/// as "lost_in_file", drops the END counts beyond the listed ones as "dropped_unlisted".
+void report_file_accounting(const DumpReader& r, std::vector<std::string>& warnings,
+                            std::map<std::string, uint64_t>& drops);
 
 }  // namespace inferscope::dump

@@ -71,5 +71,7 @@ TEST_CASE("the sample's summary counts equal what the sample did") {
   pid = testutil::spawn({testutil::binary("tools/iscope-analyze/iscope-analyze"), out, "--json", json},
                         {"INFERSCOPE_STEP_TYPO=1"});
   st = testutil::wait_status(pid);
-  CHECK(WEXITSTATUS(st) == 2);  // nothing runs on a half-understood configuration
+  // iscope-analyze records nothing: a variable it cannot use is warned about and skipped (issue 18); the
+  // runtime and iscope-run still refuse it (tests/config).
+  CHECK(WEXITSTATUS(st) == 0);
 }

@@ -4,11 +4,13 @@
 //   iscope-analyze DUMP -o report.md|.html|.json [--html F] [--json F] [--perfetto F] [--step NAME]
 //   iscope-analyze DUMP --summary                what the dump holds (threads, ranges, drops, clock)
 //
-// Exit status: 0 success (also for a dump cut short by a crash, with a warning), 1 unreadable input,
-// 2 bad usage, 3 corrupt data (what could be read is analysed and written).
+// Exit status: 0 success (also for a dump cut short by a crash, with a warning), 1 unreadable input (also a
+// directory, FIFO, device or socket), 2 bad usage (also an output that is the input), 3 corrupt data (what
+// could be read is analysed and written).
 #include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/summary.hpp"
+#include "dump/files.hpp"
 #include "dump/path.hpp"
 #include "dump/reader.hpp"
 #ifdef INFERSCOPE_HAVE_REPORT
@@ -19,8 +21,8 @@
 
 #include <unistd.h>
 
-#include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sys/stat.h>
 
@@ -36,25 +38,57 @@ std::string extension(const std::string& p) {
   return e;
 }
 
-// Writes one output; returns false (after saying why) when the file cannot be written.
+// Writes one output through a temporary beside it, renamed into place when complete: a report that fails
+// half-way leaves the previous file as it was. Returns false (after saying why) when it cannot be written.
 template <class F>
 bool write_to(const std::string& path, F&& f) {
   if (path == "-") {
     f(std::cout);
     return true;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    std::cerr << "iscope-analyze: cannot write " << path << "\n";
-    return false;
-  }
-  f(out);
-  out.flush();
-  if (!out) {
-    std::cerr << "iscope-analyze: error while writing " << path << "\n";
+  inferscope::dump::AtomicOutput out(path);
+  if (out.ok()) f(out.stream());
+  if (!out.commit()) {
+    std::cerr << "iscope-analyze: " << out.error() << "\n";
     return false;
   }
   return true;
+}
+
+// An output that is the input itself (same inode: through a symlink, a relative path or a hard link) would
+// destroy the dump being read; refused before anything is written.
+bool refuses_input_as_output(const std::string& input, const std::vector<std::string>& outputs) {
+  for (const auto& out : outputs)
+    if (out != "-" && inferscope::dump::same_file(out, input)) {
+      std::cerr << "iscope-analyze: output " << out << " is the input " << input
+                << " itself; refusing to overwrite it (name another output file)\n";
+      return true;
+    }
+  return false;
+}
+
+// The analyzer's settings (step, launch_bound_max_kernel_us) from the same model as everything else: flags
+// here > INFERSCOPE_* > .inferscope.yaml > defaults. iscope-analyze records nothing, so a file or variable it
+// cannot use (a stale recording key, a bad INFERSCOPE_* value) is reported once and skipped; a bad flag of
+// its own is still an error (ConfigError).
+inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult& args) {
+  inferscope::analyze::AnalyzeOptions o;
+  inferscope::config::ResolveOptions ro;
+  ro.lenient_sources = true;
+  if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
+  if (args.count("launch-bound-max-kernel-us"))
+    ro.flags.emplace_back("launch_bound_max_kernel_us", std::to_string(args["launch-bound-max-kernel-us"].as<double>()));
+  if (args.count("skip-steps")) ro.flags.emplace_back("skip_steps", args["skip-steps"].as<std::string>());
+  const auto resolved = inferscope::config::resolve(ro);
+  if (!resolved.ignored.empty()) {
+    std::cerr << "iscope-analyze: warning: ignoring settings it cannot use (" << resolved.ignored.size()
+              << " problem" << (resolved.ignored.size() == 1 ? "" : "s") << "; `iscope-config validate` lists them): "
+              << resolved.ignored.front() << "\n";
+  }
+  o.step = resolved.config.step;
+  o.launch_bound_max_kernel_us = resolved.config.launch_bound_max_kernel_us;
+  o.skip_steps = resolved.config.skip_steps == "auto" ? -1 : std::stoi(resolved.config.skip_steps);
+  return o;
 }
 
 }  // namespace
@@ -98,6 +132,10 @@ int main(int argc, char** argv) {
     try {
       inferscope::dump::DumpReader reader(path);
       if (reader.damage()) std::cerr << "iscope-analyze: warning: " << reader.damage()->message << "\n";
+      std::vector<std::string> warnings;
+      std::map<std::string, uint64_t> drops;
+      inferscope::dump::report_file_accounting(reader, warnings, drops);
+      for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
       auto summary = inferscope::analyze::summarize(reader);
       inferscope::analyze::print_summary(reader, summary, std::cout);
       return reader.damage() && !reader.damage()->truncated ? 3 : 0;
@@ -120,19 +158,14 @@ int main(int argc, char** argv) {
   const bool findings = args.count("findings") > 0;
   if (outputs.empty() && !args.count("perfetto") && !findings) outputs.emplace_back("md", "-");
 
-  // The analyzer's settings (step, launch_bound_max_kernel_us) come from the same model as everything
-  // else: flags here > INFERSCOPE_* > .inferscope.yaml > defaults.
+  std::vector<std::string> written;
+  for (auto& [fmt, p] : outputs) written.push_back(p);
+  if (args.count("perfetto")) written.push_back(args["perfetto"].as<std::string>());
+  if (refuses_input_as_output(path, written)) return 2;
+
   inferscope::analyze::AnalyzeOptions o;
   try {
-    inferscope::config::ResolveOptions ro;
-    if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
-    if (args.count("launch-bound-max-kernel-us"))
-      ro.flags.emplace_back("launch_bound_max_kernel_us", std::to_string(args["launch-bound-max-kernel-us"].as<double>()));
-    if (args.count("skip-steps")) ro.flags.emplace_back("skip_steps", args["skip-steps"].as<std::string>());
-    const inferscope::Config cfg = inferscope::config::resolve(ro).config;
-    o.step = cfg.step;
-    o.skip_steps = cfg.skip_steps == "auto" ? -1 : std::stoi(cfg.skip_steps);
-    o.launch_bound_max_kernel_us = cfg.launch_bound_max_kernel_us;
+    o = analysis_settings(args);
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << "iscope-analyze: configuration error:\n" << e.what() << "\n";
     return 2;

@@ -1,0 +1,57 @@
+// Files a tool reads or writes next to dumps: is an input something it can read without blocking, is an
+// output the input itself, and writing an output so that a failure never leaves it half-written.
+//
+//   if (auto why = dump::not_a_regular_file("run.iscope")) throw Error(*why);   // "run.iscope: is a directory"
+//   if (dump::same_file("report.md", "run.iscope")) ...                          // refuse: would overwrite the input
+//   dump::AtomicOutput out("report.md");   // writes "report.md.tmpXXXXXX" beside it
+//   out.stream() << text;
+//   out.commit();                          // renamed into place; without commit() the temporary is removed
+#pragma once
+
+#include <fstream>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace inferscope::dump {
+
+/// What kind of file `mode` (stat's st_mode) is, in words: "a directory", "a FIFO (named pipe)", ...
+std::string file_kind(unsigned mode);
+
+/// Why `path` cannot be read as an input file: "PATH: is a directory, not a file", "PATH: is a FIFO (named
+/// pipe), not a regular file", or "PATH: cannot open: <errno text>". Empty when it is a regular file. Uses
+/// stat(), so it never blocks (opening a FIFO for reading would wait for a writer).
+std::optional<std::string> not_a_regular_file(const std::string& path);
+
+/// True when both paths name one existing file (same device and inode), through symlinks, relative paths
+/// and hard links alike. False when either does not exist.
+bool same_file(const std::string& a, const std::string& b);
+
+/// An output file written to a temporary beside it and renamed over it by commit(): readers of `path` see
+/// the old file or the whole new one, never a truncated or half-written one. A path that exists and is not a
+/// regular file (/dev/stdout, a FIFO) is written directly: it cannot be replaced by a rename.
+class AtomicOutput {
+ public:
+  /// Opens the temporary; `error()` says why when it could not be created.
+  explicit AtomicOutput(const std::string& path);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  std::ostream& stream() { return out_; }
+  /// Flushes, closes and renames into place; false (and error()) when any write failed: the target is then
+  /// untouched and the temporary removed.
+  bool commit();
+
+ private:
+  void discard();
+
+  std::string path_, temp_;
+  std::ofstream out_;
+  std::string error_;
+  bool direct_ = false, done_ = false;
+};
+
+}  // namespace inferscope::dump
