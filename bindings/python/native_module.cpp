@@ -705,6 +705,19 @@ PyObject* py_setup(PyObject*, PyObject* dir) {
   } else if (inferscope::is_active()) {
     runtime::set_collector_status("python", "off: " + g_tracer_error);
   }
+  // Python has read its signal dispositions by now: the handlers an environment-started session held back
+  // (so that signal.getsignal() shows what it would without us) can go in.
+  runtime::install_deferred_signal_handlers();
+  Py_RETURN_NONE;
+}
+
+// The dump-completing half of _atexit, for a path that skips atexit (os._exit in a recorded fork child).
+PyObject* py_finish_before_exit(PyObject*, PyObject*) {
+  pytrace::disable(/*at_exit=*/true);
+  g_owned_epoch = 0;
+  Py_BEGIN_ALLOW_THREADS
+  runtime::finish_session_of_this_process();
+  Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }
 
@@ -720,12 +733,25 @@ PyObject* py_atexit(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-// os.register_at_fork(after_in_child=...): a forked child records nothing (the runtime's policy), so it must
-// not keep paying for the hooks either (DataLoader workers, multiprocessing pools).
+// os.register_at_fork(after_in_child=...): a forked child records nothing unless follow_children gave it a
+// session of its own (the runtime started it in fork's child handler, without the Python collector: Python was
+// not whole again yet). Either way the parent's hooks go; a recording child attaches its own collector now.
+// Returns whether this child records.
 PyObject* py_after_fork_child(PyObject*, PyObject*) {
   pytrace::disable(/*at_exit=*/true);
   g_owned_epoch = 0;
-  Py_RETURN_NONE;
+  if (!inferscope::is_active()) Py_RETURN_FALSE;
+  if (g_tracer_ok) {
+    bool attached;
+    Py_BEGIN_ALLOW_THREADS
+    attached = runtime::attach_collector(pytrace::make_collector());
+    Py_END_ALLOW_THREADS
+    (void)attached;
+  } else {
+    runtime::set_collector_status("python", "off: " + g_tracer_error);
+  }
+  g_owned_epoch = detail::g_session.load();
+  Py_RETURN_TRUE;
 }
 
 // --- reading a dump back (tests, notebooks) --------------------------------------------------------------
@@ -899,6 +925,7 @@ PyMethodDef module_methods[] = {
     {"_setup", py_setup, METH_O, "module setup (inferscope_py/__init__.py)"},
     {"_atexit", py_atexit, METH_NOARGS, "unhooks tracing and stops the session this module owns"},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS, "unhooks tracing in a forked child"},
+    {"_finish_before_exit", py_finish_before_exit, METH_NOARGS, "completes this process's dump (os._exit)"},
     {"_dump_stats", py_dump_stats, METH_O, "_dump_stats(path) -> dict: record counts per kind and per Python function"},
     {"_read_dump", py_read_dump, METH_O, "_read_dump(path) -> dict: a dump's records (ranges, marks, Python calls)"},
     {nullptr, nullptr, 0, nullptr}};

@@ -35,6 +35,8 @@ struct Config {
   uint32_t calibration_period_ms = 1000;      ///< calibration_period_ms: clock calibration pairs (10..600000)
   LogLevel log_level = LogLevel::kWarn;       ///< log_level: error | warn | info | debug
   bool handle_signals = true;                 ///< handle_signals: write the dump on SIGINT/SIGTERM (env start)
+  bool follow_children = false;               ///< follow_children: a forked or spawned child records into
+                                              ///< <stem>.<pid>.iscope (else it records nothing)
 
   // --- GPU collector (CUPTI) -------------------------------------------------------------------------
   bool cupti = true;                          ///< cupti: collect GPU activity when a driver is present

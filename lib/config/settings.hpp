@@ -44,7 +44,7 @@ inline constexpr std::array kNonSettingEnvironment = {
     std::string_view("INFERSCOPE_CLOCK"),            // runtime: forces the clock source (tests use monotonic)
     std::string_view("INFERSCOPE_CHILD"),            // set by iscope-run in processes it starts
     std::string_view("INFERSCOPE_ROOT_PID"),         // iscope-run: the pid of the process it started
-    std::string_view("INFERSCOPE_FOLLOW_CHILDREN"),  // iscope-run: whether children of the target record too
+    std::string_view("INFERSCOPE_EXEC_FROM"),        // runtime: the pid whose dump an exec'd image moves aside
     std::string_view("INFERSCOPE_INJECTED"),         // set once the CUPTI injection entry has run
     std::string_view("INFERSCOPE_ANALYZE"),          // runtime: iscope-analyze for the report at exit
     std::string_view("INFERSCOPE_ANALYZE_THREADS"),  // iscope-analyze: worker threads (default: the machine's)

@@ -108,6 +108,9 @@ constexpr KeyDef kKeys[] = {
      .doc = "Verbosity of InferScope's own messages on stderr."},
     {.key = "handle_signals", .section = "session", .member = &Config::handle_signals,
      .doc = "Write the dump on SIGINT/SIGTERM when the session was started from the environment."},
+    {.key = "follow_children", .section = "session", .member = &Config::follow_children,
+     .doc = "Record child processes too (fork, multiprocessing, exec'd programs), each into a dump named after the "
+            "parent's with the child's pid (run.4242.iscope). Otherwise a child records nothing."},
     // --- GPU collector (CUPTI)
     {.key = "cupti", .section = "cupti", .member = &Config::cupti,
      .doc = "Collect GPU activity through CUPTI when a driver is present."},

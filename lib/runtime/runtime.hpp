@@ -140,6 +140,19 @@ void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop
 /// Test hook: rings the process holds right now (live threads' rings and retired ones not yet freed).
 size_t live_ring_count();
 
+/// Installs the signal handlers an environment-started session left for later because Python had not read its
+/// own dispositions yet (inferscope_py calls this when it is imported). Does nothing otherwise.
+void install_deferred_signal_handlers();
+
+/// Completes the running session's dump when this process owns it (before exec, os._exit in a fork child);
+/// returns its output path, or "" when this process records nothing of its own (no session, or a vfork child
+/// sharing its parent's memory: it touches nothing).
+std::string finish_session_of_this_process();
+
+/// Test hook: takes the string table's lock on the calling thread, calls `while_held`, then keeps the lock for
+/// `ms` milliseconds (a fork() made meanwhile must neither deadlock the child nor break the table).
+void hold_strings_lock_for_test(uint32_t ms, const std::function<void()>& while_held);
+
 /// Test hook: the configuration the running session was started with.
 const Config& active_config();
 

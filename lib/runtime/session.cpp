@@ -83,6 +83,8 @@ struct SessionState {
   std::string output;
   bool ring_mode = false;
   bool from_env = false;
+  // The path forked children's dumps are named after (<stem>.<pid>.iscope): the output before any pid suffix.
+  std::string family_output;
   int fd = -1;
   bool write_failed = false;
   std::thread writer;
@@ -134,7 +136,12 @@ struct Global {
   uint32_t next_epoch = 1;
   uint32_t next_thread_id = 1;
   std::vector<std::function<std::unique_ptr<Collector>()>> factories;
+  std::mutex factories_mu;  // register_collector; held across fork
+  // The writer's wake-up pipe belongs to `owner_pid`: a forked child closes its copy and makes its own, and
+  // nothing (a signal handler included) ever writes to a pipe made by another process.
   int pipe_r = -1, pipe_w = -1;
+  std::atomic<pid_t> owner_pid{0};
+  bool atfork_registered = false;
   std::string last_output;
   LogLevel log_level = LogLevel::kWarn;
   bool atexit_registered = false;
@@ -149,7 +156,7 @@ Global& G() {
 
 void send_command(uint8_t c) {
   Global& g = G();
-  if (g.pipe_w >= 0) {
+  if (g.pipe_w >= 0 && g.owner_pid.load(std::memory_order_relaxed) == ::getpid()) {
     ssize_t r;
     do r = ::write(g.pipe_w, &c, 1);
     while (r < 0 && errno == EINTR);
@@ -524,26 +531,111 @@ void writer_main(SessionState* s) {
   finish_writing(*s);
 }
 
-void handle_signal(int sig) {
-  // Async-signal-safe: one byte to the writer thread, which writes the dump and re-raises.
-  uint8_t c = static_cast<uint8_t>(sig);
-  if (G().pipe_w >= 0) {
-    [[maybe_unused]] ssize_t r = ::write(G().pipe_w, &c, 1);
+// --- signals ---------------------------------------------------------------------------------------------
+//
+// The handlers only ever replace a default action (SIG_DFL), and remember what they replaced: in any process
+// but the one that installed them (a child made by clone() without fork's handlers, or before they ran) they
+// act exactly as that previous disposition would. Only the owner writes to its own writer's pipe.
+
+constexpr int kMaxSignal = 65;
+struct sigaction g_prev_action[kMaxSignal];
+std::atomic<bool> g_ours[kMaxSignal];
+std::atomic<pid_t> g_handler_owner{0};
+std::atomic<bool> g_deferred_python_signals{false};  // SIGTERM/SIGUSR2 wait for Python's start-up (see below)
+
+// What the signal would have done without us, in this process.
+void chain_signal(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& prev = g_prev_action[sig];
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+  } else if (prev.sa_handler == SIG_DFL) {
+    ::sigaction(sig, &prev, nullptr);  // blocked while this handler runs: the default action follows at once
+    ::raise(sig);
+  } else if (prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
   }
+}
+
+void handle_signal(int sig, siginfo_t* info, void* context) {
+  // Async-signal-safe: one byte to this process's own writer thread, which writes the dump and re-raises.
+  const int saved_errno = errno;
+  Global& g = G();
+  if (::getpid() == g_handler_owner.load(std::memory_order_relaxed) &&
+      g.owner_pid.load(std::memory_order_relaxed) == ::getpid() && g.pipe_w >= 0) {
+    uint8_t c = static_cast<uint8_t>(sig);
+    [[maybe_unused]] ssize_t r = ::write(g.pipe_w, &c, 1);
+  } else {
+    chain_signal(sig, info, context);
+  }
+  errno = saved_errno;
+}
+
+bool handler_is_ours(const struct sigaction& sa) {
+  return (sa.sa_flags & SA_SIGINFO) && sa.sa_sigaction == handle_signal;
 }
 
 void install_handler(int sig) {
   struct sigaction old{};
   if (::sigaction(sig, nullptr, &old) != 0) return;
+  if (handler_is_ours(old)) {
+    g_handler_owner.store(::getpid());
+    return;
+  }
   // Only take over the default action: a program that handles or ignores the signal keeps doing so, and
   // its own exit path (atexit) writes the dump.
-  if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) {
-    struct sigaction sa{};
-    sa.sa_handler = handle_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    ::sigaction(sig, &sa, nullptr);
+  if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return;
+  g_prev_action[sig] = old;
+  struct sigaction sa{};
+  sa.sa_sigaction = handle_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
+  g_handler_owner.store(::getpid());
+  g_ours[sig].store(true);
+  ::sigaction(sig, &sa, nullptr);
+}
+
+// A forked child: what was ours goes back to what it replaced (the child's own session, if it has one,
+// installs them again for itself). A handler the program installed since is left alone.
+void restore_handlers_in_child() {
+  for (int sig = 1; sig < kMaxSignal; ++sig) {
+    if (!g_ours[sig].load()) continue;
+    g_ours[sig].store(false);
+    struct sigaction cur{};
+    if (::sigaction(sig, nullptr, &cur) == 0 && handler_is_ours(cur)) ::sigaction(sig, &g_prev_action[sig], nullptr);
   }
+  g_handler_owner.store(0);
+  g_deferred_python_signals.store(false);
+}
+
+// Ends this process by `sig` as it would have ended without us (the dump is written).
+void reraise(int sig) {
+  if (sig <= 0 || sig >= kMaxSignal) return;
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, g_ours[sig].load() ? &g_prev_action[sig] : &dfl, nullptr);
+  ::raise(sig);
+}
+
+// A Python interpreter lives in this process (the executable or libpython exports the C API).
+int (*python_is_initialized())() {
+  return reinterpret_cast<int (*)()>(::dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+}
+
+void install_session_handlers(const SessionState& s) {
+  auto py_initialized = python_is_initialized();
+  // Python reads every signal's disposition once, when it starts, and shows a handler it did not install as
+  // None (signal.getsignal; a saved None cannot be restored). Installed before that (LD_PRELOAD), ours would
+  // change what the program sees, so they wait until inferscope_py is imported (install_deferred_...).
+  const bool wait_for_python = py_initialized && !py_initialized();
+  if (s.from_env && s.cfg.handle_signals) {
+    // SIGINT stays Python's own: KeyboardInterrupt runs the program's except/finally and atexit, which
+    // writes the dump.
+    if (!py_initialized) install_handler(SIGINT);
+    if (!wait_for_python) install_handler(SIGTERM);
+  }
+  if (s.ring_mode && !wait_for_python) install_handler(SIGUSR2);
+  g_deferred_python_signals.store(wait_for_python);
 }
 
 void at_exit_stop() { stop_impl(false, 0); }
@@ -564,14 +656,98 @@ bool start_collector(SessionState& s, std::unique_ptr<Collector> c) {
   return true;
 }
 
-void after_fork_in_child() {
-  // The writer thread does not exist in the child: the child records nothing and must never join it.
-  detail::g_session.store(0, std::memory_order_relaxed);
+// --- fork --------------------------------------------------------------------------------------------------
+//
+// A child gets a clean runtime: every runtime lock free (the ones with data behind them are held across
+// fork(), so the child's copy is whole), no writer thread, no inherited pipe, signal handlers back to what
+// they replaced, and either a session of its own (follow_children) or none: g_session is 0, so its hot path
+// costs one load. The parent's session goes on untouched.
+
+std::mutex& device_locations_mutex();
+
+void before_fork() {
   Global& g = G();
-  g.session = nullptr;  // leaked on purpose
+  g.registry.lock();  // before the string table: open_channel() interns while holding the registry
+  strings_lock_for_fork();
+  g.factories_mu.lock();
+  device_locations_mutex().lock();
+}
+
+void after_fork_in_parent() {
+  Global& g = G();
+  device_locations_mutex().unlock();
+  g.factories_mu.unlock();
+  strings_unlock_after_fork(false);
+  g.registry.unlock();
+}
+
+// The parent's session as this child found it: abandoned (its writer, collectors and rings stay in the parent).
+struct Inherited {
+  bool follow = false;
+  bool from_env = false;
+  Config cfg;
+  std::string family_output;
+};
+
+Inherited abandon_parent_session(Global& g) {
+  Inherited in;
+  SessionState* s = g.session;
+  if (s && detail::g_session.load() == s->epoch) {
+    in = Inherited{s->cfg.follow_children, s->from_env, s->cfg, s->family_output};
+  }
+  detail::g_session.store(0, std::memory_order_seq_cst);
+  detail::g_nvtx_emit.store(false, std::memory_order_relaxed);
+  if (s && s->fd >= 0) ::close(s->fd);  // the parent's dump is the parent's alone
+  g.session = nullptr;                   // leaked on purpose: its threads and locks do not exist here
+  g.rings.clear();
+  return in;
+}
+
+void after_fork_in_child() {
+  Global& g = G();
+  // The thread that held these in the parent does not exist here (placement new: a held lock's owner id
+  // would be meaningless).
   new (&g.control) std::mutex;
   new (&g.registry) std::mutex;
-  g.rings.clear();
+  new (&g.factories_mu) std::mutex;
+  new (&device_locations_mutex()) std::mutex;
+  strings_unlock_after_fork(true);
+  Inherited in = abandon_parent_session(g);
+  if (g.pipe_r >= 0) ::close(g.pipe_r);
+  if (g.pipe_w >= 0) ::close(g.pipe_w);
+  g.pipe_r = g.pipe_w = -1;
+  g.owner_pid.store(::getpid());
+  restore_handlers_in_child();
+  if (!in.follow) return;
+  Config cfg = in.cfg;
+  const std::string pid = std::to_string(::getpid());
+  cfg.output = dump::insert_suffix(in.family_output, pid);
+  if (!cfg.report.empty()) cfg.report = dump::insert_suffix(cfg.report, pid);
+  // CUDA (and NVML) cannot be used in a child forked from a process that initialised them: the child records
+  // its CPU side. (A multiprocessing "spawn" child is a fresh process and records everything.)
+  cfg.cupti = false;
+  cfg.nvml = false;
+  start_session(cfg, in.from_env, in.family_output, /*fork_child=*/true);
+}
+
+void register_fork_handlers(Global& g) {
+  if (g.atfork_registered) return;
+  g.atfork_registered = true;
+  ::pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
+// The writer's pipe, made by (and for) this process.
+bool ensure_pipe(Global& g) {
+  if (g.pipe_r >= 0 && g.owner_pid.load() == ::getpid()) return true;
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+    log(LogLevel::kError, std::string("start: cannot create the writer's pipe: ") + std::strerror(errno));
+    return false;
+  }
+  g.pipe_r = p[0];
+  g.pipe_w = p[1];
+  g.owner_pid.store(::getpid());
+  return true;
 }
 
 // INFERSCOPE_REPORT: the runtime never links the analyzer (DESIGN.md: the hot path never includes analysis
@@ -661,14 +837,34 @@ bool stop_impl(bool from_writer, int signal_number) {
   }
   if (s && s->from_env && !s->cfg.report.empty()) write_report_at_exit(s->output, s->cfg.report, s->cfg.step);
   if (!signal_number && s) signal_number = s->pending_signal.load();
-  if (signal_number) {
-    ::signal(signal_number, SIG_DFL);
-    ::raise(signal_number);
-  }
+  if (signal_number) reraise(signal_number);
   return true;
 }
 
 }  // namespace
+
+void install_deferred_signal_handlers() {
+  Global& g = G();
+  std::lock_guard ctl(g.control);
+  SessionState* s = g.session;
+  if (!g_deferred_python_signals.exchange(false) || !s || detail::g_session.load() != s->epoch) return;
+  if (g.owner_pid.load() != ::getpid()) return;
+  if (s->from_env && s->cfg.handle_signals) install_handler(SIGTERM);
+  if (s->ring_mode) install_handler(SIGUSR2);
+}
+
+std::string finish_session_of_this_process() {
+  if (detail::g_session.load() == 0 || G().owner_pid.load() != ::getpid()) return {};
+  std::string path;
+  {
+    std::lock_guard ctl(G().control);
+    SessionState* s = G().session;
+    if (!s || detail::g_session.load() != s->epoch) return {};
+    path = s->ring_mode ? snapshot_path(*s, true) : s->output;
+  }
+  stop_impl(false, 0);
+  return path;
+}
 
 // ---------------------------------------------------------------------------------------------------------
 
@@ -680,8 +876,7 @@ void log(LogLevel level, const std::string& message) {
 
 void register_collector(std::function<std::unique_ptr<Collector>()> factory) {
   // Called with the control lock held when start() registers the built-in collectors.
-  static std::mutex mu;
-  std::lock_guard lk(mu);
+  std::lock_guard lk(G().factories_mu);
   G().factories.push_back(std::move(factory));
 }
 
@@ -731,6 +926,7 @@ CudaDeviceLocations& device_locations() {
   static auto* d = new CudaDeviceLocations;  // never destroyed: collector threads may ask while the process exits
   return *d;
 }
+std::mutex& device_locations_mutex() { return device_locations().mu; }
 }  // namespace
 
 void set_cuda_device_locations(std::vector<std::string> locations) {
@@ -933,7 +1129,7 @@ ExitGuard::~ExitGuard() {
 
 // ---------------------------------------------------------------------------------------------------------
 
-bool start_session(const Config& config, bool from_env) {
+bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child) {
   Global& g = G();
   std::lock_guard ctl(g.control);
   if (detail::g_session.load() != 0) {
@@ -943,16 +1139,8 @@ bool start_session(const Config& config, bool from_env) {
   g.log_level = config.log_level;
   choose_clock();
   ensure_builtin_collectors();
-  if (g.pipe_r < 0) {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-      log(LogLevel::kError, std::string("start: cannot create the writer's pipe: ") + std::strerror(errno));
-      return false;
-    }
-    g.pipe_r = p[0];
-    g.pipe_w = p[1];
-    ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
-  }
+  if (!ensure_pipe(g)) return false;
+  register_fork_handlers(g);
   {  // Commands left over from an earlier session mean nothing to this one.
     uint8_t junk[64];
     while (::read(g.pipe_r, junk, sizeof(junk)) > 0) {
@@ -971,6 +1159,7 @@ bool start_session(const Config& config, bool from_env) {
   s->output = config.output.empty() ? default_output_path() : config.output;
   s->ring_mode = config.buffer_mode == BufferMode::kRing;
   s->from_env = from_env;
+  s->family_output = family_output.empty() ? s->output : family_output;
   if (!s->ring_mode) {
     s->fd = ::open(s->output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (s->fd < 0) {
@@ -1022,21 +1211,22 @@ bool start_session(const Config& config, bool from_env) {
     } catch (...) {
       continue;
     }
+    // In a child still inside fork(), Python has not made itself whole again: inferscope_py attaches its
+    // collector from its own at-fork hook.
+    if (fork_child && c && std::string_view(c->name()) == "python") continue;
     start_collector(*s, std::move(c));
   }
   if (!g.atexit_registered) {
     std::atexit(at_exit_stop);
     g.atexit_registered = true;
   }
-  if (from_env && config.handle_signals) {
-    install_handler(SIGINT);
-    install_handler(SIGTERM);
-  }
-  if (s->ring_mode) install_handler(SIGUSR2);
+  install_session_handlers(*s);
   return true;
 }
 
-bool start_from_environment(const Config& config) { return start_session(config, true); }
+bool start_from_environment(const Config& config, const std::string& family_output) {
+  return start_session(config, true, family_output, false);
+}
 
 }  // namespace inferscope::runtime
 
@@ -1049,7 +1239,7 @@ using runtime::G;
 
 std::string default_output_path() { return "inferscope-" + std::to_string(::getpid()) + ".iscope"; }
 
-bool start(const Config& config) { return runtime::start_session(config, false); }
+bool start(const Config& config) { return runtime::start_session(config, false, {}, false); }
 
 bool stop() {
   bool was = detail::g_session.load() != 0;

@@ -13,9 +13,17 @@ void choose_clock();
 void strings_since(uint32_t first, const std::function<void(uint32_t, std::string_view)>& f, uint32_t* next);
 void code_since(uint32_t first, const std::function<void(const dump::CodeEntry&)>& f, uint32_t* next);
 
+/// fork(): the string table's lock is taken before fork and released after it (made fresh in the child).
+void strings_lock_for_fork();
+void strings_unlock_after_fork(bool in_child);
+
 /// Starts a session on behalf of the environment (INFERSCOPE_ENABLE=1): like start(), plus SIGINT/SIGTERM
-/// handlers that write the dump before the signal's default action.
-bool start_from_environment(const Config& config);
+/// handlers that write the dump before the signal's default action. Forked children (follow_children) name
+/// their dumps after `family_output` (<stem>.<pid>.iscope); "" means the session's own output.
+bool start_from_environment(const Config& config, const std::string& family_output = {});
+
+/// start() and start_from_environment(); `fork_child`: called from fork's child handler (no Python collector).
+bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child);
 
 /// Registers the collectors compiled into this library (once).
 void ensure_builtin_collectors();

@@ -3,7 +3,10 @@
 #include "runtime/runtime.hpp"
 #include "runtime/session.hpp"
 
+#include <chrono>
 #include <deque>
+#include <new>
+#include <thread>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -45,6 +48,21 @@ Tables& tables() {
 }
 
 }  // namespace
+
+// The table is held across fork(): a child made while another thread interns gets a whole table and a free
+// lock, not a copy of a lock nobody in the child will ever release.
+void strings_lock_for_fork() { tables().mu.lock(); }
+void strings_unlock_after_fork(bool in_child) {
+  if (in_child) new (&tables().mu) std::mutex;  // the locking thread's id means nothing in the child
+  else tables().mu.unlock();
+}
+
+// Test hook: holds the table's lock for `ms` milliseconds on the calling thread.
+void hold_strings_lock_for_test(uint32_t ms, const std::function<void()>& while_held) {
+  std::lock_guard lk(tables().mu);
+  while_held();
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 uint32_t intern(std::string_view s) { return intern_view(s).first; }
 

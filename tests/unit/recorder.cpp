@@ -2,6 +2,10 @@
 // or let it exit, and then check the dump. Sessions start from the environment (INFERSCOPE_ENABLE=1).
 #include <inferscope/scope.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +21,40 @@ void work_forever() {
     ISCOPE_RANGE("tick");
     if (i % 1000 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+// Records, forks a child that only sleeps, sends it SIGTERM, waits for it, records again. Prints how the
+// child ended; the parent returns 0 (the signal was the child's alone).
+int fork_term() {
+  for (long i = 0; i < 1000; ++i) {
+    ISCOPE_RANGE("before_fork");
+  }
+  pid_t child = ::fork();
+  if (child == 0) {
+    for (;;) ::pause();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the child is in pause()
+  ::kill(child, SIGTERM);
+  int st = 0;
+  while (::waitpid(child, &st, 0) < 0) {
+  }
+  std::printf("child %s %d\n", WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+  for (long i = 0; i < 1000; ++i) {
+    ISCOPE_RANGE("after_fork");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a byte the child's handler wrote would be read now
+  return 0;
+}
+
+// Records, then execs itself as `count N` (which records N ranges into the same output path).
+int exec_self(const char* self, const char* n) {
+  for (long i = 0; i < 500; ++i) {
+    ISCOPE_RANGE("before_exec");
+  }
+  std::fflush(stdout);
+  ::execl(self, self, "count", n, static_cast<char*>(nullptr));
+  std::perror("execl");
+  return 3;
 }
 
 }  // namespace
@@ -48,6 +86,8 @@ int main(int argc, char** argv) {
     }
     std::exit(7);
   }
+  if (mode == "fork-term") return fork_term();
+  if (mode == "exec-self") return exec_self(argv[0], argc > 2 ? argv[2] : "7");
   if (mode == "exit-code") return argc > 2 ? std::atoi(argv[2]) : 0;
   return 2;
 }

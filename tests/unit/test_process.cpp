@@ -134,3 +134,38 @@ TEST_CASE("children of an iscope-run process record only when asked, each into i
   REQUIRE(std::filesystem::exists(own));
   CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(own)).ranges, "counted") == 10);
 }
+
+TEST_CASE("a forked child killed by SIGTERM dies alone: the parent exits 0 and its dump is complete") {
+  // The child inherits the runtime's handler and (before issue 18) the writer's pipe: its signal byte ended
+  // the parent's session and re-raised SIGTERM in the parent.
+  std::string out = testutil::temp_path("fork-term.iscope");
+  std::string log = testutil::temp_path("fork-term.out");
+  pid_t pid = testutil::spawn({recorder(), "fork-term"}, env_for(out), log);
+  int st = testutil::wait_status(pid);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(testutil::read_file(log).find("child signal 15") != std::string::npos);
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  CHECK(r.total_dropped_records() == 0);
+  auto c = testutil::read_all(r);
+  CHECK(testutil::count_named(c.ranges, "before_fork") == 1000);
+  CHECK(testutil::count_named(c.ranges, "after_fork") == 1000);
+}
+
+TEST_CASE("exec keeps what was recorded before it: <stem>.pre-exec1.iscope, and the new image's own dump") {
+  std::string out = testutil::temp_path("exec.iscope");
+  pid_t pid = testutil::spawn({recorder(), "exec-self", "7"}, env_for(out));
+  int st = testutil::wait_status(pid);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  dump::DumpReader before(testutil::temp_path("exec.pre-exec1.iscope"));
+  CHECK(before.complete());
+  CHECK(testutil::count_named(testutil::read_all(before).ranges, "before_exec") == 500);
+  dump::DumpReader after(out);
+  CHECK(after.complete());
+  auto c = testutil::read_all(after);
+  CHECK(testutil::count_named(c.ranges, "counted") == 7);
+  CHECK(testutil::count_named(c.ranges, "before_exec") == 0);
+  CHECK(testutil::process_value(before, "pid") == testutil::process_value(after, "pid"));
+}

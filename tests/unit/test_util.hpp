@@ -66,6 +66,14 @@ inline DumpContents read_all(const inferscope::dump::DumpReader& r) {
   return c;
 }
 
+/// A key of the dump's process info ("" when absent; a later value for a key wins, as in the analyzer).
+inline std::string process_value(const inferscope::dump::DumpReader& r, const std::string& key) {
+  std::string v;
+  for (const auto& [k, val] : r.process_info())
+    if (k == key) v = val;
+  return v;
+}
+
 inline size_t count_named(const std::vector<RangeView>& v, const std::string& name) {
   size_t n = 0;
   for (auto& r : v) n += r.name == name;
@@ -102,6 +110,21 @@ inline int wait_status(pid_t pid) {
   while (::waitpid(pid, &st, 0) < 0) {
   }
   return st;
+}
+
+/// The status of `pid` once it ends, or -1 when it is still running after `ms` milliseconds (it is then killed
+/// with SIGKILL and reaped): a test of something that used to hang fails instead of hanging.
+inline int wait_status_within(pid_t pid, int ms) {
+  for (int waited = 0;; waited += 5) {
+    int st = 0;
+    pid_t r = ::waitpid(pid, &st, WNOHANG);
+    if (r == pid) return st;
+    if (waited >= ms) break;
+    ::usleep(5000);
+  }
+  ::kill(pid, SIGKILL);
+  wait_status(pid);
+  return -1;
 }
 
 inline std::string read_file(const std::string& path) {

@@ -130,6 +130,23 @@ _native._setup(_os.path.dirname(_os.path.abspath(__file__)))
 # Unhook tracing and complete the dump while the interpreter is still alive (the runtime's own C atexit
 # handler runs after finalization, too late for anything Python).
 _atexit.register(_native._atexit)
-# A forked child records nothing (the runtime's policy): take the hooks out there too.
+
+
+def _after_fork_child():
+    # A forked child records nothing unless follow_children gave it a session of its own; the parent's hooks go
+    # either way. A recording child often ends in os._exit (multiprocessing's fork and forkserver workers),
+    # which skips atexit: its dump is completed first.
+    if _native._after_fork_child() and not getattr(_os._exit, "_inferscope", False):
+        real_exit = _os._exit
+
+        @_functools.wraps(real_exit)
+        def _exit(status):
+            _native._finish_before_exit()
+            real_exit(status)
+
+        _exit._inferscope = True
+        _os._exit = _exit
+
+
 if hasattr(_os, "register_at_fork"):
-    _os.register_at_fork(after_in_child=_native._after_fork_child)
+    _os.register_at_fork(after_in_child=_after_fork_child)

@@ -1,0 +1,150 @@
+// fork() in a recording process: the child gets a clean runtime (free locks, no writer thread, no inherited
+// pipe) and either a session of its own (follow_children) or none; the parent's session never notices.
+// Every child is waited for with a deadline, so a regression (a child hung on a lock or on a writer thread
+// it does not have) fails the test instead of hanging it.
+#include <doctest/doctest.h>
+
+#include "runtime/runtime.hpp"
+#include "test_util.hpp"
+
+#include <inferscope/scope.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+using namespace inferscope;
+using testutil::count_named;
+using testutil::read_all;
+
+namespace {
+
+Config config_for(const std::string& file) {
+  Config c;
+  c.output = testutil::temp_path(file);
+  c.cupti = false;
+  c.system = false;
+  c.python = false;
+  return c;
+}
+
+void record_parent(int n) {
+  for (int i = 0; i < n; ++i) {
+    ISCOPE_RANGE("parent");
+  }
+}
+
+// The child's exit status (0 = all its checks held), or -1 when it had to be killed after `ms`.
+int child_result(pid_t pid, int ms = 10000) {
+  int st = testutil::wait_status_within(pid, ms);
+  if (st == -1) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
+}  // namespace
+
+TEST_CASE("a forked child starts and stops its own session; the parent's session loses nothing") {
+  REQUIRE(start(config_for("fork-parent.iscope")));
+  record_parent(10000);
+  const std::string child_out = testutil::temp_path("fork-own-child.iscope");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int bad = is_active() ? 1 : 0;  // the parent's session is not the child's
+    Config c = config_for("fork-own-child.iscope");
+    if (!start(c)) bad |= 2;
+    for (int i = 0; i < 50; ++i) {
+      ISCOPE_RANGE("child");
+    }
+    if (!stop()) bad |= 4;  // joined the child's own writer (before issue 18: hung on the parent's)
+    ::_exit(bad);
+  }
+  CHECK(child_result(pid) == 0);
+  record_parent(20000);
+  REQUIRE(stop());
+  dump::DumpReader parent(testutil::temp_path("fork-parent.iscope"));
+  CHECK(parent.complete());
+  CHECK(parent.total_dropped_records() == 0);
+  CHECK(count_named(read_all(parent).ranges, "parent") == 30000);
+  CHECK(count_named(read_all(parent).ranges, "child") == 0);
+  dump::DumpReader child(child_out);
+  CHECK(child.complete());
+  CHECK(count_named(read_all(child).ranges, "child") == 50);
+  CHECK(count_named(read_all(child).ranges, "parent") == 0);
+  CHECK(testutil::process_value(child, "pid") == std::to_string(pid));
+}
+
+TEST_CASE("fork while another thread holds the string table's lock: every child interns, none deadlocks") {
+  REQUIRE(start(config_for("fork-strings.iscope")));
+  int ok = 0;
+  for (int round = 0; round < 10; ++round) {
+    CAPTURE(round);
+    std::atomic<bool> held{false};
+    std::thread holder([&] { runtime::hold_strings_lock_for_test(100, [&] { held = true; }); });
+    while (!held) std::this_thread::yield();
+    pid_t pid = ::fork();  // the holder still has the lock here
+    if (pid == 0) {
+      const std::string name = "child name " + std::to_string(round);
+      const uint32_t id = runtime::intern(name);
+      ::_exit(id != 0 && runtime::intern(name) == id ? 0 : 1);
+    }
+    holder.join();
+    const int r = child_result(pid, 5000);
+    CHECK(r == 0);
+    ok += r == 0;
+  }
+  CHECK(ok == 10);
+  record_parent(10);
+  REQUIRE(stop());
+  CHECK(dump::DumpReader(testutil::temp_path("fork-strings.iscope")).complete());
+}
+
+TEST_CASE("follow_children: a forked child records into <stem>.<pid>.iscope, linked to its parent by pid/ppid") {
+  Config c = config_for("fork-family.iscope");
+  c.follow_children = true;
+  REQUIRE(start(c));
+  record_parent(100);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!is_active()) ::_exit(1);
+    for (int i = 0; i < 100; ++i) {
+      ISCOPE_RANGE("in_child");
+    }
+    std::exit(0);  // atexit completes the child's dump
+  }
+  CHECK(child_result(pid) == 0);
+  record_parent(100);
+  REQUIRE(stop());
+  dump::DumpReader parent(c.output);
+  CHECK(parent.complete());
+  CHECK(count_named(read_all(parent).ranges, "parent") == 200);
+  CHECK(count_named(read_all(parent).ranges, "in_child") == 0);
+  const std::string child_path = testutil::temp_path("fork-family." + std::to_string(pid) + ".iscope");
+  REQUIRE(std::filesystem::exists(child_path));
+  dump::DumpReader child(child_path);
+  CHECK(child.complete());
+  CHECK(count_named(read_all(child).ranges, "in_child") == 100);
+  CHECK(count_named(read_all(child).ranges, "parent") == 0);
+  CHECK(testutil::process_value(child, "pid") == std::to_string(pid));
+  CHECK(testutil::process_value(child, "ppid") == std::to_string(::getpid()));
+}
+
+TEST_CASE("without follow_children a forked child records nothing and writes no file") {
+  Config c = config_for("fork-quiet.iscope");
+  REQUIRE(start(c));
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    for (int i = 0; i < 100; ++i) {
+      ISCOPE_RANGE("in_child");
+    }
+    // No session: is_active() is false, stop() has nothing to stop (and must not wait for a writer).
+    ::_exit(!is_active() && !stop() ? 0 : 1);
+  }
+  CHECK(child_result(pid) == 0);
+  record_parent(10);
+  REQUIRE(stop());
+  dump::DumpReader parent(c.output);
+  CHECK(parent.complete());
+  CHECK(count_named(read_all(parent).ranges, "in_child") == 0);
+  CHECK(count_named(read_all(parent).ranges, "parent") == 10);
+  CHECK_FALSE(std::filesystem::exists(testutil::temp_path("fork-quiet." + std::to_string(pid) + ".iscope")));
+}
