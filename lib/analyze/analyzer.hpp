@@ -40,16 +40,18 @@ Analysis analyze_dump(const dump::DumpReader& reader, const AnalyzeOptions& opti
 
 enum class InputFormat { kDump, kJsonTrace };
 
-/// The format of `path` by content: INFSCOPE magic is a dump; '{' or '[' (after a BOM and blanks) the seeds'
-/// JSON event trace. Throws InputError naming the file when it cannot be read, is empty, or is neither.
+/// The format of `path` by content: INFSCOPE magic is a dump; '{' or '[' (after a BOM and blanks), or the gzip
+/// magic 1f 8b, a JSON trace (the seeds' events, or a Chrome trace: torch.profiler or InferScope's Perfetto
+/// export). Throws InputError naming the file when it cannot be read, is empty, or is neither.
 InputFormat input_format(const std::string& path);
 
-/// Opens `path`, detects its format by content (INFSCOPE magic: dump; '{' or '[': the seeds' JSON event
-/// trace) and analyses it. Throws InputError (or dump::DumpError) when nothing can be read.
+/// Opens `path`, detects its format by content (INFSCOPE magic: dump; '{', '[' or gzip: a JSON trace, see
+/// json_trace_to_dump) and analyses it. Throws InputError (or dump::DumpError) when nothing can be read.
 Analysis analyze_file(const std::string& path, const AnalyzeOptions& options);
 
-/// Converts the seeds' JSON event trace (`{"events": [...]}` or a bare array) into a dump at `dump_path`.
-/// Unknown event types are skipped and counted in `warnings`. Throws InputError naming the event index and
+/// Converts the seeds' JSON event trace (`{"events": [...]}` or a bare array), or a Chrome trace
+/// (analyze/kineto_input.hpp), gzipped or not, into a dump at `dump_path`. Unknown event types are skipped and
+/// counted in `warnings`. Throws InputError naming the event index and
 /// field, or the line and column of a syntax error.
 void json_trace_to_dump(const std::string& json_path, const std::string& dump_path,
                         std::vector<std::string>& warnings);

@@ -5,8 +5,10 @@
 //
 // Required per event: event_type, name, start_us, end_us (end_us optional for marks). Optional: thread_id,
 // stream_id, device_id, bytes, correlation_id, grid_dim, block_dim, pinned. Unknown event types are counted
-// and skipped.
+// and skipped. A Chrome trace (torch.profiler export, InferScope's --perfetto output) goes to kineto_input.cpp;
+// either may be gzipped (detected by the magic 1f 8b).
 #include "analyze/analyzer.hpp"
+#include "analyze/kineto_input.hpp"
 #include "dump/files.hpp"
 #include "dump/builder.hpp"
 
@@ -39,17 +41,6 @@ T to_int(double v) {
 }
 
 
-// The file's text without a UTF-8 byte-order mark (editors on Windows write one; JSON parsers refuse it).
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream s;
-  s << f.rdbuf();
-  std::string text = s.str();
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
-  return text;
-}
-
 std::string where(const std::string& text, size_t off) {
   size_t line = 1, col = 1;
   for (size_t i = 0; i < off && i < text.size(); ++i) {
@@ -69,13 +60,18 @@ struct HostEvent {
 }  // namespace
 
 void json_trace_to_dump(const std::string& path, const std::string& dump_path, std::vector<std::string>& warnings) {
-  const std::string text = read_all(path);
+  const TraceText in = read_trace_text(path);
+  const std::string& text = in.text;
   json::stream_parser p;
   json::error_code ec;
   size_t n = p.write(text.data(), text.size(), ec);
   if (!ec) p.finish(ec);
-  if (ec) throw InputError(path + ": JSON syntax error at " + where(text, std::min(n, text.size())) + ": " + ec.message());
+  if (ec)
+    throw InputError(path + ": JSON syntax error at " + where(text, std::min(n, text.size())) +
+                     (in.gzipped ? " of the gunzipped text" : "") + ": " + ec.message() +
+                     (n >= text.size() ? " (the text ends there: is the file cut short?)" : ""));
   json::value root = p.release();
+  if (is_chrome_trace(root)) return chrome_trace_to_dump(path, root.as_object(), dump_path, warnings);
   const json::array* events = nullptr;
   if (root.is_array()) events = &root.as_array();
   else if (root.is_object()) {
@@ -210,6 +206,7 @@ InputFormat input_format(const std::string& path) {
   }
   if (got == 0) throw InputError(path + ": empty file (0 bytes): neither an InferScope dump nor a JSON trace");
   if (got >= 8 && std::memcmp(head, dump::kMagic, 8) == 0) return InputFormat::kDump;
+  if (got >= 2 && (unsigned char)head[0] == 0x1f && (unsigned char)head[1] == 0x8b) return InputFormat::kJsonTrace;  // gzip
   size_t i = 0;
   if (got >= 3 && (unsigned char)head[0] == 0xef && (unsigned char)head[1] == 0xbb && (unsigned char)head[2] == 0xbf) i = 3;
   while (i < got && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
@@ -217,7 +214,7 @@ InputFormat input_format(const std::string& path) {
   std::string shown;
   for (size_t k = 0; k < std::min<size_t>(got, 8); ++k)
     shown += std::isprint(static_cast<unsigned char>(head[k])) ? head[k] : '.';
-  throw InputError(path + ": offset 0: not an InferScope dump (no INFSCOPE magic) and not a JSON trace (no '{' or '['); "
+  throw InputError(path + ": offset 0: not an InferScope dump (no INFSCOPE magic) and not a JSON trace (no '{' or '[', no gzip magic); "
                    "the file starts with \"" + shown + "\"");
 }
 
@@ -241,7 +238,7 @@ Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
     ::unlink(dump_path.c_str());
     Analysis a = analyze_dump(r, opt);
     a.source = path;
-    a.source_format = "json";
+    a.source_format = r.process_value("source_format");  // "json", or "kineto"/"perfetto" for Chrome traces
     for (auto& w : a.warnings) {  // messages name the file the user gave
       size_t at = w.find(dump_path);
       if (at != std::string::npos) w.replace(at, dump_path.size(), path);

@@ -94,7 +94,7 @@ inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult
 }  // namespace
 
 int main(int argc, char** argv) {
-  cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace): why each step takes the time it takes.");
+  cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace, or a torch.profiler trace, gzipped or not): why each step takes the time it takes.");
   opts.add_options()
       ("o,output", "report file; the format follows the extension: .md (default), .html, .json (repeatable)",
        cxxopts::value<std::vector<std::string>>())

@@ -1,0 +1,659 @@
+// Chrome-trace inputs converted into a dump: torch.profiler (Kineto) exports and InferScope's own --perfetto
+// output. Both are trace-event JSON with complete events ("ph": "X"), µs timestamps and pid/tid tracks; they
+// differ only in their categories, so one converter maps both (docs/analysis.md, "Inputs: torch.profiler
+// traces"):
+//
+//   Kineto                              Perfetto export   dump record
+//   user_annotation (ProfilerStep#N)    range             RangeRecord (ProfilerStep#N -> "ProfilerStep")
+//   cpu_op                              nvtx              RangeRecord of kind kNvtxRange (library ranges)
+//   python_function                     python            PyCallRecord
+//   cuda_runtime / cuda_driver          cuda_api          CudaApiRecord (name, args.correlation)
+//   kernel / gpu_memcpy / gpu_memset    kernel/memcpy/... GPU activity records on channel "GPU <device>"
+//   ac2g flows                          launch flows      the correlation when args.correlation is missing
+#include "analyze/kineto_input.hpp"
+
+#include "analyze/analyzer.hpp"
+#include "dump/builder.hpp"
+
+#include <boost/json.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace inferscope::analyze {
+namespace json = boost::json;
+
+namespace {
+
+// ---- reading, gunzip ----------------------------------------------------------------------------------------
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool starts_with_gzip_magic(std::string_view b) {
+  return b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b;
+}
+
+/// Inflates every gzip member of `in` (gzip -c a b > c writes several). Errors name the compressed offset.
+std::string gunzip(const std::string& path, const std::string& in) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) throw InputError(path + ": cannot start zlib");
+  std::string out;
+  std::vector<Bytef> buf(1 << 18);
+  size_t fed = 0;  // input bytes handed to zlib so far
+  auto consumed = [&] { return fed - z.avail_in; };
+  for (;;) {
+    if (z.avail_in == 0 && fed < in.size()) {
+      const size_t n = std::min<size_t>(in.size() - fed, 1u << 30);
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + fed));
+      z.avail_in = static_cast<uInt>(n);
+      fed += n;
+    }
+    z.next_out = buf.data();
+    z.avail_out = static_cast<uInt>(buf.size());
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    out.append(reinterpret_cast<const char*>(buf.data()), buf.size() - z.avail_out);
+    if (rc == Z_STREAM_END) {
+      const size_t at = consumed();
+      if (at < in.size() && starts_with_gzip_magic(std::string_view(in).substr(at))) {
+        inflateReset(&z);
+        continue;
+      }
+      if (in.find_first_not_of('\0', at) != std::string::npos) {
+        inflateEnd(&z);
+        throw InputError(path + ": offset " + std::to_string(at) + ": data after the end of the gzip stream");
+      }
+      break;
+    }
+    if (rc == Z_OK) continue;
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && fed == in.size()) {
+      const size_t at = consumed();
+      inflateEnd(&z);
+      throw InputError(path + ": the gzip stream is cut short at offset " + std::to_string(at) + " (" +
+                       std::to_string(out.size()) + " bytes decompressed): the file is incomplete");
+    }
+    const std::string why = z.msg ? z.msg : "zlib error " + std::to_string(rc);
+    const size_t at = consumed();
+    inflateEnd(&z);
+    throw InputError(path + ": offset " + std::to_string(at) + ": starts like gzip (1f 8b) but is not a valid gzip stream: " + why);
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+// ---- JSON helpers --------------------------------------------------------------------------------------------
+
+std::optional<double> number(const json::value* v) {
+  if (!v) return std::nullopt;
+  if (v->is_double()) return v->as_double();
+  if (v->is_int64()) return static_cast<double>(v->as_int64());
+  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
+  return std::nullopt;
+}
+
+// A number from the trace as an unsigned field: NaN and negatives are 0, too large saturates (a plain cast of an
+// out-of-range double is undefined behaviour).
+template <class T>
+T to_uint(std::optional<double> v, T def = 0) {
+  if (!v) return def;
+  const double d = *v;
+  if (!(d > 0)) return 0;
+  if (d >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(d);
+}
+
+const json::value* member(const json::object& o, std::string_view key) { return o.if_contains(key); }
+
+const json::object* args_of(const json::object& o) {
+  const json::value* a = o.if_contains("args");
+  return a && a->is_object() ? &a->as_object() : nullptr;
+}
+
+std::optional<double> arg_number(const json::object* args, std::string_view key) {
+  return args ? number(args->if_contains(key)) : std::nullopt;
+}
+
+std::string string_of(const json::value* v) {
+  if (!v) return {};
+  if (v->is_string()) return std::string(v->as_string());
+  if (v->is_number()) return json::serialize(*v);
+  return {};
+}
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+// ---- the mapping ----------------------------------------------------------------------------------------------
+
+enum class Dialect { kKineto, kPerfetto };
+
+enum class Role : uint8_t {
+  kSkip, kRange, kLibRange, kPyCall, kApi, kDriverApi, kMark, kKernel, kMemcpy, kMemset, kGpuAnnotation
+};
+
+Role kineto_role(std::string_view cat) {
+  if (cat == "user_annotation") return Role::kRange;
+  if (cat == "cpu_op") return Role::kLibRange;
+  if (cat == "python_function") return Role::kPyCall;
+  if (cat == "cuda_runtime") return Role::kApi;
+  if (cat == "cuda_driver") return Role::kDriverApi;
+  if (cat == "kernel") return Role::kKernel;
+  if (cat == "gpu_memcpy") return Role::kMemcpy;
+  if (cat == "gpu_memset") return Role::kMemset;
+  if (cat == "gpu_user_annotation") return Role::kGpuAnnotation;
+  return Role::kSkip;
+}
+
+// Categories lib/report/perfetto.cpp writes.
+Role perfetto_role(std::string_view cat, const json::object* args) {
+  if (cat == "range") return Role::kRange;
+  if (cat == "nvtx") return Role::kLibRange;
+  if (cat == "python") return Role::kPyCall;
+  if (cat == "cuda_api") {
+    const json::value* d = args ? args->if_contains("domain") : nullptr;
+    return d && d->is_string() && d->as_string() == "driver" ? Role::kDriverApi : Role::kApi;
+  }
+  if (cat == "mark") return Role::kMark;
+  if (cat == "kernel") return Role::kKernel;
+  if (cat == "memcpy") return Role::kMemcpy;
+  if (cat == "memset") return Role::kMemset;
+  return Role::kSkip;
+}
+
+bool is_host(Role r) { return r >= Role::kRange && r <= Role::kMark; }
+
+using Track = std::pair<std::string, std::string>;  // (pid, tid) as written: numbers or strings
+
+struct HostEvent {
+  Role role = Role::kRange;
+  std::string name, file;
+  int64_t start = 0, end = 0;
+  uint32_t correlation = 0, cbid = 0, line = 0, depth = 0;
+  int64_t step = -1;  // ProfilerStep#N: N
+  bool layer = false;
+};
+
+struct GpuEvent {
+  Role role = Role::kKernel;
+  std::string name;
+  Track track;
+  int64_t start = 0, end = 0;
+  uint32_t correlation = 0, device = 0, stream = 0, context = 0;
+  uint64_t bytes = 0;
+  CopyKind copy = CopyKind::kUnknown;
+  MemoryKind src = MemoryKind::kUnknown, dst = MemoryKind::kUnknown;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t registers = 0, static_smem = 0, dynamic_smem = 0;
+};
+
+struct Flow {
+  int64_t ts;
+  uint32_t id;
+  bool operator<(const Flow& o) const { return ts < o.ts; }
+};
+
+MemoryKind memory_kind_of(std::string_view s) {
+  if (s == "pageable") return MemoryKind::kPageable;
+  if (s == "pinned") return MemoryKind::kPinned;
+  if (s == "device") return MemoryKind::kDevice;
+  if (s == "array") return MemoryKind::kArray;
+  if (s == "managed") return MemoryKind::kManaged;
+  return MemoryKind::kUnknown;
+}
+
+/// "Memcpy HtoD (Pageable -> Device)": direction and the memory kinds of both ends (CUPTI's names, any case).
+void parse_copy_name(std::string_view name, GpuEvent& g) {
+  static const std::pair<const char*, CopyKind> kinds[] = {
+      {"htod", CopyKind::kHtoD}, {"dtoh", CopyKind::kDtoH}, {"dtod", CopyKind::kDtoD}, {"htoh", CopyKind::kHtoH},
+      {"ptop", CopyKind::kPtoP}, {"htoa", CopyKind::kHtoA}, {"atoh", CopyKind::kAtoH}, {"atoa", CopyKind::kAtoA},
+      {"atod", CopyKind::kAtoD}, {"dtoa", CopyKind::kDtoA}};
+  const std::string n = lower(name);
+  const size_t k = n.find("memcpy ");
+  if (k == std::string::npos) return;
+  const std::string dir = n.substr(k + 7, 4);
+  for (auto& [text, kind] : kinds)
+    if (dir == text) g.copy = kind;
+  const size_t open = n.find('(', k), arrow = n.find(" -> ", k), close = n.find(')', k);
+  if (open == std::string::npos || arrow == std::string::npos || close == std::string::npos) return;
+  if (!(open < arrow && arrow < close)) return;
+  g.src = memory_kind_of(std::string_view(n).substr(open + 1, arrow - open - 1));
+  g.dst = memory_kind_of(std::string_view(n).substr(arrow + 4, close - arrow - 4));
+}
+
+/// "torch/nn/modules/linear.py(125): forward" -> file, line, function. Other names ("nn.Module: Linear_0",
+/// "<built-in method ...>") stay whole, without a location.
+void parse_python_name(const std::string& name, HostEvent& e) {
+  const size_t colon = name.find("): ");
+  const size_t open = colon == std::string::npos ? std::string::npos : name.rfind('(', colon);
+  if (open == std::string::npos || open == 0 || open + 1 == colon ||
+      name.find_first_not_of("0123456789", open + 1) != colon) {
+    e.name = name;
+    return;
+  }
+  e.file = name.substr(0, open);
+  e.line = to_uint<uint32_t>(std::strtod(name.c_str() + open + 1, nullptr));
+  e.name = name.substr(colon + 3);
+}
+
+/// "ProfilerStep#12" -> 12; -1 for any other name.
+int64_t profiler_step(std::string_view name) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (name.substr(0, prefix.size()) != prefix || name.size() == prefix.size() || name.size() > prefix.size() + 15)
+    return -1;
+  int64_t n = 0;
+  for (char c : name.substr(prefix.size())) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+// ---- the converter --------------------------------------------------------------------------------------------
+
+class ChromeTraceConverter {
+ public:
+  ChromeTraceConverter(const std::string& path, Dialect d) : path_(path), dialect_(d) {}
+
+  void read(const json::array& events) {
+    for (size_t i = 0; i < events.size(); ++i) {
+      const json::value& v = events[i];
+      if (!v.is_object()) throw InputError(where(i) + ": not an object");
+      read_event(v.as_object(), i);
+    }
+  }
+
+  /// Correlation ids missing from args, taken from the flow events that link a call to its GPU work.
+  void link_flows() {
+    for (auto* m : {&flow_start_, &flow_end_})
+      for (auto& [t, v] : *m) std::sort(v.begin(), v.end());
+    for (auto& g : gpu_)
+      if (!g.correlation) g.correlation = flow_in(flow_end_, g.track, g.start, g.end);
+    for (auto& [t, evs] : host_)
+      for (auto& e : evs)
+        if ((e.role == Role::kApi || e.role == Role::kDriverApi) && !e.correlation)
+          e.correlation = flow_in(flow_start_, t, e.start, e.end);
+  }
+
+  void write(const json::object& root, const std::string& dump_path) {
+    const int64_t shift = any_ ? -min_ns_ : 0;  // the dump's times start at zero
+    dump::DumpBuilder b(dump_path);
+    write_process_info(root, b);
+    for (auto& [track, evs] : host_) write_thread(b, track, evs, shift);
+    write_gpu(b, shift);
+    b.finish();
+  }
+
+  void warnings(std::vector<std::string>& w) const;
+
+ private:
+  std::string where(size_t i) const { return path_ + ": traceEvents[" + std::to_string(i) + "]"; }
+
+  void read_event(const json::object& o, size_t i);
+  void read_metadata(const json::object& o);
+  void read_flow(const json::object& o, char ph, size_t i);
+  int64_t time_ns(const json::object& o, const char* key, size_t i, const std::string& cat);
+  void add_host(Role role, const json::object& o, Track track, int64_t s, int64_t e);
+  void add_gpu(Role role, const json::object& o, Track track, int64_t s, int64_t e);
+  void write_process_info(const json::object& root, dump::DumpBuilder& b) const;
+  /// The pid of the process with the most host events (Kineto may hold DataLoader workers too).
+  std::string main_pid() const {
+    std::map<std::string, size_t> n;
+    for (auto& [t, evs] : host_) n[t.first] += evs.size();
+    auto best = std::max_element(n.begin(), n.end(), [](auto& x, auto& y) { return x.second < y.second; });
+    return best == n.end() ? "" : best->first;
+  }
+  void write_thread(dump::DumpBuilder& b, const Track& track, std::vector<HostEvent>& evs, int64_t shift) const;
+  void write_host_event(dump::DumpBuilder& b, uint32_t t, const HostEvent& e, int64_t shift) const;
+  void write_gpu(dump::DumpBuilder& b, int64_t shift);
+
+  static uint32_t flow_in(const std::map<Track, std::vector<Flow>>& m, const Track& t, int64_t s, int64_t e) {
+    auto it = m.find(t);
+    if (it == m.end()) return 0;
+    auto f = std::lower_bound(it->second.begin(), it->second.end(), Flow{s, 0});
+    return f != it->second.end() && f->ts <= e ? f->id : 0;
+  }
+
+  std::string path_;
+  Dialect dialect_;
+  std::map<Track, std::vector<HostEvent>> host_;
+  std::vector<GpuEvent> gpu_;
+  std::map<Track, std::vector<Flow>> flow_start_, flow_end_;
+  std::map<Track, std::string> thread_names_;
+  std::map<std::string, uint64_t> skipped_;  // category -> events not converted
+  uint64_t gpu_annotations_ = 0, clamped_ = 0, host_copies_ = 0, host_kind_unknown_ = 0, unknown_copies_ = 0;
+  uint64_t uncorrelated_ = 0;
+  int64_t min_ns_ = 0;
+  bool any_ = false;
+};
+
+int64_t ChromeTraceConverter::time_ns(const json::object& o, const char* key, size_t i, const std::string& cat) {
+  const json::value* v = member(o, key);
+  const std::string at = where(i) + (cat.empty() ? "" : " (cat '" + cat + "')");
+  if (!v) throw InputError(at + ": missing field '" + key + "'");
+  auto d = number(v);
+  if (!d) throw InputError(at + ": field '" + key + "' is not a number");
+  // 1e15 µs is 31 years: anything beyond cannot be a trace time and would not fit in nanoseconds.
+  if (!std::isfinite(*d) || std::fabs(*d) > 1e15) throw InputError(at + ": field '" + key + "' is out of range");
+  return std::llround(*d * 1000);
+}
+
+void ChromeTraceConverter::read_event(const json::object& o, size_t i) {
+  const json::value* phv = member(o, "ph");
+  if (!phv || !phv->is_string() || phv->as_string().empty()) throw InputError(where(i) + ": missing field 'ph'");
+  const char ph = phv->as_string()[0];
+  if (ph == 'M') return read_metadata(o);
+  if (ph == 's' || ph == 'f') return read_flow(o, ph, i);
+  if (ph != 'X' && ph != 'i' && ph != 'I') return;  // counters, async and other phases: not analysed
+  const std::string cat = string_of(member(o, "cat"));
+  const Role role = dialect_ == Dialect::kKineto ? kineto_role(cat) : perfetto_role(cat, args_of(o));
+  const bool instant = ph != 'X';
+  if (role == Role::kSkip || instant != (role == Role::kMark)) {
+    // Kineto's own bookkeeping ("Trace" spans, the uncategorised "Iteration Start" and "Record Window End"
+    // instants) is in every export: skipped without a word.
+    if (!cat.empty() && cat != "Trace") ++skipped_[cat];
+    return;
+  }
+  if (role == Role::kGpuAnnotation) {
+    ++gpu_annotations_;
+    return;
+  }
+  const int64_t s = time_ns(o, "ts", i, cat);
+  int64_t e = instant ? s : s + time_ns(o, "dur", i, cat);
+  if (e < s) {  // a negative duration: keep the event as an instant
+    e = s;
+    ++clamped_;
+  }
+  if (!any_ || s < min_ns_) min_ns_ = s;
+  any_ = true;
+  Track track{string_of(member(o, "pid")), string_of(member(o, "tid"))};
+  if (is_host(role)) add_host(role, o, std::move(track), s, e);
+  else add_gpu(role, o, std::move(track), s, e);
+}
+
+void ChromeTraceConverter::read_metadata(const json::object& o) {
+  if (string_of(member(o, "name")) != "thread_name") return;
+  const json::object* a = args_of(o);
+  std::string name = a ? string_of(a->if_contains("name")) : "";
+  while (!name.empty() && name.back() == ' ') name.pop_back();  // Kineto writes "stream 7 "
+  if (!name.empty()) thread_names_[{string_of(member(o, "pid")), string_of(member(o, "tid"))}] = name;
+}
+
+void ChromeTraceConverter::read_flow(const json::object& o, char ph, size_t i) {
+  const std::string cat = string_of(member(o, "cat"));
+  if (cat != (dialect_ == Dialect::kKineto ? "ac2g" : "launch")) return;
+  const uint32_t id = to_uint<uint32_t>(number(member(o, "id")));
+  if (!id) return;
+  Track track{string_of(member(o, "pid")), string_of(member(o, "tid"))};
+  (ph == 's' ? flow_start_ : flow_end_)[track].push_back({time_ns(o, "ts", i, cat), id});
+}
+
+void ChromeTraceConverter::add_host(Role role, const json::object& o, Track track, int64_t s, int64_t e) {
+  const json::object* args = args_of(o);
+  HostEvent h;
+  h.role = role;
+  h.start = s;
+  h.end = e;
+  h.name = string_of(member(o, "name"));
+  if (role == Role::kPyCall && dialect_ == Dialect::kKineto) {
+    parse_python_name(h.name, h);
+  } else if (role == Role::kPyCall) {
+    h.file = args ? string_of(args->if_contains("file")) : "";
+    h.line = to_uint<uint32_t>(arg_number(args, "line"));
+  } else if (role == Role::kApi || role == Role::kDriverApi) {
+    h.correlation = to_uint<uint32_t>(arg_number(args, "correlation"));
+    h.cbid = to_uint<uint32_t>(arg_number(args, "cbid"));
+  } else if (role == Role::kRange && dialect_ == Dialect::kKineto) {
+    h.step = profiler_step(h.name);
+    if (h.step >= 0) h.name = "ProfilerStep";  // one name for every step, so the step detection sees repeats
+  } else if (role == Role::kRange) {
+    h.layer = arg_number(args, "layer").value_or(0) != 0;
+  }
+  host_[std::move(track)].push_back(std::move(h));
+}
+
+void ChromeTraceConverter::add_gpu(Role role, const json::object& o, Track track, int64_t s, int64_t e) {
+  const json::object* args = args_of(o);
+  GpuEvent g;
+  g.role = role;
+  g.name = string_of(member(o, "name"));
+  g.start = s;
+  g.end = e;
+  g.correlation = to_uint<uint32_t>(arg_number(args, "correlation"));
+  // Kineto's GPU tracks are pid = device, tid = stream: the fallback when args lack them.
+  const auto track_number = [](const std::string& t) { return std::strtod(t.c_str(), nullptr); };
+  g.device = to_uint<uint32_t>(arg_number(args, "device").value_or(track_number(track.first)));
+  g.stream = to_uint<uint32_t>(arg_number(args, "stream").value_or(track_number(track.second)));
+  g.context = to_uint<uint32_t>(arg_number(args, "context"));
+  g.bytes = to_uint<uint64_t>(arg_number(args, "bytes"));
+  for (const char* key : {"grid", "block"}) {
+    const json::value* v = args ? args->if_contains(key) : nullptr;
+    if (!v || !v->is_array()) continue;
+    uint32_t* dims = key[0] == 'g' ? g.grid : g.block;
+    for (size_t k = 0; k < 3 && k < v->as_array().size(); ++k) dims[k] = to_uint<uint32_t>(number(&v->as_array()[k]));
+  }
+  g.registers = to_uint<uint32_t>(arg_number(args, dialect_ == Dialect::kKineto ? "registers per thread" : "registers_per_thread"));
+  g.static_smem = to_uint<uint32_t>(arg_number(args, dialect_ == Dialect::kKineto ? "shared memory" : "static_smem"));
+  g.dynamic_smem = to_uint<uint32_t>(arg_number(args, "dynamic_smem"));
+  if (role == Role::kMemcpy) {
+    parse_copy_name(g.name, g);
+    if (g.copy == CopyKind::kUnknown) ++unknown_copies_;
+    const MemoryKind host = g.copy == CopyKind::kHtoD ? g.src : g.copy == CopyKind::kDtoH ? g.dst : MemoryKind::kDevice;
+    if (g.copy == CopyKind::kHtoD || g.copy == CopyKind::kDtoH) {
+      ++host_copies_;
+      if (host == MemoryKind::kUnknown) ++host_kind_unknown_;
+    }
+  }
+  g.track = std::move(track);
+  gpu_.push_back(std::move(g));
+}
+
+void ChromeTraceConverter::write_process_info(const json::object& root, dump::DumpBuilder& b) const {
+  if (dialect_ == Dialect::kPerfetto) {
+    // The dump's process info, as the writer put it into otherData ("process.<key>").
+    if (auto* od = root.if_contains("otherData"); od && od->is_object())
+      for (const auto& kv : od->as_object()) {
+        const std::string_view k = kv.key();
+        if (k.starts_with("process.") && k != "process.source" && k != "process.source_format")
+          b.process(k.substr(8), string_of(&kv.value()));
+      }
+  }
+  b.process("source", path_);
+  b.process("source_format", dialect_ == Dialect::kKineto ? "kineto" : "perfetto");
+  if (dialect_ != Dialect::kKineto) return;
+  b.process("pid", main_pid());
+  b.process("cmdline", "(not recorded by torch.profiler)");
+  for (const char* k : {"schemaVersion", "cupti_version", "cuda_runtime_version", "cuda_driver_version", "trace_id"})
+    if (auto* v = root.if_contains(k)) b.process(std::string("kineto.") + k, string_of(v));
+  const json::value* props = root.if_contains("deviceProperties");
+  if (!props || !props->is_array()) return;
+  b.process("gpu.count", std::to_string(props->as_array().size()));
+  for (const json::value& d : props->as_array()) {
+    if (!d.is_object()) continue;
+    const json::object& o = d.as_object();
+    const std::string k = "gpu." + std::to_string(to_uint<uint32_t>(number(o.if_contains("id")))) + ".";
+    // The names the CUPTI collector uses, then every property under its Kineto name.
+    if (auto* v = o.if_contains("name")) b.process(k + "name", string_of(v));
+    if (auto* v = o.if_contains("totalGlobalMem")) b.process(k + "memory_bytes", string_of(v));
+    if (auto* v = o.if_contains("numSms")) b.process(k + "sm_count", string_of(v));
+    if (o.contains("computeMajor") && o.contains("computeMinor"))
+      b.process(k + "compute_capability", string_of(o.if_contains("computeMajor")) + "." + string_of(o.if_contains("computeMinor")));
+    for (const auto& kv : o) {
+      const std::string_view name = kv.key();
+      if (name != "id" && name != "name" && (kv.value().is_number() || kv.value().is_string()))
+        b.process(k + std::string(name), string_of(&kv.value()));
+    }
+  }
+}
+
+void ChromeTraceConverter::write_thread(dump::DumpBuilder& b, const Track& track, std::vector<HostEvent>& evs,
+                                        int64_t shift) const {
+  auto named = thread_names_.find(track);
+  std::string name = named != thread_names_.end() ? named->second : "thread " + track.second;
+  if (dialect_ == Dialect::kKineto && track.first != track.second && named == thread_names_.end())
+    name += " (pid " + track.first + ")";
+  const double tid = std::strtod(track.second.c_str(), nullptr);
+  const uint32_t t = b.thread(name, to_uint<uint32_t>(tid));
+  // Depth from time containment (ranges of both kinds share one stack, Python frames have their own), then
+  // END order, children before parents, as the runtime writes them.
+  std::sort(evs.begin(), evs.end(), [](auto& x, auto& y) { return x.start != y.start ? x.start < y.start : x.end > y.end; });
+  std::vector<int64_t> ranges, frames;
+  for (auto& e : evs) {
+    std::vector<int64_t>* open = e.role == Role::kRange || e.role == Role::kLibRange ? &ranges
+                                 : e.role == Role::kPyCall                         ? &frames
+                                                                                   : nullptr;
+    if (!open) continue;
+    while (!open->empty() && open->back() <= e.start) open->pop_back();
+    e.depth = static_cast<uint32_t>(open->size());
+    open->push_back(e.end);
+  }
+  std::stable_sort(evs.begin(), evs.end(), [](auto& x, auto& y) {
+    return x.end != y.end ? x.end < y.end : x.start != y.start ? x.start > y.start : x.depth > y.depth;
+  });
+  for (auto& e : evs) write_host_event(b, t, e, shift);
+}
+
+void ChromeTraceConverter::write_host_event(dump::DumpBuilder& b, uint32_t t, const HostEvent& e, int64_t shift) const {
+  const int64_t s = e.start + shift, en = e.end + shift;
+  switch (e.role) {
+    case Role::kRange:
+      if (e.step >= 0) b.range(t, e.name, e.depth, s, en, {{"step", e.step}});
+      else if (e.layer) b.range(t, e.name, e.depth, s, en, {{"layer", int64_t(1)}});
+      else b.range(t, e.name, e.depth, s, en);
+      break;
+    case Role::kLibRange: b.range(t, e.name, e.depth, s, en, {}, RecordKind::kNvtxRange); break;
+    case Role::kPyCall: b.pycall(t, b.code(e.name, e.file, e.line), e.depth, s, en); break;
+    case Role::kApi: b.api(t, e.name, e.correlation, s, en, e.cbid, ApiDomain::kRuntime); break;
+    case Role::kDriverApi: b.api(t, e.name, e.correlation, s, en, e.cbid, ApiDomain::kDriver); break;
+    case Role::kMark: b.mark(t, e.name, s); break;
+    default: break;
+  }
+}
+
+void ChromeTraceConverter::write_gpu(dump::DumpBuilder& b, int64_t shift) {
+  std::stable_sort(gpu_.begin(), gpu_.end(), [](auto& x, auto& y) { return x.start < y.start; });
+  std::map<uint32_t, uint32_t> channel;  // device -> channel
+  for (const auto& g : gpu_) {
+    if (!g.correlation) ++uncorrelated_;
+    auto it = channel.find(g.device);
+    if (it == channel.end()) it = channel.emplace(g.device, b.channel("GPU " + std::to_string(g.device))).first;
+    const uint64_t s = b.ticks(g.start + shift), e = b.ticks(g.end + shift);
+    if (g.role == Role::kKernel) {
+      GpuKernelRecord r{};
+      r.h = {RecordKind::kGpuKernel, 0, sizeof(GpuKernelRecord)};
+      r.name = b.str(g.name);
+      r.start = s, r.end = e, r.correlation = g.correlation, r.device = g.device, r.context = g.context;
+      r.stream = g.stream, r.registers = g.registers, r.static_smem = g.static_smem, r.dynamic_smem = g.dynamic_smem;
+      std::copy(g.grid, g.grid + 3, r.grid);
+      std::copy(g.block, g.block + 3, r.block);
+      b.raw(it->second, &r, sizeof(r));
+    } else if (g.role == Role::kMemcpy) {
+      GpuMemcpyRecord r{};
+      r.h = {RecordKind::kGpuMemcpy, static_cast<uint8_t>(g.copy), sizeof(GpuMemcpyRecord)};
+      r.start = s, r.end = e, r.correlation = g.correlation, r.bytes = g.bytes, r.device = g.device;
+      r.context = g.context, r.stream = g.stream, r.src_kind = g.src, r.dst_kind = g.dst, r.dst_device = g.device;
+      b.raw(it->second, &r, sizeof(r));
+    } else {
+      GpuMemsetRecord r{};
+      r.h = {RecordKind::kGpuMemset, static_cast<uint8_t>(MemoryKind::kDevice), sizeof(GpuMemsetRecord)};
+      r.start = s, r.end = e, r.correlation = g.correlation, r.bytes = g.bytes, r.device = g.device;
+      r.context = g.context, r.stream = g.stream;
+      b.raw(it->second, &r, sizeof(r));
+    }
+  }
+}
+
+void ChromeTraceConverter::warnings(std::vector<std::string>& w) const {
+  const std::string& p = path_;
+  if (dialect_ == Dialect::kKineto)
+    w.push_back(p + ": a torch.profiler (Kineto) trace records no per-thread CPU time, context switches, GIL waits, "
+                    "page faults or memory counters: cpu_contention and host memory pressure cannot be judged from it "
+                    "(record with iscope-run for those)");
+  if (host_kind_unknown_)
+    w.push_back(p + ": " + std::to_string(host_kind_unknown_) + " of " + std::to_string(host_copies_) +
+                " host copies do not say whether host memory was pageable or pinned (no \"(Pageable -> Device)\" in "
+                "the name): they count as unknown, not as pageable");
+  if (unknown_copies_)
+    w.push_back(p + ": " + std::to_string(unknown_copies_) + " copies name no direction (HtoD, DtoH, ...): counted as unknown");
+  if (gpu_annotations_)
+    w.push_back(p + ": " + std::to_string(gpu_annotations_) + " GPU-side annotation(s) (gpu_user_annotation) were "
+                "skipped: steps and ranges come from the CPU-side annotations");
+  if (uncorrelated_)
+    w.push_back(p + ": " + std::to_string(uncorrelated_) + " GPU activities carry no correlation id (args.correlation "
+                "or a launch flow): they are not linked to the call that launched them");
+  if (clamped_)
+    w.push_back(p + ": " + std::to_string(clamped_) + " event(s) with a negative duration were kept as instants");
+  if (skipped_.empty()) return;
+  std::string list;
+  for (auto& [cat, n] : skipped_) list += (list.empty() ? "" : ", ") + cat + " x" + std::to_string(n);
+  w.push_back(p + ": events of categories not analysed were skipped: " + list +
+              (dialect_ == Dialect::kPerfetto ? " (analyse the dump itself for counters, allocations and GPU syncs)" : ""));
+}
+
+}  // namespace
+
+namespace {
+// Editors on Windows write a UTF-8 byte-order mark before JSON; JSON parsers refuse it.
+void strip_bom(std::string& text) {
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+}
+}  // namespace
+
+TraceText read_trace_text(const std::string& path) {
+  TraceText t;
+  t.text = read_bytes(path);
+  if (!starts_with_gzip_magic(t.text)) {
+    strip_bom(t.text);
+    return t;
+  }
+  t.text = gunzip(path, t.text);
+  t.gzipped = true;
+  if (t.text.empty()) throw InputError(path + ": the gzip stream holds no data");
+  if (t.text.size() >= 8 && std::memcmp(t.text.data(), dump::kMagic, 8) == 0)
+    throw InputError(path + ": a gzip-compressed InferScope dump: decompress it (gunzip) and analyse the dump");
+  strip_bom(t.text);
+  return t;
+}
+
+bool is_chrome_trace(const json::value& root) {
+  if (!root.is_object()) return false;
+  const json::object& o = root.as_object();
+  return o.contains("traceEvents") || o.contains("schemaVersion") || o.contains("deviceProperties") ||
+         o.contains("baseTimeNanoseconds");
+}
+
+void chrome_trace_to_dump(const std::string& path, const json::object& root, const std::string& dump_path,
+                          std::vector<std::string>& warnings) {
+  const json::value* events = root.if_contains("traceEvents");
+  if (!events)
+    throw InputError(path + ": a Chrome trace (torch.profiler export) without a \"traceEvents\" array: nothing to analyse");
+  if (!events->is_array()) throw InputError(path + ": field 'traceEvents' is not an array");
+  Dialect d = Dialect::kKineto;
+  if (auto* od = root.if_contains("otherData"); od && od->is_object())
+    if (auto* g = od->as_object().if_contains("generator"); g && g->is_string() && g->as_string() == "iscope-analyze")
+      d = Dialect::kPerfetto;
+  ChromeTraceConverter c(path, d);
+  c.read(events->as_array());
+  c.link_flows();
+  c.write(root, dump_path);
+  c.warnings(warnings);
+  if (events->as_array().empty()) warnings.push_back(path + ": the trace holds no events");
+}
+
+}  // namespace inferscope::analyze
