@@ -88,8 +88,10 @@ std::string base_name(const std::string& file) {
   return file.substr(slash == std::string::npos ? 0 : slash + 1);
 }
 
-/// For calls sorted by start, the innermost frame among `frames` (sorted by start, then longest first)
-/// whose interval holds the call's start. Frames nest on one thread, so a stack of open frames suffices.
+/// For calls sorted by start, the innermost frame among `frames` (sorted by start, then longest first) that
+/// holds the call: starts by its start and ends no earlier than its end (a frame ending exactly where the call
+/// starts was written before it, so it is not the call's, as in the analyzer). Frames nest on one thread, so a
+/// stack of open frames suffices.
 template <class Set>
 void innermost(const std::vector<const Frame*>& frames, const std::vector<Call*>& calls, Set set) {
   std::vector<const Frame*> open;
@@ -100,7 +102,11 @@ void innermost(const std::vector<const Frame*>& frames, const std::vector<Call*>
       open.push_back(frames[next]);
     }
     while (!open.empty() && open.back()->end < c->start) open.pop_back();
-    if (!open.empty()) set(*c, open.back());
+    for (size_t k = open.size(); k-- > 0;)
+      if (open[k]->end >= c->end) {
+        set(*c, open[k]);
+        break;
+      }
   }
 }
 
