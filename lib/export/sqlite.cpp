@@ -59,7 +59,8 @@ SqliteStats write_sqlite(const dump::DumpReader& reader, const analyze::Analysis
   {
     detail::Db db(tmp.path);
     // The file is private until the rename: no journal, no syncs while writing, one transaction.
-    db.exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;");
+    db.exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+            "PRAGMA cache_size=-65536;");
     db.exec("BEGIN");
     db.exec(detail::kSchema);
     detail::write_trace(db, reader, analysis, info);
