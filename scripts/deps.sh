@@ -5,6 +5,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libboost1.81-dev libboost-json1.81-dev   # Debian 12's default Boost (1.74) has no Boost.JSON
       doctest-dev libcxxopts-dev libyaml-cpp-dev libbenchmark-dev
       zlib1g-dev                                  # gzipped torch.profiler traces (iscope-analyze)
+      libsqlite3-dev                              # iscope-analyze --sqlite
       python3 python3-dev python3-pytest
       clang libclang-rt-14-dev binutils)
 missing=()

@@ -2,6 +2,7 @@
 //
 //   iscope-analyze DUMP                          Markdown report on stdout
 //   iscope-analyze DUMP -o report.md|.html|.json [--html F] [--json F] [--perfetto F] [--step NAME]
+//   iscope-analyze DUMP --sqlite out.db          the records and the analysis as SQLite (docs/sqlite-schema.md)
 //   iscope-analyze DUMP --summary                what the dump holds (threads, ranges, drops, clock)
 //
 // Exit status: 0 success (also for a dump cut short by a crash, with a warning), 1 unreadable input (also a
@@ -15,6 +16,9 @@
 #include "dump/reader.hpp"
 #ifdef INFERSCOPE_HAVE_REPORT
 #include "report/report.hpp"
+#endif
+#ifdef INFERSCOPE_HAVE_EXPORT
+#include "export/sqlite.hpp"
 #endif
 
 #include <cxxopts.hpp>
@@ -101,6 +105,7 @@ int main(int argc, char** argv) {
       ("html", "also write the HTML report here", cxxopts::value<std::string>())
       ("json", "also write the JSON report here", cxxopts::value<std::string>())
       ("perfetto", "write a Chrome/Perfetto trace (dump input only)", cxxopts::value<std::string>())
+      ("sqlite", "write the records and the analysis into this SQLite database (dump input only)", cxxopts::value<std::string>())
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
       ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
@@ -156,7 +161,7 @@ int main(int argc, char** argv) {
   if (args.count("html")) outputs.emplace_back("html", args["html"].as<std::string>());
   if (args.count("json")) outputs.emplace_back("json", args["json"].as<std::string>());
   const bool findings = args.count("findings") > 0;
-  if (outputs.empty() && !args.count("perfetto") && !findings) outputs.emplace_back("md", "-");
+  if (outputs.empty() && !args.count("perfetto") && !args.count("sqlite") && !findings) outputs.emplace_back("md", "-");
 
   std::vector<std::string> written;
   for (auto& [fmt, p] : outputs) written.push_back(p);
@@ -178,7 +183,7 @@ int main(int argc, char** argv) {
   // A dump that also becomes a Perfetto trace is opened (and its chunks checked) once for both.
   std::optional<inferscope::dump::DumpReader> reader;
   try {
-    if (args.count("perfetto") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
+    if ((args.count("perfetto") || args.count("sqlite")) && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
       reader.emplace(path);
       a = inferscope::analyze::analyze_dump(*reader, o);
     } else {
@@ -227,6 +232,11 @@ int main(int argc, char** argv) {
     std::cerr << "iscope-analyze: this build has no report writers (lib/report): --perfetto is unavailable\n";
     ok = false;
   }
+#endif
+#ifdef INFERSCOPE_HAVE_EXPORT
+  if (args.count("sqlite"))
+    ok &= inferscope::exporter::write_sqlite_for_tool(reader ? &*reader : nullptr, a, args["sqlite"].as<std::string>(),
+                                                      "iscope-analyze", std::cerr);
 #endif
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
