@@ -16,16 +16,22 @@ Drain drain_of(uint8_t kind) {
   return Drain::kNone;
 }
 
+// What a drain owns: the GPU-idle time after it, up to the time the host spent waiting in it. Had the host not
+// waited, it would have reached the work that follows that much earlier, while the GPU still ran what it had
+// queued; beyond that, the idle time is the host's own (work, or launches).
 struct Walker {
   IdleCauses out;
   Drain drain = Drain::kNone;
+  double budget = 0;  ///< ns of idle time the drain still owns
 
-  // Launch-path time: the refill after whatever drained the GPU, else plain launch overhead.
-  void launch_path(double d) {
-    if (drain == Drain::kSync) out.sync += d;
-    else if (drain == Drain::kMemory) out.memory += d;
-    else out.launch += d;
+  double take_drain(double d) {
+    if (drain == Drain::kNone || budget <= 0) return 0;
+    const double t = std::min(d, budget);
+    budget -= t;
+    (drain == Drain::kSync ? out.sync : out.memory) += t;
+    return t;
   }
+  void launch_path(double d) { out.launch += d - take_drain(d); }
   void call_piece(uint8_t kind, double d) {
     if (is_sync(kind)) out.sync += d;
     else if (is_memory(kind)) out.memory += d;
@@ -39,9 +45,9 @@ struct Walker {
       launch_path(d);
       return;
     }
-    out.host += d;
-    drain = Drain::kNone;  // the host did real work: what follows is no longer the drain's refill
-    if (e - s > out.longest_host.end - out.longest_host.start) out.longest_host = {s, e, 0};
+    const double own = d - take_drain(d);
+    out.host += own;
+    if (own > 0 && e - s > out.longest_host.end - out.longest_host.start) out.longest_host = {s, e, 0};
   }
 };
 
@@ -54,8 +60,14 @@ IdleCauses attribute_idle_gap(const std::vector<const ApiOp*>& calls, size_t fir
   while (j < calls.size() && calls[j]->end() <= ga) ++j;
   if (gb <= ga) return w.out;
   // The call the gap began in (or the last one before it) tells what drained the GPU.
-  if (j < calls.size() && calls[j]->start <= ga) w.drain = drain_of(calls[j]->kind);
-  else if (j > 0) w.drain = drain_of(calls[j - 1]->kind);
+  const ApiOp* before = j < calls.size() && calls[j]->start <= ga ? calls[j] : j > 0 ? calls[j - 1] : nullptr;
+  if (before) {
+    w.drain = drain_of(before->kind);
+    // The wait in it, less the idle time already behind the gap's start when the call ended earlier (time
+    // between steps, or cut off by the step's start), which that overlap would have had to cover first.
+    const int64_t wait = std::min(ga, before->end()) - before->start, already = std::max<int64_t>(0, ga - before->end());
+    w.budget = double(std::max<int64_t>(0, wait - already));
+  }
   int64_t pos = ga;
   int64_t prev_end = j > 0 ? calls[j - 1]->end() : -1;
   for (; j < calls.size() && calls[j]->start < gb; ++j) {

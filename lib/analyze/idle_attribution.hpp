@@ -1,9 +1,9 @@
 // One cause for every instant the GPU is idle inside a step, from what the step thread was doing at that
 // instant (docs/analysis.md, "One cause per idle instant"):
 //
-//   in a synchronizing call, or refilling the GPU after one (launches and the short dispatch gaps between
-//     them, until the host does real work)                                   -> sync
-//   in an allocation or free call, or refilling the GPU after one (cudaFree synchronizes the device) -> memory
+//   in a synchronizing call, or the idle time right after it, up to the time the host waited in it (had it
+//     not waited, the host would have been that much further while the GPU still ran)  -> sync
+//   in an allocation or free call, or after a cudaFree as after a sync (it synchronizes the device) -> memory
 //   in a launch or any other CUDA call, or in a dispatch gap shorter than dispatch_gap_ns between two calls
 //                                                                             -> launch
 //   anything else: host code outside CUDA calls                              -> host (split later into running,

@@ -131,7 +131,8 @@ void check_gpu_idle_per_step(const std::vector<Row>& rows, const Analysis& a) {
   const auto& b = a.breakdown;
   CHECK(near(dur / double(rows.size()), a.steps.mean_ms));
   CHECK(near(idle / double(rows.size()),
-             b.gpu_idle_waiting_on_host_ms + b.gpu_idle_gaps_between_kernels_ms + b.gpu_idle_waiting_on_sync_ms));
+             b.gpu_idle_waiting_on_host_ms + b.gpu_idle_gaps_between_kernels_ms + b.gpu_idle_waiting_on_sync_ms +
+                    b.gpu_idle_in_memory_ms));
 }
 
 // The report's launcher of a kernel names its Python function first: the query lists that function for it.
