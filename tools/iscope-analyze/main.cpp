@@ -237,6 +237,12 @@ int main(int argc, char** argv) {
   if (args.count("sqlite"))
     ok &= inferscope::exporter::write_sqlite_for_tool(reader ? &*reader : nullptr, a, args["sqlite"].as<std::string>(),
                                                       "iscope-analyze", std::cerr);
+#else
+  if (args.count("sqlite")) {
+    std::cerr << "iscope-analyze: this build has no SQLite export (libsqlite3 was not found when it was built): "
+                 "--sqlite is unavailable\n";
+    ok = false;
+  }
 #endif
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
