@@ -388,13 +388,6 @@ void fill_whole_trace_stats(StepStats& st, double dur_ns) {
   st.warmup_reason = "no steps: the whole trace is analysed as one";
 }
 
-double percentile_sorted(const std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  size_t r = static_cast<size_t>(std::ceil(q * double(v.size())));
-  r = std::clamp<size_t>(r, 1, v.size());
-  return v[r - 1];
-}
-
 }  // namespace
 
 Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
@@ -1184,9 +1177,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     StepPolicyInput in{durs, one_time_cost_steps(steps, apis, step_thread)};
     m.selection = whole ? StepSelection{0, {true}, {}, durs.front(), 0, false, "the whole trace is one step"}
                         : select_steps(in, {opt.skip_steps});
-    if (whole) a.steps.total = 0;
-    else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
     if (whole) fill_whole_trace_stats(a.steps, durs.front());
+    else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
     a.end_to_end_ms = a.steps.p50_ms;
   }
   // Representative step: the steady step closest to the median.
@@ -1674,17 +1666,14 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       for (size_t g = 0; g < gaps.size(); ++g) {
         auto [ga, gb] = gaps[g];
         double len = double(gb - ga);
-        double sync = 0, fw = 0, alloc = 0;
+        double sync = 0, fw = 0;
         while (Z.gap_cursor < sapi.size() && sapi[Z.gap_cursor]->end() <= ga) ++Z.gap_cursor;
         for (auto it = sapi.begin() + Z.gap_cursor; it != sapi.end() && (*it)->start < gb; ++it) {
           double d = double(std::min(gb, (*it)->end()) - std::max(ga, (*it)->start));
           if (d <= 0) continue;
           uint8_t k = (*it)->kind;
           if (k == detail::kSync || k == detail::kCopySync) sync += d;
-          else {
-            fw += d;
-            if (k == detail::kAlloc || k == detail::kFree) alloc += d;
-          }
+          else fw += d;
         }
         double rest = std::max(0.0, len - sync - fw);
         double host = m.host_frames ? std::min(rest, std::max(0.0, double(overlap(cov, Z.cov_cursor, ga, gb)) - sync - fw)) : rest;
@@ -1692,13 +1681,11 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
         sm.framework += fw;
         sm.cpu += host;
         sm.idle += rest - host;
-        sm.alloc_idle += alloc;
         IdleCauses causes = attribute_idle_gap(sapi, Z.gap_cursor, ga, gb, kBetweenKernelsGapNs);
         sm.idle_host += causes.host;
         sm.idle_gaps += causes.launch;
         sm.idle_sync += causes.sync;
         sm.idle_memory += causes.memory;
-        if (causes.launch > 0) ++sm.gaps_between;
         if (causes.sync > 0 && len > double(sm.worst_sync_gap.end - sm.worst_sync_gap.start)) sm.worst_sync_gap = {ga, gb, uint32_t(i)};
         const Span& lh = causes.longest_host;
         if (lh.end - lh.start > sm.worst_host_gap.end - sm.worst_host_gap.start) sm.worst_host_gap = {lh.start, lh.end, uint32_t(i)};

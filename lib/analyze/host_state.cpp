@@ -26,13 +26,27 @@ bool ThreadCounters::has_on_cpu() const {
 
 namespace {
 
-// Share of [s, e) other Python threads spent on a CPU (counters), else in Python frames (no counters).
+// Narrows [s, e) to the part every on-CPU series has samples around (a cumulative series is flat outside its
+// samples: measured beyond them, a thread on a CPU would read as off it). False when no part is covered.
+bool covered_part(const std::vector<CumulativeSeries>& series, int64_t& s, int64_t& e) {
+  bool any = false;
+  for (const auto& x : series) {
+    if (x.points.size() < 2) continue;
+    s = std::max(s, x.points.front().first);
+    e = std::min(e, x.points.back().first);
+    any = true;
+  }
+  return any && e > s;
+}
+
+// Share of [s, e) other Python threads spent on a CPU (counters, over the part they cover), else in Python
+// frames (no counters).
 double others_running_share(int64_t s, int64_t e, const std::vector<ThreadCounters>& others) {
   double share = 0;
   for (const auto& o : others) {
     if (!o.python) continue;
-    const bool counted = std::any_of(o.on_cpu.begin(), o.on_cpu.end(), [&](const auto& x) { return x.covers(s, e); });
-    share += counted ? o.on_cpu_delta(s, e) / double(e - s) : o.frame_share;
+    int64_t a = s, b = e;
+    share += covered_part(o.on_cpu, a, b) ? o.on_cpu_delta(a, b) / double(b - a) : o.frame_share;
   }
   return std::clamp(share, 0.0, 1.0);
 }
@@ -42,16 +56,17 @@ double others_running_share(int64_t s, int64_t e, const std::vector<ThreadCounte
 HostShares host_shares(int64_t s, int64_t e, double host_ns, const ThreadCounters& st,
                        const std::vector<ThreadCounters>& others, bool step_thread_python) {
   HostShares h;
-  const bool covered = std::any_of(st.on_cpu.begin(), st.on_cpu.end(), [&](const auto& x) { return x.covers(s, e); });
-  if (e <= s || host_ns <= 0 || !covered) return h;
-  const double wall = double(e - s);
-  const double on_cpu = std::clamp(st.on_cpu_delta(s, e), 0.0, wall);
-  const double runq = std::clamp(st.runnable.delta(s, e), 0.0, wall - on_cpu);
+  int64_t a = s, b = e;  // the part of the step the counters cover
+  if (e <= s || host_ns <= 0 || !covered_part(st.on_cpu, a, b)) return h;
+  const double wall = double(b - a);
+  const double host = host_ns * wall / double(e - s);  // the host time in that part (spread evenly)
+  const double on_cpu = std::clamp(st.on_cpu_delta(a, b), 0.0, wall);
+  const double runq = std::clamp(st.runnable.delta(a, b), 0.0, wall - on_cpu);
   const double off_blocked = std::max(0.0, wall - on_cpu - runq);
   h.measured = true;
-  h.runnable = std::min(1.0, runq / host_ns);
-  const double blocked = std::min(1.0 - h.runnable, off_blocked / host_ns);
-  const double gil_share = step_thread_python ? others_running_share(s, e, others) : 0;
+  h.runnable = std::min(1.0, runq / host);
+  const double blocked = std::min(1.0 - h.runnable, off_blocked / host);
+  const double gil_share = step_thread_python ? others_running_share(a, b, others) : 0;
   h.gil = blocked * gil_share;
   h.blocked = blocked - h.gil;
   h.running = std::max(0.0, 1.0 - h.runnable - h.gil - h.blocked);

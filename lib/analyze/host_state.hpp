@@ -23,7 +23,6 @@ struct CumulativeSeries {
   std::vector<std::pair<int64_t, double>> points;
   double at(int64_t t) const;
   double delta(int64_t a, int64_t b) const { return b > a ? at(b) - at(a) : 0; }
-  bool covers(int64_t a, int64_t b) const { return points.size() >= 2 && points.front().first <= b && points.back().first >= a; }
 };
 
 struct ThreadCounters {
@@ -41,7 +40,8 @@ struct HostShares {
   bool measured = false;  ///< false: no counters covered the step; everything counts as running
 };
 
-/// For the step [s, e) in which the step thread spent `host_ns` outside CUDA calls. Off-CPU time is assumed to
+/// For the step [s, e) in which the step thread spent `host_ns` outside CUDA calls, measured over the part of
+/// the step its counters' samples cover (host time assumed spread evenly over the step). Off-CPU time is assumed to
 /// fall outside CUDA calls (a CUDA sync spins by default). Blocked time is GIL waiting in the proportion other
 /// Python threads were on a CPU meanwhile (one of them holds the GIL while it runs Python), only when the step
 /// thread runs Python itself.

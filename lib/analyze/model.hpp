@@ -62,9 +62,8 @@ struct StepMetrics {
   /// idle_host split by the step thread's state (host_state.hpp); running + contention + wait = idle_host.
   double host_running = 0, host_contention = 0, host_gil = 0, host_wait = 0;
   bool host_state_measured = false;
-  double alloc_idle = 0;   ///< GPU idle while the step thread was inside an allocation/free call
   double host_out_api = 0; ///< step thread outside CUDA calls (wall)
-  uint64_t kernels = 0, copies_h2d = 0, copies_d2h = 0, syncs = 0, allocs = 0, gaps_between = 0;
+  uint64_t kernels = 0, copies_h2d = 0, copies_d2h = 0, syncs = 0, allocs = 0;
   double kernel_ns = 0, launch_api_ns = 0, sync_api_ns = 0, alloc_api_ns = 0;
   uint64_t h2d_bytes = 0, d2h_bytes = 0, h2d_pageable_bytes = 0, d2h_pageable_bytes = 0;
   Span worst_host_gap, worst_sync_gap, worst_alloc;
@@ -76,7 +75,7 @@ struct TypicalStep {
   double dur = 0, compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
   double idle_host = 0, idle_gaps = 0, idle_sync = 0, idle_memory = 0;
   double host_running = 0, host_contention = 0, host_gil = 0, host_wait = 0;
-  double alloc_idle = 0, host_out_api = 0;
+  double host_out_api = 0;
   double kernels = 0, copies_h2d = 0, copies_d2h = 0, syncs = 0, allocs = 0;
   double kernel_ns = 0, launch_api_ns = 0, sync_api_ns = 0, alloc_api_ns = 0;
   double h2d_bytes = 0, d2h_bytes = 0, h2d_pageable_bytes = 0, d2h_pageable_bytes = 0;

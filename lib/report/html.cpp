@@ -118,8 +118,9 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   t.write(out);
   out << "<p>GPU utilization: <b>" << fmt(b.gpu_utilization * 100.0, 1) << " %</b> of the step. GPU idle "
       << fmt(b.gpu_idle_waiting_on_host_ms, 3) << " ms waiting on the host, "
-      << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms in gaps between kernels, "
-      << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms waiting on synchronizations.</p></section>\n";
+      << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms while the host launched, "
+      << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms at synchronizations, "
+      << fmt(b.gpu_idle_in_memory_ms, 3) << " ms in allocations/frees (one cause per idle instant).</p></section>\n";
 }
 
 /// Tick spacing of about a tenth of the span, rounded to 1, 2 or 5 times a power of ten.

@@ -160,6 +160,24 @@ TEST_CASE("host state: counters split host time into running, contention (run qu
       CHECK(host_shares(0, 10 * ms, 8 * ms, st, {other}, false).gil == 0);
     }
   }
+  SUBCASE("counters covering only part of the step: the shares come from that part") {
+    // Samples end at 10 ms; the step runs to 15 ms. Flat extrapolation past the last sample read the thread's
+    // last 5 ms as off-CPU, so a thread on a CPU all the time came out half "waiting".
+    ThreadCounters busy;
+    busy.on_cpu.push_back({{{0, 0}, {10 * ms, 10 * ms}}});
+    HostShares h = host_shares(5 * ms, 15 * ms, 8 * ms, busy, {}, true);
+    REQUIRE(h.measured);
+    CHECK(h.blocked == doctest::Approx(0));
+    CHECK(h.running == doctest::Approx(1));
+    // The other thread's share of the step the same way: on a CPU all the time it covers.
+    ThreadCounters idle_st;
+    idle_st.on_cpu.push_back({{{0, 0}, {20 * ms, 0}}});
+    ThreadCounters other;
+    other.python = true;
+    other.on_cpu.push_back({{{0, 0}, {10 * ms, 10 * ms}}});
+    HostShares g = host_shares(5 * ms, 15 * ms, 10 * ms, idle_st, {other}, true);
+    CHECK(g.gil == doctest::Approx(1));
+  }
   SUBCASE("no counters over the step: not measured, all of it counts as running") {
     HostShares h = host_shares(20 * ms, 30 * ms, 8 * ms, st, {}, true);
     CHECK_FALSE(h.measured);

@@ -55,6 +55,15 @@ TEST_CASE("html shows the headline, breakdown chart, timeline, findings and tabl
   CHECK(page.find("Kernel launches limit the GPU") < page.find("A device synchronization per step"));
 }
 
+TEST_CASE("html names the GPU idle causes as the markdown does, memory included (they add up to the idle time)") {
+  analyze::Analysis a = sample_analysis();
+  a.breakdown.gpu_idle_in_memory_ms = 0.25;
+  const std::string page = html(a);
+  CHECK(page.find("0.750 ms while the host launched") != std::string::npos);
+  CHECK(page.find("gaps between kernels") == std::string::npos);  // launch-path idle since Analyzer v2, not any gap
+  CHECK(page.find("0.250 ms in allocations/frees") != std::string::npos);
+}
+
 TEST_CASE("html escapes every name taken from the trace") {
   const std::string page = html(sample_analysis(/*hostile=*/true));
   CHECK(is_valid_utf8(page));

@@ -2,16 +2,13 @@
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
-#include <array>
+#include <iterator>
 
 namespace inferscope::analyze::rules {
 
-const char* category_name(Category c) {
-  static constexpr std::array<const char*, 12> names = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound",
-                                                        "d2h_bound", "gpu_bound", "memory_alloc", "cpu_contention",
-                                                        "pcie_saturation", "wait", "warmup", "slow_steps"};
-  return names[size_t(c)];
-}
+// Category follows analysis.hpp's kCategories, the names the JSON uses: one list, not two to keep in step.
+static_assert(std::size(kCategories) == size_t(Category::kSlowSteps) + 1);
+const char* category_name(Category c) { return kCategories[size_t(c)]; }
 
 std::span<const RuleEntry> registry() {
   static constexpr RuleEntry entries[] = {
