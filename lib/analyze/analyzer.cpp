@@ -1819,7 +1819,6 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     for (auto& [t, busy] : other_py_busy) {
       others.push_back(series_of(t));
       others.back().python = true;
-      others.back().frame_share = busy / span;
     }
     const bool step_python = step_thread < ts.size() && ts[step_thread].py_calls > 0;
     detail::split_idle_host(m.steps, series_of(step_thread), others, step_python);

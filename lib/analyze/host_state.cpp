@@ -39,14 +39,15 @@ bool covered_part(const std::vector<CumulativeSeries>& series, int64_t& s, int64
   return any && e > s;
 }
 
-// Share of [s, e) other Python threads spent on a CPU (counters, over the part they cover), else in Python
-// frames (no counters).
+// Share of [s, e) other Python threads spent on a CPU (counters, over the part they cover).
 double others_running_share(int64_t s, int64_t e, const std::vector<ThreadCounters>& others) {
   double share = 0;
   for (const auto& o : others) {
     if (!o.python) continue;
     int64_t a = s, b = e;
-    share += covered_part(o.on_cpu, a, b) ? o.on_cpu_delta(a, b) / double(b - a) : o.frame_share;
+    // A thread without counters over the step adds nothing: its frames also cover the time it sleeps or
+    // blocks (a producer thread in time.sleep holds no GIL), so frame coverage would call every wait a GIL wait.
+    if (covered_part(o.on_cpu, a, b)) share += o.on_cpu_delta(a, b) / double(b - a);
   }
   return std::clamp(share, 0.0, 1.0);
 }

@@ -29,7 +29,6 @@ struct ThreadCounters {
   std::vector<CumulativeSeries> on_cpu;  ///< summed: schedstat run time, or user + system time
   CumulativeSeries runnable;             ///< schedstat run-queue wait (empty when absent)
   bool python = false;                   ///< the thread ran Python frames during the steps
-  double frame_share = 0;                ///< its outermost Python frames' share of the steps' span
   double on_cpu_delta(int64_t a, int64_t b) const;
   bool has_on_cpu() const;
 };

@@ -20,7 +20,7 @@ def main():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    cfg = GPT2Config(n_layer=4, n_embd=768, n_head=12, vocab_size=32000, n_positions=512)
+    cfg = GPT2Config(n_layer=4, n_embd=1536, n_head=16, vocab_size=32000, n_positions=512)
     model = GPT2LMHeadModel(cfg).to("cuda", torch.float16).eval()
     eos = cfg.vocab_size - 1
     prompts = torch.randint(0, eos, (BATCH, PROMPT), device="cuda")

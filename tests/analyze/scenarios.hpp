@@ -99,6 +99,7 @@ inline void write_scenario(const std::string& name, const std::string& path, boo
     for (int64_t t = t0; t <= t1; t += 5 * ms) {
       b.counter(sys, "thread.cpu.user_ns", CounterScope::kThread, sim.thread(), t, (t - t0) / 4);
       b.counter(sys, "thread.ctx.involuntary", CounterScope::kThread, sim.thread(), t, (t - t0) / ms * 3);
+      b.counter(sys, "thread.cpu.user_ns", CounterScope::kThread, worker, t, t - t0);  // on a CPU all the time
     }
   } else if (name == "layers") {
     steps([&] {
