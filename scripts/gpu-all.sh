@@ -6,6 +6,8 @@
 #   scripts/gpu-all.sh overhead # GPT-2 overhead (GPU collection, + Python tracing, torch.profiler) and the
 #                               # planted-bottleneck programs through iscope-run and iscope-analyze
 #   scripts/gpu-all.sh fixtures # small real dumps of a few planted programs for tests/fixtures/
+#   scripts/gpu-all.sh analyzer # both planted suites (primary, predicted vs measured saving) and torch.profiler
+#                               # traces of three programs; ONLY_V limits the second suite
 # Logs and figures go to $OUT (default ./out-gpu).
 set -u
 PART=${1:-tests}
@@ -53,6 +55,18 @@ if [ "$PART" = overhead ]; then
     BUILD_DIR="$BUILD" PYTHON="$PY" scripts/planted-bottlenecks.sh "$OUT/planted" > "$OUT/planted.txt" 2>&1
     echo "planted rc=$?"; tail -25 "$OUT/planted.txt"
   fi
+fi
+
+if [ "$PART" = analyzer ]; then
+  [ -x "$BUILD/tools/iscope-run/iscope-run" ] || build
+  BUILD_DIR="$BUILD" PYTHON="$PY" scripts/planted-bottlenecks.sh "$OUT/planted" > "$OUT/planted.txt" 2>&1
+  echo "planted rc=$?"; tail -12 "$OUT/planted.txt"
+  ONLY=${ONLY_V:-} BUILD_DIR="$BUILD" PYTHON="$PY" AB_ROUNDS=${AB_ROUNDS:-5} WORK="$BUILD/validate" \
+    scripts/validate-unseen.sh "$OUT/validate" > "$OUT/validate.txt" 2>&1
+  echo "validate rc=$?"; tail -16 "$OUT/validate.txt"
+  timeout 120 "$PY" scripts/record-kineto-traces.py --out "$OUT/kineto" --iscope-analyze "$BUILD/tools/iscope-analyze/iscope-analyze" \
+    > "$OUT/kineto.txt" 2>&1
+  echo "kineto rc=$?"; tail -6 "$OUT/kineto.txt"
 fi
 
 if [ "$PART" = fixtures ]; then
