@@ -359,12 +359,17 @@ std::vector<bool> one_time_cost_steps(const std::vector<Cand>& steps, const Call
 
 // A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
 // system time; schedstat's run-queue wait beside it.
+// The sampler names a thread by its OS thread id until the thread binds to the session (its first record), so
+// both forms count: (thread scope, dump id) and (OS-thread scope, os_tid).
 template <class Name>
-detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counters, uint32_t thread, const Name& name_of) {
+detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counters, uint32_t thread, uint32_t os_tid,
+                                       const Name& name_of) {
   std::map<uint32_t, detail::CumulativeSeries> sched, times;
   detail::ThreadCounters out;
   for (const CounterSample& c : counters) {
-    if (c.scope != uint8_t(CounterScope::kThread) || c.target != thread) continue;
+    const bool mine = (c.scope == uint8_t(CounterScope::kThread) && c.target == thread) ||
+                      (os_tid && c.scope == uint8_t(CounterScope::kOsThread) && c.target == os_tid);
+    if (!mine) continue;
     const std::string& n = name_of(c.name);
     bool schedstat = false;
     if (detail::is_runnable_counter(n)) out.runnable.points.emplace_back(c.ts, c.v);
@@ -1814,7 +1819,10 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
       m.other_python_busy_share = std::max(m.other_python_busy_share, share);
     }
     // The step thread's state while the GPU waited on it: running, contention or a wait of its own.
-    auto series_of = [&](uint32_t thread) { return thread_counters(counters, thread, cname); };
+    auto series_of = [&](uint32_t thread) {
+      auto it = r.threads().find(thread);
+      return thread_counters(counters, thread, it == r.threads().end() ? 0 : it->second.os_tid, cname);
+    };
     std::vector<detail::ThreadCounters> others;
     for (auto& [t, busy] : other_py_busy) {
       others.push_back(series_of(t));

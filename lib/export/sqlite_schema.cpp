@@ -53,7 +53,7 @@ const char* const kSchema =
     "context INTEGER, stream INTEGER, " ISCOPE_LAUNCHER_COLUMNS ");"
     "CREATE TABLE steps (step INTEGER PRIMARY KEY, thread_id INTEGER, range_id INTEGER, py_call_id INTEGER, "
     "start_ns INTEGER, end_ns INTEGER, dur_ns INTEGER, start_ms REAL, dur_ms REAL, gpu_busy_ns INTEGER, "
-    "gpu_idle_ns INTEGER, kernels INTEGER, kernel_ns INTEGER);"
+    "gpu_idle_ns INTEGER, kernels INTEGER, kernel_ns INTEGER, phase TEXT);"
     "CREATE TABLE step_summary (name TEXT, detected INTEGER, count INTEGER, mean_ms REAL, p50_ms REAL, "
     "p90_ms REAL, p99_ms REAL, max_ms REAL, min_ms REAL);"
     "CREATE TABLE breakdown (step_ms REAL, cpu_preprocessing_ms REAL, h2d_ms REAL, gpu_compute_ms REAL, "

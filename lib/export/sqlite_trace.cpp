@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <set>
 #include <limits>
 #include <map>
 #include <optional>
@@ -487,9 +488,10 @@ void TraceWriter::find_steps() {
   for (const Frame* f : v)
     if (steps_.empty() || f->start >= steps_.back().end) steps_.push_back({f->start, f->end, th, f});
   info_.steps_found = steps_.size();
-  if (steps_.size() != a_.steps.count)
+  const uint64_t analysed = std::max(a_.steps.total, a_.steps.count);  // every step, warm-up included
+  if (steps_.size() != analysed)
     info_.notes.push_back("the export found " + std::to_string(steps_.size()) + " instances of the step '" +
-                          a_.steps.name + "', the analysis " + std::to_string(a_.steps.count));
+                          a_.steps.name + "', the analysis " + std::to_string(analysed));
 }
 
 std::optional<int64_t> TraceWriter::step_of(int64_t ns) const {
@@ -612,7 +614,9 @@ void TraceWriter::write_steps() {
     if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
     else merged.push_back(iv);
   }
-  Stmt st(db_, "INSERT INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  std::set<uint32_t> slow;
+  for (const auto& o : a_.steps.outliers) slow.insert(o.index);
+  Stmt st(db_, "INSERT INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   for (size_t i = 0; i < steps_.size(); ++i) {
     Step& s = steps_[i];
     auto it = std::lower_bound(merged.begin(), merged.end(), s.start,
@@ -622,7 +626,8 @@ void TraceWriter::write_steps() {
     st << int64_t(i) << s.thread << (py ? std::nullopt : std::optional<int64_t>(s.frame->row))
        << (py ? std::optional<int64_t>(s.frame->row) : std::nullopt) << s.start << s.end << (s.end - s.start)
        << rel_ms(s.start) << double(s.end - s.start) / 1e6 << s.gpu_busy << (s.end - s.start - s.gpu_busy) << s.kernels
-       << s.kernel_ns;
+       << s.kernel_ns
+       << std::string(i < a_.steps.warmup ? "warmup" : slow.count(uint32_t(i)) ? "slow" : "steady");
     st.row();
   }
   info_.rows += steps_.size();

@@ -31,7 +31,7 @@ def main():
             torch.cuda.empty_cache()  # "free GPU memory between requests"
         return top
 
-    sizes = [2048, 3072, 4096]  # requests of varying size, as a server sees them
+    sizes = [64, 96, 128]  # small requests of varying size, as a latency-bound server sees them
     if args.ab:
         ab(torch, lambda i: handle_request(sizes[i % 3], True), lambda i: handle_request(sizes[i % 3], False),
            args.ab, args.window)

@@ -44,11 +44,11 @@ ApiOp call(int64_t s, int64_t d, uint8_t kind) {
 // runnable-but-waiting for `runq(t)`.
 template <class OnCpu, class Runq>
 void sched_counters(dump::DumpBuilder& b, uint32_t sys, uint32_t thread, int64_t t0, int64_t t1, int64_t period,
-                    OnCpu on_cpu, Runq runq) {
+                    OnCpu on_cpu, Runq runq, CounterScope scope = CounterScope::kThread) {
   double run = 0, wait = 0;
   for (int64_t t = t0; t <= t1; t += period) {
-    b.counter(sys, "thread.sched.run_ns", CounterScope::kThread, thread, t, int64_t(run));
-    b.counter(sys, "thread.sched.wait_ns", CounterScope::kThread, thread, t, int64_t(wait));
+    b.counter(sys, "thread.sched.run_ns", scope, thread, t, int64_t(run));
+    b.counter(sys, "thread.sched.wait_ns", scope, thread, t, int64_t(wait));
     run += on_cpu(t) * double(period);
     wait += runq(t) * double(period);
   }
@@ -227,7 +227,7 @@ namespace {
 // Steps of 1 ms of GPU work followed by `idle` host time outside CUDA calls, with schedstat counters saying
 // the thread was on a CPU `on_cpu` and runnable `runq` of the time; optionally a busy Python thread beside it.
 fs::path host_gap_trace(const std::string& name, double on_cpu, double runq, bool busy_python_thread, bool python,
-                        bool worker_counters = true) {
+                        bool worker_counters = true, bool worker_by_os_tid = false) {
   fs::path p = work_file(name);
   dump::DumpBuilder b(p.string());
   testsupport::Sim sim(b);
@@ -250,8 +250,9 @@ fs::path host_gap_trace(const std::string& name, double on_cpu, double runq, boo
     const uint32_t worker = b.thread("metrics", 4250);
     const uint32_t code = b.code("busy_loop", "worker.py", 3);
     for (int64_t t = t0; t + 10 * ms <= t1; t += 10 * ms) b.pycall(worker, code, 0, t, t + 10 * ms);
-    if (worker_counters)
-      sched_counters(b, sys, worker, t0, t1 + 1 * ms, 1 * ms, [](int64_t) { return 1.0; }, [](int64_t) { return 0.0; });
+    if (worker_counters)  // by OS thread id: how the sampler names a thread it has not matched to the session yet
+      sched_counters(b, sys, worker_by_os_tid ? 4250u : worker, t0, t1 + 1 * ms, 1 * ms, [](int64_t) { return 1.0; },
+                     [](int64_t) { return 0.0; }, worker_by_os_tid ? CounterScope::kOsThread : CounterScope::kThread);
   }
   b.finish();
   return p;
@@ -291,6 +292,9 @@ TEST_CASE("end to end: GIL held by another Python thread, and a run-queue wait, 
   CHECK(gil.findings.front().category == "cpu_contention");
   CHECK(gil.findings.front().title.find("GIL") != std::string::npos);
   CHECK(find(gil, "wait") == nullptr);
+  Analysis by_os_tid = analyze::analyze_file(host_gap_trace("gil_os.iscope", 0.1, 0.0, true, true, true, true).string(), {});
+  REQUIRE_FALSE(by_os_tid.findings.empty());
+  CHECK(by_os_tid.findings.front().category == "cpu_contention");
 
   Analysis runq = analyze::analyze_file(host_gap_trace("runq.iscope", 0.2, 0.8, false, true).string(), {});
   REQUIRE_FALSE(runq.findings.empty());

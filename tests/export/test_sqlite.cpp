@@ -111,7 +111,7 @@ void check_top_kernels_per_step(const std::vector<Row>& rows, const Analysis& a)
   for (auto& r : rows) per_step[int64_t(r[0].num)].push_back(&r);
   for (auto& [step, v] : per_step) {
     CHECK(step >= 0);
-    CHECK(uint64_t(step) < a.steps.count);
+    CHECK(uint64_t(step) < std::max(a.steps.total, a.steps.count));
     CHECK(v.size() <= 3);
     for (size_t i = 1; i < v.size(); ++i) CHECK(v[i - 1]->at(3).num >= v[i]->at(3).num);
     if (a.kernels.size() < 50) CHECK(names.count(v[0]->at(1).text));
@@ -119,18 +119,25 @@ void check_top_kernels_per_step(const std::vector<Row>& rows, const Analysis& a)
   if (a.steps.count == 0) CHECK(rows.empty());
 }
 
+// Every step is a row (warm-up included); the breakdown is the mean over the typical steps: steady (after the
+// warm-up) and not slow outliers.
 void check_gpu_idle_per_step(const std::vector<Row>& rows, const Analysis& a) {
-  REQUIRE(rows.size() == a.steps.count);
+  REQUIRE(rows.size() == std::max(a.steps.total, a.steps.count));
   if (rows.empty()) return;
-  double dur = 0, idle = 0;
+  std::set<uint32_t> outliers;
+  for (const auto& o : a.steps.outliers) outliers.insert(o.index);
+  double dur = 0, idle = 0, typical = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     CHECK(rows[i][0].num == double(i));
+    if (i < a.steps.warmup || outliers.count(uint32_t(i))) continue;
     dur += rows[i][1].num;
     idle += rows[i][2].num;
+    ++typical;
   }
+  REQUIRE(typical == double(a.steps.typical));
   const auto& b = a.breakdown;
-  CHECK(near(dur / double(rows.size()), a.steps.mean_ms));
-  CHECK(near(idle / double(rows.size()),
+  CHECK(near(dur / typical, b.step_ms));
+  CHECK(near(idle / typical,
              b.gpu_idle_waiting_on_host_ms + b.gpu_idle_gaps_between_kernels_ms + b.gpu_idle_waiting_on_sync_ms +
                     b.gpu_idle_in_memory_ms));
 }
@@ -197,7 +204,8 @@ void check_links(const fs::path& db, const Analysis& a) {
   CHECK(near(scalar(db, "SELECT ((SELECT value FROM meta WHERE key = 'trace_end_ns') - "
                         "(SELECT value FROM meta WHERE key = 'trace_start_ns')) / 1e6"),
              a.trace_ms));
-  CHECK(scalar(db, "SELECT count(*) FROM steps") == double(a.steps.count));
+  CHECK(scalar(db, "SELECT count(*) FROM steps") == double(std::max(a.steps.total, a.steps.count)));
+  CHECK(scalar(db, "SELECT count(*) FROM steps WHERE phase = 'warmup'") == double(a.steps.warmup));
   CHECK(scalar(db, "SELECT count(*) FROM warnings WHERE message LIKE 'the export found%'") == 0);
   // Every kernel whose correlation id a call carries is linked to that call.
   CHECK(scalar(db, "SELECT count(*) FROM kernels k WHERE k.api_id IS NULL AND EXISTS "
