@@ -217,3 +217,22 @@ TEST_CASE("bad Chrome traces: the file and the offset or field are named, exit s
     CHECK(err.find(p.string()) != std::string::npos);
   }
 }
+
+TEST_CASE("real torch.profiler traces recorded on an H100 (scripts/record-kineto-traces.py) get their planted verdict") {
+  // Recorded 2026-11-23 on an NVIDIA H100 80GB HBM3, torch 2.11: a decode loop with .item() per token, a small
+  // MLP of many tiny kernels, big matmuls. schedule(wait=1, warmup=1, active=5): the first active step still
+  // pays one-time costs, and the step policy leaves it out when it is slower.
+  const std::pair<const char*, const char*> cases[] = {{"kineto_real_sync_bound.json.gz", "sync_bound"},
+                                                      {"kineto_real_launch_bound.json.gz", "launch_bound"},
+                                                      {"kineto_real_gpu_bound.json.gz", "gpu_bound"}};
+  for (const auto& [file, expected] : cases) {
+    CAPTURE(file);
+    Analysis a = analyze::analyze_file((fixtures() / file).string(), {});
+    CHECK(a.source_format == "kineto");
+    CHECK(a.steps.name == "ProfilerStep");
+    CHECK(a.steps.total == 5);
+    CHECK(primary(a) == expected);
+    REQUIRE_FALSE(a.kernels.empty());
+    CHECK(a.kernels.front().launched_by != "-");  // launches linked to kernels through the correlation ids
+  }
+}
