@@ -36,30 +36,63 @@ std::pair<size_t, size_t> calls_in(const std::vector<const ApiOp*>& calls, int64
   return {a, b};
 }
 
-// Links each GPU activity launched by one of the step's calls to that call. GPU work may run after the step
-// when nothing waited for it: look one step length past its end.
-void link_work(const GraphSource& src, int64_t s, int64_t e, size_t first, size_t last, replay::StepGraph& g,
-               std::vector<int64_t>& work_end) {
+// GPU activities by correlation id: (corr, index) sorted, built once for all sampled steps (8 bytes each).
+class WorkByCorr {
+ public:
+  explicit WorkByCorr(const GraphSource& src) {
+    v_.reserve(src.gpu_count);
+    for (size_t i = 0; i < src.gpu_count; ++i)
+      if (src.gpu[i].corr) v_.emplace_back(src.gpu[i].corr, uint32_t(i));
+    std::sort(v_.begin(), v_.end());
+  }
+  template <class F>
+  void each(uint32_t corr, F&& f) const {
+    for (auto it = std::lower_bound(v_.begin(), v_.end(), std::make_pair(corr, 0u)); it != v_.end() && it->first == corr; ++it)
+      f(it->second);
+  }
+
+ private:
+  std::vector<std::pair<uint32_t, uint32_t>> v_;
+};
+
+void add_work(replay::StepGraph& g, size_t op, const GpuOp& w, std::vector<int64_t>& work_end) {
+  g.host[op].work.push_back(uint32_t(g.gpu.size()));
+  g.gpu.push_back(work_of(w));
+  work_end.push_back(w.end());
+}
+
+// Links the GPU work each of the step's calls queued: by correlation id, however late it ran (a host that runs
+// ahead of the GPU queues work that starts steps later). Work whose call is nested in one of the step's calls
+// (a driver launch inside a library call) goes to that outer call; it is found by time, one step length past
+// the step's end.
+void link_work(const GraphSource& src, const WorkByCorr& by_corr, int64_t s, int64_t e, size_t first, size_t last,
+               replay::StepGraph& g, std::vector<int64_t>& work_end) {
   const auto& calls = *src.calls;
+  for (size_t k = first; k < last; ++k)
+    by_corr.each(calls[k]->corr, [&](uint32_t i) { add_work(g, k - first, src.gpu[i], work_end); });
   const GpuOp* begin = src.gpu;
   const GpuOp* it = std::lower_bound(begin, begin + src.gpu_count, s, [](const GpuOp& x, int64_t v) { return x.start < v; });
+  auto by_start = [](const ApiOp* x, int64_t v) { return x->start <= v; };
   for (; it != begin + src.gpu_count && it->start < e + (e - s); ++it) {
     const ApiOp* call = src.launch_of(it->corr);
     if (!call || call->start < s || call->start >= e) continue;
-    auto pos = std::lower_bound(calls.begin() + long(first), calls.begin() + long(last), call,
-                                [](const ApiOp* x, const ApiOp* v) { return x->start < v->start; });
-    if (pos == calls.begin() + long(last) || *pos != call) continue;  // a nested call, or another thread's
-    g.host[size_t(pos - calls.begin()) - first].work.push_back(uint32_t(g.gpu.size()));
-    g.gpu.push_back(work_of(*it));
-    work_end.push_back(it->end());
+    auto pos = std::partition_point(calls.begin() + long(first), calls.begin() + long(last),
+                                    [&](const ApiOp* x) { return by_start(x, call->start); });
+    if (pos == calls.begin() + long(first)) continue;
+    const ApiOp* outer = *(pos - 1);
+    if (outer == call || outer->corr == call->corr || outer->end() < call->end() || outer->thread != call->thread) continue;
+    add_work(g, size_t(pos - calls.begin()) - 1 - first, *it, work_end);
   }
 }
 
 int64_t busy_after(const GraphSource& src, int64_t s) {
   const GpuOp* begin = src.gpu;
   const GpuOp* it = std::lower_bound(begin, begin + src.gpu_count, s, [](const GpuOp& x, int64_t v) { return x.start < v; });
+  // Activities are sorted by start; one that runs past s started at most gpu_max_dur before it. The walk is
+  // bounded so a trace with one multi-second kernel among millions of short ones stays linear.
   int64_t busy = 0;
-  for (; it != begin && (it - 1)->start >= s - src.gpu_max_dur; --it) busy = std::max(busy, (it - 1)->end() - s);
+  for (int n = 0; it != begin && (it - 1)->start >= s - src.gpu_max_dur && n < 65536; --it, ++n)
+    busy = std::max(busy, (it - 1)->end() - s);
   return busy;
 }
 
@@ -90,7 +123,8 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-replay::StepGraph build_step_graph(const GraphSource& src, int64_t s, int64_t e) {
+namespace {
+replay::StepGraph graph_of(const GraphSource& src, const WorkByCorr& by_corr, int64_t s, int64_t e) {
   replay::StepGraph g;
   g.recorded_ns = e - s;
   if (!src.calls) return g;
@@ -108,18 +142,25 @@ replay::StepGraph build_step_graph(const GraphSource& src, int64_t s, int64_t e)
   g.tail_ns = std::max<int64_t>(0, e - prev_end);
   g.gpu_busy_at_start_ns = busy_after(src, s);
   std::vector<int64_t> work_end;
-  link_work(src, s, e, first, last, g, work_end);
+  link_work(src, by_corr, s, e, first, last, g, work_end);
   fill_waits(g, calls, first, s, work_end);
   return g;
+}
+}  // namespace
+
+replay::StepGraph build_step_graph(const GraphSource& src, int64_t s, int64_t e) {
+  return graph_of(src, WorkByCorr(src), s, e);
 }
 
 std::vector<replay::StepGraph> build_step_graphs(const GraphSource& src, const std::vector<StepMetrics>& steps,
                                                  const std::vector<size_t>& which, size_t max_steps) {
   std::vector<replay::StepGraph> out;
   const size_t n = which.size(), take = std::min(n, max_steps);
+  if (take == 0 || !src.calls || src.calls->empty()) return out;
+  const WorkByCorr by_corr(src);
   for (size_t k = 0; k < take; ++k) {
     const StepMetrics& m = steps[which[k * n / take]];
-    out.push_back(build_step_graph(src, m.start, m.start + m.dur));
+    out.push_back(graph_of(src, by_corr, m.start, m.start + m.dur));
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "analyze/host_state.hpp"
 #include "analyze/idle_attribution.hpp"
 #include "analyze/step_policy.hpp"
+#include "analyze/what_if.hpp"
 #include "support/dump_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -339,4 +340,29 @@ TEST_CASE("end to end: savings come from the replay and never exceed the step") 
       CHECK(x.impact_ms <= a.breakdown.step_ms);
       if (!x.estimated) CHECK(x.impact_ms == 0);
     }
+}
+
+TEST_CASE("what-if graph: work queued far ahead is linked by correlation id, work of nested calls to the outer call") {
+  using namespace analyze::detail;
+  // One 1 ms step [0, 1 ms): two launches whose kernels run 5 ms later (the host ran ahead of a busy GPU), and
+  // a library call holding a nested driver launch.
+  std::vector<ApiOp> all = {call(0, 10 * us, kLaunch), call(20 * us, 10 * us, kLaunch), call(100 * us, 300 * us, kOtherApi),
+                            call(150 * us, 20 * us, kLaunch)};
+  all[0].corr = 1; all[1].corr = 2; all[2].corr = 3; all[3].corr = 4;
+  for (auto& x : all) x.thread = 1;
+  std::vector<const ApiOp*> outer = {&all[0], &all[1], &all[2]};  // the nested launch is not an outermost call
+  std::vector<GpuOp> gpu = {{5 * ms, 100'000, 1, 0, kKernel, 0, 7}, {5 * ms + 200 * us, 100'000, 2, 0, kKernel, 0, 7},
+                            {300 * us, 50'000, 4, 0, kKernel, 0, 7}};
+  std::sort(gpu.begin(), gpu.end(), [](const GpuOp& x, const GpuOp& y) { return x.start < y.start; });
+  GraphSource src{&outer, gpu.data(), gpu.size(), 100'000, [&](uint32_t corr) -> const ApiOp* {
+                    for (auto& x : all)
+                      if (x.corr == corr) return &x;
+                    return nullptr;
+                  }};
+  auto g = build_step_graph(src, 0, 1 * ms);
+  REQUIRE(g.host.size() == 3);
+  CHECK(g.host[0].work.size() == 1);
+  CHECK(g.host[1].work.size() == 1);
+  CHECK(g.host[2].work.size() == 1);  // the nested launch's kernel belongs to the library call around it
+  CHECK(g.gpu.size() == 3);
 }
