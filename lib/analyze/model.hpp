@@ -79,7 +79,7 @@ struct TypicalStep {
   double kernels = 0, copies_h2d = 0, copies_d2h = 0, syncs = 0, allocs = 0;
   double kernel_ns = 0, launch_api_ns = 0, sync_api_ns = 0, alloc_api_ns = 0;
   double h2d_bytes = 0, d2h_bytes = 0, h2d_pageable_bytes = 0, d2h_pageable_bytes = 0;
-  bool host_state_measured = false;  ///< every covered step had counters for the host-state split
+  bool host_state_measured = false;  ///< most of the covered steps had counters for the host-state split
 };
 
 /// Everything the rules need beyond the Analysis tables.

@@ -1,6 +1,7 @@
 // Pieces every rule uses: formatting, building a finding, suggestions with or without a replayed saving,
 // example spans and caller evidence.
 #include "analyze/rules/rule.hpp"
+#include "analyze/aggregate.hpp"
 #include "analyze/what_if.hpp"
 
 #include <algorithm>
@@ -44,11 +45,10 @@ void suggest(Finding& f, const char* priority, std::string action) {
 }
 
 void add_examples(Finding& f, const RuleInput& in, detail::Span detail::StepMetrics::*which, const std::string& what) {
-  std::vector<const detail::StepMetrics*> v;
-  const auto& sel = in.m.selection;
-  for (size_t i = 0; i < in.m.steps.size(); ++i) {
+  std::vector<const detail::StepMetrics*> v;  // from the typical steps: the ones the impact describes
+  for (size_t i : detail::typical_indexes(in.m.selection)) {
     const auto& s = in.m.steps[i];
-    if (i < sel.steady.size() && sel.steady[i] && (s.*which).end > (s.*which).start) v.push_back(&s);
+    if ((s.*which).end > (s.*which).start) v.push_back(&s);
   }
   auto len = [&](const detail::StepMetrics* x) { return (x->*which).end - (x->*which).start; };
   std::stable_sort(v.begin(), v.end(), [&](auto* x, auto* y) { return len(x) > len(y); });

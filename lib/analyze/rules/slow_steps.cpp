@@ -11,15 +11,17 @@ namespace {
 
 // The part of a step that exceeds the typical step the most: (name, extra ns).
 std::pair<const char*, double> what_grew(const detail::StepMetrics& s, const detail::TypicalStep& t) {
-  const std::array<std::pair<const char*, double>, 8> parts = {{
+  // The parts of one step that add up to it (the host's share split by its state), so none counts twice.
+  const std::array<std::pair<const char*, double>, 9> parts = {{
       {"GPU compute", s.compute - t.compute},
       {"host-to-device copies", s.h2d - t.h2d},
       {"device-to-host copies", s.d2h - t.d2h},
-      {"host work outside CUDA calls", s.idle_host - t.idle_host},
+      {"host work outside CUDA calls", s.host_running - t.host_running},
+      {"contention (run queue or GIL)", s.host_contention - t.host_contention},
+      {"waiting (sleep, I/O, a queue)", s.host_wait - t.host_wait},
       {"launching (GPU idle in launch calls and dispatch)", s.idle_gaps - t.idle_gaps},
       {"synchronizations", s.idle_sync - t.idle_sync},
       {"allocations/frees", s.idle_memory - t.idle_memory},
-      {"waiting (off-CPU)", s.host_wait - t.host_wait},
   }};
   auto best = parts[0];
   for (const auto& p : parts)

@@ -18,8 +18,8 @@ std::optional<Finding> host_wait(const RuleInput& in) {
                                " per step (sleep, I/O, a queue or a lock) while the GPU has nothing to do",
                            impact, 0.55 + 0.35 * std::min(1.0, pct / 30));
   f.evidence.push_back("the thread was off a CPU and not runnable " + fms(impact) + " per step (" + fpct(pct) +
-                       " of the step) while the GPU was idle: it blocked by its own choice, not by contention "
-                       "(system counters: no run-queue wait, no other Python thread running then)");
+                       " of the step) while the GPU was idle and no other Python thread was on a CPU to hold the "
+                       "GIL: it blocked by its own choice (system counters)");
   if (m.step_thread_runqueue_share <= 0.01)
     f.evidence.push_back("no measurable run-queue delay: other threads did not take its CPU");
   if (!m.hot_host.empty())

@@ -32,7 +32,7 @@ std::optional<Finding> warmup(const RuleInput& in) {
   for (size_t i = 0; i < n && i < 5; ++i) f.evidence.push_back("step " + std::to_string(i) + " " + spent(m.steps[i]));
   if (m.first_api_in_steps && !m.first_api_name.empty())
     f.evidence.push_back("the step thread's first CUDA call, " + m.first_api_name + " (" + fms(m.first_api_ms) +
-                         "), is in the warm-up: it creates the CUDA context");
+                         "), lies in a step: a first call creates the CUDA context, a one-time cost");
   f.metrics["warmup_steps"] = double(n);
   f.metrics["warmup_ms"] = total / 1e6;
   f.metrics["steady_step_ms"] = steady / 1e6;
