@@ -278,6 +278,84 @@ def test_bad_arguments_raise_clear_errors(call, error, text):
     assert not isc.is_active()
 
 
+LONE = "\ud800"  # a lone surrogate: a valid str that UTF-8 cannot encode
+
+
+@pytest.mark.parametrize(
+    "call, note",
+    [
+        (lambda: isc.scope(LONE), "scope(): name"),
+        (lambda: isc.scope("x", a=LONE), "scope() attribute values"),
+        (lambda: isc.scope("x", **{LONE: 1}), "scope() attribute names"),
+        (lambda: isc.mark_event(LONE), "mark_event(): name"),
+        (lambda: isc.mark_event("m", a=LONE), "mark_event() attribute values"),
+        (lambda: isc.set_thread_name(LONE), "set_thread_name(): name"),
+        (lambda: isc._native._layer_begin(LONE), "_layer_begin: name"),
+        (lambda: isc._native._layer_end(LONE), "_layer_end(): name"),
+        (lambda: isc.start(output=LONE + ".iscope"), "start(): output"),
+        (lambda: isc.start(python_include=["a", LONE]), "start(): python_include"),
+        (lambda: isc.start(python_exclude=LONE), "start(): python_exclude"),
+        (lambda: isc.trace_python(True, include=[LONE]), "trace_python(): include"),
+        (lambda: isc._native._read_dump(LONE), "_read_dump(): path"),
+        (lambda: isc._native._dump_stats(LONE), "_dump_stats(): path"),
+    ],
+)
+def test_a_name_utf8_cannot_encode_raises_unicode_encode_error(call, note):
+    # Before issue 18 some of these left the UnicodeEncodeError set behind a normal return: SystemError.
+    with pytest.raises(UnicodeEncodeError) as e:
+        call()
+    if hasattr(e.value, "__notes__"):  # 3.11+: the note names the argument
+        assert any(note in n for n in e.value.__notes__), e.value.__notes__
+    assert not isc.is_active()
+
+
+def test_bad_names_inside_a_session_leave_it_recording(record):
+    def work():
+        with isc.scope("outer"):
+            with pytest.raises(UnicodeEncodeError):
+                isc.scope(LONE)
+            with pytest.raises(UnicodeEncodeError):
+                isc.mark_event(LONE)
+            with isc.scope("inner"):
+                pass
+
+    d = record(work)
+    assert [(r["name"], r["depth"]) for r in of_kind(d, "range")] == [("inner", 1), ("outer", 0)]
+
+
+def test_trace_python_mode_utf8_cannot_encode_is_a_value_error():
+    with pytest.raises(ValueError, match="mode must be 'default' or 'full'"):
+        isc.trace_python(True, mode=LONE)
+
+
+def test_an_output_path_with_undecodable_bytes_round_trips(tmp_path):
+    # os.fsdecode gives b"\xff" as "\udcff" (surrogateescape): that str names the same file again.
+    path = os.path.join(str(tmp_path), os.fsdecode(b"run-\xff.iscope"))
+    assert isc.start(output=path, python=False)
+    try:
+        with isc.scope("s"):
+            pass
+        assert isc.output_path() == path
+    finally:
+        isc.stop()
+    assert os.path.exists(os.fsencode(path)) and os.fsencode(path).endswith(b"run-\xff.iscope")
+    assert [r["name"] for r in of_kind(isc._native._read_dump(path), "range")] == ["s"]
+    assert isc._native._dump_stats(path)["complete"]
+
+
+def test_scope_cannot_be_reinitialised_while_entered(record):
+    def work():
+        s = isc.scope("a")
+        with s:
+            with pytest.raises(RuntimeError, match="re-initialised while it is entered"):
+                s.__init__("b")
+        with isc.scope("after"):
+            pass
+
+    d = record(work)
+    assert [(r["name"], r["depth"]) for r in of_kind(d, "range")] == [("a", 0), ("after", 0)]
+
+
 def test_start_reports_an_output_it_cannot_open(tmp_path):
     with pytest.raises(RuntimeError, match="could not start recording"):
         isc.start(output=str(tmp_path / "no" / "such" / "dir" / "x.iscope"))
