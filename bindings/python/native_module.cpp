@@ -18,10 +18,15 @@
 #include "dump/reader.hpp"
 #include "runtime/runtime.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -188,7 +193,114 @@ struct OpenRange {
   uint32_t depth = 0;
   uint32_t epoch = 0;
   detail::ThreadState* ts = nullptr;
+  uint64_t thread = 0;  // scope(): the entering thread's serial (ScopeThread), recording or not
 };
+
+// --- scopes exited on another thread than the one that entered them ------------------------------------------
+//
+// A with-block normally exits on the thread that entered it. When it does not (a context handed to a worker,
+// a generator resumed on another thread), the exit is ignored and counted, not raised: the profiled program
+// must behave as it would without us (issue 18), and without us that exit is legal Python. The range is not
+// recorded (its start is on the entering thread's ring, which only that thread writes), and the depth its
+// start took there is given back by the entering thread itself, at its next Python range once the ranges
+// opened inside the orphan have closed: a thread never writes another thread's depth, which is plain
+// thread-local state the owner reads and writes without synchronisation.
+
+struct ScopeThread {
+  uint64_t serial = 0;
+  unsigned long os_tid = 0;
+  std::vector<uint32_t> orphan_depths;  // levels to give back; guarded by orphans_mu()
+};
+std::mutex& orphans_mu() {
+  static auto* m = new std::mutex;  // never destroyed: threads may exit during static destruction
+  return *m;
+}
+std::unordered_map<uint64_t, ScopeThread*>& scope_threads() {  // guarded by orphans_mu()
+  static auto* m = new std::unordered_map<uint64_t, ScopeThread*>;
+  return *m;
+}
+std::atomic<uint32_t> g_orphans_pending{0};  // all threads' orphan_depths: 0 keeps the range hot path to one load
+std::atomic<uint64_t> g_cross_thread_exits{0};
+std::string g_last_cross_thread_exit;  // guarded by orphans_mu()
+
+struct ScopeThreadSlot {
+  ScopeThread* t = nullptr;
+  ~ScopeThreadSlot() {
+    if (!t) return;
+    {
+      std::lock_guard lk(orphans_mu());
+      scope_threads().erase(t->serial);
+      g_orphans_pending.fetch_sub(static_cast<uint32_t>(t->orphan_depths.size()));
+    }
+    delete t;
+  }
+};
+thread_local ScopeThreadSlot t_scope_thread;
+
+ScopeThread& this_scope_thread() {
+  ScopeThread*& t = t_scope_thread.t;
+  if (INFERSCOPE_UNLIKELY(!t)) {
+    static std::atomic<uint64_t> next{1};
+    t = new ScopeThread;
+    t->serial = next.fetch_add(1);
+    t->os_tid = PyThread_get_thread_native_id();
+    std::lock_guard lk(orphans_mu());
+    scope_threads()[t->serial] = t;
+  }
+  return *t;
+}
+
+// The calling thread gives back the levels of its orphaned ranges that are innermost now (see above).
+void settle_orphans() {
+  ScopeThread& me = this_scope_thread();
+  std::lock_guard lk(orphans_mu());
+  auto& v = me.orphan_depths;
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end(), std::greater<uint32_t>());  // innermost first
+  uint32_t& depth = detail::t_state.depth;
+  size_t done = 0;
+  for (; done < v.size(); ++done) {
+    if (depth == v[done] + 1) depth = v[done];  // nothing open inside it any more
+    else if (depth > v[done] + 1) break;        // ranges opened inside it are still open: later
+    // depth <= v[done]: the level is gone already (nothing to give back)
+  }
+  v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(done));
+  g_orphans_pending.fetch_sub(static_cast<uint32_t>(done));
+}
+
+inline void maybe_settle_orphans() {
+  if (INFERSCOPE_UNLIKELY(g_orphans_pending.load(std::memory_order_relaxed) != 0)) settle_orphans();
+}
+
+// Called on the exiting thread for a range `scope_name` entered on another thread: counts it and hands the
+// depth level back to its owner (which may have exited meanwhile: then there is nothing to give back).
+void abandon_range(const OpenRange& o, PyObject* scope_name) {
+  const unsigned long exiting = this_scope_thread().os_tid;
+  const uint64_t n = g_cross_thread_exits.fetch_add(1) + 1;
+  std::string name;
+  if (PyObject* b = PyUnicode_AsUTF8String(scope_name)) {  // checked at init: cannot fail but for memory
+    name.assign(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
+    Py_DECREF(b);
+  } else {
+    PyErr_Clear();
+  }
+  std::string line;
+  {
+    std::lock_guard lk(orphans_mu());
+    auto it = scope_threads().find(o.thread);
+    const bool alive = it != scope_threads().end();
+    const std::string entering = alive ? "thread " + std::to_string(it->second->os_tid) : "an exited thread";
+    if (alive && o.start != 0) {
+      it->second->orphan_depths.push_back(o.depth);
+      g_orphans_pending.fetch_add(1);
+    }
+    g_last_cross_thread_exit = "scope '" + name + "' entered on " + entering + ", exited on thread " +
+                               std::to_string(exiting);
+    line = std::to_string(n) + " scope exit(s) on another thread than the enter ignored (not recorded); last: " +
+           g_last_cross_thread_exit;
+  }
+  if (inferscope::is_active()) runtime::set_collector_status("python_scopes", line);
+}
 
 inline void range_begin(OpenRange& o) {
   o.start = 0;
@@ -196,6 +308,7 @@ inline void range_begin(OpenRange& o) {
   if (e == 0) return;
   detail::ThreadState& ts = detail::t_state;
   if (ts.epoch != e && !detail::bind_thread(e)) return;
+  maybe_settle_orphans();
   o.depth = ts.depth++;
   o.epoch = e;
   o.ts = &ts;
@@ -208,8 +321,9 @@ void range_end(const OpenRange& o, uint32_t name, const AttrRecord* attrs, size_
   if (o.start == 0) return;
   const uint64_t end = detail::now();
   detail::ThreadState& ts = detail::t_state;
-  if (&ts != o.ts) return;  // ended on another thread: its depth is not ours to touch
+  if (&ts != o.ts) return;  // callers end on the entering thread (scope(): abandon_range otherwise)
   --ts.depth;
+  maybe_settle_orphans();
   if (ts.epoch != o.epoch || detail::g_session.load(std::memory_order_relaxed) != o.epoch) return;
   if (n == 0 && error == 0) {
     detail::write_range(ts.ring, inferscope::RecordKind::kRange, name, o.depth, o.start, end);
@@ -289,7 +403,9 @@ PyObject* Scope_enter(PyObject* self_obj, PyObject*) {
                  self->name_obj, kMaxOpen);
     return nullptr;
   }
-  range_begin(self->open[self->nopen++]);
+  OpenRange& o = self->open[self->nopen++];
+  range_begin(o);
+  o.thread = this_scope_thread().serial;
   Py_INCREF(self_obj);
   return self_obj;
 }
@@ -300,7 +416,18 @@ PyObject* Scope_exit(PyObject* self_obj, PyObject* const* args, Py_ssize_t nargs
     PyErr_Format(PyExc_RuntimeError, "scope '%U' exited without being entered", self->name_obj);
     return nullptr;
   }
-  const OpenRange& o = self->open[--self->nopen];
+  // One scope object may be entered on several threads at once (a module-level `with step:`): each thread
+  // ends its own innermost entry, wherever other threads' entries sit in the array.
+  const uint64_t me = this_scope_thread().serial;
+  int i = self->nopen - 1;
+  while (i >= 0 && self->open[i].thread != me) --i;
+  if (i < 0) {  // every open entry is another thread's: this exit ends the innermost of them
+    abandon_range(self->open[--self->nopen], self->name_obj);
+    Py_RETURN_FALSE;
+  }
+  const OpenRange o = self->open[i];
+  std::memmove(&self->open[i], &self->open[i + 1], sizeof(OpenRange) * static_cast<size_t>(self->nopen - 1 - i));
+  --self->nopen;
   const AttrRecord* a = self->attrs ? self->attrs->data() : nullptr;
   const size_t n = self->attrs ? self->attrs->size() : 0;
   range_end(o, self->name, a, n, nargs >= 1 ? exception_name_id(args[0]) : 0);
@@ -767,6 +894,20 @@ PyObject* py_tracer_state(PyObject*, PyObject*) {
                        st.direct_frame_code);
 }
 
+// Scope exits ignored because they ran on another thread than the enter (tests, the dump's python_scopes).
+PyObject* py_scope_stats(PyObject*, PyObject*) {
+  std::string last;
+  uint32_t pending;
+  {
+    std::lock_guard lk(orphans_mu());
+    last = g_last_cross_thread_exit;
+    pending = g_orphans_pending.load();
+  }
+  return Py_BuildValue("{s:K,s:N,s:I}", "cross_thread_exits",
+                       static_cast<unsigned long long>(g_cross_thread_exits.load()), "last", text(last),
+                       "depths_pending", pending);
+}
+
 // _setup(package_dir): called once by inferscope_py/__init__.py.
 PyObject* py_setup(PyObject*, PyObject* dir) {
   if (!PyUnicode_Check(dir)) {
@@ -1032,6 +1173,7 @@ PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "trace_python(enabled, *, mode=None, include=None, exclude=None, max_depth=None) -> bool (previous state)"},
     {"_tracer_state", py_tracer_state, METH_NOARGS, "the Python tracer's state (tests)"},
+    {"_scope_stats", py_scope_stats, METH_NOARGS, "scope exits ignored for running on another thread (tests)"},
     {"_layer_begin", py_layer_begin, METH_O, "begins a model-layer range (inferscope_py.torch)"},
     {"_layer_end", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_layer_end)), METH_FASTCALL,
      "ends a model-layer range (inferscope_py.torch)"},

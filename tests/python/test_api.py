@@ -176,6 +176,108 @@ def test_threads_record_into_their_own_buffers(record):
     assert {f"worker-{i}" for i in range(n_threads)} <= names
 
 
+def run_threads(*targets):
+    ts = [threading.Thread(target=t) for t in targets]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in ts)
+
+
+def ranges_by_name(d):
+    return {r["name"]: r for r in of_kind(d, "range")}
+
+
+@pytest.mark.parametrize("open_inside", [False, True])
+def test_scope_exited_on_another_thread_is_ignored_and_depths_stay_right(record, open_inside):
+    # Issue 18: enter on A, exit on B. The exit is ignored and counted (a legal program must not start raising
+    # under the profiler); A gets its depth level back itself. open_inside: A still has a scope open inside the
+    # orphan when B exits it, so the level comes back only when that one closes.
+    handoff = isc.scope("handoff")
+    entered, exited = threading.Event(), threading.Event()
+    before = isc._native._scope_stats()["cross_thread_exits"]
+
+    def a():
+        handoff.__enter__()
+        if open_inside:
+            with isc.scope("a_inside"):
+                entered.set()
+                assert exited.wait(10)
+        else:
+            entered.set()
+            assert exited.wait(10)
+        with isc.scope("a_outer"):
+            with isc.scope("a_inner"):
+                pass
+
+    def b():
+        assert entered.wait(10)
+        with isc.scope("b_around"):
+            assert handoff.__exit__(None, None, None) is False  # no exception, nothing suppressed
+            with isc.scope("b_nested"):
+                pass
+        exited.set()
+        with isc.scope("b_outer"):
+            with isc.scope("b_inner"):
+                pass
+
+    def work():
+        run_threads(a, b)
+        with isc.scope("main_after"):
+            pass
+
+    d = record(work)
+    r = ranges_by_name(d)
+    assert "handoff" not in r  # not recorded: its start is on A's ring, which only A writes
+    depths = {n: r[n]["depth"] for n in r}
+    expected = {"a_outer": 0, "a_inner": 1, "b_around": 0, "b_nested": 1, "b_outer": 0, "b_inner": 1, "main_after": 0}
+    if open_inside:
+        expected["a_inside"] = 1  # inside the orphan, recorded where it was
+    assert depths == expected
+    assert r["a_outer"]["thread"] == r["a_inner"]["thread"] != r["b_outer"]["thread"] == r["b_inner"]["thread"]
+    stats = isc._native._scope_stats()
+    assert stats["cross_thread_exits"] == before + 1 and stats["depths_pending"] == 0
+    tids = {t["os_tid"] for t in d["threads"].values()}
+    assert re.fullmatch(r"scope 'handoff' entered on thread (\d+), exited on thread (\d+)", stats["last"])
+    a_tid, b_tid = map(int, re.findall(r"\d+", stats["last"]))
+    assert a_tid != b_tid and {a_tid, b_tid} <= tids
+    assert d["collectors"]["python_scopes"].startswith(f"{before + 1} scope exit(s) on another thread")
+
+
+def test_one_scope_object_used_on_two_threads_at_once(record):
+    # A module-level `with step:` on several threads: each thread's exit ends its own entry, even when the
+    # other thread entered last (a single LIFO stack per object gave B's entry to A's exit).
+    step = isc.scope("step")
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    before = isc._native._scope_stats()["cross_thread_exits"]
+
+    def a():
+        with step:
+            a_in.set()
+            assert b_in.wait(10)
+        a_out.set()
+        with isc.scope("a_next"):
+            pass
+
+    def b():
+        assert a_in.wait(10)
+        with step:
+            b_in.set()
+            assert a_out.wait(10)
+            with isc.scope("b_inside"):
+                pass
+        with isc.scope("b_next"):
+            pass
+
+    d = record(lambda: run_threads(a, b))
+    steps = of_kind(d, "range", "step")
+    assert len(steps) == 2 and {s["depth"] for s in steps} == {0} and len({s["thread"] for s in steps}) == 2
+    r = ranges_by_name(d)
+    assert (r["a_next"]["depth"], r["b_inside"]["depth"], r["b_next"]["depth"]) == (0, 1, 0)
+    assert isc._native._scope_stats()["cross_thread_exits"] == before
+
+
 def test_set_thread_name_defaults_to_the_python_thread_name(record):
     def work():
         t = threading.Thread(target=lambda: (isc.set_thread_name(), isc.mark_event("here")), name="py-named")
