@@ -18,10 +18,15 @@
 #include "dump/reader.hpp"
 #include "runtime/runtime.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -39,18 +44,86 @@ uint32_t g_owned_epoch = 0;  // the session this module started (or joined from 
 
 // --- helpers --------------------------------------------------------------------------------------------
 
-std::string utf8(PyObject* s) {
-  Py_ssize_t n = 0;
-  const char* c = PyUnicode_AsUTF8AndSize(s, &n);
-  return c ? std::string(c, static_cast<size_t>(n)) : std::string();
+// Error convention (issue 18): every function below that can fail returns false/0/nullptr with a Python
+// exception set, and every caller returns NULL (-1 from tp_init) right after; nothing leaves an exception set
+// behind a successful return (CPython's SystemError "returned a result with an exception set").
+
+// Adds a PEP 678 note naming the argument to the exception being raised (3.11+), so a UnicodeEncodeError
+// from a lone surrogate says which argument held it. The exception keeps its type.
+void note_argument(const char* what) {
+#if PY_VERSION_HEX >= 0x030B0000
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  PyErr_NormalizeException(&et, &ev, &tb);
+  if (ev) {
+    if (PyObject* r = PyObject_CallMethod(ev, "add_note", "s", what)) Py_DECREF(r);
+    else PyErr_Clear();
+  }
+  PyErr_Restore(et, ev, tb);
+#else
+  (void)what;
+#endif
 }
 
-uint32_t intern_str(PyObject* s) {
+// The UTF-8 bytes of str `s`. A str that UTF-8 cannot encode (a lone surrogate, e.g. "\ud800") gives false with
+// UnicodeEncodeError set and `what` (the argument, e.g. "scope(): name") noted on it.
+bool utf8(PyObject* s, const char* what, std::string& out) {
   Py_ssize_t n = 0;
   const char* c = PyUnicode_AsUTF8AndSize(s, &n);
-  if (!c) return 0;
+  if (!c) {
+    note_argument((std::string(what) + " must be encodable as UTF-8").c_str());
+    return false;
+  }
+  out.assign(c, static_cast<size_t>(n));
+  return true;
+}
+
+// A file path (str or os.PathLike resolving to str) in the filesystem encoding, so a name Python decoded with
+// surrogateescape reaches open() as the bytes it came from. False with TypeError/UnicodeEncodeError set.
+bool fs_path(PyObject* v, const char* what, std::string& out) {
+  PyObject* p = PyOS_FSPath(v);
+  if (!p) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "%s must be a str or os.PathLike, not %s", what, Py_TYPE(v)->tp_name);
+    return false;
+  }
+  if (!PyUnicode_Check(p)) {
+    PyErr_Format(PyExc_TypeError, "%s must be a str or os.PathLike, not %s", what, Py_TYPE(p)->tp_name);
+    Py_DECREF(p);
+    return false;
+  }
+  PyObject* b = PyUnicode_EncodeFSDefault(p);
+  Py_DECREF(p);
+  if (!b) {
+    note_argument((std::string(what) + " must be encodable in the filesystem encoding").c_str());
+    return false;
+  }
+  out.assign(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
+  Py_DECREF(b);
+  return true;
+}
+
+// Text from the runtime or a dump (range and thread names, status lines, paths). Such bytes are not checked to
+// be UTF-8 where they are made (a C++ range name may be any bytes), so decoding never fails: bad bytes become
+// U+FFFD. nullptr only on MemoryError.
+PyObject* text(const std::string& s) {
+  return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+}
+PyObject* path_text(const std::string& s) {
+  return PyUnicode_DecodeFSDefaultAndSize(s.data(), static_cast<Py_ssize_t>(s.size()));
+}
+
+// Interns str `s`; false with UnicodeEncodeError set (see utf8()). `id` is never 0 on success.
+bool intern_str(PyObject* s, const char* what, uint32_t& id) {
+  Py_ssize_t n = 0;
+  const char* c = PyUnicode_AsUTF8AndSize(s, &n);
+  if (!c) {
+    note_argument((std::string(what) + " must be encodable as UTF-8").c_str());
+    return false;
+  }
   // The UTF-8 buffer lives as long as the str object: literals and long-lived names hit the per-thread cache.
-  return detail::intern_cached(c, static_cast<size_t>(n));
+  id = detail::intern_cached(c, static_cast<size_t>(n));
+  return true;
 }
 
 // Converts keyword attributes to attribute records (keys and string values interned). Returns false with a
@@ -65,7 +138,7 @@ bool convert_attrs(const char* what, PyObject* kwargs, std::vector<AttrRecord>& 
   Py_ssize_t pos = 0;
   while (PyDict_Next(kwargs, &pos, &key, &value)) {
     AttrRecord a{};
-    a.key = intern_str(key);
+    if (!intern_str(key, (std::string(what) + " attribute names").c_str(), a.key)) return false;
     if (PyBool_Check(value)) {
       a.type = AttrType::kBool;
       a.value.i = value == Py_True;
@@ -83,13 +156,14 @@ bool convert_attrs(const char* what, PyObject* kwargs, std::vector<AttrRecord>& 
       a.value.d = PyFloat_AS_DOUBLE(value);
     } else if (PyUnicode_Check(value)) {
       a.type = AttrType::kString;
-      a.value.s = intern_str(value);
+      uint32_t id = 0;
+      if (!intern_str(value, (std::string(what) + " attribute values").c_str(), id)) return false;
+      a.value.s = id;
     } else {
       PyErr_Format(PyExc_TypeError, "%s: attribute '%U' must be int, float, bool or str, not %s", what, key,
                    Py_TYPE(value)->tp_name);
       return false;
     }
-    if (PyErr_Occurred()) return false;
     out.push_back(a);
   }
   return true;
@@ -104,6 +178,11 @@ bool check_name(const char* what, PyObject* name) {
     PyErr_Format(PyExc_ValueError, "%s: name must not be empty", what);
     return false;
   }
+  // Encoded (and cached in the str) now, so that interning the name later cannot fail.
+  if (!PyUnicode_AsUTF8AndSize(name, nullptr)) {
+    note_argument((std::string(what) + ": name must be encodable as UTF-8").c_str());
+    return false;
+  }
   return true;
 }
 
@@ -114,7 +193,114 @@ struct OpenRange {
   uint32_t depth = 0;
   uint32_t epoch = 0;
   detail::ThreadState* ts = nullptr;
+  uint64_t thread = 0;  // scope(): the entering thread's serial (ScopeThread), recording or not
 };
+
+// --- scopes exited on another thread than the one that entered them ------------------------------------------
+//
+// A with-block normally exits on the thread that entered it. When it does not (a context handed to a worker,
+// a generator resumed on another thread), the exit is ignored and counted, not raised: the profiled program
+// must behave as it would without us (issue 18), and without us that exit is legal Python. The range is not
+// recorded (its start is on the entering thread's ring, which only that thread writes), and the depth its
+// start took there is given back by the entering thread itself, at its next Python range once the ranges
+// opened inside the orphan have closed: a thread never writes another thread's depth, which is plain
+// thread-local state the owner reads and writes without synchronisation.
+
+struct ScopeThread {
+  uint64_t serial = 0;
+  unsigned long os_tid = 0;
+  std::vector<uint32_t> orphan_depths;  // levels to give back; guarded by orphans_mu()
+};
+std::mutex& orphans_mu() {
+  static auto* m = new std::mutex;  // never destroyed: threads may exit during static destruction
+  return *m;
+}
+std::unordered_map<uint64_t, ScopeThread*>& scope_threads() {  // guarded by orphans_mu()
+  static auto* m = new std::unordered_map<uint64_t, ScopeThread*>;
+  return *m;
+}
+std::atomic<uint32_t> g_orphans_pending{0};  // all threads' orphan_depths: 0 keeps the range hot path to one load
+std::atomic<uint64_t> g_cross_thread_exits{0};
+std::string g_last_cross_thread_exit;  // guarded by orphans_mu()
+
+struct ScopeThreadSlot {
+  ScopeThread* t = nullptr;
+  ~ScopeThreadSlot() {
+    if (!t) return;
+    {
+      std::lock_guard lk(orphans_mu());
+      scope_threads().erase(t->serial);
+      g_orphans_pending.fetch_sub(static_cast<uint32_t>(t->orphan_depths.size()));
+    }
+    delete t;
+  }
+};
+thread_local ScopeThreadSlot t_scope_thread;
+
+ScopeThread& this_scope_thread() {
+  ScopeThread*& t = t_scope_thread.t;
+  if (INFERSCOPE_UNLIKELY(!t)) {
+    static std::atomic<uint64_t> next{1};
+    t = new ScopeThread;
+    t->serial = next.fetch_add(1);
+    t->os_tid = PyThread_get_thread_native_id();
+    std::lock_guard lk(orphans_mu());
+    scope_threads()[t->serial] = t;
+  }
+  return *t;
+}
+
+// The calling thread gives back the levels of its orphaned ranges that are innermost now (see above).
+void settle_orphans() {
+  ScopeThread& me = this_scope_thread();
+  std::lock_guard lk(orphans_mu());
+  auto& v = me.orphan_depths;
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end(), std::greater<uint32_t>());  // innermost first
+  uint32_t& depth = detail::t_state.depth;
+  size_t done = 0;
+  for (; done < v.size(); ++done) {
+    if (depth == v[done] + 1) depth = v[done];  // nothing open inside it any more
+    else if (depth > v[done] + 1) break;        // ranges opened inside it are still open: later
+    // depth <= v[done]: the level is gone already (nothing to give back)
+  }
+  v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(done));
+  g_orphans_pending.fetch_sub(static_cast<uint32_t>(done));
+}
+
+inline void maybe_settle_orphans() {
+  if (INFERSCOPE_UNLIKELY(g_orphans_pending.load(std::memory_order_relaxed) != 0)) settle_orphans();
+}
+
+// Called on the exiting thread for a range `scope_name` entered on another thread: counts it and hands the
+// depth level back to its owner (which may have exited meanwhile: then there is nothing to give back).
+void abandon_range(const OpenRange& o, PyObject* scope_name) {
+  const unsigned long exiting = this_scope_thread().os_tid;
+  const uint64_t n = g_cross_thread_exits.fetch_add(1) + 1;
+  std::string name;
+  if (PyObject* b = PyUnicode_AsUTF8String(scope_name)) {  // checked at init: cannot fail but for memory
+    name.assign(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
+    Py_DECREF(b);
+  } else {
+    PyErr_Clear();
+  }
+  std::string line;
+  {
+    std::lock_guard lk(orphans_mu());
+    auto it = scope_threads().find(o.thread);
+    const bool alive = it != scope_threads().end();
+    const std::string entering = alive ? "thread " + std::to_string(it->second->os_tid) : "an exited thread";
+    if (alive && o.start != 0) {
+      it->second->orphan_depths.push_back(o.depth);
+      g_orphans_pending.fetch_add(1);
+    }
+    g_last_cross_thread_exit = "scope '" + name + "' entered on " + entering + ", exited on thread " +
+                               std::to_string(exiting);
+    line = std::to_string(n) + " scope exit(s) on another thread than the enter ignored (not recorded); last: " +
+           g_last_cross_thread_exit;
+  }
+  if (inferscope::is_active()) runtime::set_collector_status("python_scopes", line);
+}
 
 inline void range_begin(OpenRange& o) {
   o.start = 0;
@@ -122,6 +308,7 @@ inline void range_begin(OpenRange& o) {
   if (e == 0) return;
   detail::ThreadState& ts = detail::t_state;
   if (ts.epoch != e && !detail::bind_thread(e)) return;
+  maybe_settle_orphans();
   o.depth = ts.depth++;
   o.epoch = e;
   o.ts = &ts;
@@ -134,8 +321,9 @@ void range_end(const OpenRange& o, uint32_t name, const AttrRecord* attrs, size_
   if (o.start == 0) return;
   const uint64_t end = detail::now();
   detail::ThreadState& ts = detail::t_state;
-  if (&ts != o.ts) return;  // ended on another thread: its depth is not ours to touch
+  if (&ts != o.ts) return;  // callers end on the entering thread (scope(): abandon_range otherwise)
   --ts.depth;
+  maybe_settle_orphans();
   if (ts.epoch != o.epoch || detail::g_session.load(std::memory_order_relaxed) != o.epoch) return;
   if (n == 0 && error == 0) {
     detail::write_range(ts.ring, inferscope::RecordKind::kRange, name, o.depth, o.start, end);
@@ -177,15 +365,23 @@ struct ScopeObject {
 
 int Scope_init(PyObject* self_obj, PyObject* args, PyObject* kwargs) {
   auto* self = reinterpret_cast<ScopeObject*>(self_obj);
+  if (self->nopen != 0) {  // re-initialising would forget the open ranges and leave their depth taken
+    PyErr_Format(PyExc_RuntimeError, "scope '%U' cannot be re-initialised while it is entered", self->name_obj);
+    return -1;
+  }
   PyObject* name = nullptr;
   if (!PyArg_ParseTuple(args, "O:scope", &name)) return -1;
   if (!check_name("scope()", name)) return -1;
   std::vector<AttrRecord> attrs;
   if (!convert_attrs("scope()", kwargs, attrs)) return -1;
+  uint32_t id = 0;
+  if (!intern_str(name, "scope(): name", id)) return -1;
+  PyObject* kw_copy = nullptr;
+  if (kwargs && !(kw_copy = PyDict_Copy(kwargs))) return -1;
   Py_INCREF(name);
   Py_XSETREF(self->name_obj, name);
-  Py_XSETREF(self->kwargs, kwargs ? PyDict_Copy(kwargs) : nullptr);
-  self->name = intern_str(name);
+  Py_XSETREF(self->kwargs, kw_copy);
+  self->name = id;
   delete self->attrs;
   self->attrs = attrs.empty() ? nullptr : new std::vector<AttrRecord>(std::move(attrs));
   self->nopen = 0;
@@ -207,7 +403,9 @@ PyObject* Scope_enter(PyObject* self_obj, PyObject*) {
                  self->name_obj, kMaxOpen);
     return nullptr;
   }
-  range_begin(self->open[self->nopen++]);
+  OpenRange& o = self->open[self->nopen++];
+  range_begin(o);
+  o.thread = this_scope_thread().serial;
   Py_INCREF(self_obj);
   return self_obj;
 }
@@ -218,7 +416,18 @@ PyObject* Scope_exit(PyObject* self_obj, PyObject* const* args, Py_ssize_t nargs
     PyErr_Format(PyExc_RuntimeError, "scope '%U' exited without being entered", self->name_obj);
     return nullptr;
   }
-  const OpenRange& o = self->open[--self->nopen];
+  // One scope object may be entered on several threads at once (a module-level `with step:`): each thread
+  // ends its own innermost entry, wherever other threads' entries sit in the array.
+  const uint64_t me = this_scope_thread().serial;
+  int i = self->nopen - 1;
+  while (i >= 0 && self->open[i].thread != me) --i;
+  if (i < 0) {  // every open entry is another thread's: this exit ends the innermost of them
+    abandon_range(self->open[--self->nopen], self->name_obj);
+    Py_RETURN_FALSE;
+  }
+  const OpenRange o = self->open[i];
+  std::memmove(&self->open[i], &self->open[i + 1], sizeof(OpenRange) * static_cast<size_t>(self->nopen - 1 - i));
+  --self->nopen;
   const AttrRecord* a = self->attrs ? self->attrs->data() : nullptr;
   const size_t n = self->attrs ? self->attrs->size() : 0;
   range_end(o, self->name, a, n, nargs >= 1 ? exception_name_id(args[0]) : 0);
@@ -347,7 +556,8 @@ thread_local std::vector<LayerRange> t_layers;
 
 PyObject* py_layer_begin(PyObject*, PyObject* name) {
   if (!check_name("_layer_begin", name)) return nullptr;
-  LayerRange l{intern_str(name), {}};
+  LayerRange l{0, {}};
+  if (!intern_str(name, "_layer_begin(): name", l.name)) return nullptr;
   range_begin(l.open);
   t_layers.push_back(l);
   Py_RETURN_NONE;
@@ -360,7 +570,8 @@ PyObject* py_layer_end(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_TypeError, "_layer_end(name, exc_type=None): name must be a str");
     return nullptr;
   }
-  const uint32_t name = intern_str(args[0]);
+  uint32_t name = 0;
+  if (!intern_str(args[0], "_layer_end(): name", name)) return nullptr;
   const uint32_t error = nargs >= 2 ? exception_name_id(args[1]) : 0;
   auto& v = t_layers;
   size_t i = v.size();
@@ -382,6 +593,8 @@ PyObject* py_mark_event(PyObject*, PyObject* args, PyObject* kwargs) {
   if (!check_name("mark_event()", name)) return nullptr;
   std::vector<AttrRecord> attrs;
   if (!convert_attrs("mark_event()", kwargs, attrs)) return nullptr;
+  uint32_t name_id = 0;
+  if (!intern_str(name, "mark_event(): name", name_id)) return nullptr;
   const uint32_t e = detail::g_session.load(std::memory_order_relaxed);
   if (e == 0) Py_RETURN_NONE;
   detail::ThreadState& ts = detail::t_state;
@@ -389,7 +602,7 @@ PyObject* py_mark_event(PyObject*, PyObject* args, PyObject* kwargs) {
   const uint32_t n = static_cast<uint32_t>(attrs.size());
   const uint32_t size = sizeof(inferscope::MarkRecord) +
                         (n ? sizeof(inferscope::AttrListHeader) + n * sizeof(AttrRecord) : 0);
-  const inferscope::MarkRecord m{{inferscope::RecordKind::kMark, 0, static_cast<uint16_t>(size)}, intern_str(name),
+  const inferscope::MarkRecord m{{inferscope::RecordKind::kMark, 0, static_cast<uint16_t>(size)}, name_id,
                                  detail::now()};
   uint8_t* p = detail::ring_reserve(ts.ring, size);
   if (!p) Py_RETURN_NONE;
@@ -405,27 +618,27 @@ PyObject* py_mark_event(PyObject*, PyObject* args, PyObject* kwargs) {
 
 PyObject* py_set_thread_name(PyObject*, PyObject* name) {
   if (!check_name("set_thread_name()", name)) return nullptr;
-  inferscope::set_thread_name(utf8(name));
+  std::string n;
+  if (!utf8(name, "set_thread_name(): name", n)) return nullptr;
+  inferscope::set_thread_name(n);
   Py_RETURN_NONE;
 }
 
 // --- session control -------------------------------------------------------------------------------------
 
+// A string setting: a str, or an os.PathLike (output, report). Paths go through the filesystem encoding, so a
+// name that os.listdir decoded with surrogateescape names the same file.
 bool set_string(std::string& out, PyObject* v, const char* key) {
-  if (PyUnicode_Check(v)) {
-    out = utf8(v);
-    return true;
+  PyObject* p = PyOS_FSPath(v);  // a str is returned as it is
+  if (!p || !PyUnicode_Check(p)) {
+    Py_XDECREF(p);
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "start(): %s must be a str, not %s", key, Py_TYPE(v)->tp_name);
+    return false;
   }
-  // os.PathLike for output/report.
-  if (PyObject* p = PyOS_FSPath(v)) {
-    bool ok = PyUnicode_Check(p);
-    if (ok) out = utf8(p);
-    Py_DECREF(p);
-    if (ok) return true;
-  }
-  PyErr_Clear();
-  PyErr_Format(PyExc_TypeError, "start(): %s must be a str, not %s", key, Py_TYPE(v)->tp_name);
-  return false;
+  const bool ok = fs_path(p, (std::string("start(): ") + key).c_str(), out);
+  Py_DECREF(p);
+  return ok;
 }
 // A comma list given as "a,b" or ["a", "b"].
 bool set_list(std::string& out, PyObject* v, const char* key, const char* fn) {
@@ -433,23 +646,20 @@ bool set_list(std::string& out, PyObject* v, const char* key, const char* fn) {
     out.clear();
     return true;
   }
-  if (PyUnicode_Check(v)) {
-    out = utf8(v);
-    return true;
-  }
+  const std::string what = std::string(fn) + ": " + key;
+  if (PyUnicode_Check(v)) return utf8(v, what.c_str(), out);
   if (PyList_Check(v) || PyTuple_Check(v)) {
-    std::string joined;
-    PyObject* seq = PySequence_Fast(v, "");
-    for (Py_ssize_t i = 0; seq && i < PySequence_Fast_GET_SIZE(seq); ++i) {
-      PyObject* item = PySequence_Fast_GET_ITEM(seq, i);
+    std::string joined, item_text;
+    // A list or tuple: the items are read in place (no copy, nothing that can fail).
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); ++i) {
+      PyObject* item = PySequence_Fast_GET_ITEM(v, i);
       if (!PyUnicode_Check(item)) {
-        Py_DECREF(seq);
         PyErr_Format(PyExc_TypeError, "%s: every item of %s must be a str, not %s", fn, key, Py_TYPE(item)->tp_name);
         return false;
       }
-      joined += (joined.empty() ? "" : ",") + utf8(item);
+      if (!utf8(item, what.c_str(), item_text)) return false;
+      joined += (joined.empty() ? "" : ",") + item_text;
     }
-    Py_XDECREF(seq);
     out = joined;
     return true;
   }
@@ -492,9 +702,9 @@ bool keyword_text(const std::string& key, const std::string& type, PyObject* v, 
     }
     PyObject* r = PyObject_Repr(v);  // ints exactly; floats in the shortest form that reads back the same
     if (!r) return false;
-    text = utf8(r);
+    const bool encoded = utf8(r, k, text);
     Py_DECREF(r);
-    return true;
+    return encoded;
   }
   if (type == "list") return set_list(text, v, k, "start()");
   return set_string(text, v, k);  // string (str or os.PathLike) and choice
@@ -511,7 +721,8 @@ bool resolve_keywords(PyObject* kwargs, inferscope::Config& out) {
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(kwargs, &pos, &key, &value)) {
-      std::string k = utf8(key), text;
+      std::string k, text;
+      if (!utf8(key, "start(): keyword names", k)) return false;
       auto it = setting_types().find(k);
       if (it == setting_types().end()) {
         unknown = true;  // resolve() says so, with the closest key
@@ -526,7 +737,10 @@ bool resolve_keywords(PyObject* kwargs, inferscope::Config& out) {
     return true;
   } catch (const inferscope::config::ConfigError& e) {
     // An unknown keyword is a TypeError, as Python raises for any function's unexpected keyword.
-    PyErr_SetString(unknown ? PyExc_TypeError : PyExc_ValueError, e.what());
+    PyErr_Format(unknown ? PyExc_TypeError : PyExc_ValueError, "%s", e.what());  // %s: never a decode error
+    return false;
+  } catch (const std::exception& e) {  // nothing C++ may unwind through the interpreter's frames
+    PyErr_Format(PyExc_ValueError, "start(): %s", e.what());
     return false;
   }
 }
@@ -569,7 +783,7 @@ PyObject* py_output_path(PyObject*, PyObject*) {
   p = inferscope::output_path();
   Py_END_ALLOW_THREADS
   if (p.empty()) Py_RETURN_NONE;
-  return PyUnicode_FromStringAndSize(p.data(), static_cast<Py_ssize_t>(p.size()));
+  return path_text(p);
 }
 
 PyObject* py_flush_ring(PyObject*, PyObject*) {
@@ -578,7 +792,7 @@ PyObject* py_flush_ring(PyObject*, PyObject*) {
   p = inferscope::flush_ring();
   Py_END_ALLOW_THREADS
   if (p.empty()) Py_RETURN_NONE;
-  return PyUnicode_FromStringAndSize(p.data(), static_cast<Py_ssize_t>(p.size()));
+  return path_text(p);
 }
 
 // trace_python(enabled, *, mode=None, include=None, exclude=None, max_depth=None) -> previous state
@@ -602,7 +816,8 @@ PyObject* py_trace_python(PyObject*, PyObject* args, PyObject* kwargs) {
   }
   if (mode != Py_None) {
     std::string m;
-    if (!PyUnicode_Check(mode) || ((m = utf8(mode)) != "default" && m != "full")) {
+    if (!PyUnicode_Check(mode) || !utf8(mode, "trace_python(): mode", m) || (m != "default" && m != "full")) {
+      PyErr_Clear();
       PyErr_Format(PyExc_ValueError, "trace_python(): mode must be 'default' or 'full', not %R", mode);
       return nullptr;
     }
@@ -658,26 +873,39 @@ PyObject* py_trace_python(PyObject*, PyObject* args, PyObject* kwargs) {
 PyObject* py_tracer_state(PyObject*, PyObject*) {
   const auto& f = pytrace::current_filters();
   const auto st = pytrace::stats();
-  auto list = [](const std::vector<std::string>& v) {
-    PyObject* l = PyList_New(0);
-    for (const auto& s : v) {
-      PyObject* o = PyUnicode_FromString(s.c_str());
-      PyList_Append(l, o);
-      Py_DECREF(o);
+  // Filters may come from INFERSCOPE_PYTHON_* (any bytes): text() decodes without failing.
+  auto list = [](const std::vector<std::string>& v) -> PyObject* {
+    PyObject* l = PyList_New(static_cast<Py_ssize_t>(v.size()));
+    for (size_t i = 0; l && i < v.size(); ++i) {
+      PyObject* o = text(v[i]);
+      if (!o) Py_CLEAR(l);
+      else PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), o);
     }
     return l;
   };
-  PyObject* inc = list(f.include);
-  PyObject* exc = list(f.exclude);
-  PyObject* r = Py_BuildValue("{s:O,s:s,s:s,s:N,s:N,s:I,s:K,s:K,s:K,s:s,s:O,s:i}", "enabled",
-                              pytrace::is_enabled() ? Py_True : Py_False, "mechanism", pytrace::mechanism(), "mode",
-                              f.mode.c_str(), "include", inc, "exclude", exc, "max_depth", f.max_depth,
-                              "codes_traced", static_cast<unsigned long long>(st.codes_traced), "codes_excluded",
-                              static_cast<unsigned long long>(st.codes_excluded), "toggles",
-                              static_cast<unsigned long long>(st.toggles), "status", pytrace::status_line().c_str(),
-                              "direct_code_extra", st.direct_code_extra ? Py_True : Py_False, "direct_frame_code",
-                              st.direct_frame_code);
-  return r;
+  // "N" steals its argument, and Py_BuildValue fails (with the error kept) when one is NULL.
+  return Py_BuildValue("{s:O,s:s,s:N,s:N,s:N,s:I,s:K,s:K,s:K,s:N,s:O,s:i}", "enabled",
+                       pytrace::is_enabled() ? Py_True : Py_False, "mechanism", pytrace::mechanism(), "mode",
+                       text(f.mode), "include", list(f.include), "exclude", list(f.exclude), "max_depth",
+                       f.max_depth, "codes_traced", static_cast<unsigned long long>(st.codes_traced),
+                       "codes_excluded", static_cast<unsigned long long>(st.codes_excluded), "toggles",
+                       static_cast<unsigned long long>(st.toggles), "status", text(pytrace::status_line()),
+                       "direct_code_extra", st.direct_code_extra ? Py_True : Py_False, "direct_frame_code",
+                       st.direct_frame_code);
+}
+
+// Scope exits ignored because they ran on another thread than the enter (tests, the dump's python_scopes).
+PyObject* py_scope_stats(PyObject*, PyObject*) {
+  std::string last;
+  uint32_t pending;
+  {
+    std::lock_guard lk(orphans_mu());
+    last = g_last_cross_thread_exit;
+    pending = g_orphans_pending.load();
+  }
+  return Py_BuildValue("{s:K,s:N,s:I}", "cross_thread_exits",
+                       static_cast<unsigned long long>(g_cross_thread_exits.load()), "last", text(last),
+                       "depths_pending", pending);
 }
 
 // _setup(package_dir): called once by inferscope_py/__init__.py.
@@ -688,8 +916,10 @@ PyObject* py_setup(PyObject*, PyObject* dir) {
   }
   static bool done = false;
   if (done) Py_RETURN_NONE;
+  std::string package_dir;
+  if (!fs_path(dir, "_setup(): package_dir", package_dir)) return nullptr;
   done = true;
-  g_tracer_ok = pytrace::init(utf8(dir), &g_tracer_error);
+  g_tracer_ok = pytrace::init(package_dir, &g_tracer_error);
   if (g_tracer_ok) {
     // Every later session applies its python_* settings through the collector.
     runtime::register_collector([] { return pytrace::make_collector(); });
@@ -761,109 +991,131 @@ PyObject* attr_value(const inferscope::dump::Attr& a) {
     case AttrType::kInt: return PyLong_FromLongLong(a.i);
     case AttrType::kBool: return PyBool_FromLong(a.i != 0);
     case AttrType::kDouble: return PyFloat_FromDouble(a.d);
-    case AttrType::kString: return PyUnicode_FromStringAndSize(a.s.data(), static_cast<Py_ssize_t>(a.s.size()));
+    case AttrType::kString: return text(a.s);
     default: Py_RETURN_NONE;
   }
 }
 
-int set_item(PyObject* d, const char* k, PyObject* v) {
-  if (!v) return -1;
-  int r = PyDict_SetItemString(d, k, v);
+// d[k] = v, taking v; false with the error set (v NULL: its maker's error).
+bool set_item(PyObject* d, const std::string& k, PyObject* v) {
+  if (!v) return false;
+  PyObject* key = text(k);
+  const int r = key ? PyDict_SetItem(d, key, v) : -1;
+  Py_XDECREF(key);
   Py_DECREF(v);
-  return r;
+  return r == 0;
 }
 
+// Owns a new reference until released; the dump readers below return early on any failure.
+struct Ref {
+  PyObject* p;
+  explicit Ref(PyObject* o) : p(o) {}
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  PyObject* release() {
+    PyObject* o = p;
+    p = nullptr;
+    return o;
+  }
+};
+
+// A dict of key -> str (status lines, process info); nullptr with the error set.
+PyObject* text_dict(const std::vector<std::pair<std::string, std::string>>& kv) {
+  Ref d(PyDict_New());
+  if (!d.p) return nullptr;
+  for (const auto& [k, v] : kv)
+    if (!set_item(d.p, k, text(v))) return nullptr;
+  return d.release();
+}
+
+// Throws std::exception for a file that is not a dump (the caller turns it into ValueError); otherwise a new
+// dict, or nullptr with the Python error set.
 PyObject* read_dump(const std::string& path) {
   namespace dump = inferscope::dump;
   using inferscope::RecordKind;
   dump::DumpReader r(path);
   dump::ClockModel clock(r.calibration());
-  PyObject* out = PyDict_New();
-  PyObject* records = PyList_New(0);
-  set_item(out, "complete", PyBool_FromLong(r.complete()));
-  set_item(out, "dropped", PyLong_FromUnsignedLongLong(r.total_dropped_records()));
-  PyObject* threads = PyDict_New();
+  Ref out(PyDict_New());
+  Ref records(PyList_New(0));
+  Ref threads(PyDict_New());
+  if (!out.p || !records.p || !threads.p) return nullptr;
+  if (!set_item(out.p, "complete", PyBool_FromLong(r.complete())) ||
+      !set_item(out.p, "dropped", PyLong_FromUnsignedLongLong(r.total_dropped_records())))
+    return nullptr;
   for (const auto& [id, t] : r.threads())
-    set_item(threads, std::to_string(id).c_str(), Py_BuildValue("{s:s,s:I,s:O}", "name", t.name.c_str(), "os_tid",
-                                                                t.os_tid, "channel", t.is_channel() ? Py_True : Py_False));
-  set_item(out, "threads", threads);
-  PyObject* status = PyDict_New();
-  for (const auto& [k, v] : r.collector_status()) set_item(status, k.c_str(), PyUnicode_FromString(v.c_str()));
-  set_item(out, "collectors", status);
-  PyObject* process = PyDict_New();
-  for (const auto& [k, v] : r.process_info()) set_item(process, k.c_str(), PyUnicode_FromString(v.c_str()));
-  set_item(out, "process", process);
+    if (!set_item(threads.p, std::to_string(id),
+                  Py_BuildValue("{s:N,s:I,s:O}", "name", text(t.name), "os_tid", t.os_tid, "channel",
+                                t.is_channel() ? Py_True : Py_False)))
+      return nullptr;
+  if (!set_item(out.p, "threads", threads.release())) return nullptr;
+  if (!set_item(out.p, "collectors", text_dict(r.collector_status())) ||
+      !set_item(out.p, "process", text_dict(r.process_info())))
+    return nullptr;
   bool failed = false;
   r.for_each_record([&](uint32_t thread, const inferscope::RecordHeader& h, const uint8_t* p) {
     if (failed) return;
-    PyObject* d = nullptr;
     auto span = [&](const char* kind, const std::string& name, uint64_t a, uint64_t b) {
-      return Py_BuildValue("{s:s,s:I,s:i,s:s,s:K,s:K,s:L,s:L,s:d}", "kind", kind, "thread", thread, "depth", int(h.aux),
-                           "name", name.c_str(), "start", static_cast<unsigned long long>(a), "end",
+      return Py_BuildValue("{s:s,s:I,s:i,s:N,s:K,s:K,s:L,s:L,s:d}", "kind", kind, "thread", thread, "depth", int(h.aux),
+                           "name", text(name), "start", static_cast<unsigned long long>(a), "end",
                            static_cast<unsigned long long>(b), "start_ns", static_cast<long long>(clock.to_ns(a)),
                            "end_ns", static_cast<long long>(clock.to_ns(b)), "dur_ns",
                            b > a ? clock.duration_ns(b - a) : 0.0);
     };
+    Ref d(nullptr);
     switch (h.kind) {
       case RecordKind::kRange: {
         auto rec = dump::load<inferscope::RangeRecord>(p);
-        d = span("range", r.string_at(rec.name), rec.start, rec.end);
+        d.p = span("range", r.string_at(rec.name), rec.start, rec.end);
         break;
       }
       case RecordKind::kPyCall: {
         auto rec = dump::load<inferscope::PyCallRecord>(p);
         auto it = r.code_table().find(rec.code);
         std::string name = it == r.code_table().end() ? "<code " + std::to_string(rec.code) + ">" : it->second.qualname;
-        d = span("python_call", name, rec.start, rec.end);
-        if (d && it != r.code_table().end()) {
-          set_item(d, "file", PyUnicode_FromString(it->second.file.c_str()));
-          set_item(d, "line", PyLong_FromUnsignedLong(it->second.line));
-        }
+        d.p = span("python_call", name, rec.start, rec.end);
+        if (d.p && it != r.code_table().end() &&
+            (!set_item(d.p, "file", path_text(it->second.file)) ||
+             !set_item(d.p, "line", PyLong_FromUnsignedLong(it->second.line))))
+          Py_CLEAR(d.p);
         break;
       }
       case RecordKind::kMark: {
         auto rec = dump::load<inferscope::MarkRecord>(p);
-        d = span("mark", r.string_at(rec.name), rec.ts, rec.ts);
+        d.p = span("mark", r.string_at(rec.name), rec.ts, rec.ts);
         break;
       }
       case RecordKind::kThreadName: {
         auto rec = dump::load<inferscope::ThreadNameRecord>(p);
-        d = span("thread_name", r.string_at(rec.name), rec.ts, rec.ts);
+        d.p = span("thread_name", r.string_at(rec.name), rec.ts, rec.ts);
         break;
       }
       default: return;
     }
-    if (!d) {
+    if (!d.p) {
       failed = true;
       return;
     }
     if (inferscope::record_has_attrs(h.kind)) {
       PyObject* attrs = PyDict_New();
-      for (const auto& a : r.attributes(p)) set_item(attrs, a.key.c_str(), attr_value(a));
-      set_item(d, "attrs", attrs);
+      for (const auto& a : r.attributes(p))
+        if (attrs && !set_item(attrs, a.key, attr_value(a))) Py_CLEAR(attrs);
+      if (!set_item(d.p, "attrs", attrs)) {
+        failed = true;
+        return;
+      }
     }
-    PyList_Append(records, d);
-    Py_DECREF(d);
+    if (PyList_Append(records.p, d.p) < 0) failed = true;
   });
-  set_item(out, "records", records);
-  if (failed) {
-    Py_DECREF(out);
-    return nullptr;
-  }
-  if (r.damage()) set_item(out, "damage", PyUnicode_FromString(r.damage()->message.c_str()));
-  return out;
+  if (failed) return nullptr;
+  if (!set_item(out.p, "records", records.release())) return nullptr;
+  if (r.damage() && !set_item(out.p, "damage", text(r.damage()->message))) return nullptr;
+  return out.release();
 }
 
 PyObject* py_read_dump(PyObject*, PyObject* arg) {
-  PyObject* p = PyOS_FSPath(arg);
-  if (!p) return nullptr;
-  if (!PyUnicode_Check(p)) {
-    Py_DECREF(p);
-    PyErr_SetString(PyExc_TypeError, "_read_dump(path): path must be a str or os.PathLike");
-    return nullptr;
-  }
-  std::string path = utf8(p);
-  Py_DECREF(p);
+  std::string path;
+  if (!fs_path(arg, "_read_dump(): path", path)) return nullptr;
   try {
     return read_dump(path);
   } catch (const std::exception& e) {
@@ -874,10 +1126,8 @@ PyObject* py_read_dump(PyObject*, PyObject* arg) {
 
 // Counts per record kind without building a dict per record (benchmarks, large dumps).
 PyObject* py_dump_stats(PyObject*, PyObject* arg) {
-  PyObject* p = PyOS_FSPath(arg);
-  if (!p) return nullptr;
-  std::string path = PyUnicode_Check(p) ? utf8(p) : std::string();
-  Py_DECREF(p);
+  std::string path;
+  if (!fs_path(arg, "_dump_stats(): path", path)) return nullptr;
   try {
     inferscope::dump::DumpReader r(path);
     std::map<std::string, uint64_t> kinds;
@@ -890,13 +1140,17 @@ PyObject* py_dump_stats(PyObject*, PyObject* arg) {
         ++py_calls[it == r.code_table().end() ? std::string("?") : it->second.qualname];
       }
     });
-    PyObject* k = PyDict_New();
-    for (auto& [name, n] : kinds) set_item(k, name.c_str(), PyLong_FromUnsignedLongLong(n));
-    PyObject* pc = PyDict_New();
-    for (auto& [name, n] : py_calls) set_item(pc, name.c_str(), PyLong_FromUnsignedLongLong(n));
+    auto counts = [](const std::map<std::string, uint64_t>& m) -> PyObject* {
+      Ref d(PyDict_New());
+      if (!d.p) return nullptr;
+      for (auto& [name, n] : m)
+        if (!set_item(d.p, name, PyLong_FromUnsignedLongLong(n))) return nullptr;
+      return d.release();
+    };
     return Py_BuildValue("{s:O,s:K,s:K,s:N,s:N}", "complete", r.complete() ? Py_True : Py_False, "records",
                          static_cast<unsigned long long>(r.record_count()), "dropped",
-                         static_cast<unsigned long long>(r.total_dropped_records()), "kinds", k, "python_calls", pc);
+                         static_cast<unsigned long long>(r.total_dropped_records()), "kinds", counts(kinds),
+                         "python_calls", counts(py_calls));
   } catch (const std::exception& e) {
     PyErr_Format(PyExc_ValueError, "%s", e.what());
     return nullptr;
@@ -919,6 +1173,7 @@ PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "trace_python(enabled, *, mode=None, include=None, exclude=None, max_depth=None) -> bool (previous state)"},
     {"_tracer_state", py_tracer_state, METH_NOARGS, "the Python tracer's state (tests)"},
+    {"_scope_stats", py_scope_stats, METH_NOARGS, "scope exits ignored for running on another thread (tests)"},
     {"_layer_begin", py_layer_begin, METH_O, "begins a model-layer range (inferscope_py.torch)"},
     {"_layer_end", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_layer_end)), METH_FASTCALL,
      "ends a model-layer range (inferscope_py.torch)"},
@@ -964,10 +1219,22 @@ PyMODINIT_FUNC PyInit__native() {
   if (PyType_Ready(&ScopeType) < 0 || PyType_Ready(&ScopedCallType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return nullptr;
+  // PyModule_AddObject steals only on success: the references are taken back when it fails.
   Py_INCREF(&ScopeType);
+  if (PyModule_AddObject(m, "Scope", reinterpret_cast<PyObject*>(&ScopeType)) < 0) {
+    Py_DECREF(&ScopeType);
+    Py_DECREF(m);
+    return nullptr;
+  }
   Py_INCREF(&ScopedCallType);
-  PyModule_AddObject(m, "Scope", reinterpret_cast<PyObject*>(&ScopeType));
-  PyModule_AddObject(m, "ScopedCall", reinterpret_cast<PyObject*>(&ScopedCallType));
-  PyModule_AddStringConstant(m, "tracing_mechanism", pytrace::mechanism());
+  if (PyModule_AddObject(m, "ScopedCall", reinterpret_cast<PyObject*>(&ScopedCallType)) < 0) {
+    Py_DECREF(&ScopedCallType);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  if (PyModule_AddStringConstant(m, "tracing_mechanism", pytrace::mechanism()) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
   return m;
 }

@@ -176,6 +176,108 @@ def test_threads_record_into_their_own_buffers(record):
     assert {f"worker-{i}" for i in range(n_threads)} <= names
 
 
+def run_threads(*targets):
+    ts = [threading.Thread(target=t) for t in targets]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in ts)
+
+
+def ranges_by_name(d):
+    return {r["name"]: r for r in of_kind(d, "range")}
+
+
+@pytest.mark.parametrize("open_inside", [False, True])
+def test_scope_exited_on_another_thread_is_ignored_and_depths_stay_right(record, open_inside):
+    # Issue 18: enter on A, exit on B. The exit is ignored and counted (a legal program must not start raising
+    # under the profiler); A gets its depth level back itself. open_inside: A still has a scope open inside the
+    # orphan when B exits it, so the level comes back only when that one closes.
+    handoff = isc.scope("handoff")
+    entered, exited = threading.Event(), threading.Event()
+    before = isc._native._scope_stats()["cross_thread_exits"]
+
+    def a():
+        handoff.__enter__()
+        if open_inside:
+            with isc.scope("a_inside"):
+                entered.set()
+                assert exited.wait(10)
+        else:
+            entered.set()
+            assert exited.wait(10)
+        with isc.scope("a_outer"):
+            with isc.scope("a_inner"):
+                pass
+
+    def b():
+        assert entered.wait(10)
+        with isc.scope("b_around"):
+            assert handoff.__exit__(None, None, None) is False  # no exception, nothing suppressed
+            with isc.scope("b_nested"):
+                pass
+        exited.set()
+        with isc.scope("b_outer"):
+            with isc.scope("b_inner"):
+                pass
+
+    def work():
+        run_threads(a, b)
+        with isc.scope("main_after"):
+            pass
+
+    d = record(work)
+    r = ranges_by_name(d)
+    assert "handoff" not in r  # not recorded: its start is on A's ring, which only A writes
+    depths = {n: r[n]["depth"] for n in r}
+    expected = {"a_outer": 0, "a_inner": 1, "b_around": 0, "b_nested": 1, "b_outer": 0, "b_inner": 1, "main_after": 0}
+    if open_inside:
+        expected["a_inside"] = 1  # inside the orphan, recorded where it was
+    assert depths == expected
+    assert r["a_outer"]["thread"] == r["a_inner"]["thread"] != r["b_outer"]["thread"] == r["b_inner"]["thread"]
+    stats = isc._native._scope_stats()
+    assert stats["cross_thread_exits"] == before + 1 and stats["depths_pending"] == 0
+    tids = {t["os_tid"] for t in d["threads"].values()}
+    assert re.fullmatch(r"scope 'handoff' entered on thread (\d+), exited on thread (\d+)", stats["last"])
+    a_tid, b_tid = map(int, re.findall(r"\d+", stats["last"]))
+    assert a_tid != b_tid and {a_tid, b_tid} <= tids
+    assert d["collectors"]["python_scopes"].startswith(f"{before + 1} scope exit(s) on another thread")
+
+
+def test_one_scope_object_used_on_two_threads_at_once(record):
+    # A module-level `with step:` on several threads: each thread's exit ends its own entry, even when the
+    # other thread entered last (a single LIFO stack per object gave B's entry to A's exit).
+    step = isc.scope("step")
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    before = isc._native._scope_stats()["cross_thread_exits"]
+
+    def a():
+        with step:
+            a_in.set()
+            assert b_in.wait(10)
+        a_out.set()
+        with isc.scope("a_next"):
+            pass
+
+    def b():
+        assert a_in.wait(10)
+        with step:
+            b_in.set()
+            assert a_out.wait(10)
+            with isc.scope("b_inside"):
+                pass
+        with isc.scope("b_next"):
+            pass
+
+    d = record(lambda: run_threads(a, b))
+    steps = of_kind(d, "range", "step")
+    assert len(steps) == 2 and {s["depth"] for s in steps} == {0} and len({s["thread"] for s in steps}) == 2
+    r = ranges_by_name(d)
+    assert (r["a_next"]["depth"], r["b_inside"]["depth"], r["b_next"]["depth"]) == (0, 1, 0)
+    assert isc._native._scope_stats()["cross_thread_exits"] == before
+
+
 def test_set_thread_name_defaults_to_the_python_thread_name(record):
     def work():
         t = threading.Thread(target=lambda: (isc.set_thread_name(), isc.mark_event("here")), name="py-named")
@@ -276,6 +378,84 @@ def test_bad_arguments_raise_clear_errors(call, error, text):
     with pytest.raises(error, match=re.escape(text)):
         call()
     assert not isc.is_active()
+
+
+LONE = "\ud800"  # a lone surrogate: a valid str that UTF-8 cannot encode
+
+
+@pytest.mark.parametrize(
+    "call, note",
+    [
+        (lambda: isc.scope(LONE), "scope(): name"),
+        (lambda: isc.scope("x", a=LONE), "scope() attribute values"),
+        (lambda: isc.scope("x", **{LONE: 1}), "scope() attribute names"),
+        (lambda: isc.mark_event(LONE), "mark_event(): name"),
+        (lambda: isc.mark_event("m", a=LONE), "mark_event() attribute values"),
+        (lambda: isc.set_thread_name(LONE), "set_thread_name(): name"),
+        (lambda: isc._native._layer_begin(LONE), "_layer_begin: name"),
+        (lambda: isc._native._layer_end(LONE), "_layer_end(): name"),
+        (lambda: isc.start(output=LONE + ".iscope"), "start(): output"),
+        (lambda: isc.start(python_include=["a", LONE]), "start(): python_include"),
+        (lambda: isc.start(python_exclude=LONE), "start(): python_exclude"),
+        (lambda: isc.trace_python(True, include=[LONE]), "trace_python(): include"),
+        (lambda: isc._native._read_dump(LONE), "_read_dump(): path"),
+        (lambda: isc._native._dump_stats(LONE), "_dump_stats(): path"),
+    ],
+)
+def test_a_name_utf8_cannot_encode_raises_unicode_encode_error(call, note):
+    # Before issue 18 some of these left the UnicodeEncodeError set behind a normal return: SystemError.
+    with pytest.raises(UnicodeEncodeError) as e:
+        call()
+    if hasattr(e.value, "__notes__"):  # 3.11+: the note names the argument
+        assert any(note in n for n in e.value.__notes__), e.value.__notes__
+    assert not isc.is_active()
+
+
+def test_bad_names_inside_a_session_leave_it_recording(record):
+    def work():
+        with isc.scope("outer"):
+            with pytest.raises(UnicodeEncodeError):
+                isc.scope(LONE)
+            with pytest.raises(UnicodeEncodeError):
+                isc.mark_event(LONE)
+            with isc.scope("inner"):
+                pass
+
+    d = record(work)
+    assert [(r["name"], r["depth"]) for r in of_kind(d, "range")] == [("inner", 1), ("outer", 0)]
+
+
+def test_trace_python_mode_utf8_cannot_encode_is_a_value_error():
+    with pytest.raises(ValueError, match="mode must be 'default' or 'full'"):
+        isc.trace_python(True, mode=LONE)
+
+
+def test_an_output_path_with_undecodable_bytes_round_trips(tmp_path):
+    # os.fsdecode gives b"\xff" as "\udcff" (surrogateescape): that str names the same file again.
+    path = os.path.join(str(tmp_path), os.fsdecode(b"run-\xff.iscope"))
+    assert isc.start(output=path, python=False)
+    try:
+        with isc.scope("s"):
+            pass
+        assert isc.output_path() == path
+    finally:
+        isc.stop()
+    assert os.path.exists(os.fsencode(path)) and os.fsencode(path).endswith(b"run-\xff.iscope")
+    assert [r["name"] for r in of_kind(isc._native._read_dump(path), "range")] == ["s"]
+    assert isc._native._dump_stats(path)["complete"]
+
+
+def test_scope_cannot_be_reinitialised_while_entered(record):
+    def work():
+        s = isc.scope("a")
+        with s:
+            with pytest.raises(RuntimeError, match="re-initialised while it is entered"):
+                s.__init__("b")
+        with isc.scope("after"):
+            pass
+
+    d = record(work)
+    assert [(r["name"], r["depth"]) for r in of_kind(d, "range")] == [("a", 0), ("after", 0)]
 
 
 def test_start_reports_an_output_it_cannot_open(tmp_path):

@@ -295,6 +295,99 @@ def test_another_profiler_is_reported_not_overridden(record):
     record(work)
 
 
+def cprofiled_names(prof):
+    import pstats
+
+    return {f[2] for f in pstats.Stats(prof).stats}
+
+
+def only_cprofile_sees_this():
+    return leaf(41)
+
+
+MONITORING = sys.version_info >= (3, 12)
+
+
+@pytest.mark.parametrize("ours_first", [False, True])
+def test_trace_python_refuses_while_cprofile_holds_the_hook_and_cprofile_keeps_collecting(record, ours_first):
+    # Issue 18: with our hooks already in (ours_first), trace_python(True) re-armed every thread and took the
+    # hook back from cProfile, returning True; trace_python(False) then unhooked cProfile too.
+    if ours_first and MONITORING:
+        pytest.skip("3.12+: cProfile itself refuses to start while another tool holds PROFILER_ID")
+    prof = cProfile.Profile()
+
+    def work():
+        if ours_first:
+            assert isc.trace_python(True) is False
+        prof.enable()
+        try:
+            with pytest.raises(RuntimeError, match="another profiler|PROFILER_ID") as e:
+                isc.trace_python(True)
+            assert "cProfile" in str(e.value)
+            if not MONITORING:
+                assert sys.getprofile() is prof
+            else:
+                assert sys.monitoring.get_tool(sys.monitoring.PROFILER_ID) == "cProfile"
+            isc.trace_python(False)  # must leave cProfile's hook in place as well
+            only_cprofile_sees_this()
+        finally:
+            prof.disable()
+
+    d = record(work)
+    assert {"only_cprofile_sees_this", "leaf"} <= cprofiled_names(prof)
+    assert not calls(d, "only_cprofile_sees_this")
+
+
+@pytest.mark.skipif(MONITORING, reason="3.12+: sys.setprofile has its own tool id and coexists with ours")
+def test_trace_python_refuses_while_another_thread_has_sys_setprofile(record):
+    seen, ready, done = [], threading.Event(), threading.Event()
+
+    def other_profiler(frame, event, arg):
+        if event == "call":
+            seen.append(frame.f_code.co_name)
+
+    def worker():
+        sys.setprofile(other_profiler)
+        ready.set()
+        assert done.wait(10)
+        only_cprofile_sees_this()
+        sys.setprofile(None)
+
+    def work():
+        t = threading.Thread(target=worker)
+        t.start()
+        try:
+            assert ready.wait(10)
+            with pytest.raises(RuntimeError, match=r"another profiler holds the profile hook on thread \d+"):
+                isc.trace_python(True)
+        finally:
+            done.set()
+            t.join(10)
+
+    record(work)
+    assert "only_cprofile_sees_this" in seen
+
+
+@pytest.mark.skipif(not MONITORING, reason="< 3.12: sys.setprofile and our C profile hook share one slot")
+def test_sys_setprofile_coexists_with_tracing_on_sys_monitoring(record):
+    seen = []
+
+    def other_profiler(frame, event, arg):
+        if event == "call":
+            seen.append(frame.f_code.co_name)
+
+    def work():
+        sys.setprofile(other_profiler)
+        try:
+            isc.trace_python(True)
+            only_cprofile_sees_this()
+        finally:
+            sys.setprofile(None)
+
+    d = record(work)
+    assert "only_cprofile_sees_this" in seen and calls(d, "only_cprofile_sees_this")
+
+
 def test_cprofile_sees_every_call_after_tracing_stops(record):
     def work():
         isc.trace_python(True)

@@ -362,6 +362,11 @@ struct EventCallback {
 constexpr EventCallback kEvents[] = {{"PY_START", 0},  {"PY_RESUME", 0}, {"PY_RETURN", 1},
                                      {"PY_YIELD", 1},  {"PY_THROW", 2},  {"PY_UNWIND", 3}};
 
+// Another tool holding PROFILER_ID (cProfile since 3.12, or any sys.monitoring profiler) keeps it: install_hooks()
+// refuses. sys.setprofile() needs no check here: since 3.12 it runs on a tool id of its own and coexists with
+// ours, nothing is taken from it.
+std::string foreign_profiler() { return {}; }
+
 std::string install_hooks() {
   std::string error;
   PyObject* tool = mon_call("get_tool", Py_BuildValue("(i)", kToolId), &error);
@@ -549,10 +554,18 @@ bool set_threading_profile(PyObject* hook) {
   return true;
 }
 
+// The profile hook is one slot per thread: whoever sets it last wins. Ours goes in (and comes out) only where
+// the slot is free or already ours, so another profiler set on a thread after us (cProfile, sys.setprofile)
+// keeps it, including when tracing is switched off.
+inline bool slot_free_or_ours(PyThreadState* ts) {
+  return ts->c_profilefunc == nullptr || ts->c_profilefunc == profile_hook;
+}
+
 void set_profile_all_threads(Py_tracefunc func) {
 #if PY_VERSION_HEX >= 0x03090000
   PyInterpreterState* interp = PyThreadState_Get()->interp;
   for (PyThreadState* ts = PyInterpreterState_ThreadHead(interp); ts; ts = PyThreadState_Next(ts)) {
+    if (!slot_free_or_ours(ts)) continue;
     PyObject* holder = func ? new_holder() : nullptr;
     if (func && !holder) {
       PyErr_Clear();
@@ -562,14 +575,41 @@ void set_profile_all_threads(Py_tracefunc func) {
     Py_XDECREF(holder);
   }
 #else
-  set_profile(func);  // 3.8: other threads pick the hook up through threading only
+  if (slot_free_or_ours(PyThreadState_Get())) set_profile(func);  // 3.8: other threads pick it up through threading
 #endif
 }
 
+// threading's hook for threads started later (threading.setprofile), borrowed; nullptr when it cannot be read.
+PyObject* threading_profile_hook() {
+  PyObject* threading = PyImport_ImportModule("threading");
+  PyObject* hook = threading ? PyObject_GetAttrString(threading, "_profile_hook") : nullptr;
+  Py_XDECREF(threading);
+  PyErr_Clear();
+  Py_XDECREF(hook);  // the module keeps it
+  return hook;
+}
+
+// A reason to refuse, when another profiler holds the hook on any thread (issue 18: taking it would leave
+// cProfile, or whatever set sys.setprofile, seeing nothing); "" when every slot is free or ours.
+std::string foreign_profiler() {
+  PyThreadState* self = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x03090000
+  for (PyThreadState* ts = PyInterpreterState_ThreadHead(self->interp); ts; ts = PyThreadState_Next(ts))
+#else
+  for (PyThreadState* ts = self; ts; ts = nullptr)
+#endif
+    if (!slot_free_or_ours(ts))
+      return "another profiler holds the profile hook on " +
+             (ts == self ? std::string("this thread") : "thread " + std::to_string(ts->thread_id)) +
+             " (cProfile, sys.setprofile or a C profiler); it is left in place and Python calls are not traced";
+  PyObject* hook = threading_profile_hook();
+  if (hook && hook != Py_None && hook != g_bootstrap)
+    return "another profiler is set for new threads (threading.setprofile); it is left in place and Python "
+           "calls are not traced";
+  return {};
+}
+
 std::string install_hooks() {
-  PyThreadState* ts = PyThreadState_Get();
-  if (ts->c_profilefunc != nullptr && ts->c_profilefunc != profile_hook)
-    return "another profiler is installed on this thread (sys.setprofile / cProfile); Python calls are not traced";
   // threading.setprofile runs Python code: call it before our hook is in, and g_active is already set (a hook
   // that sees g_active false takes itself out).
   set_threading_profile(g_bootstrap);
@@ -578,7 +618,7 @@ std::string install_hooks() {
 }
 
 void remove_hooks(bool) {
-  set_threading_profile(Py_None);
+  if (threading_profile_hook() == g_bootstrap) set_threading_profile(Py_None);
   set_profile_all_threads(nullptr);
 }
 
@@ -713,6 +753,12 @@ bool init(const std::string& package_dir, std::string* error) {
 
 std::string enable(const Filters& filters) {
   if (g_extra_index < 0) return "the tracer was not initialised";
+  // Checked before anything changes, on the first enable and on a re-enable alike: cProfile may have taken the
+  // hook of a thread since our hooks went in, and re-arming would take it back.
+  if (std::string error = foreign_profiler(); !error.empty()) {
+    if (!g_installed) g_last_error = error;
+    return error;
+  }
   if (!same_filters(filters, g_filters)) {
     g_filters = filters;
     if (++g_code_gen >= (1u << 30)) g_code_gen = 1;
