@@ -1,13 +1,16 @@
 #include "dump/files.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace inferscope::dump {
@@ -101,6 +104,112 @@ bool AtomicOutput::commit() {
     return false;
   }
   return true;
+}
+
+std::optional<std::string> unusable_output(const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;  // nothing there (or unreachable: open says why)
+  if (S_ISREG(st.st_mode)) return std::nullopt;
+  if (S_ISLNK(st.st_mode))
+    return path + ": is a symbolic link; refusing to follow it (name the file it points to, or another path)";
+  return path + ": is " + file_kind(st.st_mode) + "; a dump is written to a regular file only (choose another path)";
+}
+
+int create_temp_beside(const std::string& path, std::string& temp) {
+  std::vector<char> name(path.begin(), path.end());
+  const std::string suffix = ".tmpXXXXXX";
+  name.insert(name.end(), suffix.begin(), suffix.end());
+  name.push_back('\0');
+  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) return -1;
+  temp = name.data();
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0644 & ~mask);
+  return fd;
+}
+
+namespace {
+
+pid_t read_pid(int fd) {
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  return n > 0 ? static_cast<pid_t>(std::atol(buf)) : 0;
+}
+
+// Whether `fd` is still the file at `path` (a releasing holder unlinks it before it lets go of the lock).
+bool still_linked(int fd, const std::string& path) {
+  struct stat a{}, b{};
+  return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+}  // namespace
+
+OutputLock::OutputLock(const std::string& output) { acquire(output); }
+
+bool OutputLock::acquire(const std::string& output) {
+  release();
+  error_.clear();
+  path_ = output + ".lock";
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      error_ = errno == ELOOP ? path_ + ": is a symbolic link; refusing to follow it"
+                              : "cannot create " + path_ + ": " + std::strerror(errno);
+      return false;
+    }
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      error_ = path_ + ": is " + file_kind(st.st_mode) + ", not a lock file";
+      ::close(fd);
+      return false;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const pid_t holder = read_pid(fd);
+      ::close(fd);
+      error_ = output + " is being written by another session" +
+               (holder ? " (pid " + std::to_string(holder) + ")" : std::string()) + "; choose another output";
+      return false;
+    }
+    if (!still_linked(fd, path_)) {  // its holder removed it as we opened it: take the new one
+      ::close(fd);
+      continue;
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      // The lock holds without the pid; only the message of a refused session is poorer.
+    }
+    fd_ = fd;
+    return true;
+  }
+  error_ = "cannot lock " + path_ + ": it keeps being replaced";
+  return false;
+}
+
+void OutputLock::release() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // before the lock goes: a waiter that opened it sees it unlinked and retries
+  ::close(fd_);
+  fd_ = -1;
+}
+
+void OutputLock::abandon() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+pid_t output_lock_holder(const std::string& output) {
+  const std::string path = output + ".lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  pid_t holder = 0;
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    holder = read_pid(fd);
+    if (holder == 0) holder = -1;  // held, pid not written yet
+  }
+  ::close(fd);
+  return holder;
 }
 
 }  // namespace inferscope::dump

@@ -6,7 +6,15 @@
 //   dump::AtomicOutput out("report.md");   // writes "report.md.tmpXXXXXX" beside it
 //   out.stream() << text;
 //   out.commit();                          // renamed into place; without commit() the temporary is removed
+//
+// And for the runtime's dumps (docs/reliability.md, "Files"):
+//
+//   if (auto why = dump::unusable_output("run.iscope")) ...   // "run.iscope: is a symbolic link; ..."
+//   dump::OutputLock lock("run.iscope");                      // flock on "run.iscope.lock": one session per output
+//   if (!lock.ok()) ... lock.error() ...                      // "... is being written by another session (pid 4242)"
 #pragma once
+
+#include <sys/types.h>
 
 #include <fstream>
 #include <optional>
@@ -53,5 +61,42 @@ class AtomicOutput {
   std::string error_;
   bool direct_ = false, done_ = false;
 };
+
+/// Why `path` cannot be a dump's output: it is a symbolic link ("refusing to follow it"), a directory, FIFO,
+/// device or socket. Empty when nothing is there or it is a regular file. Uses lstat(), never opens it.
+std::optional<std::string> unusable_output(const std::string& path);
+
+/// Creates `<path>.tmpXXXXXX` beside `path` exclusively (O_CREAT|O_EXCL: a planted file or symlink at any
+/// name is never opened) with mode 0644 less the umask, O_CLOEXEC; returns the descriptor and sets `temp`, or
+/// -1 with errno.
+int create_temp_beside(const std::string& path, std::string& temp);
+
+/// One live writer per output: an exclusive flock on `<output>.lock`, which holds the writer's pid. The kernel
+/// drops the lock when the process dies however it dies (SIGKILL included), so a lock file left behind by a
+/// dead process never blocks a later run. The destructor removes the file and releases the lock.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& output);
+  OutputLock() = default;
+  ~OutputLock() { release(); }
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+  /// Takes the lock (releasing any held); false and error() when another live process holds it or the lock
+  /// file cannot be made.
+  bool acquire(const std::string& output);
+  bool ok() const { return fd_ >= 0; }
+  const std::string& error() const { return error_; }
+  void release();
+  /// A forked child's copy: closed without unlocking or removing (the lock stays the parent's).
+  void abandon();
+
+ private:
+  std::string path_, error_;
+  int fd_ = -1;
+};
+
+/// The pid of the live process that holds `output`'s lock, 0 when none does (-1: held, pid not yet written).
+pid_t output_lock_holder(const std::string& output);
 
 }  // namespace inferscope::dump

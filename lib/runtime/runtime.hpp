@@ -7,6 +7,8 @@
 
 #include "dump/format.hpp"
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -136,6 +138,10 @@ void flush_now();
 
 /// Installs the NVTX side of Config::nvtx_emit (the GPU collector does, when built with the CUDA headers).
 void set_nvtx_hooks(void (*push)(const detail::StaticName&) noexcept, void (*pop)() noexcept);
+
+/// Test hook: the write every dump file uses (pwrite(2) when nullptr, the default). A test injects failures
+/// (ENOSPC on the Nth write, short writes, EINTR) to prove a dump never holds a torn chunk.
+void set_dump_write_for_testing(ssize_t (*write_at)(int fd, const void* data, size_t size, off_t offset));
 
 /// Test hook: rings the process holds right now (live threads' rings and retired ones not yet freed).
 size_t live_ring_count();

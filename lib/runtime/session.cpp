@@ -8,6 +8,8 @@
 #include "runtime/session.hpp"
 
 #include "dump/path.hpp"
+#include "runtime/crash_dump.hpp"
+#include "runtime/dump_file.hpp"
 
 #include <inferscope/scope.hpp>
 
@@ -85,8 +87,9 @@ struct SessionState {
   bool from_env = false;
   // The path forked children's dumps are named after (<stem>.<pid>.iscope): the output before any pid suffix.
   std::string family_output;
-  int fd = -1;
-  bool write_failed = false;
+  DumpFile file;             // stream: the dump; ring: the final snapshot's file, preopened for crash dumps
+  bool write_failing = false;  // stream: the last append failed (logged once per run of failures)
+  bool dump_written = false;   // the dump is complete at `output` (stop() returns it)
   std::thread writer;
 
   // Guarded by Global::registry.
@@ -115,6 +118,9 @@ struct SessionState {
   uint64_t retained_bytes = 0;
   uint64_t records_written = 0;
   uint64_t drops_written_total = ~0ull;
+  bool resend_threads = false;  // stream: a failed append took thread entries with it
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> write_lost;  // thread -> records, bytes of dropped appends
+  crash::Image crash;           // ring mode: what a SIGABRT/SIGSEGV/SIGBUS handler writes
   std::vector<std::unique_ptr<Collector>> collectors;  // appended under collectors_mu (the writer reads it)
   std::mutex collectors_mu;
 
@@ -277,7 +283,7 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
 void append_meta_kv(SessionState& s, std::vector<uint8_t>& out, bool all) {
   std::lock_guard lk(s.meta_mu);
   if (!all && !s.meta_dirty) return;
-  s.meta_dirty = false;
+  if (!all) s.meta_dirty = false;
   if (!s.status.empty()) {
     ChunkBuilder b(ChunkType::kCollectorStatus);
     for (auto& [k, v] : s.status) b.add_key_value(k, v);
@@ -308,8 +314,9 @@ void append_threads(SessionState& s, std::vector<uint8_t>& out, bool all) {
   ChunkBuilder b(ChunkType::kThreads);
   {
     std::lock_guard lk(G().registry);
-    if (all) {
+    if (all || s.resend_threads) {
       for (auto& [id, t] : s.threads) b.add(t);
+      if (!all) s.dirty_threads.clear(), s.resend_threads = false;
     } else {
       for (uint32_t id : s.dirty_threads) b.add(s.threads[id]);
       s.dirty_threads.clear();
@@ -332,6 +339,8 @@ std::vector<dump::DropEntry> current_drops(SessionState& s) {
     if (c.first) d.push_back({tid, full, c.first, c.second});
   const uint32_t over = intern("ring_overwritten");
   for (auto& [tid, c] : s.overwritten) d.push_back({tid, over, c.first, c.second});
+  const uint32_t lost = s.write_lost.empty() ? 0 : intern("write_failed");
+  for (auto& [tid, c] : s.write_lost) d.push_back({tid, lost, c.first, c.second});
   std::lock_guard lk(s.meta_mu);
   for (auto& [key, c] : s.extra_drops) d.push_back({key.first, intern(key.second), c.first, c.second});
   return d;
@@ -362,26 +371,63 @@ void append_end(SessionState& s, std::vector<uint8_t>& out) {
   b.finish_into(out);
 }
 
-bool write_all(int fd, const std::vector<uint8_t>& buf) {
-  size_t off = 0;
-  while (off < buf.size()) {
-    ssize_t r = ::write(fd, buf.data() + off, buf.size() - off);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    off += static_cast<size_t>(r);
-  }
-  return true;
+// Where the stream's metadata cursors stood before a buffer was built. A buffer that cannot be written is
+// dropped whole, and what it carried besides records (new strings, code, calibration, drops) goes again.
+struct Cursors {
+  uint32_t strings = 0, code = 0;
+  size_t calib = 0;
+  uint64_t drops_total = 0;
+};
+
+Cursors cursors_of(const SessionState& s) {
+  return {s.strings_written, s.code_written, s.calib_written, s.drops_written_total};
 }
 
-void stream_write(SessionState& s, std::vector<uint8_t>& buf) {
-  if (buf.empty() || s.fd < 0) return;
-  if (!write_all(s.fd, buf) && !s.write_failed) {
-    s.write_failed = true;
-    log(LogLevel::kError, "writing " + s.output + " failed: " + std::strerror(errno) +
-                              "; the dump holds what was written before");
+// The records of the EVENTS chunks in `buf` (whole chunks) are lost to a failed write: counted per thread as
+// "write_failed" drops and taken out of the records written, so END says they were dropped, not in the file.
+void count_lost(SessionState& s, const std::vector<uint8_t>& buf) {
+  size_t off = 0;
+  while (off + sizeof(dump::ChunkHeader) + sizeof(dump::EventsHeader) <= buf.size()) {
+    dump::ChunkHeader h;
+    std::memcpy(&h, buf.data() + off, sizeof(h));
+    if (h.type == static_cast<uint32_t>(ChunkType::kEvents)) {
+      dump::EventsHeader eh;
+      std::memcpy(&eh, buf.data() + off + sizeof(h), sizeof(eh));
+      auto& c = s.write_lost[eh.thread_id];
+      c.first += h.count;
+      c.second += h.length;
+      s.records_written -= std::min<uint64_t>(h.count, s.records_written);
+    }
+    off += sizeof(h) + h.length;
   }
+}
+
+// Appends `buf` whole, or drops it whole (DumpFile truncates a partial write away) and counts what it held.
+void stream_write(SessionState& s, std::vector<uint8_t>& buf, const Cursors& before) {
+  if (buf.empty() || !s.file.is_open()) return buf.clear();
+  if (s.file.append(buf.data(), buf.size())) {
+    if (s.write_failing)
+      log(LogLevel::kWarn, "writing " + s.file.written_path() + " works again; what could not be written is "
+                           "counted as dropped (write_failed)");
+    s.write_failing = false;
+    return buf.clear();
+  }
+  const int err = errno;
+  count_lost(s, buf);
+  s.strings_written = before.strings;
+  s.code_written = before.code;
+  s.calib_written = before.calib;
+  s.drops_written_total = before.drops_total;
+  s.resend_threads = true;
+  {
+    std::lock_guard lk(s.meta_mu);
+    s.meta_dirty = true;
+  }
+  if (!s.write_failing)
+    log(LogLevel::kError, "writing " + s.file.written_path() + " failed: " + std::strerror(err) +
+                              "; records that cannot be written are dropped whole and counted (write_failed), "
+                              "the dump keeps whole chunks only, and writing is tried again every flush");
+  s.write_failing = true;
   buf.clear();
 }
 
@@ -409,8 +455,8 @@ std::string snapshot_path(SessionState& s, bool final) {
   return dump::insert_suffix(s.output, "flush" + std::to_string(++s.flush_index), ".iscope");
 }
 
-// Ring mode: a whole dump of the current window, written to a temporary file and renamed into place.
-bool write_snapshot(SessionState& s, const std::string& path) {
+// Ring mode: a whole dump of the current window.
+std::vector<uint8_t> snapshot_bytes(SessionState& s) {
   std::vector<uint8_t> out;
   auto fh = dump::make_file_header(1);
   out.insert(out.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
@@ -422,61 +468,113 @@ bool write_snapshot(SessionState& s, const std::string& path) {
   for (auto& c : s.retained) out.insert(out.end(), c.begin(), c.end());
   append_drops(s, out, true);
   append_end(s, out);
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || !write_all(fd, out)) {
-    if (fd >= 0) ::close(fd);
-    log(LogLevel::kError, "cannot write " + tmp + ": " + std::strerror(errno));
-    return false;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    log(LogLevel::kError, "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-    return false;
-  }
-  return true;
+  return out;
+}
+
+// A ring snapshot (flush_ring, SIGUSR2): written to a temporary beside `path` and renamed over it.
+bool write_snapshot(SessionState& s, const std::string& path) {
+  const std::vector<uint8_t> out = snapshot_bytes(s);
+  DumpFile f;
+  std::string error;
+  if (f.open(path, /*in_place=*/false, error, /*lock=*/false) && f.rewrite(out.data(), out.size()) && f.commit(error))
+    return true;
+  if (error.empty()) error = "cannot write " + f.written_path() + ": " + std::strerror(errno);
+  log(LogLevel::kError, "ring snapshot: " + error);
+  f.discard();
+  return false;
+}
+
+// Ring mode, each cycle: the drained chunks join the window, and the crash image follows (what a SIGABRT,
+// SIGSEGV or SIGBUS handler writes): new metadata appended, the drop table and counts replaced.
+void keep_in_window(SessionState& s, Drained& d) {
+  std::vector<uint8_t> meta;
+  append_meta_kv(s, meta, false);
+  append_tables(s, meta, false);
+  append_threads(s, meta, false);
+  append_calibration(s, meta, false);
+  if (!crash::begin_update()) return;  // a crash dump is being written from the image: change nothing
+  for (auto& c : d.chunks) retain(s, std::move(c));
+  if (!meta.empty()) s.crash.meta.push_back(std::move(meta));
+  crash::end_update();
+  // The drop table takes locks (meta_mu, the string table): built outside the update, swapped in after.
+  std::vector<uint8_t> drops;
+  append_drops(s, drops, true);
+  const uint64_t dropped = total_drops(current_drops(s));
+  if (!crash::begin_update()) return;
+  s.crash.drops.swap(drops);
+  s.crash.records_written = s.records_written;
+  s.crash.records_dropped = dropped;
+  crash::end_update();
 }
 
 // One writer cycle: drain, then hand the chunks to the sink. Strings are written after the drain so every
 // id a drained record uses is already in the table (it was interned before the record was written).
 void cycle(SessionState& s, std::vector<uint8_t>& buf) {
+  const Cursors before = cursors_of(s);
   Drained d;
   drain_all(s, d);
-  if (s.ring_mode) {
-    for (auto& c : d.chunks) retain(s, std::move(c));
-    return;
-  }
+  if (s.ring_mode) return keep_in_window(s, d);
   append_meta_kv(s, buf, false);
   append_tables(s, buf, false);
   append_threads(s, buf, false);
   append_calibration(s, buf, false);
   for (auto& c : d.chunks) buf.insert(buf.end(), c.begin(), c.end());
   append_drops(s, buf, false);
-  stream_write(s, buf);
+  stream_write(s, buf, before);
+}
+
+// Stream mode: the last metadata, the drop table and END; the file renamed into place when it is a
+// temporary beside an earlier dump (only when END was written: an incomplete dump never replaces one).
+bool finish_stream(SessionState& s) {
+  const Cursors before = cursors_of(s);
+  std::vector<uint8_t> buf;
+  append_meta_kv(s, buf, false);
+  append_tables(s, buf, false);
+  append_threads(s, buf, false);
+  append_calibration(s, buf, false);
+  append_drops(s, buf, true);
+  append_end(s, buf);
+  stream_write(s, buf, before);
+  const bool ended = !s.write_failing;
+  std::string error;
+  const bool committed = s.file.commit(error, /*replace=*/ended);
+  if (!ended) log(LogLevel::kError, "the dump " + s.file.written_path() + " is not complete (END could not be written)");
+  if (!committed) log(LogLevel::kError, error);
+  return ended && committed;
+}
+
+// Ring mode: the window into the file preopened at start (no crash dump can use it from here on), renamed
+// over the output.
+bool finish_ring(SessionState& s) {
+  const std::vector<uint8_t> out = snapshot_bytes(s);
+  if (!crash::begin_update()) return false;
+  crash::arm(nullptr);
+  crash::end_update();
+  std::string error;
+  if (!s.file.rewrite(out.data(), out.size())) {
+    log(LogLevel::kError, "cannot write " + s.file.written_path() + ": " + std::strerror(errno) + "; no dump at " +
+                              s.output);
+    s.file.discard();
+    return false;
+  }
+  if (!s.file.commit(error)) {
+    log(LogLevel::kError, error);
+    return false;
+  }
+  return true;
 }
 
 // The last writer cycle (on the writer thread, or the thread that stops from a signal): the final
-// calibration point, the last drain, and END.
-void finish_writing(SessionState& s) {
+// calibration point, the last drain, and END. True when the dump is complete at the output.
+bool finish_writing(SessionState& s) {
   s.calib.push_back(take_calibration_point());
   std::vector<uint8_t> buf;
   cycle(s, buf);
-  if (s.ring_mode) {
-    write_snapshot(s, snapshot_path(s, true));
-  } else {
-    append_meta_kv(s, buf, false);
-    append_tables(s, buf, false);
-    append_threads(s, buf, false);
-    append_calibration(s, buf, false);
-    append_drops(s, buf, true);
-    append_end(s, buf);
-    stream_write(s, buf);
-    ::close(s.fd);
-    s.fd = -1;
-  }
+  s.dump_written = s.ring_mode ? finish_ring(s) : finish_stream(s);
+  return s.dump_written;
 }
 
-bool stop_impl(bool from_writer, int signal_number);
+bool stop_impl(bool from_writer, int signal_number, bool* written = nullptr);
 
 void writer_main(SessionState* s) {
   Global& g = G();
@@ -634,7 +732,10 @@ void install_session_handlers(const SessionState& s) {
     if (!py_initialized) install_handler(SIGINT);
     if (!wait_for_python) install_handler(SIGTERM);
   }
-  if (s.ring_mode && !wait_for_python) install_handler(SIGUSR2);
+  if (s.ring_mode && !wait_for_python) {
+    install_handler(SIGUSR2);
+    crash::install_handlers();
+  }
   g_deferred_python_signals.store(wait_for_python);
 }
 
@@ -697,7 +798,7 @@ Inherited abandon_parent_session(Global& g) {
   }
   detail::g_session.store(0, std::memory_order_seq_cst);
   detail::g_nvtx_emit.store(false, std::memory_order_relaxed);
-  if (s && s->fd >= 0) ::close(s->fd);  // the parent's dump is the parent's alone
+  if (s) s->file.abandon();  // the parent's dump (and its lock) are the parent's alone
   g.session = nullptr;                   // leaked on purpose: its threads and locks do not exist here
   g.rings.clear();
   return in;
@@ -718,6 +819,7 @@ void after_fork_in_child() {
   g.pipe_r = g.pipe_w = -1;
   g.owner_pid.store(::getpid());
   restore_handlers_in_child();
+  crash::restore_in_child();
   if (!in.follow) return;
   Config cfg = in.cfg;
   const std::string pid = std::to_string(::getpid());
@@ -798,9 +900,10 @@ void write_report_at_exit(const std::string& dump_path, const std::string& repor
     log(LogLevel::kError, tool + " could not write " + report + " (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
 }
 
-// Stops the running session. From the writer thread (a signal), gives up when the application holds the
-// control lock (it is stopping already) and returns false.
-bool stop_impl(bool from_writer, int signal_number) {
+// Stops the running session; `written` (optional): whether its dump is complete at its output. From the
+// writer thread (a signal), gives up when the application holds the control lock (it is stopping already)
+// and returns false.
+bool stop_impl(bool from_writer, int signal_number, bool* written) {
   Global& g = G();
   SessionState* s = nullptr;
   {
@@ -835,6 +938,7 @@ bool stop_impl(bool from_writer, int signal_number) {
       s->snap_cv.notify_all();
     }
   }
+  if (written) *written = s && s->dump_written;
   if (s && s->from_env && !s->cfg.report.empty()) write_report_at_exit(s->output, s->cfg.report, s->cfg.step);
   if (!signal_number && s) signal_number = s->pending_signal.load();
   if (signal_number) reraise(signal_number);
@@ -850,7 +954,10 @@ void install_deferred_signal_handlers() {
   if (!g_deferred_python_signals.exchange(false) || !s || detail::g_session.load() != s->epoch) return;
   if (g.owner_pid.load() != ::getpid()) return;
   if (s->from_env && s->cfg.handle_signals) install_handler(SIGTERM);
-  if (s->ring_mode) install_handler(SIGUSR2);
+  if (s->ring_mode) {
+    install_handler(SIGUSR2);
+    crash::install_handlers();
+  }
 }
 
 std::string finish_session_of_this_process() {
@@ -1129,6 +1236,47 @@ ExitGuard::~ExitGuard() {
 
 // ---------------------------------------------------------------------------------------------------------
 
+// The session's file (docs/reliability.md, "Files"), opened at start in both modes so that a session that
+// could never write its dump does not start: the output locked, created exclusively (stream: at the output
+// when nothing is there; ring: a temporary beside it, preopened for crash dumps). Then the first calibration
+// points and the head of the dump (stream) or of the crash image (ring).
+bool open_dump(SessionState& s) {
+  std::string why;
+  if (!s.file.open(s.output, /*in_place=*/!s.ring_mode, why)) {
+    log(LogLevel::kError, "start: " + why + "; not recording");
+    return false;
+  }
+  // Two calibration points 1 ms apart, so even a dump cut short right after start has a clock rate.
+  s.calib.push_back(take_calibration_point());
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  s.calib.push_back(take_calibration_point());
+  std::vector<uint8_t> head;
+  auto fh = dump::make_file_header(s.ring_mode ? 1 : 0);
+  head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
+  append_process_info(s, head);
+  if (s.ring_mode) {
+    s.crash.fd = s.file.fd();
+    s.crash.temp = s.file.written_path();
+    s.crash.output = s.output;
+    s.crash.window = &s.retained;
+    s.crash.meta.push_back(std::move(head));
+    if (crash::begin_update()) {
+      crash::arm(&s.crash);
+      crash::end_update();
+    }
+    return true;
+  }
+  if (!s.file.append(head.data(), head.size())) {
+    log(LogLevel::kError, "start: cannot write " + s.file.written_path() + ": " + std::strerror(errno) +
+                              "; not recording");
+    s.file.discard();
+    return false;
+  }
+  return true;
+}
+
 bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child) {
   Global& g = G();
   std::lock_guard ctl(g.control);
@@ -1160,28 +1308,9 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   s->ring_mode = config.buffer_mode == BufferMode::kRing;
   s->from_env = from_env;
   s->family_output = family_output.empty() ? s->output : family_output;
-  if (!s->ring_mode) {
-    s->fd = ::open(s->output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (s->fd < 0) {
-      log(LogLevel::kError, "start: cannot open " + s->output + " for writing: " + std::strerror(errno) +
-                                "; not recording");
-      delete s;
-      return false;
-    }
-  }
-  // Two calibration points 1 ms apart, so even a dump cut short right after start has a clock rate.
-  s->calib.push_back(take_calibration_point());
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
-  while (std::chrono::steady_clock::now() < until) {
-  }
-  s->calib.push_back(take_calibration_point());
-
-  if (!s->ring_mode) {
-    std::vector<uint8_t> head;
-    auto fh = dump::make_file_header(0);
-    head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
-    append_process_info(*s, head);
-    stream_write(*s, head);
+  if (!open_dump(*s)) {
+    delete s;
+    return false;
   }
 
   SessionState* old = g.session;
@@ -1242,9 +1371,10 @@ std::string default_output_path() { return "inferscope-" + std::to_string(::getp
 bool start(const Config& config) { return runtime::start_session(config, false, {}, false); }
 
 bool stop() {
-  bool was = detail::g_session.load() != 0;
-  runtime::stop_impl(false, 0);
-  return was;
+  // False when no session was running, and when its dump could not be written whole (the log says why).
+  bool written = false;
+  runtime::stop_impl(false, 0, &written);
+  return written;
 }
 
 bool is_active() noexcept { return detail::g_session.load(std::memory_order_relaxed) != 0; }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <string>
 #include <vector>
 
 namespace {
@@ -57,6 +58,36 @@ int exec_self(const char* self, const char* n) {
   return 3;
 }
 
+// Records N ranges, waits for the writer to drain them (several flush periods), then ends abnormally: "abort"
+// calls abort(), "segv" writes through a null pointer, "bus" raises SIGBUS. "segv-handled OUT" installs a
+// SIGSEGV handler of its own that prints and exits 42, then starts a ring session into OUT itself (so the
+// runtime's handler is installed over the program's and must chain to it).
+void on_segv_exit_42(int) {
+  const char msg[] = "own handler\n";
+  [[maybe_unused]] ssize_t r = ::write(1, msg, sizeof(msg) - 1);
+  ::_exit(42);
+}
+
+int crash(const std::string& how, long n, const char* out) {
+  if (how == "segv-handled") {
+    ::signal(SIGSEGV, on_segv_exit_42);
+    inferscope::Config c;
+    c.output = out;
+    c.buffer_mode = inferscope::BufferMode::kRing;
+    c.cupti = c.python = c.system = false;
+    if (!inferscope::start(c)) return 4;
+  }
+  for (long i = 0; i < n; ++i) {
+    ISCOPE_RANGE("counted");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (how == "abort") std::abort();
+  if (how == "bus") ::raise(SIGBUS);
+  volatile int* nowhere = nullptr;
+  *nowhere = 1;
+  return 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +119,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "fork-term") return fork_term();
   if (mode == "exec-self") return exec_self(argv[0], argc > 2 ? argv[2] : "7");
+  if (mode == "abort" || mode == "segv" || mode == "bus" || mode == "segv-handled")
+    return crash(mode, argc > 2 ? std::atol(argv[2]) : 1000, argc > 3 ? argv[3] : "");
   if (mode == "exit-code") return argc > 2 ? std::atoi(argv[2]) : 0;
   return 2;
 }

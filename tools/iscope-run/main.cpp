@@ -6,7 +6,12 @@
 // INFERSCOPE_OUTPUT, INFERSCOPE_ROOT_PID, INFERSCOPE_FOLLOW_CHILDREN, LD_PRELOAD, CUDA_INJECTION64_PATH,
 // NVTX_INJECTION64_PATH, PYTHONPATH), execs the program, waits, and exits with the program's status (128+N
 // when a signal N killed it). The program's stdin, stdout and stderr are its own; iscope-run writes to
-// stderr only its own errors and one closing line naming the dump (unless -q).
+// stderr only its own errors and one closing line naming the dump (unless -q): "dump written to" only when
+// this run wrote it (a dump from an earlier run at the same path is told apart by its inode: the runtime
+// replaces one only by renaming a new file over it).
+#include "dump/files.hpp"
+
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -94,6 +99,41 @@ void prepend(const char* var, const std::string& value, char sep) {
 std::string env_key(std::string key) {
   for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return "INFERSCOPE_" + key;
+}
+
+// The identity of the file at `path` (0, 0 when there is none).
+std::pair<dev_t, ino_t> file_id(const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
+
+// Refuses, before the program runs, an output that can never be written: a symlink or special file there,
+// or another live session writing it. Exit status 2 (usage), nothing started.
+bool output_usable(const std::string& output) {
+  if (auto why = inferscope::dump::unusable_output(output)) {
+    std::fprintf(stderr, "iscope-run: %s\n", why->c_str());
+    return false;
+  }
+  if (pid_t holder = inferscope::dump::output_lock_holder(output)) {
+    std::string who = holder > 0 ? " (pid " + std::to_string(holder) + ")" : std::string();
+    std::fprintf(stderr, "iscope-run: %s is being written by another session%s; choose another -o\n",
+                 output.c_str(), who.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The closing line: "dump written" only when this run put a new file at `dump` (it was not there before, or
+// another file is there now).
+void report_dump(const std::string& dump, std::pair<dev_t, ino_t> before) {
+  const auto after = file_id(dump);
+  if (after.second != 0 && after != before)
+    std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
+  else if (after.second != 0)
+    std::fprintf(stderr, "iscope-run: no dump written by this run; %s is from an earlier run\n", dump.c_str());
+  else
+    std::fprintf(stderr, "iscope-run: no dump at %s\n", dump.c_str());
 }
 
 pid_t g_child = 0;
@@ -188,14 +228,26 @@ int main(int argc, char** argv) {
   ::sigaction(SIGINT, &ign, &old_int);
   ::sigaction(SIGQUIT, &ign, &old_quit);
 
+  if (!output.empty() && !output_usable(absolute(output))) return 2;
   std::string program = argv[i];
   std::string base = program.substr(program.rfind('/') + 1);
+  // The child waits until the parent has seen what was at its output before it ran (its default output is
+  // named after its pid, known only after fork).
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "iscope-run: pipe failed: %s\n", std::strerror(errno));
+    return 127;
+  }
   pid_t pid = ::fork();
   if (pid < 0) {
     std::fprintf(stderr, "iscope-run: fork failed: %s\n", std::strerror(errno));
     return 127;
   }
   if (pid == 0) {
+    char byte = 0;
+    ::close(go[1]);
+    while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {
+    }
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     const std::string me = std::to_string(::getpid());
@@ -214,6 +266,10 @@ int main(int argc, char** argv) {
     ::_exit(127);
   }
   g_child = pid;
+  const std::string dump = absolute(output.empty() ? base + "." + std::to_string(pid) + ".iscope" : output);
+  const auto before = file_id(dump);
+  ::close(go[0]);
+  ::close(go[1]);  // the child goes on
   for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &fwd, nullptr);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
@@ -222,9 +278,7 @@ int main(int argc, char** argv) {
       return 127;
     }
   }
-  const std::string dump = absolute(output.empty() ? base + "." + std::to_string(pid) + ".iscope" : output);
-  if (!quiet && !(WIFEXITED(status) && WEXITSTATUS(status) == 127 && !exists(dump)))
-    std::fprintf(stderr, "iscope-run: %s %s\n", exists(dump) ? "dump written to" : "no dump at", dump.c_str());
+  if (!quiet && !(WIFEXITED(status) && WEXITSTATUS(status) == 127 && !exists(dump))) report_dump(dump, before);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

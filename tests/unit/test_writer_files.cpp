@@ -1,0 +1,353 @@
+// The runtime's writer side of issue 18 (docs/reliability.md, "Files" and "Ring mode on abnormal exits"): the
+// dump file is never torn, never someone else's, never shared by two live sessions, and a ring-mode session
+// leaves its window behind when the program aborts or faults.
+#include <doctest/doctest.h>
+
+#include "dump/files.hpp"
+#include "runtime/runtime.hpp"
+#include "test_util.hpp"
+
+#include <inferscope/scope.hpp>
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+using namespace inferscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+Config config_for(const std::string& path, BufferMode mode = BufferMode::kStream) {
+  Config c;
+  c.output = path;
+  c.buffer_mode = mode;
+  c.cupti = c.python = c.system = false;
+  return c;
+}
+
+// Records `n` ranges named `name` in batches the writer keeps up with (no buffer_full drops).
+template <class F>
+void record_with(F one_range, int n) {
+  for (int i = 0; i < n; ++i) {
+    one_range();
+    if (i % 500 == 499) {
+      runtime::flush_now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+  }
+  runtime::flush_now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+}
+
+#define RECORD(name, n) record_with([] { ISCOPE_RANGE(name); }, n)
+
+uint64_t drops_for(const dump::DumpReader& r, const std::string& reason) {
+  uint64_t n = 0;
+  for (const auto& d : r.drops())
+    if (d.reason == reason) n += d.records;
+  return n;
+}
+
+// What the analyzer would say about the END chunk's counts against the file.
+std::map<std::string, uint64_t> accounting(const dump::DumpReader& r) {
+  std::vector<std::string> warnings;
+  std::map<std::string, uint64_t> drops;
+  dump::report_file_accounting(r, warnings, drops);
+  return drops;
+}
+
+// A disk that fills: while `g_full` is set every write puts half of what it is given on disk (down to 64
+// bytes), then fails with ENOSPC, as a write that reaches the end of the space does. `g_interrupt`: every other
+// call fails with EINTR and no call writes more than 1000 bytes (both must be retried, nothing dropped).
+std::atomic<bool> g_full{false}, g_interrupt{false};
+std::atomic<int> g_calls{0}, g_failures{0};
+
+ssize_t faulty_write(int fd, const void* p, size_t n, off_t off) {
+  const int call = g_calls.fetch_add(1);
+  if (g_interrupt && call % 2 == 0) {
+    errno = EINTR;
+    return -1;
+  }
+  if (g_interrupt) return ::pwrite(fd, p, std::min<size_t>(n, 1000), off);
+  if (!g_full) return ::pwrite(fd, p, n, off);
+  if (n > 64) return ::pwrite(fd, p, n / 2, off);
+  g_failures.fetch_add(1);
+  errno = ENOSPC;
+  return -1;
+}
+
+struct WriteHook {
+  WriteHook() {
+    g_full = g_interrupt = false;
+    g_calls = g_failures = 0;
+    runtime::set_dump_write_for_testing(faulty_write);
+  }
+  ~WriteHook() { runtime::set_dump_write_for_testing(nullptr); }
+};
+
+// Checks a dump written through a disk that filled and freed: whole chunks only, complete, every range either
+// in the file or counted (write_failed), and the END chunk agrees with the file.
+void check_torn_free(const std::string& path, int recorded, const char* name) {
+  dump::DumpReader r(path);
+  CHECK_FALSE(r.damage());
+  CHECK(r.complete());
+  const uint64_t in_file = testutil::count_named(testutil::read_all(r).ranges, name);
+  const uint64_t lost = drops_for(r, "write_failed");
+  CHECK(lost > 0);
+  CHECK(in_file + lost + drops_for(r, "buffer_full") == static_cast<uint64_t>(recorded));
+  CHECK(r.end()->records_dropped >= lost);
+  auto acc = accounting(r);
+  CHECK(acc.count("lost_in_file") == 0);
+  CHECK(acc.count("dropped_unlisted") == 0);
+}
+
+std::string recorder() { return testutil::binary("tests/unit/iscope_test_recorder"); }
+std::string iscope_run() { return testutil::binary("tools/iscope-run/iscope-run"); }
+
+}  // namespace
+
+// --- a full disk ------------------------------------------------------------------------------------------
+
+TEST_CASE("a disk that fills and frees: failed appends are cut back to the last whole chunk and counted") {
+  WriteHook hook;
+  const std::string out = testutil::temp_path("enospc.iscope");
+  REQUIRE(start(config_for(out)));
+  RECORD("before", 3000);
+  g_full = true;
+  RECORD("while_full", 3000);
+  g_full = false;
+  RECORD("after", 3000);
+  CHECK(stop());  // complete, with the loss counted: the dump was written
+  CHECK(g_failures > 0);
+  dump::DumpReader r(out);
+  auto c = testutil::read_all(r);
+  CHECK(testutil::count_named(c.ranges, "before") == 3000);
+  CHECK(testutil::count_named(c.ranges, "after") == 3000);  // writing resumed once space came back
+  CHECK(testutil::count_named(c.ranges, "while_full") < 3000);
+  CHECK_FALSE(r.damage());
+  CHECK(r.complete());
+  const uint64_t lost = drops_for(r, "write_failed");
+  CHECK(lost + testutil::count_named(c.ranges, "while_full") + drops_for(r, "buffer_full") == 3000);
+  CHECK(accounting(r).count("lost_in_file") == 0);
+  for (const auto& x : c.ranges) CHECK(x.name != "<string 0>");  // strings dropped with a chunk went again
+}
+
+TEST_CASE("EINTR and short writes are retried: nothing is dropped") {
+  WriteHook hook;
+  g_interrupt = true;
+  const std::string out = testutil::temp_path("eintr.iscope");
+  REQUIRE(start(config_for(out)));
+  RECORD("tick", 5000);
+  CHECK(stop());
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "tick") == 5000);
+  CHECK(drops_for(r, "write_failed") == 0);
+}
+
+TEST_CASE("the END chunk cannot be written: stop() returns false, and ring mode leaves no file") {
+  WriteHook hook;
+  const std::string out = testutil::temp_path("no-end.iscope");
+  REQUIRE(start(config_for(out)));
+  RECORD("tick", 100);
+  g_full = true;
+  CHECK_FALSE(stop());
+  CHECK_FALSE(dump::DumpReader(out).complete());  // readable up to its last whole chunk, not marked complete
+  const std::string ring = testutil::temp_path("no-end-ring.iscope");
+  g_full = false;
+  REQUIRE(start(config_for(ring, BufferMode::kRing)));
+  RECORD("tick", 100);
+  g_full = true;
+  CHECK_FALSE(stop());
+  CHECK_FALSE(fs::exists(ring));
+  for (const auto& e : fs::directory_iterator(fs::path(ring).parent_path()))
+    CHECK(e.path().filename().string().rfind("no-end-ring.iscope.tmp", 0) != 0);  // no temporary left
+}
+
+TEST_CASE("a real full disk (a small tmpfs that fills, then frees space) leaves no torn chunk") {
+  const std::string dir = testutil::temp_path("tmpfs");
+  fs::create_directories(dir);
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    MESSAGE("SKIPPED: cannot mount a tmpfs here (" << std::strerror(errno)
+                                                    << "); the injected-ENOSPC test covers the same path");
+    return;
+  }
+  const std::string filler = dir + "/filler";
+  {
+    std::FILE* f = std::fopen(filler.c_str(), "wb");
+    REQUIRE(f);
+    std::vector<char> block(4096, 'x');
+    for (int i = 0; i < 44; ++i) std::fwrite(block.data(), 1, block.size(), f);  // 176 KiB of 256
+    std::fclose(f);
+  }
+  const std::string out = dir + "/full.iscope";
+  REQUIRE(start(config_for(out)));
+  RECORD("tick", 6000);  // ~6000 * 24 bytes: more than the 80 KiB left
+  fs::remove(filler);
+  RECORD("tick", 3000);
+  const bool stopped = stop();
+  check_torn_free(out, 9000, "tick");
+  CHECK(stopped);
+  ::umount2(dir.c_str(), MNT_DETACH);
+}
+
+// --- what is at the output ------------------------------------------------------------------------------
+
+TEST_CASE("special files, directories and symlinks at the output are refused in both modes, untouched") {
+  const std::string victim = testutil::temp_path("victim.txt");
+  { std::FILE* f = std::fopen(victim.c_str(), "w"); std::fputs("precious", f); std::fclose(f); }
+  const std::string link = testutil::temp_path("link.iscope");
+  fs::create_symlink(victim, link);
+  const std::string fifo = testutil::temp_path("fifo.iscope");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  const std::string dir = testutil::temp_path("a-directory.iscope");
+  fs::create_directories(dir);
+  const std::string under_file = victim + "/x.iscope";  // its "directory" is a file: nothing can be made there
+  for (BufferMode mode : {BufferMode::kStream, BufferMode::kRing}) {
+    for (const std::string& out : {link, fifo, dir, std::string("/dev/null"), under_file}) {
+      CAPTURE(out);
+      CHECK_FALSE(start(config_for(out, mode)));
+      CHECK_FALSE(is_active());
+    }
+  }
+  CHECK(testutil::read_file(victim) == "precious");
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::is_fifo(fifo));
+  CHECK(fs::is_character_file("/dev/null"));
+}
+
+TEST_CASE("a symlink or FIFO planted at <out>.tmp or <out>.lock is never followed") {
+  const std::string victim = testutil::temp_path("victim2.txt");
+  { std::FILE* f = std::fopen(victim.c_str(), "w"); std::fputs("precious", f); std::fclose(f); }
+  for (BufferMode mode : {BufferMode::kStream, BufferMode::kRing}) {
+    const std::string out = testutil::temp_path(mode == BufferMode::kRing ? "planted-ring.iscope" : "planted.iscope");
+    fs::create_symlink(victim, out + ".tmp");
+    REQUIRE(::mkfifo((out + ".tmpXXXXXX").c_str(), 0644) == 0);
+    REQUIRE(start(config_for(out, mode)));
+    RECORD("tick", 100);
+    CHECK(stop());
+    CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "tick") == 100);
+    fs::remove(out);
+    fs::create_symlink(victim, out + ".lock");
+    CHECK_FALSE(start(config_for(out, mode)));  // the lock file is a symlink: refused, not followed
+    CHECK_FALSE(fs::exists(out));
+  }
+  CHECK(testutil::read_file(victim) == "precious");
+}
+
+// --- two runs, one output ----------------------------------------------------------------------------------
+
+TEST_CASE("a second live session on the same output is refused; a lock left by a killed one is not") {
+  const std::string out = testutil::temp_path("shared.iscope");
+  pid_t first = testutil::spawn({recorder(), "loop"}, {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out});
+  REQUIRE(first > 0);
+  for (int i = 0; i < 200 && dump::output_lock_holder(out) != first; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(dump::output_lock_holder(out) == first);
+  for (BufferMode mode : {BufferMode::kStream, BufferMode::kRing}) CHECK_FALSE(start(config_for(out, mode)));
+  // iscope-run refuses before running the program (exit 2): the program would print "recorded 5".
+  const std::string log = testutil::temp_path("shared-run.out");
+  pid_t run = testutil::spawn({iscope_run(), "-q", "-o", out, "--", recorder(), "count", "5"}, {}, log);
+  int st = testutil::wait_status_within(run, 20000);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 2);
+  CHECK(testutil::read_file(log).find("recorded") == std::string::npos);
+  ::kill(first, SIGKILL);  // its lock file stays behind, its flock does not
+  testutil::wait_status(first);
+  CHECK(fs::exists(out + ".lock"));
+  CHECK(dump::output_lock_holder(out) == 0);
+  REQUIRE(start(config_for(out)));
+  RECORD("second", 100);
+  CHECK(stop());
+  CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "second") == 100);
+  CHECK_FALSE(fs::exists(out + ".lock"));  // a session that stops removes its lock file
+}
+
+TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 'dump written' only for its own") {
+  const std::string out = testutil::temp_path("stale.iscope");
+  REQUIRE(start(config_for(out)));
+  RECORD("first", 100);
+  REQUIRE(stop());
+  // A second run killed mid-way leaves the first dump whole (its own is in a temporary beside it).
+  pid_t killed = testutil::spawn({recorder(), "loop"}, {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(killed, SIGKILL);
+  testutil::wait_status(killed);
+  {
+    dump::DumpReader r(out);
+    CHECK(r.complete());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "first") == 100);
+  }
+  // A run that records nothing (a bad setting) does not claim the earlier dump.
+  const std::string log = testutil::temp_path("stale-run.err");
+  auto run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_t pid = testutil::spawn(argv, {}, log);
+    return testutil::wait_status_within(pid, 20000);
+  };
+  int st = run({"--set", "trace_size_mb=lots", "--", recorder(), "count", "5"});
+  REQUIRE(WIFEXITED(st));
+  CHECK(testutil::read_file(log).find("no dump written by this run") != std::string::npos);
+  CHECK(testutil::read_file(log).find("dump written to") == std::string::npos);
+  CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "first") == 100);
+  // A run that completes replaces it (by rename) and says so.
+  st = run({"--", recorder(), "count", "7"});
+  REQUIRE(WIFEXITED(st));
+  CHECK(testutil::read_file(log).find("dump written to " + out) != std::string::npos);
+  auto c = testutil::read_all(dump::DumpReader(out));
+  CHECK(testutil::count_named(c.ranges, "counted") == 7);
+  CHECK(testutil::count_named(c.ranges, "first") == 0);
+}
+
+// --- ring mode on abnormal exits ---------------------------------------------------------------------------
+
+TEST_CASE("ring mode: abort, SIGSEGV and SIGBUS leave a readable dump, and the process still dies by its signal") {
+  for (auto [how, sig] : {std::pair{"abort", SIGABRT}, std::pair{"segv", SIGSEGV}, std::pair{"bus", SIGBUS}}) {
+    CAPTURE(how);
+    const std::string out = testutil::temp_path(std::string("crash-") + how + ".iscope");
+    pid_t pid = testutil::spawn({recorder(), how, "5000"},
+                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_BUFFER_MODE=ring"});
+    int st = testutil::wait_status_within(pid, 20000);
+    REQUIRE(st != -1);
+    REQUIRE(WIFSIGNALED(st));
+    CHECK(WTERMSIG(st) == sig);
+    REQUIRE(fs::exists(out));
+    dump::DumpReader r(out);
+    CHECK_FALSE(r.damage());
+    CHECK(r.complete());
+    CHECK(r.is_ring_snapshot());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 5000);
+    CHECK(accounting(r).count("lost_in_file") == 0);
+  }
+}
+
+TEST_CASE("ring mode: the program's own SIGSEGV handler still runs after the dump is written") {
+  const std::string out = testutil::temp_path("crash-handled.iscope");
+  const std::string log = testutil::temp_path("crash-handled.out");
+  pid_t pid = testutil::spawn({recorder(), "segv-handled", "3000", out}, {}, log);
+  int st = testutil::wait_status_within(pid, 20000);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 42);
+  CHECK(testutil::read_file(log).find("own handler") != std::string::npos);
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 3000);
+}
+
+TEST_CASE("stream mode: a crash leaves the dump readable up to its last whole chunk, with no handler of ours") {
+  const std::string out = testutil::temp_path("crash-stream.iscope");
+  pid_t pid = testutil::spawn({recorder(), "abort", "2000"}, {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out});
+  int st = testutil::wait_status_within(pid, 20000);
+  REQUIRE(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGABRT);
+  dump::DumpReader r(out);
+  CHECK_FALSE(r.complete());
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 2000);
+}
