@@ -60,7 +60,8 @@ struct Attribute {
 /// false, with one line on stderr saying why, when a session is already running or the output cannot be
 /// opened.
 INFERSCOPE_API bool start(const Config& config = Config{});
-/// Stops recording and writes a complete dump. Returns false when no session was running.
+/// Stops recording and writes a complete dump. Returns false when no session was running, or when the dump
+/// could not be written whole (a full disk, an END chunk that failed): stderr says which.
 INFERSCOPE_API bool stop();
 /// Whether a session is recording.
 INFERSCOPE_API bool is_active() noexcept;
