@@ -64,7 +64,7 @@ std::string program_of(std::string_view cmdline) {
     if (j > i) words.push_back(cmdline.substr(i, j - i));
     i = j + 1;
   }
-  if (words.empty()) return {};
+  if (words.empty() || words[0][0] == '(') return {};  // "(not recorded by torch.profiler)"
   const std::string_view exe = base_name(words[0]);
   if (exe.rfind("python", 0) != 0) return std::string(exe);
   for (size_t i = 1; i < words.size(); ++i) {

@@ -211,3 +211,18 @@ TEST_CASE("markdown of an empty analysis still has the headline and says what is
   CHECK(md.find("## Top kernels") == std::string::npos);
 }
 
+
+TEST_CASE("markdown title names the program and the input file") {
+  auto a = sample_analysis();
+  const auto title = [&](const char* cmdline) {
+    a.process["cmdline"] = cmdline;
+    const std::string md = markdown(a);
+    return md.substr(0, md.find('\n'));
+  };
+  CHECK(title("/usr/bin/python3 -u generate.py --model gpt2") == "# InferScope report: generate.py (gpt2.iscope)");
+  CHECK(title("python3 -m vllm.entrypoints.api_server") == "# InferScope report: vllm.entrypoints.api_server (gpt2.iscope)");
+  CHECK(title("./build/bin/infer --batch 8") == "# InferScope report: infer (gpt2.iscope)");
+  CHECK(title("(not recorded by torch.profiler)") == "# InferScope report: gpt2.iscope");
+  a.source.clear();
+  CHECK(title("") == "# InferScope report");
+}
