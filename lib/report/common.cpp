@@ -2,7 +2,9 @@
 
 #include "report/escape.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace inferscope::report {
 
@@ -36,6 +38,61 @@ std::string fmt_bytes(uint64_t bytes) {
 std::string fmt_peak(const analyze::CopyRow& r) {
   if (r.peak_bandwidth_gbps <= 0) return "unknown";
   return fmt(r.peak_bandwidth_gbps, 1) + (r.peak_assumed ? " (assumed)" : "");
+}
+
+KernelNames kernel_names(const analyze::Analysis& a) {
+  std::vector<std::string> names;
+  for (const auto& k : a.kernels) names.push_back(k.name);
+  for (const auto& l : a.representative.lanes)
+    for (const auto& s : l.spans)
+      if (s.category == "kernel" && s.label.rfind("merged ", 0) != 0) names.push_back(s.label);
+  return KernelNames(names);
+}
+
+namespace {
+
+std::string_view base_name(std::string_view path) {
+  const size_t slash = path.find_last_of("/\\");
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+/// The program of a command line: the executable, or for a Python interpreter the script or `-m` module.
+std::string program_of(std::string_view cmdline) {
+  std::vector<std::string_view> words;
+  for (size_t i = 0; i < cmdline.size();) {
+    const size_t j = std::min(cmdline.find(' ', i), cmdline.size());
+    if (j > i) words.push_back(cmdline.substr(i, j - i));
+    i = j + 1;
+  }
+  if (words.empty() || words[0][0] == '(') return {};  // "(not recorded by torch.profiler)"
+  const std::string_view exe = base_name(words[0]);
+  if (exe.rfind("python", 0) != 0) return std::string(exe);
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i] == "-m" && i + 1 < words.size()) return std::string(words[i + 1]);
+    if (words[i] == "-c") return std::string(exe) + " -c";
+    if (words[i][0] != '-') return std::string(base_name(words[i]));
+  }
+  return std::string(exe);
+}
+
+}  // namespace
+
+std::string report_subject(const analyze::Analysis& a) {
+  const auto it = a.process.find("cmdline");
+  const std::string program = it == a.process.end() ? std::string() : program_of(it->second);
+  const std::string file(base_name(a.source));
+  if (program.empty()) return file;
+  if (file.empty()) return program;
+  return program + " (" + file + ")";
+}
+
+std::vector<std::pair<std::string, std::string>> headline_process(const analyze::Analysis& a) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const char* k : {"cmdline", "pid", "hostname", "gpu.0.name"}) {
+    auto it = a.process.find(k);
+    if (it != a.process.end() && !it->second.empty()) out.emplace_back(k, it->second);
+  }
+  return out;
 }
 
 }  // namespace inferscope::report

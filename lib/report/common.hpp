@@ -2,6 +2,7 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
+#include "report/names.hpp"
 
 #include <string>
 #include <vector>
@@ -26,5 +27,16 @@ std::string fmt_bytes(uint64_t bytes);
 
 /// A copy row's peak bandwidth cell: "25.2", "55.0 (assumed)" when no PCIe link was recorded, "unknown".
 std::string fmt_peak(const analyze::CopyRow& r);
+
+/// The short names of the report's kernels: the kernel table's names first (busiest first), then the kernels
+/// drawn in the timeline, so that every kernel a person reads has one short name, unique in the report.
+KernelNames kernel_names(const analyze::Analysis& a);
+
+/// What the report is about, for its title: the program ("serve.py", the script a Python interpreter ran, or
+/// the executable) and the input file's name, "serve.py (gpt2.iscope)"; either alone when the other is unknown.
+std::string report_subject(const analyze::Analysis& a);
+
+/// The process facts a person needs up front (command line, pid, host, GPU), in that order, as (key, value).
+std::vector<std::pair<std::string, std::string>> headline_process(const analyze::Analysis& a);
 
 }  // namespace inferscope::report

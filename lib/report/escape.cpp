@@ -1,5 +1,6 @@
 #include "report/escape.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -139,11 +140,25 @@ std::string html_escape(std::string_view s) {
 std::string md_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);
-  for_each_ascii(s, out, [&](char c) {
+  const auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (static_cast<uint8_t>(c) & 0x80) != 0;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
     switch (c) {
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '>': case '|': case '~':
-      case '#':
+      case '\\': case '`': case '*': case '[': case ']': case '<': case '>': case '|': case '~':
         out += '\\';
+        out += c;
+        break;
+      case '_':
+        // An underscore inside a word never starts emphasis (CommonMark), so snake_case stays as typed.
+        if (i == 0 || i + 1 == s.size() || !word(s[i - 1]) || !word(s[i + 1])) out += '\\';
+        out += c;
+        break;
+      case '#':
+        // Only a line's first character can open a heading.
+        if (out.empty()) out += '\\';
         out += c;
         break;
       case '\n': case '\r': case '\t': out += ' '; break;
@@ -151,18 +166,38 @@ std::string md_escape(std::string_view s) {
         if (static_cast<uint8_t>(c) < 0x20 || c == 0x7f) break;
         out += c;
     }
-  });
-  return out;
+  }
+  return valid_utf8(out);
 }
 
 std::string md_code(std::string_view s) {
-  std::string out = "`";
-  for_each_ascii(s, out, [&](char c) {
-    if (c == '`') out += '\'';
-    else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
-    else if (static_cast<uint8_t>(c) >= 0x20 && c != 0x7f) out += c;
+  std::string body;
+  for_each_ascii(s, body, [&](char c) {
+    if (c == '\n' || c == '\r' || c == '\t') body += ' ';
+    else if (static_cast<uint8_t>(c) >= 0x20 && c != 0x7f) body += c;
   });
-  return out + "`";
+  if (body.empty()) return "` `";
+  // The fence is one backtick longer than the longest run inside (CommonMark code spans).
+  size_t longest = 0, run = 0;
+  for (char c : body) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(longest + 1, '`');
+  // One space each side is stripped when both are there: needed when the name starts or ends with a backtick,
+  // and to keep a name's own surrounding spaces.
+  const bool pad = body.front() == '`' || body.back() == '`' ||
+                   (body.front() == ' ' && body.back() == ' ' && body.find_first_not_of(' ') != std::string::npos);
+  return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
+}
+
+std::string md_cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
 }
 
 std::string truncate(std::string_view s, size_t max_chars) {

@@ -21,13 +21,18 @@ std::string json_quote(std::string_view s);
 /// other than tab and newline dropped.
 std::string html_escape(std::string_view s);
 
-/// `s` for Markdown text, table cells included: one line (newlines become spaces), and the characters that
-/// Markdown or a table would interpret (\ ` * _ [ ] < > | ~ #) backslash-escaped.
+/// `s` for Markdown prose and table cells: one line (newlines become spaces) with the characters that Markdown
+/// or a table would interpret backslash-escaped: \ ` * [ ] < > | ~ always, _ only where it is not inside a word
+/// (snake_case stays greppable), # only at the start. Names go in code spans instead (md_code).
 std::string md_escape(std::string_view s);
 
-/// `s` as a Markdown code span: `s` with backticks replaced by ' and on one line (a code span cannot escape).
-/// Not for table cells: GitHub still splits a cell at a pipe inside a code span.
+/// `s` as a Markdown code span on one line, verbatim: the fence is longer than any run of backticks inside, as
+/// CommonMark allows, so a name with backticks is kept as it is and can be found with grep. In a table cell,
+/// pass the result through md_cell.
 std::string md_code(std::string_view s);
+
+/// A table cell: only `|` escaped (GitHub splits cells at a pipe even inside a code span, and unescapes `\|`).
+std::string md_cell(std::string_view s);
 
 /// A measured value for prose: integers without decimals, others with up to 3 decimals, trailing zeros cut.
 std::string fmt_value(double v);

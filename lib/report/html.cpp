@@ -1,6 +1,7 @@
 // The HTML report: one self-contained page. Everything it needs is inline (CSS, SVG, a few lines of optional
 // JS to sort tables), so it opens offline and can be attached to a ticket. Every string from the trace or the
-// analyzer goes through html_escape.
+// analyzer goes through html_escape. Kernels are shown by their short names (names.hpp) with the full name on
+// hover; warnings and data-quality notes come right after the headline, the process facts last, collapsed.
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/report.hpp"
@@ -21,7 +22,9 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #d6dbe1;padding-bottom:4px}
 h3{font-size:16px;margin:18px 0 6px}.muted{color:#5d6875}
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{border:1px solid #d6dbe1;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:tabular-nums}td.name{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all;max-width:560px}
+th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:tabular-nums}td.name{font-family:ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere;max-width:560px}
+[title].full{text-decoration:underline dotted #9aa5b1;cursor:help}
+#warnings li.warn{color:#8a4b00}details{margin:28px 0}summary{cursor:pointer;font-weight:600}
 .finding{border:1px solid #d6dbe1;border-left:5px solid #4f7cac;border-radius:4px;padding:6px 14px;margin:12px 0}
 .finding.primary{border-left-color:#c0392b}.finding.uncertain{border-style:dashed}
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
@@ -30,14 +33,19 @@ th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:
 svg text{font:11px system-ui,sans-serif}
 )CSS";
 
-// Sorting is a convenience: the tables are complete and ordered without it.
+// Sorting is a convenience: the tables are complete and ordered without it. Each table gets its own handlers and
+// a header sorts by its own column (th.cellIndex): an index counted over all the page's headers, as an earlier
+// version used, only fits the first table and threw a TypeError on any other. What it needs of the markup: a
+// <thead> row of <th> and a <tbody> whose rows have a cell per header (Table::write);
+// tests/report/html_sort_harness.js runs it on a generated page.
 constexpr const char* kScript = R"JS(
 function num(t){var m=t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/);
 return m?parseFloat(m[1])*Math.pow(1024,['B','KiB','MiB','GiB','TiB'].indexOf(m[2])):parseFloat(t);}
-document.querySelectorAll('table.sortable th').forEach(function(th,col){th.addEventListener('click',function(){
-var tb=th.closest('table').tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
+document.querySelectorAll('table.sortable').forEach(function(table){
+Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th){th.addEventListener('click',function(){
+var col=th.cellIndex,tb=table.tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
 rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,nx=num(x),ny=num(y);
-var r=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?r:-r;});rows.forEach(function(r){tb.appendChild(r);});});});
+var r=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?r:-r;});rows.forEach(function(r){tb.appendChild(r);});});});});
 )JS";
 
 const char* breakdown_color(const std::string& key) {
@@ -66,6 +74,21 @@ const char* span_color(const std::string& category) {
 }
 
 std::string h(std::string_view s) { return html_escape(s); }
+
+/// A kernel by its short name, the full name on hover (when they differ).
+std::string kernel(const KernelNames& names, const std::string& full) {
+  const std::string short_name = names.short_of(full);
+  if (short_name == full) return h(full);
+  return "<span class=\"full\" title=\"" + h(full) + "\">" + h(short_name) + "</span>";
+}
+
+/// Prose from the analyzer with each kernel's full name replaced by its short name, the full one on hover.
+std::string prose(const KernelNames& names, std::string_view text) {
+  std::string out;
+  for (const auto& p : names.split(text))
+    out += p.full.empty() ? h(p.text) : "<code class=\"full\" title=\"" + h(p.full) + "\">" + h(p.text) + "</code>";
+  return out;
+}
 
 /// A table whose cells are given already escaped; `num` marks numeric columns.
 struct Table {
@@ -133,7 +156,7 @@ double nice_step(double span) {
   return 10 * p;
 }
 
-void write_timeline(const Analysis& a, std::ostream& out) {
+void write_timeline(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const auto& rep = a.representative;
   out << "<section id=\"timeline\"><h2>Representative step</h2>\n";
   if (rep.lanes.empty()) {
@@ -180,21 +203,76 @@ void write_timeline(const Analysis& a, std::ostream& out) {
     const double y0 = lane_y[li];
     out << "<g><text x=\"4\" y=\"" << fmt(y0 + 11, 1) << "\" fill=\"" << (l.gpu ? "#1e8449" : "#1d232b") << "\">"
         << h(truncate(l.name, 30)) << "<title>" << h(l.name) << "</title></text>\n";
+    // GPU spans narrower than kMinGpuPx are not widened to stay visible (a run of 1.5 us kernels drawn that way
+    // looks busy at 3 % utilization): they add to a strip whose opacity per pixel is the busy fraction there.
+    constexpr double kMinGpuPx = 2.0;
+    constexpr size_t kPx = static_cast<size_t>(kPlotW);
+    struct Strip {
+      std::vector<double> busy = std::vector<double>(kPx, 0.0);     // busy part of each pixel, 0..1 (and more on overlap)
+      std::vector<uint32_t> spans = std::vector<uint32_t>(kPx, 0);  // spans starting in each pixel
+    };
+    std::map<std::pair<size_t, std::string>, Strip> strips;  // (row, category)
     for (const auto& s : l.spans) {
-      const double x = kLabelW + std::max(0.0, s.start_ms) / span * kPlotW;
-      const double w = std::max(0.6, (std::min(s.end_ms, span) - std::max(0.0, s.start_ms)) / span * kPlotW);
-      const double y = y0 + static_cast<double>(lane_rows[li].at(s.depth)) * kRowH;
-      out << "<rect x=\"" << fmt(x, 2) << "\" y=\"" << fmt(y, 1) << "\" width=\"" << fmt(w, 2) << "\" height=\""
-          << kRowH - 2 << "\" fill=\"" << span_color(s.category) << "\"><title>" << h(s.label) << " ["
-          << h(s.category) << "] " << fmt(s.start_ms, 3) << "–" << fmt(s.end_ms, 3) << " ms ("
-          << fmt((s.end_ms - s.start_ms) * 1000.0, 1) << " us)</title></rect>";
+      const double x0 = std::min(std::max(0.0, s.start_ms), span) / span * kPlotW;
+      const double x1 = std::max(x0, std::min(s.end_ms, span) / span * kPlotW);
+      const size_t row = lane_rows[li].at(s.depth);
+      const double y = y0 + static_cast<double>(row) * kRowH;
+      const bool merged = s.label.rfind("merged ", 0) == 0;
+      const std::string title = h(s.label) + " [" + h(s.category) + "] " + fmt(s.start_ms, 3) + "–" +
+                                fmt(s.end_ms, 3) + " ms (" + fmt((s.end_ms - s.start_ms) * 1000.0, 1) + " us)";
+      if (l.gpu && merged) {
+        // The analyzer joined short spans with the gaps between them: how busy the GPU was in there is not
+        // known, so the block is an outline, never a filled, busy-looking bar.
+        out << "<rect class=\"merged\" x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << fmt(y + 0.5, 1) << "\" width=\""
+            << fmt(std::max(0.6, x1 - x0), 2) << "\" height=\"" << kRowH - 3 << "\" fill=\"none\" stroke=\""
+            << span_color(s.category) << "\" stroke-dasharray=\"2 2\"><title>" << title
+            << ": an outline, as the busy time inside is not known</title></rect>\n";
+        continue;
+      }
+      if (l.gpu && x1 - x0 < kMinGpuPx) {
+        auto& st = strips[{row, s.category}];
+        const size_t first = std::min(static_cast<size_t>(x0), kPx - 1);
+        ++st.spans[first];
+        for (size_t px = first; px < kPx && static_cast<double>(px) < x1; ++px)
+          st.busy[px] += std::min(x1, static_cast<double>(px + 1)) - std::max(x0, static_cast<double>(px));
+        continue;
+      }
+      const double w = std::max(0.6, x1 - x0);
+      const std::string label = s.category == "kernel" ? names.short_of(s.label) : s.label;
+      out << "<rect x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << fmt(y, 1) << "\" width=\"" << fmt(w, 2)
+          << "\" height=\"" << kRowH - 2 << "\" fill=\"" << span_color(s.category) << "\"><title>" << title
+          << "</title></rect>";
       // A label only where it fits: about 6 px per character.
       const size_t fits = w > 24 ? static_cast<size_t>((w - 4) / 6.2) : 0;
       if (fits >= 3) {
-        out << "<text x=\"" << fmt(x + 2, 2) << "\" y=\"" << fmt(y + 10, 1)
-            << "\" fill=\"#fff\" pointer-events=\"none\">" << h(truncate(s.label, fits)) << "</text>";
+        out << "<text x=\"" << fmt(kLabelW + x0 + 2, 2) << "\" y=\"" << fmt(y + 10, 1)
+            << "\" fill=\"#fff\" pointer-events=\"none\">" << h(truncate(label, fits)) << "</text>";
       }
       out << '\n';
+    }
+    // Each strip as runs of pixels with the same busy fraction in hundredths, the fraction as the fill's opacity
+    // (at least kMinOpacity where anything ran, so a lone short kernel stays visible).
+    constexpr long kMinOpacity = 8;
+    for (const auto& [key, st] : strips) {
+      const double y = y0 + static_cast<double>(key.first) * kRowH;
+      const auto level = [&](size_t px) { return std::lround(std::min(1.0, st.busy[px]) * 100.0); };
+      for (size_t px = 0; px < kPx;) {
+        const long lv = level(px);
+        size_t end = px + 1;
+        while (end < kPx && level(end) == lv) ++end;
+        uint32_t n = 0;
+        double busy = 0;
+        for (size_t k = px; k < end; ++k) n += st.spans[k], busy += std::min(1.0, st.busy[k]);
+        if (lv > 0 || n > 0) {
+          const double t0 = static_cast<double>(px) / kPlotW * span, t1 = static_cast<double>(end) / kPlotW * span;
+          out << "<rect class=\"density\" x=\"" << fmt(kLabelW + static_cast<double>(px), 2) << "\" y=\"" << fmt(y, 1)
+              << "\" width=\"" << end - px << "\" height=\"" << kRowH - 2 << "\" fill=\"" << span_color(key.second)
+              << "\" fill-opacity=\"" << fmt(std::max(kMinOpacity, lv) / 100.0, 2) << "\"><title>" << n << " short "
+              << h(key.second) << " span(s) in " << fmt(t0, 3) << "–" << fmt(t1, 3) << " ms, busy "
+              << fmt(busy / static_cast<double>(end - px) * 100.0, 0) << " % of it</title></rect>\n";
+        }
+        px = end;
+      }
     }
     out << "</g>\n";
   }
@@ -228,13 +306,13 @@ void write_steps(const Analysis& a, std::ostream& out) {
   out << "</section>\n";
 }
 
-void write_findings(const Analysis& a, std::ostream& out) {
+void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
   out << "<section id=\"findings\"><h2>Findings (ranked by impact)</h2>\n";
   if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
   size_t rank = 1;
   for (const auto& f : a.findings) {
     out << "<div class=\"finding" << (f.primary ? " primary" : "") << (f.uncertain ? " uncertain" : "") << "\">\n";
-    out << "<h3>" << rank++ << ". " << h(f.title) << "</h3>\n<p>";
+    out << "<h3>" << rank++ << ". " << prose(names, f.title) << "</h3>\n<p>";
     if (f.primary) out << "<span class=\"badge primary\">primary</span>";
     out << "<span class=\"badge\">" << h(f.category) << "</span>";
     if (f.uncertain) out << "<span class=\"badge uncertain\">uncertain</span>";
@@ -245,7 +323,7 @@ void write_findings(const Analysis& a, std::ostream& out) {
           << fmt(f.impact_pct, 1) << " % of the step)</p>\n";
     if (!f.evidence.empty()) {
       out << "<p><b>Evidence</b></p><ul>";
-      for (const auto& e : f.evidence) out << "<li>" << h(e) << "</li>";
+      for (const auto& e : f.evidence) out << "<li>" << prose(names, e) << "</li>";
       out << "</ul>\n";
     }
     if (!f.metrics.empty()) {
@@ -260,15 +338,15 @@ void write_findings(const Analysis& a, std::ostream& out) {
     if (!f.examples.empty()) {
       out << "<p><b>Example spans</b></p><ul>";
       for (const auto& x : f.examples)
-        out << "<li>" << fmt(x.start_ms, 3) << " to " << fmt(x.end_ms, 3) << " ms: " << h(x.what) << "</li>";
+        out << "<li>" << fmt(x.start_ms, 3) << " to " << fmt(x.end_ms, 3) << " ms: " << prose(names, x.what) << "</li>";
       out << "</ul>\n";
     }
     if (!f.suggestions.empty()) {
       out << "<p><b>Suggestions</b></p><ol>";
       for (const auto& s : f.suggestions) {
-        out << "<li><span class=\"badge\">" << h(s.priority) << "</span>" << h(s.action);
+        out << "<li><span class=\"badge\">" << h(s.priority) << "</span>" << prose(names, s.action);
         if (s.estimated)
-          out << " <span class=\"muted\">(saves about " << fmt(s.impact_ms, 3) << " ms per step; " << h(s.model) << ")</span>";
+          out << " <span class=\"muted\">(saves about " << fmt(s.impact_ms, 3) << " ms per step; " << prose(names, s.model) << ")</span>";
         else
           out << " <span class=\"muted\">(saving not estimated)</span>";
         out << "</li>";
@@ -287,11 +365,11 @@ void section(std::ostream& out, const char* id, const char* title, const Table& 
   out << "</section>\n";
 }
 
-void write_tables(const Analysis& a, std::ostream& out) {
+void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
   Table k{{"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
           {false, true, true, true, true, false}, {}};
   for (const auto& r : a.kernels)
-    k.rows.push_back({h(r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.mean_us, 1),
+    k.rows.push_back({kernel(names, r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.mean_us, 1),
                       fmt(r.share * 100.0, 1), h(r.launched_by)});
   section(out, "kernels", "Top kernels", k);
   Table p{{"function", "where", "calls", "total (ms)", "self (ms)"}, {false, false, true, true, true}, {}};
@@ -337,27 +415,50 @@ void write_tables(const Analysis& a, std::ostream& out) {
   section(out, "threads", "Threads", t);
 }
 
-void write_tail(const Analysis& a, std::ostream& out) {
+/// Right after the headline: what might make the numbers below wrong or partial.
+void write_quality(const Analysis& a, const KernelNames& names, std::ostream& out) {
+  out << "<section id=\"warnings\"><h2>Warnings and data quality</h2><ul>\n";
+  for (const auto& w : a.warnings) out << "<li class=\"warn\"><b>Warning</b>: " << prose(names, w) << "</li>\n";
   const auto& al = a.alignment;
-  out << "<section id=\"alignment\"><h2>Clock alignment</h2><p>";
+  out << "<li id=\"alignment\">Clock alignment: ";
   if (al.kernels_checked == 0)
-    out << "Not measured: no kernel could be matched to its launch call.";
+    out << "not measured: no kernel could be matched to its launch call.";
   else
-    out << (al.ok ? "OK" : "<b>Suspect</b>") << ": " << al.kernels_checked << " kernels checked, worst causality "
+    out << (al.ok ? "OK" : "<b>suspect</b>") << ", " << al.kernels_checked << " kernels checked, worst causality "
         << "violation " << fmt(al.max_violation_us, 3) << " us, " << al.violations_over_1us << " over 1 us ("
         << fmt(al.violation_pct, 2) << " %).";
   if (!al.note.empty()) out << ' ' << h(al.note);
-  out << "</p></section>\n";
-  if (!a.drops.empty()) {
-    Table d{{"reason", "records"}, {false, true}, {}};
-    for (const auto& [reason, n] : a.drops) d.rows.push_back({h(reason), std::to_string(n)});
-    section(out, "drops", "Dropped records", d);
+  out << "</li>\n<li id=\"drops\">Dropped records: ";
+  if (a.drops.empty()) {
+    out << "none.";
+  } else {
+    uint64_t total = 0;
+    std::string by;
+    for (const auto& [reason, n] : a.drops) {
+      total += n;
+      by += (by.empty() ? "" : ", ") + ("<code>" + h(reason) + "</code> ") + std::to_string(n);
+    }
+    out << total << " (" << by << "); the numbers may be slightly low.";
   }
-  if (!a.warnings.empty()) {
-    out << "<section id=\"warnings\"><h2>Warnings</h2><ul>";
-    for (const auto& w : a.warnings) out << "<li>" << h(w) << "</li>";
-    out << "</ul></section>\n";
-  }
+  out << "</li>\n";
+  const auto& s = a.steps;
+  if (s.count == 0)
+    out << "<li>Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).</li>\n";
+  else if (s.warmup > 0)
+    out << "<li>Warm-up: " << s.warmup << " step(s) left out of the statistics: " << h(s.warmup_reason) << ".</li>\n";
+  else
+    out << "<li>Warm-up: no step left out.</li>\n";
+  out << "</ul></section>\n";
+}
+
+/// Every recorded process fact (with the names of all OS threads, tens of lines), collapsed at the end.
+void write_process(const Analysis& a, std::ostream& out) {
+  if (a.process.empty()) return;
+  Table t{{"key", "value"}, {false, false}, {}};
+  for (const auto& [k, v] : a.process) t.rows.push_back({h(k), h(v)});
+  out << "<details id=\"process\"><summary>Process details (" << a.process.size() << " entries)</summary>\n";
+  t.write(out);
+  out << "</details>\n";
 }
 
 }  // namespace
@@ -365,7 +466,7 @@ void write_tail(const Analysis& a, std::ostream& out) {
 void write_html(const Analysis& a, std::ostream& out) {
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-      << "<title>InferScope report: " << h(a.source) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
+      << "<title>InferScope report: " << h(report_subject(a)) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
   out << "<header><h1>End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms</h1>\n<p class=\"muted\">";
   if (a.steps.count > 0)
     out << "Median of " << a.steps.count << " steady steps of <code>" << h(a.steps.name) << "</code> (mean "
@@ -384,22 +485,19 @@ void write_html(const Analysis& a, std::ostream& out) {
     out << "<p>Primary bottleneck: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title) << " ("
         << fmt(p.impact_ms, 3) << " ms, " << fmt(p.impact_pct, 1) << " % of the step)</p>\n";
   }
-  if (!a.process.empty()) {
-    out << "<p class=\"muted\">";
-    bool first = true;
-    for (const auto& [k, v] : a.process) {
-      out << (first ? "" : " · ") << h(k) << ": " << h(v);
-      first = false;
-    }
-    out << "</p>\n";
-  }
+  std::string ran;
+  for (const auto& [k, v] : headline_process(a))
+    ran += (ran.empty() ? "" : " · ") + k + " <code>" + h(truncate(v, 160)) + "</code>";
+  if (!ran.empty()) out << "<p class=\"muted\">Process: " << ran << " (all details at the end)</p>\n";
   out << "</header>\n";
+  const KernelNames names = kernel_names(a);
+  write_quality(a, names, out);
   write_breakdown(a, out);
-  write_timeline(a, out);
+  write_timeline(a, names, out);
   write_steps(a, out);
-  write_findings(a, out);
-  write_tables(a, out);
-  write_tail(a, out);
+  write_findings(a, names, out);
+  write_tables(a, names, out);
+  write_process(a, out);
   out << "<script>" << kScript << "</script>\n</body></html>\n";
 }
 

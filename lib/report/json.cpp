@@ -148,8 +148,10 @@ json::array callers_json(const std::vector<analyze::CallerRow>& callers) {
 
 json::object tables_json(const Analysis& a) {
   json::object t;
-  t["kernels"] = rows(a.kernels, [](const analyze::KernelRow& r, json::object& o) {
+  const KernelNames names = kernel_names(a);
+  t["kernels"] = rows(a.kernels, [&](const analyze::KernelRow& r, json::object& o) {
     o["name"] = str(r.name);
+    o["short_name"] = str(names.short_of(r.name));  // what the Markdown and HTML reports print
     o["count"] = num(r.count);
     o["total_ms"] = num(r.total_ms);
     o["mean_us"] = num(r.mean_us);

@@ -1,10 +1,13 @@
-// The Markdown report. Layout (docs/report-schema.md, "Markdown report"): the first line is the end-to-end
-// latency, then the breakdown, step statistics, findings ranked by impact, the tables, alignment, drops and
-// warnings. Sections with nothing to show are left out, except the breakdown and findings, which say so.
+// The Markdown report. Layout (docs/report-schema.md, "Markdown report"): an H1 title, the end-to-end latency,
+// the warnings and data-quality notes, then the breakdown, step statistics, findings ranked by impact, the
+// tables and the process facts. Sections with nothing to show are left out, except the breakdown and findings,
+// which say so. Names are code spans (verbatim, so grep finds them), kernels by their short names; no line is
+// longer than about 300 characters: table cells are cut, prose is wrapped outside code spans.
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/report.hpp"
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,9 +32,99 @@ void table(std::ostream& out, const std::vector<std::string>& head, const std::v
   out << '\n';
 }
 
-std::string code(std::string_view s) {
-  // Inline code cannot hold a backtick-escape, so names go out as escaped plain text instead.
-  return md_escape(s);
+/// Longest name in a table cell, in characters; kernel names are short already (names.hpp).
+constexpr size_t kCellChars = 100;
+/// Prose lines are wrapped at spaces to this width (a code span is never broken).
+constexpr size_t kWrapChars = 200;
+
+/// A name in prose: a code span.
+std::string code(std::string_view s) { return md_code(s); }
+
+/// A name in a table cell: a code span, cut to kCellChars, pipes escaped.
+std::string cell(std::string_view s) {
+  if (s.empty() || s == "-") return std::string(s);  // "no caller" placeholders are not names
+  return md_cell(md_code(truncate(s, kCellChars)));
+}
+
+/// A file path in a table cell: its end is what tells files apart, so a long path loses its beginning.
+std::string path_cell(const std::string& s) {
+  std::vector<std::string_view> cps;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = 1;
+    while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) ++n;
+    cps.push_back(std::string_view(s).substr(i, n));
+    i += n;
+  }
+  if (cps.size() <= kCellChars) return cell(s);
+  std::string tail = "\xE2\x80\xA6";
+  for (size_t i = cps.size() - (kCellChars - 1); i < cps.size(); ++i) tail.append(cps[i]);
+  return cell(tail);
+}
+
+/// Prose from the analyzer (titles, evidence, suggestions, warnings): escaped, with each kernel's full name
+/// replaced by its short name as a code span.
+/// With `max_chars`, the plain text is cut so the whole stays within about that many characters (a heading).
+std::string prose(const KernelNames& names, std::string_view text, size_t max_chars = std::string::npos) {
+  std::string out;
+  size_t used = 0;
+  for (const auto& p : names.split(text)) {
+    if (used >= max_chars) break;
+    if (!p.full.empty()) {
+      out += code(p.text);
+      used += p.text.size();
+    } else {
+      const std::string t = max_chars == std::string::npos ? p.text : truncate(p.text, max_chars - used);
+      out += md_escape(t);
+      used += t.size();
+    }
+  }
+  return out;
+}
+
+/// `line` broken at spaces outside code spans into lines of about `width` characters; continuation lines are
+/// indented like the text after a list marker ("- ", "12. ") so they stay in the item. Tables and headings
+/// are left alone (a table row cannot be wrapped; their cells are cut instead).
+std::string wrap(const std::string& line, size_t width) {
+  if (line.size() <= width || line[0] == '|' || line[0] == '#') return line + '\n';
+  size_t indent = 0;
+  if (line.rfind("- ", 0) == 0) indent = 2;
+  else if (size_t d = line.find_first_not_of("0123456789"); d > 0 && d != std::string::npos && line.compare(d, 2, ". ") == 0)
+    indent = d + 2;
+  // Break points: spaces outside code spans (a run of n backticks opens a span that the next run of n closes).
+  std::vector<size_t> breaks;
+  for (size_t i = indent; i < line.size();) {
+    if (line[i] == '\\') {
+      i += 2;
+      continue;
+    }
+    if (line[i] == '`') {
+      const size_t e = std::min(line.find_first_not_of('`', i), line.size());
+      size_t close = std::string::npos;
+      for (size_t j = line.find('`', e); j != std::string::npos; j = line.find('`', j)) {
+        const size_t je = std::min(line.find_first_not_of('`', j), line.size());
+        if (je - j == e - i) {
+          close = je;
+          break;
+        }
+        j = je;
+      }
+      i = close == std::string::npos ? e : close;
+      continue;
+    }
+    if (line[i] == ' ') breaks.push_back(i);
+    ++i;
+  }
+  std::string out;
+  const std::string pad(indent, ' ');
+  size_t from = 0;  // start of the output line being filled
+  for (size_t k = 0; k < breaks.size(); ++k) {
+    const size_t next = k + 1 < breaks.size() ? breaks[k + 1] : line.size();
+    if (next - from > width && breaks[k] > from) {
+      out += (from ? pad : std::string()) + line.substr(from, breaks[k] - from) + '\n';
+      from = breaks[k] + 1;
+    }
+  }
+  return out + (from ? pad : std::string()) + line.substr(from) + '\n';
 }
 
 void write_breakdown(const Analysis& a, std::ostream& out) {
@@ -80,8 +173,9 @@ void write_steps(const Analysis& a, std::ostream& out) {
         << " ms (median + max(3 scaled MADs, 25 %)) are left out of the breakdown; see the slow_steps finding.\n\n";
 }
 
-void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
-  out << "### " << rank << ". " << (f.primary ? "[primary] " : "") << md_escape(f.title) << "\n\n";
+void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& names, std::ostream& out) {
+  // A heading is one line: a title too long for it is cut (the JSON report has it whole).
+  out << "### " << rank << ". " << (f.primary ? "[primary] " : "") << prose(names, f.title, 240) << "\n\n";
   out << "- Category: " << md_code(f.category) << "\n";
   out << "- Confidence: " << fmt(f.confidence, 2) << (f.uncertain ? " (**uncertain**: shown for completeness)" : "")
       << "\n";
@@ -89,7 +183,7 @@ void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
   else out << "- Impact: " << fmt(f.impact_ms, 3) << " ms per step (" << fmt(f.impact_pct, 1) << " % of the step)\n\n";
   if (!f.evidence.empty()) {
     out << "Evidence:\n\n";
-    for (const auto& e : f.evidence) out << "- " << md_escape(e) << '\n';
+    for (const auto& e : f.evidence) out << "- " << prose(names, e) << '\n';
     out << '\n';
   }
   if (!f.metrics.empty()) {
@@ -104,15 +198,15 @@ void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
   if (!f.examples.empty()) {
     out << "Example spans:\n\n";
     for (const auto& x : f.examples)
-      out << "- " << fmt(x.start_ms, 3) << " to " << fmt(x.end_ms, 3) << " ms: " << md_escape(x.what) << '\n';
+      out << "- " << fmt(x.start_ms, 3) << " to " << fmt(x.end_ms, 3) << " ms: " << prose(names, x.what) << '\n';
     out << '\n';
   }
   if (!f.suggestions.empty()) {
     out << "Suggestions:\n\n";
     size_t i = 1;
     for (const auto& s : f.suggestions) {
-      out << i++ << ". **" << md_escape(s.priority) << "**: " << md_escape(s.action);
-      if (s.estimated) out << " (saves about " << fmt(s.impact_ms, 3) << " ms per step; " << md_escape(s.model) << ")";
+      out << i++ << ". **" << md_escape(s.priority) << "**: " << prose(names, s.action);
+      if (s.estimated) out << " (saves about " << fmt(s.impact_ms, 3) << " ms per step; " << prose(names, s.model) << ")";
       else out << " (saving not estimated)";
       out << '\n';
     }
@@ -120,30 +214,32 @@ void write_finding(const analyze::Finding& f, size_t rank, std::ostream& out) {
   }
 }
 
-void write_findings(const Analysis& a, std::ostream& out) {
+void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
   out << "## Findings (ranked by impact)\n\n";
   if (a.findings.empty()) {
     out << "No bottleneck found with enough evidence.\n\n";
     return;
   }
-  for (size_t i = 0; i < a.findings.size(); ++i) write_finding(a.findings[i], i + 1, out);
+  for (size_t i = 0; i < a.findings.size(); ++i) write_finding(a.findings[i], i + 1, names, out);
 }
 
-void write_tables(const Analysis& a, std::ostream& out) {
+void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
   if (!a.kernels.empty()) {
     out << "## Top kernels\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& k : a.kernels)
-      rows.push_back({code(k.name), std::to_string(k.count), fmt(k.total_ms, 3), fmt(k.mean_us, 1),
-                      fmt(k.share * 100.0, 1), code(k.launched_by)});
+      rows.push_back({cell(names.short_of(k.name)), std::to_string(k.count), fmt(k.total_ms, 3), fmt(k.mean_us, 1),
+                      fmt(k.share * 100.0, 1), cell(k.launched_by)});
     table(out, {"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
           {false, true, true, true, true, false}, rows);
+    out << "Kernel names are shortened (template arguments and namespaces elided); the JSON report has each full "
+           "name.\n\n";
   }
   if (!a.python.empty()) {
     out << "## Python functions\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& p : a.python)
-      rows.push_back({code(p.qualname), code(p.file) + ":" + std::to_string(p.line), std::to_string(p.count),
+      rows.push_back({cell(p.qualname), path_cell(p.file + ":" + std::to_string(p.line)), std::to_string(p.count),
                       fmt(p.total_ms, 3), fmt(p.self_ms, 3)});
     table(out, {"function", "where", "calls", "total (ms)", "self (ms)"}, {false, false, true, true, true}, rows);
   }
@@ -151,7 +247,7 @@ void write_tables(const Analysis& a, std::ostream& out) {
     out << "## Ranges\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& r : a.ranges)
-      rows.push_back({code(r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.self_ms, 3),
+      rows.push_back({cell(r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.self_ms, 3),
                       fmt(r.mean_us, 1), fmt(r.p50_us, 1), fmt(r.p99_us, 1), fmt(r.max_us, 1)});
     table(out, {"range", "count", "total (ms)", "self (ms)", "mean (us)", "p50 (us)", "p99 (us)", "max (us)"},
           {false, true, true, true, true, true, true, true}, rows);
@@ -160,9 +256,8 @@ void write_tables(const Analysis& a, std::ostream& out) {
     out << "## Memory copies\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& c : a.copies)
-      rows.push_back({code(c.direction), code(c.src_memory) + " → " + code(c.dst_memory), std::to_string(c.count),
-                      fmt_bytes(c.bytes), fmt(c.total_ms, 3), fmt(c.bandwidth_gbps, 2),
-                      fmt_peak(c)});
+      rows.push_back({cell(c.direction), cell(c.src_memory) + " → " + cell(c.dst_memory), std::to_string(c.count),
+                      fmt_bytes(c.bytes), fmt(c.total_ms, 3), fmt(c.bandwidth_gbps, 2), fmt_peak(c)});
     table(out, {"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
           {false, false, true, true, true, true, true}, rows);
   }
@@ -170,16 +265,15 @@ void write_tables(const Analysis& a, std::ostream& out) {
     out << "## Synchronizations\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& s : a.syncs)
-      rows.push_back({code(s.kind), std::to_string(s.count), fmt(s.total_ms, 3), fmt(s.max_ms, 3),
-                      code(s.called_from)});
+      rows.push_back({cell(s.kind), std::to_string(s.count), fmt(s.total_ms, 3), fmt(s.max_ms, 3), cell(s.called_from)});
     table(out, {"kind", "count", "total (ms)", "max (ms)", "called from"}, {false, true, true, true, false}, rows);
   }
   if (!a.allocations.empty()) {
     out << "## Allocations\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : a.allocations)
-      rows.push_back({code(m.op), code(m.memory), std::to_string(m.count), fmt_bytes(m.bytes), fmt(m.api_ms, 3),
-                      code(m.called_from)});
+      rows.push_back({cell(m.op), cell(m.memory), std::to_string(m.count), fmt_bytes(m.bytes), fmt(m.api_ms, 3),
+                      cell(m.called_from)});
     table(out, {"op", "memory", "count", "bytes", "API time (ms)", "called from"}, {false, false, true, true, true, false},
           rows);
   }
@@ -187,14 +281,14 @@ void write_tables(const Analysis& a, std::ostream& out) {
     out << "## CUDA graph launches\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& g : a.graph_launches)
-      rows.push_back({code(g.api), std::to_string(g.count), fmt(g.api_ms, 3), code(g.called_from)});
+      rows.push_back({cell(g.api), std::to_string(g.count), fmt(g.api_ms, 3), cell(g.called_from)});
     table(out, {"API", "count", "API time (ms)", "called from"}, {false, true, true, false}, rows);
   }
   if (!a.layers.empty()) {
     out << "## Model layers\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& l : a.layers)
-      rows.push_back({code(l.path), std::to_string(l.count), fmt(l.cpu_ms, 3), fmt(l.gpu_ms, 3),
+      rows.push_back({cell(l.path), std::to_string(l.count), fmt(l.cpu_ms, 3), fmt(l.gpu_ms, 3),
                       std::to_string(l.kernels)});
     table(out, {"layer", "calls", "CPU (ms)", "GPU (ms)", "kernels"}, {false, true, true, true, true}, rows);
   }
@@ -202,50 +296,78 @@ void write_tables(const Analysis& a, std::ostream& out) {
     out << "## Threads\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& t : a.threads)
-      rows.push_back({std::to_string(t.id), std::to_string(t.os_tid), code(t.name), fmt(t.busy_ms, 3),
+      rows.push_back({std::to_string(t.id), std::to_string(t.os_tid), cell(t.name), fmt(t.busy_ms, 3),
                       fmt(t.cpu_ms, 3), std::to_string(t.involuntary_switches)});
     table(out, {"id", "OS tid", "name", "busy (ms)", "CPU (ms)", "involuntary switches"},
           {true, true, false, true, true, true}, rows);
   }
 }
 
-void write_tail(const Analysis& a, std::ostream& out) {
+/// Right after the headline: what might make the numbers below wrong or partial, so it is read first.
+void write_quality(const Analysis& a, const KernelNames& names, std::ostream& out) {
+  out << "## Warnings and data quality\n\n";
+  for (const auto& w : a.warnings) out << "- **Warning**: " << prose(names, w) << '\n';
   const auto& al = a.alignment;
-  out << "## Clock alignment\n\n";
+  out << "- Clock alignment: ";
   if (al.kernels_checked == 0) {
-    out << "Not measured: no kernel could be matched to its launch call.";
+    out << "not measured: no kernel could be matched to its launch call.";
   } else {
-    out << (al.ok ? "OK" : "**Suspect**") << ": " << al.kernels_checked << " kernels checked, worst causality "
+    out << (al.ok ? "OK" : "**suspect**") << ", " << al.kernels_checked << " kernels checked, worst causality "
         << "violation " << fmt(al.max_violation_us, 3) << " us, " << al.violations_over_1us << " over 1 us ("
         << fmt(al.violation_pct, 2) << " %).";
   }
   if (!al.note.empty()) out << ' ' << md_escape(al.note);
-  out << "\n\n";
-  if (!a.drops.empty()) {
-    out << "## Dropped records\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& [reason, n] : a.drops) rows.push_back({code(reason), std::to_string(n)});
-    table(out, {"reason", "records"}, {false, true}, rows);
+  out << '\n';
+  if (a.drops.empty()) {
+    out << "- Dropped records: none.\n";
+  } else {
+    uint64_t total = 0;
+    std::string by;
+    for (const auto& [reason, n] : a.drops) {
+      total += n;
+      by += (by.empty() ? "" : ", ") + code(reason) + " " + std::to_string(n);
+    }
+    out << "- Dropped records: " << total << " (" << by << "); the numbers may be slightly low.\n";
   }
-  if (!a.warnings.empty()) {
-    out << "## Warnings\n\n";
-    for (const auto& w : a.warnings) out << "- " << md_escape(w) << '\n';
-    out << '\n';
-  }
-  // Names of threads the session never saw (os_thread.*) are in the threads table's terms already.
+  const auto& s = a.steps;
+  if (s.count == 0)
+    out << "- Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).\n";
+  else if (s.warmup > 0)
+    out << "- Warm-up: " << s.warmup << " step(s) left out of the statistics: " << md_escape(s.warmup_reason) << ".\n";
+  else
+    out << "- Warm-up: no step left out.\n";
+  out << '\n';
+}
+
+/// Every recorded process fact, at the end. Names of threads the session never saw (os_thread.*) are in the
+/// threads table's terms already, so only their number is given.
+void write_process(const Analysis& a, std::ostream& out) {
+  size_t os_threads = 0;
   bool any = false;
   for (const auto& [k, v] : a.process) {
-    if (k.rfind("os_thread.", 0) == 0) continue;
+    if (k.rfind("os_thread.", 0) == 0) {
+      ++os_threads;
+      continue;
+    }
     if (!any) out << "## Process\n\n";
     any = true;
-    out << "- " << md_escape(k) << ": " << md_escape(v) << '\n';
+    out << "- " << md_escape(k) << ": " << code(truncate(v, 240)) << '\n';
+  }
+  if (os_threads > 0) {
+    if (!any) out << "## Process\n\n";
+    any = true;
+    out << "- " << os_threads << " OS thread names (`os_thread.*`, in the JSON report)\n";
   }
   if (any) out << '\n';
 }
 
 }  // namespace
 
-void write_markdown(const Analysis& a, std::ostream& out) {
+void write_markdown(const Analysis& a, std::ostream& stream) {
+  const KernelNames names = kernel_names(a);
+  std::ostringstream out;
+  const std::string subject = report_subject(a);
+  out << "# InferScope report" << (subject.empty() ? "" : ": " + md_escape(truncate(subject, 200))) << "\n\n";
   out << "End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms";
   if (a.steps.count > 0)
     out << " (median of " << a.steps.count << " steady steps of " << code(a.steps.name) << "; mean "
@@ -267,17 +389,18 @@ void write_markdown(const Analysis& a, std::ostream& out) {
   out << "\n\n";
   // One line on what ran where, up front; every recorded process fact at the end.
   std::string ran;
-  for (const char* k : {"cmdline", "pid", "hostname", "gpu.0.name"}) {
-    auto it = a.process.find(k);
-    if (it == a.process.end() || it->second.empty()) continue;
-    ran += std::string(ran.empty() ? "" : ", ") + k + " " + md_escape(it->second);
-  }
+  for (const auto& [k, v] : headline_process(a))
+    ran += std::string(ran.empty() ? "" : ", ") + k + " " + code(truncate(v, 120));
   if (!ran.empty()) out << "Process: " << ran << "\n\n";
+  write_quality(a, names, out);
   write_breakdown(a, out);
   write_steps(a, out);
-  write_findings(a, out);
-  write_tables(a, out);
-  write_tail(a, out);
+  write_findings(a, names, out);
+  write_tables(a, names, out);
+  write_process(a, out);
+
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) stream << wrap(line, kWrapChars);
 }
 
 }  // namespace inferscope::report

@@ -139,7 +139,8 @@ def test_report_at_exit_from_environment(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "rep.iscope").exists()
     report = (tmp_path / "report.md").read_text()
-    assert report.startswith("End-to-end latency: ")
+    assert report.startswith("# InferScope report")
+    assert "\n\nEnd-to-end latency: " in report
     assert "## Timeline Breakdown" in report
 
 

@@ -23,7 +23,9 @@ TEST_CASE("html_escape neutralises markup") {
 }
 
 TEST_CASE("md_escape keeps table cells on one line and pipes literal") {
-  CHECK(md_escape("a|b\nc_d*e") == "a\\|b c\\_d\\*e");
+  CHECK(md_escape("a|b\nc_d*e") == "a\\|b c_d\\*e");  // an underscore inside a word stays as it is
+  CHECK(md_escape("_x and y_ #1") == "\\_x and y\\_ #1");
+  CHECK(md_escape("# not a heading") == "\\# not a heading");
   CHECK(md_escape("<b>") == "\\<b\\>");
 }
 
@@ -39,9 +41,19 @@ TEST_CASE("fmt is fixed-point and never prints -0") {
   CHECK(fmt(1.0 / 0.0, 2) == "n/a");
 }
 
-TEST_CASE("md_code makes a code span that cannot be closed early") {
+TEST_CASE("md_code keeps a name verbatim with a fence longer than its backtick runs") {
   CHECK(md_code("launch_bound") == "`launch_bound`");
-  CHECK(md_code("a`b\nc") == "`a'b c`");
+  CHECK(md_code("a<b>_c*") == "`a<b>_c*`");  // nothing escaped: grep finds the name
+  CHECK(md_code("a`b\nc") == "``a`b c``");
+  CHECK(md_code("x``y") == "```x``y```");
+  CHECK(md_code("`x") == "`` `x ``");    // a space each side, stripped by the reader, keeps the fence apart
+  CHECK(md_code(" x ") == "`  x  `");    // the name's own spaces survive the stripping
+  CHECK(md_code("") == "` `");
+  CHECK(md_code("\xff") == "`\xEF\xBF\xBD`");
+}
+
+TEST_CASE("md_cell escapes only pipes") {
+  CHECK(md_cell("`a|b_c<d>`") == "`a\\|b_c<d>`");
 }
 
 TEST_CASE("fmt_value prints integers without decimals and cuts trailing zeros") {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -49,8 +50,10 @@ TEST_CASE("html shows the headline, breakdown chart, timeline, findings and tabl
   CHECK(page.find("class=\"finding uncertain\"") != std::string::npos);
   CHECK(page.find("<span class=\"badge uncertain\">uncertain</span>") != std::string::npos);
   for (const char* id : {"kernels", "python", "ranges", "copies", "syncs", "allocations", "layers", "threads",
-                         "alignment", "drops", "warnings", "steps", "findings", "breakdown", "timeline"})
+                         "warnings", "steps", "findings", "breakdown", "timeline"})
     CHECK(page.find(std::string("<section id=\"") + id + "\">") != std::string::npos);
+  CHECK(page.find("<li id=\"alignment\">Clock alignment: OK, 24800 kernels checked") != std::string::npos);
+  CHECK(page.find("<li id=\"drops\">Dropped records: 17 (<code>buffer_full</code> 17)") != std::string::npos);
   // The primary finding comes before the uncertain one.
   CHECK(page.find("Kernel launches limit the GPU") < page.find("A device synchronization per step"));
 }
@@ -90,4 +93,111 @@ TEST_CASE("html timeline packs a lane's depths into consecutive rows") {
   CHECK(page.find("y=\"20.0\" width") != std::string::npos);
   CHECK(page.find("y=\"35.0\" width") != std::string::npos);
   CHECK(page.find("height=\"56\" viewBox") != std::string::npos);  // axis 20 + 2 rows of 15 + padding 6
+}
+
+namespace {
+
+/// The <table>...</table> elements of a page.
+std::vector<std::string> tables_of(const std::string& page) {
+  std::vector<std::string> out;
+  for (size_t p = page.find("<table"); p != std::string::npos; p = page.find("<table", p + 1))
+    out.push_back(page.substr(p, page.find("</table>", p) + 8 - p));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("html gives every table what the sort script needs, and the script sorts each by its own column") {
+  const std::string page = html(sample_analysis());
+  const auto tables = tables_of(page);
+  REQUIRE(tables.size() >= 10);
+  for (const auto& t : tables) {
+    INFO(t.substr(0, 200));
+    // A sortable table with one header row in <thead> and the rows in one <tbody>.
+    CHECK(t.rfind("<table class=\"sortable\"><thead><tr>", 0) == 0);
+    REQUIRE(count(t, "<thead>") == 1);
+    REQUIRE(count(t, "<tbody>") == 1);
+    const std::string head = t.substr(0, t.find("</thead>")), body = t.substr(t.find("<tbody>"));
+    const size_t columns = count(head, "<th>");
+    CHECK(columns >= 2);
+    // Every body row has a cell per header, so a.cells[col] exists whatever header is clicked.
+    size_t rows = 0;
+    for (size_t p = body.find("<tr>"); p != std::string::npos; p = body.find("<tr>", p + 1), ++rows)
+      CHECK(count(body.substr(p, body.find("</tr>", p) - p), "<td") == columns);
+    CHECK(rows >= 1);
+  }
+  // The column comes from the header's own position in its row, and each table is wired separately: the
+  // page-wide header index of the old script only matched the first table (TypeError on the others).
+  const std::string script = page.substr(page.find("<script>"));
+  CHECK(script.find("th.cellIndex") != std::string::npos);
+  CHECK(script.find("querySelectorAll('table.sortable')") != std::string::npos);
+  CHECK(script.find("table.sortable th") == std::string::npos);
+  CHECK(script.find("tHead.rows[0].cells") != std::string::npos);
+  CHECK(script.find("tBodies[0]") != std::string::npos);
+}
+
+TEST_CASE("html shows kernels by their short names with the full name on hover") {
+  auto a = sample_analysis();
+  a.findings[0].evidence.push_back("busiest: " + a.kernels[0].name);
+  const std::string page = html(a);
+  const std::string full = "void at::native::vectorized_elementwise_kernel&lt;4, at::native::AddFunctor&lt;c10::Half&gt;&gt;";
+  const std::string short_name = "vectorized_elementwise_kernel&lt;4, AddFunctor&lt;\xE2\x80\xA6&gt;&gt;";
+  CHECK(page.find("<td class=\"name\"><span class=\"full\" title=\"" + full + "\">" + short_name + "</span></td>") !=
+        std::string::npos);
+  CHECK(page.find("<li>busiest: <code class=\"full\" title=\"" + full + "\">" + short_name + "</code></li>") !=
+        std::string::npos);
+  // A name that is already short is printed as it is.
+  CHECK(page.find("<td class=\"name\">ampere_fp16_s16816gemm_fp16_128x64_ldg8_f2f_stages_64x4_nn</td>") !=
+        std::string::npos);
+}
+
+TEST_CASE("html puts warnings right after the headline and the process details collapsed at the end") {
+  auto a = sample_analysis();
+  for (int t = 0; t < 70; ++t) a.process["os_thread." + std::to_string(1000 + t) + ".name"] = "python3";
+  const std::string page = html(a);
+  const size_t header_end = page.find("</header>");
+  CHECK(page.find("os_thread.") > page.find("<details id=\"process\"><summary>Process details (73 entries)</summary>"));
+  CHECK(page.find("<section id=\"warnings\">") > header_end);
+  CHECK(page.find("<section id=\"warnings\">") < page.find("<section id=\"breakdown\">"));
+  CHECK(page.find("<details id=\"process\">") > page.find("<section id=\"threads\">"));
+  CHECK(page.find("Process: cmdline <code>python serve.py --model gpt2</code> · pid <code>4242</code>") < header_end);
+  CHECK(page.find("<title>InferScope report: serve.py (gpt2.iscope)</title>") != std::string::npos);
+}
+
+namespace {
+
+/// Busy pixels the GPU lane paints in `color`: width times fill opacity of each filled rect.
+double painted(const std::string& page, const std::string& color) {
+  static const std::regex rect(R"re(<rect (?:class="(\w+)" )?x="[\d.]+" y="[\d.]+" width="([\d.]+)" height="\d+" fill="(#\w+|none)"(?: fill-opacity="([\d.]+)")?)re");
+  double px = 0;
+  const std::string svg = page.substr(page.find("aria-label=\"timeline"));
+  for (std::sregex_iterator it(svg.begin(), svg.end(), rect), end; it != end; ++it) {
+    if ((*it)[3] != color) continue;
+    px += std::stod((*it)[2]) * ((*it)[4].matched ? std::stod((*it)[4]) : 1.0);
+  }
+  return px;
+}
+
+}  // namespace
+
+TEST_CASE("html GPU lane never draws idle time as busy") {
+  auto a = sample_analysis();
+  a.representative.step.duration_ms = 10.0;
+  auto& gpu = a.representative.lanes[1].spans;
+  gpu.clear();
+  // 200 kernels of 1.5 us, one every 50 us: 3 % busy. Each is 0.14 px wide.
+  for (int k = 0; k < 200; ++k) gpu.push_back({k * 0.05, k * 0.05 + 0.0015, "vectorized_elementwise_kernel", "kernel", 0});
+  // One long kernel that does fill its pixels, and a block the analyzer merged across idle gaps.
+  gpu.push_back({9.0, 9.5, "gemm", "kernel", 0});
+  gpu.push_back({9.6, 9.9, "merged 12 kernels", "kernel", 0});
+  const std::string page = html(a);
+  const double busy_px = (200 * 0.0015 + 0.5) / 10.0 * 960;  // 76.8 px
+  const double drawn = painted(page, "#27ae60");
+  CHECK(drawn >= busy_px * 0.8);
+  CHECK(drawn <= busy_px * 1.6);  // at least 0.08 opacity where anything ran
+  // The merged block is an outline; the tiny kernels are a strip with their share as opacity.
+  CHECK(page.find("<rect class=\"merged\"") != std::string::npos);
+  CHECK(page.find("fill=\"none\" stroke=\"#27ae60\" stroke-dasharray") != std::string::npos);
+  CHECK(page.find("<rect class=\"density\"") != std::string::npos);
+  CHECK(page.find("short kernel span(s)") != std::string::npos);
 }

@@ -108,6 +108,18 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(root.at("representative").at("lanes").at(1).at("gpu").as_bool());
 }
 
+TEST_CASE("json report keeps each kernel's full name with the short name the other reports print") {
+  auto a = sample_analysis();
+  a.kernels.push_back(a.kernels[0]);
+  a.kernels.back().name += "(int)";  // shortens like the first one
+  json::value v = json::parse(json_text(a));
+  const auto& k = v.at("tables").at("kernels");
+  CHECK(k.at(0).at("name").as_string() == "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<c10::Half>>");
+  CHECK(k.at(0).at("short_name").as_string() == "vectorized_elementwise_kernel<4, AddFunctor<\xE2\x80\xA6>> #1");
+  CHECK(k.at(2).at("short_name").as_string() == "vectorized_elementwise_kernel<4, AddFunctor<\xE2\x80\xA6>> #2");
+  CHECK(k.at(1).at("short_name").as_string() == "ampere_fp16_s16816gemm_fp16_128x64_ldg8_f2f_stages_64x4_nn");
+}
+
 TEST_CASE("json report is deterministic") {
   CHECK(json_text(sample_analysis()) == json_text(sample_analysis()));
 }

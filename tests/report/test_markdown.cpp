@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,6 +47,35 @@ std::vector<std::string> cells(const std::string& row) {
   return out;
 }
 
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  while (n-- > 0) out += s;
+  return out;
+}
+
+/// The Markdown without its code spans (a run of n backticks opens a span that the next run of n closes).
+std::string outside_code_spans(const std::string& md) {
+  std::string out;
+  for (size_t i = 0; i < md.size();) {
+    if (md[i] != '`') {
+      out += md[i++];
+      continue;
+    }
+    const size_t e = std::min(md.find_first_not_of('`', i), md.size());
+    size_t close = std::string::npos;
+    for (size_t j = md.find('`', e); j != std::string::npos;) {
+      const size_t je = std::min(md.find_first_not_of('`', j), md.size());
+      if (je - j == e - i) {
+        close = je;
+        break;
+      }
+      j = md.find('`', je);
+    }
+    i = close == std::string::npos ? e : close;
+  }
+  return out;
+}
+
 /// The rows of the "Timeline Breakdown" table, without the header and the total.
 std::vector<std::vector<std::string>> breakdown_rows(const std::string& md) {
   auto ls = lines_of(md);
@@ -61,7 +91,7 @@ std::vector<std::vector<std::string>> breakdown_rows(const std::string& md) {
 TEST_CASE("markdown leads with the end-to-end latency and a breakdown that adds up") {
   auto a = sample_analysis();
   const std::string md = markdown(a);
-  CHECK(md.rfind("End-to-end latency: 12.500 ms", 0) == 0);
+  CHECK(md.rfind("# InferScope report: serve.py (gpt2.iscope)\n\nEnd-to-end latency: 12.500 ms", 0) == 0);
   auto rows = breakdown_rows(md);
   REQUIRE(rows.size() == 8);  // seven parts and the total
   const char* labels[] = {"CPU preprocessing", "H2D copies", "GPU compute", "D2H copies", "Sync wait",
@@ -91,10 +121,12 @@ TEST_CASE("markdown shows an unattributed row when the parts do not add up") {
 
 TEST_CASE("markdown orders sections and ranks findings with their details") {
   const std::string md = markdown(sample_analysis());
-  const char* order[] = {"## Timeline Breakdown", "## Step latency", "## Findings (ranked by impact)",
+  const char* order[] = {"End-to-end latency", "## Warnings and data quality", "- **Warning**: 17 records dropped",
+                         "- Clock alignment: OK, 24800 kernels checked", "- Dropped records: 17 (`buffer_full` 17)",
+                         "- Warm-up: 3 step(s) left out", "## Timeline Breakdown", "## Step latency", "## Findings (ranked by impact)",
                          "### 1. [primary]", "### 2.", "## Top kernels", "## Python functions", "## Ranges",
                          "## Memory copies", "## Synchronizations", "## Allocations", "## Model layers",
-                         "## Threads", "## Clock alignment", "## Dropped records", "## Warnings"};
+                         "## Threads", "## Process"};
   size_t pos = 0;
   for (const char* h : order) {
     size_t p = md.find(h, pos);
@@ -109,14 +141,20 @@ TEST_CASE("markdown orders sections and ranks findings with their details") {
   CHECK(md.find("1. **high**: Capture the decode step in a CUDA graph") != std::string::npos);
   CHECK(md.find("saves about 4.500 ms per step") != std::string::npos);
   CHECK(md.find("- 520.500 to 524.700 ms: step 41") != std::string::npos);
-  CHECK(md.find("| buffer\\_full | 17 |") != std::string::npos);
+  CHECK(md.find("## Clock alignment") == std::string::npos);  // in the notes at the top now
 }
 
-TEST_CASE("markdown escapes names taken from the trace") {
+TEST_CASE("markdown puts names taken from the trace in code spans, verbatim") {
   const std::string md = markdown(sample_analysis(/*hostile=*/true));
   CHECK(is_valid_utf8(md));
-  CHECK(md.find("<script>") == std::string::npos);
-  CHECK(md.find("\\<script\\>") != std::string::npos);
+  // Markup only inside code spans, where it is text; the name itself is there as the trace has it.
+  const std::string prose = outside_code_spans(md);
+  for (size_t p = prose.find('<'); p != std::string::npos; p = prose.find('<', p + 1)) {
+    INFO(prose.substr(p > 40 ? p - 40 : 0, 80));
+    CHECK((p > 0 && prose[p - 1] == '\\'));  // escaped in prose: "\<"
+  }
+  CHECK(md.find("Step: ``inference_step<script>alert('x')</script> & \"q\" | `t` \xEF\xBF\xBD\xEF\xBF\xBD``") !=
+        std::string::npos);
   // Every row of the kernel table has exactly its six cells despite the pipes in the names.
   auto ls = lines_of(md);
   size_t i = 0;
@@ -125,13 +163,66 @@ TEST_CASE("markdown escapes names taken from the trace") {
   CHECK(cells(ls[i + 2]).size() == 6);  // header
   CHECK(cells(ls[i + 4]).size() == 6);
   CHECK(cells(ls[i + 5]).size() == 6);
+  CHECK(ls[i + 4].find("``transformer.h.3.mlp \\| GELU<script>") != std::string::npos);  // only | escaped
+}
+
+TEST_CASE("markdown names are findable with grep: no backslashes in them") {
+  const std::string md = markdown(sample_analysis());
+  CHECK(md.find("\\_") == std::string::npos);
+  CHECK(md.find("| `vectorized_elementwise_kernel<4, AddFunctor<\xE2\x80\xA6>>` | 24800 |") != std::string::npos);
+  CHECK(md.find("`GPT2Attention.forward`") != std::string::npos);
+  CHECK(md.find("Metrics: kernels_per_step = 412") != std::string::npos);
+}
+
+TEST_CASE("markdown keeps lines short with real-size kernel names and says each kernel by one short name") {
+  auto a = sample_analysis();
+  // Two kernels with 3,000-character names that shorten alike, as PyTorch's elementwise kernels do.
+  std::string args;
+  for (int k = 0; k < 60; ++k) args += ", at::native::detail::Functor" + std::to_string(k) + "<float, c10::Half, int>";
+  const std::string k1 = "void at::native::elementwise_kernel<128, 4" + args + ">(int, at::native::Functor<float>)";
+  const std::string k2 = "void at::native::elementwise_kernel<128, 4" + args + ", long>(int)";
+  REQUIRE(k1.size() > 2500);
+  a.kernels = {{k1, 10, 1.0, 100.0, 0.5, std::string(400, 'x')}, {k2, 5, 0.5, 100.0, 0.25, "generate"}};
+  a.findings[0].evidence.push_back("the busiest kernel " + k1 + " ran 10 times, then " + k2 + " 5 times, " +
+                                   repeat("yyyyyyyyy ", 30) + "and more words to wrap at a space");
+  a.findings[0].title += " in " + k2;
+  const std::string md = markdown(a);
+  for (const auto& l : lines_of(md)) {
+    INFO(l);
+    CHECK(l.size() <= 300);
+  }
+  CHECK(md.find(k1) == std::string::npos);
+  CHECK(md.find(k2) == std::string::npos);
+  const std::string s1 = "elementwise_kernel<128, 4, Functor0<\xE2\x80\xA6>";
+  CHECK(md.find("| `" + s1) != std::string::npos);
+  // Unique within the report, and the same short name in the table and in the findings.
+  CHECK(md.find("\xE2\x80\xA6> #1` | 10 |") != std::string::npos);
+  CHECK(md.find("\xE2\x80\xA6> #2` | 5 |") != std::string::npos);
+  CHECK(md.find("the busiest kernel `" + s1) != std::string::npos);
+  CHECK(md.find("> #2`\n") != std::string::npos);  // in the title
 }
 
 TEST_CASE("markdown of an empty analysis still has the headline and says what is missing") {
   analyze::Analysis a;
   const std::string md = markdown(a);
-  CHECK(md.rfind("End-to-end latency: 0.000 ms (whole trace, no steps found)", 0) == 0);
+  CHECK(md.rfind("# InferScope report\n\nEnd-to-end latency: 0.000 ms (whole trace, no steps found)", 0) == 0);
+  CHECK(md.find("- Steps: none found") < md.find("## Timeline Breakdown"));
   CHECK(md.find("No bottleneck found") != std::string::npos);
   CHECK(md.find("## Top kernels") == std::string::npos);
 }
 
+
+TEST_CASE("markdown title names the program and the input file") {
+  auto a = sample_analysis();
+  const auto title = [&](const char* cmdline) {
+    a.process["cmdline"] = cmdline;
+    const std::string md = markdown(a);
+    return md.substr(0, md.find('\n'));
+  };
+  CHECK(title("/usr/bin/python3 -u generate.py --model gpt2") == "# InferScope report: generate.py (gpt2.iscope)");
+  CHECK(title("python3 -m vllm.entrypoints.api_server") == "# InferScope report: vllm.entrypoints.api_server (gpt2.iscope)");
+  CHECK(title("./build/bin/infer --batch 8") == "# InferScope report: infer (gpt2.iscope)");
+  CHECK(title("(not recorded by torch.profiler)") == "# InferScope report: gpt2.iscope");
+  a.source.clear();
+  CHECK(title("") == "# InferScope report");
+}

@@ -1,0 +1,75 @@
+// Runs the HTML report's own sort script in node against the page's own table markup, then clicks every header
+// of every table twice and checks the rows come out sorted by that column, ascending then descending. A small
+// stand-in for the DOM gives the script what a browser would (querySelectorAll, tHead/tBodies, rows, cells,
+// cellIndex, dataset, textContent, appendChild); a script that indexes cells by anything but the header's own
+// column, as the one that threw "Cannot read properties of undefined (reading 'textContent')" did, fails here.
+//   node html_sort_harness.js report.html
+'use strict';
+const fs = require('fs');
+
+const page = fs.readFileSync(process.argv[2], 'utf8');
+const text = (html) => html.replace(/<[^>]*>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>')
+  .replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+const cellsOf = (tr, tag) => [...tr.matchAll(new RegExp(`<${tag}[^>]*>([\\s\\S]*?)</${tag}>`, 'g'))]
+  .map((m, i) => ({ textContent: text(m[1]), cellIndex: i }));
+
+const tables = [];
+for (const m of page.matchAll(/<table class="sortable">([\s\S]*?)<\/table>/g)) {
+  const head = m[1].match(/<thead>([\s\S]*?)<\/thead>/)[1];
+  const body = m[1].match(/<tbody>([\s\S]*?)<\/tbody>/)[1];
+  const table = { headers: cellsOf(head, 'th') };
+  const tbody = { rows: [...body.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((r) => ({ cells: cellsOf(r[1], 'td') })) };
+  tbody.appendChild = (row) => { tbody.rows.splice(tbody.rows.indexOf(row), 1); tbody.rows.push(row); };
+  table.tBodies = [tbody];
+  table.tHead = { rows: [{ cells: table.headers }] };
+  for (const th of table.headers) {
+    th.dataset = {};
+    th.listeners = [];
+    th.addEventListener = (type, f) => { if (type === 'click') th.listeners.push(f); };
+    th.closest = (sel) => (sel === 'table' ? table : null);
+    th.click = () => th.listeners.forEach((f) => f.call(th, { target: th }));
+  }
+  tables.push(table);
+}
+const document = {
+  querySelectorAll(sel) {
+    if (sel === 'table.sortable') return tables;
+    if (sel === 'table.sortable th') return tables.flatMap((t) => t.headers);
+    throw new Error(`the stand-in DOM does not know the selector ${sel}`);
+  },
+};
+
+const script = page.match(/<script>([\s\S]*?)<\/script>/)[1];
+new Function('document', script)(document);
+
+// The page's own notion of a number: "12.5 MiB" is bytes, anything parseFloat reads is a number.
+const units = { B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4 };
+const num = (t) => { const m = t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/); return m ? parseFloat(m[1]) * 1024 ** units[m[2]] : parseFloat(t); };
+let failures = 0, clicks = 0;
+tables.forEach((table, ti) => {
+  table.headers.forEach((th, col) => {
+    for (const dir of [1, -1]) {
+      try {
+        th.click();
+      } catch (e) {
+        console.error(`table ${ti} ("${table.headers.map((h) => h.textContent).join(' | ')}"), column ${col}: ${e}`);
+        failures++;
+        return;
+      }
+      clicks++;
+      const values = table.tBodies[0].rows.map((r) => r.cells[col].textContent);
+      for (let i = 1; i < values.length; i++) {
+        const x = values[i - 1], y = values[i], nx = num(x), ny = num(y);
+        const r = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
+        if (dir * r > 0) {
+          console.error(`table ${ti}, column ${col} ("${th.textContent}"): not sorted ${dir > 0 ? 'ascending' : 'descending'}: ${JSON.stringify(values)}`);
+          failures++;
+          break;
+        }
+      }
+    }
+  });
+});
+if (tables.length < 2) { console.error(`only ${tables.length} table(s) found in ${process.argv[2]}`); failures++; }
+console.log(`${tables.length} tables, ${clicks} header clicks sorted, ${failures} failure(s)`);
+process.exit(failures ? 1 : 0);
