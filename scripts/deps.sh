@@ -6,6 +6,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       doctest-dev libcxxopts-dev libyaml-cpp-dev libbenchmark-dev
       zlib1g-dev                                  # gzipped torch.profiler traces (iscope-analyze)
       libsqlite3-dev                              # iscope-analyze --sqlite
+      nodejs                                      # runs the HTML report's sort script in a test
       python3 python3-dev python3-pytest
       clang libclang-rt-14-dev binutils)
 missing=()
