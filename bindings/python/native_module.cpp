@@ -11,6 +11,7 @@
 #include <Python.h>
 
 #include <inferscope/scope.hpp>
+#include <inferscope/version.hpp>
 
 #include "collect/python/python_tracer.hpp"
 #include "config/settings.hpp"
@@ -969,5 +970,7 @@ PyMODINIT_FUNC PyInit__native() {
   PyModule_AddObject(m, "Scope", reinterpret_cast<PyObject*>(&ScopeType));
   PyModule_AddObject(m, "ScopedCall", reinterpret_cast<PyObject*>(&ScopedCallType));
   PyModule_AddStringConstant(m, "tracing_mechanism", pytrace::mechanism());
+  // The CMake project version, compiled in: inferscope_py.__version__ is the tools' --version.
+  PyModule_AddStringConstant(m, "__version__", INFERSCOPE_VERSION_STRING);
   return m;
 }

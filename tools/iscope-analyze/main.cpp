@@ -22,6 +22,7 @@
 #endif
 
 #include <cxxopts.hpp>
+#include <inferscope/version.hpp>
 
 #include <unistd.h>
 
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
       ("findings", "print the findings digest (one line per finding) on stdout")
       ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)")
       ("h,help", "show this help")
+      ("version", "print the version and exit")
       ("dump", "the dump or JSON trace", cxxopts::value<std::string>());
   opts.parse_positional({"dump"});
   opts.positional_help("DUMP");
@@ -125,6 +127,10 @@ int main(int argc, char** argv) {
   }
   if (args.count("help")) {
     std::cout << opts.help() << "\n";
+    return 0;
+  }
+  if (args.count("version")) {
+    std::cout << "iscope-analyze " INFERSCOPE_VERSION_STRING "\n";
     return 0;
   }
   if (!args.count("dump")) {
