@@ -249,7 +249,10 @@ int main(int argc, char** argv) {
   }
   for (const auto& p : perfetto) {
     if (!reader) {
-      std::cerr << "iscope-analyze: a Perfetto trace (" << p << ") needs a dump, not a JSON trace\n";
+      // Named by the flag that asked for it ("--perfetto needs a dump", "-o x.perfetto.json needs a dump").
+      const bool from_flag = args.count("perfetto") && p == args["perfetto"].as<std::string>();
+      std::cerr << "iscope-analyze: " << (from_flag ? std::string("--perfetto") : "-o " + p)
+                << " needs a dump, not a JSON trace\n";
       ok = false;
       continue;
     }
