@@ -11,6 +11,7 @@
 #include <Python.h>
 
 #include <inferscope/scope.hpp>
+#include <inferscope/version.hpp>
 
 #include "collect/python/python_tracer.hpp"
 #include "config/settings.hpp"
@@ -1233,6 +1234,11 @@ PyMODINIT_FUNC PyInit__native() {
     return nullptr;
   }
   if (PyModule_AddStringConstant(m, "tracing_mechanism", pytrace::mechanism()) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  // The CMake project version, compiled in: inferscope_py.__version__ is the tools' --version.
+  if (PyModule_AddStringConstant(m, "__version__", INFERSCOPE_VERSION_STRING) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -1,5 +1,7 @@
 // iscope-run on programs that use no CUDA: their output and exit status are untouched and the dump is whole;
-// and libinferscope.so has no link dependency on the CUDA libraries.
+// its options are checked before the program runs; a run that leaves no dump says so and exits 125.
+// (That libinferscope.so has no link dependency on the CUDA libraries is check_no_cuda_needed.sh, a test of its
+// own, so that a missing readelf skips that check alone.)
 #include "dump/reader.hpp"
 #include "run_util.hpp"
 
@@ -12,8 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,25 +90,146 @@ TEST_CASE("SIGTERM to iscope-run reaches the program, which still leaves a compl
   ::unlink(dump.c_str());
 }
 
+// ISCOPE_TEST_PYTHON: the interpreter CMake found; without one this case is not compiled and CMake registers
+// test_iscope_run_python as a skip instead.
+#ifdef ISCOPE_TEST_PYTHON
 TEST_CASE("a Python program that ends with an exception: its status, its traceback, a complete dump") {
-  if (::access("/usr/bin/python3", X_OK) != 0) return;  // nothing to check without a system Python
   const std::string dump = temp_path("py_exception");
-  Result r = run(with_iscope_run(dump, {"/usr/bin/python3", "-c", "print('before'); raise RuntimeError('boom')"}));
+  Result r = run(with_iscope_run(dump, {ISCOPE_TEST_PYTHON, "-c", "print('before'); raise RuntimeError('boom')"}));
   CHECK(r.status == 1);
   CHECK(r.out == "before\n");
   check_dump(dump);
   ::unlink(dump.c_str());
 }
+#endif
 
 TEST_CASE("a program that cannot be started: 127") {
   Result r = run({ISCOPE_RUN, "-q", "-o", temp_path("none"), "--", "/nonexistent/program"});
   CHECK(r.status == 127);
 }
 
-TEST_CASE("bad usage: 2") {
-  CHECK(run({ISCOPE_RUN, "--bogus-option", "--", "/bin/true"}).status == 2);
+TEST_CASE("--version prints the CMake project version") {
+  // ISCOPE_PROJECT_VERSION comes from CMake directly, not through the header iscope-run prints.
+  Result r = run({ISCOPE_RUN, "--version"});
+  CHECK(r.status == 0);
+  CHECK(r.out == std::string("iscope-run ") + ISCOPE_PROJECT_VERSION + "\n");
+}
+
+TEST_CASE("bad usage: 2, in the words of the other tools (cxxopts)") {
+  Result bogus = run({ISCOPE_RUN, "--bogus-option", "--", "/bin/true"}, -1, 0, true);
+  CHECK(bogus.status == 2);
+  CHECK(bogus.err.find("bogus-option") != std::string::npos);
+  CHECK(bogus.err.find("does not exist") != std::string::npos);
   CHECK(run({ISCOPE_RUN, "-o"}).status == 2);
   CHECK(run({ISCOPE_RUN}).status == 2);
+  CHECK(run({ISCOPE_RUN, "--set", "novalue", "--", "/bin/true"}).status == 2);
+}
+
+TEST_CASE("options after the program are the program's (no \"--\" needed)") {
+  const std::string dump = temp_path("no_dashdash");
+  Result r = run({ISCOPE_RUN, "-q", "-o", dump, ISCOPE_RUN_CHILD, "--print", "-o", "--exit", "4"});
+  CHECK(r.status == 4);
+  CHECK(r.out == "-o\n");
+  check_dump(dump);
+  ::unlink(dump.c_str());
+}
+
+namespace {
+
+// Runs iscope-run with `options` around a program that prints "ran": whether it ran, the status, stderr.
+Result refused(std::vector<std::string> options) {
+  std::vector<std::string> a{ISCOPE_RUN};
+  a.insert(a.end(), options.begin(), options.end());
+  a.insert(a.end(), {"--", ISCOPE_RUN_CHILD, "--print", "ran"});
+  Result r = run(a, -1, 0, true);
+  CAPTURE(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.out == "");  // the program did not run
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one message, not one per process
+  return r;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("bad flags are refused before the program runs, with one message naming the flag") {
+  const std::string dump = temp_path("refused");
+  Result report = refused({"-o", dump, "--report", "c.perfetto"});
+  CHECK(has(report.err, "--report"));
+  CHECK_FALSE(has(report.err, "INFERSCOPE_REPORT"));  // the user typed a flag, not a variable
+  CHECK(has(report.err, ".md, .html or .json"));
+
+  Result no_dir = refused({"-o", "/nonexistent/dir/a.iscope"});
+  CHECK(has(no_dir.err, "-o /nonexistent/dir/a.iscope"));
+  CHECK(has(no_dir.err, "does not exist"));
+
+  const std::string dir = std::string(INFERSCOPE_BINARY_DIR) + "/tests/cupti";
+  Result is_dir = refused({"-o", dir});
+  CHECK(has(is_dir.err, "-o " + dir));
+  CHECK(has(is_dir.err, "is a directory"));
+
+  Result report_dir = refused({"-o", dump, "--report", "/nonexistent/dir/r.md"});
+  CHECK(has(report_dir.err, "--report /nonexistent/dir/r.md"));
+
+  Result size = refused({"-o", dump, "--trace-size-mb", "0"});
+  CHECK(has(size.err, "--trace-size-mb"));
+  CHECK_FALSE(has(size.err, "INFERSCOPE_"));
+
+  Result mode = refused({"-o", dump, "--buffer-mode", "bogus"});
+  CHECK(has(mode.err, "--buffer-mode"));
+
+  Result key = refused({"-o", dump, "--set", "no_such_key=1"});
+  CHECK(has(key.err, "--set no_such_key"));
+  CHECK_FALSE(has(key.err, "INFERSCOPE_"));
+  struct stat st{};
+  CHECK(::stat(dump.c_str(), &st) != 0);  // nothing was written
+}
+
+TEST_CASE("a bad INFERSCOPE_* variable is refused before the program runs, naming the variable") {
+  ::setenv("INFERSCOPE_BUFFER_MODE", "bogus", 1);
+  Result r = run({ISCOPE_RUN, "-o", temp_path("bad_env"), "--", ISCOPE_RUN_CHILD, "--print", "ran"}, -1, 0, true);
+  ::unsetenv("INFERSCOPE_BUFFER_MODE");
+  CAPTURE(r.err);
+  CHECK(r.status == 2);
+  CHECK(r.out == "");
+  CHECK(has(r.err, "INFERSCOPE_BUFFER_MODE"));
+  // The flag overrides the variable, as it does in the program: nothing to refuse.
+  ::setenv("INFERSCOPE_BUFFER_MODE", "bogus", 1);
+  const std::string dump = temp_path("env_overridden");
+  Result ok = run({ISCOPE_RUN, "-q", "--buffer-mode", "stream", "-o", dump, "--", ISCOPE_RUN_CHILD, "--exit", "0"});
+  ::unsetenv("INFERSCOPE_BUFFER_MODE");
+  CHECK(ok.status == 0);
+  check_dump(dump);
+  ::unlink(dump.c_str());
+}
+
+TEST_CASE("the program ran but wrote no dump: 125, and an earlier file is not taken for this run's dump") {
+  const std::string dump = temp_path("no_dump");
+  {
+    std::ofstream old(dump);
+    old << "an earlier file\n";
+  }
+  // enable=0: the runtime is loaded but does not record, as when the program bypasses it.
+  Result r = run({ISCOPE_RUN, "-o", dump, "--set", "enable=0", "--", ISCOPE_RUN_CHILD, "--print", "ran", "--exit", "0"},
+                 -1, 0, true);
+  CAPTURE(r.err);
+  CHECK(r.status == 125);
+  CHECK(r.out == "ran\n");
+  CHECK(has(r.err, "no dump written to " + dump));
+  CHECK_FALSE(has(r.err, "dump written to " + dump + "\n"));
+  std::ifstream in(dump);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "an earlier file\n");
+  ::unlink(dump.c_str());
+
+  // The same run recording: the closing line names the dump, the status is the program's.
+  Result ok = run({ISCOPE_RUN, "-o", dump, "--", ISCOPE_RUN_CHILD, "--exit", "0"}, -1, 0, true);
+  CHECK(ok.status == 0);
+  CHECK(has(ok.err, "iscope-run: dump written to " + dump));
+  check_dump(dump);
+  ::unlink(dump.c_str());
 }
 
 TEST_CASE("--follow-children: each child process writes <stem>.<pid>.iscope") {
@@ -137,21 +266,3 @@ TEST_CASE("the C++ server sample under iscope-run: same output, ranges recorded"
   ::unlink(dump.c_str());
 }
 #endif
-
-TEST_CASE("libinferscope.so has no link dependency on libcupti, libcuda or libcudart") {
-  FILE* p = ::popen((std::string("readelf -d '") + INFERSCOPE_LIB + "' 2>/dev/null").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int rc = ::pclose(p);
-  if (rc != 0 || out.find("NEEDED") == std::string::npos) {
-    std::printf("skipped: readelf is not available\n");
-    std::exit(77);
-  }
-  CHECK(out.find("libcupti") == std::string::npos);
-  CHECK(out.find("libcuda") == std::string::npos);
-  CHECK(out.find("libcudart") == std::string::npos);
-  CHECK(out.find("libnvToolsExt") == std::string::npos);
-}

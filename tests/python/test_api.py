@@ -319,10 +319,25 @@ def test_start_takes_every_setting_of_the_config_table(tmp_path):
     assert path.exists()
 
 
-def test_nothing_is_recorded_without_a_session():
-    with isc.scope("idle"):
-        isc.mark_event("idle")
+def test_nothing_is_recorded_without_a_session(tmp_path):
+    # Ranges and marks made between two sessions reach neither dump, although the thread is bound to a ring
+    # by the first session and rebound by the second; those made inside each session are in its dump.
+    first, second = tmp_path / "first.iscope", tmp_path / "second.iscope"
+    assert isc.start(output=str(first), python=False)
+    with isc.scope("inside"):
+        isc.mark_event("inside")
+    isc.stop()
     assert not isc.is_active()
+    with isc.scope("between"):
+        isc.mark_event("between")
+    assert isc.start(output=str(second), python=False)
+    with isc.scope("inside"):
+        isc.mark_event("inside")
+    isc.stop()
+    for path in (first, second):
+        d = isc._native._read_dump(str(path))
+        assert len(of_kind(d, "range", "inside")) == 1 and len(of_kind(d, "mark", "inside")) == 1, path
+        assert not [r for r in d["records"] if r["name"] == "between"], path
 
 
 def test_ring_mode_flush_ring(tmp_path):

@@ -1,6 +1,7 @@
 """Unmodified programs: `python -m inferscope_py run`, INFERSCOPE_ENABLE=1 with import, and the sitecustomize
 that iscope-run relies on (PYTHONPATH + INFERSCOPE_ENABLE=1 + LD_PRELOAD=libinferscope.so)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -165,3 +166,43 @@ def test_sitecustomize_does_nothing_without_inferscope_enable(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "loaded False" in out.stdout
     assert not list(tmp_path.glob("*.iscope"))
+
+
+def test_every_tool_and_the_module_print_the_project_version(tmp_path):
+    # ISCOPE_VERSION is CMakeLists.txt's project version, passed by ctest: not read through the generated
+    # header the tools print, so a header (or a tool) that says something else fails here.
+    expected = os.environ.get("ISCOPE_VERSION")
+    tools = {name: os.environ.get(var) for name, var in
+             (("iscope-run", "ISCOPE_RUN"), ("iscope-analyze", "ISCOPE_ANALYZE"), ("iscope-config", "ISCOPE_CONFIG"))}
+    if not expected or not all(tools.values()):
+        pytest.skip("ISCOPE_VERSION, ISCOPE_RUN, ISCOPE_ANALYZE and ISCOPE_CONFIG are set by ctest")
+    assert isc.__version__ == expected
+    for name, path in tools.items():
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        assert (out.returncode, out.stdout, out.stderr) == (0, f"{name} {expected}\n", ""), name
+    out = run(["-m", "inferscope_py", "--version"], tmp_path)
+    assert (out.returncode, out.stdout, out.stderr) == (0, f"inferscope_py {expected}\n", "")
+
+
+def test_analyze_refuses_an_unknown_output_extension_and_writes_perfetto_for_perfetto_json(tmp_path):
+    dump = tmp_path / "small.iscope"
+    assert isc.start(output=str(dump), python=False)
+    for _ in range(3):
+        with isc.scope("step"):
+            pass
+    isc.stop()
+    analyze = analyze_binary()
+    out = subprocess.run([analyze, str(dump), "-o", str(tmp_path / "out.txt")], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "unknown extension .txt" in out.stderr and ".md, .html" in out.stderr and ".perfetto.json" in out.stderr
+    assert not (tmp_path / "out.txt").exists()
+    out = subprocess.run([analyze, str(dump), "-o", str(tmp_path / "noext")], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "no extension" in out.stderr, out.stderr
+
+    trace = tmp_path / "x.perfetto.json"
+    out = subprocess.run([analyze, str(dump), "-o", str(trace)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    events = json.loads(trace.read_text())["traceEvents"]  # the Perfetto trace, not the JSON report
+    assert len([e for e in events if e.get("ph") == "X" and e.get("name") == "step"]) == 3

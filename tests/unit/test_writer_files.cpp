@@ -284,7 +284,8 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
     CHECK(r.complete());
     CHECK(testutil::count_named(testutil::read_all(r).ranges, "first") == 100);
   }
-  // A run that records nothing (a bad setting) does not claim the earlier dump.
+  // A run that records nothing does not claim the earlier dump; a bad setting stops iscope-run before the
+  // program runs (exit 2), the earlier dump untouched either way.
   const std::string log = testutil::temp_path("stale-run.err");
   auto run = [&](std::vector<std::string> args) {
     std::vector<std::string> argv{"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out};
@@ -294,8 +295,13 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
   };
   int st = run({"--set", "trace_size_mb=lots", "--", recorder(), "count", "5"});
   REQUIRE(WIFEXITED(st));
-  CHECK(testutil::read_file(log).find("no dump written by this run") != std::string::npos);
-  CHECK(testutil::read_file(log).find("dump written to") == std::string::npos);
+  CHECK(WEXITSTATUS(st) == 2);
+  CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "first") == 100);
+  st = run({"--set", "enable=0", "--", recorder(), "count", "5"});
+  REQUIRE(WIFEXITED(st));
+  CHECK(testutil::read_file(log).find("no dump written to " + out + " by this run: the file there is from an earlier run") !=
+        std::string::npos);
+  CHECK(testutil::read_file(log).find("iscope-run: dump written to") == std::string::npos);
   CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "first") == 100);
   // A run that completes replaces it (by rename) and says so.
   st = run({"--", recorder(), "count", "7"});

@@ -1,13 +1,14 @@
 // iscope-analyze: reads a dump (or the seeds' JSON event trace) and explains it.
 //
 //   iscope-analyze DUMP                          Markdown report on stdout
-//   iscope-analyze DUMP -o report.md|.html|.json [--html F] [--json F] [--perfetto F] [--step NAME]
+//   iscope-analyze DUMP -o report.md|.html|.json|.perfetto.json [--html F] [--json F] [--perfetto F] [--step NAME]
 //   iscope-analyze DUMP --sqlite out.db          the records and the analysis as SQLite (docs/sqlite-schema.md)
 //   iscope-analyze DUMP --summary                what the dump holds (threads, ranges, drops, clock)
 //
 // Exit status: 0 success (also for a dump cut short by a crash, with a warning), 1 unreadable input (also a
-// directory, FIFO, device or socket), 2 bad usage (also an output that is the input), 3 corrupt data (what
-// could be read is analysed and written).
+// directory, FIFO, device or socket) or an output that could not be written, 2 bad usage (also an output that
+// is the input, or an -o extension it does not know), 3 corrupt data (what could be read is analysed and
+// written). docs/cli.md lists every tool's exit statuses.
 #include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/summary.hpp"
@@ -22,6 +23,7 @@
 #endif
 
 #include <cxxopts.hpp>
+#include <inferscope/version.hpp>
 
 #include <unistd.h>
 
@@ -41,6 +43,22 @@ std::string extension(const std::string& p) {
   for (auto& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return e;
 }
+
+// The format -o writes, from the file name: "md", "html", "json" or "perfetto" ("-" is Markdown on stdout);
+// empty for a name whose extension says none of these, which is refused rather than guessed at (a report.txt
+// silently holding Markdown, or a trace.perfetto.json holding the JSON report, misleads whoever opens it).
+std::string output_format(const std::string& p) {
+  if (p == "-") return "md";
+  std::string lower = p;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.ends_with(".perfetto.json")) return "perfetto";
+  const std::string e = extension(p);
+  if (e == "md") return "md";
+  if (e == "html" || e == "htm") return "html";
+  if (e == "json") return "json";
+  return "";
+}
+constexpr const char* kOutputExtensions = ".md, .html, .htm, .json, .perfetto.json (a Perfetto trace), or - for stdout";
 
 // Writes one output through a temporary beside it, renamed into place when complete: a report that fails
 // half-way leaves the previous file as it was. Returns false (after saying why) when it cannot be written.
@@ -100,7 +118,8 @@ inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult
 int main(int argc, char** argv) {
   cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace, or a torch.profiler trace, gzipped or not): why each step takes the time it takes.");
   opts.add_options()
-      ("o,output", "report file; the format follows the extension: .md (default), .html, .json (repeatable)",
+      ("o,output", "report file; the format follows the extension: .md, .html, .json, .perfetto.json (the Perfetto "
+                   "trace, as --perfetto) or - (Markdown on stdout); repeatable",
        cxxopts::value<std::vector<std::string>>())
       ("html", "also write the HTML report here", cxxopts::value<std::string>())
       ("json", "also write the JSON report here", cxxopts::value<std::string>())
@@ -113,6 +132,7 @@ int main(int argc, char** argv) {
       ("findings", "print the findings digest (one line per finding) on stdout")
       ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)")
       ("h,help", "show this help")
+      ("version", "print the version and exit")
       ("dump", "the dump or JSON trace", cxxopts::value<std::string>());
   opts.parse_positional({"dump"});
   opts.positional_help("DUMP");
@@ -125,6 +145,10 @@ int main(int argc, char** argv) {
   }
   if (args.count("help")) {
     std::cout << opts.help() << "\n";
+    return 0;
+  }
+  if (args.count("version")) {
+    std::cout << "iscope-analyze " INFERSCOPE_VERSION_STRING "\n";
     return 0;
   }
   if (!args.count("dump")) {
@@ -150,23 +174,36 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Outputs: (format, path).
+  // Outputs: (format, path); Perfetto traces (from -o x.perfetto.json and --perfetto) apart, as they need
+  // the dump itself rather than the analysis.
   std::vector<std::pair<std::string, std::string>> outputs;
+  std::vector<std::string> perfetto;
+  std::vector<std::string> unknown;
   if (args.count("output"))
     for (auto& p : args["output"].as<std::vector<std::string>>()) {
-      std::string e = extension(p);
-      std::string fmt = e == "html" || e == "htm" ? "html" : e == "json" ? "json" : "md";
-      outputs.emplace_back(fmt, p);
+      const std::string fmt = output_format(p);
+      if (fmt.empty()) unknown.push_back(p);
+      else if (fmt == "perfetto") perfetto.push_back(p);
+      else outputs.emplace_back(fmt, p);
     }
   if (args.count("html")) outputs.emplace_back("html", args["html"].as<std::string>());
   if (args.count("json")) outputs.emplace_back("json", args["json"].as<std::string>());
+  if (args.count("perfetto")) perfetto.push_back(args["perfetto"].as<std::string>());
   const bool findings = args.count("findings") > 0;
-  if (outputs.empty() && !args.count("perfetto") && !args.count("sqlite") && !findings) outputs.emplace_back("md", "-");
+  if (outputs.empty() && perfetto.empty() && unknown.empty() && !args.count("sqlite") && !findings)
+    outputs.emplace_back("md", "-");
 
-  std::vector<std::string> written;
+  std::vector<std::string> written = perfetto;
   for (auto& [fmt, p] : outputs) written.push_back(p);
-  if (args.count("perfetto")) written.push_back(args["perfetto"].as<std::string>());
+  written.insert(written.end(), unknown.begin(), unknown.end());
   if (refuses_input_as_output(path, written)) return 2;
+  if (!unknown.empty()) {
+    const std::string ext = extension(unknown.front());
+    std::cerr << "iscope-analyze: -o " << unknown.front() << ": "
+              << (ext.empty() ? std::string("no extension") : "unknown extension ." + ext)
+              << " (the extension picks the format); use " << kOutputExtensions << "\n";
+    return 2;
+  }
 
   inferscope::analyze::AnalyzeOptions o;
   try {
@@ -183,7 +220,7 @@ int main(int argc, char** argv) {
   // A dump that also becomes a Perfetto trace is opened (and its chunks checked) once for both.
   std::optional<inferscope::dump::DumpReader> reader;
   try {
-    if ((args.count("perfetto") || args.count("sqlite")) && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
+    if ((!perfetto.empty() || args.count("sqlite")) && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
       reader.emplace(path);
       a = inferscope::analyze::analyze_dump(*reader, o);
     } else {
@@ -210,26 +247,28 @@ int main(int argc, char** argv) {
     else if (fmt == "json") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_json(a, s); });
     else ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_markdown(a, s); });
   }
-  if (args.count("perfetto")) {
+  for (const auto& p : perfetto) {
     if (!reader) {
-      std::cerr << "iscope-analyze: --perfetto needs a dump, not a JSON trace\n";
+      // Named by the flag that asked for it ("--perfetto needs a dump", "-o x.perfetto.json needs a dump").
+      const bool from_flag = args.count("perfetto") && p == args["perfetto"].as<std::string>();
+      std::cerr << "iscope-analyze: " << (from_flag ? std::string("--perfetto") : "-o " + p)
+                << " needs a dump, not a JSON trace\n";
       ok = false;
-    } else {
-      try {
-        ok &= write_to(args["perfetto"].as<std::string>(),
-                       [&](std::ostream& s) { inferscope::report::write_perfetto(*reader, s); });
-      } catch (const inferscope::dump::DumpError& e) {
-        std::cerr << "iscope-analyze: " << e.what() << "\n";
-        ok = false;
-      }
+      continue;
+    }
+    try {
+      ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_perfetto(*reader, s); });
+    } catch (const inferscope::dump::DumpError& e) {
+      std::cerr << "iscope-analyze: " << e.what() << "\n";
+      ok = false;
     }
   }
 #else
   // A build without lib/report: the findings in plain text so the tool stays useful.
   for (auto& [fmt, p] : outputs)
     ok &= write_to(p, [&](std::ostream& s) { inferscope::analyze::print_findings_text(a, s); });
-  if (args.count("perfetto")) {
-    std::cerr << "iscope-analyze: this build has no report writers (lib/report): --perfetto is unavailable\n";
+  if (!perfetto.empty()) {
+    std::cerr << "iscope-analyze: this build has no report writers (lib/report): Perfetto traces are unavailable\n";
     ok = false;
   }
 #endif

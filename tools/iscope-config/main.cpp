@@ -11,6 +11,8 @@
 
 #include "config/settings.hpp"
 
+#include <inferscope/version.hpp>
+
 #include <iostream>
 
 namespace {
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
       ("json", "print JSON (show)")
       ("markdown", "print the Markdown reference table (keys)")
       ("h,help", "print this help")
+      ("version", "print the version and exit")
       ("command", "show, validate or keys", cxxopts::value<std::string>())
       ("args", "files to validate", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"command", "args"});
@@ -93,6 +96,10 @@ int main(int argc, char** argv) {
   }
   if (args.count("help")) {
     std::cout << options.help();
+    return kOk;
+  }
+  if (args.count("version")) {
+    std::cout << "iscope-config " INFERSCOPE_VERSION_STRING "\n";
     return kOk;
   }
   const std::string command = args.count("command") ? args["command"].as<std::string>() : "";

@@ -2,54 +2,84 @@
 //
 //   iscope-run [-o DUMP] [options] -- PROGRAM [ARGS...]
 //
-// It forks, sets up the child's environment (the contract with lib/runtime/autostart.cpp: INFERSCOPE_ENABLE,
-// INFERSCOPE_OUTPUT, INFERSCOPE_ROOT_PID, INFERSCOPE_FOLLOW_CHILDREN, LD_PRELOAD, CUDA_INJECTION64_PATH,
-// NVTX_INJECTION64_PATH, PYTHONPATH), execs the program, waits, and exits with the program's status (128+N
-// when a signal N killed it). The program's stdin, stdout and stderr are its own; iscope-run writes to
-// stderr only its own errors and one closing line naming the dump (unless -q): "dump written to" only when
-// this run wrote it (a dump from an earlier run at the same path is told apart by its inode: the runtime
-// replaces one only by renaming a new file over it).
+// It checks its options first (a bad one stops it before anything runs), forks, sets up the child's
+// environment (the contract with lib/runtime/autostart.cpp: INFERSCOPE_ENABLE, INFERSCOPE_OUTPUT,
+// INFERSCOPE_ROOT_PID, INFERSCOPE_FOLLOW_CHILDREN, LD_PRELOAD, CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,
+// PYTHONPATH), execs the program, waits, and exits with the program's status (128+N when a signal N killed
+// it), or 125 when the program ran but this run wrote no dump. The program's stdin, stdout and stderr are its
+// own; iscope-run writes to stderr only its own errors and one closing line naming the dump (unless -q).
+// docs/cli.md lists the exit statuses of every tool.
+#include "config/settings.hpp"
 #include "dump/files.hpp"
 
-#include <fcntl.h>
+#include <inferscope/version.hpp>
+
+#define CXXOPTS_VECTOR_DELIMITER '\0'  // a --set value may itself be a comma list (python_include=a,b)
+#include <cxxopts.hpp>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace {
 
-const char* kUsage =
-    "usage: iscope-run [-o DUMP] [options] -- PROGRAM [ARGS...]\n"
-    "Records PROGRAM (CPU ranges, Python, CUDA activity) into DUMP without changing it.\n"
-    "\n"
-    "  -o, --output DUMP          dump file (default: ./<program>.<pid>.iscope)\n"
-    "      --follow-children      also record child processes (fork, multiprocessing, spawned and exec'd\n"
-    "                             programs); each writes <stem>.<pid>.iscope next to DUMP\n"
-    "      --buffer-mode MODE     stream (default: written as it fills) or ring (flight recorder)\n"
-    "      --trace-size-mb N      ring-mode memory budget\n"
-    "      --no-cupti             no GPU collection\n"
-    "      --cupti-activities S   default | minimal | full | none | comma list of kernel, memcpy, memset,\n"
-    "                             sync, memory, graph, overhead, api, runtime, driver, api_activity\n"
-    "      --no-python            no Python tracing\n"
-    "      --nvtx-emit            also emit ISCOPE ranges as NVTX ranges\n"
-    "      --report FILE          write a report at exit (.md, .html or .json)\n"
-    "      --set KEY=VALUE        any other setting (sets INFERSCOPE_<KEY>)\n"
-    "      --library PATH         libinferscope.so to inject (default: beside this tool; env INFERSCOPE_LIBRARY)\n"
-    "  -q, --quiet                no closing line on stderr\n"
-    "  -h, --help                 this help\n"
-    "\n"
-    "Exit status: the program's own, 128+N when signal N ended it, 127 when it could not be started,\n"
-    "2 for bad usage.\n";
+namespace cfg = inferscope::config;
+
+constexpr int kUsage = 2;          // bad usage or a setting that would record nothing: the program did not run
+constexpr int kNoDump = 125;       // the program ran, but this run wrote no dump
+constexpr int kCannotStart = 127;  // the program (or libinferscope.so) could not be found or started
+
+const char* kExitStatus =
+    "Exit status: the program's own, 128+N when signal N ended it; 2 for bad usage (nothing was run); 125 when\n"
+    "the program ran but no dump was written; 127 when the program or libinferscope.so could not be found.\n";
+
+// The options that take a value, by every name they have: where iscope-run's options end and the program's
+// arguments begin (the first argument that is neither an option nor an option's value) depends on them.
+constexpr std::string_view kValueOptions[] = {"o",      "output",      "buffer-mode", "trace-size-mb",
+                                              "cupti-activities", "report", "set", "library"};
+
+bool takes_value(std::string_view name) {
+  return std::find(std::begin(kValueOptions), std::end(kValueOptions), name) != std::end(kValueOptions);
+}
+
+// Splits argv into iscope-run's options, argv[1, options_end), and the program, argv[program, argc): after
+// "--", else from the first argument that is not an option or an option's value (so `iscope-run python -c x`
+// hands -c to python, as before cxxopts parsed these options).
+struct Split {
+  int options_end;
+  int program;
+};
+Split split_arguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") return {i, i + 1};
+    if (a.size() < 2 || a[0] != '-') return {i, i};
+    if (a.starts_with("--")) {
+      if (a.find('=') == std::string_view::npos && takes_value(a.substr(2))) ++i;
+      continue;
+    }
+    for (size_t k = 1; k < a.size(); ++k)  // -qo DUMP, -oDUMP
+      if (takes_value(a.substr(k, 1))) {
+        if (k + 1 == a.size()) ++i;
+        break;
+      }
+  }
+  return {argc, argc};
+}
 
 std::string exe_dir() {
   char buf[PATH_MAX] = {};
@@ -101,15 +131,88 @@ std::string env_key(std::string key) {
   return "INFERSCOPE_" + key;
 }
 
-// The identity of the file at `path` (0, 0 when there is none).
-std::pair<dev_t, ino_t> file_id(const std::string& path) {
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) != 0) return {0, 0};
-  return {st.st_dev, st.st_ino};
+pid_t g_child = 0;
+void forward(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
 }
 
-// Refuses, before the program runs, an output that can never be written: a symlink or special file there,
-// or another live session writing it. Exit status 2 (usage), nothing started.
+std::string directory_of(const std::string& absolute_path) {
+  const auto slash = absolute_path.rfind('/');
+  return slash == 0 ? "/" : absolute_path.substr(0, slash);
+}
+
+// Why `path` cannot be written as a file by this user, or "" when it can: an existing directory, a missing
+// or unwritable directory, an unwritable file. The runtime would otherwise find out in the program, after it
+// ran, and say so once per process.
+std::string unwritable(const std::string& path) {
+  const std::string abs = absolute(path);
+  struct stat st{};
+  if (::stat(abs.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "is a directory; name a file";
+    if (::access(abs.c_str(), W_OK) != 0) return std::string("cannot be written: ") + std::strerror(errno);
+    return "";
+  }
+  const std::string dir = directory_of(abs);
+  if (::stat(dir.c_str(), &st) != 0) return "its directory " + dir + " does not exist";
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return "its directory " + dir + " cannot be written: " + std::strerror(errno);
+  return "";
+}
+
+// A setting from the command line, checked by the same table the runtime uses, with the flag the user typed
+// in the message ("flag --report: ..."), instead of the INFERSCOPE_* variable it travels in.
+struct FlagSetting {
+  std::string key;       // the config key (trace_size_mb)
+  std::string value;
+  std::string spelling;  // the flag as typed: "--trace-size-mb", "--set trace_size_mb"
+};
+
+std::vector<std::string> flag_problems(const std::vector<FlagSetting>& flags) {
+  std::vector<std::string> problems;
+  for (const auto& f : flags) {
+    cfg::ResolveOptions ro;
+    ro.read_environment = false;
+    ro.read_file = false;
+    ro.flag_spelling = f.spelling;
+    ro.flags.emplace_back(f.key, f.value);
+    try {
+      cfg::resolve(ro);
+    } catch (const cfg::ConfigError& e) {
+      problems.insert(problems.end(), e.errors().begin(), e.errors().end());
+    }
+  }
+  return problems;
+}
+
+// What identifies one version of a file: a dump counts as written by this run only when it is there after
+// the program and is not the file that was there before it.
+struct FileVersion {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  timespec mtime{};
+};
+FileVersion version_of(const std::string& path) {
+  FileVersion v;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    v = {true, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+  return v;
+}
+bool written_since(const FileVersion& before, const FileVersion& after, const timespec& launched) {
+  if (!after.exists) return false;
+  // The kernel stamps files from its coarse clock, so `launched` is read from the same clock.
+  if (after.mtime.tv_sec < launched.tv_sec ||
+      (after.mtime.tv_sec == launched.tv_sec && after.mtime.tv_nsec < launched.tv_nsec))
+    return false;
+  return !before.exists || before.dev != after.dev || before.ino != after.ino || before.size != after.size ||
+         before.mtime.tv_sec != after.mtime.tv_sec || before.mtime.tv_nsec != after.mtime.tv_nsec;
+}
+
+// An -o the runtime would refuse, checked before the program runs: a symlink, a special file, or a path another
+// live session is writing (its lock file names the pid).
 bool output_usable(const std::string& output) {
   if (auto why = inferscope::dump::unusable_output(output)) {
     std::fprintf(stderr, "iscope-run: %s\n", why->c_str());
@@ -124,97 +227,123 @@ bool output_usable(const std::string& output) {
   return true;
 }
 
-// The closing line: "dump written" only when this run put a new file at `dump` (it was not there before, or
-// another file is there now).
-void report_dump(const std::string& dump, std::pair<dev_t, ino_t> before) {
-  const auto after = file_id(dump);
-  if (after.second != 0 && after != before)
-    std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
-  else if (after.second != 0)
-    std::fprintf(stderr, "iscope-run: no dump written by this run; %s is from an earlier run\n", dump.c_str());
-  else
-    std::fprintf(stderr, "iscope-run: no dump at %s\n", dump.c_str());
-}
-
-pid_t g_child = 0;
-void forward(int sig) {
-  if (g_child > 0) ::kill(g_child, sig);
+int usage_error(const std::string& message, const cxxopts::Options& opts) {
+  std::cerr << "iscope-run: " << message << "\n" << opts.help() << "\n" << kExitStatus;
+  return kUsage;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  cxxopts::Options opts("iscope-run", "Records PROGRAM (CPU ranges, Python, CUDA activity) into DUMP without changing it.");
+  opts.custom_help("[-o DUMP] [OPTION...] -- PROGRAM [ARGS...]");
+  opts.add_options()
+      ("o,output", "dump file (default: ./<program>.<pid>.iscope)", cxxopts::value<std::string>(), "DUMP")
+      ("follow-children", "also record child processes (fork, multiprocessing, spawned and exec'd programs); "
+                          "each writes <stem>.<pid>.iscope next to DUMP")
+      ("buffer-mode", "stream (default: written as it fills) or ring (flight recorder)", cxxopts::value<std::string>(), "MODE")
+      ("trace-size-mb", "ring-mode memory budget", cxxopts::value<std::string>(), "N")
+      ("no-cupti", "no GPU collection")
+      ("cupti-activities", "default | minimal | full | none | comma list of kernel, memcpy, memset, sync, memory, "
+                           "graph, overhead, api, runtime, driver, api_activity", cxxopts::value<std::string>(), "S")
+      ("no-python", "no Python tracing")
+      ("nvtx-emit", "also emit ISCOPE ranges as NVTX ranges")
+      ("report", "write a report at exit (.md, .html or .json)", cxxopts::value<std::string>(), "FILE")
+      ("set", "any other setting (sets INFERSCOPE_<KEY>); repeatable", cxxopts::value<std::vector<std::string>>(), "KEY=VALUE")
+      ("library", "libinferscope.so to inject (default: beside this tool; env INFERSCOPE_LIBRARY)",
+       cxxopts::value<std::string>(), "PATH")
+      ("q,quiet", "no closing line on stderr")
+      ("h,help", "this help")
+      ("version", "print the version and exit");
+
+  const Split split = split_arguments(argc, argv);
+  cxxopts::ParseResult args;
+  try {
+    args = opts.parse(split.options_end, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    return usage_error(e.what(), opts);
+  }
+  if (args.count("help")) {
+    std::cout << opts.help() << "\n" << kExitStatus;
+    return 0;
+  }
+  if (args.count("version")) {
+    std::cout << "iscope-run " INFERSCOPE_VERSION_STRING "\n";
+    return 0;
+  }
+
+  // Settings for the child (INFERSCOPE_*), in command-line order so that a later flag wins, as it did when
+  // they were parsed by hand; each also kept as typed, to be checked before anything runs.
   std::string output, library_override;
-  bool follow = false, quiet = false;
-  std::vector<std::pair<std::string, std::string>> settings;  // INFERSCOPE_* for the child
-  int i = 1;
-  auto value = [&](const std::string& opt) -> std::string {
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "iscope-run: %s needs a value\n%s", opt.c_str(), kUsage);
-      std::exit(2);
-    }
-    return argv[++i];
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::vector<FlagSetting> checked;
+  auto setting = [&](const std::string& key, const std::string& value, const std::string& spelling,
+                     const std::string& as_typed = "") {
+    settings.emplace_back(env_key(key), value);
+    checked.push_back({key, as_typed.empty() ? value : as_typed, spelling});
   };
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string inline_value;
-    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos && a.rfind("--set", 0) != 0) {
-      inline_value = a.substr(a.find('=') + 1);
-      a = a.substr(0, a.find('='));  // --opt=value
-    }
-    auto val = [&](const std::string& opt) { return inline_value.empty() ? value(opt) : inline_value; };
-    if (a == "--") {
-      ++i;
-      break;
-    } else if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "-o" || a == "--output") {
-      output = val(a);
-    } else if (a == "--follow-children") {
-      follow = true;
-    } else if (a == "--buffer-mode") {
-      settings.emplace_back("INFERSCOPE_BUFFER_MODE", val(a));
-    } else if (a == "--trace-size-mb") {
-      settings.emplace_back("INFERSCOPE_TRACE_SIZE_MB", val(a));
-    } else if (a == "--no-cupti") {
-      settings.emplace_back("INFERSCOPE_CUPTI", "0");
-    } else if (a == "--cupti-activities") {
-      settings.emplace_back("INFERSCOPE_CUPTI_ACTIVITIES", val(a));
-    } else if (a == "--no-python") {
-      settings.emplace_back("INFERSCOPE_PYTHON", "0");
-    } else if (a == "--nvtx-emit") {
-      settings.emplace_back("INFERSCOPE_NVTX_EMIT", "1");
-    } else if (a == "--report") {
-      settings.emplace_back("INFERSCOPE_REPORT", absolute(val(a)));
-    } else if (a == "--set") {
-      std::string kv = value(a);
-      auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        std::fprintf(stderr, "iscope-run: --set expects KEY=VALUE, got '%s'\n", kv.c_str());
-        return 2;
-      }
-      settings.emplace_back(env_key(kv.substr(0, eq)), kv.substr(eq + 1));
-    } else if (a == "--library") {
-      library_override = val(a);
-    } else if (a == "-q" || a == "--quiet") {
-      quiet = true;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "iscope-run: unknown option '%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    } else {
-      break;  // the program (no "--" given)
+  for (const auto& kv : args.arguments()) {
+    const std::string& k = kv.key();
+    const std::string& v = kv.value();
+    if (k == "output") output = v;
+    else if (k == "library") library_override = v;
+    else if (k == "buffer-mode") setting("buffer_mode", v, "--buffer-mode");
+    else if (k == "trace-size-mb") setting("trace_size_mb", v, "--trace-size-mb");
+    else if (k == "cupti-activities") setting("cupti_activities", v, "--cupti-activities");
+    else if (k == "no-cupti") settings.emplace_back("INFERSCOPE_CUPTI", "0");
+    else if (k == "no-python") settings.emplace_back("INFERSCOPE_PYTHON", "0");
+    else if (k == "nvtx-emit") settings.emplace_back("INFERSCOPE_NVTX_EMIT", "1");
+    else if (k == "report") setting("report", absolute(v), "--report", v);
+    else if (k == "set") {
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return usage_error("--set expects KEY=VALUE, got '" + v + "'", opts);
+      std::string key = v.substr(0, eq);
+      for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string var = env_key(key);
+      // Variables the runtime reads that are not settings (INFERSCOPE_CLOCK, ...) pass through unchecked.
+      if (std::find(cfg::kNonSettingEnvironment.begin(), cfg::kNonSettingEnvironment.end(), var) !=
+          cfg::kNonSettingEnvironment.end())
+        settings.emplace_back(var, v.substr(eq + 1));
+      else
+        setting(key, v.substr(eq + 1), "--set " + key);
     }
   }
-  if (i >= argc) {
-    std::fprintf(stderr, "iscope-run: no program given\n%s", kUsage);
-    return 2;
+  const bool follow = args.count("follow-children") > 0;
+  const bool quiet = args.count("quiet") > 0;
+  if (split.program >= argc) return usage_error("no program given", opts);
+
+  // Everything the user typed is checked before the program runs: one message per bad flag, naming it.
+  std::vector<std::string> problems = flag_problems(checked);
+  if (!output.empty()) {
+    if (const std::string why = unwritable(output); !why.empty()) problems.push_back("-o " + output + ": " + why);
+  } else if (const std::string why = unwritable("./iscope-run.probe"); !why.empty()) {
+    problems.push_back("the default dump (./<program>.<pid>.iscope): " + why + "; name another with -o");
   }
+  if (args.count("report")) {
+    const std::string report = args["report"].as<std::string>();
+    if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
+  }
+  if (!problems.empty()) {
+    for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
+    return kUsage;
+  }
+  // The environment and the config file the program will see, with these flags applied: a bad value there
+  // would make the runtime record nothing, so it is refused here too, naming the variable or the file.
+  ::setenv("INFERSCOPE_ENABLE", "1", 1);
+  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", follow ? "1" : "0", 1);
+  for (auto& [k, v] : settings) ::setenv(k.c_str(), v.c_str(), 1);
+  try {
+    cfg::resolve();
+  } catch (const cfg::ConfigError& e) {
+    for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
+    return kUsage;
+  }
+
   const std::string library = library_override.empty() ? find_library() : absolute(library_override);
   if (library.empty() || !exists(library)) {
     std::fprintf(stderr, "iscope-run: cannot find libinferscope.so%s%s; set INFERSCOPE_LIBRARY\n",
                  library.empty() ? "" : " at ", library.c_str());
-    return 127;
+    return kCannotStart;
   }
   const std::string python_dir = find_python_dir();
 
@@ -228,58 +357,52 @@ int main(int argc, char** argv) {
   ::sigaction(SIGINT, &ign, &old_int);
   ::sigaction(SIGQUIT, &ign, &old_quit);
 
-  if (!output.empty() && !output_usable(absolute(output))) return 2;
+  if (!output.empty() && !output_usable(absolute(output))) return kUsage;
+  const int i = split.program;
   std::string program = argv[i];
   std::string base = program.substr(program.rfind('/') + 1);
-  // The child waits until the parent has seen what was at its output before it ran (its default output is
-  // named after its pid, known only after fork).
-  int go[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) {
-    std::fprintf(stderr, "iscope-run: pipe failed: %s\n", std::strerror(errno));
-    return 127;
-  }
+  FileVersion before = output.empty() ? FileVersion{} : version_of(absolute(output));
+  timespec launched{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &launched);
   pid_t pid = ::fork();
   if (pid < 0) {
     std::fprintf(stderr, "iscope-run: fork failed: %s\n", std::strerror(errno));
-    return 127;
+    return kCannotStart;
   }
   if (pid == 0) {
-    char byte = 0;
-    ::close(go[1]);
-    while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {
-    }
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     const std::string me = std::to_string(::getpid());
     std::string out = output.empty() ? base + "." + me + ".iscope" : output;
-    ::setenv("INFERSCOPE_ENABLE", "1", 1);
     ::setenv("INFERSCOPE_OUTPUT", absolute(out).c_str(), 1);
     ::setenv("INFERSCOPE_ROOT_PID", me.c_str(), 1);
-    ::setenv("INFERSCOPE_FOLLOW_CHILDREN", follow ? "1" : "0", 1);
-    for (auto& [k, v] : settings) ::setenv(k.c_str(), v.c_str(), 1);
     prepend("LD_PRELOAD", library, ':');
     ::setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
     ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
     if (!python_dir.empty()) prepend("PYTHONPATH", python_dir, ':');
     ::execvp(argv[i], argv + i);
     std::fprintf(stderr, "iscope-run: cannot run %s: %s\n", argv[i], std::strerror(errno));
-    ::_exit(127);
+    ::_exit(kCannotStart);
   }
   g_child = pid;
   const std::string dump = absolute(output.empty() ? base + "." + std::to_string(pid) + ".iscope" : output);
-  const auto before = file_id(dump);
-  ::close(go[0]);
-  ::close(go[1]);  // the child goes on
+  if (output.empty()) before = version_of(dump);  // a leftover of an earlier process with this pid
   for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &fwd, nullptr);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
       std::fprintf(stderr, "iscope-run: waitpid failed: %s\n", std::strerror(errno));
-      return 127;
+      return kCannotStart;
     }
   }
-  if (!quiet && !(WIFEXITED(status) && WEXITSTATUS(status) == 127 && !exists(dump))) report_dump(dump, before);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  if (written_since(before, version_of(dump), launched)) {
+    if (!quiet) std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
+    return program_status;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kCannotStart) return kCannotStart;  // exec failed: said above
+  std::fprintf(stderr, "iscope-run: no dump written to %s by this run%s (the program ended with status %d; its stderr "
+               "may say why)\n", dump.c_str(), version_of(dump).exists ? ": the file there is from an earlier run" : "",
+               program_status);
+  return kNoDump;
 }

@@ -46,6 +46,10 @@ __all__ = [
     "trace_python",
 ]
 
+#: The InferScope version (CMakeLists.txt's project version, compiled into _native): what every tool's
+#: --version prints.
+__version__ = _native.__version__
+
 #: "sys.monitoring (tool id 2, PROFILER_ID)" or "C profile hook (all threads)"
 tracing_mechanism = _native.tracing_mechanism
 

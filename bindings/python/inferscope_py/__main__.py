@@ -20,6 +20,7 @@ def _parser():
         description="Profile a Python program with InferScope (ranges, Python calls, and GPU activity when "
         "the GPU collector is present).",
     )
+    p.add_argument("--version", action="version", version=f"inferscope_py {inferscope_py.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a script (or -m module) with Python tracing on")
     run.add_argument("-o", "--output", help="dump file (default: inferscope-<pid>.iscope)")
