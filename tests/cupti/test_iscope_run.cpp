@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -266,3 +267,29 @@ TEST_CASE("the C++ server sample under iscope-run: same output, ranges recorded"
   ::unlink(dump.c_str());
 }
 #endif
+
+TEST_CASE("a library under a path with a space is preloaded; an iscope-run away from the build tree never uses it") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "cupti" / ("my tools " + std::to_string(::getpid()));
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "lib");
+  fs::copy_file(INFERSCOPE_LIB, dir / "lib" / "libinferscope.so", fs::copy_options::overwrite_existing);
+  fs::copy_file(ISCOPE_RUN, dir / "bin" / "iscope-run", fs::copy_options::overwrite_existing);
+  const std::string installed = (dir / "bin" / "iscope-run").string();
+  const std::string dump = temp_path("space");
+  // Installed layout with a space in the prefix: the library beside it is found and loaded.
+  Result r = run({installed, "-o", dump, "--", ISCOPE_RUN_CHILD, "--print", "ok", "--exit", "0"}, -1, 0, true);
+  CAPTURE(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out == "ok\n");
+  check_dump(dump);
+  ::unlink(dump.c_str());
+  // The same copy without a library beside it: a clear error, never the build tree's library.
+  fs::remove(dir / "lib" / "libinferscope.so");
+  Result none = run({installed, "-o", dump, "--", ISCOPE_RUN_CHILD, "--exit", "0"}, -1, 0, true);
+  CAPTURE(none.err);
+  CHECK(none.status == 127);
+  CHECK(none.err.find("cannot find libinferscope.so") != std::string::npos);
+  CHECK_FALSE(fs::exists(dump));
+  fs::remove_all(dir);
+}

@@ -101,11 +101,26 @@ std::string absolute(const std::string& p) {
   return std::string(cwd) + "/" + p;
 }
 
+void prepend(const char* var, const std::string& value, char sep) {
+  const char* old = std::getenv(var);
+  std::string v = value;
+  if (old && *old) v += std::string(1, sep) + old;
+  ::setenv(var, v.c_str(), 1);
+}
+
+// The build tree's paths are compiled in for the iscope-run that sits in the build tree. A copy installed or
+// moved elsewhere never falls back to them: a stale build would be loaded into the user's program.
+bool in_build_tree() {
+  char a[PATH_MAX] = {}, b[PATH_MAX] = {};
+  return ::realpath(exe_dir().c_str(), a) && ::realpath(INFERSCOPE_BUILD_EXE_DIR, b) && std::strcmp(a, b) == 0;
+}
+
 std::string find_library() {
   if (const char* e = std::getenv("INFERSCOPE_LIBRARY"); e && *e) return absolute(e);
   const std::string dir = exe_dir();
-  for (std::string c : {dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/libinferscope.so", dir + "/../lib/libinferscope.so",
-                        std::string(INFERSCOPE_BUILD_LIBRARY)})
+  std::vector<std::string> where{dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/libinferscope.so", dir + "/../lib/libinferscope.so"};
+  if (in_build_tree()) where.push_back(INFERSCOPE_BUILD_LIBRARY);
+  for (const std::string& c : where)
     if (exists(c)) return c;
   return {};
 }
@@ -113,18 +128,27 @@ std::string find_library() {
 std::string find_python_dir() {
   if (const char* e = std::getenv("INFERSCOPE_PYTHON_DIR"); e && *e) return exists(e) ? absolute(e) : std::string();
   const std::string dir = exe_dir();
-  for (std::string c : {dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/inferscope/python", dir + "/../lib/inferscope/python",
-                        std::string(INFERSCOPE_BUILD_PYTHON_DIR)})
+  std::vector<std::string> where{dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/inferscope/python",
+                                 dir + "/../lib/inferscope/python"};
+  if (in_build_tree()) where.push_back(INFERSCOPE_BUILD_PYTHON_DIR);
+  for (const std::string& c : where)
     if (exists(c)) return c;
   return {};
 }
 
-void prepend(const char* var, const std::string& value, char sep) {
-  const char* old = std::getenv(var);
-  std::string v = value;
-  if (old && *old) v += std::string(1, sep) + old;
-  ::setenv(var, v.c_str(), 1);
+// LD_PRELOAD splits its value at spaces and colons, so a library under "/opt/my tools/lib" cannot be named
+// there. A bare file name is searched along LD_LIBRARY_PATH, which splits at colons only: the directory goes
+// there instead. A colon in the path cannot be expressed in either (the caller refuses it).
+void preload(const std::string& library) {
+  if (library.find_first_of(" \t") == std::string::npos) {
+    prepend("LD_PRELOAD", library, ':');
+    return;
+  }
+  const size_t slash = library.rfind('/');
+  prepend("LD_LIBRARY_PATH", library.substr(0, slash), ':');
+  prepend("LD_PRELOAD", library.substr(slash + 1), ':');
 }
+
 
 std::string env_key(std::string key) {
   for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -340,6 +364,11 @@ int main(int argc, char** argv) {
   }
 
   const std::string library = library_override.empty() ? find_library() : absolute(library_override);
+  if (library.find(':') != std::string::npos) {
+    std::fprintf(stderr, "iscope-run: the library path %s holds a ':', which LD_PRELOAD and LD_LIBRARY_PATH cannot "
+                 "express; install it elsewhere or point INFERSCOPE_LIBRARY at a path without one\n", library.c_str());
+    return kCannotStart;
+  }
   if (library.empty() || !exists(library)) {
     std::fprintf(stderr, "iscope-run: cannot find libinferscope.so%s%s; set INFERSCOPE_LIBRARY\n",
                  library.empty() ? "" : " at ", library.c_str());
@@ -376,7 +405,7 @@ int main(int argc, char** argv) {
     std::string out = output.empty() ? base + "." + me + ".iscope" : output;
     ::setenv("INFERSCOPE_OUTPUT", absolute(out).c_str(), 1);
     ::setenv("INFERSCOPE_ROOT_PID", me.c_str(), 1);
-    prepend("LD_PRELOAD", library, ':');
+    preload(library);
     ::setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
     ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
     if (!python_dir.empty()) prepend("PYTHONPATH", python_dir, ':');
