@@ -197,6 +197,18 @@ struct RepresentativeStep {
   std::vector<TimelineLane> lanes;
 };
 
+/// A child process recorded beside this dump (follow_children), analysed on its own (children.hpp).
+struct ChildProcess {
+  std::string path;
+  uint64_t pid = 0;
+  std::string cmdline;
+  bool complete = false;   ///< its dump ended with an END chunk
+  uint64_t events = 0, steps = 0;
+  double step_ms = 0;      ///< its steady median step (or trace time without steps)
+  std::string primary;     ///< its primary finding's category ("" = none)
+  std::string error;       ///< set when it could not be read; the rest is then empty
+};
+
 struct Analysis {
   std::string source;                            ///< input path
   std::string source_format;                     ///< "dump" | "json"
@@ -221,6 +233,7 @@ struct Analysis {
   std::vector<std::string> warnings;             ///< damage, drops, alignment, unknown event types ...
   uint64_t events = 0;
   bool partial = false;  ///< added by the analyzer: corrupt input, only the data before the damage were read
+  std::vector<ChildProcess> children;  ///< child dumps beside this one (iscope-analyze fills it; children.hpp)
 };
 
 }  // namespace inferscope::analyze

@@ -365,6 +365,19 @@ void section(std::ostream& out, const char* id, const char* title, const Table& 
   out << "</section>\n";
 }
 
+// The child processes recorded beside this dump (iscope-run --follow-children), each analysed on its own.
+void write_children(const Analysis& a, std::ostream& out) {
+  if (a.children.empty()) return;
+  Table t{{"pid", "command", "dump", "complete", "steps", "step (ms)", "primary"},
+          {true, false, false, false, true, true, false}, {}};
+  for (const auto& c : a.children)
+    t.rows.push_back({std::to_string(c.pid), h(c.cmdline), h(c.path), c.complete ? "yes" : "no", std::to_string(c.steps),
+                      fmt(c.step_ms, 3), h(!c.error.empty() ? "unreadable: " + c.error : c.primary.empty() ? "-" : c.primary)});
+  out << "<section id=\"children\"><h2>Child processes</h2>\n";
+  t.write(out);
+  out << "<p class=\"muted\">Analyse one with <code>iscope-analyze DUMP</code> for its full report.</p></section>\n";
+}
+
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
   Table k{{"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
           {false, true, true, true, true, false}, {}};
@@ -497,6 +510,7 @@ void write_html(const Analysis& a, std::ostream& out) {
   write_steps(a, out);
   write_findings(a, names, out);
   write_tables(a, names, out);
+  write_children(a, out);
   write_process(a, out);
   out << "<script>" << kScript << "</script>\n</body></html>\n";
 }

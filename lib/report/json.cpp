@@ -343,6 +343,21 @@ void write_json(const Analysis& a, std::ostream& out) {
   for (const auto& w : a.warnings) warnings.push_back(str(w));
   root["warnings"] = std::move(warnings);
   root["partial"] = a.partial;
+  json::array children;
+  for (const auto& c : a.children) {
+    json::object x;
+    x["path"] = str(c.path);
+    x["pid"] = num(c.pid);
+    x["cmdline"] = str(c.cmdline);
+    x["complete"] = c.complete;
+    x["events"] = num(c.events);
+    x["steps"] = num(c.steps);
+    x["step_ms"] = num(c.step_ms);
+    x["primary"] = str(c.primary);
+    x["error"] = str(c.error);
+    children.push_back(std::move(x));
+  }
+  root["children"] = std::move(children);
   root["representative"] = representative_json(a.representative);
   std::string text;
   put(text, root, 0);

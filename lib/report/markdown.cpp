@@ -341,6 +341,22 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
 
 /// Every recorded process fact, at the end. Names of threads the session never saw (os_thread.*) are in the
 /// threads table's terms already, so only their number is given.
+// The child processes recorded beside this dump (iscope-run --follow-children), each analysed on its own.
+void write_children(const Analysis& a, std::ostream& out) {
+  if (a.children.empty()) return;
+  out << "## Child processes\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : a.children) {
+    const std::string verdict = !c.error.empty() ? "unreadable: " + truncate(c.error, 80)
+                                                 : c.primary.empty() ? std::string("-") : c.primary;
+    rows.push_back({std::to_string(c.pid), cell(c.cmdline), cell(c.path), c.complete ? "yes" : "no",
+                    std::to_string(c.steps), fmt(c.step_ms, 3), cell(verdict)});
+  }
+  table(out, {"pid", "command", "dump", "complete", "steps", "step (ms)", "primary"},
+        {true, false, false, false, true, true, false}, rows);
+  out << "Analyse one with `iscope-analyze <dump>` for its full report.\n\n";
+}
+
 void write_process(const Analysis& a, std::ostream& out) {
   size_t os_threads = 0;
   bool any = false;
@@ -397,6 +413,7 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   write_steps(a, out);
   write_findings(a, names, out);
   write_tables(a, names, out);
+  write_children(a, out);
   write_process(a, out);
 
   std::istringstream in(out.str());

@@ -29,6 +29,9 @@ inline analyze::Analysis sample_analysis(bool hostile = false) {
   a.steps.max_ms = 21.0;
   a.steps.min_ms = 11.8;
   a.steps.slowest = {{41, 520.5, 21.0}, {7, 95.25, 18.9}, {88, 1101.0, 15.2}};
+  a.children = {{"/tmp/gpt2.4250.iscope", 4250, "python -c from multiprocessing.spawn import spawn_main" + evil, true,
+                 5120, 0, 310.0, "cpu_bound", ""},
+                {"/tmp/gpt2.4251.iscope", 4251, "", false, 0, 0, 0, "", "/tmp/gpt2.4251.iscope: cut short"}};
   a.steps.total = 103;
   a.steps.warmup = 3;
   a.steps.typical = 98;

@@ -37,7 +37,11 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(keys(root) == std::vector<std::string>{"schema_version", "source", "source_format", "process", "events",
                                                 "trace_ms", "end_to_end_ms", "steps", "breakdown", "findings",
                                                 "tables", "alignment", "drops", "warnings", "partial",
-                                                "representative"});
+                                                "children", "representative"});
+  REQUIRE(root.at("children").as_array().size() == 2);
+  CHECK(root.at("children").at(0).at("pid").to_number<uint64_t>() == 4250);
+  CHECK(root.at("children").at(0).at("primary").as_string() == "cpu_bound");
+  CHECK(root.at("children").at(1).at("error").as_string() == "/tmp/gpt2.4251.iscope: cut short");
   CHECK(root.at("schema_version").as_int64() == 1);
   CHECK(root.at("end_to_end_ms").as_double() == 12.5);
   CHECK(root.at("source").as_string() == "/tmp/gpt2.iscope");

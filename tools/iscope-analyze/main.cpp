@@ -11,6 +11,7 @@
 // written). docs/cli.md lists every tool's exit statuses.
 #include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
+#include "analyze/children.hpp"
 #include "analyze/summary.hpp"
 #include "dump/files.hpp"
 #include "dump/path.hpp"
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
       ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
+      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)")
       ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality")
       ("findings", "print the findings digest (one line per finding) on stdout")
       ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)")
@@ -237,6 +239,8 @@ int main(int argc, char** argv) {
                  "call and 24 per GPU activity); use a machine with more memory\n";
     return 1;
   }
+  if (!args.count("no-children") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
+    a.children = inferscope::analyze::find_children(path, a, o);
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
 
   bool ok = true;

@@ -1,0 +1,76 @@
+#include "analyze/children.hpp"
+
+#include "dump/reader.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+#include <filesystem>
+
+namespace inferscope::analyze {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "run.4711.iscope" for the stem "run": the pid, else 0.
+uint64_t child_pid_of(const std::string& file, const std::string& stem_name) {
+  const std::string suffix = ".iscope";
+  if (file.size() <= stem_name.size() + 1 + suffix.size() || file.compare(0, stem_name.size(), stem_name) != 0 ||
+      file[stem_name.size()] != '.' || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return 0;
+  const std::string digits = file.substr(stem_name.size() + 1, file.size() - stem_name.size() - 1 - suffix.size());
+  if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return 0;
+  return std::stoull(digits);
+}
+
+ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptions& options) {
+  ChildProcess c;
+  c.path = path;
+  c.pid = pid;
+  try {
+    dump::DumpReader r(path);
+    c.cmdline = r.process_value("cmdline");
+    c.complete = r.complete();
+    Analysis a = analyze_dump(r, options);
+    c.events = a.events;
+    c.steps = a.steps.count;
+    c.step_ms = a.end_to_end_ms;
+    for (const Finding& f : a.findings)
+      if (f.primary) c.primary = f.category;
+  } catch (const std::exception& e) {
+    c.error = e.what();
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<ChildProcess> find_children(const std::string& parent_path, const Analysis& parent,
+                                        const AnalyzeOptions& options) {
+  std::vector<ChildProcess> out;
+  auto pid_it = parent.process.find("pid");
+  if (pid_it == parent.process.end() || pid_it->second.empty()) return out;
+  const fs::path p(parent_path);
+  if (p.extension() != ".iscope") return out;
+  const std::string stem_name = p.stem().string();
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  std::vector<std::pair<uint64_t, fs::path>> candidates;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    if (uint64_t pid = child_pid_of(e.path().filename().string(), stem_name)) candidates.emplace_back(pid, e.path());
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (const auto& [pid, path] : candidates) {
+    try {  // a cheap look at the process info first: only the parent's own children are analysed
+      if (dump::DumpReader(path.string()).process_value("ppid") != pid_it->second) continue;
+    } catch (const std::exception&) {
+      // unreadable: listed with its error below only when its name says it is one of ours
+    }
+    out.push_back(summarise(path.string(), pid, options));
+  }
+  return out;
+}
+
+}  // namespace inferscope::analyze

@@ -1,0 +1,24 @@
+// The processes a recorded program forked or spawned, recorded with follow_children (iscope-run
+// --follow-children): each wrote `<stem>.<pid>.iscope` beside the parent's dump, naming its parent's pid as
+// `ppid` in its process info. The analyzer opens a parent with them: each child is analysed on its own and
+// summarised in the parent's report (docs/reliability.md, "fork()").
+//
+//   Analysis a = analyze_file("run.iscope", o);
+//   a.children = find_children("run.iscope", a, o);   // run.4711.iscope, run.4712.iscope, ...
+#pragma once
+
+#include "analyze/analysis.hpp"
+#include "analyze/analyzer.hpp"
+
+#include <string>
+#include <vector>
+
+namespace inferscope::analyze {
+
+/// The child dumps of the dump at `parent_path` whose analysis is `parent`: files `<stem>.<digits>.iscope` in
+/// its directory (stem: the path without `.iscope`) whose `ppid` is the parent's `pid`, in pid order, each
+/// analysed with `options`. A child that cannot be read is listed with its error, never fatal.
+std::vector<ChildProcess> find_children(const std::string& parent_path, const Analysis& parent,
+                                        const AnalyzeOptions& options);
+
+}  // namespace inferscope::analyze
