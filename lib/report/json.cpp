@@ -24,6 +24,18 @@ json::value str(const std::string& s) { return json::string(valid_utf8(s)); }
 json::value num(double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); }
 json::value num(uint64_t v) { return json::value(v); }
 
+json::array steps_array(const std::vector<analyze::StepInstance>& steps) {
+  json::array a;
+  for (const auto& st : steps) {
+    json::object x;
+    x["index"] = num(uint64_t(st.index));
+    x["start_ms"] = num(st.start_ms);
+    x["duration_ms"] = num(st.duration_ms);
+    a.push_back(std::move(x));
+  }
+  return a;
+}
+
 json::object steps_json(const analyze::StepStats& s) {
   json::object o;
   o["name"] = str(s.name);
@@ -41,24 +53,8 @@ json::object steps_json(const analyze::StepStats& s) {
   o["p99_ms"] = num(s.p99_ms);
   o["max_ms"] = num(s.max_ms);
   o["min_ms"] = num(s.min_ms);
-  json::array slowest;
-  for (const auto& st : s.slowest) {
-    json::object x;
-    x["index"] = num(uint64_t(st.index));
-    x["start_ms"] = num(st.start_ms);
-    x["duration_ms"] = num(st.duration_ms);
-    slowest.push_back(std::move(x));
-  }
-  o["slowest"] = std::move(slowest);
-  json::array outliers;
-  for (const auto& st : s.outliers) {
-    json::object x;
-    x["index"] = num(uint64_t(st.index));
-    x["start_ms"] = num(st.start_ms);
-    x["duration_ms"] = num(st.duration_ms);
-    outliers.push_back(std::move(x));
-  }
-  o["outliers"] = std::move(outliers);
+  o["slowest"] = steps_array(s.slowest);
+  o["outliers"] = steps_array(s.outliers);
   return o;
 }
 
