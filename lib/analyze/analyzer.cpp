@@ -18,6 +18,7 @@
 #include "analyze/idle_attribution.hpp"
 #include "analyze/model.hpp"
 #include "analyze/rules/rule.hpp"
+#include "analyze/stages.hpp"
 #include "analyze/step_policy.hpp"
 #include "analyze/what_if.hpp"
 #include "analyze/summary.hpp"
@@ -64,336 +65,49 @@ bool looks_like_module_path(std::string_view name) {
   return name.find("..") == std::string_view::npos;
 }
 
-namespace {
+using namespace detail;  // the stages' helpers and state (stages.hpp)
 
-constexpr int64_t kBetweenKernelsGapNs = 100'000;  // docs/analysis.md: "gaps between kernels"
 
-uint32_t sat32(int64_t v) { return v <= 0 ? 0 : v >= int64_t(UINT32_MAX) ? UINT32_MAX : uint32_t(v); }
-double ms(double ns) { return ns / 1e6; }
-
-uint8_t classify_api(const std::string& n) {
-  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
-  if (has("Synchronize")) return detail::kSync;
-  if (has("Launch")) return detail::kLaunch;
-  if (has("Memcpy") || has("Memset")) return has("Async") ? detail::kCopyAsync : (has("Memcpy") ? detail::kCopySync : detail::kCopyAsync);
-  if (has("Free")) return detail::kFree;
-  if (has("Malloc") || has("MemAlloc") || has("MemCreate")) return detail::kAlloc;
-  return detail::kOtherApi;
+Context::Context(const dump::DumpReader& reader, const AnalyzeOptions& options)
+    : r(reader), opt(options), clock(reader.calibration()), nstr(reader.string_count() + 1), chunks(reader.event_chunks()) {
+  sname.resize(nstr);
+  for (uint32_t i = 1; i < nstr; ++i) sname[i] = r.string_at(i);
+  // Step names asked for.
+  step_name.assign(nstr, 0);
+  if (!opt.step.empty()) {
+    for (uint32_t i = 1; i < nstr; ++i)
+      if (r.has_string(i) && name_of(i) == opt.step) step_name[i] = 1;
+    for (auto& [id, c] : r.code_table())
+      if (c.qualname == opt.step || (c.qualname.size() > opt.step.size() &&
+                                     c.qualname.compare(c.qualname.size() - opt.step.size(), opt.step.size(), opt.step) == 0 &&
+                                     c.qualname[c.qualname.size() - opt.step.size() - 1] == '.'))
+        step_codes.insert(id);
+  }
+  W = dump::worker_threads(opt.threads);
+  chunk_channel.resize(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) chunk_channel[i] = is_channel(chunks[i].thread_id);
+  prog.on = opt.progress;
+  // Python code ids index per-worker tables: one past the largest id the dump's code table holds bounds them,
+  // and at least 65,536 ids (3 MiB a table) stay themselves when the table was cut off; a larger id is counted
+  // as code 0, so a damaged record cannot size a table per worker (a fuzzed dump sized 784 MB each).
+  for (auto& [id, c] : r.code_table())
+    if (id < (1u << 24) && id >= code_limit) code_limit = id + 1;
 }
 
-const char* memory_name(uint8_t k) { return memory_kind_name(static_cast<MemoryKind>(k)); }
-const char* copy_name(uint8_t k) {
-  switch (static_cast<CopyKind>(k)) {
-    case CopyKind::kHtoD: case CopyKind::kHtoA: return "h2d";
-    case CopyKind::kDtoH: case CopyKind::kAtoH: return "d2h";
-    case CopyKind::kDtoD: case CopyKind::kAtoA: case CopyKind::kAtoD: case CopyKind::kDtoA: return "d2d";
-    case CopyKind::kHtoH: return "h2h";
-    case CopyKind::kPtoP: return "peer";
-    default: return "unknown";
-  }
+std::string Context::code_name(uint32_t code) const {
+  auto it = r.code_table().find(code);
+  return it == r.code_table().end() ? "<code " + std::to_string(code) + ">" : it->second.qualname;
 }
 
-// Self time like SelfTimer, plus what joining two workers' halves of one thread needs: per nesting level, the
-// first frame that read that level's children sum (whose self time misses the children that arrived in the
-// previous worker's part), and whether the level was reset.
-struct SelfTrack {
-  struct First {
-    uint32_t target = 0;  // where its self time went (a name or code id; kNone: nowhere)
-    int64_t dur = 0, kids = 0;
-  };
-  static constexpr uint32_t kNone = UINT32_MAX;
-  SelfTimer<int64_t> timer;
-  std::vector<uint8_t> consumed;  // by level
-  std::vector<First> first;       // by level, valid where consumed
-  int64_t self(uint32_t depth, int64_t dur, uint32_t target) {
-    const size_t level = size_t(depth) + 1;
-    if (consumed.size() <= level) {
-      consumed.resize(level + 1, 0);
-      first.resize(level + 1);
-    }
-    if (!consumed[level]) {
-      consumed[level] = 1;
-      first[level] = {target, dur, level < timer.children.size() ? timer.children[level] : 0};
-    }
-    return timer.self(depth, dur);
-  }
-  // Joins this part after `carried` (the children sums at its start): corrects the self time of the first
-  // consumer of each level through apply(target, delta) and leaves in `carried` the sums at its end.
-  template <class Apply>
-  void join_after(std::vector<int64_t>& carried, Apply&& apply) const {
-    for (size_t level = 0; level < carried.size(); ++level) {
-      if (!carried[level] || level >= consumed.size() || !consumed[level]) continue;
-      const First& f = first[level];
-      const int64_t was = f.dur > f.kids ? f.dur - f.kids : 0;
-      const int64_t kids = f.kids + carried[level];
-      const int64_t is = f.dur > kids ? f.dur - kids : 0;
-      if (is != was && f.target != kNone) apply(f.target, is - was);
-    }
-    const auto& end = timer.children;
-    if (carried.size() < end.size()) carried.resize(end.size(), 0);
-    for (size_t level = 0; level < carried.size(); ++level) {
-      const int64_t local = level < end.size() ? end[level] : 0;
-      carried[level] = (level < consumed.size() && consumed[level]) ? local : carried[level] + local;
-    }
-  }
-};
-
-// A fixed-size array whose pages are first touched by the worker that fills them (a std::vector would zero it
-// all on one thread first). Only for implicit-lifetime types. No MADV_HUGEPAGE: measured on the development VM
-// (THP "madvise" mode), direct compaction for the huge pages tripled the system time of a 50 M-event analysis.
-template <class T>
-class Slab {
- public:
-  Slab() = default;
-  Slab(const Slab&) = delete;
-  Slab& operator=(const Slab&) = delete;
-  ~Slab() { release(); }
-  void allocate(size_t n) {
-    release();
-    if (!n) return;
-    bytes_ = n * sizeof(T);
-    void* m = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    p_ = static_cast<T*>(m);
-    n_ = n;
-  }
-  T* begin() const { return p_; }
-  T* end() const { return p_ + n_; }
-  size_t size() const { return n_; }
-  bool empty() const { return n_ == 0; }
-  T& operator[](size_t i) const { return p_[i]; }
-  /// Keeps the first n elements (the mapping stays until destruction).
-  void shrink(size_t n) { n_ = std::min(n, n_); }
-
- private:
-  void release() {
-    if (p_) ::munmap(p_, bytes_);
-    p_ = nullptr;
-    n_ = bytes_ = 0;
-  }
-  T* p_ = nullptr;
-  size_t n_ = 0, bytes_ = 0;
-};
-
-// Runs fn(0..n-1), each on its own thread (fn(0) on the caller's); rethrows the first failure after all ended.
-template <class F>
-void run_parallel(size_t n, F&& fn) {
-  std::vector<std::exception_ptr> errors(n);
-  auto guarded = [&](size_t i) {
-    try {
-      fn(i);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  size_t started = 1;
-  try {
-    for (; started < n; ++started) pool.emplace_back(guarded, started);
-  } catch (const std::system_error&) {  // no more threads (limits): the rest runs here
-  }
-  if (n) guarded(0);
-  for (size_t i = started; i < n; ++i) guarded(i);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+std::string Context::code_where(uint32_t code) const {
+  auto it = r.code_table().find(code);
+  if (it == r.code_table().end()) return code_name(code);
+  const auto& c = it->second;
+  if (c.file.empty()) return c.qualname;
+  const size_t slash = c.file.find_last_of('/');
+  return c.qualname + " (" + c.file.substr(slash == std::string::npos ? 0 : slash + 1) +
+         (c.line ? ":" + std::to_string(c.line) : std::string()) + ")";
 }
-
-// Splits the event chunks that `take` accepts into at most `parts` runs of consecutive chunks of about equal
-// bytes: [begin, end) indexes into event_chunks(). Consecutive runs keep file order when results are joined.
-template <class Take>
-std::vector<std::pair<size_t, size_t>> split_chunks(const std::vector<dump::EventsChunkRef>& chunks, unsigned parts,
-                                                    Take&& take) {
-  uint64_t total = 0;
-  size_t taken = 0;
-  for (size_t i = 0; i < chunks.size(); ++i)
-    if (take(i)) { total += chunks[i].length; ++taken; }
-  parts = std::max(1u, std::min<unsigned>(parts, unsigned(std::max<size_t>(taken, 1))));
-  std::vector<std::pair<size_t, size_t>> out;
-  size_t begin = 0;
-  uint64_t acc = 0;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    if (!take(i)) continue;
-    acc += chunks[i].length;
-    if (out.size() + 1 < parts && acc >= total / parts * (out.size() + 1)) {
-      out.emplace_back(begin, i + 1);
-      begin = i + 1;
-    }
-  }
-  out.emplace_back(begin, chunks.size());
-  return out;
-}
-
-// An open-addressing map from 64-bit keys (never ~0) to sums, for the attributor's per-kernel counters: one
-// probe in a flat array instead of a node allocation per key. Iteration order is unspecified, like
-// std::unordered_map's (its users break ties themselves).
-class FlatSums {
- public:
-  using Entry = std::pair<uint64_t, int64_t>;
-  int64_t& operator[](uint64_t key) {
-    if ((used_ + 1) * 2 > slots_.size()) grow();
-    size_t i = hash(key) & (slots_.size() - 1);
-    while (slots_[i].first != kEmpty && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
-    if (slots_[i].first == kEmpty) {
-      slots_[i] = {key, 0};
-      ++used_;
-    }
-    return slots_[i].second;
-  }
-  template <class F>
-  void for_each(F&& f) const {
-    for (auto& e : slots_)
-      if (e.first != kEmpty) f(e.first, e.second);
-  }
-
- private:
-  static constexpr uint64_t kEmpty = ~uint64_t(0);
-  static size_t hash(uint64_t k) { return size_t((k * 0x9E3779B97F4A7C15ull) >> 20); }
-  void grow() {
-    std::vector<Entry> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(64, old.size() * 2), Entry{kEmpty, 0});
-    used_ = 0;
-    for (auto& e : old)
-      if (e.first != kEmpty) (*this)[e.first] = e.second;
-  }
-  std::vector<Entry> slots_;
-  size_t used_ = 0;
-};
-
-// Cand::name of a top-level NVTX range (string ids stay far below; Python code ids use bit 31).
-constexpr uint32_t kNvtxCand = 0x40000000u;
-
-// ApiOp::pad bits.
-constexpr uint8_t kApiRehomed = 1;  ///< from a channel (CUPTI's API activity records), moved to its calling thread
-constexpr uint8_t kApiDriver = 2;   ///< driver API domain
-constexpr uint8_t kApiDropped = 4;  ///< a driver call inside a runtime call with the same correlation id
-
-struct ThreadState {
-  std::vector<uint32_t> pend_py, pend_range, pend_layer;  // indexes of calls waiting for their innermost frame
-  SelfTrack range_self, py_self;
-  double busy_range = 0, busy_py = 0;  // depth-0 frame time
-  std::vector<std::pair<uint64_t, int64_t>> shallow_py;  // Python calls at depth <= 3 by code: (count, total ns)
-  uint64_t apis = 0, py_calls = 0, ranges = 0;
-  bool seen = false;
-};
-
-struct NameAgg {
-  DurationStats d;
-  int64_t self = 0;
-};
-
-struct Cand {
-  uint32_t thread, name;
-  int64_t start, end;
-};
-
-struct CopyKey {
-  std::string dir, src, dst;
-  bool operator<(const CopyKey& o) const { return std::tie(dir, src, dst) < std::tie(o.dir, o.src, o.dst); }
-};
-struct CopyAgg {
-  uint64_t count = 0, bytes = 0;
-  int64_t ns = 0;
-};
-
-struct CounterSample {
-  uint32_t name;
-  uint8_t scope;
-  uint32_t target;
-  int64_t ts;
-  double v;
-};
-
-struct Progress {  // workers report finished chunks from several threads
-  bool on = false;
-  uint64_t total = 0, done = 0, next = 0;
-  std::mutex mu;
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  void step(uint64_t n, const char* what) {
-    if (!on) return;
-    std::lock_guard<std::mutex> lock(mu);
-    done += n;
-    if (!on || done < next) return;
-    next = done + std::max<uint64_t>(total / 20, 1);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "iscope-analyze: %s %3.0f%% (%llu of %llu records, %.1f s)\n", what,
-                 total ? 100.0 * double(done) / double(total) : 100.0, (unsigned long long)done,
-                 (unsigned long long)total, s);
-  }
-};
-
-// Union length of intervals fed in start order, clipped to a window.
-struct Union {
-  int64_t cs = 0, ce = 0;
-  bool open = false;
-  int64_t total = 0;
-  void add(int64_t s, int64_t e) {
-    if (!open) { cs = s; ce = e; open = true; return; }
-    if (s > ce) { total += ce - cs; cs = s; ce = e; }
-    else ce = std::max(ce, e);
-  }
-  int64_t finish() { if (open) { total += ce - cs; open = false; } return total; }
-};
-
-// |[a,b) ∩ list| for a sorted disjoint list; `i` is a cursor that only moves forward over calls with
-// increasing a.
-int64_t overlap(const std::vector<Span>& list, size_t& i, int64_t a, int64_t b) {
-  while (i < list.size() && list[i].end <= a) ++i;
-  int64_t t = 0;
-  for (size_t j = i; j < list.size() && list[j].start < b; ++j)
-    t += std::max<int64_t>(0, std::min(b, list[j].end) - std::max(a, list[j].start));
-  return t;
-}
-
-// Steps that pay a one-time cost: the one holding the step thread's first CUDA call (it creates the context).
-template <class Calls>
-std::vector<bool> one_time_cost_steps(const std::vector<Cand>& steps, const Calls& apis, uint32_t thread) {
-  std::vector<bool> out(steps.size(), false);
-  int64_t first = std::numeric_limits<int64_t>::max();
-  for (const ApiOp& x : apis)
-    if (x.thread == std::min<uint32_t>(thread, 0xffff)) first = std::min(first, x.start);
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (first >= steps[i].start && first < steps[i].end) out[i] = true;
-  return out;
-}
-
-// A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
-// system time; schedstat's run-queue wait beside it.
-// The sampler names a thread by its OS thread id until the thread binds to the session (its first record), so
-// both forms count: (thread scope, dump id) and (OS-thread scope, os_tid).
-template <class Name>
-detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counters, uint32_t thread, uint32_t os_tid,
-                                       const Name& name_of) {
-  std::map<uint32_t, detail::CumulativeSeries> sched, times;
-  detail::ThreadCounters out;
-  for (const CounterSample& c : counters) {
-    const bool mine = (c.scope == uint8_t(CounterScope::kThread) && c.target == thread) ||
-                      (os_tid && c.scope == uint8_t(CounterScope::kOsThread) && c.target == os_tid);
-    if (!mine) continue;
-    const std::string& n = name_of(c.name);
-    bool schedstat = false;
-    if (detail::is_runnable_counter(n)) out.runnable.points.emplace_back(c.ts, c.v);
-    else if (detail::is_on_cpu_counter(n, schedstat)) (schedstat ? sched : times)[c.name].points.emplace_back(c.ts, c.v);
-  }
-  auto by_time = [](auto& x, auto& y) { return x.first < y.first; };
-  for (auto& [k, v] : sched.empty() ? times : sched) {
-    std::stable_sort(v.points.begin(), v.points.end(), by_time);
-    out.on_cpu.push_back(std::move(v));
-  }
-  std::stable_sort(out.runnable.points.begin(), out.runnable.points.end(), by_time);
-  return out;
-}
-
-// The whole trace as one step: its statistics are that one duration.
-void fill_whole_trace_stats(StepStats& st, double dur_ns) {
-  st.count = 0;
-  st.total = 0;
-  st.typical = 1;
-  st.mean_ms = st.p50_ms = st.p90_ms = st.p99_ms = st.max_ms = st.min_ms = dur_ns / 1e6;
-  st.warmup_reason = "no steps: the whole trace is analysed as one";
-}
-
-}  // namespace
 
 Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   Analysis a;
@@ -413,56 +127,23 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     a.warnings.push_back(std::to_string(dropped) + " records were dropped while recording (see drops); totals are lower bounds");
   dump::report_file_accounting(r, a.warnings, a.drops);  // END chunk's counts vs the file; ids beyond its tables
 
-  const dump::ClockModel clock(r.calibration());
-  const size_t nstr = r.string_count() + 1;
-  // All names up front: the passes below run on several threads and only read them.
-  std::vector<std::string> sname(nstr);
-  for (uint32_t i = 1; i < nstr; ++i) sname[i] = r.string_at(i);
-  auto name_of = [&](uint32_t id) -> const std::string& {
-    static const std::string none;
-    return id < nstr ? sname[id] : none;
-  };
-  auto code_name = [&](uint32_t code) -> std::string {
-    auto it = r.code_table().find(code);
-    return it == r.code_table().end() ? "<code " + std::to_string(code) + ">" : it->second.qualname;
-  };
+  Context cx(r, opt);
+  const auto& clock = cx.clock;
+  const size_t nstr = cx.nstr;
+  auto name_of = [&](uint32_t id) -> const std::string& { return cx.name_of(id); };
+  auto code_name = [&](uint32_t code) { return cx.code_name(code); };
+  auto code_where = [&](uint32_t code) { return cx.code_where(code); };
 
-  // "Model.generate (model.py:42)": the function and where it is, as a launcher label names it.
-  auto code_where = [&](uint32_t code) -> std::string {
-    auto it = r.code_table().find(code);
-    if (it == r.code_table().end()) return code_name(code);
-    const auto& c = it->second;
-    if (c.file.empty()) return c.qualname;
-    const size_t slash = c.file.find_last_of('/');
-    return c.qualname + " (" + c.file.substr(slash == std::string::npos ? 0 : slash + 1) +
-           (c.line ? ":" + std::to_string(c.line) : std::string()) + ")";
-  };
-
-  // Step names asked for.
-  std::vector<uint8_t> step_name(nstr, 0);
-  std::set<uint32_t> step_codes;
-  if (!opt.step.empty()) {
-    for (uint32_t i = 1; i < nstr; ++i)
-      if (r.has_string(i) && name_of(i) == opt.step) step_name[i] = 1;
-    for (auto& [id, c] : r.code_table())
-      if (c.qualname == opt.step || (c.qualname.size() > opt.step.size() &&
-                                     c.qualname.compare(c.qualname.size() - opt.step.size(), opt.step.size(), opt.step) == 0 &&
-                                     c.qualname[c.qualname.size() - opt.step.size() - 1] == '.'))
-        step_codes.insert(id);
-  }
+  const auto& step_name = cx.step_name;
+  const auto& step_codes = cx.step_codes;
   // Pass 1 runs on `W` workers, each over a run of consecutive chunks (all threads and channels in it) with
   // its own aggregates; joined in file order afterwards, so the result is the same for any W (sums of
   // integers, concatenations in order, and two fix-ups where a thread's state crosses from one run into the
   // next: self times and calls waiting for their enclosing frame).
-  const unsigned W = dump::worker_threads(opt.threads);
-  const auto& chunks = r.event_chunks();
-  auto is_channel = [&](uint32_t t) {
-    auto it = r.threads().find(t);
-    return it != r.threads().end() && it->second.is_channel();
-  };
-  std::vector<uint8_t> chunk_channel(chunks.size());
-  for (size_t i = 0; i < chunks.size(); ++i) chunk_channel[i] = is_channel(chunks[i].thread_id);
-  auto thread_slot = [](uint32_t t) { return t >= (1u << 20) ? 0u : t; };  // never size a table by a nonsense id
+  const unsigned W = cx.W;
+  const auto& chunks = cx.chunks;
+  const auto& chunk_channel = cx.chunk_channel;
+  auto thread_slot = [](uint32_t t) { return Context::thread_slot(t); };
 
   std::vector<ThreadState> ts;
   std::vector<NameAgg> range_agg(nstr);
@@ -515,40 +196,18 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     }
   };
 
-  Progress prog;
-  prog.on = opt.progress;
+  auto& prog = cx.prog;
+  auto& phase = cx.phase;
+  const bool timing = cx.phase.on;
 
-  // INFERSCOPE_ANALYZE_TIMING=1 prints how long each phase took (for bench/analyze).
-  const bool timing = std::getenv("INFERSCOPE_ANALYZE_TIMING") != nullptr;
-  auto phase_t0 = std::chrono::steady_clock::now();
-  auto phase = [&](const char* name) {
-    if (!timing) return;
-    auto now = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "iscope-analyze: phase %-22s %.3f s\n", name, std::chrono::duration<double>(now - phase_t0).count());
-    phase_t0 = now;
-  };
-
-  // A range is a layer: attribute layer=1, or no attributes and a dotted module path. May throw DumpError.
   auto range_is_layer = [&](const RecordHeader& h, const uint8_t* p, uint32_t nm, std::vector<int8_t>& dotted) {
-    if (h.size > sizeof(RangeRecord) && h.kind == RecordKind::kRange) {
-      for (auto& at : r.attributes(p))
-        if (at.key == "layer" && (at.i != 0 || at.type == AttrType::kString)) return true;
-      return false;
-    }
-    if (nm >= dotted.size()) dotted.resize(size_t(nm) + 1, -1);
-    if (dotted[nm] < 0) dotted[nm] = looks_like_module_path(name_of(nm)) ? 1 : 0;
-    return dotted[nm] == 1;
+    return cx.range_is_layer(h, p, nm, dotted);
   };
   auto is_gpu_kind = [](RecordKind k) {
     return k == RecordKind::kGpuKernel || k == RecordKind::kGpuMemcpy || k == RecordKind::kGpuMemset;
   };
 
-  // Python code ids index per-worker tables: one past the largest id the dump's code table holds bounds them,
-  // and at least 65,536 ids (3 MiB a table) stay themselves when the table was cut off; a larger id is counted
-  // as code 0, so a damaged record cannot size a table per worker (a fuzzed dump sized 784 MB each).
-  uint32_t code_limit = 1u << 16;
-  for (auto& [id, c] : r.code_table())
-    if (id < (1u << 24) && id >= code_limit) code_limit = id + 1;
+  const uint32_t code_limit = cx.code_limit;
 
   // Calls CUPTI recorded itself (API activity records, the api_activity option) arrive in the "gpu" channel,
   // long after the call, naming the caller by OS thread id. They belong to that thread's entry: the newest one
