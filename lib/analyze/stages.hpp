@@ -111,6 +111,16 @@ class Slab {
   Slab() = default;
   Slab(const Slab&) = delete;
   Slab& operator=(const Slab&) = delete;
+  Slab(Slab&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
+  Slab& operator=(Slab&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
   ~Slab() { release(); }
   void allocate(size_t n) {
     release();
@@ -414,5 +424,35 @@ struct Context {
     return dotted[nm] == 1;
   }
 };
+
+// ---------------------------------------------------------------- ingest (ingest.cpp)
+// What pass 1 and its fix-ups leave: the calls and GPU activities in compact arrays (attributed to their
+// innermost Python frame, range and layer), per-thread and per-name aggregates, counters and the trace span.
+struct Ingested {
+  std::vector<ThreadState> ts;     ///< by dump thread id
+  std::vector<NameAgg> range_agg;  ///< by string id
+  std::vector<NameAgg> py_agg;     ///< by code id (small, dense)
+  std::vector<uint64_t> kernel_count;  ///< by kernel name id
+  std::vector<int64_t> kernel_ns;
+  Slab<ApiOp> apis;
+  Slab<GpuOp> gpu;
+  std::vector<Cand> top, asked;  ///< top-level ranges; instances of the step asked for
+  std::map<CopyKey, CopyAgg> copies;
+  std::map<std::pair<std::string, std::string>, AllocRow> allocs;  ///< (op, memory); the tables add the API time
+  std::vector<std::pair<int64_t, bool>> mem_events;  // (ts, alloc)
+  std::vector<CounterSample> counters;
+  std::map<uint32_t, uint64_t> layer_count;
+  std::map<uint32_t, double> layer_cpu;
+  uint64_t marks = 0;
+  int64_t t_first = std::numeric_limits<int64_t>::max(), t_last = std::numeric_limits<int64_t>::min();
+  uint64_t clock_checks = 0, clock_bad = 0;
+  double clock_worst_ns = 0;
+  int64_t gpu_max_dur = 0;  // longest GPU activity (saturated like GpuOp::dur)
+  uint32_t cmin = UINT32_MAX, cmax = 0;  // correlation ids of the calls
+};
+
+/// Pass 1 on cx.W workers joined in file order, then the fix-ups; adds events, warnings, partial and trace_ms
+/// to `a`.
+Ingested ingest(const Context& cx, Analysis& a);
 
 }  // namespace inferscope::analyze::detail
