@@ -319,18 +319,6 @@ inline int64_t overlap(const std::vector<Span>& list, size_t& i, int64_t a, int6
   return t;
 }
 
-// Steps that pay a one-time cost: the one holding the step thread's first CUDA call (it creates the context).
-template <class Calls>
-std::vector<bool> one_time_cost_steps(const std::vector<Cand>& steps, const Calls& apis, uint32_t thread) {
-  std::vector<bool> out(steps.size(), false);
-  int64_t first = std::numeric_limits<int64_t>::max();
-  for (const ApiOp& x : apis)
-    if (x.thread == std::min<uint32_t>(thread, 0xffff)) first = std::min(first, x.start);
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (first >= steps[i].start && first < steps[i].end) out[i] = true;
-  return out;
-}
-
 // A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
 // system time; schedstat's run-queue wait beside it.
 // The sampler names a thread by its OS thread id until the thread binds to the session (its first record), so
@@ -358,14 +346,6 @@ detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counter
   return out;
 }
 
-// The whole trace as one step: its statistics are that one duration.
-inline void fill_whole_trace_stats(StepStats& st, double dur_ns) {
-  st.count = 0;
-  st.total = 0;
-  st.typical = 1;
-  st.mean_ms = st.p50_ms = st.p90_ms = st.p99_ms = st.max_ms = st.min_ms = dur_ns / 1e6;
-  st.warmup_reason = "no steps: the whole trace is analysed as one";
-}
 
 // INFERSCOPE_ANALYZE_TIMING=1 prints how long each phase took (for bench/analyze).
 struct PhaseClock {
@@ -454,5 +434,32 @@ struct Ingested {
 /// Pass 1 on cx.W workers joined in file order, then the fix-ups; adds events, warnings, partial and trace_ms
 /// to `a`.
 Ingested ingest(const Context& cx, Analysis& a);
+
+// ---------------------------------------------------------------- steps (steps.cpp)
+// The step instances in time order on one thread (no overlaps), the representative one and the steady span.
+struct StepSet {
+  std::vector<Cand> steps;
+  uint32_t step_thread = 0;
+  bool whole = false;  ///< no steps: the whole trace is one
+  size_t rep = 0;      ///< the representative step: the steady step closest to the median
+  int64_t rep_s = 0, rep_e = 0;
+  // Index of the step containing [s,e], -1 if none; `step_hint` is the last step found (records mostly come
+  // in time order: try it first).
+  long step_of(int64_t s, int64_t e, size_t& step_hint) const {
+    if (step_hint < steps.size() && s >= steps[step_hint].start && e <= steps[step_hint].end) return long(step_hint);
+    auto it = std::upper_bound(steps.begin(), steps.end(), s, [](int64_t v, const Cand& c) { return v < c.start; });
+    if (it == steps.begin()) return -1;
+    --it;
+    if (s >= it->start && e <= it->end) {
+      step_hint = size_t(it - steps.begin());
+      return long(step_hint);
+    }
+    return -1;
+  }
+};
+
+/// Finds the steps, applies the step policy (m.selection, m.step_thread_name) and fills a.steps,
+/// a.end_to_end_ms and a.representative.step.
+StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m);
 
 }  // namespace inferscope::analyze::detail
