@@ -25,6 +25,8 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -461,5 +463,72 @@ struct StepSet {
 /// Finds the steps, applies the step policy (m.selection, m.step_thread_name) and fills a.steps,
 /// a.end_to_end_ms and a.representative.step.
 StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m);
+
+// ---------------------------------------------------------------- GPU order and launch index (launch.cpp)
+/// Sorts the GPU activities by start (by every field, a total order) unless they already are, on W threads.
+void order_gpu(Slab<GpuOp>& gpu, unsigned W);
+
+/// The launch call of each correlation id (the latest call for a repeated id): a dense table over
+/// [cmin, cmax] when the ids are dense enough, else a hash map.
+struct LaunchIndex {
+  const Slab<ApiOp>* apis = nullptr;
+  std::vector<uint32_t> dense;
+  std::unordered_map<uint32_t, uint32_t> sparse;
+  bool use_dense = false;
+  uint32_t cmin = UINT32_MAX, cmax = 0;
+  const ApiOp* launch_of(uint32_t corr) const {
+    if (!corr) return nullptr;
+    if (use_dense) {
+      if (corr < cmin || corr > cmax) return nullptr;
+      uint32_t i = dense[corr - cmin];
+      return i == UINT32_MAX ? nullptr : &(*apis)[i];
+    }
+    auto it = sparse.find(corr);
+    return it == sparse.end() ? nullptr : &(*apis)[it->second];
+  }
+};
+LaunchIndex index_launches(const Slab<ApiOp>& apis, uint32_t cmin, uint32_t cmax, unsigned W);
+
+// Launcher labels: "python fn / range R / layer L", interned to small ids so hot loops compare integers.
+// Not thread-safe: the attribution uses it beside pass 2 and the sweep, the tables after it.
+class Launchers {
+ public:
+  Launchers(const Context& cx, const std::string& step_name) : cx(cx), step_name(step_name) {}
+  uint32_t id(const ApiOp* api) {
+    if (!api) return 0;
+    auto key = std::make_tuple(api->py, api->range, api->layer);
+    CacheSlot& slot = label_cache[(api->py * 0x9E3779B1u ^ api->range * 0x85EBCA77u ^ api->layer * 0xC2B2AE3Du) >> 20];
+    if (slot.key == key) return slot.id;
+    return intern(api, slot, key);
+  }
+  const std::string& label(const ApiOp* api) { return labels[id(api)]; }
+  std::vector<std::string> labels{"-"};  ///< by id; 0: none
+
+ private:
+  // A direct-mapped cache in front of the map: launches keep coming from the same few contexts.
+  struct CacheSlot {
+    std::tuple<uint32_t, uint32_t, uint32_t> key{~0u, ~0u, ~0u};
+    uint32_t id = 0;
+  };
+  uint32_t intern(const ApiOp* api, CacheSlot& slot, const std::tuple<uint32_t, uint32_t, uint32_t>& key);
+  const Context& cx;
+  const std::string& step_name;  ///< a.steps.name
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> label_ids;
+  std::vector<CacheSlot> label_cache = std::vector<CacheSlot>(4096);
+};
+
+// ---------------------------------------------------------------- attribution and alignment (launch.cpp)
+struct Attribution {
+  FlatSums kernel_by_launcher;  // (kernel name << 32 | launcher id) -> ns
+  std::vector<uint64_t> kernels_by_launcher;  // launcher id -> kernels launched
+  std::vector<double> layer_gpu;              // by layer name id
+  std::vector<uint64_t> layer_kernels;
+  std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> copy_launchers;  // (desc, who) -> (bytes, n)
+  int64_t max_gpu_dur = 0;
+  Alignment alignment;
+  std::string warning;  ///< the alignment is over budget; empty otherwise
+};
+/// Reads only the arrays (not the dump): runs beside pass 2.
+Attribution attribute(const Context& cx, const Ingested& in, const LaunchIndex& li, Launchers& who);
 
 }  // namespace inferscope::analyze::detail
