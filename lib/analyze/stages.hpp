@@ -445,6 +445,7 @@ struct StepSet {
   bool whole = false;  ///< no steps: the whole trace is one
   size_t rep = 0;      ///< the representative step: the steady step closest to the median
   int64_t rep_s = 0, rep_e = 0;
+  int64_t steps_s = 0, steps_e = 0;  ///< the steady steps' span: the first steady step's start to the last end
   // Index of the step containing [s,e], -1 if none; `step_hint` is the last step found (records mostly come
   // in time order: try it first).
   long step_of(int64_t s, int64_t e, size_t& step_hint) const {
@@ -530,5 +531,16 @@ struct Attribution {
 };
 /// Reads only the arrays (not the dump): runs beside pass 2.
 Attribution attribute(const Context& cx, const Ingested& in, const LaunchIndex& li, Launchers& who);
+
+// ---------------------------------------------------------------- pass 2 (pass2.cpp)
+struct CpuSpan { uint32_t thread; int64_t s, e; uint32_t depth; std::string label; const char* cat; };
+struct HostWork {
+  std::vector<Span> cov;  // step thread: frames inside steps, merged
+  std::vector<CpuSpan> rep_cpu;  ///< ranges and Python frames overlapping the representative step
+  std::map<uint32_t, double> other_py_busy;  // other threads' outermost Python time during the steps span
+};
+/// Pass 2 on cx.W workers over the application threads' chunks, joined in file order like pass 1; fills
+/// m.host_frames and m.hot_host (per steady step). `n_py`: Python code ids counted (Ingested::py_agg's size).
+HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_t steady_steps, Model& m);
 
 }  // namespace inferscope::analyze::detail

@@ -203,6 +203,8 @@ StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m)
   out.rep = rep;
   out.rep_s = rep_s;
   out.rep_e = rep_e;
+  out.steps_s = out.steps[m.selection.warmup].start;  // the steady steps
+  out.steps_e = out.steps.back().end;
   return out;
 }
 
