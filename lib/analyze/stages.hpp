@@ -32,8 +32,6 @@
 
 namespace inferscope::analyze::detail {
 
-constexpr int64_t kBetweenKernelsGapNs = 100'000;  // docs/analysis.md: "gaps between kernels"
-
 inline uint32_t sat32(int64_t v) { return v <= 0 ? 0 : v >= int64_t(UINT32_MAX) ? UINT32_MAX : uint32_t(v); }
 inline double ms(double ns) { return ns / 1e6; }
 
@@ -298,29 +296,6 @@ struct Progress {  // workers report finished chunks from several threads
   }
 };
 
-// Union length of intervals fed in start order, clipped to a window.
-struct Union {
-  int64_t cs = 0, ce = 0;
-  bool open = false;
-  int64_t total = 0;
-  void add(int64_t s, int64_t e) {
-    if (!open) { cs = s; ce = e; open = true; return; }
-    if (s > ce) { total += ce - cs; cs = s; ce = e; }
-    else ce = std::max(ce, e);
-  }
-  int64_t finish() { if (open) { total += ce - cs; open = false; } return total; }
-};
-
-// |[a,b) ∩ list| for a sorted disjoint list; `i` is a cursor that only moves forward over calls with
-// increasing a.
-inline int64_t overlap(const std::vector<Span>& list, size_t& i, int64_t a, int64_t b) {
-  while (i < list.size() && list[i].end <= a) ++i;
-  int64_t t = 0;
-  for (size_t j = i; j < list.size() && list[j].start < b; ++j)
-    t += std::max<int64_t>(0, std::min(b, list[j].end) - std::max(a, list[j].start));
-  return t;
-}
-
 // A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
 // system time; schedstat's run-queue wait beside it.
 // The sampler names a thread by its OS thread id until the thread binds to the session (its first record), so
@@ -542,5 +517,25 @@ struct HostWork {
 /// Pass 2 on cx.W workers over the application threads' chunks, joined in file order like pass 1; fills
 /// m.host_frames and m.hot_host (per steady step). `n_py`: Python code ids counted (Ingested::py_agg's size).
 HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_t steady_steps, Model& m);
+
+// ---------------------------------------------------------------- per-step sweep (sweep.cpp)
+/// The step thread's calls by start, the outermost where calls nest; picked out by blocks on W threads.
+std::vector<const ApiOp*> step_calls(const Slab<ApiOp>& apis, uint32_t step_thread, unsigned W);
+
+struct Named {  // a sync or allocation call in a step: for the by-API tables, filled after the join in order
+  const ApiOp* api;
+  double d;
+  bool alloc;
+};
+struct Sweep {
+  size_t api_cursor = 0, cov_cursor = 0, gap_cursor = 0, gpu_cursor = 0;
+  std::vector<uint32_t> carry;  // GPU activities still running at the next step's start
+  std::vector<StepMetrics> steps;
+  DurationStats kernel_stats;
+  std::vector<Named> named;
+};
+/// Every step's StepMetrics, on up to W workers over runs of consecutive steps (in step order).
+std::vector<Sweep> sweep_steps(const StepSet& ss, const std::vector<const ApiOp*>& sapi, const std::vector<Span>& cov,
+                               const Slab<GpuOp>& gpu, int64_t gpu_max_dur, bool host_frames, unsigned W);
 
 }  // namespace inferscope::analyze::detail
