@@ -296,32 +296,6 @@ struct Progress {  // workers report finished chunks from several threads
   }
 };
 
-// A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
-// system time; schedstat's run-queue wait beside it.
-// The sampler names a thread by its OS thread id until the thread binds to the session (its first record), so
-// both forms count: (thread scope, dump id) and (OS-thread scope, os_tid).
-template <class Name>
-detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counters, uint32_t thread, uint32_t os_tid,
-                                       const Name& name_of) {
-  std::map<uint32_t, detail::CumulativeSeries> sched, times;
-  detail::ThreadCounters out;
-  for (const CounterSample& c : counters) {
-    const bool mine = (c.scope == uint8_t(CounterScope::kThread) && c.target == thread) ||
-                      (os_tid && c.scope == uint8_t(CounterScope::kOsThread) && c.target == os_tid);
-    if (!mine) continue;
-    const std::string& n = name_of(c.name);
-    bool schedstat = false;
-    if (detail::is_runnable_counter(n)) out.runnable.points.emplace_back(c.ts, c.v);
-    else if (detail::is_on_cpu_counter(n, schedstat)) (schedstat ? sched : times)[c.name].points.emplace_back(c.ts, c.v);
-  }
-  auto by_time = [](auto& x, auto& y) { return x.first < y.first; };
-  for (auto& [k, v] : sched.empty() ? times : sched) {
-    std::stable_sort(v.points.begin(), v.points.end(), by_time);
-    out.on_cpu.push_back(std::move(v));
-  }
-  std::stable_sort(out.runnable.points.begin(), out.runnable.points.end(), by_time);
-  return out;
-}
 
 
 // INFERSCOPE_ANALYZE_TIMING=1 prints how long each phase took (for bench/analyze).
@@ -537,5 +511,16 @@ struct Sweep {
 /// Every step's StepMetrics, on up to W workers over runs of consecutive steps (in step order).
 std::vector<Sweep> sweep_steps(const StepSet& ss, const std::vector<const ApiOp*>& sapi, const std::vector<Span>& cov,
                                const Slab<GpuOp>& gpu, int64_t gpu_max_dur, bool host_frames, unsigned W);
+
+/// After the attribution: m.steps in step order, the median kernel, and the top launchers of kernels, syncs,
+/// allocations and copies (the breakdown's and the rules' inputs).
+void join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, const Attribution& at, Model& m);
+
+// ---------------------------------------------------------------- counters (counters.cpp)
+/// m.peak_h2d_gbps (and its note) from the PCIe link in the process info, else assumed; m.pinned_gbps.
+void pcie_peak(const Analysis& a, Model& m);
+/// The system counters over the steady steps into `m`, then the host-state split of m.steps' GPU idle.
+void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
+                   Model& m);
 
 }  // namespace inferscope::analyze::detail

@@ -234,4 +234,47 @@ std::vector<Sweep> sweep_steps(const StepSet& ss, const std::vector<const ApiOp*
   return sweeps;
 }
 
+void join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, const Attribution& at, Model& m) {
+  const auto& kernels_by_launcher = at.kernels_by_launcher;
+  const auto& copy_launchers = at.copy_launchers;
+  const auto& labels = who.labels;
+  size_t n = 0;  // steps
+  for (auto& Z : sweeps) n += Z.steps.size();
+  m.steps.reserve(n);
+  DurationStats kernel_stats;
+  std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
+  for (auto& Z : sweeps) {
+    m.steps.insert(m.steps.end(), Z.steps.begin(), Z.steps.end());
+    kernel_stats.merge(Z.kernel_stats);
+    for (const Named& x : Z.named) {
+      auto& s = (x.alloc ? alloc_by_api : sync_by_api)[cx.name_of(x.api->name)];
+      s.first += x.d;
+      ++s.second[who.label(x.api)];
+    }
+  }
+  // Breakdown inputs: the median kernel, the top launchers of kernels, syncs, allocations and copies.
+  m.median_kernel_ns = kernel_stats.percentile(0.5);
+  m.short_kernel_ns = cx.opt.launch_bound_max_kernel_us * 1e3;
+  if (!kernels_by_launcher.empty())
+    m.top_kernel_launcher = labels[std::max_element(kernels_by_launcher.begin(), kernels_by_launcher.end()) - kernels_by_launcher.begin()];
+  auto top_of = [](const std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>>& mm,
+                   std::string& api, std::string& who) {
+    double best = -1;
+    for (auto& [n, x] : mm)
+      if (x.first > best) {
+        best = x.first;
+        api = n;
+        who = std::max_element(x.second.begin(), x.second.end(), [](auto& p, auto& q) { return p.second < q.second; })->first;
+      }
+  };
+  top_of(sync_by_api, m.top_sync_api, m.top_sync_caller);
+  top_of(alloc_by_api, m.top_alloc_api, m.top_alloc_caller);
+  {
+    std::vector<std::pair<uint64_t, std::pair<std::string, std::string>>> v;
+    for (auto& [k, x] : copy_launchers) v.push_back({x.first, k});
+    std::sort(v.begin(), v.end(), [](auto& p, auto& q) { return p.first > q.first; });
+    for (size_t i = 0; i < v.size() && i < 3; ++i) m.top_copies.push_back(v[i].second);
+  }
+}
+
 }  // namespace inferscope::analyze::detail
