@@ -523,4 +523,9 @@ void pcie_peak(const Analysis& a, Model& m);
 void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
                    Model& m);
 
+// ---------------------------------------------------------------- tables (tables.cpp)
+/// a.kernels, python, ranges, copies, syncs, allocations, graph_launches, layers and threads.
+void build_tables(const Context& cx, const Ingested& in, const Attribution& at, Launchers& who, const Model& m,
+                  Analysis& a);
+
 }  // namespace inferscope::analyze::detail
