@@ -528,4 +528,9 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
 void build_tables(const Context& cx, const Ingested& in, const Attribution& at, Launchers& who, const Model& m,
                   Analysis& a);
 
+// ---------------------------------------------------------------- representative timeline (timeline.cpp)
+/// a.representative.lanes: the representative step's spans (a warning when they were cut to the longest).
+void build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur,
+                    Analysis& a);
+
 }  // namespace inferscope::analyze::detail
