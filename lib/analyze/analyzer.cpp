@@ -1,60 +1,34 @@
-// The merge: two streaming passes over the memory-mapped dump, then one linear sweep per step.
+// The merge: two streaming passes over the memory-mapped dump, then one linear sweep per step. analyze_dump
+// runs the stages (stages.hpp; docs/analysis.md, "Analyzer stages"):
 //
-// Pass 1 visits every record once. Ranges, Python calls, marks and counters are aggregated on the fly; CUDA
-// API calls and GPU activities are kept in compact arrays (model.hpp). Attribution needs no sort: a thread's
-// records arrive in the order they END, so the first range (or Python frame) to arrive that contains a
-// pending API call's start is the innermost one around it; each thread keeps a stack of API calls still
-// waiting for their innermost Python frame, range and layer.
-//
-// Pass 2 visits only application threads again (cheap: the file is mapped) to measure host work inside the
-// chosen steps and to cut out the representative step's timeline, both of which need the steps from pass 1.
+//   ingest.cpp    pass 1: every record once; aggregates, the calls and GPU activities in compact arrays,
+//                 each call's innermost Python frame, range and layer
+//   steps.cpp     the steps, the step policy, the representative step
+//   launch.cpp    GPU order, the launch index and launcher labels; the attribution and clock alignment, on a
+//                 thread of its own beside pass 2 and the sweep
+//   pass2.cpp     pass 2: only application threads again (cheap: the file is mapped), to measure host work
+//                 inside the chosen steps and to cut out the representative step's spans
+//   sweep.cpp     the per-step sweep: every step's breakdown and GPU-idle causes
+//   counters.cpp  the PCIe peak, the system counters, the host-state split
+//   tables.cpp, timeline.cpp   the tables and the representative step's timeline; then the rules
 //
 // Every stage runs on W worker threads over runs of consecutive chunks (or steps) and joins their results in
 // file order, so the analysis is the same for any W (docs/analysis.md section 9; test_analyze_threads).
 #include "analyze/analyzer.hpp"
 
 #include "analyze/aggregate.hpp"
-#include "analyze/host_state.hpp"
-#include "analyze/idle_attribution.hpp"
 #include "analyze/model.hpp"
 #include "analyze/rules/rule.hpp"
 #include "analyze/stages.hpp"
-#include "analyze/step_policy.hpp"
 #include "analyze/what_if.hpp"
-#include "analyze/summary.hpp"
-#include "dump/clock_model.hpp"
 
-#include <sys/mman.h>
-
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cmath>
-#include <cstdlib>
-#include <exception>
-#include <memory>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <iostream>
-#include <limits>
-#include <map>
-#include <numeric>
-#include <set>
-#include <system_error>
 #include <sstream>
-#include <unordered_map>
+#include <thread>
 
 namespace inferscope::analyze {
-
-
-using detail::ApiOp;
-using detail::IdleCauses;
-using detail::attribute_idle_gap;
-using detail::GpuOp;
-using detail::Model;
-using detail::Span;
-using detail::StepMetrics;
 
 bool looks_like_module_path(std::string_view name) {
   if (name.empty() || name.find('.') == std::string_view::npos) return false;
@@ -109,9 +83,10 @@ std::string Context::code_where(uint32_t code) const {
          (c.line ? ":" + std::to_string(c.line) : std::string()) + ")";
 }
 
-Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
-  Analysis a;
-  Model m;
+namespace {
+
+// What the dump says about itself: its process info, damage, drops and accounting.
+void read_dump_state(const dump::DumpReader& r, Analysis& a) {
   a.source = r.path();
   a.source_format = "dump";
   for (auto& [k, v] : r.process_info()) a.process[k] = v;  // later values win
@@ -126,70 +101,27 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   if (uint64_t dropped = r.total_dropped_records())
     a.warnings.push_back(std::to_string(dropped) + " records were dropped while recording (see drops); totals are lower bounds");
   dump::report_file_accounting(r, a.warnings, a.drops);  // END chunk's counts vs the file; ids beyond its tables
+}
 
+}  // namespace
+
+// The stages in order (docs/analysis.md, "Analyzer stages"); each reads the structs of the ones before it.
+Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
+  Analysis a;
+  Model m;
+  read_dump_state(r, a);
   Context cx(r, opt);
-  const auto& clock = cx.clock;
-  const size_t nstr = cx.nstr;
-  auto name_of = [&](uint32_t id) -> const std::string& { return cx.name_of(id); };
-  auto code_name = [&](uint32_t code) { return cx.code_name(code); };
-  auto code_where = [&](uint32_t code) { return cx.code_where(code); };
-
-  const auto& step_name = cx.step_name;
-  const auto& step_codes = cx.step_codes;
-  const unsigned W = cx.W;
-  const auto& chunks = cx.chunks;
-  const auto& chunk_channel = cx.chunk_channel;
-  auto thread_slot = [](uint32_t t) { return Context::thread_slot(t); };
-
-  auto& prog = cx.prog;
   auto& phase = cx.phase;
-  const bool timing = cx.phase.on;
 
-  Ingested in = ingest(cx, a);
-  auto& ts = in.ts;
-  auto& range_agg = in.range_agg;
-  auto& py_agg = in.py_agg;
-  auto& kernel_count = in.kernel_count;
-  auto& kernel_ns = in.kernel_ns;
-  auto& apis = in.apis;
-  auto& gpu = in.gpu;
-  auto& top = in.top;
-  auto& asked = in.asked;
-  auto& copies = in.copies;
-  auto& allocs = in.allocs;
-  auto& counters = in.counters;
-  auto& layer_count = in.layer_count;
-  auto& layer_cpu = in.layer_cpu;
-  auto& marks = in.marks;
-  const int64_t t_first = in.t_first, t_last = in.t_last;
-  const uint64_t clock_checks = in.clock_checks, clock_bad = in.clock_bad;
-  const double clock_worst_ns = in.clock_worst_ns;
-  const int64_t gpu_max_dur = in.gpu_max_dur;
-  const uint32_t cmin = in.cmin, cmax = in.cmax;
-  auto rel = [&](int64_t ns) { return ms(double(ns - t_first)); };
-
+  Ingested in = ingest(cx, a);  // the stages below read it const; order_gpu only reorders the GPU activities
   phase("pass 1");
-  // ---------------------------------------------------------------- steps
-  StepSet ss = find_steps(cx, in, a, m);
-  const auto& steps = ss.steps;
-  const uint32_t step_thread = ss.step_thread;
-  const bool whole = ss.whole;
-  const int64_t rep_s = ss.rep_s, rep_e = ss.rep_e;
-  auto step_of = [&](int64_t s, int64_t e, size_t& step_hint) { return ss.step_of(s, e, step_hint); };
-
-
+  const StepSet ss = find_steps(cx, in, a, m);
   phase("steps");
-  // ---------------------------------------------------------------- GPU order and launch index
-  order_gpu(gpu, W);
-  const LaunchIndex li = index_launches(apis, cmin, cmax, W);
-  auto launch_of = [&](uint32_t corr) { return li.launch_of(corr); };
+  order_gpu(in.gpu, cx.W);
+  const LaunchIndex li = index_launches(in.apis, in.cmin, in.cmax, cx.W);
   Launchers who(cx, a.steps.name);
-  auto launcher_id = [&](const ApiOp* api) { return who.id(api); };
-  auto launcher = [&](const ApiOp* api) -> const std::string& { return who.label(api); };
-  const auto& labels = who.labels;
-
   phase("sort + index");
-  // ---------------------------------------------------------------- attribution and alignment
+
   // Attribution and alignment read only the arrays built above; they run beside pass 2, which reads the dump.
   Attribution at;
   double attributor_s = 0;
@@ -199,65 +131,41 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
     attributor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - attributor_t0).count();
   });
 
-  // ---------------------------------------------------------------- pass 2: host work in steps, timeline
-  const HostWork hw = measure_host(cx, ss, py_agg.size(), a.steps.count, m);
-  const auto& cov = hw.cov;
-  const auto& rep_cpu = hw.rep_cpu;
-  const auto& other_py_busy = hw.other_py_busy;
-  const int64_t steps_s = ss.steps_s, steps_e = ss.steps_e;
-  if (prog.on) std::fprintf(stderr, "iscope-analyze: measuring %zu steps\n", steps.size());
-
+  const HostWork hw = measure_host(cx, ss, in.py_agg.size(), a.steps.count, m);
+  if (cx.prog.on) std::fprintf(stderr, "iscope-analyze: measuring %zu steps\n", ss.steps.size());
   phase("pass 2");
-  // ---------------------------------------------------------------- per-step sweep
-  const std::vector<const ApiOp*> sapi = step_calls(apis, step_thread, W);
-  if (!sapi.empty()) {
-    m.first_api_name = name_of(sapi.front()->name);
-    m.first_api_ms = ms(sapi.front()->dur);
-    size_t hint = 0;
-    m.first_api_in_steps = step_of(sapi.front()->start, sapi.front()->end(), hint) >= 0 || whole;
-  }
-  std::vector<Sweep> sweeps = sweep_steps(ss, sapi, cov, gpu, gpu_max_dur, m.host_frames, W);
+
+  const std::vector<const ApiOp*> sapi = step_calls(in.apis, ss.step_thread, cx.W);
+  note_first_call(cx, ss, sapi, m);
+  std::vector<Sweep> sweeps = sweep_steps(ss, sapi, hw.cov, in.gpu, in.gpu_max_dur, m.host_frames, cx.W);
   // The attribution ran beside pass 2 and the sweep; the by-API tables below need its launcher labels.
   attributor.join();
-  if (timing) std::fprintf(stderr, "iscope-analyze: (attribution beside pass 2 and the sweep: %.3f s)\n", attributor_s);
+  if (phase.on) std::fprintf(stderr, "iscope-analyze: (attribution beside pass 2 and the sweep: %.3f s)\n", attributor_s);
   a.alignment = at.alignment;
   if (!at.warning.empty()) a.warnings.push_back(at.warning);
-  auto& kernel_by_launcher = at.kernel_by_launcher;
-  auto& kernels_by_launcher = at.kernels_by_launcher;
-  auto& layer_gpu = at.layer_gpu;
-  auto& layer_kernels = at.layer_kernels;
-  auto& copy_launchers = at.copy_launchers;
-  const int64_t max_gpu_dur = at.max_gpu_dur;
   join_sweeps(cx, sweeps, who, at, m);
-
   phase("per-step sweep");
-  // ---------------------------------------------------------------- counters: CPU time, switches, memory
+
   pcie_peak(a, m);
   read_counters(cx, in, ss, hw, a.steps.count, m);
-
-  // ---------------------------------------------------------------- the typical step
+  // The typical step.
   m.typical = detail::typical_step(m.steps, detail::typical_indexes(m.selection));
   a.breakdown = detail::breakdown_of(m.typical);
   m.kernels_per_step = m.typical.kernels;
   {  // What-if: graphs of up to 64 typical steps (a median over 64 is stable to a sixth of the step-to-step spread).
-    detail::GraphSource src{&sapi, gpu.empty() ? nullptr : &gpu[0], gpu.size(), gpu_max_dur, launch_of};
+    detail::GraphSource src{&sapi, in.gpu.empty() ? nullptr : &in.gpu[0], in.gpu.size(), in.gpu_max_dur,
+                            [&li](uint32_t corr) { return li.launch_of(corr); }};
     m.graphs = detail::build_step_graphs(src, m.steps, detail::typical_indexes(m.selection), 64);
   }
-
   phase("counters");
-  // ---------------------------------------------------------------- tables
+
   build_tables(cx, in, at, who, m, a);
-
-
   phase("tables");
-  // ---------------------------------------------------------------- representative timeline
-  build_timeline(cx, in, ss, hw, max_gpu_dur, a);
-
-
+  build_timeline(cx, in, ss, hw, at.max_gpu_dur, a);
   phase("timeline");
+
   a.findings = rules::run_all(a, m);
-  if (prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
-  (void)marks;
+  if (cx.prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
   return a;
 }
 

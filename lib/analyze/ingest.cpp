@@ -11,8 +11,27 @@
 namespace inferscope::analyze::detail {
 namespace {
 
+uint8_t classify_api(const std::string& n) {
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("Synchronize")) return detail::kSync;
+  if (has("Launch")) return detail::kLaunch;
+  if (has("Memcpy") || has("Memset")) return has("Async") ? detail::kCopyAsync : (has("Memcpy") ? detail::kCopySync : detail::kCopyAsync);
+  if (has("Free")) return detail::kFree;
+  if (has("Malloc") || has("MemAlloc") || has("MemCreate")) return detail::kAlloc;
+  return detail::kOtherApi;
+}
 
-// What one pass-1 worker gathers over its run of chunks.
+const char* copy_name(uint8_t k) {
+  switch (static_cast<CopyKind>(k)) {
+    case CopyKind::kHtoD: case CopyKind::kHtoA: return "h2d";
+    case CopyKind::kDtoH: case CopyKind::kAtoH: return "d2h";
+    case CopyKind::kDtoD: case CopyKind::kAtoA: case CopyKind::kAtoD: case CopyKind::kDtoA: return "d2d";
+    case CopyKind::kHtoH: return "h2h";
+    case CopyKind::kPtoP: return "peer";
+    default: return "unknown";
+  }
+}
+
 // What one pass-1 worker gathers over its run of chunks.
 struct Part {
   size_t begin = 0, end = 0;  // chunk indexes

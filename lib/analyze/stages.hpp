@@ -35,27 +35,7 @@ namespace inferscope::analyze::detail {
 inline uint32_t sat32(int64_t v) { return v <= 0 ? 0 : v >= int64_t(UINT32_MAX) ? UINT32_MAX : uint32_t(v); }
 inline double ms(double ns) { return ns / 1e6; }
 
-inline uint8_t classify_api(const std::string& n) {
-  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
-  if (has("Synchronize")) return detail::kSync;
-  if (has("Launch")) return detail::kLaunch;
-  if (has("Memcpy") || has("Memset")) return has("Async") ? detail::kCopyAsync : (has("Memcpy") ? detail::kCopySync : detail::kCopyAsync);
-  if (has("Free")) return detail::kFree;
-  if (has("Malloc") || has("MemAlloc") || has("MemCreate")) return detail::kAlloc;
-  return detail::kOtherApi;
-}
-
 inline const char* memory_name(uint8_t k) { return memory_kind_name(static_cast<MemoryKind>(k)); }
-inline const char* copy_name(uint8_t k) {
-  switch (static_cast<CopyKind>(k)) {
-    case CopyKind::kHtoD: case CopyKind::kHtoA: return "h2d";
-    case CopyKind::kDtoH: case CopyKind::kAtoH: return "d2h";
-    case CopyKind::kDtoD: case CopyKind::kAtoA: case CopyKind::kAtoD: case CopyKind::kDtoA: return "d2d";
-    case CopyKind::kHtoH: return "h2h";
-    case CopyKind::kPtoP: return "peer";
-    default: return "unknown";
-  }
-}
 
 // Self time like SelfTimer, plus what joining two workers' halves of one thread needs: per nesting level, the
 // first frame that read that level's children sum (whose self time misses the children that arrived in the
@@ -495,6 +475,8 @@ HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_
 // ---------------------------------------------------------------- per-step sweep (sweep.cpp)
 /// The step thread's calls by start, the outermost where calls nest; picked out by blocks on W threads.
 std::vector<const ApiOp*> step_calls(const Slab<ApiOp>& apis, uint32_t step_thread, unsigned W);
+/// m.first_api_*: the step thread's first CUDA call (it creates the context), and whether a step holds it.
+void note_first_call(const Context& cx, const StepSet& ss, const std::vector<const ApiOp*>& sapi, Model& m);
 
 struct Named {  // a sync or allocation call in a step: for the by-API tables, filled after the join in order
   const ApiOp* api;

@@ -186,6 +186,15 @@ class StepSweeper {
 
 }  // namespace
 
+void note_first_call(const Context& cx, const StepSet& ss, const std::vector<const ApiOp*>& sapi, Model& m) {
+  if (!sapi.empty()) {
+    m.first_api_name = cx.name_of(sapi.front()->name);
+    m.first_api_ms = ms(sapi.front()->dur);
+    size_t hint = 0;
+    m.first_api_in_steps = ss.step_of(sapi.front()->start, sapi.front()->end(), hint) >= 0 || ss.whole;
+  }
+}
+
 std::vector<const ApiOp*> step_calls(const Slab<ApiOp>& apis, uint32_t step_thread, unsigned W) {
   std::vector<const ApiOp*> sapi;  // step thread's calls by start
   {  // picked out by blocks on the worker threads: counted, then each block written in place, in order
