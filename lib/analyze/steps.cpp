@@ -108,26 +108,19 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
   }
 }
 
-}  // namespace
-
-StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m) {
-  const auto& r = cx.r;
+// The step's instances: asked for or detected, on one thread (the one with the most instances), no overlaps.
+std::vector<Cand> step_instances(const Context& cx, const Ingested& in, Analysis& a) {
   const auto& opt = cx.opt;
-  const auto& ts = in.ts;
-  const auto& apis = in.apis;
-  const auto& asked = in.asked;
-  const int64_t t_first = in.t_first, t_last = in.t_last;
-  auto rel = [&](int64_t ns) { return ms(double(ns - t_first)); };
   std::vector<Cand> steps;
   auto cand_name = [&](const Cand& c) {
     return (c.name & 0x80000000u) ? cx.code_name(c.name & 0x7fffffffu) : cx.name_of(c.name & ~kNvtxCand);
   };
   if (!opt.step.empty()) {
-    steps = asked;
+    steps = in.asked;
     a.steps.name = opt.step;
     if (steps.empty())
       a.warnings.push_back("no range, scope or Python function named '" + opt.step +
-                           "' in " + r.path() + "; the whole trace is analysed as one step");
+                           "' in " + cx.r.path() + "; the whole trace is analysed as one step");
   } else {
     detect_steps(cx, in, a, steps);
   }
@@ -145,32 +138,39 @@ StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m)
       if (steps.empty() || c.start >= steps.back().end) steps.push_back(c);
     if (a.steps.name.empty()) a.steps.name = cand_name(steps.front());
   }
+  return steps;
+}
+
+// No steps: the whole trace is one, on the application thread with the most CUDA calls (or records).
+Cand whole_trace_step(const Context& cx, const Ingested& in, Analysis& a) {
+  const auto& r = cx.r;
+  const auto& ts = in.ts;
+  const int64_t t_first = in.t_first, t_last = in.t_last;
   uint32_t step_thread = 0;
-  bool whole = steps.empty();
-  if (whole) {
-    // The application thread with the most CUDA calls (or records) carries the "step".
-    uint64_t best = 0;
-    for (uint32_t t = 0; t < ts.size(); ++t) {
-      if (!ts[t].seen) continue;
-      auto it = r.threads().find(t);
-      if (it != r.threads().end() && it->second.is_channel()) continue;
-      uint64_t score = ts[t].apis * 4 + ts[t].py_calls + ts[t].ranges + 1;
-      if (score > best) { best = score; step_thread = t; }
-    }
-    steps.push_back({step_thread, 0, t_first, std::max(t_last, t_first + 1)});
-    a.steps.name = "(whole trace)";
-    a.steps.detected = false;
-    if (opt.step.empty())
-      a.warnings.push_back("no repeated top-level range or scope was found: the whole trace (" +
-                           std::to_string(a.trace_ms) + " ms) is analysed as one step; wrap each inference step in "
-                           "ISCOPE_RANGE(\"step\") or inferscope_py.scope(\"step\") for per-step statistics");
-  } else {
-    step_thread = steps.front().thread;
+  // The application thread with the most CUDA calls (or records) carries the "step".
+  uint64_t best = 0;
+  for (uint32_t t = 0; t < ts.size(); ++t) {
+    if (!ts[t].seen) continue;
+    auto it = r.threads().find(t);
+    if (it != r.threads().end() && it->second.is_channel()) continue;
+    uint64_t score = ts[t].apis * 4 + ts[t].py_calls + ts[t].ranges + 1;
+    if (score > best) { best = score; step_thread = t; }
   }
-  {
-    auto it = r.threads().find(step_thread);
-    m.step_thread_name = it != r.threads().end() && !it->second.name.empty() ? it->second.name : "thread " + std::to_string(step_thread);
-  }
+  a.steps.name = "(whole trace)";
+  a.steps.detected = false;
+  if (cx.opt.step.empty())
+    a.warnings.push_back("no repeated top-level range or scope was found: the whole trace (" +
+                         std::to_string(a.trace_ms) + " ms) is analysed as one step; wrap each inference step in "
+                         "ISCOPE_RANGE(\"step\") or inferscope_py.scope(\"step\") for per-step statistics");
+  return {step_thread, 0, t_first, std::max(t_last, t_first + 1)};
+}
+
+// The step policy over ss.steps (m.selection, a.steps' statistics) and the representative step.
+void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysis& a, Model& m) {
+  const auto& steps = ss.steps;
+  const bool whole = ss.whole;
+  const int64_t t_first = in.t_first;
+  auto rel = [&](int64_t ns) { return ms(double(ns - t_first)); };
   std::vector<double> durs, starts_ms;
   for (auto& c : steps) {
     durs.push_back(double(c.end - c.start));
@@ -179,9 +179,9 @@ StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m)
   // Step policy: warm-up (asked for, or detected) apart from the steady steps; the statistics, the breakdown
   // and the rules describe the steady state.
   {
-    StepPolicyInput in{durs, one_time_cost_steps(steps, apis, step_thread)};
+    StepPolicyInput pin{durs, one_time_cost_steps(steps, in.apis, ss.step_thread)};
     m.selection = whole ? StepSelection{0, {true}, {}, durs.front(), 0, false, "the whole trace is one step"}
-                        : select_steps(in, {opt.skip_steps});
+                        : select_steps(pin, {cx.opt.skip_steps});
     if (whole) fill_whole_trace_stats(a.steps, durs.front());
     else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
     a.end_to_end_ms = a.steps.p50_ms;
@@ -194,18 +194,29 @@ StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m)
     for (size_t i = m.selection.warmup; i < durs.size(); ++i)
       if (std::fabs(durs[i] - med) < bestd) { bestd = std::fabs(durs[i] - med); rep = i; }
   }
-  const int64_t rep_s = steps[rep].start, rep_e = steps[rep].end;
-  a.representative.step = {uint32_t(rep), rel(rep_s), ms(double(rep_e - rep_s))};
-  StepSet out;
-  out.steps = std::move(steps);
-  out.step_thread = step_thread;
-  out.whole = whole;
-  out.rep = rep;
-  out.rep_s = rep_s;
-  out.rep_e = rep_e;
-  out.steps_s = out.steps[m.selection.warmup].start;  // the steady steps
-  out.steps_e = out.steps.back().end;
-  return out;
+  ss.rep = rep;
+  ss.rep_s = steps[rep].start;
+  ss.rep_e = steps[rep].end;
+  a.representative.step = {uint32_t(rep), rel(ss.rep_s), ms(double(ss.rep_e - ss.rep_s))};
+  ss.steps_s = steps[m.selection.warmup].start;  // the steady steps
+  ss.steps_e = steps.back().end;
+}
+
+}  // namespace
+
+StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m) {
+  StepSet ss;
+  ss.steps = step_instances(cx, in, a);
+  ss.whole = ss.steps.empty();
+  if (ss.whole) ss.steps.push_back(whole_trace_step(cx, in, a));
+  ss.step_thread = ss.steps.front().thread;
+  {
+    auto it = cx.r.threads().find(ss.step_thread);
+    m.step_thread_name = it != cx.r.threads().end() && !it->second.name.empty() ? it->second.name
+                                                                                 : "thread " + std::to_string(ss.step_thread);
+  }
+  select_steps_of(cx, in, ss, a, m);
+  return ss;
 }
 
 }  // namespace inferscope::analyze::detail
