@@ -32,6 +32,7 @@
 
 namespace inferscope::analyze::detail {
 
+// ---------------------------------------------------------------- shared helpers
 inline uint32_t sat32(int64_t v) { return v <= 0 ? 0 : v >= int64_t(UINT32_MAX) ? UINT32_MAX : uint32_t(v); }
 inline double ms(double ns) { return ns / 1e6; }
 
@@ -278,6 +279,7 @@ struct Progress {  // workers report finished chunks from several threads
 
 
 
+// ---------------------------------------------------------------- what every stage reads
 // INFERSCOPE_ANALYZE_TIMING=1 prints how long each phase took (for bench/analyze).
 struct PhaseClock {
   bool on = std::getenv("INFERSCOPE_ANALYZE_TIMING") != nullptr;
