@@ -364,6 +364,27 @@ std::vector<Part> read_parts(const Context& cx, Ingested& in) {
   return parts;
 }
 
+// A part's per-thread counts into the joined ones (self times and waiting calls are the fix-ups' work).
+void join_threads(const Part& P, std::vector<ThreadState>& ts) {
+  if (P.ts.size() > ts.size()) ts.resize(P.ts.size());
+  for (size_t t = 0; t < P.ts.size(); ++t) {
+    const ThreadState& x = P.ts[t];
+    if (!x.seen) continue;
+    ThreadState& y = ts[t];
+    y.seen = true;
+    y.apis += x.apis;
+    y.py_calls += x.py_calls;
+    y.ranges += x.ranges;
+    y.busy_range += x.busy_range;
+    y.busy_py += x.busy_py;
+    if (x.shallow_py.size() > y.shallow_py.size()) y.shallow_py.resize(x.shallow_py.size());
+    for (size_t k = 0; k < x.shallow_py.size(); ++k) {
+      y.shallow_py[k].first += x.shallow_py[k].first;
+      y.shallow_py[k].second += x.shallow_py[k].second;
+    }
+  }
+}
+
 // Joins the parts in file order.
 void join_parts(std::vector<Part>& parts, Ingested& in, Analysis& a) {
   auto& ts = in.ts;
@@ -431,23 +452,7 @@ void join_parts(std::vector<Part>& parts, Ingested& in, Analysis& a) {
     gpu_max_dur = std::max(gpu_max_dur, P.gpu_max_dur);
     cmin = std::min(cmin, P.cmin);
     cmax = std::max(cmax, P.cmax);
-    if (P.ts.size() > ts.size()) ts.resize(P.ts.size());
-    for (size_t t = 0; t < P.ts.size(); ++t) {
-      const ThreadState& x = P.ts[t];
-      if (!x.seen) continue;
-      ThreadState& y = ts[t];
-      y.seen = true;
-      y.apis += x.apis;
-      y.py_calls += x.py_calls;
-      y.ranges += x.ranges;
-      y.busy_range += x.busy_range;
-      y.busy_py += x.busy_py;
-      if (x.shallow_py.size() > y.shallow_py.size()) y.shallow_py.resize(x.shallow_py.size());
-      for (size_t k = 0; k < x.shallow_py.size(); ++k) {
-        y.shallow_py[k].first += x.shallow_py[k].first;
-        y.shallow_py[k].second += x.shallow_py[k].second;
-      }
-    }
+    join_threads(P, ts);
   }
   for (auto& P : parts) a.warnings.insert(a.warnings.end(), P.app_warnings.begin(), P.app_warnings.end());
   for (auto& P : parts) a.warnings.insert(a.warnings.end(), P.channel_warnings.begin(), P.channel_warnings.end());
