@@ -1,0 +1,137 @@
+// Stage "counters": the PCIe peak, the system counters over the steady steps (CPU time, switches, memory,
+// other Python threads) and the host-state split of each step's GPU idle (host_state.cpp) (docs/analysis.md
+// section 4, docs/counters.md).
+#include "analyze/stages.hpp"
+
+namespace inferscope::analyze::detail {
+namespace {
+
+// A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
+// system time; schedstat's run-queue wait beside it.
+// The sampler names a thread by its OS thread id until the thread binds to the session (its first record), so
+// both forms count: (thread scope, dump id) and (OS-thread scope, os_tid).
+template <class Name>
+detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counters, uint32_t thread, uint32_t os_tid,
+                                       const Name& name_of) {
+  std::map<uint32_t, detail::CumulativeSeries> sched, times;
+  detail::ThreadCounters out;
+  for (const CounterSample& c : counters) {
+    const bool mine = (c.scope == uint8_t(CounterScope::kThread) && c.target == thread) ||
+                      (os_tid && c.scope == uint8_t(CounterScope::kOsThread) && c.target == os_tid);
+    if (!mine) continue;
+    const std::string& n = name_of(c.name);
+    bool schedstat = false;
+    if (detail::is_runnable_counter(n)) out.runnable.points.emplace_back(c.ts, c.v);
+    else if (detail::is_on_cpu_counter(n, schedstat)) (schedstat ? sched : times)[c.name].points.emplace_back(c.ts, c.v);
+  }
+  auto by_time = [](auto& x, auto& y) { return x.first < y.first; };
+  for (auto& [k, v] : sched.empty() ? times : sched) {
+    std::stable_sort(v.points.begin(), v.points.end(), by_time);
+    out.on_cpu.push_back(std::move(v));
+  }
+  std::stable_sort(out.runnable.points.begin(), out.runnable.points.end(), by_time);
+  return out;
+}
+
+}  // namespace
+
+// PCIe peak: the link the system collector read from NVML (process info gpu.0.pcie_gen / pcie_width, the
+// maximum generation and the narrower of the maximum and trained width; docs/counters.md), else Gen5 x16.
+void pcie_peak(const Analysis& a, Model& m) {
+  // Usable GB/s per lane after line encoding: 8b/10b (Gen1-2), 128b/130b (Gen3-5), FLIT (Gen6).
+  static constexpr double per_lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+  auto info = [&](const char* k) -> int {
+    auto it = a.process.find(k);
+    return it == a.process.end() ? 0 : std::atoi(it->second.c_str());
+  };
+  const int g = info("gpu.0.pcie_gen"), w = info("gpu.0.pcie_width");
+  if (g >= 1 && g <= 6 && w > 0 && w <= 32) {
+    m.peak_h2d_gbps = per_lane[g] * w * 0.87;  // ~87 % of the raw rate is what DMA engines reach
+    m.peak_assumed = false;
+    m.peak_note = "PCIe Gen" + std::to_string(g) + " x" + std::to_string(w) + " from the dump (practical peak " +
+                  std::to_string(int(m.peak_h2d_gbps)) + " GB/s)";
+  } else {
+    m.peak_h2d_gbps = 55;
+    m.peak_note = "peak assumed: PCIe Gen5 x16, ~55 GB/s practical host<->device (the dump has no usable PCIe "
+                  "link from NVML)";
+  }
+  m.pinned_gbps = m.peak_h2d_gbps;  // what the what-if of pinned copies assumes they reach
+}
+
+void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
+                   Model& m) {
+  const auto& r = cx.r;
+  const size_t nstr = cx.nstr;
+  const auto& counters = in.counters;
+  const auto& ts = in.ts;
+  const uint32_t step_thread = ss.step_thread;
+  const int64_t steps_s = ss.steps_s, steps_e = ss.steps_e;
+  const auto& other_py_busy = hw.other_py_busy;
+  auto cname = [&](uint32_t id) -> const std::string& { return cx.name_of(id < nstr ? id : 0); };
+  // Cumulative counters: first and last sample inside the steps span give the delta.
+  struct FL { int64_t t0 = 0, t1 = 0; double v0 = 0, v1 = 0; bool any = false; };
+  std::map<std::pair<uint32_t, uint32_t>, FL> cpu_fl, inv_fl, rss_fl, flt_fl, run_fl, wait_fl;
+  for (auto& c : counters) {
+    if (c.ts < steps_s || c.ts > steps_e) continue;
+    const std::string& n = cname(c.name);
+    std::map<std::pair<uint32_t, uint32_t>, FL>* tgt = nullptr;
+    bool thread_scope = c.scope == uint8_t(CounterScope::kThread);
+    if (thread_scope && c.target == step_thread && n.find("sched.run") != std::string::npos)
+      tgt = &run_fl;  // schedstat: on-CPU time with ns resolution (docs/counters.md)
+    else if (thread_scope && c.target == step_thread && n.find("sched.wait") != std::string::npos)
+      tgt = &wait_fl;  // runnable but waiting for a CPU
+    else if (thread_scope && c.target == step_thread && n.find("cpu") != std::string::npos &&
+        (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos))
+      tgt = &cpu_fl;
+    else if (thread_scope && c.target == step_thread &&
+             (n.find("involuntary") != std::string::npos || n.find("nonvoluntary") != std::string::npos))
+      tgt = &inv_fl;
+    else if (c.scope == uint8_t(CounterScope::kProcess) && n.find("rss") != std::string::npos)
+      tgt = &rss_fl;
+    else if (c.scope == uint8_t(CounterScope::kProcess) && n.find("fault") != std::string::npos)
+      tgt = &flt_fl;
+    if (!tgt) continue;
+    auto& f = (*tgt)[{c.name, c.target}];
+    if (!f.any) { f.t0 = c.ts; f.v0 = c.v; f.any = true; }
+    f.t1 = c.ts;
+    f.v1 = c.v;
+  }
+  double cpu_ns = 0, wall = 0;
+  // Prefer schedstat's run time (ns resolution) over user+system time (clock-tick resolution).
+  for (auto& [k, f] : run_fl.empty() ? cpu_fl : run_fl)
+    if (f.t1 > f.t0) { cpu_ns += f.v1 - f.v0; wall = std::max(wall, double(f.t1 - f.t0)); }
+  for (auto& [k, f] : wait_fl)
+    if (f.t1 > f.t0) m.step_thread_runqueue_share = std::max(m.step_thread_runqueue_share, (f.v1 - f.v0) / double(f.t1 - f.t0));
+  if (wall > 0) {
+    m.have_cpu_counters = true;
+    m.step_thread_cpu_util = cpu_ns / wall;
+  }
+  double inv = 0;
+  for (auto& [k, f] : inv_fl) inv += f.v1 - f.v0;
+  const double steady_steps = double(std::max<uint64_t>(1, steady_count));
+  m.involuntary_per_step = inv / steady_steps;
+  for (auto& [k, f] : rss_fl) m.rss_growth_bytes += f.v1 - f.v0;
+  double flt = 0;
+  for (auto& [k, f] : flt_fl) flt += f.v1 - f.v0;
+  m.faults_per_step = flt / steady_steps;
+  double span = double(std::max<int64_t>(1, steps_e - steps_s));
+  for (auto& [t, busy] : other_py_busy) {
+    double share = busy / span;
+    if (share > 0.2) ++m.other_busy_python_threads;
+    m.other_python_busy_share = std::max(m.other_python_busy_share, share);
+  }
+  // The step thread's state while the GPU waited on it: running, contention or a wait of its own.
+  auto series_of = [&](uint32_t thread) {
+    auto it = r.threads().find(thread);
+    return thread_counters(counters, thread, it == r.threads().end() ? 0 : it->second.os_tid, cname);
+  };
+  std::vector<detail::ThreadCounters> others;
+  for (auto& [t, busy] : other_py_busy) {
+    others.push_back(series_of(t));
+    others.back().python = true;
+  }
+  const bool step_python = step_thread < ts.size() && ts[step_thread].py_calls > 0;
+  detail::split_idle_host(m.steps, series_of(step_thread), others, step_python);
+}
+
+}  // namespace inferscope::analyze::detail

@@ -1,0 +1,222 @@
+// Stage "steps": the step instances (asked for with --step, else detected), the step thread, the step policy
+// (step_policy.cpp) and the representative step (docs/analysis.md section 3).
+#include "analyze/aggregate.hpp"
+#include "analyze/stages.hpp"
+
+#include <cmath>
+
+namespace inferscope::analyze::detail {
+namespace {
+
+// Steps that pay a one-time cost: the one holding the step thread's first CUDA call (it creates the context).
+template <class Calls>
+std::vector<bool> one_time_cost_steps(const std::vector<Cand>& steps, const Calls& apis, uint32_t thread) {
+  std::vector<bool> out(steps.size(), false);
+  int64_t first = std::numeric_limits<int64_t>::max();
+  for (const ApiOp& x : apis)
+    if (x.thread == std::min<uint32_t>(thread, 0xffff)) first = std::min(first, x.start);
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (first >= steps[i].start && first < steps[i].end) out[i] = true;
+  return out;
+}
+
+// The whole trace as one step: its statistics are that one duration.
+void fill_whole_trace_stats(StepStats& st, double dur_ns) {
+  st.count = 0;
+  st.total = 0;
+  st.typical = 1;
+  st.mean_ms = st.p50_ms = st.p90_ms = st.p99_ms = st.max_ms = st.min_ms = dur_ns / 1e6;
+  st.warmup_reason = "no steps: the whole trace is analysed as one";
+}
+
+// No step asked for: the candidates of the detected step (empty when nothing repeats).
+void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
+  const auto& r = cx.r;
+  const auto& clock = cx.clock;
+  const auto& top = in.top;
+  const auto& ts = in.ts;
+  // The repeated top-level range covering the most time. The program's own ISCOPE ranges come first; NVTX
+  // ranges may be a library's (CUB wraps each scan in one), so one only counts as the step when it covers
+  // more time than the repeated Python function below would.
+  std::map<uint32_t, std::pair<uint64_t, int64_t>> by_name;  // name (| kNvtxCand) -> (count, total)
+  for (auto& c : top) {
+    auto& x = by_name[c.name];
+    ++x.first;
+    x.second += c.end - c.start;
+  }
+  uint32_t best = 0, best_nvtx = 0;
+  std::pair<int64_t, uint64_t> best_score{-1, 0}, nvtx_score{-1, 0};
+  for (auto& [n, x] : by_name) {
+    uint32_t& b = (n & kNvtxCand) ? best_nvtx : best;
+    auto& sc = (n & kNvtxCand) ? nvtx_score : best_score;
+    if (x.first >= 2 && std::make_pair(x.second, x.first) > sc) {
+      sc = {x.second, x.first};
+      b = n;
+    }
+  }
+  auto take_range = [&](uint32_t n) {
+    for (auto& c : top)
+      if (c.name == n) steps.push_back(c);
+    a.steps.name = cx.name_of(n & ~kNvtxCand);
+    a.steps.detected = true;
+  };
+  if (best_score.first >= 0) {
+    take_range(best);
+  } else {
+    // An unmodified program (no ranges): the repeated shallow Python function covering the most time on
+    // the thread that makes the most CUDA calls, e.g. the body of the serving loop.
+    uint32_t launcher_thread = 0;
+    uint64_t most = 0;
+    for (uint32_t t = 0; t < ts.size(); ++t) {
+      uint64_t score = ts[t].apis * 4 + ts[t].py_calls;  // the launching thread; Python-only: the busiest
+      if (score > most) { most = score; launcher_thread = t; }
+    }
+    static const std::vector<std::pair<uint64_t, int64_t>> none;
+    uint32_t bc = 0;
+    std::pair<int64_t, uint64_t> bs{-1, 0};
+    const auto& shallow = launcher_thread < ts.size() ? ts[launcher_thread].shallow_py : none;
+    for (uint32_t code = 0; code < shallow.size(); ++code) {
+      auto& x = shallow[code];
+      if (x.first >= 2 && std::make_pair(x.second, x.first) > bs) {
+        bs = {x.second, x.first};
+        bc = code;
+      }
+    }
+    if (nvtx_score.first >= 0 && nvtx_score.first >= bs.first) {
+      take_range(best_nvtx);
+    } else if (bs.first >= 0) {
+      // Its calls: one more pass over that thread's chunks (only in this fallback).
+      for (const auto& c : r.event_chunks()) {
+        if (c.thread_id != launcher_thread) continue;
+        try {
+          r.for_each_record_in(c, [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
+            if (h.kind != RecordKind::kPyCall || h.aux > 3) return;
+            auto rec = dump::load<PyCallRecord>(p);
+            if (rec.code != bc) return;
+            int64_t s0 = clock.to_ns(rec.start);
+            steps.push_back({thread, 0x80000000u | bc, s0, std::max(s0, clock.to_ns(rec.end))});
+          });
+        } catch (const dump::DumpError&) {  // reported by pass 1
+        }
+      }
+      a.steps.name = cx.code_name(bc);
+      a.steps.detected = true;
+      a.warnings.push_back("no repeated top-level range: the steps are the calls of the Python function '" +
+                           a.steps.name + "' (repeated, covering the most time); mark steps with "
+                           "inferscope_py.scope(\"step\") or pass --step to choose");
+    }
+  }
+}
+
+// The step's instances: asked for or detected, on one thread (the one with the most instances), no overlaps.
+std::vector<Cand> step_instances(const Context& cx, const Ingested& in, Analysis& a) {
+  const auto& opt = cx.opt;
+  std::vector<Cand> steps;
+  auto cand_name = [&](const Cand& c) {
+    return (c.name & 0x80000000u) ? cx.code_name(c.name & 0x7fffffffu) : cx.name_of(c.name & ~kNvtxCand);
+  };
+  if (!opt.step.empty()) {
+    steps = in.asked;
+    a.steps.name = opt.step;
+    if (steps.empty())
+      a.warnings.push_back("no range, scope or Python function named '" + opt.step +
+                           "' in " + cx.r.path() + "; the whole trace is analysed as one step");
+  } else {
+    detect_steps(cx, in, a, steps);
+  }
+  if (!steps.empty()) {  // one thread (the one with the most instances), no overlaps
+    std::map<uint32_t, size_t> per_thread;
+    for (auto& c : steps) ++per_thread[c.thread];
+    uint32_t th = std::max_element(per_thread.begin(), per_thread.end(),
+                                   [](auto& x, auto& y) { return x.second < y.second; })->first;
+    std::vector<Cand> v;
+    for (auto& c : steps)
+      if (c.thread == th) v.push_back(c);
+    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.start != y.start ? x.start < y.start : x.end > y.end; });
+    steps.clear();
+    for (auto& c : v)
+      if (steps.empty() || c.start >= steps.back().end) steps.push_back(c);
+    if (a.steps.name.empty()) a.steps.name = cand_name(steps.front());
+  }
+  return steps;
+}
+
+// No steps: the whole trace is one, on the application thread with the most CUDA calls (or records).
+Cand whole_trace_step(const Context& cx, const Ingested& in, Analysis& a) {
+  const auto& r = cx.r;
+  const auto& ts = in.ts;
+  const int64_t t_first = in.t_first, t_last = in.t_last;
+  uint32_t step_thread = 0;
+  // The application thread with the most CUDA calls (or records) carries the "step".
+  uint64_t best = 0;
+  for (uint32_t t = 0; t < ts.size(); ++t) {
+    if (!ts[t].seen) continue;
+    auto it = r.threads().find(t);
+    if (it != r.threads().end() && it->second.is_channel()) continue;
+    uint64_t score = ts[t].apis * 4 + ts[t].py_calls + ts[t].ranges + 1;
+    if (score > best) { best = score; step_thread = t; }
+  }
+  a.steps.name = "(whole trace)";
+  a.steps.detected = false;
+  if (cx.opt.step.empty())
+    a.warnings.push_back("no repeated top-level range or scope was found: the whole trace (" +
+                         std::to_string(a.trace_ms) + " ms) is analysed as one step; wrap each inference step in "
+                         "ISCOPE_RANGE(\"step\") or inferscope_py.scope(\"step\") for per-step statistics");
+  return {step_thread, 0, t_first, std::max(t_last, t_first + 1)};
+}
+
+// The step policy over ss.steps (m.selection, a.steps' statistics) and the representative step.
+void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysis& a, Model& m) {
+  const auto& steps = ss.steps;
+  const bool whole = ss.whole;
+  const int64_t t_first = in.t_first;
+  auto rel = [&](int64_t ns) { return ms(double(ns - t_first)); };
+  std::vector<double> durs, starts_ms;
+  for (auto& c : steps) {
+    durs.push_back(double(c.end - c.start));
+    starts_ms.push_back(rel(c.start));
+  }
+  // Step policy: warm-up (asked for, or detected) apart from the steady steps; the statistics, the breakdown
+  // and the rules describe the steady state.
+  {
+    StepPolicyInput pin{durs, one_time_cost_steps(steps, in.apis, ss.step_thread)};
+    m.selection = whole ? StepSelection{0, {true}, {}, durs.front(), 0, false, "the whole trace is one step"}
+                        : select_steps(pin, {cx.opt.skip_steps});
+    if (whole) fill_whole_trace_stats(a.steps, durs.front());
+    else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
+    a.end_to_end_ms = a.steps.p50_ms;
+  }
+  // Representative step: the steady step closest to the median.
+  size_t rep = m.selection.warmup;
+  {
+    const double med = m.selection.steady_median_ns;
+    double bestd = 1e300;
+    for (size_t i = m.selection.warmup; i < durs.size(); ++i)
+      if (std::fabs(durs[i] - med) < bestd) { bestd = std::fabs(durs[i] - med); rep = i; }
+  }
+  ss.rep = rep;
+  ss.rep_s = steps[rep].start;
+  ss.rep_e = steps[rep].end;
+  a.representative.step = {uint32_t(rep), rel(ss.rep_s), ms(double(ss.rep_e - ss.rep_s))};
+  ss.steps_s = steps[m.selection.warmup].start;  // the steady steps
+  ss.steps_e = steps.back().end;
+}
+
+}  // namespace
+
+StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m) {
+  StepSet ss;
+  ss.steps = step_instances(cx, in, a);
+  ss.whole = ss.steps.empty();
+  if (ss.whole) ss.steps.push_back(whole_trace_step(cx, in, a));
+  ss.step_thread = ss.steps.front().thread;
+  {
+    auto it = cx.r.threads().find(ss.step_thread);
+    m.step_thread_name = it != cx.r.threads().end() && !it->second.name.empty() ? it->second.name
+                                                                                 : "thread " + std::to_string(ss.step_thread);
+  }
+  select_steps_of(cx, in, ss, a, m);
+  return ss;
+}
+
+}  // namespace inferscope::analyze::detail

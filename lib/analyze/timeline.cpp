@@ -1,0 +1,125 @@
+// Stage "representative timeline": the representative step's spans by lane (threads, then GPU streams), tiny
+// spans merged and the longest kept (docs/analysis.md section 8).
+#include "analyze/stages.hpp"
+
+namespace inferscope::analyze::detail {
+namespace {
+
+using Lanes = std::map<std::string, TimelineLane>;
+
+// Every span overlapping the step, clipped to it, in ms from its start.
+Lanes collect_lanes(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur) {
+  const auto& r = cx.r;
+  const auto& apis = in.apis;
+  const auto& gpu = in.gpu;
+  const auto& rep_cpu = hw.rep_cpu;
+  const int64_t rep_s = ss.rep_s, rep_e = ss.rep_e;
+  Lanes lanes;
+  auto lane_name = [&](uint32_t t) {
+    auto it = r.threads().find(t);
+    std::string n = it != r.threads().end() && !it->second.name.empty() ? it->second.name : "thread " + std::to_string(t);
+    return "thread " + n + " (" + std::to_string(it != r.threads().end() ? it->second.os_tid : t) + ")";
+  };
+  auto add = [&](const std::string& lane, bool g, int64_t s, int64_t e, std::string label, const char* cat, uint32_t depth) {
+    auto& L = lanes[lane];
+    L.name = lane;
+    L.gpu = g;
+    s = std::max(s, rep_s);
+    e = std::min(e, rep_e);
+    L.spans.push_back({ms(double(s - rep_s)), ms(double(e - rep_s)), std::move(label), cat, depth});
+  };
+  for (auto& c : rep_cpu) add(lane_name(c.thread), false, c.s, c.e, c.label, c.cat, c.depth);
+  for (auto& x : apis)
+    if (x.end() > rep_s && x.start < rep_e)
+      add(lane_name(x.thread), false, x.start, x.end(), cx.name_of(x.name), x.kind == detail::kSync || x.kind == detail::kCopySync ? "sync" : "api", 0);
+  auto first = std::lower_bound(gpu.begin(), gpu.end(), rep_s - max_gpu_dur, [](const GpuOp& x, int64_t v) { return x.start < v; });
+  for (auto it = first; it != gpu.end() && it->start < rep_e; ++it) {
+    if (it->end() <= rep_s) continue;
+    static const char* cats[] = {"kernel", "memset", "h2d", "d2h", "copy"};
+    std::string label = it->kind == detail::kKernel ? cx.name_of(it->name_or_bytes)
+                                                    : std::string(cats[it->kind]) + " " + std::to_string(it->name_or_bytes) + " B";
+    add("GPU stream " + std::to_string(it->stream), true, it->start, it->end(), std::move(label), cats[it->kind], 0);
+  }
+  return lanes;
+}
+
+void assign_rows(Lanes& lanes) {
+  // Rows of a thread lane: ranges from depth 0, Python frames below the deepest range, CUDA calls last.
+  for (auto& [n, L] : lanes) {
+    if (L.gpu) continue;
+    int rmax = -1, pmax = -1;
+    for (auto& sp : L.spans) {
+      if (sp.category == "range") rmax = std::max(rmax, int(sp.depth));
+      else if (sp.category == "python") pmax = std::max(pmax, int(sp.depth));
+    }
+    for (auto& sp : L.spans) {
+      if (sp.category == "python") sp.depth += uint32_t(rmax + 1);
+      else if (sp.category != "range") sp.depth = uint32_t(rmax + 1 + pmax + 1);
+    }
+  }
+}
+
+// Merges runs of spans narrower than min_w; returns the spans left.
+size_t merge_tiny(Lanes& lanes, double min_w) {
+  size_t total = 0;
+  for (auto& [n, L] : lanes) {
+    std::sort(L.spans.begin(), L.spans.end(), [](auto& x, auto& y) { return x.start_ms < y.start_ms; });
+    std::vector<TimelineSpan> out;
+    for (auto& s : L.spans) {
+      bool tiny = s.end_ms - s.start_ms < min_w;
+      if (tiny && !out.empty() && out.back().category == s.category && out.back().depth == s.depth &&
+          s.start_ms - out.back().end_ms < min_w && out.back().end_ms - out.back().start_ms < 20 * min_w) {
+        auto& b = out.back();
+        b.end_ms = std::max(b.end_ms, s.end_ms);
+        if (b.label.rfind("merged ", 0) != 0) b.label = "merged 2 " + b.category + "s";
+        else {
+          int k = std::atoi(b.label.c_str() + 7);
+          b.label = "merged " + std::to_string(k + 1) + " " + b.category + "s";
+        }
+        continue;
+      }
+      out.push_back(s);
+    }
+    L.spans = std::move(out);
+    total += L.spans.size();
+  }
+  return total;
+}
+
+}  // namespace
+
+void build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur,
+                    Analysis& a) {
+  const auto& opt = cx.opt;
+  const int64_t rep_s = ss.rep_s, rep_e = ss.rep_e;
+  Lanes lanes = collect_lanes(cx, in, ss, hw, max_gpu_dur);
+  assign_rows(lanes);
+  // Cap: merge runs of tiny spans, then keep the longest.
+  const double min_w = ms(double(rep_e - rep_s)) / 2000.0;
+  const size_t total = merge_tiny(lanes, min_w);
+  if (total > opt.max_timeline_spans) {
+    std::vector<double> widths;
+    for (auto& [n, L] : lanes)
+      for (auto& s : L.spans) widths.push_back(s.end_ms - s.start_ms);
+    std::nth_element(widths.begin(), widths.begin() + (opt.max_timeline_spans - 1), widths.end(), std::greater<>());
+    double cut = widths[opt.max_timeline_spans - 1];
+    size_t kept = 0;
+    for (auto& [n, L] : lanes) {
+      std::vector<TimelineSpan> out;
+      for (auto& s : L.spans)
+        if (s.end_ms - s.start_ms > cut || (s.end_ms - s.start_ms == cut && kept < opt.max_timeline_spans)) {
+          out.push_back(s);
+          ++kept;
+        }
+      L.spans = std::move(out);
+    }
+    a.warnings.push_back("the representative step's timeline was cut to its " + std::to_string(opt.max_timeline_spans) +
+                         " longest spans");
+  }
+  for (auto& [n, L] : lanes)
+    if (!L.gpu) a.representative.lanes.push_back(std::move(L));
+  for (auto& [n, L] : lanes)
+    if (L.gpu) a.representative.lanes.push_back(std::move(L));
+}
+
+}  // namespace inferscope::analyze::detail
