@@ -30,9 +30,90 @@ void fill_whole_trace_stats(StepStats& st, double dur_ns) {
 }
 
 // No step asked for: the candidates of the detected step (empty when nothing repeats).
+// The repeated shallow Python function that is the step of an unmodified program, on the launching thread.
+struct PythonStep {
+  uint32_t code = 0;
+  int64_t total = -1;  ///< time its calls cover; -1: none repeats
+  std::vector<Cand> instances;
+  bool iterations = false;  ///< the instances are loop iterations: from one call's start to the next one's
+};
+
+// Over a tenth of the time between the first call and the last one's end spent outside the calls: the loop
+// does per-iteration work outside the function (loading the next batch, logging, waiting), which is part of
+// what each step costs, so the steps become the iterations, each from one call's start to the next one's.
+// (Loop overhead between back-to-back calls is far below a tenth.)
+void to_iterations(PythonStep& py) {
+  auto& v = py.instances;
+  std::sort(v.begin(), v.end(), [](const Cand& x, const Cand& y) { return x.start < y.start; });
+  std::vector<Cand> outer;  // recursive calls: the outermost only
+  for (const Cand& c : v)
+    if (outer.empty() || c.start >= outer.back().end) outer.push_back(c);
+  if (outer.size() < 3) return;
+  int64_t inside = 0;
+  for (const Cand& c : outer) inside += c.end - c.start;
+  const int64_t span = outer.back().end - outer.front().start;
+  if (span <= 0 || double(span - inside) <= 0.1 * double(span)) return;
+  for (size_t i = 0; i + 1 < outer.size(); ++i) outer[i].end = outer[i + 1].start;
+  outer.pop_back();  // the last call has no next start to end its iteration
+  v = std::move(outer);
+  py.iterations = true;
+}
+
+// Candidates: the functions at depth <= 3 called at least twice, by the time they cover. The first whose calls
+// hold a CUDA call in at least half of them wins: a function that launches no GPU work (a Dataset's
+// __getitem__, a tokenizer) describes a sample or a part, not the step, however much time it covers. A
+// program that makes no CUDA call on that thread takes the first candidate.
+PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
+  constexpr size_t kCandidates = 8;
+  PythonStep out;
+  if (thread >= in.ts.size()) return out;
+  const auto& shallow = in.ts[thread].shallow_py;
+  std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>> ranked;  // ((total, count), code)
+  for (uint32_t code = 0; code < shallow.size(); ++code)
+    if (shallow[code].first >= 2) ranked.push_back({{shallow[code].second, shallow[code].first}, code});
+  if (ranked.empty()) return out;
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first > y.first; });  // ties: lower code
+  if (ranked.size() > kCandidates) ranked.resize(kCandidates);
+  std::map<uint32_t, std::vector<Cand>> calls_of;
+  for (auto& [score, code] : ranked) calls_of[code];
+  for (const auto& c : cx.r.event_chunks()) {  // one more pass over that thread's chunks (only in this fallback)
+    if (c.thread_id != thread) continue;
+    try {
+      cx.r.for_each_record_in(c, [&](uint32_t t, const RecordHeader& h, const uint8_t* p) {
+        if (h.kind != RecordKind::kPyCall || h.aux > 3) return;
+        auto rec = dump::load<PyCallRecord>(p);
+        auto it = calls_of.find(rec.code);
+        if (it == calls_of.end()) return;
+        const int64_t s0 = cx.clock.to_ns(rec.start);
+        it->second.push_back({t, 0x80000000u | rec.code, s0, std::max(s0, cx.clock.to_ns(rec.end))});
+      });
+    } catch (const dump::DumpError&) {  // reported by pass 1
+    }
+  }
+  std::vector<int64_t> launches;  // the thread's CUDA calls, by start
+  for (const ApiOp& x : in.apis)
+    if (x.thread == std::min<uint32_t>(thread, 0xffff)) launches.push_back(x.start);
+  std::sort(launches.begin(), launches.end());
+  auto launching = [&](const std::vector<Cand>& v) {
+    size_t with = 0;
+    for (const Cand& c : v) {
+      auto it = std::lower_bound(launches.begin(), launches.end(), c.start);
+      with += it != launches.end() && *it < c.end;
+    }
+    return with * 2 >= v.size();
+  };
+  size_t pick = 0;
+  if (!launches.empty())
+    for (size_t k = 0; k < ranked.size(); ++k)
+      if (launching(calls_of[ranked[k].second])) { pick = k; break; }
+  out.code = ranked[pick].second;
+  out.total = ranked[pick].first.first;
+  out.instances = std::move(calls_of[out.code]);
+  if (!launches.empty()) to_iterations(out);
+  return out;
+}
+
 void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
-  const auto& r = cx.r;
-  const auto& clock = cx.clock;
   const auto& top = in.top;
   const auto& ts = in.ts;
   // The repeated top-level range covering the most time. The program's own ISCOPE ranges come first; NVTX
@@ -71,39 +152,20 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
       uint64_t score = ts[t].apis * 4 + ts[t].py_calls;  // the launching thread; Python-only: the busiest
       if (score > most) { most = score; launcher_thread = t; }
     }
-    static const std::vector<std::pair<uint64_t, int64_t>> none;
-    uint32_t bc = 0;
-    std::pair<int64_t, uint64_t> bs{-1, 0};
-    const auto& shallow = launcher_thread < ts.size() ? ts[launcher_thread].shallow_py : none;
-    for (uint32_t code = 0; code < shallow.size(); ++code) {
-      auto& x = shallow[code];
-      if (x.first >= 2 && std::make_pair(x.second, x.first) > bs) {
-        bs = {x.second, x.first};
-        bc = code;
-      }
-    }
-    if (nvtx_score.first >= 0 && nvtx_score.first >= bs.first) {
+    const PythonStep py = python_step(cx, in, launcher_thread);
+    if (nvtx_score.first >= 0 && nvtx_score.first >= py.total) {
       take_range(best_nvtx);
-    } else if (bs.first >= 0) {
-      // Its calls: one more pass over that thread's chunks (only in this fallback).
-      for (const auto& c : r.event_chunks()) {
-        if (c.thread_id != launcher_thread) continue;
-        try {
-          r.for_each_record_in(c, [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-            if (h.kind != RecordKind::kPyCall || h.aux > 3) return;
-            auto rec = dump::load<PyCallRecord>(p);
-            if (rec.code != bc) return;
-            int64_t s0 = clock.to_ns(rec.start);
-            steps.push_back({thread, 0x80000000u | bc, s0, std::max(s0, clock.to_ns(rec.end))});
-          });
-        } catch (const dump::DumpError&) {  // reported by pass 1
-        }
-      }
+    } else if (py.total >= 0) {
+      const uint32_t bc = py.code;
+      steps.insert(steps.end(), py.instances.begin(), py.instances.end());
       a.steps.name = cx.code_name(bc);
       a.steps.detected = true;
-      a.warnings.push_back("no repeated top-level range: the steps are the calls of the Python function '" +
-                           a.steps.name + "' (repeated, covering the most time); mark steps with "
-                           "inferscope_py.scope(\"step\") or pass --step to choose");
+      a.warnings.push_back(std::string("no repeated top-level range: the steps are the ") +
+                           (py.iterations ? "loop iterations around the calls" : "calls") + " of the Python function '" +
+                           a.steps.name + "' (repeated, launching GPU work, covering the most time" +
+                           (py.iterations ? "; over a tenth of the loop's time is spent outside it, so each step runs "
+                                            "from one call to the next" : "") +
+                           "); mark steps with inferscope_py.scope(\"step\") or pass --step to choose");
     }
   }
 }

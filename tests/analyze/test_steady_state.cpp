@@ -366,3 +366,31 @@ TEST_CASE("what-if graph: work queued far ahead is linked by correlation id, wor
   CHECK(g.host[2].work.size() == 1);  // the nested launch's kernel belongs to the library call around it
   CHECK(g.gpu.size() == 3);
 }
+
+TEST_CASE("steps of an unmodified program: the repeated function that launches GPU work, not a busier one that does not") {
+  // for batch in loader: model(batch) -- the loop body is no function; the DataLoader's __next__ and the
+  // Dataset's __getitem__ cover the most time but launch nothing.
+  fs::path p = work_file("loader.iscope");
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 20; ++i) {
+      sim.py("_DataLoaderIter.__next__", [&] {
+        for (int k = 0; k < 8; ++k) sim.py("Dataset.__getitem__", [&] { sim.host(1 * ms); }, "data.py", 20);
+      }, "dataloader.py", 600);
+      sim.py("Model.forward", [&] {
+        for (int k = 0; k < 4; ++k) sim.launch("gemm", 200 * us);
+        sim.sync();
+      }, "model.py", 40);
+    }
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.name.find("Model.forward") == 0);
+  // The loop spends most of its time outside forward: each step is an iteration, from one forward to the next
+  // (19 of them), so the data loading is inside the steps and is what the verdict names.
+  CHECK(a.steps.total == 19);
+  CHECK(a.breakdown.step_ms == doctest::Approx(9.0).epsilon(0.05));
+  REQUIRE_FALSE(a.findings.empty());
+  CHECK(a.findings.front().category == "cpu_bound");
+}
