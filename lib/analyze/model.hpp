@@ -16,6 +16,11 @@
 
 namespace inferscope::analyze::detail {
 
+/// Host gaps shorter than this between two CUDA calls are dispatch overhead (Python and framework work per op),
+/// not host work: the idle attribution gives them to the launch path and the graph what-if removes them.
+/// docs/analysis.md gives the reason for the value.
+inline constexpr int64_t kDispatchGapNs = 100'000;
+
 enum GpuKind : uint8_t { kKernel = 0, kMemset = 1, kH2D = 2, kD2H = 3, kOtherCopy = 4 };
 enum ApiKind : uint8_t { kLaunch = 0, kSync = 1, kCopySync = 2, kCopyAsync = 3, kAlloc = 4, kFree = 5, kOtherApi = 6 };
 

@@ -7,7 +7,6 @@
 namespace inferscope::analyze::detail {
 namespace {
 
-constexpr int64_t kBetweenKernelsGapNs = 100'000;  // docs/analysis.md: "gaps between kernels"
 
 // Union length of intervals fed in start order, clipped to a window.
 struct Union {
@@ -165,7 +164,7 @@ class StepSweeper {
       sm.framework += fw;
       sm.cpu += host;
       sm.idle += rest - host;
-      IdleCauses causes = attribute_idle_gap(sapi, Z.gap_cursor, ga, gb, kBetweenKernelsGapNs);
+      IdleCauses causes = attribute_idle_gap(sapi, Z.gap_cursor, ga, gb, kDispatchGapNs);
       sm.idle_host += causes.host;
       sm.idle_gaps += causes.launch;
       sm.idle_sync += causes.sync;

@@ -34,7 +34,7 @@ struct Thresholds {
   double saturated_share = 0.70;      ///< achieved / peak PCIe bandwidth from which the link is the limit
   double launch_min_kernels = 10;     ///< kernels per step below which launch overhead is not the story
   double sync_min_per_step = 1;       ///< synchronizing calls per step for sync_bound
-  int64_t dispatch_gap_ns = 100'000;  ///< host gaps shorter than this between launches are dispatch overhead
+  int64_t dispatch_gap_ns = detail::kDispatchGapNs;  ///< the same as the idle attribution's (model.hpp)
   int64_t graph_launch_ns = 10'000;   ///< host cost of one CUDA graph launch (what-if of a graph capture)
   double host_pressure_faults = 1000; ///< page faults per step that mean host memory pressure
   double host_pressure_rss = 256e6;   ///< RSS growth over the steps that means host memory pressure
