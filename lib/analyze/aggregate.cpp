@@ -114,6 +114,7 @@ void fill_step_stats(StepStats& st, const std::vector<double>& durs, const StepS
   st.warmup_reason = sel.reason;
   st.count = steady.size();
   st.typical = typical_indexes(sel).size();
+  for (size_t i : steady) st.steady_durations_ms.push_back(ms(durs[i]));
   if (sorted.empty()) return;
   st.mean_ms = ms(std::accumulate(sorted.begin(), sorted.end(), 0.0) / double(sorted.size()));
   st.p50_ms = ms(median_sorted(sorted));

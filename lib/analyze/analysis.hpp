@@ -88,6 +88,9 @@ struct StepStats {
   std::vector<StepInstance> outliers;  ///< steady steps slower than outlier_bound_ms, in time order (at most 20)
   double mean_ms = 0, p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, min_ms = 0;
   std::vector<StepInstance> slowest;  ///< slowest first, at most 5
+  /// Every steady step's duration, in time order (outliers included): the spread behind the statistics above,
+  /// for comparisons of two runs (iscope-diff's bootstrap interval). Not written to the JSON report.
+  std::vector<double> steady_durations_ms;
 };
 
 struct KernelRow {
