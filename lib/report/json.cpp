@@ -4,6 +4,7 @@
 // grouped as {"ms", "pct"}.
 #include "report/common.hpp"
 #include "report/escape.hpp"
+#include "report/json_text.hpp"
 #include "report/report.hpp"
 
 #include <boost/json.hpp>
@@ -306,6 +307,13 @@ void put(std::string& out, const json::value& v, int indent) {
 }
 
 }  // namespace
+
+std::string pretty_json(const json::value& v) {
+  std::string text;
+  put(text, v, 0);
+  text += '\n';
+  return text;
+}
 
 void write_json(const Analysis& a, std::ostream& out) {
   json::object root;

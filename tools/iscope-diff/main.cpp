@@ -1,0 +1,175 @@
+// iscope-diff: compares two runs of one program (a dump, a JSON event trace or a torch.profiler trace each)
+// and says what changed: the steady step latency with an interval, the breakdown, the findings, the kernels
+// and Python functions that changed most.
+//
+//   iscope-diff BEFORE AFTER                       Markdown on stdout
+//   iscope-diff BEFORE AFTER -o diff.md|.html|.json [--step NAME] [--skip-steps N|auto]
+//
+// Exit status: 0 the comparison was written, 1 an unreadable input (named) or an output that could not be
+// written, 2 bad usage, 3 the two runs look unrelated (nothing written), 4 the comparison was written but an
+// input was corrupt (only what could be read was compared). docs/cli.md lists every tool's exit statuses.
+#include "analyze/analyzer.hpp"
+#include "config/settings.hpp"
+#include "dump/files.hpp"
+#include "dump/path.hpp"
+#include "report/diff.hpp"
+
+#include <cxxopts.hpp>
+#include <inferscope/version.hpp>
+
+#include <iostream>
+#include <optional>
+
+namespace {
+
+using inferscope::analyze::Analysis;
+constexpr const char* kTool = "iscope-diff";
+
+// The format -o writes, from the file name ("-" is Markdown on stdout); empty for an extension it does not
+// know, which is refused rather than guessed at.
+std::string output_format(const std::string& p) {
+  if (p == "-") return "md";
+  std::string e = inferscope::dump::split_extension(p).ext;
+  for (auto& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (e == ".md") return "md";
+  if (e == ".html" || e == ".htm") return "html";
+  if (e == ".json") return "json";
+  return "";
+}
+
+// Through a temporary renamed into place: a write that fails half-way leaves the previous file as it was.
+bool write_to(const std::string& path, const std::string& fmt, const inferscope::report::Comparison& c) {
+  auto write = [&](std::ostream& s) {
+    if (fmt == "html") inferscope::report::write_diff_html(c, s);
+    else if (fmt == "json") inferscope::report::write_diff_json(c, s);
+    else inferscope::report::write_diff_markdown(c, s);
+  };
+  if (path == "-") {
+    write(std::cout);
+    return true;
+  }
+  inferscope::dump::AtomicOutput out(path);
+  if (out.ok()) write(out.stream());
+  if (!out.commit()) {
+    std::cerr << kTool << ": " << out.error() << "\n";
+    return false;
+  }
+  return true;
+}
+
+// The analyzer's settings from the same model as iscope-analyze (flags > INFERSCOPE_* > .inferscope.yaml >
+// defaults), applied to both runs alike. Settings it cannot use are reported once and skipped.
+inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult& args) {
+  inferscope::config::ResolveOptions ro;
+  ro.lenient_sources = true;
+  if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
+  if (args.count("skip-steps")) ro.flags.emplace_back("skip_steps", args["skip-steps"].as<std::string>());
+  const auto resolved = inferscope::config::resolve(ro);
+  if (!resolved.ignored.empty())
+    std::cerr << kTool << ": warning: ignoring settings it cannot use (`iscope-config validate` lists them): "
+              << resolved.ignored.front() << "\n";
+  inferscope::analyze::AnalyzeOptions o;
+  o.step = resolved.config.step;
+  o.launch_bound_max_kernel_us = resolved.config.launch_bound_max_kernel_us;
+  o.skip_steps = resolved.config.skip_steps == "auto" ? -1 : std::stoi(resolved.config.skip_steps);
+  return o;
+}
+
+// One run's analysis; nullopt (after naming the file and the reason) when it cannot be read.
+std::optional<Analysis> analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& o) {
+  try {
+    Analysis a = inferscope::analyze::analyze_file(path, o);
+    for (const auto& w : a.warnings) std::cerr << kTool << ": warning: " << path << ": " << w << "\n";
+    return a;
+  } catch (const inferscope::dump::DumpError& e) {
+    std::cerr << kTool << ": " << e.what() << "\n";
+  } catch (const inferscope::analyze::InputError& e) {
+    std::cerr << kTool << ": " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << kTool << ": " << path << ": out of memory while analysing\n";
+  }
+  return std::nullopt;
+}
+
+// -o values as (format, path); exit status 2 (after saying why) for an unknown extension or an input as output.
+int parse_outputs(const cxxopts::ParseResult& args, const std::vector<std::string>& inputs,
+                  std::vector<std::pair<std::string, std::string>>& outputs) {
+  if (args.count("output"))
+    for (const auto& p : args["output"].as<std::vector<std::string>>()) {
+      const std::string fmt = output_format(p);
+      if (fmt.empty()) {
+        std::cerr << kTool << ": -o " << p << ": unknown extension (the extension picks the format); use .md, "
+                  << ".html, .htm, .json, or - for Markdown on stdout\n";
+        return 2;
+      }
+      for (const auto& in : inputs)
+        if (p != "-" && inferscope::dump::same_file(p, in)) {
+          std::cerr << kTool << ": output " << p << " is the input " << in << " itself; refusing to overwrite it\n";
+          return 2;
+        }
+      outputs.emplace_back(fmt, p);
+    }
+  if (outputs.empty()) outputs.emplace_back("md", "-");
+  return 0;
+}
+
+cxxopts::Options make_options() {
+  cxxopts::Options opts(kTool, "Compares two runs of one program (dumps, JSON event traces or torch.profiler traces): "
+                               "what changed in the step latency, the breakdown, the findings, the kernels and the "
+                               "Python functions.");
+  opts.add_options()
+      ("o,output", "comparison file; the format follows the extension: .md, .html, .json, or - (Markdown on "
+                   "stdout); repeatable", cxxopts::value<std::vector<std::string>>())
+      ("step", "the step range, scope or Python function, in both runs (default: the setting 'step')",
+       cxxopts::value<std::string>())
+      ("skip-steps", "leading steps to leave out as warm-up in both runs, or auto (default: the setting 'skip_steps')",
+       cxxopts::value<std::string>())
+      ("h,help", "show this help")
+      ("version", "print the version and exit")
+      ("inputs", "BEFORE and AFTER", cxxopts::value<std::vector<std::string>>());
+  opts.parse_positional({"inputs"});
+  opts.positional_help("BEFORE AFTER");
+  return opts;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto opts = make_options();
+  cxxopts::ParseResult args;
+  try {
+    args = opts.parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << kTool << ": " << e.what() << "\n" << opts.help() << "\n";
+    return 2;
+  }
+  if (args.count("help")) return std::cout << opts.help() << "\n", 0;
+  if (args.count("version")) return std::cout << "iscope-diff " INFERSCOPE_VERSION_STRING "\n", 0;
+  const auto inputs = args.count("inputs") ? args["inputs"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (inputs.size() != 2) {
+    std::cerr << kTool << ": give two inputs, BEFORE and AFTER (got " << inputs.size() << ")\n" << opts.help() << "\n";
+    return 2;
+  }
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (int rc = parse_outputs(args, inputs, outputs)) return rc;
+  inferscope::analyze::AnalyzeOptions o;
+  try {
+    o = analysis_settings(args);
+  } catch (const inferscope::config::ConfigError& e) {
+    std::cerr << kTool << ": configuration error:\n" << e.what() << "\n";
+    return 2;
+  }
+  const auto before = analyse(inputs[0], o);
+  if (!before) return 1;
+  const auto after = analyse(inputs[1], o);
+  if (!after) return 1;
+  const auto c = inferscope::report::compare(*before, *after);
+  if (!c.related) {
+    std::cerr << kTool << ": " << c.unrelated_reason << "\n";
+    return 3;
+  }
+  bool ok = true;
+  for (const auto& [fmt, p] : outputs) ok &= write_to(p, fmt, c);
+  if (!ok) return 1;
+  return before->partial || after->partial ? 4 : 0;
+}
