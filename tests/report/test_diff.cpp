@@ -1,0 +1,243 @@
+// iscope-diff (lib/report/diff.hpp and tools/iscope-diff): a sync-bound program against the same program with
+// the per-token syncs removed, unrelated programs, bad inputs, the bootstrap interval and the JSON keys.
+#include "analyze/analyzer.hpp"
+#include "report/diff.hpp"
+#include "support/dump_builder.hpp"
+
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace inferscope;
+
+namespace {
+
+constexpr int64_t us = 1'000;
+
+fs::path work_dir() {
+  fs::path d = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "report" / "diff_work";
+  fs::create_directories(d);
+  return d;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A decoder: 30 tokens per step, each a kernel and (with `syncs`) a Tensor.item() that waits for it; without
+// them one sync at the end of the step. A little host work varies from step to step, as it does in a real run.
+fs::path decoder(const std::string& name, bool syncs) {
+  const fs::path p = work_dir() / (name + ".iscope");
+  dump::DumpBuilder b(p.string());
+  testsupport::Sim sim(b);
+  for (int i = 0; i < 24; ++i) {
+    sim.range("step", [&] {
+      sim.py("Model.run_step", [&] {
+        sim.host((i * 7 % 5) * 40 * us);
+        for (int k = 0; k < 30; ++k) {
+          sim.py("decode_step", [&] { sim.launch("softmax_kernel", 60 * us); sim.host(20 * us); });
+          if (syncs) sim.py("Tensor.item", [&] { sim.sync("cudaStreamSynchronize"); }, "torch/_tensor.py", 1);
+          sim.host(60 * us);
+        }
+        if (!syncs) sim.py("Tensor.item", [&] { sim.sync("cudaStreamSynchronize"); }, "torch/_tensor.py", 1);
+      }, "serve.py", 40);
+    });
+    sim.host(200 * us);
+  }
+  b.finish();
+  return p;
+}
+
+// A training loop sharing no step name, kernel or Python function with the decoder.
+fs::path trainer() {
+  const fs::path p = work_dir() / "trainer.iscope";
+  dump::DumpBuilder b(p.string());
+  testsupport::Sim sim(b);
+  for (int i = 0; i < 12; ++i)
+    sim.range("train_iter", [&] {
+      sim.py("Trainer.train_step", [&] { sim.launch("ampere_sgemm_128x64_tn", 2000 * us); sim.sync(); }, "train.py", 9);
+    });
+  b.finish();
+  return p;
+}
+
+struct Run {
+  int rc = -1;
+  std::string out, err;
+};
+
+Run run_diff(const std::string& args) {
+  const fs::path o = work_dir() / "cli.out", e = work_dir() / "cli.err";
+  const std::string cmd = std::string(ISCOPE_DIFF_EXE) + " " + args + " >" + o.string() + " 2>" + e.string();
+  const int rc = std::system(cmd.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read(o), read(e)};
+}
+
+const report::FindingChange* finding(const report::Comparison& c, const std::string& category) {
+  for (const auto& f : c.findings)
+    if (f.category == category) return &f;
+  return nullptr;
+}
+
+const report::BreakdownChange* part(const report::Comparison& c, const std::string& key) {
+  for (const auto& b : c.breakdown)
+    if (b.key == key) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("diff: removing the per-token syncs makes the step faster, and the comparison says why") {
+  const auto before = analyze::analyze_file(decoder("with_syncs", true).string(), {});
+  const auto after = analyze::analyze_file(decoder("without_syncs", false).string(), {});
+  REQUIRE(before.steps.count >= 5);
+  REQUIRE(before.steps.steady_durations_ms.size() == before.steps.count);
+  const auto c = report::compare(before, after);
+  CHECK(c.related);
+
+  CHECK(c.latency.delta_p50_ms < 0);
+  REQUIRE(c.latency.interval.available);
+  CHECK(c.latency.interval.low_ms <= c.latency.delta_p50_ms);
+  CHECK(c.latency.interval.high_ms >= c.latency.delta_p50_ms);
+  CHECK(c.latency.interval.high_ms < 0);  // excludes 0
+  CHECK(c.latency.interval.low_ms < c.latency.interval.high_ms);  // the steps vary: a real interval
+  CHECK(c.latency.verdict == "faster");
+
+  const auto* sync = finding(c, "sync_bound");
+  REQUIRE(sync);
+  CHECK(sync->impact_before_ms > 0);
+  CHECK((sync->change == "disappeared" || sync->change == "shrank"));
+  CHECK(sync->delta_ms < 0);
+
+  const auto* sync_wait = part(c, "sync_wait");
+  REQUIRE(sync_wait);
+  CHECK(sync_wait->delta_ms < 0);
+  const auto* idle_sync = part(c, "gpu_idle_waiting_on_sync");
+  REQUIRE(idle_sync);
+  CHECK(idle_sync->delta_ms < 0);
+  const auto* step = part(c, "step");
+  REQUIRE(step);
+  CHECK(step->delta_ms < 0);
+
+  bool item_fewer = false;
+  for (const auto& p : c.python_by_count) item_fewer |= p.name == "Tensor.item" && p.delta_count() < 0;
+  CHECK(item_fewer);
+  CHECK(c.kernels_by_count.empty());  // the same kernels, as often
+
+  std::ostringstream md;
+  report::write_diff_markdown(c, md);
+  CHECK(md.str().find("faster") != std::string::npos);
+  CHECK(md.str().find("bootstrap of the difference of medians") != std::string::npos);
+  CHECK(md.str().find("`sync_bound`") != std::string::npos);
+  std::ostringstream html;
+  report::write_diff_html(c, html);
+  CHECK(html.str().find("<!DOCTYPE html>") == 0);
+  CHECK(html.str().find("sync_bound") != std::string::npos);
+}
+
+TEST_CASE("diff: the bootstrap interval of the difference of medians") {
+  const std::vector<double> a = {10, 10.5, 9.5, 10.2, 9.8, 10.1, 9.9}, b = {7, 7.4, 6.6, 7.1, 6.9, 7.2, 6.8};
+  const auto iv = report::median_difference_interval(a, b);
+  REQUIRE(iv.available);
+  CHECK(iv.resamples == report::kBootstrapResamples);
+  CHECK(iv.high_ms < 0);
+  CHECK(iv.low_ms >= -3.9);
+  const auto again = report::median_difference_interval(a, b);
+  CHECK(again.low_ms == iv.low_ms);  // fixed seed: the same interval every time
+  CHECK(again.high_ms == iv.high_ms);
+
+  const auto same = report::median_difference_interval(a, a);
+  CHECK(same.low_ms <= 0);
+  CHECK(same.high_ms >= 0);
+
+  SUBCASE("fewer than 5 steps on a side: not available, and said so") {
+    const auto few = report::median_difference_interval(a, {7, 7.1, 6.9, 7.0});
+    CHECK_FALSE(few.available);
+    CHECK(few.note.find("fewer than 5") != std::string::npos);
+    analyze::StepStats sb, sa;
+    sb.steady_durations_ms = a;
+    sa.steady_durations_ms = {7, 7.1};
+    sb.p50_ms = 10, sa.p50_ms = 7;
+    const auto l = report::compare_latency(sb, sa);
+    CHECK(l.verdict == "unknown");
+    CHECK(l.delta_p50_ms == doctest::Approx(-3));
+  }
+}
+
+TEST_CASE("diff: findings matched by category") {
+  analyze::Finding s, c, w;
+  s.category = "sync_bound", s.impact_ms = 2, s.primary = true;
+  c.category = "cpu_bound", c.impact_ms = 1;
+  w.category = "gpu_bound", w.impact_ms = 3;
+  const auto fs = report::compare_findings({s, c}, {c, w});
+  REQUIRE(fs.size() == 3);
+  CHECK(fs[0].category == "gpu_bound");  // largest change first
+  CHECK(fs[0].change == "appeared");
+  CHECK(fs[1].category == "sync_bound");
+  CHECK(fs[1].change == "disappeared");
+  CHECK(fs[1].primary_before);
+  CHECK(fs[2].change == "unchanged");
+}
+
+TEST_CASE("iscope-diff: outputs, exit statuses and messages") {
+  const auto before = decoder("cli_before", true), after = decoder("cli_after", false);
+
+  SUBCASE("--version") {
+    const auto r = run_diff("--version");
+    CHECK(r.rc == 0);
+    CHECK(r.out.rfind("iscope-diff ", 0) == 0);
+  }
+  SUBCASE("Markdown on stdout by default; -o picks the format by extension, repeatable") {
+    const fs::path js = work_dir() / "diff.json", html = work_dir() / "diff.html";
+    fs::remove(js), fs::remove(html);
+    const auto r = run_diff(before.string() + " " + after.string() + " -o " + js.string() + " -o " + html.string() + " -o -");
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("# InferScope comparison") == 0);
+    CHECK(read(html).find("<!DOCTYPE html>") == 0);
+    const auto v = boost::json::parse(read(js)).as_object();
+    for (const char* k : {"schema_version", "before", "after", "related", "unrelated_reason", "latency", "breakdown",
+                          "findings", "kernels", "python", "notes"})
+      CHECK_MESSAGE(v.contains(k), k);
+    const auto& lat = v.at("latency").as_object();
+    for (const char* k : {"before", "after", "delta_p50_ms", "delta_p50_pct", "verdict", "interval"})
+      CHECK_MESSAGE(lat.contains(k), k);
+    const auto& iv = lat.at("interval").as_object();
+    for (const char* k : {"available", "method", "level", "resamples", "seed", "low_ms", "high_ms", "note"})
+      CHECK_MESSAGE(iv.contains(k), k);
+    CHECK(iv.at("method").as_string() == "bootstrap_difference_of_medians");
+    CHECK(lat.at("verdict").as_string() == "faster");
+    CHECK(v.at("kernels").as_object().contains("by_time"));
+    CHECK(v.at("python").as_object().contains("by_count"));
+  }
+  SUBCASE("unrelated programs: exit 3, said so, nothing written") {
+    const fs::path md = work_dir() / "unrelated.md";
+    fs::remove(md);
+    const auto r = run_diff(before.string() + " " + trainer().string() + " -o " + md.string());
+    CHECK(r.rc == 3);
+    CHECK(r.err.find("look unrelated") != std::string::npos);
+    CHECK_FALSE(fs::exists(md));
+    CHECK(r.out.empty());
+  }
+  SUBCASE("a missing input is named, exit 1") {
+    const std::string missing = (work_dir() / "no_such_run.iscope").string();
+    const auto r = run_diff(before.string() + " " + missing);
+    CHECK(r.rc == 1);
+    CHECK(r.err.find(missing) != std::string::npos);
+  }
+  SUBCASE("bad usage: one input, an unknown extension: exit 2") {
+    CHECK(run_diff(before.string()).rc == 2);
+    const auto r = run_diff(before.string() + " " + after.string() + " -o diff.txt");
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("diff.txt") != std::string::npos);
+  }
+}
