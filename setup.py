@@ -57,7 +57,7 @@ class CMakeBuild(build_ext):
         if shutil.which("ccache") and not os.environ.get("CMAKE_CXX_COMPILER_LAUNCHER"):
             configure += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
         configure += os.environ.get("INFERSCOPE_CMAKE_ARGS", "").split()
-        jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
+        jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(len(os.sched_getaffinity(0)))  # = nproc
         self.spawn(configure)
         self.spawn(["cmake", "--build", build, "-j", jobs, "--target", *TARGETS])
         if os.path.isdir(stage):
