@@ -8,6 +8,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libsqlite3-dev                              # iscope-analyze --sqlite
       nodejs                                      # runs the HTML report's sort script in a test
       python3 python3-dev python3-pytest
+      python3-venv python3-pip python3-setuptools python3-wheel   # pip install . (tests/pip), offline
       clang libclang-rt-14-dev binutils)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test InferScope has on this machine: the main build's tests (C++, tools, Python), an
-# ASan+UBSan build of the C++ tests, a TSan build of the buffer tests, a bounded fuzzing run and an
-# install + find_package check. GPU tests skip with their reason where there is no GPU.
+# ASan+UBSan build of the C++ tests, a TSan build of the buffer tests, a bounded fuzzing run, an
+# install + find_package check, and a wheel (pip install .) installed into a fresh venv. GPU tests skip with their reason where there is no GPU.
 # Ends with one line "N passed, N failed, N skipped"; exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +30,12 @@ step_failed() { echo "FAILED: $1"; FAILED=$((FAILED + 1)); FAILURES+=("$1"); }
 
 echo "=== build (RelWithDebInfo)"
 if BUILD_DIR=build scripts/build.sh; then
-  run_ctest main build -LE gpu
+  run_ctest main build -LE "gpu|pip"
   echo "=== GPU tests (label gpu): each skips with its reason when there is no GPU"
   run_ctest gpu build -L gpu -V
+  # Alone, not beside the other tests: it is a Release build of its own using every core.
+  echo "=== pip install . into a fresh venv (label pip)"
+  run_ctest pip build -L pip
 else
   step_failed "main build"
 fi

@@ -18,9 +18,33 @@ def _start_inferscope():
     if not _truthy(os.environ.get("INFERSCOPE_ENABLE", "")):
         return
     try:
-        import inferscope_py  # noqa: F401  (importing is what attaches the collector)
+        _import_inferscope_py()  # importing is what attaches the collector
     except Exception as e:  # never break the user's program
         print(f"inferscope: Python collector not started: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+def _import_inferscope_py():
+    try:
+        import inferscope_py  # noqa: F401
+        return
+    except ModuleNotFoundError as e:
+        # A pip install keeps this file in inferscope_py/site/. A Python other than the environment's (the
+        # venv not activated, `iscope-run -- /usr/bin/python3 ...`) does not see that site-packages: load
+        # the package from here, without putting the rest of site-packages on its path.
+        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        init = os.path.join(pkg, "__init__.py")
+        if e.name != "inferscope_py" or os.path.basename(pkg) != "inferscope_py" or not os.path.isfile(init):
+            raise
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("inferscope_py", init, submodule_search_locations=[pkg])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["inferscope_py"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["inferscope_py"]
+        raise
 
 
 def _chain_next_sitecustomize():
