@@ -26,7 +26,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-TOOLS = ("iscope-run", "iscope-analyze", "iscope-config")
+TOOLS = ("iscope-run", "iscope-analyze", "iscope-config", "iscope-diff")
 TARGETS = ("inferscope", "inferscope_py") + TOOLS
 
 

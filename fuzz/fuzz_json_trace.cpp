@@ -1,12 +1,13 @@
 // libFuzzer target: the seeds' JSON event trace input (lib/analyze/json_input.cpp: parse, convert to a dump,
 // analyse) and the JSON report of the result. Built and run by scripts/fuzz.sh, which skips it while a source
 // below is missing (before the analyzer and the report branches are merged).
-// fuzz-sources: lib/dump/format.cpp lib/dump/reader.cpp lib/dump/clock_model.cpp lib/analyze/analyzer.cpp lib/analyze/rules.cpp lib/analyze/summary.cpp lib/analyze/json_input.cpp lib/analyze/json_impl.cpp lib/report/escape.cpp lib/report/json.cpp
+// fuzz-sources: lib/dump/*.cpp lib/analyze/*.cpp lib/analyze/rules/*.cpp lib/report/*.cpp
 // fuzz-seeds: json
 // The analyzer's packed(4) GpuOp/ApiOp (lib/analyze/model.hpp) bind misaligned int64 members to references
 // (std::min/std::max on x.start): UBSan's alignment check stops at the first seed. Harmless on x86; switched
 // off here so the fuzzer reaches everything else. Remove once the analyzer copies those fields first.
 // fuzz-flags: -fno-sanitize=alignment
+// fuzz-libs: -lz
 #include "analyze/analyzer.hpp"
 #include "dump/reader.hpp"
 #include "fuzz_support.hpp"

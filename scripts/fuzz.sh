@@ -15,7 +15,7 @@
 #                                installed with apt-get when missing)
 #
 # Each target names what it needs in its first lines:
-#   // fuzz-sources: lib/dump/reader.cpp ...     (relative to the repository root)
+#   // fuzz-sources: lib/dump/reader.cpp ...     (relative to the repository root; globs such as lib/dump/*.cpp)
 #   // fuzz-seeds: dump | json                   (dump: small valid dumps from fuzz/make_seeds.cpp;
 #                                                  json: fuzz/seeds/json/)
 #   // fuzz-flags: -fno-sanitize=...             (optional: a known finding switched off, with the reason)
@@ -68,17 +68,22 @@ for src in "$ROOT"/fuzz/fuzz_*.cpp; do
   sources=$(sed -n 's#^// fuzz-sources: ##p' "$src" | head -1)
   seeds=$(sed -n 's#^// fuzz-seeds: ##p' "$src" | head -1)
   read -r -a flags <<<"$(sed -n 's#^// fuzz-flags: ##p' "$src" | head -1)"
+  read -r -a libs <<<"$(sed -n 's#^// fuzz-libs: ##p' "$src" | head -1)"  # after the sources, where ld wants them
   paths=()
   missing=""
-  for s in $sources; do
-    if [ -f "$ROOT/$s" ]; then paths+=("$ROOT/$s"); else missing="$missing $s"; fi
+  for s in $sources; do  # a source may be a glob (lib/analyze/*.cpp): the lists then follow the libraries
+    matched=0
+    for f in "$ROOT"/$s; do
+      if [ -f "$f" ]; then paths+=("$f"); matched=1; fi
+    done
+    [ "$matched" = 1 ] || missing="$missing $s"
   done
   if [ -n "$missing" ]; then
     echo "fuzz.sh: skipping $name: not in this checkout:$missing"
     continue
   fi
   echo "fuzz.sh: building $name"
-  if ! "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "${flags[@]}" "$src" "${paths[@]}" -o "$OUT/bin/$name" 2>"$OUT/$name.build.log"; then
+  if ! "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "${flags[@]}" "$src" "${paths[@]}" "${libs[@]}" -o "$OUT/bin/$name" 2>"$OUT/$name.build.log"; then
     echo "fuzz.sh: $name does not build:" >&2
     tail -20 "$OUT/$name.build.log" >&2
     status=2

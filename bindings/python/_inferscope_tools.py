@@ -1,4 +1,4 @@
-"""The iscope-run, iscope-analyze and iscope-config commands of a pip-installed InferScope.
+"""The iscope-run, iscope-analyze, iscope-config and iscope-diff commands of a pip-installed InferScope.
 
 pip puts these launchers in the environment's bin/; the real executables are in inferscope_py/bin, where
 iscope-run would look for the library and the Python directory relative to itself (../lib) and not find them
@@ -46,3 +46,7 @@ def iscope_analyze():
 
 def iscope_config():
     _exec("iscope-config")
+
+
+def iscope_diff():
+    _exec("iscope-diff")

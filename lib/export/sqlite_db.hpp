@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <string_view>
 
@@ -57,7 +58,11 @@ class Stmt {
   Stmt& operator<<(std::nullopt_t);
   template <class T>
   Stmt& operator<<(const std::optional<T>& v) {
-    return v ? (*this << *v) : (*this << std::nullopt);
+    if (!v) return *this << std::nullopt;
+    // A string inside an optional is usually a temporary's (attrs_json(...)): SQLite must copy it, since the
+    // row is stepped after the optional is gone (ASan: stack-use-after-scope with a static binding).
+    if constexpr (std::is_same_v<T, std::string>) return *this << std::string(*v);
+    else return *this << *v;
   }
   /// Executes the statement with the bound values and resets it for the next row.
   void row();

@@ -253,7 +253,9 @@ void write_timeline(const Analysis& a, const KernelNames& names, std::ostream& o
     // Each strip as runs of pixels with the same busy fraction in hundredths, the fraction as the fill's opacity
     // (at least kMinOpacity where anything ran, so a lone short kernel stays visible).
     constexpr long kMinOpacity = 8;
-    for (const auto& [key, st] : strips) {
+    for (const auto& strip : strips) {  // no structured binding: clang 14 (the fuzz build) cannot capture one
+      const auto& key = strip.first;
+      const auto& st = strip.second;
       const double y = y0 + static_cast<double>(key.first) * kRowH;
       const auto level = [&](size_t px) { return std::lround(std::min(1.0, st.busy[px]) * 100.0); };
       for (size_t px = 0; px < kPx;) {

@@ -799,7 +799,12 @@ Inherited abandon_parent_session(Global& g) {
   detail::g_session.store(0, std::memory_order_seq_cst);
   detail::g_nvtx_emit.store(false, std::memory_order_relaxed);
   if (s) s->file.abandon();  // the parent's dump (and its lock) are the parent's alone
-  g.session = nullptr;                   // leaked on purpose: its threads and locks do not exist here
+  // Kept, never freed: its threads and locks do not exist here, so nothing may run its destructors. Held from a
+  // static so the memory stays reachable (a leak checker in the child reports nothing).
+  static auto* abandoned = new std::pair<std::vector<SessionState*>, std::vector<RingEntry*>>();
+  if (s) abandoned->first.push_back(s);
+  abandoned->second.insert(abandoned->second.end(), g.rings.begin(), g.rings.end());
+  g.session = nullptr;
   g.rings.clear();
   return in;
 }

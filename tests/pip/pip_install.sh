@@ -54,6 +54,7 @@ out=$(python3 -m inferscope_py --version)
 iscope-run --version | grep -qF "$VERSION" || fail "iscope-run --version: $(iscope-run --version)"
 iscope-analyze --version | grep -qF "$VERSION" || fail "iscope-analyze --version: $(iscope-analyze --version)"
 iscope-config show >/dev/null || fail "iscope-config show"
+iscope-diff --version | grep -qF "$VERSION" || fail "iscope-diff --version: $(iscope-diff --version)"
 
 out=$(iscope-run -o venv.iscope -- python3 -c '
 import inferscope_py

@@ -3,6 +3,7 @@
 #include <inferscope/scope.hpp>
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,7 +60,7 @@ int exec_self(const char* self, const char* n) {
 }
 
 // Records N ranges, waits for the writer to drain them (several flush periods), then ends abnormally: "abort"
-// calls abort(), "segv" writes through a null pointer, "bus" raises SIGBUS. "segv-handled OUT" installs a
+// calls abort(), "segv" writes to a page mapped without access, "bus" raises SIGBUS. "segv-handled OUT" installs a
 // SIGSEGV handler of its own that prints and exits 42, then starts a ring session into OUT itself (so the
 // runtime's handler is installed over the program's and must chain to it).
 void on_segv_exit_42(int) {
@@ -83,8 +84,11 @@ int crash(const std::string& how, long n, const char* out) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   if (how == "abort") std::abort();
   if (how == "bus") ::raise(SIGBUS);
-  volatile int* nowhere = nullptr;
-  *nowhere = 1;
+  // A real fault that no sanitizer check stops first (UBSan rejects a store through a null pointer): a page
+  // mapped without access.
+  void* page = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return 5;
+  *static_cast<volatile int*>(page) = 1;
   return 3;
 }
 

@@ -84,9 +84,15 @@ inline size_t count_named(const std::vector<RangeView>& v, const std::string& na
 inline pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                    const std::string& stdout_file = "") {
   std::vector<std::string> env;
+  auto given = [&](const std::string& s) {  // the test's own value of a variable replaces the inherited one
+    const std::string key = s.substr(0, s.find('=') + 1);
+    for (auto& e : extra_env)
+      if (e.rfind(key, 0) == 0) return true;
+    return false;
+  };
   for (char** e = environ; *e; ++e) {
     std::string s = *e;
-    if (s.rfind("INFERSCOPE_", 0) == 0) continue;  // only what the test asks for
+    if (s.rfind("INFERSCOPE_", 0) == 0 || given(s)) continue;  // only what the test asks for
     env.push_back(s);
   }
   for (auto& e : extra_env) env.push_back(e);

@@ -314,12 +314,17 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
 
 // --- ring mode on abnormal exits ---------------------------------------------------------------------------
 
+// In the sanitizer builds ASan handles SEGV/BUS itself and exits 1 instead of dying by the signal; these tests
+// are about the program's own signal behaviour, so its handlers stay out of the way (harmless elsewhere).
+const char* const kNoSanitizerSignals = "ASAN_OPTIONS=verify_asan_link_order=0:handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=0";
+
 TEST_CASE("ring mode: abort, SIGSEGV and SIGBUS leave a readable dump, and the process still dies by its signal") {
   for (auto [how, sig] : {std::pair{"abort", SIGABRT}, std::pair{"segv", SIGSEGV}, std::pair{"bus", SIGBUS}}) {
     CAPTURE(how);
     const std::string out = testutil::temp_path(std::string("crash-") + how + ".iscope");
     pid_t pid = testutil::spawn({recorder(), how, "5000"},
-                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_BUFFER_MODE=ring"});
+                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_BUFFER_MODE=ring",
+                                 kNoSanitizerSignals});
     int st = testutil::wait_status_within(pid, 20000);
     REQUIRE(st != -1);
     REQUIRE(WIFSIGNALED(st));
@@ -337,7 +342,7 @@ TEST_CASE("ring mode: abort, SIGSEGV and SIGBUS leave a readable dump, and the p
 TEST_CASE("ring mode: the program's own SIGSEGV handler still runs after the dump is written") {
   const std::string out = testutil::temp_path("crash-handled.iscope");
   const std::string log = testutil::temp_path("crash-handled.out");
-  pid_t pid = testutil::spawn({recorder(), "segv-handled", "3000", out}, {}, log);
+  pid_t pid = testutil::spawn({recorder(), "segv-handled", "3000", out}, {kNoSanitizerSignals}, log);
   int st = testutil::wait_status_within(pid, 20000);
   REQUIRE(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 42);
@@ -349,7 +354,7 @@ TEST_CASE("ring mode: the program's own SIGSEGV handler still runs after the dum
 
 TEST_CASE("stream mode: a crash leaves the dump readable up to its last whole chunk, with no handler of ours") {
   const std::string out = testutil::temp_path("crash-stream.iscope");
-  pid_t pid = testutil::spawn({recorder(), "abort", "2000"}, {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out});
+  pid_t pid = testutil::spawn({recorder(), "abort", "2000"}, {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, kNoSanitizerSignals});
   int st = testutil::wait_status_within(pid, 20000);
   REQUIRE(WIFSIGNALED(st));
   CHECK(WTERMSIG(st) == SIGABRT);
