@@ -114,9 +114,8 @@ inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult
   return o;
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
+cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace, or a torch.profiler trace, gzipped or not): why each step takes the time it takes.");
   opts.add_options()
       ("o,output", "report file; the format follows the extension: .md, .html, .json, .perfetto.json (the Perfetto "
@@ -138,6 +137,148 @@ int main(int argc, char** argv) {
       ("dump", "the dump or JSON trace", cxxopts::value<std::string>());
   opts.parse_positional({"dump"});
   opts.positional_help("DUMP");
+  return opts;
+}
+
+// --summary: what the dump holds. Exit 3 when it is corrupt (not merely cut short), 1 when unreadable.
+int print_summary_of(const std::string& path) {
+  try {
+    inferscope::dump::DumpReader reader(path);
+    if (reader.damage()) std::cerr << "iscope-analyze: warning: " << reader.damage()->message << "\n";
+    std::vector<std::string> warnings;
+    std::map<std::string, uint64_t> drops;
+    inferscope::dump::report_file_accounting(reader, warnings, drops);
+    for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
+    auto summary = inferscope::analyze::summarize(reader);
+    inferscope::analyze::print_summary(reader, summary, std::cout);
+    return reader.damage() && !reader.damage()->truncated ? 3 : 0;
+  } catch (const inferscope::dump::DumpError& e) {
+    std::cerr << "iscope-analyze: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+// The reports asked for: (format, path); Perfetto traces (from -o x.perfetto.json and --perfetto) apart, as
+// they need the dump itself rather than the analysis; -o paths with an extension no writer knows.
+struct Requested {
+  std::vector<std::pair<std::string, std::string>> reports;
+  std::vector<std::string> perfetto, unknown;
+  std::string perfetto_flag;  ///< the --perfetto path, to name that flag in a message
+  std::string sqlite;
+  bool findings = false;
+};
+
+Requested requested_outputs(const cxxopts::ParseResult& args) {
+  Requested r;
+  if (args.count("output"))
+    for (auto& p : args["output"].as<std::vector<std::string>>()) {
+      const std::string fmt = output_format(p);
+      if (fmt.empty()) r.unknown.push_back(p);
+      else if (fmt == "perfetto") r.perfetto.push_back(p);
+      else r.reports.emplace_back(fmt, p);
+    }
+  if (args.count("html")) r.reports.emplace_back("html", args["html"].as<std::string>());
+  if (args.count("json")) r.reports.emplace_back("json", args["json"].as<std::string>());
+  if (args.count("perfetto")) {
+    r.perfetto_flag = args["perfetto"].as<std::string>();
+    r.perfetto.push_back(r.perfetto_flag);
+  }
+  if (args.count("sqlite")) r.sqlite = args["sqlite"].as<std::string>();
+  r.findings = args.count("findings") > 0;
+  if (r.reports.empty() && r.perfetto.empty() && r.unknown.empty() && r.sqlite.empty() && !r.findings)
+    r.reports.emplace_back("md", "-");
+  return r;
+}
+
+// Exit status 2 (with the message) for an output that is the input or has an unknown extension; else 0.
+int check_outputs(const std::string& path, const Requested& r) {
+  std::vector<std::string> written = r.perfetto;
+  for (auto& [fmt, p] : r.reports) written.push_back(p);
+  written.insert(written.end(), r.unknown.begin(), r.unknown.end());
+  if (refuses_input_as_output(path, written)) return 2;
+  if (r.unknown.empty()) return 0;
+  const std::string ext = extension(r.unknown.front());
+  std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
+            << (ext.empty() ? std::string("no extension") : "unknown extension ." + ext)
+            << " (the extension picks the format); use " << kOutputExtensions << "\n";
+  return 2;
+}
+
+// Analyses `path`; a dump that also becomes a Perfetto trace or a database is opened (and its chunks checked)
+// once for all, into `reader`. Returns 0, or the exit status after saying why.
+int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& o, bool keep_reader,
+            std::optional<inferscope::dump::DumpReader>& reader, Analysis& a) {
+  try {
+    if (keep_reader && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
+      reader.emplace(path);
+      a = inferscope::analyze::analyze_dump(*reader, o);
+    } else {
+      a = inferscope::analyze::analyze_file(path, o);
+    }
+    return 0;
+  } catch (const inferscope::dump::DumpError& e) {
+    std::cerr << "iscope-analyze: " << e.what() << "\n";
+  } catch (const inferscope::analyze::InputError& e) {
+    std::cerr << "iscope-analyze: " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "iscope-analyze: " << path << ": out of memory while analysing (the analyzer keeps 40 bytes per CUDA "
+                 "call and 24 per GPU activity); use a machine with more memory\n";
+  }
+  return 1;
+}
+
+// The reports and traces; false when one could not be written (each said why).
+bool write_outputs(const Requested& r, const Analysis& a, const std::optional<inferscope::dump::DumpReader>& reader) {
+  bool ok = true;
+  if (r.findings) std::cout << inferscope::analyze::findings_digest(a);
+#ifdef INFERSCOPE_HAVE_REPORT
+  for (auto& [fmt, p] : r.reports) {
+    if (fmt == "html") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_html(a, s); });
+    else if (fmt == "json") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_json(a, s); });
+    else ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_markdown(a, s); });
+  }
+  for (const auto& p : r.perfetto) {
+    if (!reader) {
+      // Named by the flag that asked for it ("--perfetto needs a dump", "-o x.perfetto.json needs a dump").
+      const bool from_flag = p == r.perfetto_flag;
+      std::cerr << "iscope-analyze: " << (from_flag ? std::string("--perfetto") : "-o " + p)
+                << " needs a dump, not a JSON trace\n";
+      ok = false;
+      continue;
+    }
+    try {
+      ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_perfetto(*reader, s); });
+    } catch (const inferscope::dump::DumpError& e) {
+      std::cerr << "iscope-analyze: " << e.what() << "\n";
+      ok = false;
+    }
+  }
+#else
+  // A build without lib/report: the findings in plain text so the tool stays useful.
+  for (auto& [fmt, p] : r.reports)
+    ok &= write_to(p, [&](std::ostream& s) { inferscope::analyze::print_findings_text(a, s); });
+  if (!r.perfetto.empty()) {
+    std::cerr << "iscope-analyze: this build has no report writers (lib/report): Perfetto traces are unavailable\n";
+    ok = false;
+  }
+#endif
+#ifdef INFERSCOPE_HAVE_EXPORT
+  if (!r.sqlite.empty())
+    ok &= inferscope::exporter::write_sqlite_for_tool(reader ? &*reader : nullptr, a, r.sqlite, "iscope-analyze", std::cerr);
+#else
+  if (!r.sqlite.empty()) {
+    std::cerr << "iscope-analyze: this build has no SQLite export (libsqlite3 was not found when it was built): "
+                 "--sqlite is unavailable\n";
+    ok = false;
+  }
+#endif
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options opts = make_options();
   cxxopts::ParseResult args;
   try {
     args = opts.parse(argc, argv);
@@ -158,55 +299,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string path = args["dump"].as<std::string>();
+  if (args.count("summary")) return print_summary_of(path);
 
-  if (args.count("summary")) {
-    try {
-      inferscope::dump::DumpReader reader(path);
-      if (reader.damage()) std::cerr << "iscope-analyze: warning: " << reader.damage()->message << "\n";
-      std::vector<std::string> warnings;
-      std::map<std::string, uint64_t> drops;
-      inferscope::dump::report_file_accounting(reader, warnings, drops);
-      for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
-      auto summary = inferscope::analyze::summarize(reader);
-      inferscope::analyze::print_summary(reader, summary, std::cout);
-      return reader.damage() && !reader.damage()->truncated ? 3 : 0;
-    } catch (const inferscope::dump::DumpError& e) {
-      std::cerr << "iscope-analyze: " << e.what() << "\n";
-      return 1;
-    }
-  }
-
-  // Outputs: (format, path); Perfetto traces (from -o x.perfetto.json and --perfetto) apart, as they need
-  // the dump itself rather than the analysis.
-  std::vector<std::pair<std::string, std::string>> outputs;
-  std::vector<std::string> perfetto;
-  std::vector<std::string> unknown;
-  if (args.count("output"))
-    for (auto& p : args["output"].as<std::vector<std::string>>()) {
-      const std::string fmt = output_format(p);
-      if (fmt.empty()) unknown.push_back(p);
-      else if (fmt == "perfetto") perfetto.push_back(p);
-      else outputs.emplace_back(fmt, p);
-    }
-  if (args.count("html")) outputs.emplace_back("html", args["html"].as<std::string>());
-  if (args.count("json")) outputs.emplace_back("json", args["json"].as<std::string>());
-  if (args.count("perfetto")) perfetto.push_back(args["perfetto"].as<std::string>());
-  const bool findings = args.count("findings") > 0;
-  if (outputs.empty() && perfetto.empty() && unknown.empty() && !args.count("sqlite") && !findings)
-    outputs.emplace_back("md", "-");
-
-  std::vector<std::string> written = perfetto;
-  for (auto& [fmt, p] : outputs) written.push_back(p);
-  written.insert(written.end(), unknown.begin(), unknown.end());
-  if (refuses_input_as_output(path, written)) return 2;
-  if (!unknown.empty()) {
-    const std::string ext = extension(unknown.front());
-    std::cerr << "iscope-analyze: -o " << unknown.front() << ": "
-              << (ext.empty() ? std::string("no extension") : "unknown extension ." + ext)
-              << " (the extension picks the format); use " << kOutputExtensions << "\n";
-    return 2;
-  }
-
+  const Requested requested = requested_outputs(args);
+  if (int status = check_outputs(path, requested)) return status;
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);
@@ -219,74 +315,12 @@ int main(int argc, char** argv) {
   o.progress = args.count("progress") || (big && ::isatty(2));
 
   Analysis a;
-  // A dump that also becomes a Perfetto trace is opened (and its chunks checked) once for both.
   std::optional<inferscope::dump::DumpReader> reader;
-  try {
-    if ((!perfetto.empty() || args.count("sqlite")) && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
-      reader.emplace(path);
-      a = inferscope::analyze::analyze_dump(*reader, o);
-    } else {
-      a = inferscope::analyze::analyze_file(path, o);
-    }
-  } catch (const inferscope::dump::DumpError& e) {
-    std::cerr << "iscope-analyze: " << e.what() << "\n";
-    return 1;
-  } catch (const inferscope::analyze::InputError& e) {
-    std::cerr << "iscope-analyze: " << e.what() << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "iscope-analyze: " << path << ": out of memory while analysing (the analyzer keeps 40 bytes per CUDA "
-                 "call and 24 per GPU activity); use a machine with more memory\n";
-    return 1;
-  }
+  if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
   if (!args.count("no-children") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
     a.children = inferscope::analyze::find_children(path, a, o);
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
-
-  bool ok = true;
-  if (findings) std::cout << inferscope::analyze::findings_digest(a);
-#ifdef INFERSCOPE_HAVE_REPORT
-  for (auto& [fmt, p] : outputs) {
-    if (fmt == "html") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_html(a, s); });
-    else if (fmt == "json") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_json(a, s); });
-    else ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_markdown(a, s); });
-  }
-  for (const auto& p : perfetto) {
-    if (!reader) {
-      // Named by the flag that asked for it ("--perfetto needs a dump", "-o x.perfetto.json needs a dump").
-      const bool from_flag = args.count("perfetto") && p == args["perfetto"].as<std::string>();
-      std::cerr << "iscope-analyze: " << (from_flag ? std::string("--perfetto") : "-o " + p)
-                << " needs a dump, not a JSON trace\n";
-      ok = false;
-      continue;
-    }
-    try {
-      ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_perfetto(*reader, s); });
-    } catch (const inferscope::dump::DumpError& e) {
-      std::cerr << "iscope-analyze: " << e.what() << "\n";
-      ok = false;
-    }
-  }
-#else
-  // A build without lib/report: the findings in plain text so the tool stays useful.
-  for (auto& [fmt, p] : outputs)
-    ok &= write_to(p, [&](std::ostream& s) { inferscope::analyze::print_findings_text(a, s); });
-  if (!perfetto.empty()) {
-    std::cerr << "iscope-analyze: this build has no report writers (lib/report): Perfetto traces are unavailable\n";
-    ok = false;
-  }
-#endif
-#ifdef INFERSCOPE_HAVE_EXPORT
-  if (args.count("sqlite"))
-    ok &= inferscope::exporter::write_sqlite_for_tool(reader ? &*reader : nullptr, a, args["sqlite"].as<std::string>(),
-                                                      "iscope-analyze", std::cerr);
-#else
-  if (args.count("sqlite")) {
-    std::cerr << "iscope-analyze: this build has no SQLite export (libsqlite3 was not found when it was built): "
-                 "--sqlite is unavailable\n";
-    ok = false;
-  }
-#endif
+  const bool ok = write_outputs(requested, a, reader);
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
 }
