@@ -256,9 +256,7 @@ int usage_error(const std::string& message, const cxxopts::Options& opts) {
   return kUsage;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-run", "Records PROGRAM (CPU ranges, Python, CUDA activity) into DUMP without changing it.");
   opts.custom_help("[-o DUMP] [OPTION...] -- PROGRAM [ARGS...]");
   opts.add_options()
@@ -279,7 +277,181 @@ int main(int argc, char** argv) {
       ("q,quiet", "no closing line on stderr")
       ("h,help", "this help")
       ("version", "print the version and exit");
+  return opts;
+}
 
+// What the flags ask for: the child's settings (INFERSCOPE_*) in command-line order so that a later flag wins,
+// each also kept as typed, to be checked before anything runs.
+struct Plan {
+  std::string output, library_override;
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::vector<FlagSetting> checked;
+  bool follow = false, quiet = false;
+  void setting(const std::string& key, const std::string& value, const std::string& spelling,
+               const std::string& as_typed = "") {
+    settings.emplace_back(env_key(key), value);
+    checked.push_back({key, as_typed.empty() ? value : as_typed, spelling});
+  }
+};
+
+// A bad --set gives its message in `error`.
+Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
+  Plan plan;
+  for (const auto& kv : args.arguments()) {
+    const std::string& k = kv.key();
+    const std::string& v = kv.value();
+    if (k == "output") plan.output = v;
+    else if (k == "library") plan.library_override = v;
+    else if (k == "buffer-mode") plan.setting("buffer_mode", v, "--buffer-mode");
+    else if (k == "trace-size-mb") plan.setting("trace_size_mb", v, "--trace-size-mb");
+    else if (k == "cupti-activities") plan.setting("cupti_activities", v, "--cupti-activities");
+    else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", "0");
+    else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", "0");
+    else if (k == "nvtx-emit") plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", "1");
+    else if (k == "report") plan.setting("report", absolute(v), "--report", v);
+    else if (k == "set") {
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        error = "--set expects KEY=VALUE, got '" + v + "'";
+        return plan;
+      }
+      std::string key = v.substr(0, eq);
+      for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string var = env_key(key);
+      // Variables the runtime reads that are not settings (INFERSCOPE_CLOCK, ...) pass through unchecked.
+      if (std::find(cfg::kNonSettingEnvironment.begin(), cfg::kNonSettingEnvironment.end(), var) !=
+          cfg::kNonSettingEnvironment.end())
+        plan.settings.emplace_back(var, v.substr(eq + 1));
+      else
+        plan.setting(key, v.substr(eq + 1), "--set " + key);
+    }
+  }
+  plan.follow = args.count("follow-children") > 0;
+  plan.quiet = args.count("quiet") > 0;
+  return plan;
+}
+
+// Everything the user typed is checked before the program runs: one message per bad flag, naming it; then the
+// environment and the config file the program will see, with these flags applied (a bad value there would make
+// the runtime record nothing), naming the variable or the file. Returns 0 or kUsage.
+int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
+  std::vector<std::string> problems = flag_problems(plan.checked);
+  if (!plan.output.empty()) {
+    if (const std::string why = unwritable(plan.output); !why.empty()) problems.push_back("-o " + plan.output + ": " + why);
+  } else if (const std::string why = unwritable("./iscope-run.probe"); !why.empty()) {
+    problems.push_back("the default dump (./<program>.<pid>.iscope): " + why + "; name another with -o");
+  }
+  if (args.count("report")) {
+    const std::string report = args["report"].as<std::string>();
+    if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
+  }
+  if (!problems.empty()) {
+    for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
+    return kUsage;
+  }
+  ::setenv("INFERSCOPE_ENABLE", "1", 1);
+  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
+  for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
+  try {
+    cfg::resolve();
+  } catch (const cfg::ConfigError& e) {
+    for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
+    return kUsage;
+  }
+  return 0;
+}
+
+// The library to inject: found, and expressible in LD_PRELOAD / LD_LIBRARY_PATH; empty after saying why not.
+std::string injected_library(const Plan& plan) {
+  const std::string library = plan.library_override.empty() ? find_library() : absolute(plan.library_override);
+  if (library.find(':') != std::string::npos) {
+    std::fprintf(stderr, "iscope-run: the library path %s holds a ':', which LD_PRELOAD and LD_LIBRARY_PATH cannot "
+                 "express; install it elsewhere or point INFERSCOPE_LIBRARY at a path without one\n", library.c_str());
+    return {};
+  }
+  if (library.empty() || !exists(library)) {
+    std::fprintf(stderr, "iscope-run: cannot find libinferscope.so%s%s; set INFERSCOPE_LIBRARY\n",
+                 library.empty() ? "" : " at ", library.c_str());
+    return {};
+  }
+  return library;
+}
+
+// In the child: its environment (the contract with lib/runtime/autostart.cpp), then the program.
+[[noreturn]] void exec_program(char** program, const std::string& output, const std::string& base,
+                               const std::string& library, const std::string& python_dir) {
+  const std::string me = std::to_string(::getpid());
+  std::string out = output.empty() ? base + "." + me + ".iscope" : output;
+  ::setenv("INFERSCOPE_OUTPUT", absolute(out).c_str(), 1);
+  ::setenv("INFERSCOPE_ROOT_PID", me.c_str(), 1);
+  preload(library);
+  ::setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
+  ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
+  if (!python_dir.empty()) prepend("PYTHONPATH", python_dir, ':');
+  ::execvp(program[0], program);
+  std::fprintf(stderr, "iscope-run: cannot run %s: %s\n", program[0], std::strerror(errno));
+  ::_exit(kCannotStart);
+}
+
+// The closing line and the exit status: the program's when this run wrote the dump, else kNoDump.
+int finish(const std::string& dump, const FileVersion& before, const timespec& launched, int status, bool quiet) {
+  const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  if (written_since(before, version_of(dump), launched)) {
+    if (!quiet) std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
+    return program_status;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kCannotStart) return kCannotStart;  // exec failed: said above
+  std::fprintf(stderr, "iscope-run: no dump written to %s by this run%s (the program ended with status %d; its stderr "
+               "may say why)\n", dump.c_str(), version_of(dump).exists ? ": the file there is from an earlier run" : "",
+               program_status);
+  return kNoDump;
+}
+
+// Forks, execs the program with the injection set up, forwards termination signals, waits and reports.
+int run_program(const Plan& plan, char** program, const std::string& library, const std::string& python_dir) {
+  // SIGINT/SIGQUIT from the terminal reach the whole process group, the program included: iscope-run waits
+  // for the program to write its dump instead of dying first (as system() does). Other termination
+  // signals sent to iscope-run alone are passed on.
+  struct sigaction ign{}, fwd{}, old_int{}, old_quit{};
+  ign.sa_handler = SIG_IGN;
+  fwd.sa_handler = forward;
+  sigemptyset(&fwd.sa_mask);
+  ::sigaction(SIGINT, &ign, &old_int);
+  ::sigaction(SIGQUIT, &ign, &old_quit);
+
+  const std::string name = program[0];
+  const std::string base = name.substr(name.rfind('/') + 1);
+  FileVersion before = plan.output.empty() ? FileVersion{} : version_of(absolute(plan.output));
+  timespec launched{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &launched);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "iscope-run: fork failed: %s\n", std::strerror(errno));
+    return kCannotStart;
+  }
+  if (pid == 0) {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    exec_program(program, plan.output, base, library, python_dir);
+  }
+  g_child = pid;
+  const std::string dump = absolute(plan.output.empty() ? base + "." + std::to_string(pid) + ".iscope" : plan.output);
+  if (plan.output.empty()) before = version_of(dump);  // a leftover of an earlier process with this pid
+  for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &fwd, nullptr);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      std::fprintf(stderr, "iscope-run: waitpid failed: %s\n", std::strerror(errno));
+      return kCannotStart;
+    }
+  }
+  return finish(dump, before, launched, status, plan.quiet);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options opts = make_options();
   const Split split = split_arguments(argc, argv);
   cxxopts::ParseResult args;
   try {
@@ -295,143 +467,13 @@ int main(int argc, char** argv) {
     std::cout << "iscope-run " INFERSCOPE_VERSION_STRING "\n";
     return 0;
   }
-
-  // Settings for the child (INFERSCOPE_*), in command-line order so that a later flag wins, as it did when
-  // they were parsed by hand; each also kept as typed, to be checked before anything runs.
-  std::string output, library_override;
-  std::vector<std::pair<std::string, std::string>> settings;
-  std::vector<FlagSetting> checked;
-  auto setting = [&](const std::string& key, const std::string& value, const std::string& spelling,
-                     const std::string& as_typed = "") {
-    settings.emplace_back(env_key(key), value);
-    checked.push_back({key, as_typed.empty() ? value : as_typed, spelling});
-  };
-  for (const auto& kv : args.arguments()) {
-    const std::string& k = kv.key();
-    const std::string& v = kv.value();
-    if (k == "output") output = v;
-    else if (k == "library") library_override = v;
-    else if (k == "buffer-mode") setting("buffer_mode", v, "--buffer-mode");
-    else if (k == "trace-size-mb") setting("trace_size_mb", v, "--trace-size-mb");
-    else if (k == "cupti-activities") setting("cupti_activities", v, "--cupti-activities");
-    else if (k == "no-cupti") settings.emplace_back("INFERSCOPE_CUPTI", "0");
-    else if (k == "no-python") settings.emplace_back("INFERSCOPE_PYTHON", "0");
-    else if (k == "nvtx-emit") settings.emplace_back("INFERSCOPE_NVTX_EMIT", "1");
-    else if (k == "report") setting("report", absolute(v), "--report", v);
-    else if (k == "set") {
-      const auto eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) return usage_error("--set expects KEY=VALUE, got '" + v + "'", opts);
-      std::string key = v.substr(0, eq);
-      for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      const std::string var = env_key(key);
-      // Variables the runtime reads that are not settings (INFERSCOPE_CLOCK, ...) pass through unchecked.
-      if (std::find(cfg::kNonSettingEnvironment.begin(), cfg::kNonSettingEnvironment.end(), var) !=
-          cfg::kNonSettingEnvironment.end())
-        settings.emplace_back(var, v.substr(eq + 1));
-      else
-        setting(key, v.substr(eq + 1), "--set " + key);
-    }
-  }
-  const bool follow = args.count("follow-children") > 0;
-  const bool quiet = args.count("quiet") > 0;
+  std::string error;
+  const Plan plan = plan_of(args, error);
+  if (!error.empty()) return usage_error(error, opts);
   if (split.program >= argc) return usage_error("no program given", opts);
-
-  // Everything the user typed is checked before the program runs: one message per bad flag, naming it.
-  std::vector<std::string> problems = flag_problems(checked);
-  if (!output.empty()) {
-    if (const std::string why = unwritable(output); !why.empty()) problems.push_back("-o " + output + ": " + why);
-  } else if (const std::string why = unwritable("./iscope-run.probe"); !why.empty()) {
-    problems.push_back("the default dump (./<program>.<pid>.iscope): " + why + "; name another with -o");
-  }
-  if (args.count("report")) {
-    const std::string report = args["report"].as<std::string>();
-    if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
-  }
-  if (!problems.empty()) {
-    for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
-    return kUsage;
-  }
-  // The environment and the config file the program will see, with these flags applied: a bad value there
-  // would make the runtime record nothing, so it is refused here too, naming the variable or the file.
-  ::setenv("INFERSCOPE_ENABLE", "1", 1);
-  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", follow ? "1" : "0", 1);
-  for (auto& [k, v] : settings) ::setenv(k.c_str(), v.c_str(), 1);
-  try {
-    cfg::resolve();
-  } catch (const cfg::ConfigError& e) {
-    for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
-    return kUsage;
-  }
-
-  const std::string library = library_override.empty() ? find_library() : absolute(library_override);
-  if (library.find(':') != std::string::npos) {
-    std::fprintf(stderr, "iscope-run: the library path %s holds a ':', which LD_PRELOAD and LD_LIBRARY_PATH cannot "
-                 "express; install it elsewhere or point INFERSCOPE_LIBRARY at a path without one\n", library.c_str());
-    return kCannotStart;
-  }
-  if (library.empty() || !exists(library)) {
-    std::fprintf(stderr, "iscope-run: cannot find libinferscope.so%s%s; set INFERSCOPE_LIBRARY\n",
-                 library.empty() ? "" : " at ", library.c_str());
-    return kCannotStart;
-  }
-  const std::string python_dir = find_python_dir();
-
-  // SIGINT/SIGQUIT from the terminal reach the whole process group, the program included: iscope-run waits
-  // for the program to write its dump instead of dying first (as system() does). Other termination
-  // signals sent to iscope-run alone are passed on.
-  struct sigaction ign{}, fwd{}, old_int{}, old_quit{};
-  ign.sa_handler = SIG_IGN;
-  fwd.sa_handler = forward;
-  sigemptyset(&fwd.sa_mask);
-  ::sigaction(SIGINT, &ign, &old_int);
-  ::sigaction(SIGQUIT, &ign, &old_quit);
-
-  if (!output.empty() && !output_usable(absolute(output))) return kUsage;
-  const int i = split.program;
-  std::string program = argv[i];
-  std::string base = program.substr(program.rfind('/') + 1);
-  FileVersion before = output.empty() ? FileVersion{} : version_of(absolute(output));
-  timespec launched{};
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &launched);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    std::fprintf(stderr, "iscope-run: fork failed: %s\n", std::strerror(errno));
-    return kCannotStart;
-  }
-  if (pid == 0) {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGQUIT, &old_quit, nullptr);
-    const std::string me = std::to_string(::getpid());
-    std::string out = output.empty() ? base + "." + me + ".iscope" : output;
-    ::setenv("INFERSCOPE_OUTPUT", absolute(out).c_str(), 1);
-    ::setenv("INFERSCOPE_ROOT_PID", me.c_str(), 1);
-    preload(library);
-    ::setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
-    ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
-    if (!python_dir.empty()) prepend("PYTHONPATH", python_dir, ':');
-    ::execvp(argv[i], argv + i);
-    std::fprintf(stderr, "iscope-run: cannot run %s: %s\n", argv[i], std::strerror(errno));
-    ::_exit(kCannotStart);
-  }
-  g_child = pid;
-  const std::string dump = absolute(output.empty() ? base + "." + std::to_string(pid) + ".iscope" : output);
-  if (output.empty()) before = version_of(dump);  // a leftover of an earlier process with this pid
-  for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &fwd, nullptr);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      std::fprintf(stderr, "iscope-run: waitpid failed: %s\n", std::strerror(errno));
-      return kCannotStart;
-    }
-  }
-  const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-  if (written_since(before, version_of(dump), launched)) {
-    if (!quiet) std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
-    return program_status;
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == kCannotStart) return kCannotStart;  // exec failed: said above
-  std::fprintf(stderr, "iscope-run: no dump written to %s by this run%s (the program ended with status %d; its stderr "
-               "may say why)\n", dump.c_str(), version_of(dump).exists ? ": the file there is from an earlier run" : "",
-               program_status);
-  return kNoDump;
+  if (int status = check_before_launch(plan, args)) return status;
+  const std::string library = injected_library(plan);
+  if (library.empty()) return kCannotStart;
+  if (!plan.output.empty() && !output_usable(absolute(plan.output))) return kUsage;
+  return run_program(plan, argv + split.program, library, find_python_dir());
 }
