@@ -70,19 +70,16 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
   auto cname = [&](uint32_t id) -> const std::string& { return cx.name_of(id < nstr ? id : 0); };
   // Cumulative counters: first and last sample inside the steps span give the delta.
   struct FL { int64_t t0 = 0, t1 = 0; double v0 = 0, v1 = 0; bool any = false; };
-  std::map<std::pair<uint32_t, uint32_t>, FL> cpu_fl, inv_fl, rss_fl, flt_fl, run_fl, wait_fl;
+  std::map<std::pair<uint32_t, uint32_t>, FL> inv_fl, rss_fl, flt_fl, wait_fl;
   for (auto& c : counters) {
     if (c.ts < steps_s || c.ts > steps_e) continue;
     const std::string& n = cname(c.name);
     std::map<std::pair<uint32_t, uint32_t>, FL>* tgt = nullptr;
     bool thread_scope = c.scope == uint8_t(CounterScope::kThread);
-    if (thread_scope && c.target == step_thread && n.find("sched.run") != std::string::npos)
-      tgt = &run_fl;  // schedstat: on-CPU time with ns resolution (docs/counters.md)
-    else if (thread_scope && c.target == step_thread && n.find("sched.wait") != std::string::npos)
+    // The step thread's on-CPU time is read per step by the host-state split (host_state.hpp); here only its
+    // run-queue share over the steps, for the evidence.
+    if (thread_scope && c.target == step_thread && is_runnable_counter(n))
       tgt = &wait_fl;  // runnable but waiting for a CPU
-    else if (thread_scope && c.target == step_thread && n.find("cpu") != std::string::npos &&
-        (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos))
-      tgt = &cpu_fl;
     else if (thread_scope && c.target == step_thread &&
              (n.find("involuntary") != std::string::npos || n.find("nonvoluntary") != std::string::npos))
       tgt = &inv_fl;
@@ -96,16 +93,8 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
     f.t1 = c.ts;
     f.v1 = c.v;
   }
-  double cpu_ns = 0, wall = 0;
-  // Prefer schedstat's run time (ns resolution) over user+system time (clock-tick resolution).
-  for (auto& [k, f] : run_fl.empty() ? cpu_fl : run_fl)
-    if (f.t1 > f.t0) { cpu_ns += f.v1 - f.v0; wall = std::max(wall, double(f.t1 - f.t0)); }
   for (auto& [k, f] : wait_fl)
     if (f.t1 > f.t0) m.step_thread_runqueue_share = std::max(m.step_thread_runqueue_share, (f.v1 - f.v0) / double(f.t1 - f.t0));
-  if (wall > 0) {
-    m.have_cpu_counters = true;
-    m.step_thread_cpu_util = cpu_ns / wall;
-  }
   double inv = 0;
   for (auto& [k, f] : inv_fl) inv += f.v1 - f.v0;
   const double steady_steps = double(std::max<uint64_t>(1, steady_count));

@@ -112,8 +112,6 @@ struct Model {
   bool peak_assumed = true;
   std::string peak_note;
   // cpu contention evidence
-  bool have_cpu_counters = false;
-  double step_thread_cpu_util = 0;   ///< CPU time / wall of the step thread over the steps
   double step_thread_runqueue_share = 0;  ///< share of the steps the step thread was runnable but off-CPU
   double involuntary_per_step = 0;
   int other_busy_python_threads = 0;

@@ -173,11 +173,5 @@ SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, con
   return {median(std::move(v)) / 1e6, true};
 }
 
-double model_fidelity(const std::vector<replay::StepGraph>& graphs) {
-  std::vector<double> v;
-  for (const auto& g : graphs)
-    if (g.recorded_ns > 0 && !g.host.empty()) v.push_back(double(replay::simulate(g)) / double(g.recorded_ns));
-  return median(std::move(v));
-}
 
 }  // namespace inferscope::analyze::detail

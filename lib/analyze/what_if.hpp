@@ -41,7 +41,5 @@ struct SavingEstimate {
 /// Median saving of `c` per step over the graphs, in ms of the recorded steps.
 SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c);
 
-/// Median of modelled / recorded step duration over the graphs (1 = the model reproduces the steps).
-double model_fidelity(const std::vector<replay::StepGraph>& graphs);
 
 }  // namespace inferscope::analyze::detail
