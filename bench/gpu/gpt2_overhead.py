@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU collector overhead on a launch-bound PyTorch step (DESIGN.md budgets; docs/benchmarks.md).
+"""GPU collector overhead on a launch-bound PyTorch step (budgets and figures: docs/benchmarks.md).
 
 One process alternates windows with collection on and off, many rounds, and reports medians:
 

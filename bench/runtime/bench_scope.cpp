@@ -1,4 +1,4 @@
-// Cost of the annotation API (DESIGN.md budgets: <= 10 ns per enabled range, <= 1 ns with the session
+// Cost of the annotation API (budgets, docs/benchmarks.md: <= 10 ns per enabled range, <= 1 ns with the session
 // stopped). Run: build/bench/runtime/bench_scope --benchmark_repetitions=5 --benchmark_report_aggregates_only
 // Every enabled benchmark reports drop_pct: records the writer could not keep up with are dropped (and
 // counted), which is cheaper than recording, so a figure with a high drop_pct flatters the hot path.

@@ -16,7 +16,7 @@
 
 namespace inferscope {
 
-/// How recorded data leaves the per-thread buffers (DESIGN.md decision 3).
+/// How recorded data leaves the per-thread buffers.
 enum class BufferMode {
   kStream,  ///< chunks are appended to the dump as they fill: a long run is limited by disk, not memory
   kRing,    ///< flight recorder: `trace_size_mb` in memory, oldest overwritten, written at stop/exit/SIGUSR2/flush

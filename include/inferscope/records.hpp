@@ -6,7 +6,7 @@
 // accepts size >= the size it knows). docs/dump-format.md documents the layout byte by byte.
 //
 // Timestamps are raw clock ticks of the session's clock (TSC ticks, or CLOCK_MONOTONIC_RAW nanoseconds where
-// there is no invariant TSC); the dump's calibration pairs convert them late (DESIGN.md decision 1).
+// there is no invariant TSC); the dump's calibration pairs convert them late.
 #pragma once
 
 #include <cstddef>

@@ -14,7 +14,7 @@
 //     ...
 //   }                                // the dump is complete when the session ends (or the process exits)
 //
-// Ranges are complete records written at their end (DESIGN.md decision 2). A stopped session costs one
+// Ranges are complete records written at their end. A stopped session costs one
 // relaxed atomic load per annotation; defining ISCOPE_DISABLE compiles every macro and call to nothing and
 // references no symbol of the library.
 #pragma once

@@ -12,7 +12,7 @@
 
 namespace inferscope::analyze {
 
-/// Bottleneck categories, exactly as DESIGN.md decision 8 names them (the JSON uses these strings).
+/// Bottleneck categories, as the reports name them (docs/report-schema.md; the JSON uses these strings).
 /// `wait` (the step thread blocked by its own choice: sleep, I/O, a queue), `warmup` and `slow_steps`
 /// (informational: never primary) come after them.
 inline constexpr const char* kCategories[] = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound",
@@ -173,7 +173,7 @@ struct ThreadRow {
   uint64_t involuntary_switches = 0;
 };
 
-/// CPU/GPU clock alignment measured on this trace (DESIGN.md decision 1).
+/// CPU/GPU clock alignment measured on this trace.
 struct Alignment {
   uint64_t kernels_checked = 0;
   double max_violation_us = 0;     ///< worst "kernel started before its launch call began"

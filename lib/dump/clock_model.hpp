@@ -1,4 +1,4 @@
-// Converts session ticks to nanoseconds with the dump's calibration pairs (DESIGN.md decision 1): a least
+// Converts session ticks to nanoseconds with the dump's calibration pairs: a least
 // squares line through (ticks, CLOCK_MONOTONIC ns), and how well the points sit on it.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The session clock (DESIGN.md decision 1): raw TSC ticks where the TSC is invariant, else
+// The session clock: raw TSC ticks where the TSC is invariant, else
 // CLOCK_MONOTONIC_RAW nanoseconds. Ticks are converted late, from calibration pairs in the dump.
 #include "runtime/runtime.hpp"
 

@@ -1,4 +1,4 @@
-// Sessions, per-thread rings and the writer thread (DESIGN.md decision 3).
+// Sessions, per-thread rings and the writer thread.
 //
 // Every recording thread owns a single-producer ring (include/inferscope/internal/hot_path.hpp). One writer
 // thread per session wakes every flush period, drains all rings into EVENTS chunks and either appends them
@@ -857,7 +857,7 @@ bool ensure_pipe(Global& g) {
   return true;
 }
 
-// INFERSCOPE_REPORT: the runtime never links the analyzer (DESIGN.md: the hot path never includes analysis
+// INFERSCOPE_REPORT: the runtime never links the analyzer (by design the hot path never includes analysis
 // code), so it runs the iscope-analyze tool installed beside the library, or the one on PATH.
 void write_report_at_exit(const std::string& dump_path, const std::string& report, const std::string& step) {
   std::vector<std::string> candidates;

@@ -1,4 +1,4 @@
-// Process-wide string and code-object tables (DESIGN.md decision 4): names are interned once and the dump
+// Process-wide string and code-object tables: names are interned once and the dump
 // carries the table; records hold ids.
 #include "runtime/runtime.hpp"
 #include "runtime/session.hpp"

@@ -1,4 +1,4 @@
-// Degrade, never crash (DESIGN.md decision 7): no CUPTI, no driver, another CUPTI subscriber. Each case
+// Degrade, never crash: no CUPTI, no driver, another CUPTI subscriber. Each case
 // leaves one clear status line and a complete CPU-only dump.
 #include "collect/cupti/cupti_collector.hpp"
 #include "dump/reader.hpp"

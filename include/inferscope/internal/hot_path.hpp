@@ -20,7 +20,7 @@
 namespace inferscope::detail {
 
 /// 0 while no session records; otherwise the running session's epoch (never 0). The fast path of every
-/// annotation is one relaxed load of this (DESIGN.md decision 5).
+/// annotation is one relaxed load of this.
 extern INFERSCOPE_API std::atomic<uint32_t> g_session;
 /// Config::nvtx_emit of the running session: ISCOPE ranges are also pushed as NVTX ranges. Read only by a
 /// range that records, once at its beginning (one predictable branch); a stopped session never reads it.

@@ -1,4 +1,4 @@
-// The bottleneck rules (DESIGN.md decision 8 names the categories). Each rule is one file with one function
+// The bottleneck rules (docs/analysis.md, section 6). Each rule is one file with one function
 // over the shared attribution (the typical step, detail::TypicalStep, and the model's evidence); no rule reads
 // another rule's result, and the order they run in changes nothing but the order of equal-impact findings.
 // Impacts come from the attribution (every idle instant has one cause, so impacts never add up past the step);

@@ -2,7 +2,7 @@
 // CuptiActivityApi) so translation and every degrade path can be tested on a machine without a GPU.
 //
 // The real implementation opens libcupti and libcuda at run time with dlopen: libinferscope.so has no link
-// dependency on either, so it loads on machines without a driver (DESIGN.md decision 7).
+// dependency on either, so it loads on machines without a driver.
 #pragma once
 
 #include <cuda.h>

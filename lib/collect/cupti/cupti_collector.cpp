@@ -1,4 +1,4 @@
-// The GPU collector (DESIGN.md decision 1 and 7). One process-wide CUPTI state (CUPTI allows one subscriber
+// The GPU collector. One process-wide CUPTI state (CUPTI allows one subscriber
 // per process and one set of buffer callbacks), started and stopped with sessions.
 //
 // Threads: CUPTI calls on_callback on application threads (API records of the callback path go into that
@@ -516,7 +516,7 @@ std::string activate_locked(State& s) {
     r = api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     s.system_tids = r == CUPTI_SUCCESS;
     s.no_system_tids = s.system_tids ? "" : "cuptiSetThreadIdType(SYSTEM): " + err(api, r);
-    // The session clock for every activity timestamp (DESIGN.md decision 1).
+    // The session clock for every activity timestamp.
     if ((r = api.cuptiActivityRegisterTimestampCallback(session_timestamp)) != CUPTI_SUCCESS) {
       api.cuptiUnsubscribe(s.subscriber);
       return "off: CUPTI cannot use the session clock (" + err(api, r) + ")";

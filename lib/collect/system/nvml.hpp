@@ -1,5 +1,5 @@
 // NVML loaded at run time (dlopen "libnvidia-ml.so.1" + dlsym): the runtime has no link dependency on the
-// driver and loads on machines without one (DESIGN.md decision 7). nvml.h is not needed: the few types and
+// driver and loads on machines without one. nvml.h is not needed: the few types and
 // prototypes used are declared in nvml.cpp (NVML's ABI is stable; the _v2 entry points have existed since
 // driver 331).
 #pragma once
