@@ -139,6 +139,17 @@ constexpr const char* memory_kind_name(MemoryKind k) {
 /// Copy directions (CUpti_ActivityMemcpyKind values map 1:1).
 enum class CopyKind : uint8_t { kUnknown = 0, kHtoD = 1, kDtoH = 2, kHtoA = 3, kAtoH = 4, kAtoA = 5, kAtoD = 6,
                                 kDtoA = 7, kDtoD = 8, kHtoH = 9, kPtoP = 10 };
+/// "h2d", "d2h", "d2d", "h2h", "peer": the direction reports, tables and the SQLite export use for a copy.
+constexpr const char* copy_direction_name(CopyKind k) {
+  switch (k) {
+    case CopyKind::kHtoD: case CopyKind::kHtoA: return "h2d";
+    case CopyKind::kDtoH: case CopyKind::kAtoH: return "d2h";
+    case CopyKind::kDtoD: case CopyKind::kAtoA: case CopyKind::kAtoD: case CopyKind::kDtoA: return "d2d";
+    case CopyKind::kHtoH: return "h2h";
+    case CopyKind::kPtoP: return "peer";
+    default: return "unknown";
+  }
+}
 
 struct GpuKernelRecord {
   RecordHeader h;         ///< aux unused

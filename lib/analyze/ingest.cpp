@@ -21,17 +21,6 @@ uint8_t classify_api(const std::string& n) {
   return detail::kOtherApi;
 }
 
-const char* copy_name(uint8_t k) {
-  switch (static_cast<CopyKind>(k)) {
-    case CopyKind::kHtoD: case CopyKind::kHtoA: return "h2d";
-    case CopyKind::kDtoH: case CopyKind::kAtoH: return "d2h";
-    case CopyKind::kDtoD: case CopyKind::kAtoA: case CopyKind::kAtoD: case CopyKind::kDtoA: return "d2d";
-    case CopyKind::kHtoH: return "h2h";
-    case CopyKind::kPtoP: return "peer";
-    default: return "unknown";
-  }
-}
-
 // What one pass-1 worker gathers over its run of chunks.
 struct Part {
   size_t begin = 0, end = 0;  // chunk indexes
@@ -256,7 +245,7 @@ class Pass1 {
   void gpu_memcpy(Part& P, const RecordHeader& h, const uint8_t* p) const {
     auto rec = dump::load<GpuMemcpyRecord>(p);
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
-    std::string dir = copy_name(h.aux);
+    std::string dir = copy_direction_name(static_cast<CopyKind>(h.aux));
     uint8_t kind = dir == "h2d" ? detail::kH2D : dir == "d2h" ? detail::kD2H : detail::kOtherCopy;
     uint8_t host = kind == detail::kH2D ? uint8_t(rec.src_kind) : kind == detail::kD2H ? uint8_t(rec.dst_kind) : 0;
     auto& c = P.copies[{dir, memory_name(uint8_t(rec.src_kind)), memory_name(uint8_t(rec.dst_kind))}];

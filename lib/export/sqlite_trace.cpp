@@ -51,17 +51,6 @@ struct Step {
   int64_t gpu_busy = 0, kernels = 0, kernel_ns = 0;
 };
 
-const char* copy_direction(uint8_t k) {  // as the analyzer names them (CopyRow::direction)
-  switch (static_cast<CopyKind>(k)) {
-    case CopyKind::kHtoD: case CopyKind::kHtoA: return "h2d";
-    case CopyKind::kDtoH: case CopyKind::kAtoH: return "d2h";
-    case CopyKind::kDtoD: case CopyKind::kAtoA: case CopyKind::kAtoD: case CopyKind::kDtoA: return "d2d";
-    case CopyKind::kHtoH: return "h2h";
-    case CopyKind::kPtoP: return "peer";
-    default: return "unknown";
-  }
-}
-
 const char* sync_kind(uint8_t k) {  // as SyncRow::kind names them
   switch (static_cast<SyncKind>(k)) {
     case SyncKind::kEventSynchronize: return "event";
@@ -565,7 +554,7 @@ void TraceWriter::write_gpu_records() {
         auto c = dump::load<GpuMemcpyRecord>(p);
         auto [s, e] = span(c.start, c.end);
         gpu_busy_.emplace_back(s, e);
-        copies << ++n[1] << c.correlation << copy_direction(h.aux) << memory_kind_name(c.src_kind)
+        copies << ++n[1] << c.correlation << copy_direction_name(static_cast<CopyKind>(h.aux)) << memory_kind_name(c.src_kind)
                << memory_kind_name(c.dst_kind) << c.bytes << s << e << (e - s) << rel_ms(s) << step_of(s) << c.device
                << c.dst_device << c.context << c.stream << int(c.is_async) << c.graph_id;
         return bind_launcher(copies, c.correlation).row();
