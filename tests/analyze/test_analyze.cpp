@@ -3,6 +3,7 @@
 //
 // INFERSCOPE_UPDATE_GOLDENS=1 rewrites tests/fixtures/*.expected from the current analyzer (see
 // tests/analyze/update-goldens.sh); review the diff before committing it.
+#include "support/files.hpp"
 #include "analyze/analyzer.hpp"
 #include "scenarios.hpp"
 
@@ -22,23 +23,16 @@ using analyze::Analysis;
 
 namespace {
 
+using testsupport::read;
+using testsupport::write;
+using testsupport::fixtures;
+
 fs::path work_dir() {
   fs::path d = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "analyze" / "work";
   fs::create_directories(d);
   return d;
 }
-fs::path fixtures() { return fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures"; }
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-void write(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << s;
-}
 
 Analysis scenario(const std::string& name) {
   fs::path p = work_dir() / (name + ".iscope");

@@ -2,6 +2,7 @@
 // reports. A dump with several application threads, deep nesting and tiny chunks (so that frames, their
 // children and the calls waiting for them fall into different workers' runs) is analysed with 1 and with
 // several workers, in-process and through the CLI's JSON report, and the results must be identical.
+#include "support/files.hpp"
 #include "analyze/analyzer.hpp"
 #include "support/dump_builder.hpp"
 
@@ -18,18 +19,14 @@ using namespace inferscope;
 
 namespace {
 
+using testsupport::read;
+
 fs::path work_dir() {
   fs::path d = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "analyze" / "work";
   fs::create_directories(d);
   return d;
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // 300 steps on the main thread (Python frames nested 7 deep, layer ranges, launches, a copy, a sync, a launch
 // directly in the step range), a loader thread with its own Python work and async copies, a second GPU channel,

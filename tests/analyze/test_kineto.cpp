@@ -1,6 +1,7 @@
 // Chrome-trace inputs (lib/analyze/kineto_input.cpp): torch.profiler (Kineto) exports planted with one
 // bottleneck each (tests/fixtures/kineto_*, written by make_kineto_fixtures.py), gzip detected by content,
 // InferScope's own --perfetto output, and bad inputs with the file and the offset or field named.
+#include "support/files.hpp"
 #include "analyze/analyzer.hpp"
 #include "scenarios.hpp"
 
@@ -19,23 +20,16 @@ using analyze::Analysis;
 
 namespace {
 
+using testsupport::read;
+using testsupport::write;
+using testsupport::fixtures;
+
 fs::path work_dir() {
   fs::path d = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "analyze" / "work-kineto";
   fs::create_directories(d);
   return d;
 }
-fs::path fixtures() { return fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures"; }
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-void write(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << s;
-}
 
 int run_cli(const std::string& args, std::string* err = nullptr, std::string* out = nullptr) {
   fs::path e = work_dir() / "cli.err", o = work_dir() / "cli.out";

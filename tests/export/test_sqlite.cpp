@@ -2,6 +2,7 @@
 // from what is tested) runs on databases written from the synthetic scenarios (calls on their thread and
 // recorded by CUPTI) and the recorded fixtures, and its result is checked against the analysis of the same
 // dump. Then the bad cases of `iscope-analyze --sqlite`.
+#include "support/files.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/scenarios.hpp"
 #include "export/sqlite.hpp"
@@ -26,18 +27,14 @@ using analyze::Analysis;
 
 namespace {
 
+using testsupport::read;
+
 fs::path work_dir() {
   fs::path d = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "export" / "work";
   fs::create_directories(d);
   return d;
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 struct Cell {
   bool null = true;
