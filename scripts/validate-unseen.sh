@@ -6,8 +6,10 @@
 #       analyzer must find the steps itself),
 #   (b) runs `prog --ab ROUNDS` without the profiler: broken and fixed variants alternate in one process and
 #       the program prints "AB broken_ms=.. fixed_ms=.. saving_pct=..",
-#   (c) compares the primary finding with the program's EXPECTED category, and the analyzer's predicted saving
-#       (first suggestion's impact_ms / end_to_end_ms) with the measured one.
+#   (c) compares the primary finding with the cause whose fix saved the most: the program's EXPECTED category,
+#       or a competing cause whose fix the program also measures (AB_ALT lines) when that fix saved more; and
+#       that cause's predicted saving (its finding's first estimated suggestion, impact_ms / end_to_end_ms) with
+#       the measured one.
 # With an argument, also writes the Markdown table: to the file when it ends in .md, else to
 # OUT/validate-unseen.md in that directory.
 #
@@ -63,7 +65,9 @@ print(vals["EXPECTED"], vals["HAS_FIX"])' "$src/$1.py"
   fi
 }
 
-# summary JSON -> "primary others end_to_end_ms impact_ms predicted_pct steps_name steps_count"
+# summary JSON -> "primary others end_to_end_ms preds steps_name steps_count", where preds is
+# "category=impact_ms=pct,..." for every finding: the replayed saving of its first estimated suggestion, as a
+# share of the end-to-end step ("n/a" where not estimated).
 summarize() {
   "$python" - "$1" <<'PY'
 import json, sys
@@ -72,19 +76,33 @@ fs = r.get("findings") or []
 cat = lambda f: f.get("category") or f.get("bottleneck_type") or "?"
 prim = next((f for f in fs if f.get("primary")), fs[0] if fs else None)
 e2e = r.get("end_to_end_ms")
-imp = None
-if prim is not None:
-    sug = (prim.get("suggestions") or [{}])[0]
+
+def predicted(f):
+    sug = next((s for s in f.get("suggestions") or [] if s.get("estimated") is not False), {})
     imp = sug.get("impact_ms")
-    if sug.get("estimated") is False or not isinstance(imp, (int, float)) or imp <= 0:
-        imp = None
-pred = imp / e2e * 100 if imp is not None and isinstance(e2e, (int, float)) and e2e > 0 else None
+    if not isinstance(imp, (int, float)) or imp <= 0 or not isinstance(e2e, (int, float)) or e2e <= 0:
+        return "n/a=n/a"
+    return "%.2f=%.1f" % (imp, imp / e2e * 100)
+
+preds = ",".join(cat(f) + "=" + predicted(f) for f in fs) or "-"
 others = ",".join(cat(f) for f in fs if f is not prim) or "-"
 st = r.get("steps") or {}
-print(cat(prim) if prim else "(none)", others, "%.2f" % e2e if isinstance(e2e, (int, float)) else "-",
-      "%.2f" % imp if imp is not None else "n/a", "%.1f" % pred if pred is not None else "n/a",
+print(cat(prim) if prim else "(none)", others, "%.2f" % e2e if isinstance(e2e, (int, float)) else "-", preds,
       (st.get("name") or "-").replace(" ", "_"), st.get("count", 0))
 PY
+}
+
+# The cause whose measured fix saved the most: "category saving_pct". $1: the planted category, $2: its A/B
+# saving, $3: the A/B log (AB_ALT lines: competing fixes measured in the same rotation).
+truth_of() {
+  { echo "$1 $2"; sed -n 's/^AB_ALT category=\([a-z_]*\) .*saving_pct=\([-0-9.]*\).*/\1 \2/p' "$3" 2>/dev/null; } |
+    awk '$2 != "n/a" && $2 != "FAILED" { if (best == "" || $2 + 0 > max) { best = $1; max = $2 + 0 } }
+         END { if (best == "") print "'"$1"' n/a"; else printf "%s %.1f\n", best, max }'
+}
+
+# The predicted saving % of the finding of category $1 from a preds list ($2), or n/a.
+pred_for() {
+  tr ',' '\n' <<<"$2" | awk -F= -v c="$1" '$1 == c { print $3; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
 cmd_of() {  # the program's command line
@@ -136,31 +154,35 @@ for name in $names; do
     failed=$((failed + 1))
     continue
   fi
-  read -r primary others e2e impact pred stepname stepcount <<<"$(summarize "$work/$name.json")"
+  read -r primary others e2e preds stepname stepcount <<<"$(summarize "$work/$name.json")"
   ran=$((ran + 1))
-  case $exp in
-    wait) if [ "$primary" = wait ]; then match=yes
-          elif [ "$primary" != cpu_contention ] && [ "$primary" != cpu_bound ]; then match="partly"
-          else match=no; fi ;;
-    gpu_bound) if [ "$primary" = gpu_bound ] || [ "$primary" = "(none)" ]; then match=yes; else match=no; fi ;;
-    *) if [ "$primary" = "$exp" ]; then match=yes; else match=no; fi ;;
-  esac
-  [ "$match" = yes ] && matched=$((matched + 1))
-  # (b) the in-process A/B, without the profiler
-  meas=n/a
+  # (b) the in-process A/B, without the profiler: the planted fix and any competing fix the program measures
+  meas=n/a truth=$exp
   if [ "$has_fix" = True ]; then
     # shellcheck disable=SC2046
     timeout "$timeout_s" $(cmd_of "$name") --ab "$ab_rounds" >"$work/$name.ab.log" 2>&1
     abrc=$?
-    abline=$(grep '^AB ' "$work/$name.ab.log" | tail -1)
-    meas=$(sed -n 's/.*saving_pct=\([-0-9.]*\).*/\1/p' <<<"$abline")
+    abline=$(grep -E '^AB(_ALT)? ' "$work/$name.ab.log" | tr '\n' ';')
+    meas=$(grep '^AB ' "$work/$name.ab.log" | tail -1 | sed -n 's/.*saving_pct=\([-0-9.]*\).*/\1/p')
     if [ "$abrc" = 77 ]; then
       meas=n/a
     elif [ -z "$meas" ]; then
       meas=FAILED
       failed=$((failed + 1))
+    else
+      read -r truth meas <<<"$(truth_of "$exp" "$meas" "$work/$name.ab.log")"
     fi
   fi
+  case $truth in
+    wait) if [ "$primary" = wait ]; then match=yes
+          elif [ "$primary" != cpu_contention ] && [ "$primary" != cpu_bound ]; then match="partly"
+          else match=no; fi ;;
+    gpu_bound) if [ "$primary" = gpu_bound ] || [ "$primary" = "(none)" ]; then match=yes; else match=no; fi ;;
+    *) if [ "$primary" = "$truth" ]; then match=yes; else match=no; fi ;;
+  esac
+  [ "$match" = yes ] && matched=$((matched + 1))
+  pred=$(pred_for "$truth" "$preds")
+  impact=$(tr ',' '\n' <<<"$preds" | awk -F= -v c="$primary" '$1 == c { print $2; exit }')
   diff=n/a ok=n/a
   if [ "$pred" != n/a ] && [ "$meas" != n/a ] && [ "$meas" != FAILED ]; then
     diff=$(awk -v p="$pred" -v m="$meas" 'BEGIN{printf "%+.1f", p - m}')
@@ -168,8 +190,9 @@ for name in $names; do
     compared=$((compared + 1))
     [ "$ok" = yes ] && within=$((within + 1))
   fi
+  [ "$truth" != "$exp" ] && exp="$exp (fix of $truth saves more)"
   did=$(grep -v '^iscope' "$log" | grep -E 'ms/step|steps in' | tail -1 | tr '|' '/')
-  notes="step=$stepname x$stepcount, ${e2e} ms, impact ${impact} ms; also: $others"
+  notes="step=$stepname x$stepcount, ${e2e} ms, primary's saving ${impact:-n/a} ms; also: $others"
   printf "$fmt" "$name" "$exp" "$primary" "$match" "$pred" "$meas" "$diff" "$ok" "$notes"
   rows+=("| $name | $exp | $primary | $match | $pred | $meas | $diff | $ok | $notes; ${abline:-no A/B}; run: ${did:--} |")
   abline=

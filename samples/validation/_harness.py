@@ -56,25 +56,34 @@ def report(name, variant, t0, t_first, t_end, steps):
           f"(warm-up), then {rest:.2f} ms/step", flush=True)
 
 
-def ab(torch, broken, fixed, rounds, window=5, warmup=2):
-    """Alternates windows of `window` calls of broken(i) and fixed(i) (order swapped every round) after a warm-up
+def ab(torch, broken, fixed, rounds, window=5, warmup=2, alternatives=None):
+    """Alternates windows of `window` calls of broken(i) and fixed(i) (order rotated every round) after a warm-up
     of both; prints the medians of the per-window mean step times. The device is synchronized at each window's
-    edges only."""
-    for f in (broken, fixed):
+    edges only.
+
+    `alternatives` maps a category to another fix of the same step (e.g. {"launch_bound": graphed}): a program
+    whose planted cause is not the only one measures the competing fix in the same rotation, so the suite can
+    tell which cause a fix of which saves the most. Each prints 'AB_ALT category=.. fixed_ms=.. saving_pct=..'."""
+    variants = [broken, fixed] + list((alternatives or {}).values())
+    for f in variants:
         for i in range(warmup):
             f(i)
     torch.cuda.synchronize()
-    times = {broken: [], fixed: []}
+    times = {id(f): [] for f in variants}
     i = 0
     for r in range(rounds):
-        for f in ((broken, fixed) if r % 2 == 0 else (fixed, broken)):
+        k = r % len(variants)
+        for f in (variants[k:] + variants[:k]) if r % 2 == 0 else list(reversed(variants[k:] + variants[:k])):
             torch.cuda.synchronize()
             t = time.perf_counter()
             for _ in range(window):
                 f(i)
                 i += 1
             torch.cuda.synchronize()
-            times[f].append((time.perf_counter() - t) / window * 1e3)
-    b, x = statistics.median(times[broken]), statistics.median(times[fixed])
+            times[id(f)].append((time.perf_counter() - t) / window * 1e3)
+    b, x = statistics.median(times[id(broken)]), statistics.median(times[id(fixed)])
     print(f"AB broken_ms={b:.3f} fixed_ms={x:.3f} saving_pct={(b - x) / b * 100:.1f} rounds={rounds} "
           f"window={window}", flush=True)
+    for category, f in (alternatives or {}).items():
+        a = statistics.median(times[id(f)])
+        print(f"AB_ALT category={category} fixed_ms={a:.3f} saving_pct={(b - a) / b * 100:.1f}", flush=True)
