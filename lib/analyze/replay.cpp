@@ -40,7 +40,16 @@ class Replayer {
     const int64_t own_end = call_start + own_cost(i);
     // A launch's work is ready when the call returns; a blocking copy queues its copy once its own cost is paid.
     const int64_t copy_end = queue_work(op, own_end);
-    now_ = waits(i) ? std::max(own_end, wait_target(op, copy_end)) : own_end;
+    if (!waits(i)) {
+      now_ = own_end;
+    } else if (op.kind == OpKind::kFree) {
+      // cudaFree waits for the device first and unmaps after: recorded calls return their own cost
+      // (milliseconds for blocks of hundreds of MB) after the GPU went idle, not while it ran.
+      now_ = std::max(call_start, wait_target(op, copy_end)) + (own_end - call_start);
+    } else {
+      // A sync's own cost is microseconds; where it falls does not matter.
+      now_ = std::max(own_end, wait_target(op, copy_end));
+    }
   }
 
   int64_t gap_before(size_t i) const {

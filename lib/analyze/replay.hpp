@@ -72,7 +72,8 @@ struct Change {
 /// Returns the modelled step duration: max(host end incl. tail, end of the GPU work queued in the step).
 ///
 /// Details the comment above leaves open: a kCopySync pays its own cost first and then queues its copy (ready at
-/// own cost end); every stream is busy until gpu_busy_at_start_ns; a kCopySync that queued no work waits for
+/// own cost end); a kFree waits first and pays its own cost after the wait (cudaFree unmaps after the device went
+/// idle); every stream is busy until gpu_busy_at_start_ns; a kCopySync that queued no work waits for
 /// the whole device; GPU work queued by no op (or queued a second time) is not replayed; indexes out of range
 /// are ignored; negative durations and gaps count as 0, a wait above the call's duration as the duration.
 int64_t simulate(const StepGraph& g, const Change& c = {});
