@@ -2,6 +2,7 @@
 // (step_policy.cpp) and the representative step (docs/analysis.md section 3).
 #include "analyze/aggregate.hpp"
 #include "analyze/stages.hpp"
+#include "analyze/sync_iterations.hpp"
 
 #include <cmath>
 
@@ -113,6 +114,25 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
   return out;
 }
 
+// No range and no Python: a plain C++ loop; its iterations, each ending at the blocking call (a sync or a
+// read-back) the loop makes once per iteration (sync_iterations.hpp).
+void take_sync_iterations(const Context& cx, const Ingested& in, uint32_t thread, Analysis& a, std::vector<Cand>& steps) {
+  std::vector<CallView> calls;
+  for (const ApiOp& x : in.apis)
+    if (x.thread == std::min<uint32_t>(thread, 0xffff)) calls.push_back({x.start, x.end(), x.name, x.kind});
+  std::sort(calls.begin(), calls.end(), [](const CallView& x, const CallView& y) { return x.start < y.start; });
+  const SyncIterations it = sync_iterations(calls);
+  if (it.spans.empty()) return;
+  for (const auto& s : it.spans) steps.push_back({thread, it.boundary_name, s.start, s.end});
+  const std::string sync = cx.name_of(it.boundary_name);
+  a.steps.name = "loop iterations ending at " + sync;
+  a.steps.detected = true;
+  a.warnings.push_back("no range and no Python functions: the steps are the loop iterations of the launching thread, "
+                       "each ending at a " + sync + (it.period > 1 ? " (the last of the " + std::to_string(it.period) +
+                       " blocking calls each iteration makes)" : std::string()) + "; wrap each step in ISCOPE_RANGE(\"step\") "
+                       "or pass --step to choose");
+}
+
 void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
   const auto& top = in.top;
   const auto& ts = in.ts;
@@ -155,7 +175,9 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
     const PythonStep py = python_step(cx, in, launcher_thread);
     if (nvtx_score.first >= 0 && nvtx_score.first >= py.total) {
       take_range(best_nvtx);
-    } else if (py.total >= 0) {
+    } else if (py.total < 0) {
+      take_sync_iterations(cx, in, launcher_thread, a, steps);
+    } else {
       const uint32_t bc = py.code;
       steps.insert(steps.end(), py.instances.begin(), py.instances.end());
       a.steps.name = cx.code_name(bc);
