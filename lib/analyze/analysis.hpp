@@ -236,6 +236,9 @@ struct Analysis {
   std::vector<std::string> warnings;             ///< damage, drops, alignment, unknown event types ...
   uint64_t events = 0;
   bool partial = false;  ///< added by the analyzer: corrupt input, only the data before the damage were read
+  /// Any kernel, memset or copy in the trace. Without, the reports and findings say nothing about a GPU (no
+  /// utilization, no GPU idle, no GPU advice): a CPU-only program is described as host time.
+  bool gpu_work_recorded = false;
   std::vector<ChildProcess> children;  ///< child dumps beside this one (iscope-analyze fills it; children.hpp)
 };
 

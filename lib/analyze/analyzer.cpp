@@ -114,6 +114,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   auto& phase = cx.phase;
 
   Ingested in = ingest(cx, a);  // the stages below read it const; order_gpu only reorders the GPU activities
+  a.gpu_work_recorded = in.gpu.size() > 0;
   phase("pass 1");
   const StepSet ss = find_steps(cx, in, a, m);
   phase("steps");

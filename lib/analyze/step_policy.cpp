@@ -60,9 +60,10 @@ StepSelection select_steps(const StepPolicyInput& in, const StepPolicyOptions& o
     s.reason = "the first " + std::to_string(s.warmup) + " step(s) skipped as asked (--skip-steps / skip_steps)";
   } else {
     s.warmup = detect_warmup(in, slow_step_bound(in.durations_ns), cap);
+    const bool any_marked = std::find(in.one_time_cost.begin(), in.one_time_cost.end(), true) != in.one_time_cost.end();
     s.reason = s.warmup ? "the first " + std::to_string(s.warmup) +
-                              " step(s) were slower than median + max(3 scaled MADs, 25 %) of all steps or held "
-                              "the first CUDA call: warm-up, reported apart"
+                              " step(s) were slower than median + max(3 scaled MADs, 25 %) of all steps" +
+                              (any_marked ? " or held the first CUDA call" : "") + ": warm-up, reported apart"
                         : n > 1 ? "no leading step was unusually slow: every step is steady"
                                 : "a single step: nothing to tell warm-up from the steady state";
   }

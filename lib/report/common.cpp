@@ -8,16 +8,15 @@
 
 namespace inferscope::report {
 
-std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b) {
-  std::vector<BreakdownRow> rows = {
-      {"CPU preprocessing", "cpu_preprocessing", b.cpu_preprocessing_ms},
-      {"H2D copies", "h2d", b.h2d_ms},
-      {"GPU compute", "gpu_compute", b.gpu_compute_ms},
-      {"D2H copies", "d2h", b.d2h_ms},
-      {"Sync wait", "sync_wait", b.sync_wait_ms},
-      {"Framework overhead", "framework_overhead", b.framework_overhead_ms},
-      {"Idle", "idle", b.idle_ms},
-  };
+std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b, bool gpu_work) {
+  std::vector<BreakdownRow> rows = {{"CPU preprocessing", "cpu_preprocessing", b.cpu_preprocessing_ms}};
+  if (gpu_work)  // without GPU work these would be zeros that suggest a GPU was there
+    rows.insert(rows.end(), {{"H2D copies", "h2d", b.h2d_ms},
+                             {"GPU compute", "gpu_compute", b.gpu_compute_ms},
+                             {"D2H copies", "d2h", b.d2h_ms},
+                             {"Sync wait", "sync_wait", b.sync_wait_ms}});
+  rows.insert(rows.end(), {{"Framework overhead", "framework_overhead", b.framework_overhead_ms},
+                           {"Idle", "idle", b.idle_ms}});
   double sum = 0;
   for (const auto& r : rows) sum += r.ms;
   const double rest = b.step_ms - sum;

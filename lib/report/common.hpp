@@ -17,7 +17,8 @@ struct BreakdownRow {
 
 /// The breakdown parts in the order the report prints them. When the analyzer's parts do not add up to the
 /// step time (more than 1 us apart), an "unattributed" row takes the difference so the table always sums up.
-std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b);
+/// Without GPU work (a CPU-only program) only the host's parts.
+std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b, bool gpu_work = true);
 
 /// ms as percent of the step ("0.0" when there is no step time).
 double pct_of(double ms, double step_ms);

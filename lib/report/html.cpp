@@ -112,7 +112,7 @@ struct Table {
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
   out << "<section id=\"breakdown\"><h2>Timeline Breakdown</h2>\n";
-  const auto rows = breakdown_rows(b);
+  const auto rows = breakdown_rows(b, a.gpu_work_recorded);
   double total = 0;
   for (const auto& r : rows) total += std::max(0.0, r.ms);
   const double width = 1000;
@@ -139,6 +139,10 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   for (const auto& r : rows) t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   t.rows.push_back({"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"});
   t.write(out);
+  if (!a.gpu_work_recorded) {
+    out << "<p>No GPU work was recorded: the step is host time only.</p></section>\n";
+    return;
+  }
   out << "<p>GPU utilization: <b>" << fmt(b.gpu_utilization * 100.0, 1) << " %</b> of the step. GPU idle "
       << fmt(b.gpu_idle_waiting_on_host_ms, 3) << " ms waiting on the host, "
       << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms while the host launched, "
@@ -436,7 +440,9 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
   for (const auto& w : a.warnings) out << "<li class=\"warn\"><b>Warning</b>: " << prose(names, w) << "</li>\n";
   const auto& al = a.alignment;
   out << "<li id=\"alignment\">Clock alignment: ";
-  if (al.kernels_checked == 0)
+  if (!a.gpu_work_recorded)
+    out << "not applicable: no GPU work was recorded.";
+  else if (al.kernels_checked == 0)
     out << "not measured: no kernel could be matched to its launch call.";
   else
     out << (al.ok ? "OK" : "<b>suspect</b>") << ", " << al.kernels_checked << " kernels checked, worst causality "

@@ -347,6 +347,7 @@ void write_json(const Analysis& a, std::ostream& out) {
   for (const auto& w : a.warnings) warnings.push_back(str(w));
   root["warnings"] = std::move(warnings);
   root["partial"] = a.partial;
+  root["gpu_work_recorded"] = a.gpu_work_recorded;
   json::array children;
   for (const auto& c : a.children) {
     json::object x;

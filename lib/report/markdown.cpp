@@ -131,9 +131,19 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
   out << "## Timeline Breakdown\n\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& r : breakdown_rows(b)) rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
+  for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
+    rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   rows.push_back({"**Step total**", "**" + fmt(b.step_ms, 3) + "**", b.step_ms > 0 ? "**100.0**" : "0.0"});
   table(out, {"Component", "Time (ms)", "% of step"}, {false, true, true}, rows);
+  if (!a.gpu_work_recorded) {
+    out << "No GPU work was recorded: the step is host time only.";
+    if (b.host_state_measured)
+      out << " The step thread ran " << fmt(b.host_running_ms, 3) << " ms, was held up by other threads (CPU or GIL) "
+          << fmt(b.host_contention_ms, 3) << " ms and waited by its own choice (sleep, I/O, a queue) "
+          << fmt(b.host_waiting_ms, 3) << " ms.";
+    out << "\n\n";
+    return;
+  }
   out << "GPU utilization: " << fmt(b.gpu_utilization * 100.0, 1) << " % of the step. GPU idle "
       << fmt(b.gpu_idle_waiting_on_host_ms, 3) << " ms waiting on the host, "
       << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms while the host launched, "
@@ -309,7 +319,9 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
   for (const auto& w : a.warnings) out << "- **Warning**: " << prose(names, w) << '\n';
   const auto& al = a.alignment;
   out << "- Clock alignment: ";
-  if (al.kernels_checked == 0) {
+  if (!a.gpu_work_recorded) {
+    out << "not applicable: no GPU work was recorded.";
+  } else if (al.kernels_checked == 0) {
     out << "not measured: no kernel could be matched to its launch call.";
   } else {
     out << (al.ok ? "OK" : "**suspect**") << ", " << al.kernels_checked << " kernels checked, worst causality "

@@ -452,6 +452,40 @@ TEST_CASE("no steps: the whole trace is one step, and the report says so") {
   CHECK(!a.findings.empty());
 }
 
+TEST_CASE("a program that recorded no GPU work gets no GPU wording and no GPU advice") {
+  fs::path p = work_dir() / "cpu_only.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 12; ++i)
+      sim.range("step", [&] { sim.py("tokenize", [&] { sim.host(i == 0 ? 30'000'000 : 3'000'000); }, "serve.py", 7); });
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK_FALSE(a.gpu_work_recorded);
+  REQUIRE(!a.findings.empty());
+  CHECK(a.findings.front().category == "cpu_bound");
+  auto mentions_gpu = [](const std::string& s) {
+    return s.find("GPU") != std::string::npos || s.find("CUDA") != std::string::npos;
+  };
+  for (const auto& f : a.findings) {
+    INFO(f.category);
+    // The cpu_bound title says once that no GPU work was recorded; nothing else speaks of a GPU.
+    if (f.category != "cpu_bound") CHECK_FALSE(mentions_gpu(f.title));
+    for (const auto& e : f.evidence) CHECK_FALSE(mentions_gpu(e));
+    for (const auto& s : f.suggestions) CHECK_FALSE(mentions_gpu(s.action));
+    for (const auto& x : f.examples) CHECK_FALSE(mentions_gpu(x.what));
+  }
+  std::string err, out;
+  const fs::path md = work_dir() / "cpu_only.md";
+  REQUIRE(run_cli(p.string() + " -o " + md.string(), &err, &out) == 0);
+  const std::string report = read(md);
+  CHECK(report.find("No GPU work was recorded") != std::string::npos);
+  CHECK(report.find("GPU utilization") == std::string::npos);
+  CHECK(report.find("| GPU compute") == std::string::npos);
+  CHECK(report.find("Clock alignment: not applicable") != std::string::npos);
+}
+
 TEST_CASE("an unmodified program: the repeated Python function on the launching thread is the step") {
   fs::path p = work_dir() / "pysteps.iscope";
   {

@@ -13,6 +13,7 @@ inline analyze::Analysis sample_analysis(bool hostile = false) {
   const std::string evil = hostile ? "<script>alert('x')</script> & \"q\" | `t` \xff\xfe" : "";
   Analysis a;
   a.source = hostile ? "/tmp/run<1>&\"x\".iscope" : "/tmp/gpt2.iscope";
+  a.gpu_work_recorded = true;  // a GPU program: kernels, copies and syncs below
   a.source_format = "dump";
   a.process = {{"pid", "4242"}, {"cmdline", "python serve.py --model gpt2"}, {"gpu.name", "NVIDIA H100"}};
   a.trace_ms = 1523.25;

@@ -36,7 +36,7 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   const auto& root = v.as_object();
   CHECK(keys(root) == std::vector<std::string>{"schema_version", "source", "source_format", "process", "events",
                                                 "trace_ms", "end_to_end_ms", "steps", "breakdown", "findings",
-                                                "tables", "alignment", "drops", "warnings", "partial",
+                                                "tables", "alignment", "drops", "warnings", "partial", "gpu_work_recorded",
                                                 "children", "representative"});
   REQUIRE(root.at("children").as_array().size() == 2);
   CHECK(root.at("children").at(0).at("pid").to_number<uint64_t>() == 4250);

@@ -22,6 +22,10 @@ bool reported(const RuleInput& in, double impact_ms) {
   return in.step_ms > 0 && impact_ms / in.step_ms * 100 >= in.th.min_impact_pct;
 }
 
+bool gpu_seen(const RuleInput& in) { return in.a.gpu_work_recorded; }
+
+std::string while_idle(const RuleInput& in, const char* gpu_wording) { return gpu_seen(in) ? gpu_wording : "in the step"; }
+
 Finding make_finding(const RuleInput& in, Category c, std::string title, double impact_ms, double confidence) {
   Finding f;
   f.category = category_name(c);

@@ -13,13 +13,13 @@ std::string hot_list(const detail::Model& m) {
   return s;
 }
 
-void add_suggestions(Finding& f, const RuleInput& in, bool gpu_seen) {
+void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
   const detail::Model& m = in.m;
   const std::string what = m.hot_host.empty() ? "the host work in '" + in.a.steps.name + "'" : m.hot_host.front().first;
   replay::Change off_path;
   off_path.host_gap_scale = 0;  // the step thread no longer does it: a worker prepares it ahead
   off_path.min_scaled_gap_ns = in.th.dispatch_gap_ns;
-  if (gpu_seen) {
+  if (gpu) {
     suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch on a background "
                      "thread or in DataLoader workers (num_workers>0, pin_memory=True) while the GPU runs the current one",
                      off_path, "host work of 100 us or more between CUDA calls done elsewhere, ahead of time");
@@ -42,13 +42,13 @@ std::optional<Finding> cpu_bound(const RuleInput& in) {
   if (!reported(in, impact)) return std::nullopt;
   const detail::Model& m = in.m;
   const Breakdown& b = in.a.breakdown;
-  const bool gpu_seen = b.gpu_utilization > 0 || m.kernels_per_step > 0;
+  const bool gpu = gpu_seen(in) && (b.gpu_utilization > 0 || m.kernels_per_step > 0);
   const double pct = impact / in.step_ms * 100;
   Finding f = make_finding(in, Category::kCpuBound,
-                           gpu_seen ? "The GPU waits " + fms(impact) + " per step for host work outside CUDA calls"
+                           gpu ? "The GPU waits " + fms(impact) + " per step for host work outside CUDA calls"
                                     : "Host work fills the step: " + fms(impact) + " per step, and no GPU work was recorded",
                            impact, 0.45 + 0.4 * std::min(1.0, pct / 50) + (m.host_frames ? 0.1 : 0));
-  if (gpu_seen)
+  if (gpu)
     f.evidence.push_back("the GPU was idle " + fms(impact) + " per step (" + fpct(pct) + " of the " + fms(in.step_ms) +
                          " step) while thread '" + m.step_thread_name + "' ran host code and had not launched the next work");
   else
@@ -60,9 +60,9 @@ std::optional<Finding> cpu_bound(const RuleInput& in) {
   else f.evidence.push_back("no Python frames or nested ranges inside the step: the host work is not named; run with Python tracing or add ISCOPE_RANGEs");
   f.metrics["host_running_ms"] = impact;
   f.metrics["cpu_preprocessing_ms"] = b.cpu_preprocessing_ms;
-  f.metrics["gpu_utilization"] = b.gpu_utilization;
-  add_examples(f, in, &detail::StepMetrics::worst_host_gap, gpu_seen ? "GPU idle waiting on host work" : "host work");
-  add_suggestions(f, in, gpu_seen);
+  if (gpu) f.metrics["gpu_utilization"] = b.gpu_utilization;
+  add_examples(f, in, &detail::StepMetrics::worst_host_gap, gpu ? "GPU idle waiting on host work" : "host work");
+  add_suggestions(f, in, gpu);
   return f;
 }
 

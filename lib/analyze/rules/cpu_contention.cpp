@@ -33,7 +33,7 @@ Evidence measure(const RuleInput& in) {
 void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
   const detail::Model& m = in.m;
   if (in.t.host_state_measured) {
-    f.evidence.push_back("while the GPU waited on it, thread '" + m.step_thread_name + "' was runnable but off a CPU " +
+    f.evidence.push_back(while_idle(in, "while the GPU waited on it") + ", thread '" + m.step_thread_name + "' was runnable but off a CPU " +
                          fms((in.t.host_contention - in.t.host_gil) / 1e6) + " per step and blocked while another "
                          "Python thread ran (the GIL) " + fms(in.t.host_gil / 1e6) + " per step (system counters)");
   } else {
@@ -65,7 +65,8 @@ std::optional<Finding> cpu_contention(const RuleInput& in) {
                                (e.gil ? std::string("other Python threads holding the GIL") : std::string("other threads taking its CPU")),
                            e.impact_ms, e.confidence);
   add_evidence(f, in, e);
-  add_examples(f, in, &detail::StepMetrics::worst_host_gap, "GPU idle while the host thread was delayed");
+  add_examples(f, in, &detail::StepMetrics::worst_host_gap,
+               gpu_seen(in) ? "GPU idle while the host thread was delayed" : "the host thread delayed");
   replay::Change gone;  // the contended share of every host gap disappears
   gone.host_gap_scale = in.t.idle_host > 0 ? std::max(0.0, 1.0 - e.impact_ms * 1e6 / in.t.idle_host) : 1.0;
   const char* model = "the contended share of the host time removed";

@@ -91,5 +91,10 @@ void add_examples(Finding& f, const RuleInput& in, detail::Span detail::StepMetr
 std::string callers_evidence(const std::vector<SyncRow>& rows);
 std::string callers_evidence(const std::vector<AllocRow>& rows);
 bool reported(const RuleInput& in, double impact_ms);  ///< impact at least min_impact_pct of the step
+/// The trace holds GPU work. Without, a finding says nothing about a GPU: "while the GPU waited" becomes "in
+/// the step", and no GPU advice is given.
+bool gpu_seen(const RuleInput& in);
+/// "while the GPU waited on it" / "in the step": where a host-side cost happened, worded for the trace.
+std::string while_idle(const RuleInput& in, const char* gpu_wording);
 
 }  // namespace inferscope::analyze::rules

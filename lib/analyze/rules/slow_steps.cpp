@@ -55,7 +55,9 @@ std::optional<Finding> slow_steps(const RuleInput& in) {
   suggest(f, "high", "Open the slowest step in the timeline (--perfetto) and compare it with a typical one");
   suggest(f, "medium", "Check for periodic work inside the loop: garbage collection (gc.freeze() after start-up), logging, "
                        "checkpointing, new input shapes that trigger recompilation or autotuning");
-  suggest(f, "low", "Check the machine: other processes, CPU frequency, GPU clocks and throttling (the system counters in the dump)");
+  suggest(f, "low", gpu_seen(in) ? "Check the machine: other processes, CPU frequency, GPU clocks and throttling (the system "
+                                   "counters in the dump)"
+                                 : "Check the machine: other processes and CPU frequency (the system counters in the dump)");
   return f;
 }
 

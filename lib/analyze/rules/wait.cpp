@@ -15,11 +15,12 @@ std::optional<Finding> host_wait(const RuleInput& in) {
   const double pct = impact / in.step_ms * 100;
   Finding f = make_finding(in, Category::kWait,
                            "Thread '" + m.step_thread_name + "' waits " + fms(impact) +
-                               " per step (sleep, I/O, a queue or a lock) while the GPU has nothing to do",
+                               " per step (sleep, I/O, a queue or a lock)" +
+                               (gpu_seen(in) ? " while the GPU has nothing to do" : ""),
                            impact, 0.55 + 0.35 * std::min(1.0, pct / 30));
   f.evidence.push_back("the thread was off a CPU and not runnable " + fms(impact) + " per step (" + fpct(pct) +
-                       " of the step) while the GPU was idle and no other Python thread was on a CPU to hold the "
-                       "GIL: it blocked by its own choice (system counters)");
+                       " of the step) " + while_idle(in, "while the GPU was idle") + " and no other Python thread was "
+                       "on a CPU to hold the GIL: it blocked by its own choice (system counters)");
   if (m.step_thread_runqueue_share <= 0.01)
     f.evidence.push_back("no measurable run-queue delay: other threads did not take its CPU");
   if (!m.hot_host.empty())
@@ -27,7 +28,8 @@ std::optional<Finding> host_wait(const RuleInput& in) {
                          fms(m.hot_host.front().second / 1e6) + " per step (a wait inside it counts as its time)");
   f.metrics["wait_ms"] = impact;
   f.metrics["runqueue_wait_share"] = m.step_thread_runqueue_share;
-  add_examples(f, in, &detail::StepMetrics::worst_host_gap, "GPU idle while the host thread waited");
+  add_examples(f, in, &detail::StepMetrics::worst_host_gap,
+               gpu_seen(in) ? "GPU idle while the host thread waited" : "the host thread waiting");
   replay::Change gone;
   gone.host_gap_scale = in.t.idle_host > 0 ? std::max(0.0, 1.0 - in.t.host_wait / in.t.idle_host) : 1.0;
   suggest_replayed(f, in, "high", "Remove the wait from the step: no sleep or polling interval inside it (wait on an "

@@ -7,11 +7,25 @@
 namespace inferscope::analyze::rules {
 namespace {
 
-// "325.1 ms: 290.2 ms in CUDA calls, 20.0 ms GPU compute, 14.9 ms host"
-std::string spent(const detail::StepMetrics& s) {
+// "325.1 ms: 290.2 ms in CUDA calls, 20.0 ms GPU compute, 14.9 ms host"; without GPU work only the duration.
+std::string spent(const RuleInput& in, const detail::StepMetrics& s) {
+  if (!gpu_seen(in)) return fms(double(s.dur) / 1e6);
   const double api = double(s.dur) - s.host_out_api;
   return fms(double(s.dur) / 1e6) + ": " + fms(api / 1e6) + " in CUDA calls, " + fms(s.compute / 1e6) + " GPU compute, " +
          fms(s.host_out_api / 1e6) + " host outside CUDA calls";
+}
+
+void add_suggestions(Finding& f, const RuleInput& in) {
+  if (gpu_seen(in)) {
+    suggest(f, "high", "Warm up at start-up, before taking traffic: run a few dummy steps of every input shape (CUDA context, "
+                       "cuBLAS/cuDNN handles, kernel loading and autotuning happen once)");
+    suggest(f, "medium", "If first-request latency matters, load CUDA modules eagerly (CUDA_MODULE_LOADING=EAGER) and keep "
+                         "shapes fixed so autotuning (cudnn.benchmark, torch.compile) does not run again");
+  } else {
+    suggest(f, "high", "Warm up at start-up, before taking traffic: run a few dummy steps (imports, lazy initialization, "
+                       "caches and JIT compilation happen once)");
+  }
+  suggest(f, "low", "Pass --skip-steps N (or the setting skip_steps) to choose the warm-up yourself when detection is wrong");
 }
 
 }  // namespace
@@ -29,7 +43,7 @@ std::optional<Finding> warmup(const RuleInput& in) {
                            0, 0.9);
   f.informational = true;
   f.evidence.push_back(m.selection.reason);
-  for (size_t i = 0; i < n && i < 5; ++i) f.evidence.push_back("step " + std::to_string(i) + " " + spent(m.steps[i]));
+  for (size_t i = 0; i < n && i < 5; ++i) f.evidence.push_back("step " + std::to_string(i) + " " + spent(in, m.steps[i]));
   if (m.first_api_in_steps && !m.first_api_name.empty())
     f.evidence.push_back("the step thread's first CUDA call, " + m.first_api_name + " (" + fms(m.first_api_ms) +
                          "), lies in a step: a first call creates the CUDA context, a one-time cost");
@@ -39,11 +53,7 @@ std::optional<Finding> warmup(const RuleInput& in) {
   for (size_t i = 0; i < n && i < 3; ++i)
     f.examples.push_back({(double(m.steps[i].start) - in.trace_t0_ns) / 1e6,
                           (double(m.steps[i].start + m.steps[i].dur) - in.trace_t0_ns) / 1e6, "warm-up step " + std::to_string(i)});
-  suggest(f, "high", "Warm up at start-up, before taking traffic: run a few dummy steps of every input shape (CUDA context, "
-                     "cuBLAS/cuDNN handles, kernel loading and autotuning happen once)");
-  suggest(f, "medium", "If first-request latency matters, load CUDA modules eagerly (CUDA_MODULE_LOADING=EAGER) and keep "
-                       "shapes fixed so autotuning (cudnn.benchmark, torch.compile) does not run again");
-  suggest(f, "low", "Pass --skip-steps N (or the setting skip_steps) to choose the warm-up yourself when detection is wrong");
+  add_suggestions(f, in);
   return f;
 }
 
