@@ -8,6 +8,7 @@
 // call, "f" with bp "e" on the kernel/copy/memset/sync/graph, id = the correlation id) link them.
 #include "dump/clock_model.hpp"
 #include "report/escape.hpp"
+#include "report/perfetto_json.hpp"
 #include "report/report.hpp"
 
 #include <algorithm>
@@ -25,6 +26,9 @@ namespace {
 using namespace inferscope;
 using dump::DumpReader;
 using dump::load;
+using perfetto::Args;
+using perfetto::EventWriter;
+using perfetto::Name;
 
 constexpr int64_t kGpuPidBase = 1000000000;
 constexpr uint32_t kTidDeviceWide = 0x7fffffff;  // GPU records that belong to no stream
@@ -77,138 +81,6 @@ class CorrelationSet {
 
  private:
   std::vector<uint64_t> bits_;
-};
-
-/// An event name: either text still to be escaped, or JSON string content already escaped (cached names).
-struct Name {
-  std::string_view s;
-  bool escaped = false;
-  Name(std::string_view v, bool e = false) : s(v), escaped(e) {}
-  Name(const std::string& v) : s(v) {}
-  Name(const char* v) : s(v) {}
-};
-
-/// Appends trace events to a buffer that is flushed to the stream as it fills.
-class EventWriter {
- public:
-  explicit EventWriter(std::ostream& out) : out_(out) { buf_.reserve(kFlushAt + 4096); }
-  ~EventWriter() { flush(); }
-
-  std::string& raw() { return buf_; }
-  /// Opens an event: {"ph":"X","name":"...","cat":"...","pid":..,"tid":..  (no closing brace).
-  void begin(char ph, const Name& name, std::string_view cat, int64_t pid, int64_t tid) {
-    buf_ += first_ ? "\n" : ",\n";
-    first_ = false;
-    buf_ += "{\"ph\":\"";
-    buf_ += ph;
-    buf_ += "\",\"name\":\"";
-    if (name.escaped) buf_ += name.s;
-    else append_json_escaped(buf_, name.s);
-    buf_ += '"';
-    if (!cat.empty()) {
-      buf_ += ",\"cat\":\"";
-      append_json_escaped(buf_, cat);
-      buf_ += '"';
-    }
-    buf_ += ",\"pid\":";
-    buf_ += std::to_string(pid);
-    buf_ += ",\"tid\":";
-    buf_ += std::to_string(tid);
-  }
-  /// ns as microseconds with 3 decimals, formatted from the integer (exact, and far faster than printf).
-  void field_us(const char* key, int64_t ns) {
-    buf_ += ",\"";
-    buf_ += key;
-    buf_ += "\":";
-    uint64_t mag = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-    if (ns < 0) buf_ += '-';
-    char tmp[32];
-    auto r = std::to_chars(tmp, tmp + sizeof tmp, mag / 1000);
-    buf_.append(tmp, r.ptr);
-    const unsigned frac = static_cast<unsigned>(mag % 1000);
-    const char digits[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
-    buf_.append(digits, 4);
-  }
-  void field_raw(const char* key, std::string_view json) {
-    buf_ += ",\"";
-    buf_ += key;
-    buf_ += "\":";
-    buf_ += json;
-  }
-  void field_str(const char* key, std::string_view s) {
-    buf_ += ",\"";
-    buf_ += key;
-    buf_ += "\":\"";
-    append_json_escaped(buf_, s);
-    buf_ += '"';
-  }
-  /// Closes the event opened by begin() and flushes when the buffer is full.
-  void end() {
-    buf_ += '}';
-    if (buf_.size() >= kFlushAt) flush();
-  }
-  void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    buf_.clear();
-  }
-
- private:
-  static constexpr size_t kFlushAt = 64 * 1024;
-  std::ostream& out_;
-  std::string buf_;
-  bool first_ = true;
-};
-
-/// Builds an "args" object: {"k":v,...}.
-class Args {
- public:
-  Args& i(std::string_view k, int64_t v) { return key(k).append(std::to_string(v)); }
-  Args& u(std::string_view k, uint64_t v) { return key(k).append(std::to_string(v)); }
-  Args& d(std::string_view k, double v) {
-    key(k);
-    if (!std::isfinite(v)) return append("null");
-    char tmp[40];
-    std::snprintf(tmp, sizeof tmp, "%.10g", v);
-    return append(tmp);
-  }
-  Args& s(std::string_view k, std::string_view v) {
-    key(k);
-    s_ += '"';
-    append_json_escaped(s_, v);
-    s_ += '"';
-    return *this;
-  }
-  Args& dims(std::string_view k, const uint32_t (&v)[3]) {
-    return key(k).append("[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "]");
-  }
-  Args& attrs(const std::vector<dump::Attr>& attrs) {
-    for (const auto& a : attrs) {
-      switch (a.type) {
-        case AttrType::kInt: i(a.key, a.i); break;
-        case AttrType::kBool: key(a.key).append(a.i ? "true" : "false"); break;
-        case AttrType::kDouble: d(a.key, a.d); break;
-        case AttrType::kString: s(a.key, a.s); break;
-        default: key(a.key).append("null"); break;
-      }
-    }
-    return *this;
-  }
-  bool empty() const { return s_.empty(); }
-  std::string json() const { return "{" + s_ + "}"; }
-
- private:
-  Args& key(std::string_view k) {
-    if (!s_.empty()) s_ += ',';
-    s_ += '"';
-    append_json_escaped(s_, k);
-    s_ += "\":";
-    return *this;
-  }
-  Args& append(std::string_view v) {
-    s_ += v;
-    return *this;
-  }
-  std::string s_;
 };
 
 /// The tick at which a record starts (or happens); nullopt for kinds that carry no time.
@@ -444,197 +316,180 @@ class TraceWriter {
     }
   }
 
+  /// Decodes one record and hands it to the writer of its kind.
   void record(uint32_t thread, const RecordHeader& h, const uint8_t* p) {
     switch (h.kind) {
-      case RecordKind::kRange:
-      case RecordKind::kNvtxRange: {
-        auto r = load<RangeRecord>(p);
-        ensure_channel_named(thread);
-        Args a;
-        a.i("depth", h.aux);
-        if (h.kind == RecordKind::kRange) a.attrs(r_.attributes(p));
-        complete(nm(r.name), h.kind == RecordKind::kRange ? "range" : "nvtx", pid_of(thread),
-                 tid_of(thread), r.start, r.end, a);
-        break;
-      }
-      case RecordKind::kMark:
-      case RecordKind::kNvtxMark: {
-        auto m = load<MarkRecord>(p);
-        ensure_channel_named(thread);
-        Args a;
-        if (h.kind == RecordKind::kMark) a.attrs(r_.attributes(p));
-        instant(nm(m.name), h.kind == RecordKind::kMark ? "mark" : "nvtx", pid_of(thread), tid_of(thread),
-                m.ts, a);
-        break;
-      }
-      case RecordKind::kThreadName: {
-        auto t = load<ThreadNameRecord>(p);
-        metadata("thread_name", pid_of(thread), tid_of(thread), r_.string_at(t.name));
-        named_.insert({pid_of(thread), tid_of(thread)});
-        break;
-      }
-      case RecordKind::kThreadEnd: {
-        auto t = load<ThreadEndRecord>(p);
-        ensure_channel_named(thread);
-        instant("thread exit", "thread", pid_of(thread), tid_of(thread), t.ts, Args{});
-        break;
-      }
-      case RecordKind::kAsyncRange: {
-        auto r = load<AsyncRangeRecord>(p);
-        ensure_channel_named(r.begin_thread);
-        ensure_channel_named(r.end_thread);
-        const Name name = nm(r.name);
-        char id[24];
-        std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(r.id));
-        Args a;
-        a.attrs(r_.attributes(p));
-        w_.begin('b', name, "async", pid_of(r.begin_thread), tid_of(r.begin_thread));
-        w_.field_us("ts", rel_ns(r.start));
-        w_.field_raw("id", id);
-        if (!a.empty()) w_.field_raw("args", a.json());
-        w_.end();
-        w_.begin('e', name, "async", pid_of(r.end_thread), tid_of(r.end_thread));
-        w_.field_us("ts", rel_ns(std::max(r.start, r.end)));
-        w_.field_raw("id", id);
-        w_.end();
-        break;
-      }
-      case RecordKind::kPyCall: {
-        auto c = load<PyCallRecord>(p);
-        ensure_channel_named(thread);
-        Args a;
-        std::string name;
-        if (auto it = r_.code_table().find(c.code); it != r_.code_table().end()) {
-          name = it->second.qualname;
-          a.s("file", it->second.file).u("line", it->second.line);
-        } else {
-          name = "<code " + std::to_string(c.code) + ">";
-        }
-        a.i("depth", h.aux);
-        complete(name, "python", pid_of(thread), tid_of(thread), c.start, c.end, a);
-        break;
-      }
-      case RecordKind::kCudaApi: {
-        auto c = load<CudaApiRecord>(p);
-        // API records may arrive through a collector's channel; os_tid names the calling thread.
-        int64_t pid = pid_of(thread), tid = c.os_tid ? int64_t(c.os_tid) : tid_of(thread);
-        if (!c.os_tid) ensure_channel_named(thread);
-        Args a;
-        a.u("cbid", c.cbid).s("domain", h.aux == uint8_t(ApiDomain::kDriver) ? "driver" : "runtime");
-        if (c.correlation) a.u("correlation", c.correlation);
-        complete(nm(c.name), "cuda_api", pid, tid, c.start, c.end, a);
-        if (gpu_correlations_.contains(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
-        break;
-      }
-      case RecordKind::kGpuKernel: {
-        auto k = load<GpuKernelRecord>(p);
-        Args a;
-        a.dims("grid", k.grid).dims("block", k.block).u("registers_per_thread", k.registers)
-            .u("static_smem", k.static_smem).u("dynamic_smem", k.dynamic_smem).u("context", k.context);
-        if (k.graph_id) a.u("graph_id", k.graph_id);
-        gpu_activity(nm(k.name), "kernel", k.device, k.stream, k.start, k.end, k.correlation, a);
-        break;
-      }
-      case RecordKind::kGpuMemcpy: {
-        auto m = load<GpuMemcpyRecord>(p);
-        const std::string src = memory_kind_name(m.src_kind), dst = memory_kind_name(m.dst_kind);
-        const std::string name = std::string("Memcpy ") + copy_kind_name(h.aux) + " (" + src + " -> " + dst + ")";
-        Args a;
-        a.u("bytes", m.bytes).s("kind", copy_kind_name(h.aux)).s("src_kind", src).s("dst_kind", dst)
-            .s("async", m.is_async ? "yes" : "no");
-        const int64_t d = dur_ns(m.start, m.end);
-        if (d > 0) a.d("bandwidth_gbps", static_cast<double>(m.bytes) / static_cast<double>(d));
-        if (m.dst_device != m.device) a.u("dst_device", m.dst_device);
-        if (m.graph_id) a.u("graph_id", m.graph_id);
-        gpu_activity(name, "memcpy", m.device, m.stream, m.start, m.end, m.correlation, a);
-        break;
-      }
-      case RecordKind::kGpuMemset: {
-        auto m = load<GpuMemsetRecord>(p);
-        const char* kind = memory_kind_name(static_cast<MemoryKind>(h.aux));
-        Args a;
-        a.u("bytes", m.bytes).u("value", m.value).s("memory_kind", kind);
-        gpu_activity(std::string("Memset (") + kind + ")", "memset", m.device, m.stream, m.start, m.end,
-                     m.correlation, a);
-        break;
-      }
-      case RecordKind::kGpuSync: {
-        auto s = load<GpuSyncRecord>(p);
-        Args a;
-        if (s.event) a.u("event", s.event);
-        gpu_activity(sync_kind_name(h.aux), "sync", s.device, s.stream, s.start, s.end, s.correlation, a);
-        break;
-      }
-      case RecordKind::kGpuGraphLaunch: {
-        auto g = load<GpuGraphLaunchRecord>(p);
-        Args a;
-        a.u("graph_id", g.graph_id);
-        gpu_activity("CUDA graph " + std::to_string(g.graph_id), "graph", g.device, g.stream, g.start, g.end,
-                     g.correlation, a);
-        break;
-      }
-      case RecordKind::kGpuMemory: {
-        auto m = load<GpuMemoryRecord>(p);
-        const bool alloc = h.aux == 1;
-        const int64_t pid = gpu_pid(m.device);
-        const int64_t mem_tid = kTidMemory;
-        if (named_.insert({pid, mem_tid}).second) metadata("thread_name", pid, mem_tid, "memory");
-        char addr[24];
-        std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(m.address));
-        Args a;
-        a.u("bytes", m.bytes).s("address", addr).s("memory_kind", memory_kind_name(m.memory_kind));
-        if (m.correlation) a.u("correlation", m.correlation);
-        if (m.stream != kNoStream) a.u("stream", m.stream);
-        instant(alloc ? "alloc" : "free", "memory", pid, mem_tid, m.ts, a);
-        // Net bytes allocated since the trace began (allocations made before it are unknown).
-        int64_t& net = allocated_[m.device];
-        // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
-        net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
-        w_.begin('C', "device memory allocated in trace (bytes)", "memory", pid, 0);
-        w_.field_us("ts", rel_ns(m.ts));
-        w_.field_raw("args", Args{}.i("bytes", net).json());
-        w_.end();
-        break;
-      }
-      case RecordKind::kCollectorOverhead: {
-        auto o = load<OverheadRecord>(p);
-        ensure_channel_named(thread);
-        complete(nm(o.name), "overhead", pid_of(thread), tid_of(thread), o.start, o.end, Args{});
-        break;
-      }
-      case RecordKind::kClockCheck: {
-        auto c = load<ClockCheckRecord>(p);
-        const int64_t pid = gpu_pid(c.device);
-        if (named_.insert({pid, kTidClockChecks}).second)
-          metadata("thread_name", pid, kTidClockChecks, "clock checks");
-        Args a;
-        a.d("cpu_before_us", us(rel_ns(c.cpu_before))).d("cpu_after_us", us(rel_ns(c.cpu_after)))
-            .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
-        instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
-        break;
-      }
-      case RecordKind::kCounter: {
-        auto c = load<CounterRecord>(p);
-        std::string name = r_.string_at(c.name);
-        int64_t pid = pid_;
-        switch (c.scope) {
-          case CounterScope::kThread: name += " (thread " + std::to_string(c.target) + ")"; break;
-          case CounterScope::kDevice: pid = gpu_pid(c.target); break;
-          case CounterScope::kMachine: name = "machine " + name; break;
-          case CounterScope::kNumaNode: name += " (NUMA node " + std::to_string(c.target) + ")"; break;
-          default: break;
-        }
-        Args a;
-        if (h.aux == uint8_t(AttrType::kDouble)) a.d("value", c.value.d);
-        else a.i("value", c.value.i);
-        w_.begin('C', name, "counter", pid, 0);
-        w_.field_us("ts", rel_ns(c.ts));
-        w_.field_raw("args", a.json());
-        w_.end();
-        break;
-      }
+      case RecordKind::kRange: case RecordKind::kNvtxRange: return on_range(thread, h, p, load<RangeRecord>(p));
+      case RecordKind::kMark: case RecordKind::kNvtxMark: return on_mark(thread, h, p, load<MarkRecord>(p));
+      case RecordKind::kThreadName: return on_thread_name(thread, load<ThreadNameRecord>(p));
+      case RecordKind::kThreadEnd: return on_thread_end(thread, load<ThreadEndRecord>(p));
+      case RecordKind::kAsyncRange: return on_async_range(p, load<AsyncRangeRecord>(p));
+      case RecordKind::kPyCall: return on_pycall(thread, h, load<PyCallRecord>(p));
+      case RecordKind::kCudaApi: return on_cuda_api(thread, h, load<CudaApiRecord>(p));
+      case RecordKind::kGpuKernel: return on_kernel(load<GpuKernelRecord>(p));
+      case RecordKind::kGpuMemcpy: return on_memcpy(h, load<GpuMemcpyRecord>(p));
+      case RecordKind::kGpuMemset: return on_memset(h, load<GpuMemsetRecord>(p));
+      case RecordKind::kGpuSync: return on_sync(h, load<GpuSyncRecord>(p));
+      case RecordKind::kGpuGraphLaunch: return on_graph_launch(load<GpuGraphLaunchRecord>(p));
+      case RecordKind::kGpuMemory: return on_gpu_memory(h, load<GpuMemoryRecord>(p));
+      case RecordKind::kCollectorOverhead: return on_overhead(thread, load<OverheadRecord>(p));
+      case RecordKind::kClockCheck: return on_clock_check(load<ClockCheckRecord>(p));
+      case RecordKind::kCounter: return on_counter(h, load<CounterRecord>(p));
+      default: return;
+    }
+  }
+
+  // --- one writer per record kind ----------------------------------------------------------------------
+  void on_range(uint32_t thread, const RecordHeader& h, const uint8_t* p, const RangeRecord& r) {
+    ensure_channel_named(thread);
+    Args a;
+    a.i("depth", h.aux);
+    if (h.kind == RecordKind::kRange) a.attrs(r_.attributes(p));
+    complete(nm(r.name), h.kind == RecordKind::kRange ? "range" : "nvtx", pid_of(thread), tid_of(thread), r.start,
+             r.end, a);
+  }
+  void on_mark(uint32_t thread, const RecordHeader& h, const uint8_t* p, const MarkRecord& m) {
+    ensure_channel_named(thread);
+    Args a;
+    if (h.kind == RecordKind::kMark) a.attrs(r_.attributes(p));
+    instant(nm(m.name), h.kind == RecordKind::kMark ? "mark" : "nvtx", pid_of(thread), tid_of(thread), m.ts, a);
+  }
+  void on_thread_name(uint32_t thread, const ThreadNameRecord& t) {
+    metadata("thread_name", pid_of(thread), tid_of(thread), r_.string_at(t.name));
+    named_.insert({pid_of(thread), tid_of(thread)});
+  }
+  void on_thread_end(uint32_t thread, const ThreadEndRecord& t) {
+    ensure_channel_named(thread);
+    instant("thread exit", "thread", pid_of(thread), tid_of(thread), t.ts, Args{});
+  }
+  void on_async_range(const uint8_t* p, const AsyncRangeRecord& r) {
+    ensure_channel_named(r.begin_thread);
+    ensure_channel_named(r.end_thread);
+    const Name name = nm(r.name);
+    char id[24];
+    std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(r.id));
+    Args a;
+    a.attrs(r_.attributes(p));
+    w_.begin('b', name, "async", pid_of(r.begin_thread), tid_of(r.begin_thread));
+    w_.field_us("ts", rel_ns(r.start));
+    w_.field_raw("id", id);
+    if (!a.empty()) w_.field_raw("args", a.json());
+    w_.end();
+    w_.begin('e', name, "async", pid_of(r.end_thread), tid_of(r.end_thread));
+    w_.field_us("ts", rel_ns(std::max(r.start, r.end)));
+    w_.field_raw("id", id);
+    w_.end();
+  }
+  void on_pycall(uint32_t thread, const RecordHeader& h, const PyCallRecord& c) {
+    ensure_channel_named(thread);
+    Args a;
+    std::string name;
+    if (auto it = r_.code_table().find(c.code); it != r_.code_table().end()) {
+      name = it->second.qualname;
+      a.s("file", it->second.file).u("line", it->second.line);
+    } else {
+      name = "<code " + std::to_string(c.code) + ">";
+    }
+    a.i("depth", h.aux);
+    complete(name, "python", pid_of(thread), tid_of(thread), c.start, c.end, a);
+  }
+  void on_cuda_api(uint32_t thread, const RecordHeader& h, const CudaApiRecord& c) {
+    // API records may arrive through a collector's channel; os_tid names the calling thread.
+    int64_t pid = pid_of(thread), tid = c.os_tid ? int64_t(c.os_tid) : tid_of(thread);
+    if (!c.os_tid) ensure_channel_named(thread);
+    Args a;
+    a.u("cbid", c.cbid).s("domain", h.aux == uint8_t(ApiDomain::kDriver) ? "driver" : "runtime");
+    if (c.correlation) a.u("correlation", c.correlation);
+    complete(nm(c.name), "cuda_api", pid, tid, c.start, c.end, a);
+    if (gpu_correlations_.contains(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
+  }
+  void on_kernel(const GpuKernelRecord& k) {
+    Args a;
+    a.dims("grid", k.grid).dims("block", k.block).u("registers_per_thread", k.registers)
+        .u("static_smem", k.static_smem).u("dynamic_smem", k.dynamic_smem).u("context", k.context);
+    if (k.graph_id) a.u("graph_id", k.graph_id);
+    gpu_activity(nm(k.name), "kernel", k.device, k.stream, k.start, k.end, k.correlation, a);
+  }
+  void on_memcpy(const RecordHeader& h, const GpuMemcpyRecord& m) {
+    const std::string src = memory_kind_name(m.src_kind), dst = memory_kind_name(m.dst_kind);
+    const std::string name = std::string("Memcpy ") + copy_kind_name(h.aux) + " (" + src + " -> " + dst + ")";
+    Args a;
+    a.u("bytes", m.bytes).s("kind", copy_kind_name(h.aux)).s("src_kind", src).s("dst_kind", dst)
+        .s("async", m.is_async ? "yes" : "no");
+    const int64_t d = dur_ns(m.start, m.end);
+    if (d > 0) a.d("bandwidth_gbps", static_cast<double>(m.bytes) / static_cast<double>(d));
+    if (m.dst_device != m.device) a.u("dst_device", m.dst_device);
+    if (m.graph_id) a.u("graph_id", m.graph_id);
+    gpu_activity(name, "memcpy", m.device, m.stream, m.start, m.end, m.correlation, a);
+  }
+  void on_memset(const RecordHeader& h, const GpuMemsetRecord& m) {
+    const char* kind = memory_kind_name(static_cast<MemoryKind>(h.aux));
+    Args a;
+    a.u("bytes", m.bytes).u("value", m.value).s("memory_kind", kind);
+    gpu_activity(std::string("Memset (") + kind + ")", "memset", m.device, m.stream, m.start, m.end, m.correlation,
+                 a);
+  }
+  void on_sync(const RecordHeader& h, const GpuSyncRecord& s) {
+    Args a;
+    if (s.event) a.u("event", s.event);
+    gpu_activity(sync_kind_name(h.aux), "sync", s.device, s.stream, s.start, s.end, s.correlation, a);
+  }
+  void on_graph_launch(const GpuGraphLaunchRecord& g) {
+    Args a;
+    a.u("graph_id", g.graph_id);
+    gpu_activity("CUDA graph " + std::to_string(g.graph_id), "graph", g.device, g.stream, g.start, g.end,
+                 g.correlation, a);
+  }
+  void on_gpu_memory(const RecordHeader& h, const GpuMemoryRecord& m) {
+    const bool alloc = h.aux == 1;
+    const int64_t pid = gpu_pid(m.device);
+    const int64_t mem_tid = kTidMemory;
+    if (named_.insert({pid, mem_tid}).second) metadata("thread_name", pid, mem_tid, "memory");
+    char addr[24];
+    std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(m.address));
+    Args a;
+    a.u("bytes", m.bytes).s("address", addr).s("memory_kind", memory_kind_name(m.memory_kind));
+    if (m.correlation) a.u("correlation", m.correlation);
+    if (m.stream != kNoStream) a.u("stream", m.stream);
+    instant(alloc ? "alloc" : "free", "memory", pid, mem_tid, m.ts, a);
+    // Net bytes allocated since the trace began (allocations made before it are unknown).
+    int64_t& net = allocated_[m.device];
+    // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
+    net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
+    w_.begin('C', "device memory allocated in trace (bytes)", "memory", pid, 0);
+    w_.field_us("ts", rel_ns(m.ts));
+    w_.field_raw("args", Args{}.i("bytes", net).json());
+    w_.end();
+  }
+  void on_overhead(uint32_t thread, const OverheadRecord& o) {
+    ensure_channel_named(thread);
+    complete(nm(o.name), "overhead", pid_of(thread), tid_of(thread), o.start, o.end, Args{});
+  }
+  void on_clock_check(const ClockCheckRecord& c) {
+    const int64_t pid = gpu_pid(c.device);
+    if (named_.insert({pid, kTidClockChecks}).second) metadata("thread_name", pid, kTidClockChecks, "clock checks");
+    Args a;
+    a.d("cpu_before_us", us(rel_ns(c.cpu_before))).d("cpu_after_us", us(rel_ns(c.cpu_after)))
+        .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
+    instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
+  }
+  void on_counter(const RecordHeader& h, const CounterRecord& c) {
+    std::string name = r_.string_at(c.name);
+    int64_t pid = pid_;
+    switch (c.scope) {
+      case CounterScope::kThread: name += " (thread " + std::to_string(c.target) + ")"; break;
+      case CounterScope::kDevice: pid = gpu_pid(c.target); break;
+      case CounterScope::kMachine: name = "machine " + name; break;
+      case CounterScope::kNumaNode: name += " (NUMA node " + std::to_string(c.target) + ")"; break;
       default: break;
     }
+    Args a;
+    if (h.aux == uint8_t(AttrType::kDouble)) a.d("value", c.value.d);
+    else a.i("value", c.value.i);
+    w_.begin('C', name, "counter", pid, 0);
+    w_.field_us("ts", rel_ns(c.ts));
+    w_.field_raw("args", a.json());
+    w_.end();
   }
 
   void footer() {
