@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace inferscope::report {
@@ -82,6 +83,20 @@ class CorrelationSet {
  private:
   std::vector<uint64_t> bits_;
 };
+
+/// One entry per key, in the order keys first appear, each with its latest value: collectors rewrite a fact
+/// when it changes (a thread renamed, the device mapping settled), and a JSON object must not repeat a key.
+std::vector<std::pair<std::string, std::string>> latest_values(
+    const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::unordered_map<std::string, size_t> at;
+  for (const auto& [k, v] : entries) {
+    auto [it, fresh] = at.try_emplace(k, out.size());
+    if (fresh) out.emplace_back(k, v);
+    else out[it->second].second = v;
+  }
+  return out;
+}
 
 /// The tick at which a record starts (or happens); nullopt for kinds that carry no time.
 std::optional<uint64_t> record_time(const RecordHeader& h, const uint8_t* p) {
@@ -287,7 +302,7 @@ class TraceWriter {
                   ",\"time_origin_monotonic_ns\":%lld,\"ns_per_tick\":%.9g,\"calibration_points\":%zu",
                   static_cast<long long>(origin_ns_), clock_.ns_per_tick(), clock_.points());
     b += tmp;
-    for (const auto& [k, v] : r_.process_info()) {
+    for (const auto& [k, v] : latest_values(r_.process_info())) {
       b += ',';
       b += json_quote("process." + k);
       b += ':';

@@ -263,3 +263,33 @@ TEST_CASE("the clock model stays defined on corrupt calibration") {
     (void)m.to_realtime_ns(t);  // must not overflow (checked by UBSan builds)
   }
 }
+
+TEST_CASE("perfetto otherData holds one value per key, the latest, in the order keys first appear") {
+  const std::string path = temp_path("info.iscope");
+  {
+    dump::DumpBuilder b(path);
+    b.thread("main", 1);
+    // As on real H100 dumps: the system collector rewrites the PCIe link and the thread names as they change.
+    b.process("gpu.0.pcie_gen", "1");
+    b.process("os_thread.77.name", "python3");
+    b.process("gpu.0.pcie_gen", "5");
+    b.process("os_thread.77.name", "bg-hog");
+    b.finish();
+  }
+  std::string text;
+  json::value root = perfetto(path, &text);
+  std::filesystem::remove(path);
+  // boost::json keeps one of a repeated key silently: count the key in the text itself.
+  size_t count = 0;
+  for (size_t at = text.find("\"process.gpu.0.pcie_gen\""); at != std::string::npos;
+       at = text.find("\"process.gpu.0.pcie_gen\"", at + 1))
+    ++count;
+  CHECK(count == 1);
+  const auto& od = root.at("otherData").as_object();
+  CHECK(str(od.at("process.gpu.0.pcie_gen")) == "5");
+  CHECK(str(od.at("process.os_thread.77.name")) == "bg-hog");
+  std::vector<std::string> keys;
+  for (const auto& kv : od)
+    if (kv.key().starts_with("process.gpu") || kv.key().starts_with("process.os_thread")) keys.emplace_back(kv.key());
+  CHECK(keys == std::vector<std::string>{"process.gpu.0.pcie_gen", "process.os_thread.77.name"});
+}
