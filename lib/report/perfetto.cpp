@@ -1,11 +1,13 @@
 // The Perfetto / Chrome trace-event JSON writer. It streams: one pass over the records finds the time origin
-// and which correlation ids reach the GPU (and validates every record, so a malformed dump throws before a
-// byte is written), a second pass writes each record as it comes. Memory holds a 64 KiB output buffer, one
-// bit per correlation id and a small set of tracks already named, whatever the size of the dump.
+// and which correlation ids have both a traced call and GPU work (and validates every record, so a malformed
+// dump throws before a byte is written), a second pass writes each record as it comes. Memory holds a 64 KiB
+// output buffer, a few bits per correlation id and a small set of tracks already named, whatever the size of
+// the dump.
 //
 // Tracks: the traced process holds the CPU threads (pid = the process id, tid = the OS thread id); each GPU is
 // a pseudo-process "GPU N" (pid kGpuPidBase + N) with one thread per CUDA stream. Flows ("s" on the launch API
-// call, "f" with bp "e" on the kernel/copy/memset/sync/graph, id = the correlation id) link them.
+// call, "f" with bp "e" on the kernel/copy/memset/sync/graph, id = the correlation id) link them, one pair per
+// id.
 #include "dump/clock_model.hpp"
 #include "report/escape.hpp"
 #include "report/perfetto_json.hpp"
@@ -36,8 +38,8 @@ constexpr uint32_t kTidDeviceWide = 0x7fffffff;  // GPU records that belong to n
 constexpr uint32_t kTidMemory = 0x7ffffffe;      // allocations and frees
 constexpr uint32_t kTidClockChecks = 0x7ffffffd;
 constexpr uint32_t kNoStream = 0xffffffffu;
-// Correlation ids past this get their "s" flow event unconditionally instead of a bit in the set, which bounds
-// the set at 16 MiB against a hostile or corrupt dump.
+// Correlation ids past this get no flow arrow (their events keep args.correlation): a bit per id below it
+// bounds each set at 16 MiB against a hostile or corrupt dump.
 constexpr uint32_t kMaxTrackedCorrelation = 1u << 27;
 
 const char* copy_kind_name(uint8_t k) {
@@ -66,22 +68,41 @@ const char* sync_kind_name(uint8_t k) {
   }
 }
 
-/// The GPU correlation ids seen in pass one, one bit each.
+/// Correlation ids, one bit each (ids from kMaxTrackedCorrelation on are never held).
 class CorrelationSet {
  public:
-  void add(uint32_t id) {
-    if (id == 0 || id >= kMaxTrackedCorrelation) return;
+  /// True when `id` was not held before.
+  bool add(uint32_t id) {
+    if (id == 0 || id >= kMaxTrackedCorrelation) return false;
     if (id / 64 >= bits_.size()) bits_.resize(id / 64 + 1, 0);
-    bits_[id / 64] |= 1ull << (id % 64);
+    const uint64_t bit = 1ull << (id % 64);
+    const bool fresh = !(bits_[id / 64] & bit);
+    bits_[id / 64] |= bit;
+    return fresh;
   }
   bool contains(uint32_t id) const {
-    if (id == 0) return false;
-    if (id >= kMaxTrackedCorrelation) return true;
-    return id / 64 < bits_.size() && (bits_[id / 64] >> (id % 64)) & 1;
+    return id != 0 && id < kMaxTrackedCorrelation && id / 64 < bits_.size() && (bits_[id / 64] >> (id % 64)) & 1;
   }
 
  private:
   std::vector<uint64_t> bits_;
+};
+
+/// Which launch flows the trace draws. A flow is one "s" inside the API call and one "f" inside the GPU work:
+/// only where the dump holds both ends (a synchronization whose call was not traced has no start; a launch
+/// whose work was dropped has no finish), and only once per correlation id (a second activity under the
+/// same id keeps args.correlation but gets no arrow), so that every start has its finish.
+class LaunchFlows {
+ public:
+  void saw_call(uint32_t id) { calls_.add(id); }
+  void saw_activity(uint32_t id) { activities_.add(id); }
+  /// True for the first call of a flow both ends of which are in the dump.
+  bool start(uint32_t id) { return paired(id) && started_.add(id); }
+  bool finish(uint32_t id) { return paired(id) && finished_.add(id); }
+
+ private:
+  bool paired(uint32_t id) const { return calls_.contains(id) && activities_.contains(id); }
+  CorrelationSet calls_, activities_, started_, finished_;
 };
 
 /// One entry per key, in the order keys first appear, each with its latest value: collectors rewrite a fact
@@ -151,7 +172,8 @@ class TraceWriter {
     uint64_t first = ~0ull;
     r_.for_each_record([&](uint32_t, const RecordHeader& h, const uint8_t* p) {
       if (auto t = record_time(h, p)) first = std::min(first, *t);
-      if (uint32_t c = gpu_correlation(h, p)) gpu_correlations_.add(c);
+      if (uint32_t c = gpu_correlation(h, p)) flows_.saw_activity(c);
+      if (h.kind == RecordKind::kCudaApi) flows_.saw_call(load<CudaApiRecord>(p).correlation);
       if (record_has_attrs(h.kind) && h.size > fixed_record_size(h.kind)) (void)r_.attributes(p);  // validates
     });
     origin_ns_ = first == ~0ull ? 0 : clock_.to_ns(first);
@@ -289,7 +311,7 @@ class TraceWriter {
     args.u("device", device);
     if (stream != kNoStream) args.u("stream", stream);
     complete(name, cat, pid, tid, start, end, args);
-    if (correlation) flow('f', correlation, pid, tid, start, end);
+    if (flows_.finish(correlation)) flow('f', correlation, pid, tid, start, end);
   }
 
   // --- pass two ----------------------------------------------------------------------------------------
@@ -416,7 +438,7 @@ class TraceWriter {
     a.u("cbid", c.cbid).s("domain", h.aux == uint8_t(ApiDomain::kDriver) ? "driver" : "runtime");
     if (c.correlation) a.u("correlation", c.correlation);
     complete(nm(c.name), "cuda_api", pid, tid, c.start, c.end, a);
-    if (gpu_correlations_.contains(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
+    if (flows_.start(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
   }
   void on_kernel(const GpuKernelRecord& k) {
     Args a;
@@ -515,7 +537,7 @@ class TraceWriter {
   const DumpReader& r_;
   dump::ClockModel clock_;
   EventWriter w_;
-  CorrelationSet gpu_correlations_;
+  LaunchFlows flows_;
   int64_t origin_ns_ = 0;
   int64_t pid_ = 1;
   std::set<std::pair<int64_t, int64_t>> named_;  ///< (pid, tid) tracks named so far; tid -1: the process

@@ -293,3 +293,34 @@ TEST_CASE("perfetto otherData holds one value per key, the latest, in the order 
     if (kv.key().starts_with("process.gpu") || kv.key().starts_with("process.os_thread")) keys.emplace_back(kv.key());
   CHECK(keys == std::vector<std::string>{"process.gpu.0.pcie_gen", "process.os_thread.77.name"});
 }
+
+TEST_CASE("perfetto launch flows: one start and one finish per correlation id, only where both ends are traced") {
+  const std::string path = temp_path("flows.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t main = b.thread("main", 10);
+    const uint32_t gpu = b.channel("cupti");
+    b.api(main, "cudaLaunchKernel", 21, 100, 110);  // its kernel and a second activity under the same id
+    b.api(main, "cudaLaunchKernel", 22, 200, 210);  // its work is not in the dump
+    b.kernel(gpu, "k", 21, 150, 300);
+    b.memset(gpu, 64, 21, 310, 320);
+    b.sync(gpu, SyncKind::kStreamSynchronize, 23, 400, 500);  // a call CUPTI saw but the dump does not hold
+    b.finish();
+  }
+  json::value root = perfetto(path);
+  std::filesystem::remove(path);
+  std::map<std::pair<std::string, int64_t>, int> count;  // (ph, id) -> events
+  for (const auto& e : root.at("traceEvents").as_array()) {
+    const std::string ph = str(e.at("ph"));
+    if (ph == "s" || ph == "f") ++count[{ph, e.at("id").to_number<int64_t>()}];
+  }
+  CHECK(count == std::map<std::pair<std::string, int64_t>, int>{{{"s", 21}, 1}, {{"f", 21}, 1}});
+  // The activities without an arrow still say which call they belong to.
+  const auto& ev = root.at("traceEvents").as_array();
+  const auto* sync = find_event(ev, "X", "Stream synchronize");
+  REQUIRE(sync);
+  CHECK(sync->at("args").at("correlation").to_number<int64_t>() == 23);
+  const auto* ms = find_event(ev, "X", "Memset (device)");
+  REQUIRE(ms);
+  CHECK(ms->at("args").at("correlation").to_number<int64_t>() == 21);
+}
