@@ -10,6 +10,7 @@
 // id.
 #include "dump/clock_model.hpp"
 #include "report/escape.hpp"
+#include "report/perfetto_counters.hpp"
 #include "report/perfetto_json.hpp"
 #include "report/report.hpp"
 
@@ -30,6 +31,8 @@ using namespace inferscope;
 using dump::DumpReader;
 using dump::load;
 using perfetto::Args;
+using perfetto::CounterSample;
+using perfetto::CounterTracks;
 using perfetto::EventWriter;
 using perfetto::Name;
 
@@ -38,6 +41,9 @@ constexpr uint32_t kTidDeviceWide = 0x7fffffff;  // GPU records that belong to n
 constexpr uint32_t kTidMemory = 0x7ffffffe;      // allocations and frees
 constexpr uint32_t kTidClockChecks = 0x7ffffffd;
 constexpr uint32_t kNoStream = 0xffffffffu;
+// A thread's state track: its tid plus this, clear of real tids (below 2^22) and of the tracks of channels and
+// of threads without an OS id (0x40000000 + dump id).
+constexpr int64_t kStateTidOffset = 0x20000000;
 // Correlation ids past this get no flow arrow (their events keep args.correlation): a bit per id below it
 // bounds each set at 16 MiB against a hostile or corrupt dump.
 constexpr uint32_t kMaxTrackedCorrelation = 1u << 27;
@@ -156,7 +162,7 @@ uint32_t gpu_correlation(const RecordHeader& h, const uint8_t* p) {
 
 class TraceWriter {
  public:
-  TraceWriter(const DumpReader& r, std::ostream& out) : r_(r), clock_(r.calibration()), w_(out) {}
+  TraceWriter(const DumpReader& r, std::ostream& out) : r_(r), clock_(r.calibration()), w_(out), counters_(w_) {}
 
   void run() {
     scan();
@@ -187,6 +193,21 @@ class TraceWriter {
       long long p = std::strtoll(v.c_str(), &end, 10);
       if (end && *end == 0 && p > 0 && p < kGpuPidBase) pid_ = p;
     }
+    name_os_threads();
+  }
+
+  /// Names of OS threads for the counter tracks: the session's own threads by their names, the others (which
+  /// never recorded anything) by process info "os_thread.<tid>.name".
+  void name_os_threads() {
+    for (const auto& [k, v] : latest_values(r_.process_info())) {
+      if (!k.starts_with("os_thread.") || !k.ends_with(".name")) continue;
+      const std::string num = k.substr(10, k.size() - 15);
+      char* end = nullptr;
+      const unsigned long tid = std::strtoul(num.c_str(), &end, 10);
+      if (!num.empty() && end && *end == 0 && tid < kStateTidOffset) os_names_[static_cast<int64_t>(tid)] = v;
+    }
+    for (const auto& [id, t] : r_.threads())
+      if (!t.is_channel() && t.os_tid && !t.name.empty()) os_names_[t.os_tid] = t.name;
   }
 
   // --- helpers -----------------------------------------------------------------------------------------
@@ -493,10 +514,7 @@ class TraceWriter {
     int64_t& net = allocated_[m.device];
     // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
     net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
-    w_.begin('C', "device memory allocated in trace (bytes)", "memory", pid, 0);
-    w_.field_us("ts", rel_ns(m.ts));
-    w_.field_raw("args", Args{}.i("bytes", net).json());
-    w_.end();
+    counters_.add({"device memory allocated in trace (bytes)", pid, {}, rel_ns(m.ts), false, net, 0});
   }
   void on_overhead(uint32_t thread, const OverheadRecord& o) {
     ensure_channel_named(thread);
@@ -511,25 +529,56 @@ class TraceWriter {
     instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
   }
   void on_counter(const RecordHeader& h, const CounterRecord& c) {
-    std::string name = r_.string_at(c.name);
-    int64_t pid = pid_;
+    const std::string counter = r_.string_at(c.name);
+    CounterSample s{counter, pid_, {}, rel_ns(c.ts), h.aux == uint8_t(AttrType::kDouble), c.value.i, c.value.d};
+    std::string owner;
     switch (c.scope) {
-      case CounterScope::kThread: name += " (thread " + std::to_string(c.target) + ")"; break;
-      case CounterScope::kDevice: pid = gpu_pid(c.target); break;
-      case CounterScope::kMachine: name = "machine " + name; break;
-      case CounterScope::kNumaNode: name += " (NUMA node " + std::to_string(c.target) + ")"; break;
-      default: break;
+      case CounterScope::kProcess: break;
+      case CounterScope::kThread:
+      case CounterScope::kOsThread: {
+        const ThreadOwner t = thread_owner(c.scope, c.target);
+        if (counter == "thread.state")
+          return counters_.add_state({t.pid, t.tid + kStateTidOffset, t.label + " · state"}, s.ts_ns,
+                                     s.is_double ? static_cast<int64_t>(s.d) : s.i);
+        s.pid = t.pid;
+        owner = t.label;
+        break;
+      }
+      case CounterScope::kDevice: s.pid = gpu_pid(c.target); break;
+      case CounterScope::kMachine: owner = "machine"; break;
+      case CounterScope::kNumaNode: owner = "NUMA node " + std::to_string(c.target); break;
+      default: owner = "scope " + std::to_string(int(c.scope)) + " target " + std::to_string(c.target); break;
     }
-    Args a;
-    if (h.aux == uint8_t(AttrType::kDouble)) a.d("value", c.value.d);
-    else a.i("value", c.value.i);
-    w_.begin('C', name, "counter", pid, 0);
-    w_.field_us("ts", rel_ns(c.ts));
-    w_.field_raw("args", a.json());
-    w_.end();
+    s.owner = owner;
+    counters_.add(s);
+  }
+
+  struct ThreadOwner {
+    int64_t pid = 0, tid = 0;
+    std::string label;  ///< "python3 3186"
+  };
+  /// The OS thread a thread-scope counter describes: a dump thread (kThread, by its os_tid) or an OS thread of
+  /// the process (kOsThread), so that both series of one thread share its tracks.
+  ThreadOwner thread_owner(CounterScope scope, uint32_t target) const {
+    if (scope == CounterScope::kOsThread) return {pid_, target, os_thread_label(target)};
+    ThreadOwner o{pid_of(target), tid_of(target), {}};
+    const auto t = r_.threads().find(target);
+    if (t != r_.threads().end() && t->second.os_tid && !t->second.is_channel()) {
+      o.label = os_thread_label(o.tid);
+    } else {  // no OS thread id to join on: the dump's thread
+      const bool named = t != r_.threads().end() && !t->second.name.empty();
+      o.label = (named ? t->second.name : std::string("thread")) + " (dump thread " + std::to_string(target) + ")";
+    }
+    return o;
+  }
+  /// "python3 3186": the thread's name and OS id.
+  std::string os_thread_label(int64_t tid) const {
+    const auto it = os_names_.find(tid);
+    return (it != os_names_.end() ? it->second : std::string("thread")) + " " + std::to_string(tid);
   }
 
   void footer() {
+    counters_.finish();
     w_.raw() += "\n]}\n";
     w_.flush();
   }
@@ -538,6 +587,8 @@ class TraceWriter {
   dump::ClockModel clock_;
   EventWriter w_;
   LaunchFlows flows_;
+  CounterTracks counters_;
+  std::map<int64_t, std::string> os_names_;  ///< OS tid -> thread name, for counter tracks
   int64_t origin_ns_ = 0;
   int64_t pid_ = 1;
   std::set<std::pair<int64_t, int64_t>> named_;  ///< (pid, tid) tracks named so far; tid -1: the process

@@ -1,7 +1,7 @@
 """check_report_demo.py DEMO OUTDIR GOLDEN_DIR: runs iscope-report-demo into a fresh OUTDIR and checks what it
 wrote, not only its exit status: report.md and report.json are the goldens of the same sample analysis,
 report.html is a whole page naming every finding, and trace.json is a Chrome/Perfetto trace holding exactly
-the synthetic dump's events (5 steps of tokenize, forward and inference_step; 40 kernels per step)."""
+the synthetic dump's events (5 steps of tokenize, forward and inference_step; 40 kernels per step; counters)."""
 
 import collections
 import json
@@ -43,7 +43,9 @@ def main(demo, outdir, golden):
     for name, count in expected.items():
         assert spans[name] == count, f"trace.json has {spans[name]} '{name}' spans, the dump {count}"
     counters = collections.Counter(e["name"] for e in events if e.get("ph") == "C")
-    assert counters["cpu.user_ns"] == 5 and counters["gpu.util_pct"] == 5, f"trace.json counters: {counters}"
+    # cpu.user_ns is cumulative, written as a rate: the same 1 ms each step is one value, back to 0 at the last
+    # sample. The GPU utilization is a level that changes at each of its 5 samples.
+    assert counters["cpu.user_ns [ms/s]"] == 2 and counters["gpu.util_pct"] == 5, f"trace.json counters: {counters}"
     print(f"ok: {outdir}: report.md and report.json match the goldens, report.html names "
           f"{len(report['findings'])} findings, trace.json holds {len(events)} events")
 

@@ -1,5 +1,6 @@
 #include "dump/builder.hpp"
 #include "dump/clock_model.hpp"
+#include "report/perfetto_counters.hpp"
 #include "report/report.hpp"
 #include "report_test_util.hpp"
 
@@ -16,6 +17,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 using namespace inferscope;
 using namespace inferscope::report::testing;
@@ -47,7 +50,7 @@ std::string build_trace() {
   b.range(main, "step", 0, 0, 2000);
   b.kernel(gpu, "gemm \"quoted\" \\ back", 7, 1010, 1900);
   b.memcpy(gpu, CopyKind::kHtoD, 1 << 20, 8, 1200, 1400);
-  b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 500, 12345);
+  b.counter(sys, "mem.rss_bytes", CounterScope::kProcess, 0, 500, 12345);
   b.counter_double(sys, "gpu.util_pct", CounterScope::kDevice, 0, 1500, 87.5);
   b.pycall(worker, b.code("Model.forward", "model.py", 42), 0, 300, 900);
   b.async_range(worker, "request 17", 17, 100, 1800, main, worker);
@@ -172,7 +175,7 @@ TEST_CASE("perfetto trace: CPU threads, GPU stream tracks, flows, counters and r
   CHECK(num(finishes[7]->at("ts")) <= num(k->at("ts")) + num(k->at("dur")));
 
   // Counters.
-  const auto* cpu = find_event(ev, "C", "cpu.user_ns");
+  const auto* cpu = find_event(ev, "C", "mem.rss_bytes");
   REQUIRE(cpu);
   CHECK(cpu->at("pid").to_number<int64_t>() == 4242);
   CHECK(cpu->at("args").at("value").to_number<int64_t>() == 12345);
@@ -323,4 +326,129 @@ TEST_CASE("perfetto launch flows: one start and one finish per correlation id, o
   const auto* ms = find_event(ev, "X", "Memset (device)");
   REQUIRE(ms);
   CHECK(ms->at("args").at("correlation").to_number<int64_t>() == 21);
+}
+
+namespace {
+
+/// Counter samples by track name: (ts µs, value), in file order.
+std::map<std::string, std::vector<std::pair<double, double>>> counter_tracks(const json::value& root) {
+  std::map<std::string, std::vector<std::pair<double, double>>> out;
+  for (const auto& e : root.at("traceEvents").as_array())
+    if (str(e.at("ph")) == "C") out[str(e.at("name"))].emplace_back(num(e.at("ts")), num(e.at("args").at("value")));
+  return out;
+}
+
+using Samples = std::vector<std::pair<double, double>>;
+
+}  // namespace
+
+TEST_CASE("perfetto per-thread counters: one track per OS thread, named by the thread") {
+  const std::string path = temp_path("threads.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t main = b.thread("main", 1234);
+    const uint32_t sys = b.channel("system");
+    b.process("os_thread.1240.name", "worker");
+    b.range(main, "step", 0, 0, 100'000'000);
+    // main before the session knew it (by OS tid), then by its dump id: one series. The worker never records.
+    b.counter(sys, "thread.sched.run_ns", CounterScope::kOsThread, 1234, 0, 1'000'000);
+    b.counter(sys, "thread.sched.run_ns", CounterScope::kOsThread, 1240, 0, 900'000'000);
+    b.counter(sys, "thread.sched.run_ns", CounterScope::kThread, main, 10'000'000, 6'000'000);
+    b.counter(sys, "thread.sched.run_ns", CounterScope::kOsThread, 1240, 10'000'000, 900'000'000);
+    b.counter(sys, "thread.sched.run_ns", CounterScope::kThread, main, 20'000'000, 6'000'000);
+    b.finish();
+  }
+  json::value root = perfetto(path);
+  std::filesystem::remove(path);
+  const auto tracks = counter_tracks(root);
+  // main: 5 ms over 10 ms, then idle; the worker idle throughout. Neither track holds the other's values.
+  CHECK(tracks.at("thread.sched.run_ns [ms/s] (main 1234)") == Samples{{0, 500}, {10'000, 0}});
+  CHECK(tracks.at("thread.sched.run_ns [ms/s] (worker 1240)") == Samples{{0, 0}});
+  CHECK(tracks.size() == 2);
+}
+
+TEST_CASE("perfetto thread states: named slices on a state track beside the thread, not ASCII codes") {
+  const std::string path = temp_path("states.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t main = b.thread("main", 1234);
+    const uint32_t sys = b.channel("system");
+    b.range(main, "step", 0, 0, 100'000);
+    b.counter(sys, "thread.state", CounterScope::kThread, main, 0, 'R');
+    b.counter(sys, "thread.state", CounterScope::kThread, main, 10'000, 'R');  // keep-alive
+    b.counter(sys, "thread.state", CounterScope::kThread, main, 20'000, 'S');
+    b.counter(sys, "thread.state", CounterScope::kOsThread, 1234, 30'000, 'D');
+    b.counter(sys, "thread.state", CounterScope::kThread, main, 40'000, 'D');
+    b.finish();
+  }
+  json::value root = perfetto(path);
+  std::filesystem::remove(path);
+  const auto& ev = root.at("traceEvents").as_array();
+  int64_t state_tid = -1;
+  for (const auto& e : ev)
+    if (str(e.at("ph")) == "M" && str(e.at("name")) == "thread_name" &&
+        str(e.at("args").at("name")) == "main 1234 · state")
+      state_tid = e.at("tid").to_number<int64_t>();
+  REQUIRE(state_tid > 0);
+  CHECK(state_tid != 1234);
+  std::vector<std::tuple<std::string, double, double>> slices;
+  for (const auto& e : ev) {
+    CHECK(str(e.at("ph")) != "C");  // no counter of raw codes (82, 83)
+    if (str(e.at("ph")) == "X" && e.at("tid").to_number<int64_t>() == state_tid)
+      slices.emplace_back(str(e.at("name")), num(e.at("ts")), num(e.at("dur")));
+  }
+  CHECK(slices == std::vector<std::tuple<std::string, double, double>>{
+                      {"R (running)", 0, 20}, {"S (sleeping)", 20, 10}, {"D (disk sleep)", 30, 10}});
+  CHECK(report::perfetto::thread_state_name('I') == "I (idle)");
+  CHECK(report::perfetto::thread_state_name(1) == "state 1");
+}
+
+TEST_CASE("perfetto cumulative counters: rates per second with the unit in the track name") {
+  const std::string path = temp_path("rates.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t sys = b.channel("system");
+    b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 0, 0);
+    b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 10'000'000, 5'000'000);   // 5 ms in 10 ms
+    b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 20'000'000, 15'000'000);  // 10 ms in 10 ms
+    b.counter(sys, "cpu.user_ns", CounterScope::kProcess, 0, 40'000'000, 35'000'000);  // the same rate, longer
+    b.counter(sys, "ctx.voluntary", CounterScope::kProcess, 0, 0, 100);
+    b.counter(sys, "ctx.voluntary", CounterScope::kProcess, 0, 500'000'000, 150);      // 50 in 0.5 s
+    b.counter(sys, "ctx.voluntary", CounterScope::kProcess, 0, 600'000'000, 3);        // reset: not negative
+    b.counter(sys, "numa.numa_hit", CounterScope::kNumaNode, 1, 0, 0);
+    b.counter(sys, "numa.numa_hit", CounterScope::kNumaNode, 1, 1'000'000'000, 4096);
+    b.counter(sys, "psi.cpu.some_us", CounterScope::kMachine, 0, 0, 0);
+    b.counter(sys, "psi.cpu.some_us", CounterScope::kMachine, 0, 100'000'000, 25'000);  // 25 ms in 100 ms
+    b.counter(sys, "mem.rss_bytes", CounterScope::kProcess, 0, 0, 4096);               // a level stays a level
+    b.finish();
+  }
+  json::value root = perfetto(path);
+  std::filesystem::remove(path);
+  const auto tracks = counter_tracks(root);
+  // Each rate holds from the interval's first sample; the track returns to 0 at its last sample.
+  CHECK(tracks.at("cpu.user_ns [ms/s]") == Samples{{0, 500}, {10'000, 1000}, {40'000, 0}});
+  CHECK(tracks.at("ctx.voluntary [switches/s]") == Samples{{0, 100}, {500'000, 0}});
+  CHECK(tracks.at("numa.numa_hit [pages/s] (NUMA node 1)") == Samples{{0, 4096}, {1'000'000, 0}});
+  CHECK(tracks.at("psi.cpu.some_us [ms/s] (machine)") == Samples{{0, 250}, {100'000, 0}});
+  CHECK(tracks.at("mem.rss_bytes") == Samples{{0, 4096}});
+  CHECK_FALSE(tracks.count("cpu.user_ns"));
+}
+
+TEST_CASE("perfetto counters: a sample equal to what its track shows is not written again") {
+  const std::string path = temp_path("unchanged.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t sys = b.channel("system");
+    // Keep-alives of a level once a second, and two values at one instant (the later one holds).
+    for (int s = 0; s < 5; ++s) b.counter(sys, "mem.rss_bytes", CounterScope::kProcess, 0, s * 1'000'000'000LL, 4096);
+    b.counter(sys, "mem.rss_bytes", CounterScope::kProcess, 0, 5'000'000'000LL, 1);
+    b.counter(sys, "mem.rss_bytes", CounterScope::kProcess, 0, 5'000'000'000LL, 8192);
+    b.counter(sys, "mem.rss_bytes", CounterScope::kProcess, 0, 6'000'000'000LL, 8192);
+    b.counter(sys, "mem.rss_bytes", CounterScope::kProcess, 0, 5'500'000'000LL, 2);  // out of order: left out
+    b.finish();
+  }
+  json::value root = perfetto(path);
+  std::filesystem::remove(path);
+  // The first value, the change, and the last sample (where the series ends).
+  CHECK(counter_tracks(root).at("mem.rss_bytes") == Samples{{0, 4096}, {5'000'000, 8192}, {6'000'000, 8192}});
 }

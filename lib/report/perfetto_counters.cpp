@@ -1,0 +1,151 @@
+#include "report/perfetto_counters.hpp"
+
+namespace inferscope::report::perfetto {
+
+std::optional<RateUnit> cumulative_unit(std::string_view c) {
+  // The cumulative counters of docs/counters.md; every other counter is a level.
+  static const std::pair<std::string_view, RateUnit> exact[] = {
+      {"cpu.user_ns", {"ms/s", 1e-6}},          {"cpu.system_ns", {"ms/s", 1e-6}},
+      {"thread.cpu.user_ns", {"ms/s", 1e-6}},   {"thread.cpu.system_ns", {"ms/s", 1e-6}},
+      {"thread.sched.run_ns", {"ms/s", 1e-6}},  {"thread.sched.wait_ns", {"ms/s", 1e-6}},
+      {"perf.task_clock_ns", {"ms/s", 1e-6}},   {"ctx.voluntary", {"switches/s", 1}},
+      {"ctx.involuntary", {"switches/s", 1}},   {"thread.ctx.voluntary", {"switches/s", 1}},
+      {"thread.ctx.involuntary", {"switches/s", 1}}, {"mem.minor_faults", {"faults/s", 1}},
+      {"mem.major_faults", {"faults/s", 1}},
+  };
+  for (const auto& [name, unit] : exact)
+    if (c == name) return unit;
+  if (c.starts_with("psi.") && c.ends_with("_us")) return RateUnit{"ms/s", 1e-3};  // stall time in µs
+  if (c.starts_with("numa.") && !c.ends_with("_bytes")) return RateUnit{"pages/s", 1};
+  return std::nullopt;
+}
+
+std::string thread_state_name(int64_t code) {
+  switch (code) {
+    case 'R': return "R (running)";
+    case 'S': return "S (sleeping)";
+    case 'D': return "D (disk sleep)";
+    case 'T': return "T (stopped)";
+    case 't': return "t (tracing stop)";
+    case 'X': return "X (dead)";
+    case 'Z': return "Z (zombie)";
+    case 'P': return "P (parked)";
+    case 'I': return "I (idle)";
+    case 'W': return "W (waking)";
+    case 'K': return "K (wakekill)";
+    default: return "state " + std::to_string(code);
+  }
+}
+
+namespace {
+
+std::string track_name(const CounterSample& s, const std::optional<RateUnit>& rate) {
+  std::string name(s.counter);
+  if (rate) {
+    name += " [";
+    name += rate->unit;
+    name += ']';
+  }
+  if (!s.owner.empty()) {
+    name += " (";
+    name += s.owner;
+    name += ')';
+  }
+  return name;
+}
+
+}  // namespace
+
+void CounterTracks::add(const CounterSample& s) {
+  const std::optional<RateUnit> rate_unit = cumulative_unit(s.counter);
+  const std::string name = track_name(s, rate_unit);
+  Track& t = tracks_[{s.pid, name}];
+  t.rate = rate_unit;
+  const Value v{s.is_double, s.is_double ? 0 : s.i, s.is_double ? s.d : 0};
+  if (t.have_last && (s.ts_ns < t.last_ts || (t.rate && s.ts_ns == t.last_ts))) {
+    ++out_of_order_;
+    return;
+  }
+  if (t.rate) rate(name, s.pid, t, s.ts_ns, v);
+  else level(name, s.pid, t, s.ts_ns, v);
+  t.have_last = true;
+  t.last_ts = s.ts_ns;
+  t.last = v;
+}
+
+void CounterTracks::level(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value&) {
+  // A level is written one sample late: samples at one instant (two allocations) collapse to the last. The
+  // collector writes a level again once a second even when it did not move (keep-alive): the track already
+  // shows it, so only a change is written, and the last sample at finish.
+  if (t.have_last && ts > t.last_ts && (!t.have_shown || !(t.shown == t.last))) show(name, pid, t, t.last_ts, t.last);
+}
+
+void CounterTracks::rate(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v) {
+  if (!t.have_last) return;  // a rate needs two samples
+  // The rate of [last, ts] is shown from `last` on. A decrease is a new series (a thread id reused by a new
+  // thread, a counter reset): its interval shows 0 rather than a negative rate.
+  const double delta = v.as_double() - t.last.as_double();
+  const double per_s = delta > 0 ? delta / static_cast<double>(ts - t.last_ts) * 1e9 * t.rate->scale : 0;
+  const Value r{true, 0, per_s};
+  if (!t.have_shown || !(t.shown == r)) show(name, pid, t, t.last_ts, r);
+}
+
+void CounterTracks::show(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v) {
+  w_.begin('C', Name(name), "counter", pid, 0);
+  w_.field_us("ts", ts);
+  Args a;
+  if (v.is_double) a.d("value", v.d);
+  else a.i("value", v.i);
+  w_.field_raw("args", a.json());
+  w_.end();
+  t.have_shown = true;
+  t.shown_ts = ts;
+  t.shown = v;
+}
+
+void CounterTracks::add_state(const StateTrack& track, int64_t ts, int64_t code) {
+  auto [it, fresh] = states_.try_emplace({track.pid, track.tid});
+  State& s = it->second;
+  if (fresh) {
+    w_.begin('M', "thread_name", "", track.pid, track.tid);
+    w_.field_raw("args", Args{}.s("name", track.name).json());
+    w_.end();
+    s = State{track, code, ts, ts};
+    return;
+  }
+  if (ts <= s.last) {
+    ++out_of_order_;
+    return;
+  }
+  if (code != s.code) {
+    slice(s, ts);
+    s.code = code;
+    s.since = ts;
+  }
+  s.last = ts;
+}
+
+void CounterTracks::slice(const State& s, int64_t end) {
+  w_.begin('X', Name(thread_state_name(s.code)), "thread_state", s.track.pid, s.track.tid);
+  w_.field_us("ts", s.since);
+  w_.field_us("dur", end - s.since);
+  w_.end();
+}
+
+void CounterTracks::finish() {
+  for (auto& [key, t] : tracks_) {
+    if (!t.have_last) continue;
+    if (t.rate) {
+      if (!t.have_shown) continue;  // one sample: no rate
+      // After its last sample nothing more is known to have been spent or counted.
+      if (t.last_ts > t.shown_ts && t.shown.d != 0) show(key.second, key.first, t, t.last_ts, Value{true, 0, 0});
+    } else if (!t.have_shown || t.last_ts > t.shown_ts) {
+      show(key.second, key.first, t, t.last_ts, t.last);  // where the level was last seen
+    }
+  }
+  for (const auto& [key, s] : states_) slice(s, s.last);
+  tracks_.clear();
+  states_.clear();
+}
+
+}  // namespace inferscope::report::perfetto
