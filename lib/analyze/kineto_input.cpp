@@ -323,6 +323,15 @@ class ChromeTraceConverter {
   void write_host_event(dump::DumpBuilder& b, uint32_t t, const HostEvent& e, int64_t shift) const;
   void write_gpu(dump::DumpBuilder& b, int64_t shift);
 
+  /// The full name of a kernel InferScope's writer named by its short name: the writer puts the full name in
+  /// args.full_name of the kernel's first event in the file, which this reads before the others.
+  std::string full_kernel_name(const std::string& name, const json::object* args) {
+    const json::value* full = args ? args->if_contains("full_name") : nullptr;
+    if (full && full->is_string()) return full_kernel_names_[name] = std::string(full->as_string());
+    const auto it = full_kernel_names_.find(name);
+    return it == full_kernel_names_.end() ? name : it->second;
+  }
+
   static uint32_t flow_in(const std::map<Track, std::vector<Flow>>& m, const Track& t, int64_t s, int64_t e) {
     auto it = m.find(t);
     if (it == m.end()) return 0;
@@ -336,6 +345,7 @@ class ChromeTraceConverter {
   std::vector<GpuEvent> gpu_;
   std::map<Track, std::vector<Flow>> flow_start_, flow_end_;
   std::map<Track, std::string> thread_names_;
+  std::map<std::string, std::string> full_kernel_names_;  // InferScope's short kernel name -> the full one
   std::map<std::string, uint64_t> skipped_;  // category -> events not converted
   uint64_t gpu_annotations_ = 0, clamped_ = 0, host_copies_ = 0, host_kind_unknown_ = 0, unknown_copies_ = 0;
   uint64_t uncorrelated_ = 0;
@@ -433,6 +443,7 @@ void ChromeTraceConverter::add_gpu(Role role, const json::object& o, Track track
   GpuEvent g;
   g.role = role;
   g.name = string_of(member(o, "name"));
+  if (dialect_ == Dialect::kPerfetto && role == Role::kKernel) g.name = full_kernel_name(g.name, args);
   g.start = s;
   g.end = e;
   g.correlation = to_uint<uint32_t>(arg_number(args, "correlation"));

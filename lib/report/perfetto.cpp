@@ -10,6 +10,7 @@
 // id.
 #include "dump/clock_model.hpp"
 #include "report/escape.hpp"
+#include "report/names.hpp"
 #include "report/perfetto_counters.hpp"
 #include "report/perfetto_json.hpp"
 #include "report/report.hpp"
@@ -111,6 +112,51 @@ class LaunchFlows {
   CorrelationSet calls_, activities_, started_, finished_;
 };
 
+/// Kernels by the name a person reads (names.hpp: base name, template arguments elided, unique within the trace)
+/// instead of demangled signatures of up to thousands of characters repeated on every launch. The full name is
+/// written once, in args.full_name of the kernel's first event in the file.
+class KernelLabels {
+ public:
+  /// A kernel name's string id, in pass one. Ids beyond the string table (a damaged dump) keep their name.
+  void saw(uint32_t id, size_t strings) {
+    if (id >= strings) return;
+    if (id >= seen_.size()) seen_.resize(strings, false);
+    if (!seen_[id]) order_.push_back(id);
+    seen_[id] = true;
+  }
+  /// Shortens every name seen, first seen first (the order that numbers names which shorten alike).
+  void shorten(const dump::DumpReader& r) {
+    std::vector<std::string> full;
+    for (uint32_t id : order_) full.push_back(r.string_at(id));
+    const KernelNames names(full);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const std::string s = names.short_of(full[i]);
+      if (s == full[i]) continue;
+      std::string escaped;
+      append_json_escaped(escaped, s);
+      short_.emplace(order_[i], std::move(escaped));
+    }
+    seen_.assign(seen_.size(), false);  // from here on: written once
+    order_.clear();
+  }
+  /// The escaped short name, or nullptr where the name is short already.
+  const std::string* short_name(uint32_t id) const {
+    const auto it = short_.find(id);
+    return it == short_.end() ? nullptr : &it->second;
+  }
+  /// True the first time it is asked for this id.
+  bool first_use(uint32_t id) {
+    if (id >= seen_.size() || seen_[id]) return false;
+    seen_[id] = true;
+    return true;
+  }
+
+ private:
+  std::vector<bool> seen_;
+  std::vector<uint32_t> order_;
+  std::unordered_map<uint32_t, std::string> short_;
+};
+
 /// One entry per key, in the order keys first appear, each with its latest value: collectors rewrite a fact
 /// when it changes (a thread renamed, the device mapping settled), and a JSON object must not repeat a key.
 std::vector<std::pair<std::string, std::string>> latest_values(
@@ -180,6 +226,7 @@ class TraceWriter {
       if (auto t = record_time(h, p)) first = std::min(first, *t);
       if (uint32_t c = gpu_correlation(h, p)) flows_.saw_activity(c);
       if (h.kind == RecordKind::kCudaApi) flows_.saw_call(load<CudaApiRecord>(p).correlation);
+      if (h.kind == RecordKind::kGpuKernel) kernels_.saw(load<GpuKernelRecord>(p).name, r_.string_count());
       if (record_has_attrs(h.kind) && h.size > fixed_record_size(h.kind)) (void)r_.attributes(p);  // validates
     });
     origin_ns_ = first == ~0ull ? 0 : clock_.to_ns(first);
@@ -194,6 +241,7 @@ class TraceWriter {
       if (end && *end == 0 && p > 0 && p < kGpuPidBase) pid_ = p;
     }
     name_os_threads();
+    kernels_.shorten(r_);
   }
 
   /// Names of OS threads for the counter tracks: the session's own threads by their names, the others (which
@@ -466,7 +514,10 @@ class TraceWriter {
     a.dims("grid", k.grid).dims("block", k.block).u("registers_per_thread", k.registers)
         .u("static_smem", k.static_smem).u("dynamic_smem", k.dynamic_smem).u("context", k.context);
     if (k.graph_id) a.u("graph_id", k.graph_id);
-    gpu_activity(nm(k.name), "kernel", k.device, k.stream, k.start, k.end, k.correlation, a);
+    const std::string* short_name = kernels_.short_name(k.name);
+    if (short_name && kernels_.first_use(k.name)) a.s("full_name", r_.string_at(k.name));
+    gpu_activity(short_name ? Name(*short_name, true) : nm(k.name), "kernel", k.device, k.stream, k.start, k.end,
+                 k.correlation, a);
   }
   void on_memcpy(const RecordHeader& h, const GpuMemcpyRecord& m) {
     const std::string src = memory_kind_name(m.src_kind), dst = memory_kind_name(m.dst_kind);
@@ -587,6 +638,7 @@ class TraceWriter {
   dump::ClockModel clock_;
   EventWriter w_;
   LaunchFlows flows_;
+  KernelLabels kernels_;
   CounterTracks counters_;
   std::map<int64_t, std::string> os_names_;  ///< OS tid -> thread name, for counter tracks
   int64_t origin_ns_ = 0;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -164,6 +165,23 @@ TEST_CASE("InferScope's own --perfetto output analyses like the dump it came fro
     CHECK(primary(from_trace) == primary(from_dump));
     CHECK(from_trace.kernels.size() == from_dump.kernels.size());
   }
+}
+
+TEST_CASE("InferScope's --perfetto output of a real H100 dump keeps the full kernel names") {
+  // The trace names kernels by their short names and holds each full name once (args.full_name of its first
+  // event); the converter gives the analysis the full names, as from the dump.
+  const fs::path trace = work_dir() / "real_sleep_wait.perfetto.json";
+  const std::string dump = (fixtures() / "real_sleep_wait.iscope").string();
+  REQUIRE(run_cli(dump + " --findings --perfetto " + trace.string()) == 0);
+  Analysis from_dump = analyze::analyze_file(dump, {});
+  Analysis from_trace = analyze::analyze_file(trace.string(), {});
+  std::multiset<std::pair<std::string, uint64_t>> a, b;
+  for (const auto& k : from_dump.kernels) a.insert({k.name, k.count});
+  for (const auto& k : from_trace.kernels) b.insert({k.name, k.count});
+  CHECK(a == b);
+  size_t longest = 0;
+  for (const auto& k : from_trace.kernels) longest = std::max(longest, k.name.size());
+  CHECK(longest > 200);  // the full demangled names, not the short ones
 }
 
 TEST_CASE("bad Chrome traces: the file and the offset or field are named, exit status 1") {

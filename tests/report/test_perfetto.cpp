@@ -452,3 +452,39 @@ TEST_CASE("perfetto counters: a sample equal to what its track shows is not writ
   // The first value, the change, and the last sample (where the series ends).
   CHECK(counter_tracks(root).at("mem.rss_bytes") == Samples{{0, 4096}, {5'000'000, 8192}, {6'000'000, 8192}});
 }
+
+TEST_CASE("perfetto kernels: the short name on every event, the full name once, in the first event's args") {
+  const std::string full =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<c10::Half>, "
+      "at::detail::Array<char*, 3>>(int, at::native::AddFunctor<c10::Half>, at::detail::Array<char*, 3>)";
+  const std::string other =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, "
+      "at::detail::Array<char*, 3>>(int, at::native::MulFunctor<float>, at::detail::Array<char*, 3>)";
+  const std::string path = temp_path("kernels.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t main = b.thread("main", 1);
+    const uint32_t gpu = b.channel("cupti");
+    b.range(main, "step", 0, 0, 10'000);
+    b.kernel(gpu, full, 0, 100, 200);
+    b.kernel(gpu, other, 0, 300, 400);
+    b.kernel(gpu, full, 0, 500, 600);
+    b.kernel(gpu, "ampere_fp16_gemm", 0, 700, 800);
+    b.finish();
+  }
+  std::string text;
+  json::value root = perfetto(path, &text);
+  std::filesystem::remove(path);
+  std::vector<std::pair<std::string, std::string>> kernels;  // (name, args.full_name)
+  for (const auto& e : root.at("traceEvents").as_array())
+    if (str(e.at("ph")) == "X" && str(e.at("cat")) == "kernel") {
+      const auto* f = e.at("args").as_object().if_contains("full_name");
+      kernels.emplace_back(str(e.at("name")), f ? str(*f) : "");
+    }
+  CHECK(kernels == std::vector<std::pair<std::string, std::string>>{
+                       {"vectorized_elementwise_kernel<4, AddFunctor<…>, Array<…>>", full},
+                       {"vectorized_elementwise_kernel<4, MulFunctor<…>, Array<…>>", other},
+                       {"vectorized_elementwise_kernel<4, AddFunctor<…>, Array<…>>", ""},
+                       {"ampere_fp16_gemm", ""}});
+  CHECK(count(text, full) == 1);
+}
