@@ -91,7 +91,7 @@ void CounterTracks::rate(const std::string& name, int64_t pid, Track& t, int64_t
 }
 
 void CounterTracks::show(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v) {
-  w_.begin('C', Name(name), "counter", pid, 0);
+  w_.begin_counter(Name(name), pid);
   w_.field_us("ts", ts);
   Args a;
   if (v.is_double) a.d("value", v.d);

@@ -35,14 +35,7 @@ class EventWriter {
   std::string& raw() { return buf_; }
   /// Opens an event: {"ph":"X","name":"...","cat":"...","pid":..,"tid":..  (no closing brace).
   void begin(char ph, const Name& name, std::string_view cat, int64_t pid, int64_t tid) {
-    buf_ += first_ ? "\n" : ",\n";
-    first_ = false;
-    buf_ += "{\"ph\":\"";
-    buf_ += ph;
-    buf_ += "\",\"name\":\"";
-    if (name.escaped) buf_ += name.s;
-    else append_json_escaped(buf_, name.s);
-    buf_ += '"';
+    open(ph, name);
     if (!cat.empty()) {
       buf_ += ",\"cat\":\"";
       append_json_escaped(buf_, cat);
@@ -52,6 +45,13 @@ class EventWriter {
     buf_ += std::to_string(pid);
     buf_ += ",\"tid\":";
     buf_ += std::to_string(tid);
+  }
+  /// Opens a counter sample: {"ph":"C","name":"...","pid":..  A counter's track is its process and name, so a
+  /// sample carries no tid, and no category (viewers use neither).
+  void begin_counter(const Name& name, int64_t pid) {
+    open('C', name);
+    buf_ += ",\"pid\":";
+    buf_ += std::to_string(pid);
   }
   /// ns as microseconds with 3 decimals, formatted from the integer (exact, and far faster than printf).
   void field_us(const char* key, int64_t ns) {
@@ -91,6 +91,17 @@ class EventWriter {
   }
 
  private:
+  void open(char ph, const Name& name) {
+    buf_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    buf_ += "{\"ph\":\"";
+    buf_ += ph;
+    buf_ += "\",\"name\":\"";
+    if (name.escaped) buf_ += name.s;
+    else append_json_escaped(buf_, name.s);
+    buf_ += '"';
+  }
+
   static constexpr size_t kFlushAt = 64 * 1024;
   std::ostream& out_;
   std::string buf_;
