@@ -1,5 +1,8 @@
 #include "report/perfetto_counters.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace inferscope::report::perfetto {
 
 std::optional<RateUnit> cumulative_unit(std::string_view c) {
@@ -85,8 +88,13 @@ void CounterTracks::rate(const std::string& name, int64_t pid, Track& t, int64_t
   // The rate of [last, ts] is shown from `last` on. A decrease is a new series (a thread id reused by a new
   // thread, a counter reset): its interval shows 0 rather than a negative rate.
   const double delta = v.as_double() - t.last.as_double();
-  const double per_s = delta > 0 ? delta / static_cast<double>(ts - t.last_ts) * 1e9 * t.rate->scale : 0;
-  const Value r{true, 0, per_s};
+  const double unit_rate = 1e9 / static_cast<double>(ts - t.last_ts) * t.rate->scale;  // one count more or less
+  // As many decimals as tell one count from the next, no more: the delta is still exact (rate × interval),
+  // and the digits beyond it were noise that neither compresses nor reads.
+  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(unit_rate))), 0, 9);
+  const double scale = std::pow(10.0, decimals);  // exact: the same rate gives the same double at any decimals
+  const double per_s = delta > 0 ? std::round(delta * unit_rate * scale) / scale : 0;
+  const Value r{true, 0, per_s, decimals};
   if (!t.have_shown || !(t.shown == r)) show(name, pid, t, t.last_ts, r);
 }
 
@@ -94,7 +102,8 @@ void CounterTracks::show(const std::string& name, int64_t pid, Track& t, int64_t
   w_.begin_counter(Name(name), pid);
   w_.field_us("ts", ts);
   Args a;
-  if (v.is_double) a.d("value", v.d);
+  if (v.decimals >= 0) a.fixed("value", v.d, v.decimals);
+  else if (v.is_double) a.d("value", v.d);
   else a.i("value", v.i);
   w_.field_raw("args", a.json());
   w_.end();

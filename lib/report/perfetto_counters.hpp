@@ -67,6 +67,7 @@ class CounterTracks {
     bool is_double = false;
     int64_t i = 0;
     double d = 0;
+    int decimals = -1;  ///< a rate: written with this many decimals (-1: a level, as it came)
     bool operator==(const Value& o) const { return is_double == o.is_double && i == o.i && d == o.d; }
     double as_double() const { return is_double ? d : static_cast<double>(i); }
   };

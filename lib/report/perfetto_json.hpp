@@ -120,6 +120,18 @@ class Args {
     std::snprintf(tmp, sizeof tmp, "%.10g", v);
     return append(tmp);
   }
+  /// `v` with at most `decimals` digits after the point (0 to 9), trailing zeros cut.
+  Args& fixed(std::string_view k, double v, int decimals) {
+    key(k);
+    if (!std::isfinite(v)) return append("null");
+    char tmp[352];  // the integer digits of any finite double, the point and 9 decimals
+    std::string_view t(tmp, std::snprintf(tmp, sizeof tmp, "%.*f", decimals, v));
+    if (t.find('.') != std::string_view::npos) {
+      while (t.back() == '0') t.remove_suffix(1);
+      if (t.back() == '.') t.remove_suffix(1);
+    }
+    return append(t);
+  }
   Args& s(std::string_view k, std::string_view v) {
     key(k);
     s_ += '"';

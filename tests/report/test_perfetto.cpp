@@ -488,3 +488,21 @@ TEST_CASE("perfetto kernels: the short name on every event, the full name once, 
                        {"ampere_fp16_gemm", ""}});
   CHECK(count(text, full) == 1);
 }
+
+TEST_CASE("perfetto rates carry the decimals that tell one count from the next, no more") {
+  const std::string path = temp_path("precision.iscope");
+  {
+    dump::DumpBuilder b(path);
+    const uint32_t sys = b.channel("system");
+    b.counter(sys, "cpu.system_ns", CounterScope::kProcess, 0, 0, 0);
+    b.counter(sys, "cpu.system_ns", CounterScope::kProcess, 0, 10'000'000, 5'000'001);  // 1 ns = 0.0001 ms/s here
+    b.counter(sys, "cpu.system_ns", CounterScope::kProcess, 0, 40'000'000, 5'000'004);  // 3 ns in 30 ms
+    b.finish();
+  }
+  std::string text;
+  json::value root = perfetto(path, &text);
+  std::filesystem::remove(path);
+  CHECK(text.find("\"value\":500.0001}") != std::string::npos);
+  CHECK(text.find("\"value\":0.0001}") != std::string::npos);  // 3 ns in 30 ms: 5 decimals, one count 0.0000333
+  CHECK(counter_tracks(root).at("cpu.system_ns [ms/s]") == Samples{{0, 500.0001}, {10'000, 0.0001}, {40'000, 0}});
+}
