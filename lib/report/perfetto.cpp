@@ -1,13 +1,14 @@
-// The Perfetto / Chrome trace-event JSON writer. It streams: one pass over the records finds the time origin
-// and which correlation ids have both a traced call and GPU work (and validates every record, so a malformed
-// dump throws before a byte is written), a second pass writes each record as it comes. Memory holds a 64 KiB
-// output buffer, a few bits per correlation id and a small set of tracks already named, whatever the size of
-// the dump.
+// The Perfetto / Chrome trace-event JSON writer. It streams: one pass over the records finds the time origin,
+// which correlation ids have both a traced call and GPU work and which kernel names to shorten (and validates
+// every record, so a malformed dump throws before a byte is written), a second pass writes each record as it
+// comes. Memory holds a 64 KiB output buffer, a few bits per correlation id, the short kernel names, and per
+// track a little state (named yet, a counter's last sample, a thread's current state), whatever the number of
+// records.
 //
 // Tracks: the traced process holds the CPU threads (pid = the process id, tid = the OS thread id); each GPU is
 // a pseudo-process "GPU N" (pid kGpuPidBase + N) with one thread per CUDA stream. Flows ("s" on the launch API
 // call, "f" with bp "e" on the kernel/copy/memset/sync/graph, id = the correlation id) link them, one pair per
-// id.
+// id. Counters and thread states: perfetto_counters.hpp.
 #include "dump/clock_model.hpp"
 #include "report/escape.hpp"
 #include "report/names.hpp"
