@@ -133,6 +133,46 @@ def test_enable_from_environment_records_scopes_and_calls_until_exit(tmp_path, p
     assert d["collectors"]["python"].startswith("on: ")
 
 
+BEFORE_IMPORT = textwrap.dedent(
+    """
+    import threading
+
+    go = threading.Event()
+
+    def work():
+        return sum(i * i for i in range(1000))
+
+    def early():
+        go.wait(30)
+        work()
+
+    t = threading.Thread(target=early, name="started-before-import")
+    t.start()
+    import inferscope_py
+
+    go.set()
+    t.join()
+    work()
+    print("tids", t.native_id, threading.get_native_id())
+    """
+)
+
+
+@pytest.mark.parametrize("preload", [False, True], ids=["import", "ld_preload"])
+def test_threads_started_before_the_import_carry_their_threading_names(tmp_path, preload):
+    (tmp_path / "early.py").write_text(BEFORE_IMPORT)
+    env = dict(INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="early.iscope")
+    if preload:
+        env["LD_PRELOAD"] = library()
+    out = run(["early.py"], tmp_path, **env)
+    assert out.returncode == 0, out.stderr
+    early, main = (int(x) for x in out.stdout.split("tids")[1].split())
+    d = isc._native._read_dump(str(tmp_path / "early.iscope"))
+    names = {t["os_tid"]: t["name"] for t in d["threads"].values() if not t["channel"]}
+    assert names[early] == "started-before-import"
+    assert names[main] == "MainThread"
+
+
 def test_report_at_exit_from_environment(tmp_path):
     (tmp_path / "infer.py").write_text(INFERENCE)
     out = run(["infer.py"], tmp_path, INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="rep.iscope",

@@ -9,6 +9,7 @@
 #include <frameobject.h>
 
 #include "collect/python/python_tracer.hpp"
+#include "collect/python/thread_names.hpp"
 
 #include <inferscope/internal/hot_path.hpp>
 
@@ -655,6 +656,20 @@ class PythonCollector final : public runtime::Collector {
 
   std::string start(const Config& config) override {
     if (!Py_IsInitialized()) return "off: the Python interpreter is not running";
+    // Sessions may start on a thread that does not hold the GIL (the module releases it around start()).
+    PyGILState_STATE gil = PyGILState_Ensure();
+    name_python_threads(/*changed_only=*/false);  // threads already running carry their names too, traced or not
+    std::string status = start_tracing(config);
+    PyGILState_Release(gil);
+    return status;
+  }
+
+  // May run on the writer thread (a signal) or after the interpreter finalized (C atexit): touch no Python.
+  void stop() override { g_active.store(false, std::memory_order_relaxed); }
+
+ private:
+  // The status line; GIL held.
+  static std::string start_tracing(const Config& config) {
     if (!config.python || config.python_mode == "off")
       return "off: disabled by the configuration (python=false or python_mode=off)";
     Filters f;
@@ -663,16 +678,9 @@ class PythonCollector final : public runtime::Collector {
     } catch (const std::exception& e) {
       return std::string("off: ") + e.what();
     }
-    // Sessions may start on a thread that does not hold the GIL (the module releases it around start()).
-    PyGILState_STATE gil = PyGILState_Ensure();
     std::string error = enable(f);
-    std::string status = error.empty() ? status_line() : "off: " + error;
-    PyGILState_Release(gil);
-    return status;
+    return error.empty() ? status_line() : "off: " + error;
   }
-
-  // May run on the writer thread (a signal) or after the interpreter finalized (C atexit): touch no Python.
-  void stop() override { g_active.store(false, std::memory_order_relaxed); }
 };
 
 }  // namespace
