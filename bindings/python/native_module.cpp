@@ -953,6 +953,14 @@ PyObject* py_setup(PyObject*, PyObject* dir) {
   Py_RETURN_NONE;
 }
 
+// _own_file(path): code in that file is the profiler's own and never traced (called by sitecustomize.py).
+PyObject* py_own_file(PyObject*, PyObject* arg) {
+  std::string path;
+  if (!fs_path(arg, "_own_file(): path", path)) return nullptr;
+  pytrace::add_own_file(path);
+  Py_RETURN_NONE;
+}
+
 // The dump-completing half of _atexit, for a path that skips atexit (os._exit in a recorded fork child).
 PyObject* py_finish_before_exit(PyObject*, PyObject*) {
   pytrace::disable(/*at_exit=*/true);
@@ -1192,6 +1200,7 @@ PyMethodDef module_methods[] = {
     {"_layer_end", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_layer_end)), METH_FASTCALL,
      "ends a model-layer range (inferscope_py.torch)"},
     {"_setup", py_setup, METH_O, "module setup (inferscope_py/__init__.py)"},
+    {"_own_file", py_own_file, METH_O, "_own_file(path): that file's code is the profiler's own, never traced"},
     {"_atexit", py_atexit, METH_NOARGS, "unhooks tracing and stops the session this module owns"},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS, "unhooks tracing in a forked child"},
     {"_finish_before_exit", py_finish_before_exit, METH_NOARGS, "completes this process's dump (os._exit)"},

@@ -185,19 +185,26 @@ def test_report_at_exit_from_environment(tmp_path):
     assert "## Timeline Breakdown" in report
 
 
-def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path):
+@pytest.mark.parametrize("mode", ["default", "full"])
+def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path, mode):
     lib = library()
     other = tmp_path / "other"
     other.mkdir()
     (other / "sitecustomize.py").write_text("print('chained sitecustomize ran')\n")
     (tmp_path / "plain.py").write_text(SCRIPT)
     out = run(["plain.py"], tmp_path, PYTHONPATH=str(other), INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="site.iscope",
-              LD_PRELOAD=lib)
+              INFERSCOPE_PYTHON_MODE=mode, LD_PRELOAD=lib)
     assert out.returncode == 0, out.stderr
     assert "chained sitecustomize ran" in out.stdout
     d = isc._native._read_dump(str(tmp_path / "site.iscope"))
     assert d["complete"]
     assert len(of_kind(d, "python_call", "helper")) == 10
+    # Nothing of the tool's own sitecustomize (it chained the other one: _chain_next_sitecustomize), nor of
+    # the importlib calls chaining makes, is among the program's calls.
+    ours = os.path.join(PACKAGE_DIR, "sitecustomize.py")
+    calls = of_kind(d, "python_call")
+    assert not [c["name"] for c in calls if c["file"] == ours]
+    assert not [c["name"] for c in calls if c["name"] == "module_from_spec"]
 
 
 def test_sitecustomize_does_nothing_without_inferscope_enable(tmp_path):

@@ -67,6 +67,7 @@ uint32_t g_code_gen = 1;            // classification generation (31 bits used)
 uint32_t g_stack_gen = 1;           // per-thread stacks older than this are stale (tracing was switched)
 Filters g_filters;
 std::string g_package_dir;
+std::vector<std::string> g_own_files;     // the profiler's code outside the package (add_own_file)
 std::vector<std::string> g_library_dirs;  // stdlib and site-packages, each ending in '/'
 Stats g_stats;
 std::string g_last_error;
@@ -157,7 +158,20 @@ std::string module_name_for(const std::string& file) {
   return rel;
 }
 
+// The profiler's own code: never traced, whatever the filters (an include that happens to cover the package,
+// e.g. a project directory holding the virtual environment, must not bring it in). Filtered here, as each code
+// object is classified, rather than when a report is made: the tracer knows by file exactly what is ours, it
+// costs nothing per call (3.12: DISABLE), every reader of the dump (analyzer, Perfetto and SQLite exports,
+// _read_dump) sees the same calls, and no report has to guess from a name whether a function is ours.
+bool is_own_code(const std::string& file) {
+  if (!g_package_dir.empty() && starts_with(file, g_package_dir)) return true;
+  for (const auto& f : g_own_files)
+    if (file == f) return true;
+  return false;
+}
+
 bool decide(const std::string& file, const std::string& name) {
+  if (is_own_code(file)) return false;
   std::string module;
   bool have_module = false;
   auto matches = [&](const std::string& prefix) {
@@ -176,7 +190,6 @@ bool decide(const std::string& file, const std::string& name) {
       if (matches(i)) return true;
     return false;
   }
-  if (!g_package_dir.empty() && starts_with(file, g_package_dir)) return false;
   if (g_filters.mode == "full") return true;
   // default: the user's code and model forward passes.
   if (file.empty() || file[0] == '<') return !starts_with(file, "<frozen");
@@ -757,6 +770,12 @@ bool init(const std::string& package_dir, std::string* error) {
   }
   PyErr_Clear();
   return init_mechanism(error);
+}
+
+void add_own_file(const std::string& file) {
+  if (file.empty() || is_own_code(file)) return;
+  g_own_files.push_back(file);
+  if (++g_code_gen >= (1u << 30)) g_code_gen = 1;  // code of that file classified before is classified again
 }
 
 std::string enable(const Filters& filters) {
