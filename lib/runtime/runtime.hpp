@@ -140,6 +140,13 @@ void forget_os_thread_name(uint32_t os_tid);
 /// session_threads() only when it moved.
 uint64_t session_threads_generation();
 
+/// Called on a thread that recorded in the running session as it exits, just before its end is recorded, with
+/// its dump thread id: a collector writes the thread's last records there with detail::emit_record (the system
+/// collector: its final CPU time, which the next sampling round could no longer read). Must not block.
+using ThreadExitHook = void (*)(uint32_t thread_id) noexcept;
+/// Installs the one thread-exit hook (nullptr removes it).
+void set_thread_exit_hook(ThreadExitHook hook);
+
 /// Called by the writer thread each flush period, for collectors that sample (e.g. the system sampler
 /// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.
 void flush_now();

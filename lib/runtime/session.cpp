@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -175,6 +176,7 @@ void send_command(uint8_t c) {
 thread_local std::string t_thread_name;
 thread_local bool t_is_writer = false;  // the writer waits for nobody: only it makes room in the rings
 thread_local bool t_exiting = false;
+std::atomic<ThreadExitHook> g_thread_exit_hook{nullptr};
 
 struct ExitGuard {
   RingEntry* entry = nullptr;
@@ -1257,13 +1259,17 @@ void flush_now() {
   send_command(kCmdWake);
 }
 
+void set_thread_exit_hook(ThreadExitHook hook) { g_thread_exit_hook.store(hook, std::memory_order_release); }
+
 ExitGuard::~ExitGuard() {
   t_exiting = true;
   RingEntry* e = entry;
   if (!e) return;
   detail::ThreadState& ts = detail::t_state;
+  const bool recording = ts.ring == e && ts.epoch == detail::g_session.load(std::memory_order_relaxed);
+  if (ThreadExitHook hook = g_thread_exit_hook.load(std::memory_order_acquire); hook && recording) hook(e->thread_id);
   const uint64_t now = detail::now();
-  if (ts.ring == e && ts.epoch == detail::g_session.load(std::memory_order_relaxed)) {
+  if (recording) {
     ThreadEndRecord r{{RecordKind::kThreadEnd, 0, sizeof(ThreadEndRecord)}, 0, now};
     if (uint8_t* p = detail::ring_reserve(e, sizeof(r))) {
       std::memcpy(p, &r, sizeof(r));
