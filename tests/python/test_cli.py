@@ -207,6 +207,48 @@ def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path, mode):
     assert not [c["name"] for c in calls if c["name"] == "module_from_spec"]
 
 
+HOG = textwrap.dedent(
+    """
+    import threading
+    import time
+
+    def spin(ms):  # CPU time, whatever the machine's load
+        end = time.thread_time() + ms / 1000
+        while time.thread_time() < end:
+            pass
+
+    def step():
+        time.sleep(0.01)
+
+    t = threading.Thread(target=spin, args=(48.7,), name="bg-hog")
+    t.start()
+    for _ in range(10):
+        step()
+    t.join()
+    """
+)
+
+
+def test_an_unmodified_program_reports_its_threads_by_name_with_their_cpu_time_and_none_of_ours(tmp_path):
+    """Issue 14's report: a threading.Thread(name="bg-hog") busy 48.7 ms was `python3` with CPU 0.000, and
+    _chain_next_sitecustomize was among the program's Python functions."""
+    (tmp_path / "hog.py").write_text(HOG)
+    out = run(["hog.py"], tmp_path, INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="hog.iscope", LD_PRELOAD=library())
+    assert out.returncode == 0, out.stderr
+    rep = subprocess.run([analyze_binary(), "hog.iscope", "-o", "hog.json"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    report = json.loads((tmp_path / "hog.json").read_text())
+    threads = {t["name"]: t for t in report["tables"]["threads"]}
+    assert "bg-hog" in threads and "MainThread" in threads, sorted(threads)
+    hog = threads["bg-hog"]
+    if os.path.exists("/proc/self/schedstat"):
+        assert hog["cpu_source"] == "schedstat"
+        assert 45 <= hog["cpu_ms"] <= 500
+    functions = [f["qualname"] for f in report["tables"]["python"]]
+    assert "spin" in functions and not [f for f in functions if "sitecustomize" in f], functions
+
+
 def test_sitecustomize_does_nothing_without_inferscope_enable(tmp_path):
     (tmp_path / "probe.py").write_text("import sys\nprint('loaded', 'inferscope_py' in sys.modules)\n")
     out = run(["probe.py"], tmp_path)
