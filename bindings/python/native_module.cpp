@@ -14,6 +14,7 @@
 #include <inferscope/version.hpp>
 
 #include "collect/python/python_tracer.hpp"
+#include "collect/python/thread_names.hpp"
 #include "config/settings.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/reader.hpp"
@@ -767,8 +768,14 @@ PyObject* py_start(PyObject*, PyObject* args, PyObject* kwargs) {
   Py_RETURN_TRUE;
 }
 
+// Threads renamed since the session started (Thread.name = ...) carry their new names into the dump; GIL held.
+void name_renamed_threads() {
+  if (inferscope::is_active()) pytrace::name_python_threads(/*changed_only=*/true);
+}
+
 PyObject* py_stop(PyObject*, PyObject*) {
   pytrace::disable();  // unhook while we hold the GIL; the collector's stop() only clears a flag
+  name_renamed_threads();
   bool was;
   Py_BEGIN_ALLOW_THREADS
   was = inferscope::stop();
@@ -920,7 +927,11 @@ PyObject* py_setup(PyObject*, PyObject* dir) {
   std::string package_dir;
   if (!fs_path(dir, "_setup(): package_dir", package_dir)) return nullptr;
   done = true;
+  // Before the session below is joined: threads started from here on name themselves as they start.
+  std::string naming_error;
+  const bool naming = pytrace::install_thread_naming(&naming_error);
   g_tracer_ok = pytrace::init(package_dir, &g_tracer_error);
+  if (!naming && inferscope::is_active()) runtime::set_collector_status("python_thread_names", "off: " + naming_error);
   if (g_tracer_ok) {
     // Every later session applies its python_* settings through the collector.
     runtime::register_collector([] { return pytrace::make_collector(); });
@@ -942,9 +953,18 @@ PyObject* py_setup(PyObject*, PyObject* dir) {
   Py_RETURN_NONE;
 }
 
+// _own_file(path): code in that file is the profiler's own and never traced (called by sitecustomize.py).
+PyObject* py_own_file(PyObject*, PyObject* arg) {
+  std::string path;
+  if (!fs_path(arg, "_own_file(): path", path)) return nullptr;
+  pytrace::add_own_file(path);
+  Py_RETURN_NONE;
+}
+
 // The dump-completing half of _atexit, for a path that skips atexit (os._exit in a recorded fork child).
 PyObject* py_finish_before_exit(PyObject*, PyObject*) {
   pytrace::disable(/*at_exit=*/true);
+  name_renamed_threads();
   g_owned_epoch = 0;
   Py_BEGIN_ALLOW_THREADS
   runtime::finish_session_of_this_process();
@@ -955,6 +975,7 @@ PyObject* py_finish_before_exit(PyObject*, PyObject*) {
 // Registered with atexit by __init__.py: runs while the interpreter is alive, before finalization.
 PyObject* py_atexit(PyObject*, PyObject*) {
   pytrace::disable(/*at_exit=*/true);
+  name_renamed_threads();
   const uint32_t e = detail::g_session.load();
   if (e != 0 && e == g_owned_epoch) {
     Py_BEGIN_ALLOW_THREADS
@@ -1179,6 +1200,7 @@ PyMethodDef module_methods[] = {
     {"_layer_end", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_layer_end)), METH_FASTCALL,
      "ends a model-layer range (inferscope_py.torch)"},
     {"_setup", py_setup, METH_O, "module setup (inferscope_py/__init__.py)"},
+    {"_own_file", py_own_file, METH_O, "_own_file(path): that file's code is the profiler's own, never traced"},
     {"_atexit", py_atexit, METH_NOARGS, "unhooks tracing and stops the session this module owns"},
     {"_after_fork_child", py_after_fork_child, METH_NOARGS, "unhooks tracing in a forked child"},
     {"_finish_before_exit", py_finish_before_exit, METH_NOARGS, "completes this process's dump (os._exit)"},

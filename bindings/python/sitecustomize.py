@@ -3,7 +3,8 @@
 iscope-run puts this directory first on PYTHONPATH and sets INFERSCOPE_ENABLE=1 (and LD_PRELOAD, which starts
 the session as libinferscope loads). Importing inferscope_py attaches Python call tracing to that session and
 makes sure the dump is completed at interpreter exit. Any other sitecustomize found later on sys.path (a
-distribution's or a virtual environment's) still runs.
+distribution's or a virtual environment's) still runs, first: it is not the user's program, and what it and
+this file call (importlib) would otherwise be traced as if it were. Nothing of this file is traced.
 """
 
 import os
@@ -19,6 +20,7 @@ def _start_inferscope():
         return
     try:
         _import_inferscope_py()  # importing is what attaches the collector
+        sys.modules["inferscope_py"]._native._own_file(__file__)  # as co_filename reads it
     except Exception as e:  # never break the user's program
         print(f"inferscope: Python collector not started: {type(e).__name__}: {e}", file=sys.stderr)
 
@@ -63,5 +65,5 @@ def _chain_next_sitecustomize():
         print(f"inferscope: error in {spec.origin}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
-_start_inferscope()
 _chain_next_sitecustomize()
+_start_inferscope()

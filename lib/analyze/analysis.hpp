@@ -171,7 +171,12 @@ struct ThreadRow {
   double busy_ms = 0;  ///< time inside top-level ranges or Python frames
   double cpu_ms = 0;   ///< CPU time from the system collector, when present
   uint64_t involuntary_switches = 0;
+  /// Where cpu_ms comes from: "schedstat" (time on a CPU, ns resolution), "ticks" (user + system time in clock
+  /// ticks of kCpuTickMs: a figure below that is below resolution) or "" (no per-thread counters).
+  std::string cpu_source;
 };
+/// The resolution of tick-based per-thread CPU time (/proc's USER_HZ is 100 on Linux).
+inline constexpr double kCpuTickMs = 10.0;
 
 /// CPU/GPU clock alignment measured on this trace.
 struct Alignment {

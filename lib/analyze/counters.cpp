@@ -6,34 +6,58 @@
 namespace inferscope::analyze::detail {
 namespace {
 
-// A thread's cumulative CPU counters as series: schedstat run time when present (ns resolution), else user +
-// system time; schedstat's run-queue wait beside it.
-// The sampler names a thread by its OS thread id until the thread binds to the session (its first record), so
-// both forms count: (thread scope, dump id) and (OS-thread scope, os_tid).
-template <class Name>
-detail::ThreadCounters thread_counters(const std::vector<CounterSample>& counters, uint32_t thread, uint32_t os_tid,
-                                       const Name& name_of) {
-  std::map<uint32_t, detail::CumulativeSeries> sched, times;
-  detail::ThreadCounters out;
+// A thread that exited with a single reading of a counter had that reading taken as it exited, and no sampling
+// round saw it alive (a thread alive at the first round, the session's start, was read there): it was born
+// during the session, so the counter grew from 0, from no later than its first record.
+void grew_from_zero(const Context& cx, const dump::ThreadInfo& t, CumulativeSeries& s) {
+  if (s.points.size() != 1 || !(t.flags & dump::kThreadExited)) return;
+  const int64_t first = cx.clock.to_ns(t.first_ts);
+  s.points.insert(s.points.begin(), {std::min(first, s.points.front().first), 0.0});
+}
+
+}  // namespace
+
+ThreadCounters thread_counters(const Context& cx, const std::vector<CounterSample>& counters, uint32_t thread) {
+  auto info = cx.r.threads().find(thread);
+  const uint32_t os_tid = info == cx.r.threads().end() ? 0 : info->second.os_tid;
+  std::map<uint32_t, CumulativeSeries> sched, times;
+  ThreadCounters out;
   for (const CounterSample& c : counters) {
     const bool mine = (c.scope == uint8_t(CounterScope::kThread) && c.target == thread) ||
                       (os_tid && c.scope == uint8_t(CounterScope::kOsThread) && c.target == os_tid);
     if (!mine) continue;
-    const std::string& n = name_of(c.name);
+    const std::string& n = cx.name_of(c.name);
     bool schedstat = false;
-    if (detail::is_runnable_counter(n)) out.runnable.points.emplace_back(c.ts, c.v);
-    else if (detail::is_on_cpu_counter(n, schedstat)) (schedstat ? sched : times)[c.name].points.emplace_back(c.ts, c.v);
+    if (is_runnable_counter(n)) out.runnable.points.emplace_back(c.ts, c.v);
+    else if (is_on_cpu_counter(n, schedstat)) (schedstat ? sched : times)[c.name].points.emplace_back(c.ts, c.v);
   }
   auto by_time = [](auto& x, auto& y) { return x.first < y.first; };
+  out.on_cpu_exact = !sched.empty();
   for (auto& [k, v] : sched.empty() ? times : sched) {
     std::stable_sort(v.points.begin(), v.points.end(), by_time);
+    if (info != cx.r.threads().end()) grew_from_zero(cx, info->second, v);
     out.on_cpu.push_back(std::move(v));
   }
   std::stable_sort(out.runnable.points.begin(), out.runnable.points.end(), by_time);
   return out;
 }
 
-}  // namespace
+std::unordered_map<uint32_t, std::vector<CounterSample>> thread_samples(const Context& cx,
+                                                                        const std::vector<CounterSample>& counters) {
+  std::unordered_map<uint32_t, std::vector<uint32_t>> by_os_tid;  // an OS thread id may be reused
+  for (auto& [id, t] : cx.r.threads())
+    if (!t.is_channel() && t.os_tid) by_os_tid[t.os_tid].push_back(id);
+  std::unordered_map<uint32_t, std::vector<CounterSample>> out;
+  for (const CounterSample& c : counters) {
+    if (c.scope == uint8_t(CounterScope::kThread)) {
+      out[c.target].push_back(c);
+    } else if (c.scope == uint8_t(CounterScope::kOsThread)) {
+      if (auto it = by_os_tid.find(c.target); it != by_os_tid.end())
+        for (uint32_t id : it->second) out[id].push_back(c);
+    }
+  }
+  return out;
+}
 
 // PCIe peak: the link the system collector read from NVML (process info gpu.0.pcie_gen / pcie_width, the
 // maximum generation and the narrower of the maximum and trained width; docs/counters.md), else Gen5 x16.
@@ -60,7 +84,6 @@ void pcie_peak(const Analysis& a, Model& m) {
 
 void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
                    Model& m) {
-  const auto& r = cx.r;
   const size_t nstr = cx.nstr;
   const auto& counters = in.counters;
   const auto& ts = in.ts;
@@ -110,10 +133,7 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
     m.other_python_busy_share = std::max(m.other_python_busy_share, share);
   }
   // The step thread's state while the GPU waited on it: running, contention or a wait of its own.
-  auto series_of = [&](uint32_t thread) {
-    auto it = r.threads().find(thread);
-    return thread_counters(counters, thread, it == r.threads().end() ? 0 : it->second.os_tid, cname);
-  };
+  auto series_of = [&](uint32_t thread) { return thread_counters(cx, counters, thread); };
   std::vector<detail::ThreadCounters> others;
   for (auto& [t, busy] : other_py_busy) {
     others.push_back(series_of(t));

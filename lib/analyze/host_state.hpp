@@ -27,6 +27,7 @@ struct CumulativeSeries {
 
 struct ThreadCounters {
   std::vector<CumulativeSeries> on_cpu;  ///< summed: schedstat run time, or user + system time
+  bool on_cpu_exact = false;             ///< on_cpu is schedstat's (ns), not user + system (clock ticks)
   CumulativeSeries runnable;             ///< schedstat run-queue wait (empty when absent)
   bool python = false;                   ///< the thread ran Python frames during the steps
   double on_cpu_delta(int64_t a, int64_t b) const;

@@ -503,6 +503,14 @@ void join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, 
 // ---------------------------------------------------------------- counters (counters.cpp)
 /// m.peak_h2d_gbps (and its note) from the PCIe link in the process info, else assumed; m.pinned_gbps.
 void pcie_peak(const Analysis& a, Model& m);
+/// A thread's cumulative per-thread counters as series: schedstat's run time when the dump has it (ns
+/// resolution, on_cpu_exact), else user + system time (clock ticks); schedstat's run-queue wait beside. Samples
+/// under its dump id and under its OS thread id both count (the sampler uses the latter until the thread binds).
+ThreadCounters thread_counters(const Context& cx, const std::vector<CounterSample>& counters, uint32_t thread);
+/// The per-thread samples by dump thread id, OS-thread-scope ones included, in one pass: thread_counters over
+/// each thread's own list instead of the whole trace's.
+std::unordered_map<uint32_t, std::vector<CounterSample>> thread_samples(const Context& cx,
+                                                                        const std::vector<CounterSample>& counters);
 /// The system counters over the steady steps into `m`, then the host-state split of m.steps' GPU idle.
 void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
                    Model& m);

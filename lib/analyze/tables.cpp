@@ -195,38 +195,45 @@ void layer_table(const Context& cx, const Ingested& in, const Attribution& at, A
   std::sort(a.layers.begin(), a.layers.end(), [](auto& x, auto& y) { return x.gpu_ms + x.cpu_ms > y.gpu_ms + y.cpu_ms; });
 }
 
-void thread_table(const Context& cx, const Ingested& in, Analysis& a) {
-  const auto& r = cx.r;
-  const size_t nstr = cx.nstr;
-  const auto& counters = in.counters;
-  const auto& ts = in.ts;
-  // Per-thread counters over the whole trace: (thread, counter) -> first and last value; summed per thread.
-  std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>> cpu_fl2, inv_fl2;
-  for (auto& c : counters) {
+// A thread's CPU time over the whole trace: the growth of its on-CPU counters, and which counters they were.
+void thread_cpu(const ThreadCounters& tc, ThreadRow& row) {
+  if (!tc.has_on_cpu()) return;
+  double ns = 0;
+  for (const auto& s : tc.on_cpu)
+    if (!s.points.empty()) ns += s.points.back().second - s.points.front().second;
+  row.cpu_ms = ms(std::max(0.0, ns));
+  row.cpu_source = tc.on_cpu_exact ? "schedstat" : "ticks";
+}
+
+// Involuntary context switches over the whole trace, by dump thread id (thread-scope counters).
+std::map<uint32_t, double> involuntary_by_thread(const Context& cx, const Ingested& in) {
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>> first_last;  // (thread, counter)
+  for (auto& c : in.counters) {
     if (c.scope != uint8_t(CounterScope::kThread)) continue;
-    const std::string& n = cx.name_of(c.name < nstr ? c.name : 0);
-    std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>>* m2 = nullptr;
-    if (n.find("cpu") != std::string::npos && (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos))
-      m2 = &cpu_fl2;
-    else if (n.find("involuntary") != std::string::npos || n.find("nonvoluntary") != std::string::npos)
-      m2 = &inv_fl2;
-    if (!m2) continue;
-    auto [it, fresh] = m2->try_emplace({c.target, c.name}, c.v, c.v);
+    const std::string& n = cx.name_of(c.name);
+    if (n.find("involuntary") == std::string::npos && n.find("nonvoluntary") == std::string::npos) continue;
+    auto [it, fresh] = first_last.try_emplace({c.target, c.name}, c.v, c.v);
     it->second.second = c.v;
-    (void)fresh;
   }
-  std::map<uint32_t, double> cpu_by_thread, inv_by_thread;
-  for (auto& [k, v] : cpu_fl2) cpu_by_thread[k.first] += v.second - v.first;
-  for (auto& [k, v] : inv_fl2) inv_by_thread[k.first] += v.second - v.first;
-  for (auto& [id, info] : r.threads()) {
+  std::map<uint32_t, double> out;
+  for (auto& [k, v] : first_last) out[k.first] += v.second - v.first;
+  return out;
+}
+
+void thread_table(const Context& cx, const Ingested& in, Analysis& a) {
+  const auto& ts = in.ts;
+  const auto samples = thread_samples(cx, in.counters);
+  const auto inv_by_thread = involuntary_by_thread(cx, in);
+  for (auto& [id, info] : cx.r.threads()) {
     if (info.is_channel()) continue;
     ThreadRow row;
     row.id = id;
     row.os_tid = info.os_tid;
     row.name = info.name;
     if (id < ts.size()) row.busy_ms = ms(std::max(ts[id].busy_range, ts[id].busy_py));
-    if (cpu_by_thread.count(id)) row.cpu_ms = ms(cpu_by_thread[id]);
-    if (inv_by_thread.count(id)) row.involuntary_switches = uint64_t(std::max(0.0, inv_by_thread[id]));
+    if (auto s = samples.find(id); s != samples.end()) thread_cpu(thread_counters(cx, s->second, id), row);
+    if (auto inv = inv_by_thread.find(id); inv != inv_by_thread.end())
+      row.involuntary_switches = uint64_t(std::max(0.0, inv->second));
     a.threads.push_back(std::move(row));
   }
 }

@@ -85,6 +85,14 @@ class DumpBuilder {
   uint32_t thread(std::string_view name, uint32_t os_tid = 0) { return add_thread(name, os_tid, 0); }
   /// A collector channel (GPU activity, samples).
   uint32_t channel(std::string_view name) { return add_thread(name, 0, kThreadChannel); }
+  /// Thread `t` started recording at `first_ns` and exited at `end_ns` (its entry written again, as the runtime
+  /// does at a thread's exit).
+  void thread_lifetime(uint32_t t, int64_t first_ns, int64_t end_ns) {
+    threads_[t].first_ts = ticks(first_ns);
+    threads_[t].end_ts = ticks(end_ns);
+    threads_[t].flags |= kThreadExited;
+    new_threads_.push_back(t);
+  }
   void process(std::string_view key, std::string_view value) { process_.emplace_back(key, value); }
   void status(std::string_view key, std::string_view value) { status_.emplace_back(key, value); }
   void drop(uint32_t thread, std::string_view reason, uint64_t records) {

@@ -39,6 +39,22 @@ std::string fmt_peak(const analyze::CopyRow& r) {
   return fmt(r.peak_bandwidth_gbps, 1) + (r.peak_assumed ? " (assumed)" : "");
 }
 
+std::string fmt_thread_cpu(const analyze::ThreadRow& r) {
+  if (r.cpu_source.empty() && r.cpu_ms == 0) return "n/a";
+  // Words, not "<": Markdown would need it escaped, and a backslash shows outside GitHub.
+  if (r.cpu_source == "ticks" && r.cpu_ms < analyze::kCpuTickMs) return "under " + fmt(analyze::kCpuTickMs, 0);
+  return fmt(r.cpu_ms, 3);
+}
+
+std::string thread_cpu_note(const std::vector<analyze::ThreadRow>& rows) {
+  for (const auto& r : rows)
+    if (r.cpu_source == "ticks")
+      return "CPU (ms) without schedstat (a kernel without CONFIG_SCHED_INFO) is user + system time in clock ticks of " +
+             fmt(analyze::kCpuTickMs, 0) + " ms: \"under " + fmt(analyze::kCpuTickMs, 0) +
+             "\" is below that resolution, not no CPU time.";
+  return {};
+}
+
 KernelNames kernel_names(const analyze::Analysis& a) {
   std::vector<std::string> names;
   for (const auto& k : a.kernels) names.push_back(k.name);

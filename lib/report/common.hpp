@@ -29,6 +29,12 @@ std::string fmt_bytes(uint64_t bytes);
 /// A copy row's peak bandwidth cell: "25.2", "55.0 (assumed)" when no PCIe link was recorded, "unknown".
 std::string fmt_peak(const analyze::CopyRow& r);
 
+/// A thread's CPU cell: "48.700"; "under 10" for a tick-based figure below one clock tick (below resolution, not
+/// zero); "n/a" when the thread has no CPU counters.
+std::string fmt_thread_cpu(const analyze::ThreadRow& r);
+/// The line under the thread table that says what a tick-based figure means; "" when no row is tick-based.
+std::string thread_cpu_note(const std::vector<analyze::ThreadRow>& rows);
+
 /// The short names of the report's kernels: the kernel table's names first (busiest first), then the kernels
 /// drawn in the timeline, so that every kernel a person reads has one short name, unique in the report.
 KernelNames kernel_names(const analyze::Analysis& a);

@@ -364,10 +364,11 @@ void write_findings(const Analysis& a, const KernelNames& names, std::ostream& o
   out << "</section>\n";
 }
 
-void section(std::ostream& out, const char* id, const char* title, const Table& t) {
+void section(std::ostream& out, const char* id, const char* title, const Table& t, const std::string& note = {}) {
   if (t.rows.empty()) return;
   out << "<section id=\"" << id << "\"><h2>" << title << "</h2>\n";
   t.write(out);
+  if (!note.empty()) out << "<p class=\"muted\">" << h(note) << "</p>";
   out << "</section>\n";
 }
 
@@ -429,9 +430,9 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
   Table t{{"id", "OS tid", "name", "busy (ms)", "CPU (ms)", "involuntary switches"},
           {true, true, false, true, true, true}, {}};
   for (const auto& r : a.threads)
-    t.rows.push_back({std::to_string(r.id), std::to_string(r.os_tid), h(r.name), fmt(r.busy_ms, 3), fmt(r.cpu_ms, 3),
-                      std::to_string(r.involuntary_switches)});
-  section(out, "threads", "Threads", t);
+    t.rows.push_back({std::to_string(r.id), std::to_string(r.os_tid), h(r.name), fmt(r.busy_ms, 3),
+                      h(fmt_thread_cpu(r)), std::to_string(r.involuntary_switches)});
+  section(out, "threads", "Threads", t, thread_cpu_note(a.threads));
 }
 
 /// Right after the headline: what might make the numbers below wrong or partial.

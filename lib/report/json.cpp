@@ -221,6 +221,7 @@ json::object tables_json(const Analysis& a) {
     o["name"] = str(r.name);
     o["busy_ms"] = num(r.busy_ms);
     o["cpu_ms"] = num(r.cpu_ms);
+    o["cpu_source"] = str(r.cpu_source);
     o["involuntary_switches"] = num(r.involuntary_switches);
   });
   return t;

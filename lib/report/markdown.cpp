@@ -307,9 +307,10 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
     std::vector<std::vector<std::string>> rows;
     for (const auto& t : a.threads)
       rows.push_back({std::to_string(t.id), std::to_string(t.os_tid), cell(t.name), fmt(t.busy_ms, 3),
-                      fmt(t.cpu_ms, 3), std::to_string(t.involuntary_switches)});
+                      fmt_thread_cpu(t), std::to_string(t.involuntary_switches)});
     table(out, {"id", "OS tid", "name", "busy (ms)", "CPU (ms)", "involuntary switches"},
           {true, true, false, true, true, true}, rows);
+    if (const std::string note = thread_cpu_note(a.threads); !note.empty()) out << md_escape(note) << "\n\n";
   }
 }
 

@@ -128,9 +128,24 @@ std::vector<std::pair<uint32_t, uint32_t>> session_threads();
 /// /proc/self/task/<os_tid>/comm; when that thread later records itself, it binds to this same entry. 0 when
 /// no session runs (or os_tid is 0). Takes the registry lock: once per new os_tid, never per record.
 uint32_t thread_for_os_tid(uint32_t os_tid);
+/// Names OS thread `os_tid` of this process in the running session, from any thread (the Python binding gives
+/// threads their `threading` names): a live thread-table entry is renamed; a thread that has not recorded yet
+/// takes the name when it does, unless it named itself first (set_thread_name wins). Writes no record and
+/// binds nothing. Nothing when no session runs. Takes the registry lock: not for hot paths.
+void name_os_thread(uint32_t os_tid, std::string_view name);
+/// Drops a name name_os_thread keeps for a thread that has not recorded, when that thread exits: its OS thread
+/// id may be given to a later thread.
+void forget_os_thread_name(uint32_t os_tid);
 /// Changes whenever a thread joins a session's thread table (one relaxed load, no lock): samplers call
 /// session_threads() only when it moved.
 uint64_t session_threads_generation();
+
+/// Called on a thread that recorded in the running session as it exits, just before its end is recorded, with
+/// its dump thread id: a collector writes the thread's last records there with detail::emit_record (the system
+/// collector: its final CPU time, which the next sampling round could no longer read). Must not block.
+using ThreadExitHook = void (*)(uint32_t thread_id) noexcept;
+/// Installs the one thread-exit hook (nullptr removes it).
+void set_thread_exit_hook(ThreadExitHook hook);
 
 /// Called by the writer thread each flush period, for collectors that sample (e.g. the system sampler
 /// asks the writer to stay awake). Exposed for tests: drains every ring now and writes what is pending.

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -99,6 +100,9 @@ struct SessionState {
   // Entries thread_for_os_tid made for threads that have not recorded themselves yet (os_tid -> thread id):
   // bind_thread gives such a thread this entry instead of a second one.
   std::map<uint32_t, uint32_t> unbound_threads;
+  // Names given from outside (name_os_thread) to threads that have not recorded yet (os_tid -> string id): a
+  // thread takes its own when it binds, unless it named itself (set_thread_name).
+  std::map<uint32_t, uint32_t> waiting_names;
 
   // Guarded by meta_mu.
   std::mutex meta_mu;
@@ -172,6 +176,7 @@ void send_command(uint8_t c) {
 thread_local std::string t_thread_name;
 thread_local bool t_is_writer = false;  // the writer waits for nobody: only it makes room in the rings
 thread_local bool t_exiting = false;
+std::atomic<ThreadExitHook> g_thread_exit_hook{nullptr};
 
 struct ExitGuard {
   RingEntry* entry = nullptr;
@@ -179,11 +184,27 @@ struct ExitGuard {
 };
 thread_local ExitGuard t_exit_guard;
 
-uint32_t name_for_new_thread() {
-  if (!t_thread_name.empty()) return intern(t_thread_name);
+// The calling thread's names, interned before a bind takes the registry lock: the one it gave itself
+// (set_thread_name) and the kernel's. A name given from outside (waiting_names) comes between the two.
+struct OwnNames {
+  uint32_t given = 0, kernel = 0;
+};
+OwnNames names_for_new_thread() {
+  OwnNames n;
+  if (!t_thread_name.empty()) n.given = intern(t_thread_name);
   char buf[64] = {};
-  if (pthread_getname_np(pthread_self(), buf, sizeof(buf)) == 0 && buf[0]) return intern(buf);
-  return 0;
+  if (pthread_getname_np(pthread_self(), buf, sizeof(buf)) == 0 && buf[0]) n.kernel = intern(buf);
+  return n;
+}
+
+// The name OS thread `tid` binds with (registry lock held); a waiting name is used up.
+uint32_t bind_name(SessionState& s, uint32_t tid, const OwnNames& own) {
+  uint32_t waiting = 0;
+  if (auto w = s.waiting_names.find(tid); w != s.waiting_names.end()) {
+    waiting = w->second;
+    s.waiting_names.erase(w);
+  }
+  return own.given ? own.given : waiting ? waiting : own.kernel;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1163,6 +1184,13 @@ uint32_t thread_with_os_tid(const SessionState& s, uint32_t tid) {
   return exited;
 }
 
+// The session's live entry for OS thread `tid`, 0 when none (registry lock held).
+uint32_t live_thread_with_os_tid(const SessionState& s, uint32_t tid) {
+  for (auto& [id, t] : s.threads)
+    if (t.os_tid == tid && !(t.flags & (dump::kThreadChannel | dump::kThreadExited))) return id;
+  return 0;
+}
+
 // The kernel's name of a thread of this process ("" when it exited or /proc is not readable).
 std::string task_comm(uint32_t tid) {
   std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
@@ -1194,11 +1222,35 @@ uint32_t thread_for_os_tid(uint32_t tid) {
   if (!s) return 0;
   if (uint32_t id = thread_with_os_tid(*s, tid)) return id;  // it bound (or was added) meanwhile
   const uint32_t id = g.next_thread_id++;
-  s->threads[id] = dump::ThreadEntry{id, tid, static_cast<uint32_t>(::getpid()), name, detail::now(), 0, 0, 0};
+  auto waiting = s->waiting_names.find(tid);  // kept: the thread binds with it too
+  const uint32_t shown = waiting != s->waiting_names.end() ? waiting->second : name;
+  s->threads[id] = dump::ThreadEntry{id, tid, static_cast<uint32_t>(::getpid()), shown, detail::now(), 0, 0, 0};
   s->dirty_threads.insert(id);
   s->unbound_threads[tid] = id;
   g.threads_generation.fetch_add(1, std::memory_order_release);
   return id;
+}
+
+void name_os_thread(uint32_t tid, std::string_view name) {
+  if (tid == 0 || name.empty() || detail::g_session.load() == 0) return;
+  const uint32_t id = intern(name);  // outside the registry lock, like every intern on a bind
+  Global& g = G();
+  std::lock_guard lk(g.registry);
+  SessionState* s = g.session;
+  if (!s || detail::g_session.load() != s->epoch) return;
+  const uint32_t entry = live_thread_with_os_tid(*s, tid);
+  if (entry) {
+    s->threads[entry].name = id;
+    s->dirty_threads.insert(entry);
+  }
+  // A thread without a ring yet (no entry, or one a collector made) binds later and must keep this name.
+  if (!entry || s->unbound_threads.count(tid)) s->waiting_names[tid] = id;
+}
+
+void forget_os_thread_name(uint32_t tid) {
+  Global& g = G();
+  std::lock_guard lk(g.registry);
+  if (SessionState* s = g.session) s->waiting_names.erase(tid);
 }
 
 uint64_t session_threads_generation() { return G().threads_generation.load(std::memory_order_acquire); }
@@ -1207,13 +1259,17 @@ void flush_now() {
   send_command(kCmdWake);
 }
 
+void set_thread_exit_hook(ThreadExitHook hook) { g_thread_exit_hook.store(hook, std::memory_order_release); }
+
 ExitGuard::~ExitGuard() {
   t_exiting = true;
   RingEntry* e = entry;
   if (!e) return;
   detail::ThreadState& ts = detail::t_state;
+  const bool recording = ts.ring == e && ts.epoch == detail::g_session.load(std::memory_order_relaxed);
+  if (ThreadExitHook hook = g_thread_exit_hook.load(std::memory_order_acquire); hook && recording) hook(e->thread_id);
   const uint64_t now = detail::now();
-  if (ts.ring == e && ts.epoch == detail::g_session.load(std::memory_order_relaxed)) {
+  if (recording) {
     ThreadEndRecord r{{RecordKind::kThreadEnd, 0, sizeof(ThreadEndRecord)}, 0, now};
     if (uint8_t* p = detail::ring_reserve(e, sizeof(r))) {
       std::memcpy(p, &r, sizeof(r));
@@ -1425,7 +1481,7 @@ namespace detail {
 bool bind_thread(uint32_t epoch) noexcept {
   if (runtime::t_exiting) return false;
   try {
-    const uint32_t name = runtime::name_for_new_thread();
+    const runtime::OwnNames own = runtime::names_for_new_thread();
     auto& g = G();
     std::lock_guard lk(g.registry);
     runtime::SessionState* s = g.session;
@@ -1434,6 +1490,7 @@ bool bind_thread(uint32_t epoch) noexcept {
     if (ts.ring) static_cast<runtime::RingEntry*>(ts.ring)->retired.store(true, std::memory_order_release);
     runtime::RingEntry* e = runtime::make_ring(uint64_t(s->cfg.thread_buffer_kb) * 1024);
     const uint32_t tid = runtime::os_tid();
+    const uint32_t name = runtime::bind_name(*s, tid, own);
     // A collector may have entered this thread already (runtime::thread_for_os_tid): one thread, one entry.
     if (auto u = s->unbound_threads.find(tid); u != s->unbound_threads.end() && s->threads.count(u->second)) {
       e->thread_id = u->second;

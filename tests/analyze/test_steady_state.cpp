@@ -394,3 +394,46 @@ TEST_CASE("steps of an unmodified program: the repeated function that launches G
   REQUIRE_FALSE(a.findings.empty());
   CHECK(a.findings.front().category == "cpu_bound");
 }
+
+TEST_CASE("thread table: CPU time from schedstat when the dump has it, whole lives, and the source named") {
+  fs::path p = work_file("thread_cpu.iscope");
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    sim.range("step", [&] { sim.launch("gemm", 1 * ms); sim.sync(); sim.host(200 * ms); });
+    const uint32_t sys = b.channel("system");
+    const auto T = CounterScope::kThread, OS = CounterScope::kOsThread;
+    // bg-hog ran 48.7 ms; its tick counters never moved (less than a 10 ms tick was added between readings).
+    const uint32_t hog = b.thread("bg-hog", 5001);
+    b.counter(sys, "thread.sched.run_ns", T, hog, 10 * ms, 1 * ms);
+    b.counter(sys, "thread.sched.run_ns", T, hog, 190 * ms, 1 * ms + 48'700 * us);
+    b.counter(sys, "thread.cpu.user_ns", T, hog, 10 * ms, 0);
+    b.counter(sys, "thread.cpu.user_ns", T, hog, 190 * ms, 0);
+    // Sampled under its OS thread id until it recorded, under its dump id after: one series.
+    const uint32_t late = b.thread("late-binder", 5002);
+    b.counter(sys, "thread.sched.run_ns", OS, 5002, 10 * ms, 0);
+    b.counter(sys, "thread.sched.run_ns", OS, 5002, 50 * ms, 5 * ms);
+    b.counter(sys, "thread.sched.run_ns", T, late, 190 * ms, 25 * ms);
+    // Born after the last round and gone before the next: its one reading is the one taken at its exit.
+    const uint32_t brief = b.thread("brief", 5003);
+    b.thread_lifetime(brief, 100 * ms, 104 * ms);
+    b.counter(sys, "thread.sched.run_ns", T, brief, 104 * ms, 3'500 * us);
+    // A kernel without schedstat: user + system time in 10 ms ticks, 0 of them.
+    const uint32_t ticks = b.thread("ticks-only", 5004);
+    b.counter(sys, "thread.cpu.user_ns", T, ticks, 10 * ms, 20 * ms);
+    b.counter(sys, "thread.cpu.user_ns", T, ticks, 190 * ms, 20 * ms);
+    b.thread("no-counters", 5005);
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  std::map<std::string, const analyze::ThreadRow*> rows;
+  for (const auto& t : a.threads) rows[t.name] = &t;
+  REQUIRE(rows.count("bg-hog"));
+  CHECK(rows["bg-hog"]->cpu_ms == doctest::Approx(48.7));
+  CHECK(rows["bg-hog"]->cpu_source == "schedstat");
+  CHECK(rows["late-binder"]->cpu_ms == doctest::Approx(25.0));
+  CHECK(rows["brief"]->cpu_ms == doctest::Approx(3.5));
+  CHECK(rows["ticks-only"]->cpu_ms == 0);
+  CHECK(rows["ticks-only"]->cpu_source == "ticks");
+  CHECK(rows["no-counters"]->cpu_source.empty());
+}

@@ -288,6 +288,156 @@ def test_set_thread_name_defaults_to_the_python_thread_name(record):
     assert "py-named" in {t["name"] for t in d["threads"].values()}
 
 
+def names_by_os_tid(d):
+    return {t["os_tid"]: t["name"] for t in d["threads"].values() if not t["channel"]}
+
+
+def test_threads_carry_their_threading_names_without_a_call(record):
+    ids = {}
+
+    def hog():
+        ids["bg-hog"] = threading.get_native_id()
+        isc.mark_event("hogging")
+
+    def work():
+        ids["main"] = threading.get_native_id()
+        isc.mark_event("main")
+        run_named(hog, "bg-hog")
+
+    names = names_by_os_tid(record(work))
+    assert names[ids["bg-hog"]] == "bg-hog"
+    assert names[ids["main"]] == threading.main_thread().name
+
+
+def run_named(target, name):
+    t = threading.Thread(target=target, name=name)
+    t.start()
+    t.join(timeout=30)
+    assert not t.is_alive()
+    return t
+
+
+def test_a_thread_started_before_the_session_carries_its_name(record):
+    go = threading.Event()
+    early = threading.Thread(target=lambda: (go.wait(30), isc.mark_event("late work")), name="early-bird")
+    early.start()
+
+    def work():
+        go.set()
+        early.join(timeout=30)
+
+    names = names_by_os_tid(record(work))
+    assert names[early.native_id] == "early-bird"
+
+
+def test_renames_while_a_thread_runs_are_kept(record):
+    renamed, go = threading.Event(), threading.Event()
+
+    def renames_itself():
+        isc.mark_event("before")
+        threading.current_thread().name = "renamed-by-itself"
+
+    def renamed_by_main():
+        isc.mark_event("before")
+        renamed.set()
+        go.wait(30)
+
+    def work():
+        a = run_named(renames_itself, "first-name")
+        b = threading.Thread(target=renamed_by_main, name="first-name")
+        b.start()
+        renamed.wait(30)
+        b.name = "renamed-by-main"
+        go.set()
+        b.join(timeout=30)
+        ids.extend([a.native_id, b.native_id])
+
+    ids = []
+    names = names_by_os_tid(record(work))
+    assert [names[i] for i in ids] == ["renamed-by-itself", "renamed-by-main"]
+
+
+def test_a_rename_of_a_thread_alive_at_stop_reaches_the_dump(record):
+    recorded, done = threading.Event(), threading.Event()
+
+    def worker():
+        isc.mark_event("working")
+        recorded.set()
+        done.wait(30)
+
+    t = threading.Thread(target=worker, name="old-name")
+
+    def work():
+        t.start()
+        recorded.wait(30)
+        t.name = "name-at-stop"
+
+    try:
+        names = names_by_os_tid(record(work))
+    finally:
+        done.set()
+        t.join(timeout=30)
+    assert names[t.native_id] == "name-at-stop"
+
+
+def test_a_name_the_thread_gives_itself_wins_over_its_threading_name(record):
+    def own():
+        isc.set_thread_name("own-choice")
+        isc.mark_event("mine")
+
+    def work():
+        ids.append(run_named(own, "threading-name").native_id)
+
+    ids = []
+    assert names_by_os_tid(record(work))[ids[0]] == "own-choice"
+
+
+def test_threads_threading_did_not_start_keep_the_kernel_name(record):
+    import _thread
+
+    done, seen = threading.Event(), []
+
+    def foreign():
+        seen.append((threading.get_native_id(), threading.current_thread().name))  # makes a _DummyThread
+        isc.mark_event("foreign")
+        done.set()
+
+    def start_foreign():
+        _thread.start_new_thread(foreign, ())
+        done.wait(30)
+
+    first = names_by_os_tid(record(start_foreign))
+    ((tid, dummy_name),) = seen
+    assert dummy_name.startswith("Dummy-") and first[tid] != dummy_name
+    # threading keeps the dummy among its live threads: a later session's start does not name after it either
+    assert dummy_name not in {t["name"] for t in record(lambda: None)["threads"].values()}
+
+
+def test_naming_leaves_threads_as_they_were(record):
+    """The wrapped Thread._bootstrap_inner runs a subclass's run(), hands its exception to excepthook, joins."""
+    assert type(threading.Thread._bootstrap_inner).__name__ == "thread_bootstrap"
+    seen = []
+
+    class Worker(threading.Thread):
+        def run(self):
+            seen.append(threading.current_thread() is self)
+            raise ValueError("from the thread")
+
+    def work():
+        w = Worker(name="sub")
+        w.start()
+        w.join(timeout=30)
+        seen.append(w.is_alive())
+
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: seen.append(args.exc_type)
+    try:
+        record(work)
+    finally:
+        threading.excepthook = old_hook
+    assert seen == [True, ValueError, False]
+
+
 def test_session_context_manager_and_start_stop_results(tmp_path):
     path = tmp_path / "s.iscope"
     assert not isc.is_active()

@@ -133,6 +133,46 @@ def test_enable_from_environment_records_scopes_and_calls_until_exit(tmp_path, p
     assert d["collectors"]["python"].startswith("on: ")
 
 
+BEFORE_IMPORT = textwrap.dedent(
+    """
+    import threading
+
+    go = threading.Event()
+
+    def work():
+        return sum(i * i for i in range(1000))
+
+    def early():
+        go.wait(30)
+        work()
+
+    t = threading.Thread(target=early, name="started-before-import")
+    t.start()
+    import inferscope_py
+
+    go.set()
+    t.join()
+    work()
+    print("tids", t.native_id, threading.get_native_id())
+    """
+)
+
+
+@pytest.mark.parametrize("preload", [False, True], ids=["import", "ld_preload"])
+def test_threads_started_before_the_import_carry_their_threading_names(tmp_path, preload):
+    (tmp_path / "early.py").write_text(BEFORE_IMPORT)
+    env = dict(INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="early.iscope")
+    if preload:
+        env["LD_PRELOAD"] = library()
+    out = run(["early.py"], tmp_path, **env)
+    assert out.returncode == 0, out.stderr
+    early, main = (int(x) for x in out.stdout.split("tids")[1].split())
+    d = isc._native._read_dump(str(tmp_path / "early.iscope"))
+    names = {t["os_tid"]: t["name"] for t in d["threads"].values() if not t["channel"]}
+    assert names[early] == "started-before-import"
+    assert names[main] == "MainThread"
+
+
 def test_report_at_exit_from_environment(tmp_path):
     (tmp_path / "infer.py").write_text(INFERENCE)
     out = run(["infer.py"], tmp_path, INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="rep.iscope",
@@ -145,19 +185,68 @@ def test_report_at_exit_from_environment(tmp_path):
     assert "## Timeline Breakdown" in report
 
 
-def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path):
+@pytest.mark.parametrize("mode", ["default", "full"])
+def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path, mode):
     lib = library()
     other = tmp_path / "other"
     other.mkdir()
     (other / "sitecustomize.py").write_text("print('chained sitecustomize ran')\n")
     (tmp_path / "plain.py").write_text(SCRIPT)
     out = run(["plain.py"], tmp_path, PYTHONPATH=str(other), INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="site.iscope",
-              LD_PRELOAD=lib)
+              INFERSCOPE_PYTHON_MODE=mode, LD_PRELOAD=lib)
     assert out.returncode == 0, out.stderr
     assert "chained sitecustomize ran" in out.stdout
     d = isc._native._read_dump(str(tmp_path / "site.iscope"))
     assert d["complete"]
     assert len(of_kind(d, "python_call", "helper")) == 10
+    # Nothing of the tool's own sitecustomize (it chained the other one: _chain_next_sitecustomize), nor of
+    # the importlib calls chaining makes, is among the program's calls.
+    ours = os.path.join(PACKAGE_DIR, "sitecustomize.py")
+    calls = of_kind(d, "python_call")
+    assert not [c["name"] for c in calls if c["file"] == ours]
+    assert not [c["name"] for c in calls if c["name"] == "module_from_spec"]
+
+
+HOG = textwrap.dedent(
+    """
+    import threading
+    import time
+
+    def spin(ms):  # CPU time, whatever the machine's load
+        end = time.thread_time() + ms / 1000
+        while time.thread_time() < end:
+            pass
+
+    def step():
+        time.sleep(0.01)
+
+    t = threading.Thread(target=spin, args=(48.7,), name="bg-hog")
+    t.start()
+    for _ in range(10):
+        step()
+    t.join()
+    """
+)
+
+
+def test_an_unmodified_program_reports_its_threads_by_name_with_their_cpu_time_and_none_of_ours(tmp_path):
+    """Issue 14's report: a threading.Thread(name="bg-hog") busy 48.7 ms was `python3` with CPU 0.000, and
+    _chain_next_sitecustomize was among the program's Python functions."""
+    (tmp_path / "hog.py").write_text(HOG)
+    out = run(["hog.py"], tmp_path, INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="hog.iscope", LD_PRELOAD=library())
+    assert out.returncode == 0, out.stderr
+    rep = subprocess.run([analyze_binary(), "hog.iscope", "-o", "hog.json"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    report = json.loads((tmp_path / "hog.json").read_text())
+    threads = {t["name"]: t for t in report["tables"]["threads"]}
+    assert "bg-hog" in threads and "MainThread" in threads, sorted(threads)
+    hog = threads["bg-hog"]
+    if os.path.exists("/proc/self/schedstat"):
+        assert hog["cpu_source"] == "schedstat"
+        assert 45 <= hog["cpu_ms"] <= 500
+    functions = [f["qualname"] for f in report["tables"]["python"]]
+    assert "spin" in functions and not [f for f in functions if "sitecustomize" in f], functions
 
 
 def test_sitecustomize_does_nothing_without_inferscope_enable(tmp_path):

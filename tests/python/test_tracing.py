@@ -6,6 +6,7 @@ import asyncio
 import cProfile
 import functools
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -211,6 +212,25 @@ def test_include_and_exclude_by_module_and_path(record, tmp_path, monkeypatch):
 
     # A module prefix matches whole components only: "mypk" is not "mypkg".
     assert not calls(record(work, trace=True, include="mypk"), "outer")
+
+
+def test_the_profilers_own_code_is_never_traced_even_when_an_include_covers_it(record):
+    """A project directory holding the virtual environment covers inferscope_py too: its wrappers (the scope
+    decorator's generator wrapper here) must not appear among the user's calls, in any mode."""
+    package = os.path.dirname(os.path.abspath(isc.__file__))
+
+    @isc.scope("gen")
+    def numbers():
+        yield leaf(1)
+
+    def work():
+        assert list(numbers()) == [2]
+
+    for mode in ("default", "full"):
+        d = record(work, trace=True, mode=mode, include=[os.path.dirname(package) + "/", os.path.dirname(__file__) + "/"])
+        traced = of_kind(d, "python_call")
+        assert calls(d, "leaf") and calls(d, "test_the_profilers_own_code_is_never_traced_even_when_an_include_covers_it.<locals>.numbers")
+        assert not [c["name"] for c in traced if c["file"].startswith(package + "/")], mode
 
 
 def top_then_leaf():

@@ -105,7 +105,10 @@ inline analyze::Analysis sample_analysis(bool hostile = false) {
   a.graph_launches = {{"cudaGraphLaunch", 100, 0.8, "CUDAGraph.replay (graphs.py:120) / range decode" + evil,
                        {{"cudaGraphLaunch", "CUDAGraph.replay (graphs.py:120) / range decode" + evil, 100, 0.8}}}};
   a.layers = {{"transformer.h.3.attn" + evil, 1200, 220.0, 150.0, 9600}};
-  a.threads = {{1, 1234, "main" + evil, 1300.0, 1280.0, 42}, {2, 1240, "tokenizer-pool", 90.0, 88.0, 3}};
+  a.threads = {{1, 1234, "main" + evil, 1300.0, 1280.0, 42, "schedstat"},
+               {2, 1240, "tokenizer-pool", 90.0, 88.0, 3, "schedstat"},
+               {3, 1241, "bg-hog", 48.7, 0.0, 0, "ticks"},  // below one clock tick: not "0.000"
+               {4, 1242, "idle", 0.0, 0.0, 0, ""}};          // no per-thread counters
 
   a.alignment.kernels_checked = 24800;
   a.alignment.max_violation_us = 0.35;

@@ -201,3 +201,17 @@ TEST_CASE("html GPU lane never draws idle time as busy") {
   CHECK(page.find("<rect class=\"density\"") != std::string::npos);
   CHECK(page.find("short kernel span(s)") != std::string::npos);
 }
+
+TEST_CASE("html: a thread's CPU time below one clock tick says so, and the table says what the ticks are") {
+  const std::string page = html(sample_analysis());
+  const size_t threads = page.find("<section id=\"threads\">");
+  REQUIRE(threads != std::string::npos);
+  const std::string section = page.substr(threads, page.find("</section>", threads) - threads);
+  CHECK(section.find("<td class=\"n\">under 10</td>") != std::string::npos);  // bg-hog: ticks, 0 of them
+  CHECK(section.find("<td class=\"n\">n/a</td>") != std::string::npos);       // idle: no counters at all
+  CHECK(section.find("<td class=\"n\">1280.000</td>") != std::string::npos);  // schedstat: the figure itself
+  CHECK(section.find("<p class=\"muted\">CPU (ms) without schedstat") != std::string::npos);
+  analyze::Analysis exact = sample_analysis();
+  exact.threads.resize(2);  // schedstat only: no note
+  CHECK(html(exact).find("CPU (ms) without schedstat") == std::string::npos);
+}

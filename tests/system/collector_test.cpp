@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -509,4 +510,120 @@ TEST_CASE("change-only writes: unchanged values wait for the keep-alive, the fin
   CHECK(count(n.thread_sched_run_ns) == 1);
   CHECK(s.skipped_samples() == 0);
   std::filesystem::remove_all(root);
+}
+
+namespace {
+
+struct FakeProc {
+  std::string root;
+  FakeProc() {
+    char dir[] = "/tmp/iscope-fakeproc-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    root = dir;
+    put("self/statm", "1000 500 10 1 0 100 0\n");
+  }
+  ~FakeProc() { std::filesystem::remove_all(root); }
+  void put(const std::string& rel, const std::string& text) const {
+    std::filesystem::create_directories(std::filesystem::path(root + "/" + rel).parent_path());
+    std::ofstream(root + "/" + rel) << text;
+  }
+  // A task with `ticks` of user time, `run_ns` on a CPU and 2 involuntary switches.
+  void task(uint32_t tid, uint64_t ticks, uint64_t run_ns) const {
+    const std::string d = "self/task/" + std::to_string(tid) + "/";
+    put(d + "stat", std::to_string(tid) + " (t) R 1 1 1 0 -1 0 10 0 0 0 " + std::to_string(ticks) +
+                        " 0 0 0 20 0 1 0 5 1000 50\n");
+    put(d + "status", "voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t2\n");
+    put(d + "schedstat", std::to_string(run_ns) + " 300 7\n");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a thread born during the session starts its counters from 0 at the round before it was seen") {
+  FakeProc p;
+  p.task(77, 100, 5'000'000);
+  sys::SamplerOptions o;
+  o.nvml = false;
+  o.proc_root = p.root;
+  std::vector<CounterRecord> got;
+  sys::SystemSampler s(o, [&](const CounterRecord& r) { got.push_back(r); }, nullptr);
+  s.open();
+  const auto& n = sys::CounterNames::get();
+  auto of = [&](uint32_t tid, uint32_t name) {
+    std::vector<CounterRecord> v;
+    for (auto& r : got)
+      if (r.target == tid && r.name == name) v.push_back(r);
+    return v;
+  };
+  s.round(false);
+  // There at the first round: its counters start where they stand (the session's start), no 0 before them.
+  REQUIRE(of(77, n.thread_sched_run_ns).size() == 1);
+  CHECK(of(77, n.thread_sched_run_ns)[0].value.i == 5'000'000);
+  const uint64_t first_round = of(77, n.thread_sched_run_ns)[0].ts;
+
+  p.task(88, 3, 48'700'000);  // born, ran 48.7 ms, seen by the next round
+  s.round(false);
+  for (uint32_t name : {n.thread_sched_run_ns, n.thread_sched_wait_ns, n.thread_cpu_user_ns, n.thread_ctx_involuntary}) {
+    CAPTURE(name);
+    auto v = of(88, name);
+    REQUIRE(v.size() == 2);
+    CHECK(v[0].value.i == 0);
+    CHECK(v[0].ts <= first_round);  // the listing before: the thread did not exist then
+    CHECK(v[1].ts > first_round);
+    CHECK(v[0].scope == CounterScope::kOsThread);
+  }
+  CHECK(of(88, n.thread_sched_run_ns)[1].value.i == 48'700'000);
+}
+
+TEST_CASE("a thread's CPU counters read as it exits, under its dump thread id") {
+  FakeProc p;
+  p.task(99, 4, 48'700'000);
+  std::vector<CounterRecord> got;
+  sys::sample_thread_at_exit(p.root + "/self/task/99", 12, [&](const CounterRecord& r) { got.push_back(r); });
+  const auto& n = sys::CounterNames::get();
+  std::map<uint32_t, int64_t> v;
+  for (auto& r : got) {
+    CHECK(r.scope == CounterScope::kThread);
+    CHECK(r.target == 12);
+    v[r.name] = r.value.i;
+  }
+  CHECK(v.at(n.thread_sched_run_ns) == 48'700'000);
+  CHECK(v.at(n.thread_sched_wait_ns) == 300);
+  CHECK(v.at(n.thread_cpu_user_ns) == int64_t(4 * 1e9 / ::sysconf(_SC_CLK_TCK)));
+  CHECK(v.at(n.thread_cpu_system_ns) == 0);
+  got.clear();
+  sys::sample_thread_at_exit(p.root + "/self/task/100", 12, [&](const CounterRecord& r) { got.push_back(r); });
+  CHECK(got.empty());  // gone already: nothing, no error
+}
+
+TEST_CASE("a thread that lives less than a sampling period still has its CPU time, from its exit") {
+  Config c = base_config(temp_dump("short"));
+  c.sample_period_ms = 5000;  // the first round at start, the next one at stop
+  REQUIRE(start(c));
+  std::this_thread::sleep_for(50ms);  // after the first round
+  std::thread t([] {
+    set_thread_name("short-lived");
+    // 60 ms of CPU time, however loaded the machine: the check below does not depend on the scheduler.
+    timespec cpu{};
+    do {
+      spin_for(1ms);
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    } while (cpu.tv_sec == 0 && cpu.tv_nsec < 60'000'000);
+  });
+  t.join();
+  REQUIRE(stop());
+  Loaded l = load(c.output);
+  REQUIRE(l.thread_by_name.count("short-lived"));
+  const uint32_t id = l.thread_by_name["short-lived"];
+  std::map<std::string, int64_t> last;
+  for (auto& s : l.samples)
+    if (s.scope == CounterScope::kThread && s.target == id) last[s.name] = s.i;
+  INFO("schedstat " << (std::filesystem::exists("/proc/self/schedstat") ? "present" : "absent"));
+  if (std::filesystem::exists("/proc/self/schedstat")) {
+    REQUIRE(last.count("thread.sched.run_ns"));
+    CHECK(last["thread.sched.run_ns"] >= 59'000'000);  // schedstat's run time is the thread's CPU clock
+    CHECK(last["thread.sched.run_ns"] <= 5'000'000'000);
+  } else {
+    CHECK(last.count("thread.cpu.user_ns"));
+  }
 }

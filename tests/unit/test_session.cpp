@@ -326,3 +326,110 @@ TEST_CASE("a thread known only from a collector's records gets one thread-table 
   for (auto& rv : c.ranges)
     if (rv.name == "worker-step") CHECK(rv.thread == id);
 }
+
+namespace {
+
+// A thread that names itself (kernel name, and optionally set_thread_name), reports its OS thread id, then
+// waits for go() before it records one range and exits.
+class ParkedThread {
+ public:
+  ParkedThread(const char* kernel_name, const char* own_name = nullptr) {
+    thread_ = std::thread([this, kernel_name, own_name] {
+      ::pthread_setname_np(::pthread_self(), kernel_name);
+      if (own_name) set_thread_name(own_name);
+      std::unique_lock lk(mu_);
+      tid_ = static_cast<uint32_t>(::syscall(SYS_gettid));
+      cv_.notify_all();
+      cv_.wait(lk, [this] { return go_; });
+      lk.unlock();
+      ISCOPE_RANGE("parked-step");
+    });
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [this] { return tid_ != 0; });
+  }
+  uint32_t tid() const { return tid_; }
+  void go_and_join() {
+    {
+      std::lock_guard lk(mu_);
+      go_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint32_t tid_ = 0;
+  bool go_ = false;
+  std::thread thread_;
+};
+
+std::string name_of_os_thread(const dump::DumpReader& r, uint32_t os_tid) {
+  for (auto& [id, t] : r.threads())
+    if (t.os_tid == os_tid && !t.is_channel()) return t.name;
+  return "<no entry>";
+}
+
+}  // namespace
+
+TEST_CASE("a name given to an OS thread from outside: used when the thread records, never over its own") {
+  runtime::name_os_thread(static_cast<uint32_t>(::syscall(SYS_gettid)), "ignored");  // no session: nothing
+  ParkedThread own("kern-own", "own-name");     // named itself before the session
+  Config cfg = config_for("name-os-thread.iscope");
+  REQUIRE(start(cfg));
+  ParkedThread waiting("kern-waiting");         // not recorded yet when named
+  ParkedThread forgotten("kern-forgotten");     // its name is dropped before it records
+  ParkedThread collected("kern-collected");     // a collector made its entry (CUPTI), then it was named
+  runtime::name_os_thread(waiting.tid(), "py-waiting");
+  runtime::name_os_thread(own.tid(), "py-own");
+  runtime::name_os_thread(forgotten.tid(), "py-forgotten");
+  runtime::forget_os_thread_name(forgotten.tid());
+  runtime::name_os_thread(collected.tid(), "py-collected");
+  const uint32_t collected_id = runtime::thread_for_os_tid(collected.tid());
+  for (ParkedThread* t : {&own, &waiting, &forgotten, &collected}) t->go_and_join();
+  { ISCOPE_RANGE("main-step"); }
+  const uint32_t main_tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  runtime::name_os_thread(main_tid, "py-main");  // a live, bound entry: renamed at once
+  REQUIRE(stop());
+
+  dump::DumpReader r(cfg.output);
+  CHECK(name_of_os_thread(r, waiting.tid()) == "py-waiting");
+  CHECK(name_of_os_thread(r, own.tid()) == "own-name");
+  CHECK(name_of_os_thread(r, forgotten.tid()) == "kern-forgotten");
+  CHECK(name_of_os_thread(r, collected.tid()) == "py-collected");
+  CHECK(r.threads().at(collected_id).os_tid == collected.tid());
+  CHECK(name_of_os_thread(r, main_tid) == "py-main");
+}
+
+TEST_CASE("renaming a thread that recorded renames its entry; an exited thread's entry keeps its name") {
+  Config cfg = config_for("rename-os-thread.iscope");
+  REQUIRE(start(cfg));
+  ParkedThread live("kern-live");
+  live.go_and_join();  // recorded and exited
+  runtime::name_os_thread(live.tid(), "too-late");  // no live entry: the name waits for a thread that never comes
+  std::mutex mu;
+  std::condition_variable cv;
+  bool recorded = false, named = false;
+  uint32_t tid = 0;
+  std::thread t([&] {
+    { ISCOPE_RANGE("before-rename"); }
+    std::unique_lock lk(mu);
+    tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+    recorded = true;
+    cv.notify_all();
+    cv.wait(lk, [&] { return named; });
+  });
+  {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return recorded; });
+    runtime::name_os_thread(tid, "renamed-later");
+    named = true;
+  }
+  cv.notify_all();
+  t.join();
+  REQUIRE(stop());
+  dump::DumpReader r(cfg.output);
+  CHECK(name_of_os_thread(r, live.tid()) == "kern-live");
+  CHECK(name_of_os_thread(r, tid) == "renamed-later");
+}

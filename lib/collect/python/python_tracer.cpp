@@ -9,6 +9,7 @@
 #include <frameobject.h>
 
 #include "collect/python/python_tracer.hpp"
+#include "collect/python/thread_names.hpp"
 
 #include <inferscope/internal/hot_path.hpp>
 
@@ -66,6 +67,7 @@ uint32_t g_code_gen = 1;            // classification generation (31 bits used)
 uint32_t g_stack_gen = 1;           // per-thread stacks older than this are stale (tracing was switched)
 Filters g_filters;
 std::string g_package_dir;
+std::vector<std::string> g_own_files;     // the profiler's code outside the package (add_own_file)
 std::vector<std::string> g_library_dirs;  // stdlib and site-packages, each ending in '/'
 Stats g_stats;
 std::string g_last_error;
@@ -156,7 +158,20 @@ std::string module_name_for(const std::string& file) {
   return rel;
 }
 
+// The profiler's own code: never traced, whatever the filters (an include that happens to cover the package,
+// e.g. a project directory holding the virtual environment, must not bring it in). Filtered here, as each code
+// object is classified, rather than when a report is made: the tracer knows by file exactly what is ours, it
+// costs nothing per call (3.12: DISABLE), every reader of the dump (analyzer, Perfetto and SQLite exports,
+// _read_dump) sees the same calls, and no report has to guess from a name whether a function is ours.
+bool is_own_code(const std::string& file) {
+  if (!g_package_dir.empty() && starts_with(file, g_package_dir)) return true;
+  for (const auto& f : g_own_files)
+    if (file == f) return true;
+  return false;
+}
+
 bool decide(const std::string& file, const std::string& name) {
+  if (is_own_code(file)) return false;
   std::string module;
   bool have_module = false;
   auto matches = [&](const std::string& prefix) {
@@ -175,7 +190,6 @@ bool decide(const std::string& file, const std::string& name) {
       if (matches(i)) return true;
     return false;
   }
-  if (!g_package_dir.empty() && starts_with(file, g_package_dir)) return false;
   if (g_filters.mode == "full") return true;
   // default: the user's code and model forward passes.
   if (file.empty() || file[0] == '<') return !starts_with(file, "<frozen");
@@ -655,6 +669,20 @@ class PythonCollector final : public runtime::Collector {
 
   std::string start(const Config& config) override {
     if (!Py_IsInitialized()) return "off: the Python interpreter is not running";
+    // Sessions may start on a thread that does not hold the GIL (the module releases it around start()).
+    PyGILState_STATE gil = PyGILState_Ensure();
+    name_python_threads(/*changed_only=*/false);  // threads already running carry their names too, traced or not
+    std::string status = start_tracing(config);
+    PyGILState_Release(gil);
+    return status;
+  }
+
+  // May run on the writer thread (a signal) or after the interpreter finalized (C atexit): touch no Python.
+  void stop() override { g_active.store(false, std::memory_order_relaxed); }
+
+ private:
+  // The status line; GIL held.
+  static std::string start_tracing(const Config& config) {
     if (!config.python || config.python_mode == "off")
       return "off: disabled by the configuration (python=false or python_mode=off)";
     Filters f;
@@ -663,16 +691,9 @@ class PythonCollector final : public runtime::Collector {
     } catch (const std::exception& e) {
       return std::string("off: ") + e.what();
     }
-    // Sessions may start on a thread that does not hold the GIL (the module releases it around start()).
-    PyGILState_STATE gil = PyGILState_Ensure();
     std::string error = enable(f);
-    std::string status = error.empty() ? status_line() : "off: " + error;
-    PyGILState_Release(gil);
-    return status;
+    return error.empty() ? status_line() : "off: " + error;
   }
-
-  // May run on the writer thread (a signal) or after the interpreter finalized (C atexit): touch no Python.
-  void stop() override { g_active.store(false, std::memory_order_relaxed); }
 };
 
 }  // namespace
@@ -749,6 +770,12 @@ bool init(const std::string& package_dir, std::string* error) {
   }
   PyErr_Clear();
   return init_mechanism(error);
+}
+
+void add_own_file(const std::string& file) {
+  if (file.empty() || is_own_code(file)) return;
+  g_own_files.push_back(file);
+  if (++g_code_gen >= (1u << 30)) g_code_gen = 1;  // code of that file classified before is classified again
 }
 
 std::string enable(const Filters& filters) {

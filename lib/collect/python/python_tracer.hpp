@@ -40,9 +40,13 @@ std::vector<std::string> split_list(const std::string& text);
 Filters filters_from_config(const Config& config);
 
 /// One-time setup at module import: reserves the code-object extra slot and remembers the package directory
-/// of inferscope_py (its own code is never traced unless explicitly included). False with `error` set when
+/// of inferscope_py (its own code is never traced, whatever the filters). False with `error` set when
 /// tracing cannot work in this interpreter.
 bool init(const std::string& package_dir, std::string* error);
+
+/// Marks a file outside the package as the profiler's own, never traced (the sitecustomize.py iscope-run puts
+/// on PYTHONPATH, as its co_filename reads).
+void add_own_file(const std::string& file);
 
 /// Installs the hooks with these filters (replacing any earlier filters). Returns "" on success, otherwise a
 /// one-line reason (e.g. sys.monitoring's PROFILER_ID is taken) and nothing is installed.

@@ -34,6 +34,36 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+CounterRecord int_counter(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, int64_t v) {
+  CounterRecord r{};
+  r.h = {RecordKind::kCounter, static_cast<uint8_t>(AttrType::kInt), sizeof(CounterRecord)};
+  r.name = name;
+  r.ts = ts;
+  r.value.i = v;
+  r.scope = scope;
+  r.target = target;
+  return r;
+}
+
+// A small /proc file read whole with plain calls (no held descriptor); false when it cannot be read.
+bool read_small(const std::string& path, std::string& out) {
+  const int fd = open_ro(path);
+  if (fd < 0) return false;
+  char buf[1024];
+  ssize_t n;
+  do n = ::read(fd, buf, sizeof(buf));
+  while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return false;
+  out.assign(buf, static_cast<size_t>(n));
+  return true;
+}
+
+double ns_per_clock_tick() {
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  return hz > 0 ? 1e9 / static_cast<double>(hz) : 1e7;
+}
+
 // Collision-free while string ids stay below 2^29 and scopes below 8.
 uint64_t key_of(uint32_t name, CounterScope scope, uint32_t target) {
   return (uint64_t(static_cast<uint8_t>(scope)) << 61) | (uint64_t(name) << 32) | target;
@@ -92,8 +122,7 @@ SystemSampler::SystemSampler(SamplerOptions options, Sink sink, ThreadLookup loo
   // NVML sample of an H200 took ~0.7 ms inside a sampling round (docs/benchmarks.md), and NVML's own
   // utilization is an average over 1/6 s or more, so sampling it faster shows nothing new.
   slow_every_ = std::max<uint32_t>(1, 100 / opt_.period_ms);
-  const long hz = ::sysconf(_SC_CLK_TCK);
-  ns_per_tick_ = hz > 0 ? 1e9 / static_cast<double>(hz) : 1e7;
+  ns_per_tick_ = ns_per_clock_tick();
   const long ps = ::sysconf(_SC_PAGESIZE);
   page_size_ = ps > 0 ? static_cast<uint64_t>(ps) : 4096;
   self_ = opt_.proc_root + "/self";
@@ -246,13 +275,7 @@ void SystemSampler::emit(CounterRecord& r, bool is_double) {
 }
 
 void SystemSampler::emit_int(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, int64_t v) {
-  CounterRecord r{};
-  r.h = {RecordKind::kCounter, static_cast<uint8_t>(AttrType::kInt), sizeof(CounterRecord)};
-  r.name = name;
-  r.ts = ts;
-  r.value.i = v;
-  r.scope = scope;
-  r.target = target;
+  CounterRecord r = int_counter(name, scope, target, ts, v);
   emit(r, false);
 }
 
@@ -321,16 +344,19 @@ void SystemSampler::sample_threads() {
     ::close(dfd);
     return;
   }
+  const uint64_t listed = detail::now();  // a thread this listing misses was born after it
   ::rewinddir(d);
   bool unmapped = false;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const uint32_t tid = static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10));
-    auto it = tasks_.try_emplace(tid).first;
+    auto [it, fresh] = tasks_.try_emplace(tid);
+    if (fresh) it->second.born_after = listed_ts_;
     it->second.seen_round = round_ + 1;
     unmapped |= it->second.dump_id == 0;
   }
   ::closedir(d);
+  listed_ts_ = listed;
   // Threads bind to the session lazily (their first annotation). The runtime's thread table is read (under
   // its registry lock) only when some thread is unknown and a thread bound since the last look: a lock
   // application threads have just taken themselves, never a periodic one.
@@ -366,6 +392,10 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
   const std::string dir = self_ + "/task/" + std::to_string(tid);
   const bool keep = held_fds_ + 3 <= kMaxHeldFds;
   std::string err;
+  if (t.born_after) {
+    write_birth(scope, target, t.born_after);
+    t.born_after = 0;
+  }
   const uint64_t ts = detail::now();
   // schedstat first: it is cheap (about 1 µs against 5 for stat and 12 for status). A thread whose run
   // time, run-queue wait and timeslice count did not move has neither run nor waited to run since the last
@@ -423,6 +453,36 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
     if (t.perf >= 0 && ::read(t.perf, &v, sizeof(v)) == sizeof(v))
       emit_int(n.perf_task_clock_ns, scope, target, ts, static_cast<int64_t>(v));
   }
+}
+
+// A thread born since the last round: its cumulative counters were 0 at that round (it did not exist), so
+// what it ran before this round's first reading counts too. Without this point a short thread's CPU time
+// (the difference of its first and last readings) was mostly or wholly lost.
+void SystemSampler::write_birth(CounterScope scope, uint32_t target, uint64_t ts) {
+  const auto& n = CounterNames::get();
+  for (uint32_t name : {n.thread_cpu_user_ns, n.thread_cpu_system_ns, n.thread_ctx_voluntary, n.thread_ctx_involuntary})
+    emit_int(name, scope, target, ts, 0);
+  if (!have_schedstat_) return;
+  emit_int(n.thread_sched_run_ns, scope, target, ts, 0);
+  emit_int(n.thread_sched_wait_ns, scope, target, ts, 0);
+}
+
+void sample_thread_at_exit(const std::string& task_dir, uint32_t thread_id, const SystemSampler::Sink& sink) {
+  const auto& n = CounterNames::get();
+  const auto T = CounterScope::kThread;
+  std::string text;
+  const uint64_t ts = detail::now();
+  if (read_small(task_dir + "/schedstat", text))
+    if (auto s = parse_schedstat(text, nullptr)) {
+      sink(int_counter(n.thread_sched_run_ns, T, thread_id, ts, static_cast<int64_t>(s->run_ns)));
+      sink(int_counter(n.thread_sched_wait_ns, T, thread_id, ts, static_cast<int64_t>(s->wait_ns)));
+    }
+  if (read_small(task_dir + "/stat", text))
+    if (auto s = parse_stat(text, nullptr)) {
+      const double tick = ns_per_clock_tick();
+      sink(int_counter(n.thread_cpu_user_ns, T, thread_id, ts, static_cast<int64_t>(double(s->utime) * tick)));
+      sink(int_counter(n.thread_cpu_system_ns, T, thread_id, ts, static_cast<int64_t>(double(s->stime) * tick)));
+    }
 }
 
 void SystemSampler::sample_machine() {

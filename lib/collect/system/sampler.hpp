@@ -72,6 +72,7 @@ class SystemSampler {
     SchedStat sched;             // last schedstat reading
     int64_t full_read_ns = -1;   // when stat and status were last read
     uint32_t full_read_target = 0;  // the target they were written under (changes when the thread binds)
+    uint64_t born_after = 0;        // ticks of the listing before the one that first saw it (0: there at start)
   };
   struct Last {
     union {
@@ -91,6 +92,7 @@ class SystemSampler {
   void sample_process();
   void sample_threads();
   void sample_task(uint32_t tid, Task& t);
+  void write_birth(CounterScope scope, uint32_t target, uint64_t ts);
   void sample_machine();
   void sample_numa();
   void sample_gpus(uint32_t parts);
@@ -127,6 +129,7 @@ class SystemSampler {
   bool perf_ok_ = false;
   std::unordered_map<uint32_t, Task> tasks_;
   uint64_t thread_generation_ = ~0ull;  // of the session's thread table when last looked up
+  uint64_t listed_ts_ = 0;              // ticks just before the last listing of the threads (0: none yet)
   std::unordered_map<uint64_t, Last> last_;  // (name, scope, target) -> last written value
   // Machine
   int loadavg_ = -1, stat_ = -1, meminfo_ = -1, psi_cpu_ = -1, psi_mem_ = -1;
@@ -146,6 +149,12 @@ class SystemSampler {
   std::vector<PcieLast> pcie_;
   std::string buf_;
 };
+
+/// The CPU counters of the thread whose /proc directory is `task_dir` (/proc/self/task/<tid>), read once as it
+/// exits: schedstat's run and wait time (ns) and stat's user and system time (ticks), through `sink` under
+/// `thread_id` (CounterScope::kThread). What it ran since the sampler's last round, all of it for a thread that
+/// lived less than a period, would be lost otherwise. Shares no state with a SystemSampler: any thread may call it.
+void sample_thread_at_exit(const std::string& task_dir, uint32_t thread_id, const SystemSampler::Sink& sink);
 
 /// Counter names used by the sampler (interned once per process).
 struct CounterNames {

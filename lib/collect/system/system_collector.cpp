@@ -5,6 +5,8 @@
 #include "runtime/session.hpp"
 
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <mutex>
@@ -12,6 +14,15 @@
 
 namespace inferscope::sys {
 namespace {
+
+// On a recording thread as it exits (runtime::set_thread_exit_hook): its last CPU reading, on its own ring.
+void on_thread_exit(uint32_t thread_id) noexcept {
+  try {
+    const std::string dir = "/proc/self/task/" + std::to_string(::syscall(SYS_gettid));
+    sample_thread_at_exit(dir, thread_id, [](const CounterRecord& r) { detail::emit_record(&r, sizeof(r)); });
+  } catch (...) {
+  }
+}
 
 class SystemCollector final : public runtime::Collector {
  public:
@@ -41,11 +52,13 @@ class SystemCollector final : public runtime::Collector {
       runtime::log(LogLevel::kInfo, "system collector: " + sampler_->gpu_note());
     if (!sampler_->perf_note().empty()) runtime::log(LogLevel::kInfo, "system collector: " + sampler_->perf_note());
     overhead_name_ = runtime::intern("system_sampler");
+    runtime::set_thread_exit_hook(on_thread_exit);
     thread_ = std::thread([this] { run(); });
     return "on: " + status;
   }
 
   void stop() override {
+    runtime::set_thread_exit_hook(nullptr);  // the final round below reads every thread still alive
     {
       std::lock_guard lk(mu_);
       stopping_ = true;
