@@ -91,6 +91,14 @@ struct StepStats {
   /// Every steady step's duration, in time order (outliers included): the spread behind the statistics above,
   /// for comparisons of two runs (iscope-diff's bootstrap interval). Not written to the JSON report.
   std::vector<double> steady_durations_ms;
+  /// The host ran ahead of the GPU: the steady steps' work completed over a step after their ranges ended, so
+  /// the ranges understate a step's cost. gpu_paced_ms is the cost from the GPU's pace (the steady steps' span
+  /// to the completion of the last one's work, per step), completion_periods_ms its per-step spread (each
+  /// step's completion minus the previous one's; for iscope-diff, like steady_durations_ms, and not written to
+  /// the JSON report). Both are filled whenever there are steps, ahead or not.
+  bool host_ahead = false;
+  double gpu_paced_ms = 0;
+  std::vector<double> completion_periods_ms;
 };
 
 struct KernelRow {

@@ -2,9 +2,11 @@
 // (step_policy.cpp) and the representative step (docs/analysis.md section 3).
 #include "analyze/aggregate.hpp"
 #include "analyze/stages.hpp"
+#include "analyze/gpu_pacing.hpp"
 #include "analyze/sync_iterations.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace inferscope::analyze::detail {
 namespace {
@@ -249,6 +251,33 @@ Cand whole_trace_step(const Context& cx, const Ingested& in, Analysis& a) {
   return {step_thread, 0, t_first, std::max(t_last, t_first + 1)};
 }
 
+// Whether the host ran ahead of the GPU over the steady steps (gpu_pacing.hpp): a.steps' pace and a warning.
+void note_gpu_pacing(const Ingested& in, const StepSet& ss, const StepSelection& sel, Analysis& a) {
+  std::vector<StepWindow> steady;
+  for (size_t i = sel.warmup; i < ss.steps.size(); ++i) steady.push_back({ss.steps[i].start, ss.steps[i].end});
+  std::vector<LaunchAt> launches;
+  for (const ApiOp& x : in.apis)
+    if (x.thread == std::min<uint32_t>(ss.step_thread, 0xffff) && x.corr) launches.push_back({x.start, x.corr});
+  std::vector<GpuEnd> gpu;
+  gpu.reserve(in.gpu.size());
+  for (const GpuOp& g : in.gpu)
+    if (g.corr) gpu.push_back({g.corr, g.end()});
+  const GpuPacing p = gpu_pacing(steady, std::move(launches), gpu);
+  a.steps.gpu_paced_ms = p.paced_ns / 1e6;
+  for (double v : p.periods_ns) a.steps.completion_periods_ms.push_back(v / 1e6);
+  if (!p.host_ahead) return;
+  a.steps.host_ahead = true;
+  auto ms3 = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f ms", v);
+    return std::string(b);
+  };
+  a.warnings.push_back("the host ran ahead of the GPU: a step's GPU work completed " + ms3(p.median_lag_ns / 1e6) +
+                       " after its range ended (median), more than a step later, so the step durations (" +
+                       ms3(a.steps.p50_ms) + " median) measure the host, not the step's cost; the GPU completed one "
+                       "step every " + ms3(a.steps.gpu_paced_ms) + " (iscope-diff compares that pace)");
+}
+
 // The step policy over ss.steps (m.selection, a.steps' statistics) and the representative step.
 void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysis& a, Model& m) {
   const auto& steps = ss.steps;
@@ -269,6 +298,7 @@ void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysi
     if (whole) fill_whole_trace_stats(a.steps, durs.front());
     else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
     a.end_to_end_ms = a.steps.p50_ms;
+    if (!whole) note_gpu_pacing(in, ss, m.selection, a);
   }
   // Representative step: the steady step closest to the median.
   size_t rep = m.selection.warmup;

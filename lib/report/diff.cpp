@@ -46,6 +46,16 @@ double quantile_sorted(const std::vector<double>& v, double q) {
 
 StepSide side_of(const analyze::StepStats& s) { return {s.name, s.count, s.mean_ms, s.p50_ms, s.p90_ms}; }
 
+// The same side measured by the GPU's pace: when the host ran ahead on either side, its step ranges measure the
+// host, and the two runs are compared by how often the GPU completed a step.
+StepSide paced_side_of(const analyze::StepStats& s) {
+  std::vector<double> v = s.completion_periods_ms;
+  std::sort(v.begin(), v.end());
+  const double p90 = v.empty() ? 0 : quantile_sorted(v, 0.9);  // before median_of, which reorders
+  const double p50 = v.empty() ? 0 : median_of(v);
+  return {s.name, s.count, s.gpu_paced_ms, p50, p90};
+}
+
 std::string verdict_of(const MedianInterval& i) {
   if (!i.available) return "unknown";
   if (i.high_ms < 0) return "faster";
@@ -156,6 +166,9 @@ void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::An
     const std::string which = a == &before ? "BEFORE" : "AFTER";
     if (a->partial) c.notes.push_back(which + " (" + a->source + ") is corrupt: only the data before the damage were read");
     if (a->steps.count == 0) c.notes.push_back(which + " (" + a->source + ") has no steady steps: latency not compared");
+    if (a->steps.host_ahead)
+      c.notes.push_back(which + "'s host ran ahead of the GPU (its step ranges end long before their GPU work): both "
+                        "runs' latencies are the GPU's pace, the time between completions of consecutive steps' work");
     if (a->kernels.size() >= 50 || a->python.size() >= 50)
       c.notes.push_back(which + "'s kernel or Python table holds only its 50 busiest rows: a name missing on one side "
                         "may be below that cut rather than gone");
@@ -193,11 +206,13 @@ MedianInterval median_difference_interval(const std::vector<double>& before, con
 
 LatencyChange compare_latency(const analyze::StepStats& before, const analyze::StepStats& after) {
   LatencyChange l;
-  l.before = side_of(before);
-  l.after = side_of(after);
-  l.delta_p50_ms = after.p50_ms - before.p50_ms;
-  l.delta_p50_pct = pct_change(before.p50_ms, after.p50_ms);
-  l.interval = median_difference_interval(before.steady_durations_ms, after.steady_durations_ms);
+  l.paced = before.host_ahead || after.host_ahead;
+  l.before = l.paced ? paced_side_of(before) : side_of(before);
+  l.after = l.paced ? paced_side_of(after) : side_of(after);
+  l.delta_p50_ms = l.after.p50_ms - l.before.p50_ms;
+  l.delta_p50_pct = pct_change(l.before.p50_ms, l.after.p50_ms);
+  l.interval = l.paced ? median_difference_interval(before.completion_periods_ms, after.completion_periods_ms)
+                       : median_difference_interval(before.steady_durations_ms, after.steady_durations_ms);
   l.verdict = verdict_of(l.interval);
   return l;
 }

@@ -45,6 +45,9 @@ struct LatencyChange {
   MedianInterval interval;
   /// "faster" | "slower" (the interval excludes 0) | "no clear change" | "unknown" (no interval)
   std::string verdict;
+  /// The host ran ahead of the GPU on a side (StepStats::host_ahead): both sides are compared by the GPU's
+  /// pace (completion periods), not by their step ranges, which then measure the host only.
+  bool paced = false;
 };
 
 /// One part of the mean step (analyze::Breakdown), before and after.

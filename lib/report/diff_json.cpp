@@ -43,6 +43,7 @@ json::object latency_json(const LatencyChange& l) {
   o["delta_p50_ms"] = num(l.delta_p50_ms);
   o["delta_p50_pct"] = num(l.delta_p50_pct);
   o["verdict"] = str(l.verdict);
+  o["basis"] = str(l.paced ? "gpu_pace" : "step_ranges");  // gpu_pace: a side's host ran ahead of its GPU
   o["interval"] = std::move(iv);
   return o;
 }

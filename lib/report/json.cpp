@@ -56,6 +56,8 @@ json::object steps_json(const analyze::StepStats& s) {
   o["min_ms"] = num(s.min_ms);
   o["slowest"] = steps_array(s.slowest);
   o["outliers"] = steps_array(s.outliers);
+  o["host_ahead"] = s.host_ahead;
+  o["gpu_paced_ms"] = num(s.gpu_paced_ms);
   return o;
 }
 

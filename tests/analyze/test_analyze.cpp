@@ -486,6 +486,39 @@ TEST_CASE("a program that recorded no GPU work gets no GPU wording and no GPU ad
   CHECK(report.find("Clock alignment: not applicable") != std::string::npos);
 }
 
+TEST_CASE("a loop that only queues GPU work: the host runs ahead, said so, with the GPU's pace") {
+  fs::path p = work_dir() / "host_ahead.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    // 20 steps of 120 us on the host, each queuing 2.6 ms of GPU work; one sync at the end of the run.
+    for (int i = 0; i < 20; ++i) sim.range("step", [&] { sim.host(100'000); sim.launch("conv", 2'600'000, 20'000); });
+    sim.sync();
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.host_ahead);
+  CHECK(a.steps.p50_ms == doctest::Approx(0.12).epsilon(0.05));
+  CHECK(a.steps.gpu_paced_ms == doctest::Approx(2.6).epsilon(0.05));
+  bool said = false;
+  for (auto& w : a.warnings) said |= w.find("the host ran ahead of the GPU") != std::string::npos;
+  CHECK(said);
+
+  SUBCASE("a loop that waits for its work each step is not ahead") {
+    fs::path q = work_dir() / "host_waits.iscope";
+    {
+      dump::DumpBuilder b(q.string());
+      testsupport::Sim sim(b);
+      for (int i = 0; i < 20; ++i)
+        sim.range("step", [&] { sim.host(100'000); sim.launch("conv", 2'600'000, 20'000); sim.sync(); });
+      b.finish();
+    }
+    Analysis w = analyze::analyze_file(q.string(), {});
+    CHECK_FALSE(w.steps.host_ahead);
+    CHECK(w.steps.gpu_paced_ms == doctest::Approx(w.steps.mean_ms).epsilon(0.05));
+  }
+}
+
 TEST_CASE("an unmodified program: the repeated Python function on the launching thread is the step") {
   fs::path p = work_dir() / "pysteps.iscope";
   {

@@ -174,6 +174,25 @@ TEST_CASE("diff: the bootstrap interval of the difference of medians") {
   }
 }
 
+TEST_CASE("diff: when the host ran ahead on a side, both sides are compared by the GPU's pace") {
+  analyze::StepStats sb, sa;
+  sb.steady_durations_ms = {19.7, 19.8, 19.6, 19.9, 19.7, 19.8};
+  sb.completion_periods_ms = {19.8, 19.8, 19.7, 19.9, 19.8, 19.8};
+  sb.p50_ms = 19.75, sb.gpu_paced_ms = 19.8;
+  sa.steady_durations_ms = {0.12, 0.12, 0.11, 0.13, 0.12, 0.12};  // the host's ranges: it only queued
+  sa.completion_periods_ms = {2.6, 2.7, 2.6, 2.6, 2.5, 2.6};
+  sa.p50_ms = 0.12, sa.gpu_paced_ms = 2.6, sa.host_ahead = true;
+  const auto l = report::compare_latency(sb, sa);
+  CHECK(l.paced);
+  CHECK(l.after.p50_ms == doctest::Approx(2.6));
+  CHECK(l.delta_p50_ms == doctest::Approx(2.6 - 19.8));
+  REQUIRE(l.interval.available);
+  CHECK(l.interval.high_ms < -16);  // the ranges would have said -19.6
+  CHECK(l.interval.low_ms > -17.5);
+  sa.host_ahead = false;
+  CHECK_FALSE(report::compare_latency(sb, sa).paced);
+}
+
 TEST_CASE("diff: findings matched by category") {
   analyze::Finding s, c, w;
   s.category = "sync_bound", s.impact_ms = 2, s.primary = true;
