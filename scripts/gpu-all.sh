@@ -64,9 +64,9 @@ if [ "$PART" = analyzer ]; then
   ONLY=${ONLY_V:-} BUILD_DIR="$BUILD" PYTHON="$PY" AB_ROUNDS=${AB_ROUNDS:-5} WORK="$BUILD/validate" \
     scripts/validate-unseen.sh "$OUT/validate" > "$OUT/validate.txt" 2>&1
   echo "validate rc=$?"; tail -16 "$OUT/validate.txt"
-  timeout 120 "$PY" scripts/record-kineto-traces.py --out "$OUT/kineto" --iscope-analyze "$BUILD/tools/iscope-analyze/iscope-analyze" \
+  PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" timeout 200 "$PY" scripts/record-kineto-traces.py --out "$OUT/kineto" --iscope-analyze "$BUILD/tools/iscope-analyze/iscope-analyze" --iscope-run "$BUILD/tools/iscope-run/iscope-run" \
     > "$OUT/kineto.txt" 2>&1
-  echo "kineto rc=$?"; tail -6 "$OUT/kineto.txt"
+  echo "kineto rc=$?"; grep -v Warning "$OUT/kineto.txt" | tail -24
 fi
 
 if [ "$PART" = fixtures ]; then

@@ -4,7 +4,7 @@
 Run on the GPU machine (no network needed: every model is randomly initialised):
 
     python3 scripts/record-kineto-traces.py --out /tmp/kineto-traces \
-        [--iscope-analyze build/tools/iscope-analyze/iscope-analyze]
+        [--iscope-analyze build/tools/iscope-analyze/iscope-analyze [--iscope-run build/tools/iscope-run/iscope-run]]
 
 Writes <out>/<name>.json.gz for each program, recorded with schedule(wait=1, warmup=1, active=5),
 with_stack=True and CPU + CUDA activities, exported by prof.export_chrome_trace in on_trace_ready:
@@ -163,6 +163,29 @@ def record(name, make, device, out_dir):
     return target
 
 
+def run_plain(name, device):
+    """The same program without torch.profiler (warm-up, then the profiled number of steps), for iscope-run: the
+    comparison of the two recorders' verdicts on one program."""
+    setup, step = PROGRAMS[name](device)
+    state = setup()
+    with torch.inference_mode():
+        for _ in range(3 + WAIT + WARMUP + ACTIVE):
+            step(state)
+        torch.cuda.synchronize()
+
+
+def own_dump_findings(name, iscope_run, iscope_analyze, out_dir):
+    """Runs `name` under iscope-run (no torch.profiler) and returns iscope-analyze's findings digest of its dump."""
+    dump = os.path.join(out_dir, name + ".iscope")
+    r = subprocess.run([iscope_run, "-q", "-o", dump, "--", sys.executable, os.path.abspath(__file__), "--plain", name],
+                       capture_output=True, text=True)
+    if r.returncode or not os.path.exists(dump):
+        return f"(iscope-run exited {r.returncode}: {r.stderr.strip()[-300:]})"
+    r = subprocess.run([iscope_analyze, dump, "--findings"], capture_output=True, text=True)
+    os.remove(dump)
+    return r.stdout.rstrip() or f"(no findings; iscope-analyze exited {r.returncode})"
+
+
 def describe(path):
     with gzip.open(path, "rt") as f:
         trace = json.load(f)
@@ -178,16 +201,25 @@ def describe(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="folder for <name>.json.gz")
+    ap.add_argument("--out", help="folder for <name>.json.gz (required)")
     ap.add_argument("--only", choices=sorted(PROGRAMS), action="append", help="record only this program (repeatable)")
     ap.add_argument("--iscope-analyze", help="path of iscope-analyze: print each trace's findings digest")
+    ap.add_argument("--iscope-run", help="path of iscope-run: also record each program without torch.profiler "
+                    "under iscope-run and print its own dump's findings digest beside the trace's (needs --iscope-analyze)")
+    ap.add_argument("--plain", choices=sorted(PROGRAMS), help=argparse.SUPPRESS)  # the program alone, for --iscope-run
     args = ap.parse_args()
+    if not args.out and not args.plain:
+        ap.error("--out is required")
     if torch is None:
         print("record-kineto-traces: torch is not installed: nothing recorded", file=sys.stderr)
         return 77
     if not torch.cuda.is_available():
         print("record-kineto-traces: no CUDA device: nothing recorded", file=sys.stderr)
         return 77
+    if args.plain:
+        torch.manual_seed(0)
+        run_plain(args.plain, torch.device("cuda"))
+        return 0
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)
     device = torch.device("cuda")
@@ -203,6 +235,9 @@ def main():
             print(r.stdout.rstrip() or "(no findings)")
             if r.returncode:
                 print(f"  iscope-analyze exited {r.returncode}: {r.stderr.strip()}", file=sys.stderr)
+            if args.iscope_run:
+                print("  own dump (iscope-run, no torch.profiler):")
+                print("  " + own_dump_findings(name, args.iscope_run, args.iscope_analyze, args.out).replace("\n", "\n  "))
     return 0 if small else 1
 
 
