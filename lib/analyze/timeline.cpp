@@ -59,11 +59,17 @@ void assign_rows(Lanes& lanes) {
   }
 }
 
-// Merges runs of spans narrower than min_w; returns the spans left.
+// Merges runs of host spans narrower than min_w; returns the spans left. GPU spans are never merged: a block
+// of joined kernels would include the idle gaps between them (twelve 1.5 us kernels drawn as one 318 us bar
+// at 3 % utilization); the reports draw tiny kernels as a busy-fraction strip instead.
 size_t merge_tiny(Lanes& lanes, double min_w) {
   size_t total = 0;
   for (auto& [n, L] : lanes) {
     std::sort(L.spans.begin(), L.spans.end(), [](auto& x, auto& y) { return x.start_ms < y.start_ms; });
+    if (L.gpu) {
+      total += L.spans.size();
+      continue;
+    }
     std::vector<TimelineSpan> out;
     for (auto& s : L.spans) {
       bool tiny = s.end_ms - s.start_ms < min_w;

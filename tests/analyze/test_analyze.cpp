@@ -519,6 +519,34 @@ TEST_CASE("a loop that only queues GPU work: the host runs ahead, said so, with 
   }
 }
 
+TEST_CASE("timeline: tiny kernels with idle gaps between them are never merged into one busy-looking GPU span") {
+  fs::path p = work_dir() / "tiny_kernels.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    // 1.5 us kernels 25 us apart: 6 % busy. The host work makes the step long enough that a gap is under
+    // 1/2000 of it, which is what used to let them merge.
+    for (int i = 0; i < 5; ++i)
+      sim.range("step", [&] {
+        sim.host(60'000'000);
+        for (int k = 0; k < 200; ++k) { sim.launch("tiny", 1'500, 5'000); sim.host(20'000); }
+        sim.sync();
+      });
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  size_t gpu_spans = 0;
+  for (const auto& lane : a.representative.lanes) {
+    if (!lane.gpu) continue;
+    for (const auto& s : lane.spans) {
+      ++gpu_spans;
+      CHECK(s.label.rfind("merged ", 0) != 0);
+      CHECK(s.end_ms - s.start_ms < 0.01);
+    }
+  }
+  CHECK(gpu_spans == 200);
+}
+
 TEST_CASE("an unmodified program: the repeated Python function on the launching thread is the step") {
   fs::path p = work_dir() / "pysteps.iscope";
   {
