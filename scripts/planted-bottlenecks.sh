@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Runs every planted-bottleneck program (samples/planted/*.py) under iscope-run, analyses the dump and prints
-# expected vs. actual primary category. With an argument, also writes that Markdown table (for
+# expected vs. actual primary category; for a program with a fix (HAS_FIX, the default), also the analyzer's
+# predicted saving of that category's first estimated suggestion against the saving measured by
+# `prog --ab AB_ROUNDS` (the planted and fixed steps alternating in one process, without the profiler). With an argument, also writes that Markdown table (for
 # docs/planted-bottlenecks.md): to the file when it ends in .md, else to OUT/planted-bottlenecks.md in that
 # directory. Dumps, reports and logs stay in WORK (only the table goes to the output, so it stays small).
 #
 #   scripts/planted-bottlenecks.sh [OUT.md | OUTDIR]
 #   env: BUILD or BUILD_DIR (build dir, default build), PYTHON (default python3), WORK (dumps, reports and logs,
-#        default $BUILD/planted), ONLY="sync_bound h2d_bound" to run a subset, TIMEOUT per program (default 60 s)
+#        default $BUILD/planted), ONLY="sync_bound h2d_bound" to run a subset, TIMEOUT per program (default 60 s),
+#        AB_ROUNDS (default 5; 0: no A/B)
 # Exit status: 0 when every program ran and every primary matched, 1 otherwise.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-${BUILD_DIR:-$root/build}}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 python=${PYTHON:-python3}
+# shellcheck source=scripts/lib/savings.sh
+. "$root/scripts/lib/savings.sh"
+ab_rounds=${AB_ROUNDS:-5}
 work=${WORK:-$build/planted}
 timeout_s=${TIMEOUT:-60}
 run=$build/tools/iscope-run/iscope-run
@@ -32,9 +38,29 @@ for d in "$build/bindings/python" "$build/python"; do
 done
 
 names=${ONLY:-$(cd "$root/samples/planted" && ls [a-z]*.py | sed 's/\.py$//')}
+
+# "pred meas diff within" for program $1 (analysed into $work/$1.json): its planted category's predicted saving
+# and the A/B's measured one; n/a where the program has no fix, the A/B is off or the finding has no estimate.
+# (Runs in a subshell: the caller counts.)
+compare_saving() {
+  local pred meas diff=n/a ok=n/a
+  pred=$(pred_for "$1" "$(preds_of "$python" "$work/$1.json")")
+  meas=n/a
+  if [ "$ab_rounds" -gt 0 ] && [ "$(has_fix "$python" "$root/samples/planted/$1.py")" = True ]; then
+    timeout "$timeout_s" "$python" "$root/samples/planted/$1.py" --ab "$ab_rounds" >"$work/$1.ab.log" 2>&1
+    meas=$(ab_saving "$work/$1.ab.log")
+    [ -n "$meas" ] || meas=FAILED
+  fi
+  if [ "$pred" != n/a ] && [ "$meas" != n/a ] && [ "$meas" != FAILED ]; then
+    diff=$(awk -v p="$pred" -v m="$meas" 'BEGIN{printf "%+.1f", p - m}')
+    ok=$(awk -v d="$diff" 'BEGIN{print (d <= 20 && d >= -20) ? "yes" : "no"}')
+  fi
+  echo "$pred $meas $diff $ok"
+}
 rows=()
-ok=0 bad=0
-printf '%-16s %-16s %-16s %-8s %-10s %s\n' program expected primary match conf "impact"
+ok=0 bad=0 within=0 compared=0
+fmt='%-16s %-16s %-16s %-6s %-5s %7s %7s %7s %-5s %s\n'
+printf "$fmt" program expected primary match conf "pred %" "meas %" diff "±20" "impact"
 for name in $names; do
   dump=$work/$name.iscope
   rm -f "$dump"
@@ -70,11 +96,15 @@ for name in $names; do
   match=no
   [ "$primary" = "$name" ] && match=yes
   if [ $match = yes ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
-  printf '%-16s %-16s %-16s %-8s %-10s %s\n' "$name" "$name" "$primary" "$match" "${conf:--}" "${impact:--} ${others:+(also: $others)}"
+  read -r pred meas diff within_20 <<<"$(compare_saving "$name")"
+  [ "$within_20" != n/a ] && compared=$((compared + 1))
+  [ "$within_20" = yes ] && within=$((within + 1))
+  printf "$fmt" "$name" "$name" "$primary" "$match" "${conf:--}" "$pred" "$meas" "$diff" "$within_20" \
+    "${impact:--} ${others:+(also: $others)}"
   did=$(grep -v '^iscope' "$work/$name.run.log" | tail -1 | tr '|' '/')
-  rows+=("| $name | $name | $primary | $match | ${conf:--} | ${impact:--} | ${others:--}; run ${secs} s: $did |")
+  rows+=("| $name | $name | $primary | $match | ${conf:--} | $pred | $meas | $diff | $within_20 | ${impact:--} | ${others:--}; run ${secs} s: $did |")
 done
-echo "planted-bottlenecks: $ok matched, $bad did not (dumps, reports and logs in $work)"
+echo "planted-bottlenecks: $ok matched, $bad did not, $within of $compared savings within ±20 points (dumps, reports and logs in $work)"
 
 if [ -n "$out_md" ]; then
   {
@@ -88,9 +118,11 @@ if [ -n "$out_md" ]; then
     echo "- machine: ${gpu:-no GPU found by nvidia-smi} (name, driver), $(nproc) CPUs, $(uname -r)"
     echo "- command: scripts/planted-bottlenecks.sh $out_md"
     echo
-    echo "| program | expected | primary | match | confidence | impact per step | other findings; run |"
-    echo "| --- | --- | --- | --- | ---: | --- | --- |"
+    echo "| program | expected | primary | match | confidence | predicted saving % | measured saving % (A/B) | diff (points) | within ±20 | impact per step | other findings; run |"
+    echo "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
+    echo
+    echo "$ok matched, $bad did not; $within of $compared predicted savings within ±20 points (AB_ROUNDS=$ab_rounds)."
   } >"$out_md"
   echo "planted-bottlenecks: wrote $out_md"
 fi

@@ -25,6 +25,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-${BUILD_DIR:-$root/build}}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 python=${PYTHON:-python3}
+# shellcheck source=scripts/lib/savings.sh
+. "$root/scripts/lib/savings.sh"
 work=${WORK:-$build/validate}
 case $work in /*) ;; *) work=$PWD/$work ;; esac
 timeout_s=${TIMEOUT:-120}
@@ -65,29 +67,20 @@ print(vals["EXPECTED"], vals["HAS_FIX"])' "$src/$1.py"
   fi
 }
 
-# summary JSON -> "primary others end_to_end_ms preds steps_name steps_count", where preds is
-# "category=impact_ms=pct,..." for every finding: the replayed saving of its first estimated suggestion, as a
-# share of the end-to-end step ("n/a" where not estimated).
+# summary JSON -> "primary others end_to_end_ms preds steps_name steps_count"; preds: preds_of (scripts/lib/savings.sh)
 summarize() {
-  "$python" - "$1" <<'PY'
+  local preds
+  preds=$(preds_of "$python" "$1")
+  "$python" - "$1" "$preds" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 fs = r.get("findings") or []
 cat = lambda f: f.get("category") or f.get("bottleneck_type") or "?"
 prim = next((f for f in fs if f.get("primary")), fs[0] if fs else None)
 e2e = r.get("end_to_end_ms")
-
-def predicted(f):
-    sug = next((s for s in f.get("suggestions") or [] if s.get("estimated") is not False), {})
-    imp = sug.get("impact_ms")
-    if not isinstance(imp, (int, float)) or imp <= 0 or not isinstance(e2e, (int, float)) or e2e <= 0:
-        return "n/a=n/a"
-    return "%.2f=%.1f" % (imp, imp / e2e * 100)
-
-preds = ",".join(cat(f) + "=" + predicted(f) for f in fs) or "-"
 others = ",".join(cat(f) for f in fs if f is not prim) or "-"
 st = r.get("steps") or {}
-print(cat(prim) if prim else "(none)", others, "%.2f" % e2e if isinstance(e2e, (int, float)) else "-", preds,
+print(cat(prim) if prim else "(none)", others, "%.2f" % e2e if isinstance(e2e, (int, float)) else "-", sys.argv[2],
       (st.get("name") or "-").replace(" ", "_"), st.get("count", 0))
 PY
 }
@@ -100,10 +93,6 @@ truth_of() {
          END { if (best == "") print "'"$1"' n/a"; else printf "%s %.1f\n", best, max }'
 }
 
-# The predicted saving % of the finding of category $1 from a preds list ($2), or n/a.
-pred_for() {
-  tr ',' '\n' <<<"$2" | awk -F= -v c="$1" '$1 == c { print $3; found = 1; exit } END { if (!found) print "n/a" }'
-}
 
 cmd_of() {  # the program's command line
   if [ "$1" = cuda_graph_app ]; then echo "$work/cuda_graph_app"; else echo "$python $src/$1.py"; fi

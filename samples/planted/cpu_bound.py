@@ -29,5 +29,19 @@ def step(i):
     torch.cuda.synchronize()
 
 
+cached = None
+
+
+def step_fixed(i):
+    """The fix: the input does not change between requests, so it is tokenized once and cached."""
+    global cached
+    if cached is None:
+        cached = preprocess()
+    x = cached.to("cuda").unsqueeze(0).repeat(1024, 1)
+    for _ in range(4):
+        x = torch.tanh(x @ w)
+    torch.cuda.synchronize()
+
+
 print("planting cpu_bound: ~6 slow tokenize() calls per step before a few 1024x1024 matmuls")
-run("cpu_bound", step)
+run("cpu_bound", step, fixed=step_fixed)
