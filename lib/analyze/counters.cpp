@@ -3,6 +3,8 @@
 // section 4, docs/counters.md).
 #include "analyze/stages.hpp"
 
+#include <inferscope/counter_names.hpp>
+
 namespace inferscope::analyze::detail {
 namespace {
 
@@ -104,11 +106,12 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
     if (thread_scope && c.target == step_thread && is_runnable_counter(n))
       tgt = &wait_fl;  // runnable but waiting for a CPU
     else if (thread_scope && c.target == step_thread &&
-             (n.find("involuntary") != std::string::npos || n.find("nonvoluntary") != std::string::npos))
+             n == counter_names::kThreadCtxInvoluntary)
       tgt = &inv_fl;
-    else if (c.scope == uint8_t(CounterScope::kProcess) && n.find("rss") != std::string::npos)
+    else if (c.scope == uint8_t(CounterScope::kProcess) && n == counter_names::kMemRssBytes)
       tgt = &rss_fl;
-    else if (c.scope == uint8_t(CounterScope::kProcess) && n.find("fault") != std::string::npos)
+    else if (c.scope == uint8_t(CounterScope::kProcess) &&
+             (n == counter_names::kMemMinorFaults || n == counter_names::kMemMajorFaults))
       tgt = &flt_fl;
     if (!tgt) continue;
     auto& f = (*tgt)[{c.name, c.target}];

@@ -1,5 +1,7 @@
 #include "analyze/host_state.hpp"
 
+#include <inferscope/counter_names.hpp>
+
 #include <algorithm>
 
 namespace inferscope::analyze::detail {
@@ -88,11 +90,11 @@ void split_idle_host(std::vector<StepMetrics>& steps, const ThreadCounters& st, 
 }
 
 bool is_on_cpu_counter(const std::string& n, bool& schedstat) {
-  schedstat = n.find("sched.run") != std::string::npos;
-  if (schedstat) return true;
-  return n.find("cpu") != std::string::npos && (n.find("_ns") != std::string::npos || n.find("time") != std::string::npos);
+  namespace names = counter_names;
+  schedstat = n == names::kThreadSchedRunNs;
+  return schedstat || n == names::kThreadCpuUserNs || n == names::kThreadCpuSystemNs;
 }
 
-bool is_runnable_counter(const std::string& n) { return n.find("sched.wait") != std::string::npos; }
+bool is_runnable_counter(const std::string& n) { return n == counter_names::kThreadSchedWaitNs; }
 
 }  // namespace inferscope::analyze::detail

@@ -3,6 +3,8 @@
 // bandwidths, callers).
 #include "analyze/stages.hpp"
 
+#include <inferscope/counter_names.hpp>
+
 namespace inferscope::analyze::detail {
 namespace {
 
@@ -211,7 +213,7 @@ std::map<uint32_t, double> involuntary_by_thread(const Context& cx, const Ingest
   for (auto& c : in.counters) {
     if (c.scope != uint8_t(CounterScope::kThread)) continue;
     const std::string& n = cx.name_of(c.name);
-    if (n.find("involuntary") == std::string::npos && n.find("nonvoluntary") == std::string::npos) continue;
+    if (n != counter_names::kThreadCtxInvoluntary) continue;
     auto [it, fresh] = first_last.try_emplace({c.target, c.name}, c.v, c.v);
     it->second.second = c.v;
   }

@@ -16,6 +16,8 @@
 #include "report/perfetto_json.hpp"
 #include "report/report.hpp"
 
+#include <inferscope/counter_names.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -589,7 +591,7 @@ class TraceWriter {
       case CounterScope::kThread:
       case CounterScope::kOsThread: {
         const ThreadOwner t = thread_owner(c.scope, c.target);
-        if (counter == "thread.state")
+        if (counter == counter_names::kThreadState)
           return counters_.add_state({t.pid, t.tid + kStateTidOffset, t.label + " · state"}, s.ts_ns,
                                      s.is_double ? static_cast<int64_t>(s.d) : s.i);
         s.pid = t.pid;

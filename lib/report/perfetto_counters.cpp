@@ -1,5 +1,7 @@
 #include "report/perfetto_counters.hpp"
 
+#include <inferscope/counter_names.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -7,14 +9,15 @@ namespace inferscope::report::perfetto {
 
 std::optional<RateUnit> cumulative_unit(std::string_view c) {
   // The cumulative counters of docs/counters.md; every other counter is a level.
+  namespace n = counter_names;
   static const std::pair<std::string_view, RateUnit> exact[] = {
-      {"cpu.user_ns", {"ms/s", 1e-6}},          {"cpu.system_ns", {"ms/s", 1e-6}},
-      {"thread.cpu.user_ns", {"ms/s", 1e-6}},   {"thread.cpu.system_ns", {"ms/s", 1e-6}},
-      {"thread.sched.run_ns", {"ms/s", 1e-6}},  {"thread.sched.wait_ns", {"ms/s", 1e-6}},
-      {"perf.task_clock_ns", {"ms/s", 1e-6}},   {"ctx.voluntary", {"switches/s", 1}},
-      {"ctx.involuntary", {"switches/s", 1}},   {"thread.ctx.voluntary", {"switches/s", 1}},
-      {"thread.ctx.involuntary", {"switches/s", 1}}, {"mem.minor_faults", {"faults/s", 1}},
-      {"mem.major_faults", {"faults/s", 1}},
+      {n::kCpuUserNs, {"ms/s", 1e-6}},          {n::kCpuSystemNs, {"ms/s", 1e-6}},
+      {n::kThreadCpuUserNs, {"ms/s", 1e-6}},    {n::kThreadCpuSystemNs, {"ms/s", 1e-6}},
+      {n::kThreadSchedRunNs, {"ms/s", 1e-6}},   {n::kThreadSchedWaitNs, {"ms/s", 1e-6}},
+      {n::kPerfTaskClockNs, {"ms/s", 1e-6}},    {n::kCtxVoluntary, {"switches/s", 1}},
+      {n::kCtxInvoluntary, {"switches/s", 1}},  {n::kThreadCtxVoluntary, {"switches/s", 1}},
+      {n::kThreadCtxInvoluntary, {"switches/s", 1}}, {n::kMemMinorFaults, {"faults/s", 1}},
+      {n::kMemMajorFaults, {"faults/s", 1}},
   };
   for (const auto& [name, unit] : exact)
     if (c == name) return unit;

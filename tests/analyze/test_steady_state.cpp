@@ -9,6 +9,7 @@
 #include "support/dump_builder.hpp"
 
 #include <doctest/doctest.h>
+#include <inferscope/counter_names.hpp>
 
 #include <filesystem>
 
@@ -436,4 +437,20 @@ TEST_CASE("thread table: CPU time from schedstat when the dump has it, whole liv
   CHECK(rows["ticks-only"]->cpu_ms == 0);
   CHECK(rows["ticks-only"]->cpu_source == "ticks");
   CHECK(rows["no-counters"]->cpu_source.empty());
+}
+
+TEST_CASE("host state reads the sampler's counters by their one name (include/inferscope/counter_names.hpp)") {
+  namespace names = inferscope::counter_names;
+  bool schedstat = false;
+  CHECK(analyze::detail::is_on_cpu_counter(std::string(names::kThreadSchedRunNs), schedstat));
+  CHECK(schedstat);
+  CHECK(analyze::detail::is_on_cpu_counter(std::string(names::kThreadCpuUserNs), schedstat));
+  CHECK_FALSE(schedstat);
+  CHECK(analyze::detail::is_on_cpu_counter(std::string(names::kThreadCpuSystemNs), schedstat));
+  CHECK(analyze::detail::is_runnable_counter(std::string(names::kThreadSchedWaitNs)));
+  // Names that merely look alike are not on-CPU time: the process's totals, a rate, the wait.
+  CHECK_FALSE(analyze::detail::is_on_cpu_counter(std::string(names::kCpuUserNs), schedstat));
+  CHECK_FALSE(analyze::detail::is_on_cpu_counter(std::string(names::kMachineBusyPct), schedstat));
+  CHECK_FALSE(analyze::detail::is_on_cpu_counter(std::string(names::kThreadSchedWaitNs), schedstat));
+  CHECK_FALSE(analyze::detail::is_runnable_counter(std::string(names::kThreadSchedRunNs)));
 }

@@ -2,6 +2,8 @@
 
 #include "runtime/runtime.hpp"
 
+#include <inferscope/counter_names.hpp>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -74,42 +76,43 @@ uint64_t key_of(uint32_t name, CounterScope scope, uint32_t target) {
 const CounterNames& CounterNames::get() {
   static const CounterNames n = [] {
     using runtime::intern;
+    namespace names = counter_names;
     CounterNames c{};
-    c.cpu_user_ns = intern("cpu.user_ns");
-    c.cpu_system_ns = intern("cpu.system_ns");
-    c.ctx_voluntary = intern("ctx.voluntary");
-    c.ctx_involuntary = intern("ctx.involuntary");
-    c.mem_rss_bytes = intern("mem.rss_bytes");
-    c.mem_minor_faults = intern("mem.minor_faults");
-    c.mem_major_faults = intern("mem.major_faults");
-    c.mem_hwm_bytes = intern("mem.hwm_bytes");
-    c.threads = intern("process.threads");
-    c.thread_cpu_user_ns = intern("thread.cpu.user_ns");
-    c.thread_cpu_system_ns = intern("thread.cpu.system_ns");
-    c.thread_sched_run_ns = intern("thread.sched.run_ns");
-    c.thread_sched_wait_ns = intern("thread.sched.wait_ns");
-    c.thread_state = intern("thread.state");
-    c.thread_ctx_voluntary = intern("thread.ctx.voluntary");
-    c.thread_ctx_involuntary = intern("thread.ctx.involuntary");
-    c.perf_task_clock_ns = intern("perf.task_clock_ns");
-    c.load_1m = intern("load.1m");
-    c.load_runnable = intern("load.runnable");
-    c.machine_busy_pct = intern("cpu.machine.busy_pct");
-    c.machine_mem_available_bytes = intern("mem.machine.available_bytes");
-    c.psi_cpu_some_us = intern("psi.cpu.some_us");
-    c.psi_memory_some_us = intern("psi.memory.some_us");
-    c.psi_memory_full_us = intern("psi.memory.full_us");
-    c.numa_mem_free_bytes = intern("numa.mem_free_bytes");
-    c.gpu_util_pct = intern("gpu.util_pct");
-    c.gpu_mem_util_pct = intern("gpu.mem_util_pct");
-    c.gpu_mem_used_bytes = intern("gpu.mem_used_bytes");
-    c.gpu_mem_total_bytes = intern("gpu.mem_total_bytes");
-    c.gpu_pcie_tx = intern("gpu.pcie_tx_bytes_per_s");
-    c.gpu_pcie_rx = intern("gpu.pcie_rx_bytes_per_s");
-    c.gpu_sm_clock_mhz = intern("gpu.sm_clock_mhz");
-    c.gpu_power_mw = intern("gpu.power_mw");
-    c.gpu_throttle_reasons = intern("gpu.throttle_reasons");
-    c.gpu_temperature_c = intern("gpu.temperature_c");
+    c.cpu_user_ns = intern(names::kCpuUserNs);
+    c.cpu_system_ns = intern(names::kCpuSystemNs);
+    c.ctx_voluntary = intern(names::kCtxVoluntary);
+    c.ctx_involuntary = intern(names::kCtxInvoluntary);
+    c.mem_rss_bytes = intern(names::kMemRssBytes);
+    c.mem_minor_faults = intern(names::kMemMinorFaults);
+    c.mem_major_faults = intern(names::kMemMajorFaults);
+    c.mem_hwm_bytes = intern(names::kMemHwmBytes);
+    c.threads = intern(names::kProcessThreads);
+    c.thread_cpu_user_ns = intern(names::kThreadCpuUserNs);
+    c.thread_cpu_system_ns = intern(names::kThreadCpuSystemNs);
+    c.thread_sched_run_ns = intern(names::kThreadSchedRunNs);
+    c.thread_sched_wait_ns = intern(names::kThreadSchedWaitNs);
+    c.thread_state = intern(names::kThreadState);
+    c.thread_ctx_voluntary = intern(names::kThreadCtxVoluntary);
+    c.thread_ctx_involuntary = intern(names::kThreadCtxInvoluntary);
+    c.perf_task_clock_ns = intern(names::kPerfTaskClockNs);
+    c.load_1m = intern(names::kLoad1m);
+    c.load_runnable = intern(names::kLoadRunnable);
+    c.machine_busy_pct = intern(names::kMachineBusyPct);
+    c.machine_mem_available_bytes = intern(names::kMachineMemAvailableBytes);
+    c.psi_cpu_some_us = intern(names::kPsiCpuSomeUs);
+    c.psi_memory_some_us = intern(names::kPsiMemorySomeUs);
+    c.psi_memory_full_us = intern(names::kPsiMemoryFullUs);
+    c.numa_mem_free_bytes = intern(names::kNumaMemFreeBytes);
+    c.gpu_util_pct = intern(names::kGpuUtilPct);
+    c.gpu_mem_util_pct = intern(names::kGpuMemUtilPct);
+    c.gpu_mem_used_bytes = intern(names::kGpuMemUsedBytes);
+    c.gpu_mem_total_bytes = intern(names::kGpuMemTotalBytes);
+    c.gpu_pcie_tx = intern(names::kGpuPcieTxBytesPerS);
+    c.gpu_pcie_rx = intern(names::kGpuPcieRxBytesPerS);
+    c.gpu_sm_clock_mhz = intern(names::kGpuSmClockMhz);
+    c.gpu_power_mw = intern(names::kGpuPowerMw);
+    c.gpu_throttle_reasons = intern(names::kGpuThrottleReasons);
+    c.gpu_temperature_c = intern(names::kGpuTemperatureC);
     return c;
   }();
   return n;
