@@ -30,7 +30,8 @@ th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
 .badge.primary{background:#c0392b;color:#fff}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
-svg text{font:11px system-ui,sans-serif}
+svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}
+.tl-controls button{font:13px system-ui,sans-serif;min-width:28px;margin-right:4px}
 )CSS";
 
 // Sorting is a convenience: the tables are complete and ordered without it. Each table gets its own handlers and
@@ -46,6 +47,40 @@ Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th){th.addEventL
 var col=th.cellIndex,tb=table.tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
 rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,nx=num(x),ny=num(y);
 var r=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?r:-r;});rows.forEach(function(r){tb.appendChild(r);});});});});
+)JS";
+
+// Zoom and pan of the step timeline (write_timeline's markup: svg#tl-svg with data-span/x0/w/h, the spans in
+// g.tl-z groups inside nested <svg> viewports over the plot, g#tl-ticks). The view is a zoom factor k >= 1 and an offset in plot pixels;
+// each g.tl-z gets matrix(k,0,0,1,e,0) so a span at plot x lands at x0 + (x - x0 - off) * k. Span labels are
+// hidden while zoomed (they would stretch); the ticks are redrawn for the visible milliseconds. svg.dataset.k
+// and .off hold the view (the browser test reads them).
+constexpr const char* kTimelineScript = R"JS(
+(function(){var svg=document.getElementById('tl-svg');if(!svg)return;
+var NS=svg.namespaceURI,span=+svg.dataset.span,x0=+svg.dataset.x0,w=+svg.dataset.w,h=+svg.dataset.h;
+var k=1,off=0,ticks=document.getElementById('tl-ticks'),view=document.getElementById('tl-view');
+function nice(r){var p=Math.pow(10,Math.floor(Math.log10(r))),m=r/p;return (m<1.5?1:m<3.5?2:m<7.5?5:10)*p;}
+function el(n,a){var e=document.createElementNS(NS,n);for(var q in a)e.setAttribute(q,a[q]);return e;}
+function draw(){k=Math.max(1,Math.min(k,5000));off=Math.max(0,Math.min(off,w-w/k));
+var e=x0*(1-k)-k*off,m='matrix('+k+',0,0,1,'+e+',0)';
+svg.querySelectorAll('g.tl-z').forEach(function(g){g.setAttribute('transform',m);});
+svg.querySelectorAll('text.sl').forEach(function(t){t.style.display=k>1.001?'none':'';});
+var t0=off/w*span,t1=(off+w/k)/w*span,st=nice((t1-t0)/8),d=st<0.01?3:st<1?2:1;
+while(ticks.firstChild)ticks.removeChild(ticks.firstChild);
+for(var t=Math.ceil(t0/st)*st;t<=t1+1e-9;t+=st){var x=x0+(t-t0)/(t1-t0)*w;
+ticks.appendChild(el('line',{x1:x.toFixed(1),y1:16,x2:x.toFixed(1),y2:h,stroke:'#e3e7eb'}));
+var tx=el('text',{x:(x+2).toFixed(1),y:12,fill:'#5d6875'});tx.textContent=t.toFixed(d)+' ms';ticks.appendChild(tx);}
+svg.dataset.k=k;svg.dataset.off=off;
+if(view)view.textContent=k>1.001?'showing '+t0.toFixed(3)+'\u2013'+t1.toFixed(3)+' ms':'';}
+function zoomAt(f,px){var c=off+px/k;k*=f;k=Math.max(1,Math.min(k,5000));off=c-px/k;draw();}
+function plotX(ev){var r=svg.getBoundingClientRect();return (ev.clientX-r.left)*(svg.viewBox.baseVal.width/r.width)-x0;}
+svg.addEventListener('wheel',function(ev){var px=plotX(ev);if(px<0||px>w)return;ev.preventDefault();
+zoomAt(ev.deltaY<0?1.25:0.8,px);},{passive:false});
+var drag=null;svg.addEventListener('mousedown',function(ev){drag={x:plotX(ev),off:off};});
+window.addEventListener('mousemove',function(ev){if(!drag)return;off=drag.off-(plotX(ev)-drag.x)/k;draw();});
+window.addEventListener('mouseup',function(){drag=null;});
+document.querySelectorAll('.tl-controls button').forEach(function(b){b.addEventListener('click',function(){
+var z=b.dataset.zoom;if(z==='reset'){k=1;off=0;draw();}else zoomAt(z==='in'?2:0.5,w/2);});});
+draw();})();
 )JS";
 
 const char* breakdown_color(const std::string& key) {
@@ -191,10 +226,20 @@ void write_timeline(const Analysis& a, const KernelNames& names, std::ostream& o
     lane_rows.push_back(std::move(rows));
   }
   const double total_w = kLabelW + kPlotW + 40;  // room for the last tick label
-  out << "<svg role=\"img\" aria-label=\"timeline of the representative step\" "
-         "width=\""
-      << total_w << "\" height=\"" << fmt(height, 0) << "\" viewBox=\"0 0 " << total_w << ' ' << fmt(height, 0)
-      << "\">\n";
+  // Zoom and pan (kTimelineScript): the spans of every lane sit in a "tl-z" group the script scales and shifts
+  // along x, inside a nested <svg> over the plot that clips them; lane names stay put and the script redraws the ticks for the visible range.
+  out << "<div class=\"tl-controls\"><button type=\"button\" data-zoom=\"in\" title=\"zoom in (or the mouse wheel)\">+"
+         "</button><button type=\"button\" data-zoom=\"out\" title=\"zoom out\">&minus;</button><button type=\"button\" "
+         "data-zoom=\"reset\">reset</button> <span class=\"muted\">wheel: zoom at the pointer, drag: pan</span> "
+         "<span id=\"tl-view\" class=\"muted\"></span></div>\n";
+  out << "<svg id=\"tl-svg\" role=\"img\" aria-label=\"timeline of the representative step\" width=\"" << total_w
+      << "\" height=\"" << fmt(height, 0) << "\" viewBox=\"0 0 " << total_w << ' ' << fmt(height, 0) << "\" data-span=\""
+      << fmt(span, 6) << "\" data-x0=\"" << kLabelW << "\" data-w=\"" << kPlotW << "\" data-h=\"" << fmt(height, 0) << "\">\n"
+      << "<g id=\"tl-ticks\">";
+  // A nested <svg> over the plot area with the same coordinates clips what zooming pushes out of it.
+  const std::string plot_viewport = "<svg x=\"" + fmt(kLabelW, 0) + "\" y=\"0\" width=\"" + fmt(kPlotW, 0) +
+                                    "\" height=\"" + fmt(height, 0) + "\" viewBox=\"" + fmt(kLabelW, 0) + " 0 " +
+                                    fmt(kPlotW, 0) + ' ' + fmt(height, 0) + "\">";
   const double step = nice_step(span);
   for (double t = 0; t <= span + 1e-9; t += step) {
     const double x = kLabelW + t / span * kPlotW;
@@ -202,11 +247,13 @@ void write_timeline(const Analysis& a, const KernelNames& names, std::ostream& o
         << fmt(height, 0) << "\" stroke=\"#e3e7eb\"/><text x=\"" << fmt(x + 2, 1) << "\" y=\"12\" fill=\"#5d6875\">"
         << fmt(t, step < 0.01 ? 3 : step < 1 ? 2 : 1) << " ms</text>\n";
   }
+  out << "</g>\n";
   for (size_t li = 0; li < rep.lanes.size(); ++li) {
     const auto& l = rep.lanes[li];
     const double y0 = lane_y[li];
     out << "<g><text x=\"4\" y=\"" << fmt(y0 + 11, 1) << "\" fill=\"" << (l.gpu ? "#1e8449" : "#1d232b") << "\">"
-        << h(truncate(l.name, 30)) << "<title>" << h(l.name) << "</title></text>\n";
+        << h(truncate(l.name, 30)) << "<title>" << h(l.name) << "</title></text>\n"
+        << plot_viewport << "<g class=\"tl-z\">\n";
     // GPU spans narrower than kMinGpuPx are not widened to stay visible (a run of 1.5 us kernels drawn that way
     // looks busy at 3 % utilization): they add to a strip whose opacity per pixel is the busy fraction there.
     constexpr double kMinGpuPx = 2.0;
@@ -249,7 +296,7 @@ void write_timeline(const Analysis& a, const KernelNames& names, std::ostream& o
       // A label only where it fits: about 6 px per character.
       const size_t fits = w > 24 ? static_cast<size_t>((w - 4) / 6.2) : 0;
       if (fits >= 3) {
-        out << "<text x=\"" << fmt(kLabelW + x0 + 2, 2) << "\" y=\"" << fmt(y + 10, 1)
+        out << "<text class=\"sl\" x=\"" << fmt(kLabelW + x0 + 2, 2) << "\" y=\"" << fmt(y + 10, 1)
             << "\" fill=\"#fff\" pointer-events=\"none\">" << h(truncate(label, fits)) << "</text>";
       }
       out << '\n';
@@ -280,7 +327,7 @@ void write_timeline(const Analysis& a, const KernelNames& names, std::ostream& o
         px = end;
       }
     }
-    out << "</g>\n";
+    out << "</g></svg></g>\n";
   }
   out << "</svg>\n<div class=\"legend\">";
   for (const char* c : {"range", "python", "api", "sync", "kernel", "h2d", "d2h", "copy", "memset"})
@@ -521,7 +568,7 @@ void write_html(const Analysis& a, std::ostream& out) {
   write_tables(a, names, out);
   write_children(a, out);
   write_process(a, out);
-  out << "<script>" << kScript << "</script>\n</body></html>\n";
+  out << "<script>" << kScript << kTimelineScript << "</script>\n</body></html>\n";
 }
 
 }  // namespace inferscope::report

@@ -39,7 +39,13 @@ TEST_CASE("html is one self-contained page") {
 TEST_CASE("html shows the headline, breakdown chart, timeline, findings and tables") {
   const std::string page = html(sample_analysis());
   CHECK(page.find("<h1>End-to-end latency: 12.500 ms</h1>") != std::string::npos);
-  CHECK(count(page, "<svg") == 2);  // breakdown bar and timeline
+  CHECK(count(page, " role=\"img\"") == 2);  // breakdown bar and timeline
+  // The timeline zooms: its spans sit in one zoom group per lane (inside a nested viewport that clips them),
+  // with the buttons and the script that drive them.
+  CHECK(count(page, "<g class=\"tl-z\">") == count(page, "<svg x=\""));
+  CHECK(count(page, "<g class=\"tl-z\">") >= 2);
+  CHECK(page.find("data-zoom=\"reset\"") != std::string::npos);
+  CHECK(page.find("svg.querySelectorAll('g.tl-z')") != std::string::npos);
   // Breakdown: one bar segment per non-zero part, each with its tooltip.
   CHECK(page.find("<title>GPU compute: 5.000 ms (40.0 %)</title>") != std::string::npos);
   // Timeline: both lanes, every span with a tooltip.
