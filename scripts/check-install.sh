@@ -7,6 +7,7 @@ BUILD=${1:-build}
 PREFIX=$(mktemp -d)
 trap 'rm -rf "$PREFIX"' EXIT
 cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
+[ -s "$PREFIX/share/doc/inferscope/LICENSE" ] || { echo "install check: no share/doc/inferscope/LICENSE"; exit 1; }
 mkdir -p "$PREFIX/user"
 cat > "$PREFIX/user/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.20)

@@ -262,9 +262,10 @@ def test_every_tool_and_the_module_print_the_project_version(tmp_path):
     # header the tools print, so a header (or a tool) that says something else fails here.
     expected = os.environ.get("ISCOPE_VERSION")
     tools = {name: os.environ.get(var) for name, var in
-             (("iscope-run", "ISCOPE_RUN"), ("iscope-analyze", "ISCOPE_ANALYZE"), ("iscope-config", "ISCOPE_CONFIG"))}
+             (("iscope-run", "ISCOPE_RUN"), ("iscope-analyze", "ISCOPE_ANALYZE"), ("iscope-config", "ISCOPE_CONFIG"),
+              ("iscope-diff", "ISCOPE_DIFF"))}
     if not expected or not all(tools.values()):
-        pytest.skip("ISCOPE_VERSION, ISCOPE_RUN, ISCOPE_ANALYZE and ISCOPE_CONFIG are set by ctest")
+        pytest.skip("ISCOPE_VERSION, ISCOPE_RUN, ISCOPE_ANALYZE, ISCOPE_CONFIG and ISCOPE_DIFF are set by ctest")
     assert isc.__version__ == expected
     for name, path in tools.items():
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
