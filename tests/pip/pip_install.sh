@@ -49,6 +49,10 @@ sys.exit(0 if "Apache-2.0" in meta else 1)' "$whl" || fail "the wheel METADATA d
 echo "=== venv + pip install"
 # --system-site-packages --without-pip: Debian's pip (python3-pip) runs inside the venv, nothing is downloaded.
 "$PY" -m venv --system-site-packages --without-pip "$T/venv"
+# When PYTHON is itself a venv (the GPU machine's torch lives in one), --system-site-packages reaches only the
+# base interpreter's packages: a .pth naming PYTHON's own site-packages makes them visible as well.
+"$PY" -c 'import site; print("\n".join(site.getsitepackages()))' \
+  > "$("$T/venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/outer-site.pth"
 "$T/venv/bin/python" -m pip install --no-deps "$whl"
 
 mkdir "$T/run" && cd "$T/run"
@@ -82,4 +86,24 @@ PATH=${PATH#"$T/venv/bin:"}
 out=$("$T/venv/bin/iscope-run" -o plain.iscope -- "$PY" -c 'import inferscope_py; print(inferscope_py.is_active())')
 [ "$out" = "True" ] || fail "under the venv's iscope-run, $PY printed '$out' (expected True)"
 "$T/venv/bin/iscope-analyze" plain.iscope --summary >/dev/null || fail "iscope-analyze plain.iscope"
+
+# Where torch with a CUDA device is importable (the GPU machine): a GPU step under the venv's iscope-run.
+if reason=$("$T/venv/bin/python" -c 'import torch, sys
+sys.exit(0) if torch.cuda.is_available() else print("torch has no CUDA device") or sys.exit(1)' 2>&1); then
+  echo "=== torch $("$T/venv/bin/python" -c 'import torch; print(torch.__version__)') with CUDA, from the venv"
+  "$T/venv/bin/iscope-run" -o torch.iscope -- "$T/venv/bin/python" -c '
+import torch
+x = torch.randn(1024, 1024, device="cuda")
+def step():
+    return (x @ x).sum().item()
+for _ in range(8): step()' || fail "iscope-run of a torch program"
+  "$T/venv/bin/iscope-analyze" torch.iscope --json torch.json -o torch.md || fail "iscope-analyze torch.iscope"
+  "$T/venv/bin/python" -c 'import json, sys
+r = json.load(open("torch.json"))
+kernels = r["tables"]["kernels"]
+sys.exit(0 if kernels and r["gpu_work_recorded"] else 1)' || fail "the torch program's dump holds no kernels"
+  echo "torch under the venv's iscope-run: kernels recorded and analysed"
+else
+  echo "torch with CUDA: not checked here (${reason:-torch is not importable})"
+fi
 echo "pip install test: $(basename "$whl") built, installed and working"
