@@ -38,9 +38,11 @@ whl=$(ls "$T"/wheels/inferscope_py-"$VERSION"-*.whl 2>/dev/null | head -1)
 [ -n "$whl" ] || fail "no wheel inferscope_py-$VERSION-*.whl in $T/wheels: $(ls "$T/wheels")"
 echo "wheel: $(basename "$whl")"
 # The license travels with the wheel and its metadata names it.
-unzip -l "$whl" 2>/dev/null | grep -q 'dist-info/LICENSE' || "$PY" -c 'import sys, zipfile
+# (dist-info/LICENSE with older setuptools, dist-info/licenses/LICENSE with those writing metadata 2.4)
+"$PY" -c 'import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-sys.exit(0 if any(n.endswith("dist-info/LICENSE") for n in names) else 1)' "$whl" || fail "the wheel holds no LICENSE"
+sys.exit(0 if any(".dist-info/" in n and n.endswith("/LICENSE") for n in names) else 1)' "$whl" ||
+  fail "the wheel holds no LICENSE: $("$PY" -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).namelist())' "$whl")"
 "$PY" -c 'import sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 meta = z.read(next(n for n in z.namelist() if n.endswith("dist-info/METADATA"))).decode()
