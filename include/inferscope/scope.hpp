@@ -164,6 +164,7 @@ class ScopedRange {
     // A session that stopped (or restarted) while the range was open: the range is not part of it.
     if (INFERSCOPE_UNLIKELY(epoch_ != detail::g_session.load(std::memory_order_relaxed))) return;
     detail::write_range(ts.ring, RecordKind::kRange, name_, depth_, start_, end);
+    detail::note_step(name_, start_, end);
   }
 
   uint64_t start_ = 0;

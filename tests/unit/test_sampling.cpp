@@ -200,6 +200,12 @@ TEST_CASE("scheduler: the pre-roll horizon reaches back to the start of the step
   CHECK(s.preroll_horizon() == UINT64_MAX);
   for (uint64_t i = 0; i < 6; ++i) s.step_ended(100 * i, 100 * i + 90, false, 0);
   CHECK(s.preroll_horizon() == 300);
+  // A slow step's capture the writer has not taken yet holds the horizon back however many steps follow.
+  s.step_ended(600, 690, true, 50);
+  for (uint64_t i = 7; i < 20; ++i) s.step_ended(100 * i, 100 * i + 90, false, 0);
+  CHECK(s.preroll_horizon() == 400);
+  s.take();
+  CHECK(s.preroll_horizon() == 1700);
 }
 
 // --- slow-step test -------------------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ void WindowScheduler::follow_neighbours(uint64_t end) {
         .steps = static_cast<uint32_t>(steps_ - neighbours_first_)});
 }
 
-void WindowScheduler::step_ended(uint64_t start, uint64_t end, bool slow, double bound_ns) {
+void WindowScheduler::step_ended(uint64_t start, uint64_t end, bool slow, double bound_ns, uint32_t thread) {
   const uint64_t index = steps_++;
   saw_steps_ = true;
   recent_starts_.push_back(start);
@@ -113,7 +113,7 @@ void WindowScheduler::step_ended(uint64_t start, uint64_t end, bool slow, double
   const bool in_window = state_ == State::kOpen && start >= begin_;
   if (slow)
     push({.kind = Request::kSlowStep, .step = index, .begin = start, .end = end, .bound_ns = bound_ns,
-          .in_window = in_window});
+          .in_window = in_window, .thread = thread});
   if (slow && !in_window) note_slow_outside(index, end);
   else if (neighbours_open_) follow_neighbours(end);
   if (in_window) count_in_window(slow);
@@ -137,7 +137,10 @@ void WindowScheduler::tick(uint64_t now) {
 }
 
 uint64_t WindowScheduler::preroll_horizon() const {
-  return recent_starts_.empty() ? std::numeric_limits<uint64_t>::max() : recent_starts_.front();
+  uint64_t h = recent_starts_.empty() ? std::numeric_limits<uint64_t>::max() : recent_starts_.front();
+  for (const Request& r : pending_)
+    if (r.kind == Request::kNeighboursBegin) h = std::min(h, r.begin);
+  return h;
 }
 
 }  // namespace inferscope::runtime::sampling

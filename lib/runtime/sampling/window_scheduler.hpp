@@ -41,6 +41,7 @@ struct Request {
   uint32_t steps = 0, slow_steps = 0;
   double bound_ns = 0;
   bool in_window = false;
+  uint32_t thread = 0;  ///< kSlowStep: the dump thread that ended it
 };
 
 class WindowScheduler {
@@ -49,8 +50,8 @@ class WindowScheduler {
 
   WindowScheduler(const ScheduleOptions& options, uint64_t start_ticks);
 
-  /// A step [start, end] ended; `slow` and `bound_ns` are the slow-step test's verdict on it.
-  void step_ended(uint64_t start, uint64_t end, bool slow, double bound_ns);
+  /// A step [start, end] ended on dump thread `thread`; `slow` and `bound_ns` are the slow-step test's verdict.
+  void step_ended(uint64_t start, uint64_t end, bool slow, double bound_ns, uint32_t thread = 0);
   /// The clock reads `now`: timed windows open and close, a step window open for a whole period closes.
   void tick(uint64_t now);
   /// The writer switched full detail on at `begin` (after a kOpen) / off at `end` (after a kClose).
@@ -61,7 +62,8 @@ class WindowScheduler {
   std::vector<Request> take();
   /// A request is waiting that switches detail (kOpen, kClose): the writer should come now, not next cycle.
   bool switch_pending() const { return switch_pending_; }
-  /// The earliest time a later slow step's neighbours can reach back to (~0 when none can: no step seen).
+  /// The earliest time a slow step's neighbours can reach back to: a light capture not yet taken, or a later
+  /// slow step's (UINT64_MAX when none can: no step seen).
   uint64_t preroll_horizon() const;
 
   State state() const { return state_; }
