@@ -676,20 +676,23 @@ std::atomic<bool> g_switch_allowed{false};  // a sampled session runs and the in
 
 class DetailSwitch {
  public:
+  // Only the writer thread calls this, so the check outside the lock races with nothing.
   void request(bool on, const Filters& filters) {
-    std::lock_guard lk(mu_);
     if (owner_ != ::getpid()) start();
+    std::lock_guard lk(mu_);
     want_ = on;
     filters_ = filters;
     cv_.notify_one();
   }
 
  private:
-  void start() {  // a new process (or the first request): the thread that served the parent is not here
+  // A new process (or the first request): the thread that served a parent is not here, and its lock may have
+  // been held at the fork.
+  void start() {
     new (&mu_) std::mutex;
     new (&cv_) std::condition_variable;
     owner_ = ::getpid();
-    have_ = false;
+    want_ = have_ = false;
     std::thread([this] { run(); }).detach();
   }
   void run() {
