@@ -799,6 +799,9 @@ class CuptiCollector final : public runtime::Collector {
       std::lock_guard lk(s.mu);
       enabled = s.enabled.any();
       active = s.activated && (enabled || s.sampled) && !s.exit_flushed;
+      // The writer may still be switching windows: from here on set_detail changes nothing, so no window
+      // enables the kinds again after they are disabled below.
+      s.sampled = false;
     }
     if (active && enabled && !s.exiting.load()) {
       std::lock_guard ck(s.check_mu);
