@@ -3,6 +3,7 @@
 // grew), the reports say the run was sampled and how much of it the windows cover; a dump without windows reads
 // as before. Dumps are made with the dump builder, as the runtime would have written them.
 #include "analyze/analyzer.hpp"
+#include "analyze/summary.hpp"
 #include "report/report.hpp"
 #include "support/dump_builder.hpp"
 
@@ -128,6 +129,10 @@ TEST_CASE("sampled dump: the reader sees its windows, slow steps and coverage") 
   CHECK(s.windows.size() == 4);
   CHECK(s.slow_steps.size() == 2);
   CHECK(s.slow_steps[1].bound_us == 6000);
+  std::ostringstream summary;
+  analyze::print_summary(r, analyze::summarize(r), summary);
+  CHECK(contains(summary.str(), "- sampled: 4 windows kept of 4 opened (1 dropped), 15 of 200 steps in full detail, "
+                                "2 slow steps caught, 12345 records sampled out"));
 }
 
 TEST_CASE("sampled dump: the steps are those wholly inside full windows, numbered by their place in the run") {
