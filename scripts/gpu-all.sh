@@ -5,6 +5,8 @@
 #                               # runtime/Python/system benchmarks
 #   scripts/gpu-all.sh overhead # GPT-2 overhead (GPU collection, + Python tracing, torch.profiler) and the
 #                               # planted-bottleneck programs through iscope-run and iscope-analyze
+#   scripts/gpu-all.sh sampled  # sampled mode: its GPU test (planted slow steps caught and explained) and the
+#                               # GPT-2 batch-1 overhead of sampled mode against no session (in-process A/B)
 #   scripts/gpu-all.sh fixtures # small real dumps of a few planted programs for tests/fixtures/
 #   scripts/gpu-all.sh analyzer # both planted suites (primary, predicted vs measured saving) and torch.profiler
 #                               # traces of three programs; ONLY_V limits the second suite
@@ -55,6 +57,17 @@ if [ "$PART" = overhead ]; then
     BUILD_DIR="$BUILD" PYTHON="$PY" scripts/planted-bottlenecks.sh "$OUT/planted" > "$OUT/planted.txt" 2>&1
     echo "planted rc=$?"; tail -25 "$OUT/planted.txt"
   fi
+fi
+
+if [ "$PART" = sampled ]; then
+  [ -x "$BUILD/tools/iscope-run/iscope-run" ] || build
+  (cd "$BUILD" && ctest -L sampled -V --timeout 300) > "$OUT/sampled-tests.log" 2>&1
+  echo "sampled tests rc=$?"
+  grep -E "^ *[0-9]+/[0-9]+ Test|tests passed|tests failed|evidence:|sampled:|planted=|SKIP|skipped:" "$OUT/sampled-tests.log" | tail -30
+  # Not under iscope-run: the benchmark starts and stops its own sessions.
+  PYTHONPATH="$BUILD/python" "$PY" bench/gpu/gpt2_overhead.py --mode sampled --batches ${BATCHES:-1} \
+    --rounds ${ROUNDS:-10} > "$OUT/gpt2_sampled.txt" 2>&1
+  echo "gpt2 sampled rc=$?"; grep -E "^\||^##|^#" "$OUT/gpt2_sampled.txt"
 fi
 
 if [ "$PART" = analyzer ]; then

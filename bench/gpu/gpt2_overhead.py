@@ -10,6 +10,10 @@ One process alternates windows with collection on and off, many rounds, and repo
   # torch.profiler on the same step, measured the same way (a separate process: CUPTI allows one tool).
   python3 bench/gpu/gpt2_overhead.py --mode torch-profiler
 
+  # Sampled mode (mode: sampled, docs/sampled-mode.md), averaged over a long run: NOT under iscope-run (the script
+  # starts and stops its own sessions); inferscope_py on PYTHONPATH (the build's python/ folder).
+  PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode sampled --batches 1
+
 The step: transformers' GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)), random weights,
 fp16, sequence 128, batch 1 and 32, no_grad, synchronized at the end of each step.
 """
@@ -116,14 +120,80 @@ class Nothing:
         return False
 
 
+def sampled_blocks(step, batch, a, isc):
+    """Sampled mode against no session, in one process: each round runs one block of steps with no session and one
+    with a sampled session (started before the block, stopped after it; order shuffled), each block being
+    `periods` x window_every_steps steps that hold exactly `periods` windows. The cost of sampled mode lies in its
+    windows, so a block's MEAN step time is compared (a median would hide it); the steps inside and outside the
+    windows are also compared on their own, and the long-run average is projected from them for the default
+    schedule."""
+    import tempfile
+    W, N = a.window_steps, a.window_every_steps
+    timed = a.periods * N
+    in_window = set()
+    for k in range(1, a.periods + 1):  # steps since the session started: windows after N, 2N, ... steps
+        in_window.update(range(k * N, k * N + W))
+    res = {"off": [], "sampled": []}
+    parts = {"off": ([], []), "sampled": ([], [])}  # (inside windows, outside) per-round means
+    tmp = tempfile.mkdtemp(prefix="iscope-sampled-")
+    last_dump = None
+    for r in range(a.rounds):
+        order = ["off", "sampled"]
+        random.shuffle(order)
+        for m in order:
+            if m == "sampled":
+                last_dump = os.path.join(tmp, f"round{r}.iscope")
+                if not isc.start(output=last_dump, mode="sampled", window_steps=W, window_every_steps=N):
+                    sys.exit("inferscope_py.start(mode='sampled') failed (is a session already running? do not use iscope-run here)")
+            times = []
+            for i in range(W + timed):  # the first W steps are untimed: the block starts at step W
+                t0 = time.perf_counter()
+                with isc.scope("step"):
+                    step()
+                if i >= W:
+                    times.append((i, time.perf_counter() - t0))
+            if m == "sampled":
+                isc.stop()
+                if r + 1 < a.rounds:
+                    os.unlink(last_dump)
+            res[m].append(statistics.mean(t for _, t in times))
+            inside = [t for i, t in times if i in in_window]
+            outside = [t for i, t in times if i not in in_window]
+            parts[m][0].append(statistics.mean(inside))
+            parts[m][1].append(statistics.mean(outside))
+    ratio = lambda xs, ys: statistics.median(x / y for x, y in zip(xs, ys))
+    avg = ratio(res["sampled"], res["off"])
+    inside = ratio(parts["sampled"][0], parts["off"][0])
+    outside = ratio(parts["sampled"][1], parts["off"][1])
+    default_w, default_n = 10, 500  # the configuration's defaults (window_steps, window_every_steps)
+    projected = outside + default_w / default_n * (inside - outside)
+    print(f"\n## Sampled mode, batch {batch}: window_steps={W} window_every_steps={N}, {a.periods} window(s) per "
+          f"block of {timed} steps, {a.rounds} rounds; mean step {statistics.median(res['off']) * 1e3:.3f} ms with no session")
+    print("| measure | median of per-round ratios (sampled / no session) |")
+    print("|---|---:|")
+    print(f"| mean step over the block (the long-run average at this schedule) | {100 * (avg - 1):+.2f} % |")
+    print(f"| steps inside windows (full detail) | {100 * (inside - 1):+.2f} % |")
+    print(f"| steps outside windows (the always-on part: step ranges, slow-step test) | {100 * (outside - 1):+.2f} % |")
+    print(f"| projected long-run average at the defaults ({default_w} every {default_n}) | {100 * (projected - 1):+.2f} % |")
+    if last_dump:
+        d = isc._native._read_dump(last_dump)
+        kinds = {}
+        for rec in d["records"]:
+            kinds[rec["kind"]] = kinds.get(rec["kind"], 0) + 1
+        print(f"# last sampled block's dump: complete={d['complete']}, records by kind {dict(sorted(kinds.items()))}; "
+              f"collectors {d['collectors']}")
+        os.unlink(last_dump)
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain"], required=True)
+    ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain", "sampled"], required=True)
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--seq", type=int, default=128)
     # Short windows and many rounds: on shared hosts neighbouring windows then differ less (docs/benchmarks.md,
     # "Fifth run": 8-step windows x 100-150 rounds gave per-round medians within ~1 point run to run).
-    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=None, help="default 100 (10 for --mode sampled: its blocks are whole periods)")
     ap.add_argument("--steps", type=int, default=8, help="timed steps per window")
     ap.add_argument("--warm", type=int, default=2, help="untimed steps at the start of each window")
     ap.add_argument("--sets", default="kernel;kernel,memcpy;kernel,memcpy,runtime;minimal;default;full",
@@ -133,7 +203,12 @@ def main():
                          "that asked for it instead of getting it zeroed) and /NNNk (activity buffers of NNN KiB; default "
                          "8192), and in +python or +python_full to trace Python calls too (default or full filters) "
                          "during its windows; run without --no-python for those")
+    ap.add_argument("--window-steps", type=int, default=10, help="sampled mode: window_steps")
+    ap.add_argument("--window-every-steps", type=int, default=500, help="sampled mode: window_every_steps")
+    ap.add_argument("--periods", type=int, default=1, help="sampled mode: windows per timed block")
     a = ap.parse_args()
+    if a.rounds is None:
+        a.rounds = 10 if a.mode == "sampled" else 100
 
     import torch
     import transformers
@@ -145,8 +220,8 @@ def main():
     random.seed(1)
     lib = load_inferscope() if a.mode == "inferscope" else None
     isc = None
-    if lib and "+python" in a.sets:
-        import inferscope_py as isc  # on PYTHONPATH under iscope-run
+    if (lib and "+python" in a.sets) or a.mode == "sampled":
+        import inferscope_py as isc  # on PYTHONPATH (iscope-run puts it there)
     if lib:
         print(f"# collector: {lib.inferscope_cupti_status().decode()}")
 
@@ -185,6 +260,8 @@ def main():
             res = measure(step, sets, Switch, a.rounds, a.steps, a.warm)
             lib.inferscope_cupti_set_activities(b"default")
             report("InferScope GPU collector", res, "none", batch)
+        elif a.mode == "sampled":
+            sampled_blocks(step, batch, a, isc)
         elif a.mode == "torch-profiler":
             from torch.profiler import ProfilerActivity, profile
 

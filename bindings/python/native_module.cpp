@@ -329,6 +329,7 @@ void range_end(const OpenRange& o, uint32_t name, const AttrRecord* attrs, size_
   if (ts.epoch != o.epoch || detail::g_session.load(std::memory_order_relaxed) != o.epoch) return;
   if (n == 0 && error == 0) {
     detail::write_range(ts.ring, inferscope::RecordKind::kRange, name, o.depth, o.start, end);
+    detail::note_step(name, o.start, end);  // sampled mode: scope("step") drives the windows
     return;
   }
   AttrRecord buf[kMaxAttrs + 1];
@@ -342,6 +343,7 @@ void range_end(const OpenRange& o, uint32_t name, const AttrRecord* attrs, size_
     ++n;
   }
   detail::write_range_attrs(ts.ring, name, o.depth, o.start, end, buf, static_cast<uint32_t>(n));
+  detail::note_step(name, o.start, end);
 }
 
 uint32_t exception_name_id(PyObject* exc_type) {
@@ -1187,7 +1189,7 @@ PyMethodDef module_methods[] = {
     {"stop", py_stop, METH_NOARGS, "stop() -> bool: stops recording and completes the dump."},
     {"is_active", py_is_active, METH_NOARGS, "is_active() -> bool"},
     {"output_path", py_output_path, METH_NOARGS, "output_path() -> str | None: the running (or last) session's dump."},
-    {"flush_ring", py_flush_ring, METH_NOARGS, "flush_ring() -> str | None: ring mode: writes the window now."},
+    {"flush_ring", py_flush_ring, METH_NOARGS, "flush_ring() -> str | None: ring or sampled mode: writes what the ring holds to a dump now."},
     {"set_thread_name", py_set_thread_name, METH_O, "set_thread_name(name): names the calling thread in the dump."},
     {"mark_event", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_mark_event)),
      METH_VARARGS | METH_KEYWORDS, "mark_event(name, **attrs): an instant event."},

@@ -24,6 +24,12 @@ enum class BufferMode {
 
 enum class LogLevel { kError, kWarn, kInfo, kDebug };
 
+/// How much of the run is recorded in full detail.
+enum class CaptureMode {
+  kFull,     ///< everything the collectors see, for the whole session
+  kSampled,  ///< always-on profile: full detail only inside windows (docs/sampled-mode.md); a bounded ring of them
+};
+
 struct Config {
   // --- session -----------------------------------------------------------------------------------------
   bool enable = false;                        ///< enable: start a session automatically (INFERSCOPE_ENABLE)
@@ -37,6 +43,18 @@ struct Config {
   bool handle_signals = true;                 ///< handle_signals: write the dump on SIGINT/SIGTERM (env start)
   bool follow_children = false;               ///< follow_children: a forked or spawned child records into
                                               ///< <stem>.<pid>.iscope (else it records nothing)
+
+  // --- sampled mode (docs/sampled-mode.md) -----------------------------------------------------------
+  CaptureMode mode = CaptureMode::kFull;      ///< mode: full | sampled
+  uint32_t window_steps = 10;                 ///< window_steps: steps recorded in full per window (1..1000000)
+  uint32_t window_every_steps = 500;          ///< window_every_steps: a window starts every N steps (2..1e9)
+  uint32_t window_ms = 200;                   ///< window_ms: a timed window's length, while no step is seen
+  uint32_t window_every_ms = 10000;           ///< window_every_ms: a timed window starts every S ms
+  uint32_t windows_kept = 16;                 ///< windows_kept: the ring: the newest windows kept (1..100000)
+  double slow_step_ms = 0;                    ///< slow_step_ms: a step longer than this is slow (0 = off)
+  double slow_step_factor = 3;                ///< slow_step_factor: slow above k x the running percentile (0 = off)
+  double slow_step_percentile = 99;           ///< slow_step_percentile: that percentile of the steps' durations
+  uint32_t slow_step_neighbours = 2;          ///< slow_step_neighbours: steps kept on each side of a slow one
 
   // --- GPU collector (CUPTI) -------------------------------------------------------------------------
   bool cupti = true;                          ///< cupti: collect GPU activity when a driver is present

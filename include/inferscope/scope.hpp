@@ -67,8 +67,9 @@ INFERSCOPE_API bool stop();
 INFERSCOPE_API bool is_active() noexcept;
 /// Path of the dump the running (or last) session writes.
 INFERSCOPE_API std::string output_path();
-/// Ring mode: writes the flight recorder's current window to "<output stem>.flush<N>.iscope" and returns
-/// that path; recording goes on. Returns "" when no ring-mode session is running.
+/// Ring or sampled mode: writes what the ring holds (the flight recorder's window, or the kept sampled windows)
+/// to "<output stem>.flush<N>.iscope" and returns that path; recording goes on. SIGUSR2 does the same. Returns ""
+/// when no ring-mode or sampled-mode session is running.
 INFERSCOPE_API std::string flush_ring();
 /// Names the calling thread in the dump (and for later sessions).
 INFERSCOPE_API void set_thread_name(std::string_view name) noexcept;
@@ -164,6 +165,7 @@ class ScopedRange {
     // A session that stopped (or restarted) while the range was open: the range is not part of it.
     if (INFERSCOPE_UNLIKELY(epoch_ != detail::g_session.load(std::memory_order_relaxed))) return;
     detail::write_range(ts.ring, RecordKind::kRange, name_, depth_, start_, end);
+    detail::note_step(name_, start_, end);
   }
 
   uint64_t start_ = 0;

@@ -225,6 +225,52 @@ struct ChildProcess {
   std::string error;       ///< set when it could not be read; the rest is then empty
 };
 
+/// A window of a sampled run (mode: sampled): a stretch recorded in full detail, or (light) the always-on ranges of
+/// a slow step and its neighbours.
+struct SampledWindow {
+  uint32_t index = 0;          ///< window number in the run, from 1
+  std::string reason;          ///< "periodic" | "timed" | "slow_step" | "neighbours"
+  bool full = true;            ///< full detail; false: ranges and marks only
+  bool open = false;           ///< still open when the dump was written
+  bool pinned = false;         ///< holds a slow step
+  double start_ms = 0, end_ms = 0;
+  uint64_t first_step = 0;     ///< its first step's number in the run (from 0)
+  uint32_t steps = 0;          ///< steps the runtime counted in it
+  uint32_t slow_steps = 0;
+  uint32_t steps_analyzed = 0; ///< steps of this analysis inside it
+  uint64_t records = 0;
+};
+
+/// A slow step the runtime caught while sampling.
+struct SlowStepSeen {
+  uint64_t step = 0;           ///< its number in the run (from 0)
+  double start_ms = 0, duration_ms = 0;
+  double bound_ms = 0;         ///< the threshold it exceeded
+  std::string detail;          ///< "full" (in a full window) | "ranges" (its ranges and its neighbours') | "none"
+  uint32_t window = 0;         ///< the window holding it (0: none kept)
+  std::string grew;            ///< ranges only: the range inside it that grew most against its neighbours ("" = none)
+  double grew_ms = 0;          ///< by how much
+};
+
+/// How a sampled run was recorded and how much of it the analysis covers (docs/sampled-mode.md).
+struct Sampling {
+  bool sampled = false;
+  std::string step_name;       ///< the range the runtime counted as a step
+  bool by_steps = true;        ///< windows counted steps; false: timed windows (no step range was seen)
+  uint64_t steps_seen = 0, steps_in_windows = 0;
+  double step_coverage_pct = 0;  ///< steps_in_windows / steps_seen
+  double run_ms = 0, window_ms = 0;
+  double time_coverage_pct = 0;  ///< time with full detail on / the run
+  uint32_t windows_opened = 0, windows_kept = 0, windows_dropped = 0;
+  uint64_t records_dropped = 0;  ///< in windows the ring dropped, or refused for want of room
+  uint64_t records_outside = 0;  ///< sampled out: outside every kept window
+  uint32_t slow_steps_seen = 0;
+  std::vector<SampledWindow> windows;    ///< kept, oldest first
+  std::vector<SlowStepSeen> slow_steps;  ///< newest 1024, in the order caught
+  /// Per analysed step: its number in the run (-1: unknown). For wording only; not written to the JSON report.
+  std::vector<int64_t> run_step;
+};
+
 struct Analysis {
   std::string source;                            ///< input path
   std::string source_format;                     ///< "dump" | "json"
@@ -253,6 +299,7 @@ struct Analysis {
   /// utilization, no GPU idle, no GPU advice): a CPU-only program is described as host time.
   bool gpu_work_recorded = false;
   std::vector<ChildProcess> children;  ///< child dumps beside this one (iscope-analyze fills it; children.hpp)
+  Sampling sampling;                   ///< a sampled run: its windows and coverage (sampling.sampled false otherwise)
 };
 
 }  // namespace inferscope::analyze

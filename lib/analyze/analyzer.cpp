@@ -97,8 +97,13 @@ void read_dump_state(const dump::DumpReader& r, Analysis& a) {
   } else if (!r.complete()) {
     a.warnings.push_back(r.path() + ": no end chunk (the process did not stop cleanly); the analysis covers what was written");
   }
-  for (auto& d : r.drops()) a.drops[d.reason] += d.records;
-  if (uint64_t dropped = r.total_dropped_records())
+  uint64_t dropped = 0;
+  for (auto& d : r.drops()) {
+    a.drops[d.reason] += d.records;
+    // A sampled run's ring drops its oldest windows by design: the sampling section says so, not a warning.
+    if (d.reason.rfind("sample_window_dropped", 0) != 0) dropped += d.records;
+  }
+  if (dropped)
     a.warnings.push_back(std::to_string(dropped) + " records were dropped while recording (see drops); totals are lower bounds");
   dump::report_file_accounting(r, a.warnings, a.drops);  // END chunk's counts vs the file; ids beyond its tables
 }
@@ -106,10 +111,11 @@ void read_dump_state(const dump::DumpReader& r, Analysis& a) {
 }  // namespace
 
 // The stages in order (docs/analysis.md, "Analyzer stages"); each reads the structs of the ones before it.
-Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
+Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) {
   Analysis a;
   Model m;
   read_dump_state(r, a);
+  const AnalyzeOptions opt = sampled_options(r, options);  // a sampled dump's step is the one it counted
   Context cx(r, opt);
   auto& phase = cx.phase;
 
@@ -117,6 +123,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& opt) {
   a.gpu_work_recorded = in.gpu.size() > 0;
   phase("pass 1");
   const StepSet ss = find_steps(cx, in, a, m);
+  describe_sampling(cx, in, ss, a);
   phase("steps");
   order_gpu(in.gpu, cx.W);
   const LaunchIndex li = index_launches(in.apis, in.cmin, in.cmax, cx.W);

@@ -396,6 +396,15 @@ struct StepSet {
 /// a.end_to_end_ms and a.representative.step.
 StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m);
 
+// ---------------------------------------------------------------- sampled runs (sampling.cpp)
+/// The options for a sampled dump: with no step asked for, the step range the runtime counted.
+AnalyzeOptions sampled_options(const dump::DumpReader& r, const AnalyzeOptions& opt);
+/// A sampled dump's full-detail windows, in ns (empty for any other dump).
+std::vector<std::pair<int64_t, int64_t>> full_windows_ns(const Context& cx);
+bool inside_full_window(const std::vector<std::pair<int64_t, int64_t>>& windows, int64_t start, int64_t end);
+/// a.sampling: the windows, the run's coverage, the slow steps the runtime caught, each step's number in the run.
+void describe_sampling(const Context& cx, const Ingested& in, const StepSet& ss, Analysis& a);
+
 // ---------------------------------------------------------------- GPU order and launch index (launch.cpp)
 /// Sorts the GPU activities by start (by every field, a total order) unless they already are, on W threads.
 void order_gpu(Slab<GpuOp>& gpu, unsigned W);

@@ -227,21 +227,25 @@ std::vector<Cand> step_instances(const Context& cx, const Ingested& in, Analysis
   return steps;
 }
 
-// No steps: the whole trace is one, on the application thread with the most CUDA calls (or records).
-Cand whole_trace_step(const Context& cx, const Ingested& in, Analysis& a) {
-  const auto& r = cx.r;
+// The application thread with the most CUDA calls (or records): it carries the "step" when there are none.
+uint32_t busiest_thread(const Context& cx, const Ingested& in) {
   const auto& ts = in.ts;
-  const int64_t t_first = in.t_first, t_last = in.t_last;
   uint32_t step_thread = 0;
-  // The application thread with the most CUDA calls (or records) carries the "step".
   uint64_t best = 0;
   for (uint32_t t = 0; t < ts.size(); ++t) {
     if (!ts[t].seen) continue;
-    auto it = r.threads().find(t);
-    if (it != r.threads().end() && it->second.is_channel()) continue;
+    auto it = cx.r.threads().find(t);
+    if (it != cx.r.threads().end() && it->second.is_channel()) continue;
     uint64_t score = ts[t].apis * 4 + ts[t].py_calls + ts[t].ranges + 1;
     if (score > best) { best = score; step_thread = t; }
   }
+  return step_thread;
+}
+
+// No steps: the whole trace is one, on the application thread with the most CUDA calls (or records).
+Cand whole_trace_step(const Context& cx, const Ingested& in, Analysis& a) {
+  const int64_t t_first = in.t_first, t_last = in.t_last;
+  const uint32_t step_thread = busiest_thread(cx, in);
   a.steps.name = "(whole trace)";
   a.steps.detected = false;
   if (cx.opt.step.empty())
@@ -316,11 +320,29 @@ void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysi
   ss.steps_e = steps.back().end;
 }
 
+// A sampled dump (docs/sampled-mode.md): the steps wholly inside a full window; a step cut by a window's edge,
+// and one kept only as ranges (a slow step's neighbours), has no GPU detail to describe. With none (timed windows
+// and no step range), each full window is one step: the time between windows holds no data at all.
+void keep_window_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
+  const auto windows = full_windows_ns(cx);
+  if (windows.empty()) return;
+  std::erase_if(steps, [&](const Cand& c) { return !inside_full_window(windows, c.start, c.end); });
+  if (!steps.empty()) return;
+  const uint32_t thread = busiest_thread(cx, in);
+  for (auto& [b, e] : windows) steps.push_back({thread, 0, b, std::max(e, b + 1)});
+  a.steps.name = "(sampled windows)";
+  a.steps.detected = false;
+  a.warnings.push_back("sampled run without steps in its windows: each window of full detail is analysed as one step; "
+                       "wrap each inference step in ISCOPE_RANGE(\"step\") or inferscope_py.scope(\"step\") for "
+                       "windows counted in steps");
+}
+
 }  // namespace
 
 StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m) {
   StepSet ss;
   ss.steps = step_instances(cx, in, a);
+  if (cx.r.is_sampled()) keep_window_steps(cx, in, a, ss.steps);
   ss.whole = ss.steps.empty();
   if (ss.whole) ss.steps.push_back(whole_trace_step(cx, in, a));
   ss.step_thread = ss.steps.front().thread;

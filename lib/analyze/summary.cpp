@@ -211,6 +211,12 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
   for (auto& [k, n] : s.kinds) out << (k == s.kinds.begin()->first ? " (" : ", ") << k << " " << n;
   out << (s.kinds.empty() ? "" : ")") << "\n";
   out << "- dropped records: " << r.total_dropped_records() << "\n";
+  if (r.sampling()) {  // a sampled run: how much of it the windows hold (docs/sampled-mode.md)
+    const auto& sm = r.sampling()->summary;
+    out << "- sampled: " << r.sampling()->windows.size() << " windows kept of " << sm.windows_opened << " opened ("
+        << sm.windows_dropped << " dropped), " << sm.steps_in_windows << " of " << sm.steps_seen << " steps in full "
+        << "detail, " << sm.slow_steps_seen << " slow steps caught, " << sm.records_outside << " records sampled out\n";
+  }
 
   out << "\n## Clock calibration\n\n";
   char line[256];

@@ -13,7 +13,7 @@
 namespace inferscope::config::detail {
 
 using Member = std::variant<bool Config::*, uint32_t Config::*, uint64_t Config::*, double Config::*,
-                            std::string Config::*, BufferMode Config::*, LogLevel Config::*>;
+                            std::string Config::*, BufferMode Config::*, LogLevel Config::*, CaptureMode Config::*>;
 
 /// Checks a string value beyond its type; returns the problem in words, or "" when the value is fine.
 using StringCheck = std::string (*)(std::string_view value);

@@ -253,6 +253,25 @@ std::string pick_config_file(const ResolveOptions& options, std::string& named_b
   return {};
 }
 
+// Settings each valid on its own but not together. Only sampled mode reads these, so only it is checked: a full
+// run is not refused for a window setting it never uses.
+void check_combinations(const Resolved& resolved, Problems& problems) {
+  const Config& c = resolved.config;
+  if (c.mode != CaptureMode::kSampled) return;
+  auto described = [&](std::string_view key, uint64_t value) {
+    const std::string& origin = resolved.origin.at(std::string(key));
+    return std::string(key) + " = " + std::to_string(value) + " (" + origin + ")";
+  };
+  auto smaller = [&](std::string_view window, uint64_t w, std::string_view every, uint64_t e) {
+    if (w < e) return;
+    problems.messages.push_back("mode: sampled: " + described(window, w) + " must be smaller than " +
+                                described(every, e) + ": a window would last until the next one begins, which is "
+                                "full capture (use mode: full for that)");
+  };
+  smaller("window_steps", c.window_steps, "window_every_steps", c.window_every_steps);
+  smaller("window_ms", c.window_ms, "window_every_ms", c.window_every_ms);
+}
+
 Resolved defaults() {
   Resolved resolved;
   for (const KeyDef& def : detail::key_defs()) resolved.origin[std::string(def.key)] = "default";
@@ -285,6 +304,13 @@ Resolved resolve(const ResolveOptions& options) {
     }
     apply(resolved, problems, *def, value, where, "flag:" + flag);
   }
+  {
+    Problems combined;
+    check_combinations(resolved, combined);
+    // A lenient tool records nothing, so a combination it cannot use is noted, not refused.
+    auto& to = options.lenient_sources ? resolved.ignored : problems.messages;
+    to.insert(to.end(), combined.messages.begin(), combined.messages.end());
+  }
   if (!problems.messages.empty()) throw ConfigError(std::move(problems.messages));
   return resolved;
 }
@@ -293,6 +319,7 @@ void validate_file(const std::string& path) {
   Resolved resolved = defaults();
   Problems problems;
   read_file(path, "", resolved, problems);
+  if (problems.messages.empty()) check_combinations(resolved, problems);
   if (!problems.messages.empty()) throw ConfigError(std::move(problems.messages));
 }
 

@@ -93,7 +93,7 @@ void validate_file(const std::string& path);
 struct KeyInfo {
   std::string key;            ///< snake_case key, as in .inferscope.yaml
   std::string env;            ///< INFERSCOPE_<KEY>
-  std::string section;        ///< session, cupti, python, system, analysis
+  std::string section;        ///< session, sampled, cupti, python, system, analysis
   std::string type;           ///< boolean, integer, number, string, choice, list
   std::string default_value;  ///< the default, formatted as it would be written in the file
   std::string allowed;        ///< what values are accepted, in words

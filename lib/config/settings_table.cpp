@@ -17,11 +17,14 @@ namespace {
 // Indexed by the enum's value, so the order must follow the declarations in config.hpp.
 constexpr std::array<std::string_view, 2> kBufferModeNames = {"stream", "ring"};
 constexpr std::array<std::string_view, 4> kLogLevelNames = {"error", "warn", "info", "debug"};
-static_assert(static_cast<int>(BufferMode::kRing) == 1 && static_cast<int>(LogLevel::kDebug) == 3,
+constexpr std::array<std::string_view, 2> kCaptureModeNames = {"full", "sampled"};
+static_assert(static_cast<int>(BufferMode::kRing) == 1 && static_cast<int>(LogLevel::kDebug) == 3 &&
+                  static_cast<int>(CaptureMode::kSampled) == 1,
               "enum name tables follow the enum declarations");
 
 std::span<const std::string_view> enum_names(BufferMode) { return kBufferModeNames; }
 std::span<const std::string_view> enum_names(LogLevel) { return kLogLevelNames; }
+std::span<const std::string_view> enum_names(CaptureMode) { return kCaptureModeNames; }
 
 constexpr std::array<std::string_view, 3> kPythonModes = {"default", "full", "off"};
 
@@ -111,6 +114,44 @@ constexpr KeyDef kKeys[] = {
     {.key = "follow_children", .section = "session", .member = &Config::follow_children,
      .doc = "Record child processes too (fork, multiprocessing, exec'd programs), each into a dump named after the "
             "parent's with the child's pid (run.4242.iscope). Otherwise a child records nothing."},
+    // --- sampled mode
+    {.key = "mode", .section = "sampled", .member = &Config::mode,
+     .doc = "full: everything, for the whole session; sampled: an always-on profile that records full detail "
+            "(kernels, API calls, Python, ranges) only inside windows, keeps the newest windows_kept of them in "
+            "memory (within trace_size_mb) and writes them at stop, exit, SIGUSR2 or flush_ring(); buffer_mode does "
+            "not apply."},
+    {.key = "window_steps", .section = "sampled", .member = &Config::window_steps,
+     .doc = "Sampled mode: steps recorded in full detail per window. A step is a range named by `step` (\"step\" "
+            "when empty).",
+     .min = 1, .max = 1000000},
+    {.key = "window_every_steps", .section = "sampled", .member = &Config::window_every_steps,
+     .doc = "Sampled mode: a window starts every this many steps (the first after this many); must exceed "
+            "window_steps.",
+     .min = 2, .max = 1e9},
+    {.key = "window_ms", .section = "sampled", .member = &Config::window_ms,
+     .doc = "Sampled mode: the length of a timed window, used while no step range has been seen.",
+     .min = 1, .max = 3600000},
+    {.key = "window_every_ms", .section = "sampled", .member = &Config::window_every_ms,
+     .doc = "Sampled mode: a timed window starts every this many ms (the first after this long); must exceed "
+            "window_ms. Also the longest a step window stays open.",
+     .min = 10, .max = 86400000},
+    {.key = "windows_kept", .section = "sampled", .member = &Config::windows_kept,
+     .doc = "Sampled mode: the ring of windows: the newest this many are kept (windows holding a slow step "
+            "last); older ones are dropped and counted.",
+     .min = 1, .max = 100000},
+    {.key = "slow_step_ms", .section = "sampled", .member = &Config::slow_step_ms,
+     .doc = "Sampled mode: a step longer than this is slow and kept with its neighbours (0: no fixed threshold).",
+     .min = 0, .max = 1e7},
+    {.key = "slow_step_factor", .section = "sampled", .member = &Config::slow_step_factor,
+     .doc = "Sampled mode: a step longer than this many times the running slow_step_percentile of the steps' own "
+            "durations is slow (0: off).",
+     .min = 0, .max = 1e6},
+    {.key = "slow_step_percentile", .section = "sampled", .member = &Config::slow_step_percentile,
+     .doc = "Sampled mode: the percentile slow_step_factor multiplies, over the last 1024 steps.",
+     .min = 50, .max = 99.9},
+    {.key = "slow_step_neighbours", .section = "sampled", .member = &Config::slow_step_neighbours,
+     .doc = "Sampled mode: steps kept on each side of a slow step.",
+     .min = 0, .max = 100},
     // --- GPU collector (CUPTI)
     {.key = "cupti", .section = "cupti", .member = &Config::cupti,
      .doc = "Collect GPU activity through CUPTI when a driver is present."},

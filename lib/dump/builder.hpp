@@ -252,11 +252,36 @@ class DumpBuilder {
   /// Any record, written as is.
   void raw(uint32_t t, const void* rec, size_t size) { put(t, rec, size); }
 
+  // --- sampled mode: a dump whose events lie inside windows (times in ns, like the records)
+  /// A window [begin_ns, end_ns) that counted `steps` steps from `first_step`; flags: WindowFlags.
+  void window(uint32_t index, int64_t begin_ns, int64_t end_ns, uint64_t first_step, uint32_t steps,
+              WindowReason reason = WindowReason::kPeriodic, uint8_t flags = kWindowFull, uint32_t slow_steps = 0) {
+    windows_.push_back(WindowEntry{ticks(begin_ns), ticks(end_ns), first_step, index, steps, slow_steps,
+                                   static_cast<uint8_t>(reason), flags, 0, 0});
+    sampled_ = true;
+  }
+  /// A slow step the runtime detected; `window` 0: its records were not kept.
+  void slow_step(uint32_t thread, uint64_t step, int64_t start_ns, int64_t end_ns, uint32_t window, bool full,
+                 uint32_t bound_us = 0) {
+    slow_.push_back(SlowStepEntry{ticks(start_ns), ticks(end_ns), step, thread, window, bound_us, full ? 1u : 0u});
+    sampled_ = true;
+  }
+  /// The coverage summary; its begin/end/window times are ns like the records.
+  void sampling(const SamplingSummary& s_ns, std::string_view step_name = "step") {
+    summary_ = s_ns;
+    summary_.begin_ticks = ticks(int64_t(s_ns.begin_ticks));
+    summary_.end_ticks = ticks(int64_t(s_ns.end_ticks));
+    summary_.window_ticks = uint64_t(std::llround(double(s_ns.window_ticks) * tpn_));
+    summary_.step_name = str(step_name);
+    sampled_ = true;
+  }
+
   /// Writes what is pending, the tables, the drops and (when `end_chunk`) the END chunk, and closes the file.
   void finish(bool end_chunk = true) {
     if (!f_) return;
     for (auto& [t, b] : events_) flush_events(t);
     flush_tables();
+    if (sampled_) write_sampling();
     if (!drops_.empty()) {
       ChunkBuilder b(ChunkType::kDrops);
       for (auto& d : drops_) b.add(d);
@@ -268,6 +293,11 @@ class DumpBuilder {
       for (auto& d : drops_) dropped += d.records;
       b.add(EndEntry{ticks(last_ns_), records_, dropped});
       write(b);
+    }
+    if (sampled_) {  // the header's flags say what the file is
+      FileHeader h = make_file_header(kFileRingSnapshot | kFileSampled);
+      std::fseek(f_, 0, SEEK_SET);
+      std::fwrite(&h, sizeof(h), 1, f_);
     }
     std::fclose(f_);
     f_ = nullptr;
@@ -367,6 +397,18 @@ class DumpBuilder {
     }
   }
 
+  void write_sampling() {
+    ChunkBuilder s(ChunkType::kSampling);
+    s.add(summary_);
+    write(s);
+    ChunkBuilder w(ChunkType::kWindows);
+    for (auto& e : windows_) w.add(e);
+    if (!windows_.empty()) write(w);
+    ChunkBuilder l(ChunkType::kSlowSteps);
+    for (auto& e : slow_) l.add(e);
+    if (!slow_.empty()) write(l);
+  }
+
   void write(const ChunkBuilder& b) {
     auto bytes = b.finish();
     std::fwrite(bytes.data(), 1, bytes.size(), f_);
@@ -388,6 +430,10 @@ class DumpBuilder {
   std::vector<uint32_t> new_threads_;
   std::vector<std::pair<std::string, std::string>> process_, status_;
   std::vector<DropEntry> drops_;
+  bool sampled_ = false;
+  SamplingSummary summary_{};
+  std::vector<WindowEntry> windows_;
+  std::vector<SlowStepEntry> slow_;
   std::map<uint32_t, ChunkBuilder> events_;
   std::unordered_map<uint32_t, size_t> pending_bytes_;
 };

@@ -20,7 +20,8 @@ namespace inferscope::dump {
 
 inline constexpr char kMagic[8] = {'I', 'N', 'F', 'S', 'C', 'O', 'P', 'E'};
 inline constexpr uint16_t kVersionMajor = 1;  ///< a reader refuses a major version it does not know
-inline constexpr uint16_t kVersionMinor = 0;  ///< minor versions only append; older readers skip the new
+inline constexpr uint16_t kVersionMinor = 1;  ///< minor versions only append; older readers skip the new
+                                              ///< (1.1: sampled mode's chunks 10-12 and file flag bit 1)
 
 enum class ChunkType : uint32_t {
   kProcessInfo = 1,      ///< key/value list: pid, hostname, cmdline, clock, start_realtime_ns, ...
@@ -32,6 +33,15 @@ enum class ChunkType : uint32_t {
   kCodeTable = 7,        ///< CodeEntry*: Python code objects
   kCollectorStatus = 8,  ///< key/value list: collector name -> one line on what it did or could not do
   kEnd = 9,              ///< EndEntry: the session stopped and everything before is complete
+  kSampling = 10,        ///< SamplingSummary: a sampled-mode dump's coverage of the run (the latest holds)
+  kWindows = 11,         ///< WindowEntry*: the windows a sampled-mode dump holds, oldest first
+  kSlowSteps = 12,       ///< SlowStepEntry*: slow steps the runtime detected while sampling
+};
+
+/// FileHeader::flags bits.
+enum FileFlags : uint32_t {
+  kFileRingSnapshot = 1u << 0,  ///< a ring-mode (or sampled-mode) snapshot: written whole, not streamed
+  kFileSampled = 1u << 1,       ///< sampled mode: events only inside the windows of the WINDOWS chunk
 };
 
 #pragma pack(push, 1)
@@ -40,7 +50,7 @@ struct FileHeader {
   char magic[8];
   uint16_t version_major;
   uint16_t version_minor;
-  uint32_t flags;  ///< bit 0: ring-mode snapshot
+  uint32_t flags;  ///< FileFlags
 };
 static_assert(sizeof(FileHeader) == 16);
 
@@ -113,6 +123,62 @@ struct EndEntry {
   uint64_t records_dropped;
 };
 static_assert(sizeof(EndEntry) == 24);
+
+/// Sampled mode: how much of the run the dump's windows cover. Counts include windows the ring dropped.
+struct SamplingSummary {
+  uint64_t begin_ticks;       ///< the session started
+  uint64_t end_ticks;         ///< this dump was written
+  uint64_t steps_seen;        ///< step ranges that ended during the session
+  uint64_t steps_in_windows;  ///< of them, counted by a full-detail window
+  uint64_t window_ticks;      ///< time with full detail on (closed windows, and the open one up to end_ticks)
+  uint32_t windows_opened;    ///< full-detail windows opened (periodic, timed and slow-step ones)
+  uint32_t windows_dropped;   ///< windows (full or light) the ring dropped, oldest first (windows_kept, budget)
+  uint32_t slow_steps_seen;   ///< slow steps detected
+  uint32_t slow_steps_listed; ///< of them, in the SLOW_STEPS chunk (the newest 1024)
+  uint32_t step_name;         ///< string id of the step range's name
+  uint32_t flags;             ///< bit 0: a step range was seen, so windows counted steps (else they were timed)
+  uint64_t records_outside;   ///< records outside every kept window, not written (sampled out)
+};
+static_assert(sizeof(SamplingSummary) == 72);
+
+/// Why a window was recorded (WindowEntry::reason).
+enum class WindowReason : uint8_t {
+  kPeriodic = 0,   ///< every window_every_steps steps
+  kTimed = 1,      ///< every window_every_ms, while no step range had been seen
+  kSlowStep = 2,   ///< opened after a slow step outside a window
+  kNeighbours = 3, ///< light: the always-on ranges of a slow step outside a window and its neighbours
+};
+
+enum WindowFlags : uint8_t {
+  kWindowFull = 1u << 0,    ///< full detail (collectors on); else only the always-on ranges and marks
+  kWindowOpen = 1u << 1,    ///< still open when the dump was written (end_ticks is then the write time)
+  kWindowPinned = 1u << 2,  ///< holds a slow step: the ring drops it after every unpinned window
+};
+
+struct WindowEntry {
+  uint64_t begin_ticks;  ///< detail on (light: the first neighbour's start)
+  uint64_t end_ticks;    ///< detail off (open: when the dump was written)
+  uint64_t first_step;   ///< index of the first step it counted (steps since the session started, from 0)
+  uint32_t index;        ///< window number since the session started, from 1
+  uint32_t steps;        ///< steps it counted (wholly inside it)
+  uint32_t slow_steps;   ///< slow steps among them
+  uint8_t reason;        ///< WindowReason
+  uint8_t flags;         ///< WindowFlags
+  uint16_t reserved;
+  uint64_t records;      ///< records it holds
+};
+static_assert(sizeof(WindowEntry) == 48);
+
+struct SlowStepEntry {
+  uint64_t start_ticks;
+  uint64_t end_ticks;
+  uint64_t step;        ///< index since the session started, from 0
+  uint32_t thread_id;   ///< dump thread id of the step range
+  uint32_t window;      ///< WindowEntry::index of the window holding its records; 0: none kept
+  uint32_t bound_us;    ///< the threshold it exceeded (µs)
+  uint32_t flags;       ///< bit 0: recorded in full detail (in a full window); else only its ranges
+};
+static_assert(sizeof(SlowStepEntry) == 40);
 
 #pragma pack(pop)
 

@@ -319,6 +319,8 @@ void DumpReader::renumber_threads_if_needed() {
     drops[{d.thread_id, key.second}] = d;
   }
   drops_ = std::move(drops);
+  if (sampling_)
+    for (auto& st : sampling_->slow_steps) st.thread_id = thread_id_of(st.thread_id);
   id_warnings_.push_back(path_ + ": thread ids reach " + std::to_string(ids.back()) + " for " + std::to_string(ids.size()) +
                          " threads; they are numbered 1.." + std::to_string(ids.size()) + " here");
 }
@@ -371,8 +373,48 @@ void DumpReader::parse_chunk(const ChunkHeader& h, const uint8_t* p, uint64_t of
       if (h.length < sizeof(EndEntry)) throw DumpError("end chunk too short", off);
       end_ = load<EndEntry>(p);
       break;
+    case ChunkType::kSampling:
+    case ChunkType::kWindows:
+    case ChunkType::kSlowSteps:
+      parse_sampling(h, p, off);
+      break;
     default:
       break;  // a chunk type from a newer minor version: skipped
+  }
+}
+
+namespace {
+
+// Entries of a sampled-mode chunk: `count` of one size, at least T's (a later minor version may append fields).
+template <class T>
+std::vector<T> sized_entries(const ChunkHeader& h, const uint8_t* p, uint64_t off) {
+  std::vector<T> out;
+  if (h.count == 0) return out;
+  const uint64_t size = h.length / h.count;
+  if (h.length % h.count != 0 || size < sizeof(T))
+    throw DumpError("chunk length " + std::to_string(h.length) + " is not " + std::to_string(h.count) +
+                        " entries of at least " + std::to_string(sizeof(T)) + " bytes",
+                    off);
+  out.reserve(h.count);
+  for (uint32_t i = 0; i < h.count; ++i) out.push_back(load<T>(p + i * size));
+  return out;
+}
+
+}  // namespace
+
+// Sampled mode's chunks: the latest summary holds; windows and slow steps accumulate in file order.
+void DumpReader::parse_sampling(const ChunkHeader& h, const uint8_t* p, uint64_t off) {
+  SamplingData& d = sampling_ ? *sampling_ : sampling_.emplace();
+  switch (static_cast<ChunkType>(h.type)) {
+    case ChunkType::kSampling:
+      if (auto v = sized_entries<SamplingSummary>(h, p, off); !v.empty()) d.summary = v.back();
+      break;
+    case ChunkType::kWindows:
+      for (auto& w : sized_entries<WindowEntry>(h, p, off)) d.windows.push_back(w);
+      break;
+    default:
+      for (auto& s : sized_entries<SlowStepEntry>(h, p, off)) d.slow_steps.push_back(s);
+      break;
   }
 }
 

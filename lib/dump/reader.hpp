@@ -66,6 +66,13 @@ struct Damage {
   bool truncated = false;   ///< the file simply ends early (a crash); false: the bytes are corrupt
 };
 
+/// A sampled-mode dump's windows and coverage (SAMPLING, WINDOWS and SLOW_STEPS chunks).
+struct SamplingData {
+  SamplingSummary summary{};
+  std::vector<WindowEntry> windows;       ///< oldest first
+  std::vector<SlowStepEntry> slow_steps;  ///< in the order detected
+};
+
 struct Attr {
   std::string key;
   AttrType type = AttrType::kNone;
@@ -130,7 +137,10 @@ class DumpReader {
   uint64_t file_size() const { return size_; }
   uint16_t version_major() const { return major_; }
   uint16_t version_minor() const { return minor_; }
-  bool is_ring_snapshot() const { return file_flags_ & 1u; }
+  bool is_ring_snapshot() const { return file_flags_ & kFileRingSnapshot; }
+  /// A sampled-mode dump (its SAMPLING/WINDOWS chunks were read): events only inside its windows.
+  bool is_sampled() const { return sampling_.has_value(); }
+  const std::optional<SamplingData>& sampling() const { return sampling_; }
 
   const std::vector<std::pair<std::string, std::string>>& process_info() const { return process_; }
   std::string process_value(const std::string& key) const;
@@ -202,6 +212,7 @@ class DumpReader {
   void parse_valid(const std::vector<Walked>& walked, size_t first_bad);
   void parse_chunk(const ChunkHeader& h, const uint8_t* payload, uint64_t payload_offset);
   void parse_strings(const ChunkHeader& h, const uint8_t* p, uint64_t off);
+  void parse_sampling(const ChunkHeader& h, const uint8_t* p, uint64_t off);
   void adopt_tables(const std::vector<CodeEntry>& code, const std::vector<ThreadEntry>& threads);
   void renumber_threads_if_needed();
   void damaged(uint64_t where, const std::string& what, bool truncated);
@@ -229,6 +240,7 @@ class DumpReader {
   uint64_t record_count_ = 0;
   std::optional<EndEntry> end_;
   std::optional<Damage> damage_;
+  std::optional<SamplingData> sampling_;
 };
 
 }  // namespace inferscope::dump

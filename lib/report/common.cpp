@@ -111,3 +111,44 @@ std::vector<std::pair<std::string, std::string>> headline_process(const analyze:
 }
 
 }  // namespace inferscope::report
+
+namespace inferscope::report {
+
+std::string sampling_sentence(const analyze::Sampling& s) {
+  std::string out = "full detail for ";
+  if (s.by_steps)
+    out += std::to_string(s.steps_in_windows) + " of " + std::to_string(s.steps_seen) + " steps of '" + s.step_name +
+           "' (" + fmt(s.step_coverage_pct, 1) + " %) and ";
+  out += fmt(s.window_ms, 1) + " of " + fmt(s.run_ms, 1) + " ms (" + fmt(s.time_coverage_pct, 1) + " %)";
+  if (!s.by_steps) out += ", in timed windows (no step range was seen)";
+  out += "; " + std::to_string(s.windows_opened) + " window(s) opened, " + std::to_string(s.windows_kept) +
+         " kept in the ring";
+  if (s.windows_dropped)
+    out += ", " + std::to_string(s.windows_dropped) + " dropped (oldest first; " + std::to_string(s.records_dropped) +
+           " records)";
+  out += ". The step statistics, breakdown and findings describe the steps of the kept full windows only.";
+  if (s.slow_steps_seen) {
+    size_t full = 0;
+    for (auto& x : s.slow_steps) full += x.detail == "full";
+    out += " " + std::to_string(s.slow_steps_seen) + " slow step(s) caught, " + std::to_string(full) +
+           " of them kept in full detail.";
+  }
+  return out;
+}
+
+std::vector<std::string> sampling_window_cells(const analyze::SampledWindow& w) {
+  return {std::to_string(w.index), w.reason + (w.pinned ? " (pinned)" : "") + (w.open ? " (open)" : ""),
+          w.full ? "full" : "ranges", fmt(w.start_ms, 3), fmt(w.end_ms, 3), std::to_string(w.first_step),
+          std::to_string(w.steps), std::to_string(w.steps_analyzed), std::to_string(w.slow_steps),
+          std::to_string(w.records)};
+}
+
+std::vector<std::string> sampling_slow_cells(const analyze::SlowStepSeen& x) {
+  const std::string kept = x.detail == "full"    ? "full detail, window " + std::to_string(x.window)
+                           : x.detail == "ranges" ? "ranges only, window " + std::to_string(x.window)
+                                                  : "not kept";
+  return {std::to_string(x.step), fmt(x.start_ms, 3), fmt(x.duration_ms, 3), fmt(x.bound_ms, 3), kept,
+          x.grew.empty() ? "-" : x.grew + " (+" + fmt(x.grew_ms, 3) + " ms)"};
+}
+
+}  // namespace inferscope::report

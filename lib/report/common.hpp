@@ -46,4 +46,15 @@ std::string report_subject(const analyze::Analysis& a);
 /// The process facts a person needs up front (command line, pid, host, GPU), in that order, as (key, value).
 std::vector<std::pair<std::string, std::string>> headline_process(const analyze::Analysis& a);
 
+/// A sampled run in one plain-text sentence, lower case after a heading: coverage in steps and time, windows kept
+/// and dropped, slow steps ("full detail for 12 of 1530 steps of 'step' (0.8 %) and ...").
+std::string sampling_sentence(const analyze::Sampling& s);
+/// The windows table's and the slow-steps table's cells (plain text; the writers escape them).
+inline const std::vector<std::string> kSamplingWindowHead = {"window", "reason", "detail", "start (ms)", "end (ms)",
+                                                             "first step", "steps", "analysed", "slow", "records"};
+std::vector<std::string> sampling_window_cells(const analyze::SampledWindow& w);
+inline const std::vector<std::string> kSamplingSlowHead = {"step of the run", "start (ms)", "duration (ms)",
+                                                           "threshold (ms)", "kept", "grew most (ranges only)"};
+std::vector<std::string> sampling_slow_cells(const analyze::SlowStepSeen& x);
+
 }  // namespace inferscope::report

@@ -359,6 +359,31 @@ void write_steps(const Analysis& a, std::ostream& out) {
   out << "</section>\n";
 }
 
+// A sampled run: which windows it holds, how much of the run they cover, the slow steps the runtime caught.
+void write_sampling(const Analysis& a, std::ostream& out) {
+  const auto& s = a.sampling;
+  if (!s.sampled) return;
+  out << "<section id=\"sampling\"><h2>Sampled run</h2>\n<p>The run was sampled (mode: sampled): " << h(sampling_sentence(s)) << "</p>\n";
+  Table w{kSamplingWindowHead, {true, false, false, true, true, true, true, true, true, true}, {}};
+  for (const auto& x : s.windows) {
+    auto c = sampling_window_cells(x);
+    for (auto& v : c) v = h(v);
+    w.rows.push_back(std::move(c));
+  }
+  if (!w.rows.empty()) w.write(out);
+  if (!s.slow_steps.empty()) {
+    out << "<h3>Slow steps the runtime caught</h3>\n";
+    Table t{kSamplingSlowHead, {true, true, true, true, false, false}, {}};
+    for (const auto& x : s.slow_steps) {
+      auto c = sampling_slow_cells(x);
+      for (auto& v : c) v = h(v);
+      t.rows.push_back(std::move(c));
+    }
+    t.write(out);
+  }
+  out << "</section>\n";
+}
+
 void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
   out << "<section id=\"findings\"><h2>Findings (ranked by impact)</h2>\n";
   if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
@@ -546,6 +571,8 @@ void write_html(const Analysis& a, std::ostream& out) {
   out << "Source <code>" << h(a.source) << "</code>";
   if (!a.source_format.empty()) out << " (" << h(a.source_format) << ")";
   out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.</p>\n";
+  if (a.sampling.sampled)
+    out << "<p><span class=\"badge\">sampled</span>" << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";
   if (a.partial)
     out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
            "were read (see Warnings).</p>\n";
@@ -564,6 +591,7 @@ void write_html(const Analysis& a, std::ostream& out) {
   write_breakdown(a, out);
   write_timeline(a, names, out);
   write_steps(a, out);
+  write_sampling(a, out);
   write_findings(a, names, out);
   write_tables(a, names, out);
   write_children(a, out);

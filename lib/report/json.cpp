@@ -318,6 +318,57 @@ std::string pretty_json(const json::value& v) {
   return text;
 }
 
+json::object sampling_json(const analyze::Sampling& s) {
+  json::object o;
+  o["step_name"] = str(s.step_name);
+  o["by_steps"] = s.by_steps;
+  o["steps_seen"] = num(s.steps_seen);
+  o["steps_in_windows"] = num(s.steps_in_windows);
+  o["step_coverage_pct"] = num(s.step_coverage_pct);
+  o["run_ms"] = num(s.run_ms);
+  o["window_ms"] = num(s.window_ms);
+  o["time_coverage_pct"] = num(s.time_coverage_pct);
+  o["windows_opened"] = num(uint64_t(s.windows_opened));
+  o["windows_kept"] = num(uint64_t(s.windows_kept));
+  o["windows_dropped"] = num(uint64_t(s.windows_dropped));
+  o["records_dropped"] = num(s.records_dropped);
+  o["records_outside"] = num(s.records_outside);
+  o["slow_steps_seen"] = num(uint64_t(s.slow_steps_seen));
+  json::array windows;
+  for (const auto& w : s.windows) {
+    json::object x;
+    x["index"] = num(uint64_t(w.index));
+    x["reason"] = str(w.reason);
+    x["full"] = w.full;
+    x["open"] = w.open;
+    x["pinned"] = w.pinned;
+    x["start_ms"] = num(w.start_ms);
+    x["end_ms"] = num(w.end_ms);
+    x["first_step"] = num(w.first_step);
+    x["steps"] = num(uint64_t(w.steps));
+    x["slow_steps"] = num(uint64_t(w.slow_steps));
+    x["steps_analyzed"] = num(uint64_t(w.steps_analyzed));
+    x["records"] = num(w.records);
+    windows.push_back(std::move(x));
+  }
+  o["windows"] = std::move(windows);
+  json::array slow;
+  for (const auto& e : s.slow_steps) {
+    json::object x;
+    x["step"] = num(e.step);
+    x["start_ms"] = num(e.start_ms);
+    x["duration_ms"] = num(e.duration_ms);
+    x["bound_ms"] = num(e.bound_ms);
+    x["detail"] = str(e.detail);
+    x["window"] = num(uint64_t(e.window));
+    x["grew"] = str(e.grew);
+    x["grew_ms"] = num(e.grew_ms);
+    slow.push_back(std::move(x));
+  }
+  o["slow_steps"] = std::move(slow);
+  return o;
+}
+
 void write_json(const Analysis& a, std::ostream& out) {
   json::object root;
   root["schema_version"] = kJsonSchemaVersion;
@@ -330,6 +381,7 @@ void write_json(const Analysis& a, std::ostream& out) {
   root["trace_ms"] = num(a.trace_ms);
   root["end_to_end_ms"] = num(a.end_to_end_ms);
   root["steps"] = steps_json(a.steps);
+  if (a.sampling.sampled) root["sampling"] = sampling_json(a.sampling);  // a sampled run only
   root["breakdown"] = breakdown_json(a.breakdown);
   json::array findings;
   for (const auto& f : a.findings) findings.push_back(finding_json(f));

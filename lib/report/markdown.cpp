@@ -183,6 +183,29 @@ void write_steps(const Analysis& a, std::ostream& out) {
         << " ms (median + max(3 scaled MADs, 25 %)) are left out of the breakdown; see the slow_steps finding.\n\n";
 }
 
+// A sampled run: which windows it holds, how much of the run they cover, the slow steps the runtime caught.
+void write_sampling(const Analysis& a, std::ostream& out) {
+  const auto& s = a.sampling;
+  if (!s.sampled) return;
+  out << "## Sampled run\n\nThe run was sampled (mode: sampled): " << md_escape(sampling_sentence(s)) << "\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& w : s.windows) {
+    auto c = sampling_window_cells(w);
+    for (auto& x : c) x = md_cell(md_escape(x));
+    rows.push_back(std::move(c));
+  }
+  if (!rows.empty()) table(out, kSamplingWindowHead, {true, false, false, true, true, true, true, true, true, true}, rows);
+  if (s.slow_steps.empty()) return;
+  out << "Slow steps the runtime caught (the slow_steps finding explains those kept in full detail):\n\n";
+  rows.clear();
+  for (const auto& x : s.slow_steps) {
+    auto c = sampling_slow_cells(x);
+    for (auto& v : c) v = md_cell(md_escape(v));
+    rows.push_back(std::move(c));
+  }
+  table(out, kSamplingSlowHead, {true, true, true, true, false, false}, rows);
+}
+
 void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& names, std::ostream& out) {
   // A heading is one line: a title too long for it is cut (the JSON report has it whole).
   out << "### " << rank << ". " << (f.primary ? "[primary] " : "") << prose(names, f.title, 240) << "\n\n";
@@ -405,6 +428,8 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   else
     out << " (whole trace, no steps found)";
   out << "\n\n";
+  if (a.sampling.sampled)
+    out << "**Sampled run** (mode: sampled): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";
   if (a.partial)
     out << "**Partial analysis**: the input is corrupt; only the data before the damage were read (see Warnings).\n\n";
   out << "Source: " << code(a.source);
@@ -424,6 +449,7 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   write_quality(a, names, out);
   write_breakdown(a, out);
   write_steps(a, out);
+  write_sampling(a, out);
   write_findings(a, names, out);
   write_tables(a, names, out);
   write_children(a, out);

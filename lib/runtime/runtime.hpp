@@ -53,6 +53,9 @@ class Collector {
   virtual std::string start(const Config& config) = 0;
   /// Called from the writer thread every flush period while the session runs (hand over what is buffered).
   virtual void flush() {}
+  /// Sampled mode (docs/sampled-mode.md): full detail on at a window's start, off at its end; called from the
+  /// writer thread. A collector started in sampled mode starts with its detail off. Default: always on.
+  virtual void set_detail(bool /*on*/) {}
   /// Stops collecting and hands over everything still buffered. Called from stop(), before the final drain.
   virtual void stop() = 0;
 };

@@ -10,6 +10,7 @@
 #include "dump/path.hpp"
 #include "runtime/crash_dump.hpp"
 #include "runtime/dump_file.hpp"
+#include "runtime/sampler.hpp"
 
 #include <inferscope/scope.hpp>
 
@@ -41,6 +42,7 @@
 namespace inferscope::detail {
 std::atomic<uint32_t> g_session{0};
 std::atomic<bool> g_nvtx_emit{false};
+std::atomic<uint32_t> g_step_name{~0u};
 // Config::nvtx_emit's NVTX side, installed by the GPU collector (runtime::set_nvtx_hooks).
 static std::atomic<void (*)(const StaticName&) noexcept> g_nvtx_push{nullptr};
 static std::atomic<void (*)() noexcept> g_nvtx_pop{nullptr};
@@ -79,6 +81,11 @@ RingEntry* make_ring(uint64_t bytes) {
 }
 
 enum Command : uint8_t { kCmdWake = 'W', kCmdFinish = 'F', kCmdSnapshot = 'S' };
+
+// Set by the SIGUSR2 handler (lock-free, so async-signal-safe) beside the byte it writes to the writer's pipe: a
+// snapshot is not lost when that byte cannot be written. The writer clears it; a forked child starts clear.
+std::atomic<int> g_snapshot_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 struct SessionState {
   Config cfg;
@@ -136,6 +143,11 @@ struct SessionState {
   std::string last_snapshot;
   uint32_t flush_index = 0;
   std::atomic<int> pending_signal{0};
+
+  // Sampled mode (mode: sampled): set at start, never changed; shared with application threads that end a step.
+  bool sampled = false;
+  std::shared_ptr<Sampler> sampler;
+  uint32_t step_name_id = 0;
 };
 
 struct Global {
@@ -298,6 +310,8 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   b.add_key_value("thread_buffer_kb", std::to_string(s.cfg.thread_buffer_kb));
   b.add_key_value("inferscope_version", "0.1.0");
   b.add_key_value("session_epoch", std::to_string(s.epoch));
+  if (s.sampler)
+    for (auto& [k, v] : s.sampler->process_info()) b.add_key_value(k, v);
   b.finish_into(out);
 }
 
@@ -362,6 +376,8 @@ std::vector<dump::DropEntry> current_drops(SessionState& s) {
   for (auto& [tid, c] : s.overwritten) d.push_back({tid, over, c.first, c.second});
   const uint32_t lost = s.write_lost.empty() ? 0 : intern("write_failed");
   for (auto& [tid, c] : s.write_lost) d.push_back({tid, lost, c.first, c.second});
+  if (s.sampler)
+    for (auto& [tid, reason, records, bytes] : s.sampler->drops()) d.push_back({tid, intern(reason), records, bytes});
   std::lock_guard lk(s.meta_mu);
   for (auto& [key, c] : s.extra_drops) d.push_back({key.first, intern(key.second), c.first, c.second});
   return d;
@@ -386,7 +402,9 @@ void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
 }
 
 void append_end(SessionState& s, std::vector<uint8_t>& out) {
-  dump::EndEntry end{detail::now(), s.records_written, total_drops(current_drops(s))};
+  // Sampled mode writes the windows' records only: what was sampled out is in the SAMPLING chunk, not dropped.
+  const uint64_t written = s.sampler ? s.sampler->records_kept() : s.records_written;
+  dump::EndEntry end{detail::now(), written, total_drops(current_drops(s))};
   ChunkBuilder b(ChunkType::kEnd);
   b.add(end);
   b.finish_into(out);
@@ -479,13 +497,14 @@ std::string snapshot_path(SessionState& s, bool final) {
 // Ring mode: a whole dump of the current window.
 std::vector<uint8_t> snapshot_bytes(SessionState& s) {
   std::vector<uint8_t> out;
-  auto fh = dump::make_file_header(1);
+  auto fh = dump::make_file_header(dump::kFileRingSnapshot | (s.sampler ? dump::kFileSampled : 0u));
   out.insert(out.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
   append_process_info(s, out);
   append_meta_kv(s, out, true);
   append_tables(s, out, true);
   append_threads(s, out, true);
   append_calibration(s, out, true);
+  if (s.sampler) s.sampler->write(out, s.step_name_id);
   for (auto& c : s.retained) out.insert(out.end(), c.begin(), c.end());
   append_drops(s, out, true);
   append_end(s, out);
@@ -528,11 +547,30 @@ void keep_in_window(SessionState& s, Drained& d) {
   crash::end_update();
 }
 
+// The collectors started so far. They start after the writer, so the list may grow while it runs; they are
+// never removed before the writer has finished, so the pointers stay valid outside the lock.
+std::vector<Collector*> collectors_of(SessionState& s) {
+  std::vector<Collector*> cs;
+  std::lock_guard lk(s.collectors_mu);
+  for (auto& c : s.collectors) cs.push_back(c.get());
+  return cs;
+}
+
+// Sampled mode, each cycle: windows open and close first (so the pre-roll a slow step reaches back to is still
+// there), then the drained records go to the window their time falls in.
+void sample(SessionState& s, Drained& d, bool finishing) {
+  s.sampler->before_drain(collectors_of(s), finishing);
+  drain_all(s, d);
+  s.sampler->route(d.chunks);
+}
+
 // One writer cycle: drain, then hand the chunks to the sink. Strings are written after the drain so every
 // id a drained record uses is already in the table (it was interned before the record was written).
-void cycle(SessionState& s, std::vector<uint8_t>& buf) {
+// `finishing`: the last cycle of a stopping session (collectors are stopped: nothing is switched).
+void cycle(SessionState& s, std::vector<uint8_t>& buf, bool finishing = false) {
   const Cursors before = cursors_of(s);
   Drained d;
+  if (s.sampler) return sample(s, d, finishing);
   drain_all(s, d);
   if (s.ring_mode) return keep_in_window(s, d);
   append_meta_kv(s, buf, false);
@@ -590,7 +628,7 @@ bool finish_ring(SessionState& s) {
 bool finish_writing(SessionState& s) {
   s.calib.push_back(take_calibration_point());
   std::vector<uint8_t> buf;
-  cycle(s, buf);
+  cycle(s, buf, /*finishing=*/true);
   s.dump_written = s.ring_mode ? finish_ring(s) : finish_stream(s);
   return s.dump_written;
 }
@@ -623,16 +661,9 @@ void writer_main(SessionState* s) {
       if (stop_impl(true, sig)) return;
       s->pending_signal.store(sig);
     }
-    {
-      // Collectors start after the writer, so the list may grow while it runs; they are never removed
-      // before the writer has finished, so the pointers stay valid outside the lock.
-      std::vector<Collector*> cs;
-      {
-        std::lock_guard lk(s->collectors_mu);
-        for (auto& c : s->collectors) cs.push_back(c.get());
-      }
-      for (Collector* c : cs) c->flush();
-    }
+    for (Collector* c : collectors_of(*s)) c->flush();
+    // SIGUSR2's flag: set even when the handler's byte could not be written (a full pipe).
+    if (g_snapshot_signal.exchange(0, std::memory_order_acq_rel)) snapshot = true;
     if (std::chrono::steady_clock::now() >= next_calib) {
       s->calib.push_back(take_calibration_point());
       next_calib += std::chrono::milliseconds(s->cfg.calibration_period_ms);
@@ -652,13 +683,16 @@ void writer_main(SessionState* s) {
 
 // --- signals ---------------------------------------------------------------------------------------------
 //
-// The handlers only ever replace a default action (SIG_DFL), and remember what they replaced: in any process
-// but the one that installed them (a child made by clone() without fork's handlers, or before they ran) they
-// act exactly as that previous disposition would. Only the owner writes to its own writer's pipe.
+// SIGINT/SIGTERM handlers only ever replace a default action (SIG_DFL), and remember what they replaced: in any
+// process but the one that installed them (a child made by clone() without fork's handlers, or before they ran)
+// they act exactly as that previous disposition would. Only the owner writes to its own writer's pipe.
+// SIGUSR2 (ring and sampled modes) is chained instead: over a handler the program installed first, ours asks for
+// the snapshot and then calls the program's, so both happen; a program that ignores SIGUSR2 keeps ignoring it.
 
 constexpr int kMaxSignal = 65;
 struct sigaction g_prev_action[kMaxSignal];
 std::atomic<bool> g_ours[kMaxSignal];
+std::atomic<bool> g_chained[kMaxSignal];  // ours runs the program's handler after its own work
 std::atomic<pid_t> g_handler_owner{0};
 std::atomic<bool> g_deferred_python_signals{false};  // SIGTERM/SIGUSR2 wait for Python's start-up (see below)
 
@@ -675,14 +709,28 @@ void chain_signal(int sig, siginfo_t* info, void* context) {
   }
 }
 
+// The program's own handler, which ours was installed over (never a default action or SIG_IGN: see
+// install_chained_handler).
+void call_program_handler(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& prev = g_prev_action[sig];
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+  }
+}
+
 void handle_signal(int sig, siginfo_t* info, void* context) {
-  // Async-signal-safe: one byte to this process's own writer thread, which writes the dump and re-raises.
+  // Async-signal-safe: a flag and one byte to this process's own writer thread, which writes the dump (and for
+  // SIGINT/SIGTERM re-raises); no lock, no allocation.
   const int saved_errno = errno;
   Global& g = G();
   if (::getpid() == g_handler_owner.load(std::memory_order_relaxed) &&
       g.owner_pid.load(std::memory_order_relaxed) == ::getpid() && g.pipe_w >= 0) {
+    if (sig == SIGUSR2) g_snapshot_signal.store(1, std::memory_order_release);
     uint8_t c = static_cast<uint8_t>(sig);
     [[maybe_unused]] ssize_t r = ::write(g.pipe_w, &c, 1);
+    if (g_chained[sig].load(std::memory_order_relaxed)) call_program_handler(sig, info, context);
   } else {
     chain_signal(sig, info, context);
   }
@@ -713,17 +761,40 @@ void install_handler(int sig) {
   ::sigaction(sig, &sa, nullptr);
 }
 
+// SIGUSR2: ours also over a handler the program installed first (then chained to it), not over SIG_IGN.
+void install_chained_handler(int sig) {
+  struct sigaction old{};
+  if (::sigaction(sig, nullptr, &old) != 0) return;
+  if (handler_is_ours(old)) {
+    g_handler_owner.store(::getpid());
+    return;
+  }
+  const bool is_default = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+  if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) return;
+  g_prev_action[sig] = old;
+  struct sigaction sa{};
+  sa.sa_sigaction = handle_signal;
+  sa.sa_mask = old.sa_mask;  // the program's handler runs with the signals it asked to block
+  sa.sa_flags = SA_RESTART | SA_SIGINFO | (old.sa_flags & SA_ONSTACK);
+  g_handler_owner.store(::getpid());
+  g_chained[sig].store(!is_default);
+  g_ours[sig].store(true);
+  ::sigaction(sig, &sa, nullptr);
+}
+
 // A forked child: what was ours goes back to what it replaced (the child's own session, if it has one,
 // installs them again for itself). A handler the program installed since is left alone.
 void restore_handlers_in_child() {
   for (int sig = 1; sig < kMaxSignal; ++sig) {
     if (!g_ours[sig].load()) continue;
     g_ours[sig].store(false);
+    g_chained[sig].store(false);
     struct sigaction cur{};
     if (::sigaction(sig, nullptr, &cur) == 0 && handler_is_ours(cur)) ::sigaction(sig, &g_prev_action[sig], nullptr);
   }
   g_handler_owner.store(0);
   g_deferred_python_signals.store(false);
+  g_snapshot_signal.store(0);
 }
 
 // Ends this process by `sig` as it would have ended without us (the dump is written).
@@ -754,8 +825,8 @@ void install_session_handlers(const SessionState& s) {
     if (!wait_for_python) install_handler(SIGTERM);
   }
   if (s.ring_mode && !wait_for_python) {
-    install_handler(SIGUSR2);
-    crash::install_handlers();
+    install_chained_handler(SIGUSR2);
+    if (!s.sampled) crash::install_handlers();
   }
   g_deferred_python_signals.store(wait_for_python);
 }
@@ -819,6 +890,7 @@ Inherited abandon_parent_session(Global& g) {
   }
   detail::g_session.store(0, std::memory_order_seq_cst);
   detail::g_nvtx_emit.store(false, std::memory_order_relaxed);
+  detail::g_step_name.store(~0u, std::memory_order_relaxed);  // the parent's sampler is the parent's
   if (s) s->file.abandon();  // the parent's dump (and its lock) are the parent's alone
   // Kept, never freed: its threads and locks do not exist here, so nothing may run its destructors. Held from a
   // static so the memory stays reachable (a leak checker in the child reports nothing).
@@ -948,6 +1020,7 @@ bool stop_impl(bool from_writer, int signal_number, bool* written) {
       {
         std::lock_guard lk(g.registry);
         detail::g_session.store(0, std::memory_order_seq_cst);
+        detail::g_step_name.store(~0u, std::memory_order_relaxed);
       }
       if (from_writer) {
         finish_writing(*s);
@@ -981,8 +1054,8 @@ void install_deferred_signal_handlers() {
   if (g.owner_pid.load() != ::getpid()) return;
   if (s->from_env && s->cfg.handle_signals) install_handler(SIGTERM);
   if (s->ring_mode) {
-    install_handler(SIGUSR2);
-    crash::install_handlers();
+    install_chained_handler(SIGUSR2);
+    if (!s->sampled) crash::install_handlers();
   }
 }
 
@@ -1317,6 +1390,7 @@ bool open_dump(SessionState& s) {
   auto fh = dump::make_file_header(s.ring_mode ? 1 : 0);
   head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
   append_process_info(s, head);
+  if (s.sampled) return true;  // sampled mode writes no crash dump (docs/sampled-mode.md)
   if (s.ring_mode) {
     s.crash.fd = s.file.fd();
     s.crash.temp = s.file.written_path();
@@ -1336,6 +1410,24 @@ bool open_dump(SessionState& s) {
     return false;
   }
   return true;
+}
+
+// The session clock's ticks per ns, from the calibration points open_dump took 1 ms apart.
+double ticks_per_ns(const std::vector<dump::CalibrationPoint>& calib) {
+  if (calib.size() < 2) return 1.0;
+  const auto& a = calib.front();
+  const auto& b = calib.back();
+  if (b.monotonic_ns <= a.monotonic_ns || b.ticks <= a.ticks) return 1.0;
+  return double(b.ticks - a.ticks) / double(b.monotonic_ns - a.monotonic_ns);
+}
+
+// Sampled mode: made once open_dump has measured the clock's rate, before the session is published (the step
+// range's name is interned first, so its id is known before any range can end).
+void start_sampler(SessionState& s) {
+  s.step_name_id = intern(Sampler::step_name(s.cfg));
+  // The drop reasons are interned now: a snapshot writes the string table before it builds its drop table.
+  for (const char* reason : Sampler::kDropReasons) intern(reason);
+  s.sampler = std::make_shared<Sampler>(s.cfg, s.calib.front().ticks, ticks_per_ns(s.calib));
 }
 
 bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child) {
@@ -1366,19 +1458,23 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   if (s->cfg.calibration_period_ms == 0) s->cfg.calibration_period_ms = 1000;
   if (s->cfg.trace_size_mb == 0) s->cfg.trace_size_mb = 1;
   s->output = config.output.empty() ? default_output_path() : config.output;
-  s->ring_mode = config.buffer_mode == BufferMode::kRing;
+  // Sampled mode keeps its windows in memory and writes them whole, as ring mode does.
+  s->ring_mode = config.buffer_mode == BufferMode::kRing || config.mode == CaptureMode::kSampled;
   s->from_env = from_env;
   s->family_output = family_output.empty() ? s->output : family_output;
+  s->sampled = config.mode == CaptureMode::kSampled;
   if (!open_dump(*s)) {
     delete s;
     return false;
   }
+  if (s->sampled) start_sampler(*s);
 
   SessionState* old = g.session;
   {
     std::lock_guard lk(g.registry);
     g.session = s;
     g.last_output = s->output;
+    if (s->sampler) detail::g_step_name.store(s->step_name_id, std::memory_order_relaxed);
     detail::g_session.store(s->epoch, std::memory_order_seq_cst);
   }
   delete old;  // its writer has finished and its channels are closed
@@ -1515,6 +1611,25 @@ bool bind_thread(uint32_t epoch) noexcept {
   }
 }
 
+void step_ended(uint64_t start, uint64_t end) noexcept {
+  try {
+    std::shared_ptr<runtime::Sampler> sampler;
+    uint32_t thread = 0;
+    {
+      // Under the registry lock: a session that stops meanwhile (and the next one that frees it) cannot take the
+      // sampler away while this thread still uses it.
+      std::lock_guard lk(G().registry);
+      runtime::SessionState* s = G().session;
+      const uint32_t e = g_session.load(std::memory_order_relaxed);
+      if (!s || e == 0 || s->epoch != e || !s->sampler || t_state.epoch != e || !t_state.ring) return;
+      sampler = s->sampler;
+      thread = static_cast<runtime::RingEntry*>(t_state.ring)->thread_id;
+    }
+    if (sampler->step_ended(thread, start, end)) runtime::send_command(runtime::kCmdWake);
+  } catch (...) {
+  }
+}
+
 void fill_attr(AttrRecord& out, const Attribute& a) noexcept {
   out.key = intern_cached(a.key, std::strlen(a.key));
   std::memset(out.reserved, 0, sizeof(out.reserved));
@@ -1541,8 +1656,9 @@ void end_range_slow(uint32_t epoch, uint32_t name, uint32_t depth, uint64_t star
   if (epoch != g_session.load(std::memory_order_relaxed)) return;
   ThreadState& ts = t_state;
   const uint32_t n = flags & ~kRangeNvtxFlag;
-  if (n != 0) return write_range_attrs(ts.ring, name, depth, start, end, attrs, n);
-  write_range(ts.ring, RecordKind::kRange, name, depth, start, end);
+  if (n != 0) write_range_attrs(ts.ring, name, depth, start, end, attrs, n);
+  else write_range(ts.ring, RecordKind::kRange, name, depth, start, end);
+  note_step(name, start, end);
 }
 
 void write_range_attrs(ThreadRing* r, uint32_t name, uint32_t depth, uint64_t start, uint64_t end,

@@ -459,6 +459,46 @@ TEST_CASE("report must name a format by its extension") {
   CHECK(contains(resolve_error(with_flags({{"report", "r.pdf"}})), "report: 'r.pdf' does not end in .md, .html or .json"));
 }
 
+TEST_CASE("sampled mode: mode takes full or sampled; the window and slow-step keys have ranges") {
+  Clean clean;
+  cfg::Resolved r = cfg::resolve(with_flags({{"mode", "sampled"}, {"window_steps", "5"}, {"window_every_steps", "50"},
+                                             {"slow_step_ms", "12.5"}, {"slow_step_percentile", "90"}}));
+  CHECK(r.config.mode == inferscope::CaptureMode::kSampled);
+  CHECK(r.config.window_steps == 5);
+  CHECK(r.config.window_every_steps == 50);
+  CHECK(r.config.slow_step_ms == 12.5);
+  CHECK(r.config.slow_step_percentile == 90);
+  CHECK(contains(resolve_error(with_flags({{"mode", "always"}})), "mode: 'always' is not an allowed value; allowed: one of: full, sampled"));
+  CHECK(contains(resolve_error(with_flags({{"window_steps", "0"}})), "window_steps: 0 is out of range"));
+  CHECK(contains(resolve_error(with_flags({{"slow_step_percentile", "100"}})), "slow_step_percentile: 100 is out of range"));
+  CHECK(contains(resolve_error(with_flags({{"windows_kept", "0"}})), "windows_kept: 0 is out of range"));
+}
+
+TEST_CASE("sampled mode: a window as long as its period is refused, naming both keys and where each came from") {
+  Clean clean;
+  std::string path = clean.dir.write(".inferscope.yaml", "mode: sampled\nwindow_steps: 600\n");
+  std::string error = resolve_error();
+  CHECK(contains(error, "window_steps = 600 (file:" + path + ":2) must be smaller than window_every_steps = 500 (default)"));
+  CHECK(contains(error, "use mode: full"));
+  CHECK(contains(validate_error(path), "window_steps = 600"));
+  // Timed windows, from the environment this time; and both problems at once.
+  clean.env.set("INFERSCOPE_WINDOW_MS", "20000");
+  error = resolve_error();
+  CHECK(contains(error, "window_ms = 20000 (env:INFERSCOPE_WINDOW_MS) must be smaller than window_every_ms = 10000"));
+  CHECK(contains(error, "window_steps = 600"));
+}
+
+TEST_CASE("sampled mode: the window checks apply only when sampling, and a lenient tool notes them") {
+  Clean clean;
+  CHECK(cfg::resolve(with_flags({{"window_steps", "600"}})).config.window_steps == 600);  // mode: full uses none
+  clean.dir.write(".inferscope.yaml", "mode: sampled\nwindow_steps: 600\n");
+  cfg::ResolveOptions lenient;
+  lenient.lenient_sources = true;
+  cfg::Resolved r = cfg::resolve(lenient);
+  REQUIRE(r.ignored.size() == 1);
+  CHECK(contains(r.ignored[0], "window_steps = 600"));
+}
+
 TEST_CASE("booleans accept the usual spellings, case-insensitively, and nothing else") {
   Clean clean;
   for (const char* yes : {"true", "True", "1", "yes", "ON"})

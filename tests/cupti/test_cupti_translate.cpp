@@ -912,3 +912,55 @@ TEST_CASE("device info is written once the driver can say: a query before CUDA i
   set_api_factory_for_test(nullptr);
   ::unlink(cfg.output.c_str());
 }
+
+TEST_CASE("sampled mode: CUPTI stays subscribed and its activity kinds are enabled only inside windows") {
+  // The writer thread switches the kinds while this thread watches: the kernel kind through an atomic.
+  struct Watched : FakeCupti {
+    std::atomic<bool> kernel_on{false};
+    CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) override {
+      if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) kernel_on = true;
+      return FakeCupti::cuptiActivityEnable(k);
+    }
+    CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) override {
+      if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) kernel_on = false;
+      return FakeCupti::cuptiActivityDisable(k);
+    }
+  };
+  Watched* fake = new Watched;
+  set_api_factory_for_test([fake] { return std::unique_ptr<CuptiApi>(fake); });
+  Config cfg;
+  cfg.output = temp_path("fake_cupti_sampled");
+  cfg.cupti = true;
+  cfg.system = false;
+  cfg.python = false;
+  cfg.mode = CaptureMode::kSampled;
+  cfg.window_steps = 3;
+  cfg.window_every_steps = 5;
+  cfg.slow_step_factor = 0;
+  REQUIRE(inferscope::start(cfg));
+  CHECK_MESSAGE(std::string(inferscope_cupti_status()).find("inside sampled windows only") != std::string::npos,
+                inferscope_cupti_status());
+  CHECK_FALSE(fake->kernel_on.load());  // subscribed, nothing enabled yet
+  // A specification changed between windows takes effect at the next window, not now.
+  CHECK(inferscope_cupti_set_activities("minimal") == 0);
+  CHECK_FALSE(fake->kernel_on.load());
+  auto step = [] {
+    { ISCOPE_RANGE("step"); }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  bool seen_on = false, seen_off_after = false;
+  for (int i = 0; i < 40 && !seen_off_after; ++i) {
+    step();
+    const bool on = fake->kernel_on.load();
+    if (i < 4) CHECK_FALSE(on);  // the first window is due after the fifth step
+    seen_on |= on;
+    seen_off_after = seen_on && !on;
+  }
+  CHECK(seen_on);
+  CHECK(seen_off_after);
+  REQUIRE(inferscope::stop());
+  dump::DumpReader r(cfg.output);
+  REQUIRE(r.is_sampled());
+  CHECK(r.sampling()->summary.windows_opened >= 1);
+  ::unlink(cfg.output.c_str());
+}

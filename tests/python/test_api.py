@@ -504,6 +504,40 @@ def test_ring_mode_flush_ring(tmp_path):
     assert isc.flush_ring() is None  # no ring session now
 
 
+def test_sampled_mode_traces_python_inside_windows_only_and_flush_ring_writes_the_ring(tmp_path):
+    # scope("step") drives the windows; Python tracing is switched on and off by the runtime around them.
+    path = tmp_path / "sampled.iscope"
+
+    def traced():
+        return sum(range(50))
+
+    assert isc.start(output=str(path), mode="sampled", window_steps=3, window_every_steps=10, python=True,
+                     cupti=False, system=False, slow_step_factor=0)
+    try:
+        for i in range(60):
+            with isc.scope("step"):
+                traced()
+            time.sleep(0.003)  # the runtime switches tracing between steps, on a thread of its own
+            if i == 29:
+                snap = isc.flush_ring()
+    finally:
+        isc.stop()
+    assert snap and snap.endswith(".flush1.iscope") and os.path.exists(snap)
+    d = isc._native._read_dump(str(path))
+    assert d["complete"]
+    steps = of_kind(d, "range", "step")
+    calls = [r for r in of_kind(d, "python_call") if r["name"].endswith("traced")]
+    # Five windows (after steps 9, 19, ... 49) of three steps: the steps outside them were sampled out.
+    assert 15 <= len(steps) < 30, len(steps)
+    assert 0 < len(calls) <= len(steps), (len(calls), len(steps))
+    assert len(of_kind(isc._native._read_dump(snap), "range", "step")) < len(steps)
+
+
+def test_sampled_mode_refuses_a_window_as_long_as_its_period():
+    with pytest.raises(ValueError, match="window_steps = 20 .* must be smaller than window_every_steps = 10"):
+        isc.start(mode="sampled", window_steps=20, window_every_steps=10)
+
+
 @pytest.mark.parametrize(
     "call, error, text",
     [

@@ -148,3 +148,44 @@ TEST_CASE("without follow_children a forked child records nothing and writes no 
   CHECK(count_named(read_all(parent).ranges, "parent") == 10);
   CHECK_FALSE(std::filesystem::exists(testutil::temp_path("fork-quiet." + std::to_string(pid) + ".iscope")));
 }
+
+TEST_CASE("sampled mode: a child forked while a window is open starts its own sampler, with nothing of the parent's") {
+  Config c = config_for("fork-sampled.iscope");
+  c.mode = CaptureMode::kSampled;
+  c.window_steps = 5;
+  c.window_every_steps = 10;
+  c.follow_children = true;
+  c.slow_step_factor = 0;
+  REQUIRE(start(c));
+  auto steps = [](int n) {
+    for (int i = 0; i < n; ++i) {
+      ISCOPE_RANGE("step");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  };
+  steps(12);  // the first window is open now (it counts steps 10..14)
+  ::raise(SIGUSR2);  // a snapshot asked for just before the fork: the child must not write it
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!is_active()) ::_exit(1);
+    steps(25);
+    std::exit(0);  // atexit completes the child's dump
+  }
+  CHECK(child_result(pid) == 0);
+  steps(8);
+  REQUIRE(stop());
+  dump::DumpReader parent(c.output);
+  REQUIRE(parent.is_sampled());
+  CHECK(parent.sampling()->summary.steps_seen == 20);
+  const std::string child_path = testutil::temp_path("fork-sampled." + std::to_string(pid) + ".iscope");
+  REQUIRE(std::filesystem::exists(child_path));
+  dump::DumpReader child(child_path);
+  CHECK(child.complete());
+  REQUIRE(child.is_sampled());
+  const auto& cs = *child.sampling();
+  CHECK(cs.summary.steps_seen == 25);  // its own steps, counted from 0: no count, window or flag of the parent's
+  CHECK(cs.summary.windows_opened == 2);
+  REQUIRE(cs.windows.size() >= 1);
+  CHECK(cs.windows[0].first_step == 10);
+  CHECK_FALSE(std::filesystem::exists(testutil::temp_path("fork-sampled." + std::to_string(pid) + ".flush1.iscope")));
+}

@@ -121,6 +121,31 @@ TEST_CASE("ring mode: SIGUSR2 writes a snapshot and recording goes on") {
         testutil::count_named(testutil::read_all(s).ranges, "tick") / 2);
 }
 
+TEST_CASE("sampled mode from the environment: SIGUSR2 writes the ring, the process goes on, SIGTERM completes it") {
+  std::string out = testutil::temp_path("sampled-signal.iscope");
+  pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out, {"INFERSCOPE_MODE=sampled", "INFERSCOPE_WINDOW_MS=20",
+                                                                   "INFERSCOPE_WINDOW_EVERY_MS=100"}));
+  sleep_ms(300);
+  ::kill(pid, SIGUSR2);  // its default action would end the process: ours replaced it
+  std::string snap = testutil::temp_path("sampled-signal.flush1.iscope");
+  for (int i = 0; i < 100 && !std::filesystem::exists(snap); ++i) sleep_ms(20);
+  REQUIRE(std::filesystem::exists(snap));
+  sleep_ms(100);
+  CHECK(::kill(pid, 0) == 0);  // still running
+  ::kill(pid, SIGTERM);
+  int st = testutil::wait_status(pid);
+  CHECK(WIFSIGNALED(st));
+  dump::DumpReader s(snap);
+  CHECK(s.complete());
+  REQUIRE(s.is_sampled());
+  CHECK(s.sampling()->summary.windows_opened >= 1);
+  CHECK(testutil::count_named(testutil::read_all(s).ranges, "tick") > 0);  // the timed windows' ranges
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  REQUIRE(r.is_sampled());
+  CHECK(r.sampling()->summary.windows_opened > s.sampling()->summary.windows_opened);
+}
+
 TEST_CASE("children of an iscope-run process record only when asked, each into its own file") {
   // INFERSCOPE_ROOT_PID names another process: this one is a child and stays silent by default.
   std::string out = testutil::temp_path("child.iscope");

@@ -25,6 +25,9 @@ extern INFERSCOPE_API std::atomic<uint32_t> g_session;
 /// Config::nvtx_emit of the running session: ISCOPE ranges are also pushed as NVTX ranges. Read only by a
 /// range that records, once at its beginning (one predictable branch); a stopped session never reads it.
 extern INFERSCOPE_API std::atomic<bool> g_nvtx_emit;
+/// Sampled mode: the string id of the step range's name, so the end of a step reaches the window scheduler;
+/// ~0u (no name) otherwise. Read only by a range that records, at its end.
+extern INFERSCOPE_API std::atomic<uint32_t> g_step_name;
 /// Chosen once before the first session: TSC ticks where the TSC is invariant, else CLOCK_MONOTONIC_RAW ns.
 extern INFERSCOPE_API bool g_clock_is_tsc;
 
@@ -115,6 +118,15 @@ inline void write_range(ThreadRing* r, RecordKind kind, uint32_t name, uint32_t 
                         name, start, end};
   std::memcpy(p, &rec, sizeof(rec));
   ring_commit(r, sizeof(rec));
+}
+
+/// Slow path of note_step: a step range [start, end] ended on the calling thread (sampled mode).
+INFERSCOPE_API void step_ended(uint64_t start, uint64_t end) noexcept;
+
+/// Called where a range that records ends: in sampled mode the step range drives the window scheduler. One
+/// relaxed load and a compare otherwise.
+inline void note_step(uint32_t name, uint64_t start, uint64_t end) noexcept {
+  if (INFERSCOPE_UNLIKELY(name == g_step_name.load(std::memory_order_relaxed))) step_ended(start, end);
 }
 
 /// Writes one complete record into the calling thread's ring (binding the thread if needed). Used by the

@@ -42,10 +42,17 @@ std::optional<Finding> slow_steps(const RuleInput& in) {
   f.informational = true;
   std::vector<size_t> worst(out.begin(), out.end());
   std::stable_sort(worst.begin(), worst.end(), [&](size_t x, size_t y) { return m.steps[x].dur > m.steps[y].dur; });
+  // In a sampled run a step is also named by its number in the run (the windows hold a few of many).
+  auto label = [&](size_t i) {
+    const auto& n = in.a.sampling.run_step;
+    std::string l = "step " + std::to_string(i);
+    if (i < n.size() && n[i] >= 0) l += " (step " + std::to_string(n[i]) + " of the run)";
+    return l;
+  };
   for (size_t k = 0; k < worst.size() && k < 3; ++k) {
     const auto& s = m.steps[worst[k]];
     auto [part, extra] = what_grew(s, in.t);
-    f.evidence.push_back("step " + std::to_string(worst[k]) + ": " + fms(double(s.dur) / 1e6) + "; most of the difference: " +
+    f.evidence.push_back(label(worst[k]) + ": " + fms(double(s.dur) / 1e6) + "; most of the difference: " +
                          part + " (+" + fms(std::max(0.0, extra) / 1e6) + " against the typical step)");
     f.examples.push_back({(double(s.start) - in.trace_t0_ns) / 1e6, (double(s.start + s.dur) - in.trace_t0_ns) / 1e6,
                           "slow step " + std::to_string(worst[k])});

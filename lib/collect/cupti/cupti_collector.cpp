@@ -111,6 +111,10 @@ struct State {
   bool session = false;
   bool waiting_for_cuda = false;
   ActivitySet wanted, enabled;
+  // Sampled mode: `wanted` is enabled only while `detail` is on (inside windows); subscribed all along, so a
+  // window starts with activity enabling only.
+  bool sampled = false;
+  bool detail = true;
   std::string spec;
   std::string status = "off: no session";
   // Buffers have their own lock: CUPTI may request or complete a buffer inside any CUPTI call made with
@@ -545,9 +549,9 @@ std::string activate_locked(State& s) {
     std::lock_guard cl(s.chan_mu);
     if (s.translator) s.translator->set_system_thread_ids(s.system_tids);
   }
-  std::string failed = apply_locked(s, s.wanted);
+  std::string failed = apply_locked(s, s.detail ? s.wanted : ActivitySet{});
   std::string line = "on: CUPTI " + (api.origin.empty() ? std::string("(test)") : api.origin) + "; activities " +
-                     describe(s.enabled);
+                     (s.sampled ? describe(s.wanted) + " inside sampled windows only" : describe(s.enabled));
   if (s.wanted.any_api_as_activity() && !s.system_tids)
     line += "; API calls on callbacks: CUPTI gives no OS thread ids (" + s.no_system_tids + ")";
   if (!failed.empty()) line += "; not available: " + failed;
@@ -671,7 +675,8 @@ void gpu_at_exit() {
   std::lock_guard ck(s.check_mu);  // a clock check the writer is running finishes first
   {
     std::lock_guard lk(s.mu);
-    if (!s.session || !s.activated || s.exit_flushed || !s.enabled.any()) return;
+    // Sampled mode between windows: nothing enabled, but the last window's records may still be buffered.
+    if (!s.session || !s.activated || s.exit_flushed || (!s.enabled.any() && !s.sampled)) return;
     s.exit_flushed = true;
   }
   flush_and_disable(s);
@@ -721,6 +726,8 @@ class CuptiCollector final : public runtime::Collector {
     std::lock_guard lk(s.mu);
     s.session = true;
     s.exit_flushed = false;
+    s.sampled = c.mode == CaptureMode::kSampled;
+    s.detail = !s.sampled;
     s.device_info_written = false;  // each session's dump says which devices there are
     s.wanted = want;
     s.spec = c.cupti_activities;
@@ -772,14 +779,31 @@ class CuptiCollector final : public runtime::Collector {
     if (!s.exiting.load() && s.need_clock_check.exchange(false)) run_clock_checks(s);
   }
 
+  // Sampled mode: a window starts with the activity kinds enabled and ends with them disabled; the records
+  // CUPTI still holds arrive with its periodic flush (the writer places them by time). A clock check runs in
+  // each window, since outside them nothing is enabled to check with.
+  void set_detail(bool on) override {
+    State& s = S();
+    std::lock_guard lk(s.mu);
+    if (!s.sampled) return;
+    s.detail = on;
+    if (!s.session || !s.activated || s.exit_flushed) return;
+    apply_locked(s, on ? s.wanted : ActivitySet{});
+    if (on) s.need_clock_check.store(true);
+  }
+
   void stop() override {
     State& s = S();
-    bool active;
+    bool active, enabled;
     {
       std::lock_guard lk(s.mu);
-      active = s.activated && s.enabled.any() && !s.exit_flushed;
+      enabled = s.enabled.any();
+      active = s.activated && (enabled || s.sampled) && !s.exit_flushed;
+      // The writer may still be switching windows: from here on set_detail changes nothing, so no window
+      // enables the kinds again after they are disabled below.
+      s.sampled = false;
     }
-    if (active && !s.exiting.load()) {
+    if (active && enabled && !s.exiting.load()) {
       std::lock_guard ck(s.check_mu);
       run_clock_checks(s);
     }
@@ -787,6 +811,8 @@ class CuptiCollector final : public runtime::Collector {
     {
       std::lock_guard lk(s.mu);
       s.session = false;
+      s.sampled = false;
+      s.detail = true;
       if (s.waiting_for_cuda) {
         s.waiting_for_cuda = false;
         s.status = "off: CUDA was never initialised in this process (no driver, no GPU, or the program does not use CUDA)";
@@ -852,7 +878,7 @@ extern "C" INFERSCOPE_API int inferscope_cupti_set_activities(const char* spec) 
   std::lock_guard lk(s.mu);
   if (!s.session || !s.activated) return -2;
   s.wanted = want;
-  std::string failed = cupti::apply_locked(s, want);
+  std::string failed = cupti::apply_locked(s, s.detail ? want : cupti::ActivitySet{});
   return failed.empty() ? 0 : -1;
 }
 

@@ -13,8 +13,13 @@
 
 #include <inferscope/internal/hot_path.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <string_view>
 
 #if PY_VERSION_HEX >= 0x030C0000
@@ -660,6 +665,66 @@ bool same_filters(const Filters& a, const Filters& b) {
   return a.mode == b.mode && a.include == b.include && a.exclude == b.exclude && a.max_depth == b.max_depth;
 }
 
+// --- sampled mode: tracing switched on and off by the writer ----------------------------------------------
+//
+// The writer thread must never wait for the GIL: the application may hold it while it waits for the writer
+// (stop(), flush_ring()). So a thread of this module's own takes the GIL and switches; it is detached, never
+// joined, so one that finalization leaves waiting for the GIL keeps no exit waiting. A forked child starts a
+// new one (the parent's does not exist there).
+
+std::atomic<bool> g_switch_allowed{false};  // a sampled session runs and the interpreter is not exiting
+
+class DetailSwitch {
+ public:
+  // Only the writer thread calls this, so the check outside the lock races with nothing.
+  void request(bool on, const Filters& filters) {
+    if (owner_ != ::getpid()) start();
+    std::lock_guard lk(mu_);
+    want_ = on;
+    filters_ = filters;
+    cv_.notify_one();
+  }
+
+ private:
+  // A new process (or the first request): the thread that served a parent is not here, and its lock may have
+  // been held at the fork.
+  void start() {
+    new (&mu_) std::mutex;
+    new (&cv_) std::condition_variable;
+    owner_ = ::getpid();
+    want_ = have_ = false;
+    std::thread([this] { run(); }).detach();
+  }
+  void run() {
+    const pid_t mine = ::getpid();
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return want_ != have_ || owner_ != mine; });
+      if (owner_ != mine) return;
+      const bool on = want_;
+      const Filters f = filters_;
+      lk.unlock();
+      if (Py_IsInitialized()) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        if (g_switch_allowed.load()) on ? (void)enable(f) : disable();
+        PyGILState_Release(gil);
+      }
+      lk.lock();
+      have_ = on;
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  pid_t owner_ = 0;
+  bool want_ = false, have_ = false;
+  Filters filters_;
+};
+
+DetailSwitch& detail_switch() {
+  static DetailSwitch* s = new DetailSwitch;  // never destroyed: its thread may outlive every static
+  return *s;
+}
+
 // --- the runtime's view -----------------------------------------------------------------------------------
 
 class PythonCollector final : public runtime::Collector {
@@ -677,12 +742,20 @@ class PythonCollector final : public runtime::Collector {
     return status;
   }
 
+  // Sampled mode: the writer asks; the switch's own thread takes the GIL (DetailSwitch).
+  void set_detail(bool on) override {
+    if (sampled_) detail_switch().request(on, filters_);
+  }
+
   // May run on the writer thread (a signal) or after the interpreter finalized (C atexit): touch no Python.
-  void stop() override { g_active.store(false, std::memory_order_relaxed); }
+  void stop() override {
+    g_switch_allowed.store(false);
+    g_active.store(false, std::memory_order_relaxed);
+  }
 
  private:
-  // The status line; GIL held.
-  static std::string start_tracing(const Config& config) {
+  // The status line; GIL held. Sampled mode leaves tracing off until a window opens.
+  std::string start_tracing(const Config& config) {
     if (!config.python || config.python_mode == "off")
       return "off: disabled by the configuration (python=false or python_mode=off)";
     Filters f;
@@ -691,9 +764,20 @@ class PythonCollector final : public runtime::Collector {
     } catch (const std::exception& e) {
       return std::string("off: ") + e.what();
     }
-    std::string error = enable(f);
-    return error.empty() ? status_line() : "off: " + error;
+    filters_ = f;
+    sampled_ = config.mode == CaptureMode::kSampled;
+    g_switch_allowed.store(sampled_);
+    if (!sampled_) {
+      std::string error = enable(f);
+      return error.empty() ? status_line() : "off: " + error;
+    }
+    disable();  // a full session before may have left tracing on
+    return std::string("on: ") + mechanism() + ", Python " + PY_VERSION + ", mode " + f.mode +
+           ", inside sampled windows only";
   }
+
+  Filters filters_;
+  bool sampled_ = false;
 };
 
 }  // namespace
@@ -822,6 +906,7 @@ std::string enable(const Filters& filters) {
 }
 
 void disable(bool at_exit) {
+  if (at_exit) g_switch_allowed.store(false);  // no sampled window switches tracing on again from here
   g_active.store(false);
   if (g_installed) {
     remove_hooks(at_exit);

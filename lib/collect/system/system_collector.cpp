@@ -53,8 +53,19 @@ class SystemCollector final : public runtime::Collector {
     if (!sampler_->perf_note().empty()) runtime::log(LogLevel::kInfo, "system collector: " + sampler_->perf_note());
     overhead_name_ = runtime::intern("system_sampler");
     runtime::set_thread_exit_hook(on_thread_exit);
+    paused_ = sampled_ = config.mode == CaptureMode::kSampled;
     thread_ = std::thread([this] { run(); });
-    return "on: " + status;
+    return "on: " + status + (sampled_ ? "; inside sampled windows only" : "");
+  }
+
+  // Sampled mode: the sampling thread sleeps between windows.
+  void set_detail(bool on) override {
+    if (!sampled_) return;
+    {
+      std::lock_guard lk(mu_);
+      paused_ = !on;
+    }
+    cv_.notify_all();
   }
 
   void stop() override {
@@ -79,6 +90,7 @@ class SystemCollector final : public runtime::Collector {
       {
         std::unique_lock lk(mu_);
         cv_.wait_until(lk, next, [this] { return stopping_; });
+        cv_.wait(lk, [this] { return stopping_ || !paused_; });
         final = stopping_;
       }
       one_round(final);
@@ -106,6 +118,8 @@ class SystemCollector final : public runtime::Collector {
   std::mutex mu_;  // the sampler thread and stop() only
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool sampled_ = false;
+  bool paused_ = false;  // sampled mode, between windows
 };
 
 }  // namespace

@@ -1,0 +1,245 @@
+// Sampled mode in a real session (no GPU: the windows hold the always-on ranges): windows count whole steps and
+// hold only their own time, slow steps are kept with their neighbours, the ring is bounded and says what it
+// dropped, and flush_ring()/SIGUSR2 write the ring now while the program's own SIGUSR2 handler still runs.
+#include <doctest/doctest.h>
+
+#include "test_util.hpp"
+
+#include <inferscope/scope.hpp>
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+using namespace inferscope;
+using testutil::count_named;
+using testutil::read_all;
+
+namespace {
+
+Config sampled(const std::string& file) {
+  Config c;
+  c.output = testutil::temp_path(file);
+  c.cupti = c.system = c.python = false;
+  c.mode = CaptureMode::kSampled;
+  c.slow_step_factor = 0;  // only the fixed threshold, where a test sets one: its steps' times are its own
+  return c;
+}
+
+void pause_us(int us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
+
+// One step: a range "step" holding a range "inner"; `ms` of sleep inside it. Between steps a short pause, so
+// the writer switches windows between steps as it would between real ones.
+void step(double ms = 0.3) {
+  {
+    ISCOPE_RANGE("step");
+    ISCOPE_RANGE("inner");
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(ms * 1000)));
+  }
+  pause_us(300);
+}
+
+const dump::SamplingData& sampling_of(const dump::DumpReader& r) {
+  REQUIRE(r.is_sampled());
+  return *r.sampling();
+}
+
+// The "step" ranges wholly inside window `w`.
+size_t steps_inside(const testutil::DumpContents& c, const dump::WindowEntry& w) {
+  size_t n = 0;
+  for (auto& x : c.ranges) n += x.name == "step" && x.start >= w.begin_ticks && x.end <= w.end_ticks;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("sampled: windows of W whole steps every N steps; nothing outside them is written") {
+  Config c = sampled("sampled-windows.iscope");
+  c.window_steps = 3;
+  c.window_every_steps = 10;
+  REQUIRE(start(c));
+  // Windows after steps 9, 19, 29 and 39, each counting three; the last steps leave a slow writer (a loaded
+  // machine, a sanitizer) room to switch the fourth window on and off before the session stops.
+  for (int i = 0; i < 48; ++i) step();
+  REQUIRE(stop());
+  dump::DumpReader r(c.output);
+  CHECK(r.complete());
+  CHECK(r.is_ring_snapshot());
+  const auto& s = sampling_of(r);
+  CHECK(s.summary.steps_seen == 48);
+  CHECK(s.summary.windows_opened == 4);
+  CHECK(s.summary.steps_in_windows == 12);
+  CHECK(s.summary.flags == 1u);
+  CHECK(s.summary.records_outside > 0);
+  CHECK(r.string_at(s.summary.step_name) == "step");
+  REQUIRE(s.windows.size() == 4);
+  auto content = read_all(r);
+  for (auto& w : s.windows) {
+    CAPTURE(w.index);
+    CHECK(w.reason == uint8_t(dump::WindowReason::kPeriodic));
+    CHECK((w.flags & dump::kWindowFull) != 0);
+    CHECK(w.steps == 3);
+    CHECK(w.first_step % 10 == 0);
+    CHECK(steps_inside(content, w) >= 3);  // the step ending while detail went off may be whole too
+  }
+  // Every range written lies in a window: what ran between windows was sampled out.
+  for (auto& x : content.ranges) {
+    bool inside = false;
+    for (auto& w : s.windows) inside |= x.end >= w.begin_ticks && x.end <= w.end_ticks;
+    CHECK(inside);
+  }
+  CHECK(count_named(content.ranges, "step") < 25);
+  CHECK(testutil::process_value(r, "mode") == "sampled");
+  CHECK(testutil::process_value(r, "sampled.window_steps") == "3");
+  // What the END chunk says matches the file: sampled-out records are not counted as written.
+  CHECK(r.end()->records_written == r.record_count());
+}
+
+TEST_CASE("sampled: a slow step outside windows is kept with its neighbours' ranges, and a window follows it") {
+  Config c = sampled("sampled-slow.iscope");
+  c.window_steps = 3;
+  c.window_every_steps = 1000;  // no periodic window in this run
+  c.slow_step_ms = 20;
+  c.slow_step_neighbours = 1;
+  REQUIRE(start(c));
+  for (int i = 0; i < 30; ++i) step(i == 15 ? 30 : 0.3);
+  REQUIRE(stop());
+  dump::DumpReader r(c.output);
+  const auto& s = sampling_of(r);
+  CHECK(s.summary.slow_steps_seen == 1);
+  REQUIRE(s.slow_steps.size() == 1);
+  const auto& slow = s.slow_steps[0];
+  CHECK(slow.step == 15);
+  CHECK(slow.bound_us == 20000);
+  CHECK((slow.flags & 1u) == 0);  // its ranges only: no window was open
+  REQUIRE(slow.window != 0);
+  const dump::WindowEntry* light = nullptr;
+  const dump::WindowEntry* after = nullptr;
+  for (auto& w : s.windows) {
+    if (w.index == slow.window) light = &w;
+    if (w.reason == uint8_t(dump::WindowReason::kSlowStep)) after = &w;
+  }
+  REQUIRE(light != nullptr);
+  CHECK(light->reason == uint8_t(dump::WindowReason::kNeighbours));
+  CHECK((light->flags & dump::kWindowPinned) != 0);
+  CHECK(light->first_step == 14);
+  CHECK(light->steps == 3);
+  CHECK(light->slow_steps == 1);
+  auto content = read_all(r);
+  CHECK(steps_inside(content, *light) == 3);  // steps 14, 15 and 16, with their inner ranges
+  REQUIRE(after != nullptr);
+  CHECK((after->flags & dump::kWindowFull) != 0);
+  CHECK(after->first_step >= 16);
+  CHECK(s.summary.windows_opened == 1);
+}
+
+TEST_CASE("sampled: a slow step in a window keeps the window open for its neighbours, and the window is pinned") {
+  Config c = sampled("sampled-slow-in.iscope");
+  c.window_steps = 2;
+  c.window_every_steps = 10;
+  c.slow_step_ms = 20;
+  c.slow_step_neighbours = 2;
+  c.windows_kept = 2;  // room for one closed window besides the open one: the pinned one stays
+  REQUIRE(start(c));
+  int slow_at = -1;
+  for (int i = 0; i < 40; ++i) {
+    // The first step the first window counts is slow: the one after the writer switched detail on.
+    const bool slow = slow_at < 0 && i == 11;
+    if (slow) slow_at = i;
+    step(slow ? 30 : 0.3);
+    if (i == 9 || i == 10) pause_us(20000);  // the writer has switched detail on well before step 11 begins
+  }
+  REQUIRE(stop());
+  dump::DumpReader r(c.output);
+  const auto& s = sampling_of(r);
+  REQUIRE(s.slow_steps.size() == 1);
+  CHECK(s.summary.windows_opened == 4);  // after steps 9, 19, 29 and 39 (the last still open at stop)
+  CHECK(s.summary.windows_dropped == 2);
+  REQUIRE(s.windows.size() == 2);
+  // Window 1 held the slow step: the ring dropped the two later, unpinned ones instead.
+  CHECK(s.windows[0].index == 1);
+  CHECK(s.windows[1].index == 4);
+  CHECK((s.windows[1].flags & dump::kWindowOpen) != 0);
+  CHECK((s.windows[0].flags & dump::kWindowPinned) != 0);
+  CHECK(s.slow_steps[0].window == 1);
+  CHECK((s.slow_steps[0].flags & 1u) == 1u);
+  CHECK(s.windows[0].slow_steps == 1);
+  CHECK(s.windows[0].steps >= 3);  // two neighbours follow the slow step in full detail
+  bool dropped_counted = false;
+  for (auto& d : r.drops()) dropped_counted |= d.reason == "sample_window_dropped" && d.records > 0;
+  CHECK(dropped_counted);
+}
+
+TEST_CASE("sampled: with no step range, timed windows of window_ms every window_every_ms") {
+  Config c = sampled("sampled-timed.iscope");
+  c.window_ms = 20;
+  c.window_every_ms = 100;
+  c.flush_period_ms = 5;
+  REQUIRE(start(c));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(450);
+  while (std::chrono::steady_clock::now() < until) {
+    ISCOPE_RANGE("work");
+    pause_us(200);
+  }
+  REQUIRE(stop());
+  dump::DumpReader r(c.output);
+  const auto& s = sampling_of(r);
+  CHECK(s.summary.flags == 0u);
+  CHECK(s.summary.steps_seen == 0);
+  CHECK(s.summary.windows_opened >= 3);
+  CHECK(s.summary.windows_opened <= 4);
+  for (auto& w : s.windows) CHECK(w.reason == uint8_t(dump::WindowReason::kTimed));
+  // The windows cover about a fifth of the run.
+  const double share = double(s.summary.window_ticks) / double(s.summary.end_ticks - s.summary.begin_ticks);
+  CHECK(share > 0.1);
+  CHECK(share < 0.35);
+  CHECK(count_named(read_all(r).ranges, "work") > 0);
+}
+
+TEST_CASE("sampled: flush_ring() writes the ring now and recording goes on") {
+  Config c = sampled("sampled-flush.iscope");
+  c.window_steps = 2;
+  c.window_every_steps = 5;
+  REQUIRE(start(c));
+  for (int i = 0; i < 12; ++i) step();
+  const std::string path = flush_ring();
+  REQUIRE_FALSE(path.empty());
+  CHECK(path == testutil::temp_path("sampled-flush.flush1.iscope"));
+  for (int i = 0; i < 12; ++i) step();
+  REQUIRE(stop());
+  dump::DumpReader early(path);
+  CHECK(early.complete());
+  CHECK(sampling_of(early).summary.steps_seen == 12);
+  dump::DumpReader last(c.output);
+  CHECK(sampling_of(last).summary.steps_seen == 24);
+}
+
+namespace {
+std::atomic<int> g_program_handler_ran{0};
+void program_usr2(int) { g_program_handler_ran.fetch_add(1); }
+}  // namespace
+
+TEST_CASE("sampled: SIGUSR2 writes the ring now; the program's own SIGUSR2 handler still runs") {
+  struct sigaction mine{}, before{};
+  mine.sa_handler = program_usr2;
+  sigemptyset(&mine.sa_mask);
+  REQUIRE(::sigaction(SIGUSR2, &mine, &before) == 0);
+  Config c = sampled("sampled-usr2.iscope");
+  c.window_steps = 2;
+  c.window_every_steps = 5;
+  REQUIRE(start(c));  // installs ours over the program's, chained to it
+  for (int i = 0; i < 12; ++i) step();
+  ::kill(::getpid(), SIGUSR2);
+  const std::string snap = testutil::temp_path("sampled-usr2.flush1.iscope");
+  for (int i = 0; i < 200 && !std::filesystem::exists(snap); ++i) step();
+  CHECK(g_program_handler_ran.load() == 1);
+  REQUIRE(std::filesystem::exists(snap));
+  REQUIRE(stop());
+  dump::DumpReader r(snap);
+  CHECK(r.complete());
+  CHECK(sampling_of(r).summary.steps_seen >= 12);
+  ::sigaction(SIGUSR2, &before, nullptr);
+}
