@@ -45,9 +45,10 @@ const document = {
 const script = page.match(/<script>([\s\S]*?)<\/script>/)[1];
 new Function('document', script)(document);
 
-// The page's own notion of a number: "12.5 MiB" is bytes, anything parseFloat reads is a number.
+// The page's own notion of a number: "12.5 MiB" is bytes, "under 10" (below resolution) is 0, anything
+// parseFloat reads is a number.
 const units = { B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4 };
-const num = (t) => { const m = t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/); return m ? parseFloat(m[1]) * 1024 ** units[m[2]] : parseFloat(t); };
+const num = (t) => { if (/^under [\d.]+$/.test(t)) return 0; const m = t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/); return m ? parseFloat(m[1]) * 1024 ** units[m[2]] : parseFloat(t); };
 let failures = 0, clicks = 0;
 tables.forEach((table, ti) => {
   table.headers.forEach((th, col) => {
@@ -73,6 +74,19 @@ tables.forEach((table, ti) => {
     }
   });
 });
+// A CPU time below the counters' resolution sorts as the smallest figure, not among the words ("n/a").
+const threads = tables.find((t) => t.headers.some((h) => h.textContent === 'CPU (ms)'));
+if (threads) {
+  const th = threads.headers.find((h) => h.textContent === 'CPU (ms)');
+  const col = threads.headers.indexOf(th);
+  if (th.dataset.asc === '1') th.click();  // the next click sorts ascending
+  th.click();
+  const cells = threads.tBodies[0].rows.map((r) => r.cells[col].textContent).filter((v) => v !== 'n/a');
+  if (cells.includes('under 10') && cells[0] !== 'under 10') {
+    console.error(`"under 10" does not sort first in the CPU column: ${JSON.stringify(cells)}`);
+    failures++;
+  }
+}
 if (tables.length < 2) { console.error(`only ${tables.length} table(s) found in ${process.argv[2]}`); failures++; }
 console.log(`${tables.length} tables, ${clicks} header clicks sorted, ${failures} failure(s)`);
 process.exit(failures ? 1 : 0);
