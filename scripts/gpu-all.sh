@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything that needs the GPU machine, from the repository root, in two parts that fit one device call
+# Everything that needs the GPU machine, from the repository root, in parts that each fit one device call
 # each (the build stays on the machine between calls while it is warm):
 #   scripts/gpu-all.sh tests    # Release build, every GPU-labelled test, the CPU suite on Python 3.12,
 #                               # runtime/Python/system benchmarks
@@ -8,8 +8,10 @@
 #   scripts/gpu-all.sh sampled  # sampled mode: its GPU test (planted slow steps caught and explained) and the
 #                               # GPT-2 batch-1 overhead of sampled mode against no session (in-process A/B)
 #   scripts/gpu-all.sh fixtures # small real dumps of a few planted programs for tests/fixtures/
-#   scripts/gpu-all.sh analyzer # both planted suites (primary, predicted vs measured saving) and torch.profiler
-#                               # traces of three programs; ONLY_V limits the second suite
+#   scripts/gpu-all.sh analyzer # the first planted suite (primary, predicted vs measured saving) and
+#                               # torch.profiler traces of three programs beside their own dumps (~6 min)
+#   scripts/gpu-all.sh validate # the second suite, samples/validation (~6 min); ONLY_V limits it
+#   (each part builds first unless the build is there: the two suites no longer fit one 10-minute call together)
 # Logs and figures go to $OUT (default ./out-gpu).
 set -u
 PART=${1:-tests}
@@ -72,14 +74,19 @@ fi
 
 if [ "$PART" = analyzer ]; then
   [ -x "$BUILD/tools/iscope-run/iscope-run" ] || build
-  BUILD_DIR="$BUILD" PYTHON="$PY" scripts/planted-bottlenecks.sh "$OUT/planted" > "$OUT/planted.txt" 2>&1
+  BUILD_DIR="$BUILD" PYTHON="$PY" AB_ROUNDS=${AB_ROUNDS:-5} scripts/planted-bottlenecks.sh "$OUT/planted" \
+    > "$OUT/planted.txt" 2>&1
   echo "planted rc=$?"; tail -12 "$OUT/planted.txt"
-  ONLY=${ONLY_V:-} BUILD_DIR="$BUILD" PYTHON="$PY" AB_ROUNDS=${AB_ROUNDS:-5} WORK="$BUILD/validate" \
-    scripts/validate-unseen.sh "$OUT/validate" > "$OUT/validate.txt" 2>&1
-  echo "validate rc=$?"; tail -16 "$OUT/validate.txt"
   PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" timeout 200 "$PY" scripts/record-kineto-traces.py --out "$OUT/kineto" --iscope-analyze "$BUILD/tools/iscope-analyze/iscope-analyze" --iscope-run "$BUILD/tools/iscope-run/iscope-run" \
     > "$OUT/kineto.txt" 2>&1
   echo "kineto rc=$?"; grep -v Warning "$OUT/kineto.txt" | tail -24
+fi
+
+if [ "$PART" = validate ]; then
+  [ -x "$BUILD/tools/iscope-run/iscope-run" ] || build
+  ONLY=${ONLY_V:-} BUILD_DIR="$BUILD" PYTHON="$PY" AB_ROUNDS=${AB_ROUNDS:-5} WORK="$BUILD/validate" \
+    scripts/validate-unseen.sh "$OUT/validate" > "$OUT/validate.txt" 2>&1
+  echo "validate rc=$?"; tail -16 "$OUT/validate.txt"
 fi
 
 if [ "$PART" = fixtures ]; then
