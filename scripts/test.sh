@@ -52,7 +52,7 @@ else
 fi
 
 echo "=== TSan build of the buffer tests"
-if BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo TARGETS="test_ring test_session" scripts/build.sh \
+if BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo TARGETS="test_ring test_session test_sampled_session" scripts/build.sh \
      -DINFERSCOPE_SANITIZE=thread -DINFERSCOPE_BUILD_BENCH=OFF -DINFERSCOPE_BUILD_PYTHON=OFF \
      -DINFERSCOPE_BUILD_SAMPLES=OFF -DINFERSCOPE_BUILD_CUDA_SAMPLES=OFF; then
   TSAN_OPTIONS=halt_on_error=1 run_ctest tsan build-tsan -L buffers

@@ -130,7 +130,7 @@ TEST_CASE("sampled mode from the environment: SIGUSR2 writes the ring, the proce
   std::string snap = testutil::temp_path("sampled-signal.flush1.iscope");
   for (int i = 0; i < 100 && !std::filesystem::exists(snap); ++i) sleep_ms(20);
   REQUIRE(std::filesystem::exists(snap));
-  sleep_ms(100);
+  sleep_ms(400);  // several 100 ms periods: a window opens after the snapshot even with a slow writer
   CHECK(::kill(pid, 0) == 0);  // still running
   ::kill(pid, SIGTERM);
   int st = testutil::wait_status(pid);

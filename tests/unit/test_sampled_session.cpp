@@ -31,15 +31,16 @@ Config sampled(const std::string& file) {
 
 void pause_us(int us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
 
-// One step: a range "step" holding a range "inner"; `ms` of sleep inside it. Between steps a short pause, so
-// the writer switches windows between steps as it would between real ones.
-void step(double ms = 0.3) {
+// One step: a range "step" holding a range "inner"; `ms` of sleep inside it. Between steps a pause, so the
+// writer switches windows between steps as it would between real ones: 1.5 ms, because under a sanitizer on a
+// loaded 2-core machine the writer took longer than three 0.6 ms steps to open a window (CI, 2026-11-23).
+void step(double ms = 0.5) {
   {
     ISCOPE_RANGE("step");
     ISCOPE_RANGE("inner");
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(ms * 1000)));
   }
-  pause_us(300);
+  pause_us(1500);
 }
 
 const dump::SamplingData& sampling_of(const dump::DumpReader& r) {
@@ -64,6 +65,7 @@ TEST_CASE("sampled: windows of W whole steps every N steps; nothing outside them
   // Windows after steps 9, 19, 29 and 39, each counting three; the last steps leave a slow writer (a loaded
   // machine, a sanitizer) room to switch the fourth window on and off before the session stops.
   for (int i = 0; i < 48; ++i) step();
+  pause_us(50000);  // the fourth window closed, whatever the writer's delay
   REQUIRE(stop());
   dump::DumpReader r(c.output);
   CHECK(r.complete());
@@ -152,6 +154,7 @@ TEST_CASE("sampled: a slow step in a window keeps the window open for its neighb
     step(slow ? 30 : 0.3);
     if (i == 9 || i == 10) pause_us(20000);  // the writer has switched detail on well before step 11 begins
   }
+  pause_us(50000);  // the writer has opened the window due after step 39 before the session stops
   REQUIRE(stop());
   dump::DumpReader r(c.output);
   const auto& s = sampling_of(r);
