@@ -104,10 +104,10 @@ TEST_CASE("sampled: a slow step outside windows is kept with its neighbours' ran
   Config c = sampled("sampled-slow.iscope");
   c.window_steps = 3;
   c.window_every_steps = 1000;  // no periodic window in this run
-  c.slow_step_ms = 20;
+  c.slow_step_ms = 100;  // far above an ordinary step even when a sanitizer on a loaded machine oversleeps it
   c.slow_step_neighbours = 1;
   REQUIRE(start(c));
-  for (int i = 0; i < 30; ++i) step(i == 15 ? 30 : 0.3);
+  for (int i = 0; i < 30; ++i) step(i == 15 ? 150 : 0.5);
   REQUIRE(stop());
   dump::DumpReader r(c.output);
   const auto& s = sampling_of(r);
@@ -115,7 +115,7 @@ TEST_CASE("sampled: a slow step outside windows is kept with its neighbours' ran
   REQUIRE(s.slow_steps.size() == 1);
   const auto& slow = s.slow_steps[0];
   CHECK(slow.step == 15);
-  CHECK(slow.bound_us == 20000);
+  CHECK(slow.bound_us == 100000);
   CHECK((slow.flags & 1u) == 0);  // its ranges only: no window was open
   REQUIRE(slow.window != 0);
   const dump::WindowEntry* light = nullptr;
@@ -142,7 +142,7 @@ TEST_CASE("sampled: a slow step in a window keeps the window open for its neighb
   Config c = sampled("sampled-slow-in.iscope");
   c.window_steps = 2;
   c.window_every_steps = 10;
-  c.slow_step_ms = 20;
+  c.slow_step_ms = 100;  // as above: an ordinary step must not cross it under load
   c.slow_step_neighbours = 2;
   c.windows_kept = 2;  // room for one closed window besides the open one: the pinned one stays
   REQUIRE(start(c));
@@ -151,7 +151,7 @@ TEST_CASE("sampled: a slow step in a window keeps the window open for its neighb
     // The first step the first window counts is slow: the one after the writer switched detail on.
     const bool slow = slow_at < 0 && i == 11;
     if (slow) slow_at = i;
-    step(slow ? 30 : 0.3);
+    step(slow ? 150 : 0.5);
     if (i == 9 || i == 10) pause_us(20000);  // the writer has switched detail on well before step 11 begins
   }
   pause_us(50000);  // the writer has opened the window due after step 39 before the session stops
