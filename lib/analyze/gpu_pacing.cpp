@@ -1,18 +1,11 @@
 #include "analyze/gpu_pacing.hpp"
 
+#include "analyze/step_policy.hpp"
+
 #include <algorithm>
 
 namespace inferscope::analyze::detail {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + long(m), v.end());
-  if (v.size() % 2) return v[m];
-  const double hi = v[m];
-  return (*std::max_element(v.begin(), v.begin() + long(m)) + hi) / 2;
-}
 
 // The step holding time t, or -1.
 long step_at(const std::vector<StepWindow>& steps, int64_t t) {
@@ -54,8 +47,8 @@ GpuPacing gpu_pacing(const std::vector<StepWindow>& steps, std::vector<LaunchAt>
     p.periods_ns.push_back(double(std::max<int64_t>(0, done[i] - reached)));
     reached = std::max(reached, done[i]);
   }
-  p.median_lag_ns = median(lag);
-  p.host_ahead = p.median_lag_ns > 0 && p.median_lag_ns > median(len);
+  p.median_lag_ns = median_of(lag);
+  p.host_ahead = p.median_lag_ns > 0 && p.median_lag_ns > median_of(len);
   p.paced_ns = double(reached - steps.front().start) / double(steps.size());
   return p;
 }

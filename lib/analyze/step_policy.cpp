@@ -17,15 +17,6 @@ constexpr double kFloorShare = 0.25;
 // it warm-up would hide that.
 constexpr double kMaxWarmupShare = 0.5;
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + long(mid), v.end());
-  double hi = v[mid];
-  if (v.size() % 2) return hi;
-  double lo = *std::max_element(v.begin(), v.begin() + long(mid));
-  return (lo + hi) / 2;
-}
 
 // Leading steps that are slower than `bound`, or that hold a one-time cost and are slower than the median
 // (context creation makes its step slower; a first call that cost nothing does not make a step warm-up).
@@ -41,6 +32,16 @@ size_t detect_warmup(const StepPolicyInput& in, double bound, size_t cap) {
 }
 
 }  // namespace
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + long(mid), v.end());
+  double hi = v[mid];
+  if (v.size() % 2) return hi;
+  double lo = *std::max_element(v.begin(), v.begin() + long(mid));
+  return (lo + hi) / 2;
+}
 
 double slow_step_bound(std::vector<double> d) {
   if (d.empty()) return 0;

@@ -38,6 +38,9 @@ struct StepSelection {
 };
 
 /// Robust bound above which a step is unusually slow: median + max(k·1.4826·MAD, floor·median).
+/// The median (the mean of the two middle values for an even count); 0 for none.
+double median_of(std::vector<double> v);
+
 double slow_step_bound(std::vector<double> durations_ns);
 
 StepSelection select_steps(const StepPolicyInput& in, const StepPolicyOptions& opt);

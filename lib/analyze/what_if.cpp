@@ -1,5 +1,7 @@
 #include "analyze/what_if.hpp"
 
+#include "analyze/step_policy.hpp"
+
 #include <inferscope/records.hpp>
 
 #include <algorithm>
@@ -112,18 +114,6 @@ void fill_waits(replay::StepGraph& g, const std::vector<const ApiOp*>& calls, si
   }
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + long(m), v.end());
-  if (v.size() % 2) return v[m];
-  const double hi = v[m];
-  return (*std::max_element(v.begin(), v.begin() + long(m)) + hi) / 2;
-}
-
-}  // namespace
-
-namespace {
 replay::StepGraph graph_of(const GraphSource& src, const WorkByCorr& by_corr, int64_t s, int64_t e) {
   replay::StepGraph g;
   g.recorded_ns = e - s;
@@ -170,7 +160,7 @@ SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, con
   for (const auto& g : graphs)
     if (!g.host.empty()) v.push_back(double(replay::saving_ns(g, c)));
   if (v.empty()) return {};
-  return {median(std::move(v)) / 1e6, true};
+  return {median_of(std::move(v)) / 1e6, true};
 }
 
 
