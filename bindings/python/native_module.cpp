@@ -1064,19 +1064,22 @@ class RecordDicts {
   bool failed = false;
 
   void on(const inferscope::RangeRecord& rec, const inferscope::dump::RecordContext& rc) {
-    if (rc.kind() == inferscope::RecordKind::kRange) add(span(rc, "range", r.string_at(rec.name), rec.start, rec.end), rc);
+    if (rc.kind() != inferscope::RecordKind::kRange) return;
+    add(span(rc, "range", r.string_at(rec.name), rec.start, rec.end), rc);
   }
   void on(const inferscope::PyCallRecord& rec, const inferscope::dump::RecordContext& rc) {
     auto it = r.code_table().find(rec.code);
     std::string name = it == r.code_table().end() ? "<code " + std::to_string(rec.code) + ">" : it->second.qualname;
     PyObject* d = span(rc, "python_call", name, rec.start, rec.end);
     if (d && it != r.code_table().end() &&
-        (!set_item(d, "file", path_text(it->second.file)) || !set_item(d, "line", PyLong_FromUnsignedLong(it->second.line))))
+        (!set_item(d, "file", path_text(it->second.file)) ||
+         !set_item(d, "line", PyLong_FromUnsignedLong(it->second.line))))
       Py_CLEAR(d);
     add(d, rc);
   }
   void on(const inferscope::MarkRecord& rec, const inferscope::dump::RecordContext& rc) {
-    if (rc.kind() == inferscope::RecordKind::kMark) add(span(rc, "mark", r.string_at(rec.name), rec.ts, rec.ts), rc);
+    if (rc.kind() != inferscope::RecordKind::kMark) return;
+    add(span(rc, "mark", r.string_at(rec.name), rec.ts, rec.ts), rc);
   }
   void on(const inferscope::ThreadNameRecord& rec, const inferscope::dump::RecordContext& rc) {
     add(span(rc, "thread_name", r.string_at(rec.name), rec.ts, rec.ts), rc);

@@ -132,7 +132,8 @@ class Pass1 {
         t.pend_layer.pop_back();
       }
     }
-    if (rc.aux() == 0 && rc.kind() == RecordKind::kRange) {  // nothing before an outermost range can be inside a later one
+    // Nothing before an outermost range can be inside a later one.
+    if (rc.aux() == 0 && rc.kind() == RecordKind::kRange) {
       t.pend_range.clear();
       t.pend_layer.clear();
     }
@@ -584,7 +585,8 @@ class RehomedFrames {
     const int64_t s = cx.clock.to_ns(rec.start), e = std::max(s, cx.clock.to_ns(rec.end));
     const uint32_t nm = rec.name < cx.nstr ? rec.name : 0;
     take(next_range, open_range, s, e, [&](ApiOp& x) { x.range = nm; });
-    if (open_layer && cx.range_is_layer(rc, nm, dotted)) take(next_layer, open_layer, s, e, [&](ApiOp& x) { x.layer = nm; });
+    if (open_layer && cx.range_is_layer(rc, nm, dotted))
+      take(next_layer, open_layer, s, e, [&](ApiOp& x) { x.layer = nm; });
   }
   void on(const PyCallRecord& rec, const dump::RecordContext&) {
     const int64_t s = cx.clock.to_ns(rec.start), e = std::max(s, cx.clock.to_ns(rec.end));

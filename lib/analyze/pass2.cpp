@@ -36,7 +36,8 @@ class HostFrames {
     else if (!range && rc.aux() == 0 && e > ss.steps_s && s < ss.steps_e)
       P.other_py_busy[thread] += double(std::min(e, ss.steps_e) - std::max(s, ss.steps_s));
     if (e > ss.rep_s && s < ss.rep_e && e > s)
-      P.rep_cpu.push_back({thread, s, e, rc.aux(), range ? cx.name_of(id) : cx.code_name(id), range ? "range" : "python"});
+      P.rep_cpu.push_back(
+          {thread, s, e, rc.aux(), range ? cx.name_of(id) : cx.code_name(id), range ? "range" : "python"});
   }
   // The step thread's frame: self time by name and the merged cover of host work, inside the steady steps.
   void in_step_thread(uint8_t depth, uint32_t id, int64_t s, int64_t e, bool range) {

@@ -607,7 +607,9 @@ struct TraceWriter::GpuRows {
            << g.context << g.stream;
     w.bind_launcher(graphs, g.correlation).row();
   }
-  static std::optional<uint32_t> stream(uint32_t s) { return s == UINT32_MAX ? std::nullopt : std::optional<uint32_t>(s); }
+  static std::optional<uint32_t> stream(uint32_t s) {
+    return s == UINT32_MAX ? std::nullopt : std::optional<uint32_t>(s);
+  }
 };
 
 void TraceWriter::write_gpu_records() {

@@ -40,17 +40,27 @@ struct Fields {
                    std::to_string(cx.aux()));
   }
   void on(const MarkRecord& x, const dump::RecordContext&) { seen.push_back("mark " + r.string_at(x.name)); }
-  void on(const PyCallRecord& x, const dump::RecordContext&) { seen.push_back("py " + r.code_table().at(x.code).qualname); }
+  void on(const PyCallRecord& x, const dump::RecordContext&) {
+    seen.push_back("py " + r.code_table().at(x.code).qualname);
+  }
   void on(const AsyncRangeRecord& x, const dump::RecordContext&) { seen.push_back("async " + std::to_string(x.id)); }
-  void on(const CudaApiRecord& x, const dump::RecordContext&) { seen.push_back("api " + std::to_string(x.correlation)); }
-  void on(const GpuKernelRecord& x, const dump::RecordContext&) { seen.push_back("kernel " + std::to_string(x.stream)); }
+  void on(const CudaApiRecord& x, const dump::RecordContext&) {
+    seen.push_back("api " + std::to_string(x.correlation));
+  }
+  void on(const GpuKernelRecord& x, const dump::RecordContext&) {
+    seen.push_back("kernel " + std::to_string(x.stream));
+  }
   void on(const GpuMemcpyRecord& x, const dump::RecordContext& cx) {
     seen.push_back("memcpy " + std::to_string(x.bytes) + " " + copy_direction_name(CopyKind(cx.aux())));
   }
   void on(const GpuMemsetRecord& x, const dump::RecordContext&) { seen.push_back("memset " + std::to_string(x.bytes)); }
   void on(const GpuSyncRecord& x, const dump::RecordContext&) { seen.push_back("sync " + std::to_string(x.stream)); }
-  void on(const GpuMemoryRecord& x, const dump::RecordContext&) { seen.push_back("memory " + std::to_string(x.address)); }
-  void on(const ClockCheckRecord& x, const dump::RecordContext&) { seen.push_back("clock " + std::to_string(x.gpu_ts > x.cpu_before)); }
+  void on(const GpuMemoryRecord& x, const dump::RecordContext&) {
+    seen.push_back("memory " + std::to_string(x.address));
+  }
+  void on(const ClockCheckRecord& x, const dump::RecordContext&) {
+    seen.push_back("clock " + std::to_string(x.gpu_ts > x.cpu_before));
+  }
   void on(const CounterRecord& x, const dump::RecordContext&) {
     seen.push_back("counter " + r.string_at(x.name) + " " + std::to_string(x.value.i));
   }
