@@ -18,6 +18,7 @@
 #include "config/settings.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/reader.hpp"
+#include "dump/visit.hpp"
 #include "runtime/runtime.hpp"
 
 #include <algorithm>
@@ -1053,13 +1054,77 @@ PyObject* text_dict(const std::vector<std::pair<std::string, std::string>>& kv) 
   return d.release();
 }
 
+// _read_dump's visitor: ISCOPE ranges, Python calls, ISCOPE marks and thread names, each a dict appended to
+// `records` (ranges and marks with their attributes). After a Python error (`failed`, the error set) it reads
+// no further.
+class RecordDicts {
+ public:
+  RecordDicts(const inferscope::dump::DumpReader& r, PyObject* records)
+      : r(r), clock(r.calibration()), records(records) {}
+  bool failed = false;
+
+  void on(const inferscope::RangeRecord& rec, const inferscope::dump::RecordContext& rc) {
+    if (rc.kind() != inferscope::RecordKind::kRange) return;
+    add(span(rc, "range", r.string_at(rec.name), rec.start, rec.end), rc);
+  }
+  void on(const inferscope::PyCallRecord& rec, const inferscope::dump::RecordContext& rc) {
+    auto it = r.code_table().find(rec.code);
+    std::string name = it == r.code_table().end() ? "<code " + std::to_string(rec.code) + ">" : it->second.qualname;
+    PyObject* d = span(rc, "python_call", name, rec.start, rec.end);
+    if (d && it != r.code_table().end() &&
+        (!set_item(d, "file", path_text(it->second.file)) ||
+         !set_item(d, "line", PyLong_FromUnsignedLong(it->second.line))))
+      Py_CLEAR(d);
+    add(d, rc);
+  }
+  void on(const inferscope::MarkRecord& rec, const inferscope::dump::RecordContext& rc) {
+    if (rc.kind() != inferscope::RecordKind::kMark) return;
+    add(span(rc, "mark", r.string_at(rec.name), rec.ts, rec.ts), rc);
+  }
+  void on(const inferscope::ThreadNameRecord& rec, const inferscope::dump::RecordContext& rc) {
+    add(span(rc, "thread_name", r.string_at(rec.name), rec.ts, rec.ts), rc);
+  }
+
+ private:
+  PyObject* span(const inferscope::dump::RecordContext& rc, const char* kind, const std::string& name, uint64_t a,
+                 uint64_t b) {
+    if (failed) return nullptr;
+    return Py_BuildValue("{s:s,s:I,s:i,s:N,s:K,s:K,s:L,s:L,s:d}", "kind", kind, "thread", rc.thread, "depth",
+                         int(rc.aux()), "name", text(name), "start", static_cast<unsigned long long>(a), "end",
+                         static_cast<unsigned long long>(b), "start_ns", static_cast<long long>(clock.to_ns(a)),
+                         "end_ns", static_cast<long long>(clock.to_ns(b)), "dur_ns",
+                         b > a ? clock.duration_ns(b - a) : 0.0);
+  }
+  // Takes `record` (nullptr: a Python error), adds the attributes of the kinds that carry them, appends it.
+  void add(PyObject* record, const inferscope::dump::RecordContext& rc) {
+    if (failed) return;
+    Ref d(record);
+    if (!d.p) {
+      failed = true;
+      return;
+    }
+    if (inferscope::record_has_attrs(rc.kind())) {
+      PyObject* attrs = PyDict_New();
+      for (const auto& a : r.attributes(rc.bytes))
+        if (attrs && !set_item(attrs, a.key, attr_value(a))) Py_CLEAR(attrs);
+      if (!set_item(d.p, "attrs", attrs)) {
+        failed = true;
+        return;
+      }
+    }
+    if (PyList_Append(records, d.p) < 0) failed = true;
+  }
+
+  const inferscope::dump::DumpReader& r;
+  const inferscope::dump::ClockModel clock;
+  PyObject* records;
+};
+
 // Throws std::exception for a file that is not a dump (the caller turns it into ValueError); otherwise a new
 // dict, or nullptr with the Python error set.
 PyObject* read_dump(const std::string& path) {
   namespace dump = inferscope::dump;
-  using inferscope::RecordKind;
   dump::DumpReader r(path);
-  dump::ClockModel clock(r.calibration());
   Ref out(PyDict_New());
   Ref records(PyList_New(0));
   Ref threads(PyDict_New());
@@ -1076,62 +1141,9 @@ PyObject* read_dump(const std::string& path) {
   if (!set_item(out.p, "collectors", text_dict(r.collector_status())) ||
       !set_item(out.p, "process", text_dict(r.process_info())))
     return nullptr;
-  bool failed = false;
-  r.for_each_record([&](uint32_t thread, const inferscope::RecordHeader& h, const uint8_t* p) {
-    if (failed) return;
-    auto span = [&](const char* kind, const std::string& name, uint64_t a, uint64_t b) {
-      return Py_BuildValue("{s:s,s:I,s:i,s:N,s:K,s:K,s:L,s:L,s:d}", "kind", kind, "thread", thread, "depth", int(h.aux),
-                           "name", text(name), "start", static_cast<unsigned long long>(a), "end",
-                           static_cast<unsigned long long>(b), "start_ns", static_cast<long long>(clock.to_ns(a)),
-                           "end_ns", static_cast<long long>(clock.to_ns(b)), "dur_ns",
-                           b > a ? clock.duration_ns(b - a) : 0.0);
-    };
-    Ref d(nullptr);
-    switch (h.kind) {
-      case RecordKind::kRange: {
-        auto rec = dump::load<inferscope::RangeRecord>(p);
-        d.p = span("range", r.string_at(rec.name), rec.start, rec.end);
-        break;
-      }
-      case RecordKind::kPyCall: {
-        auto rec = dump::load<inferscope::PyCallRecord>(p);
-        auto it = r.code_table().find(rec.code);
-        std::string name = it == r.code_table().end() ? "<code " + std::to_string(rec.code) + ">" : it->second.qualname;
-        d.p = span("python_call", name, rec.start, rec.end);
-        if (d.p && it != r.code_table().end() &&
-            (!set_item(d.p, "file", path_text(it->second.file)) ||
-             !set_item(d.p, "line", PyLong_FromUnsignedLong(it->second.line))))
-          Py_CLEAR(d.p);
-        break;
-      }
-      case RecordKind::kMark: {
-        auto rec = dump::load<inferscope::MarkRecord>(p);
-        d.p = span("mark", r.string_at(rec.name), rec.ts, rec.ts);
-        break;
-      }
-      case RecordKind::kThreadName: {
-        auto rec = dump::load<inferscope::ThreadNameRecord>(p);
-        d.p = span("thread_name", r.string_at(rec.name), rec.ts, rec.ts);
-        break;
-      }
-      default: return;
-    }
-    if (!d.p) {
-      failed = true;
-      return;
-    }
-    if (inferscope::record_has_attrs(h.kind)) {
-      PyObject* attrs = PyDict_New();
-      for (const auto& a : r.attributes(p))
-        if (attrs && !set_item(attrs, a.key, attr_value(a))) Py_CLEAR(attrs);
-      if (!set_item(d.p, "attrs", attrs)) {
-        failed = true;
-        return;
-      }
-    }
-    if (PyList_Append(records.p, d.p) < 0) failed = true;
-  });
-  if (failed) return nullptr;
+  RecordDicts dicts(r, records.p);
+  dump::visit_records(r, dicts);
+  if (dicts.failed) return nullptr;
   if (!set_item(out.p, "records", records.release())) return nullptr;
   if (r.damage() && !set_item(out.p, "damage", text(r.damage()->message))) return nullptr;
   return out.release();
@@ -1148,22 +1160,32 @@ PyObject* py_read_dump(PyObject*, PyObject* arg) {
   }
 }
 
+// _dump_stats's visitor: records by kind number, Python calls by function.
+struct KindCounts {
+  const inferscope::dump::DumpReader& r;
+  std::map<std::string, uint64_t> kinds, py_calls;
+  template <class Rec>
+  void on(const Rec& rec, const inferscope::dump::RecordContext& rc) {
+    ++kinds[std::to_string(static_cast<int>(rc.kind()))];
+    count(rec);
+  }
+  void count(const inferscope::PyCallRecord& c) {
+    auto it = r.code_table().find(c.code);
+    ++py_calls[it == r.code_table().end() ? std::string("?") : it->second.qualname];
+  }
+  void count(const auto&) {}
+};
+
 // Counts per record kind without building a dict per record (benchmarks, large dumps).
 PyObject* py_dump_stats(PyObject*, PyObject* arg) {
   std::string path;
   if (!fs_path(arg, "_dump_stats(): path", path)) return nullptr;
   try {
     inferscope::dump::DumpReader r(path);
-    std::map<std::string, uint64_t> kinds;
-    std::map<std::string, uint64_t> py_calls;
-    r.for_each_record([&](uint32_t, const inferscope::RecordHeader& h, const uint8_t* rec) {
-      ++kinds[std::to_string(static_cast<int>(h.kind))];
-      if (h.kind == inferscope::RecordKind::kPyCall) {
-        auto c = inferscope::dump::load<inferscope::PyCallRecord>(rec);
-        auto it = r.code_table().find(c.code);
-        ++py_calls[it == r.code_table().end() ? std::string("?") : it->second.qualname];
-      }
-    });
+    KindCounts v{r, {}, {}};
+    inferscope::dump::visit_records(r, v);
+    const auto& kinds = v.kinds;
+    const auto& py_calls = v.py_calls;
     auto counts = [](const std::map<std::string, uint64_t>& m) -> PyObject* {
       Ref d(PyDict_New());
       if (!d.p) return nullptr;

@@ -3,8 +3,6 @@
 // section 4, docs/counters.md).
 #include "analyze/stages.hpp"
 
-#include <inferscope/counter_names.hpp>
-
 namespace inferscope::analyze::detail {
 namespace {
 
@@ -98,22 +96,16 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
   std::map<std::pair<uint32_t, uint32_t>, FL> inv_fl, rss_fl, flt_fl, wait_fl;
   for (auto& c : counters) {
     if (c.ts < steps_s || c.ts > steps_e) continue;
-    const std::string& n = cname(c.name);
-    std::map<std::pair<uint32_t, uint32_t>, FL>* tgt = nullptr;
-    bool thread_scope = c.scope == uint8_t(CounterScope::kThread);
     // The step thread's on-CPU time is read per step by the host-state split (host_state.hpp); here only its
     // run-queue share over the steps, for the evidence.
-    if (thread_scope && c.target == step_thread && is_runnable_counter(n))
-      tgt = &wait_fl;  // runnable but waiting for a CPU
-    else if (thread_scope && c.target == step_thread &&
-             n == counter_names::kThreadCtxInvoluntary)
-      tgt = &inv_fl;
-    else if (c.scope == uint8_t(CounterScope::kProcess) && n == counter_names::kMemRssBytes)
-      tgt = &rss_fl;
-    else if (c.scope == uint8_t(CounterScope::kProcess) &&
-             (n == counter_names::kMemMinorFaults || n == counter_names::kMemMajorFaults))
-      tgt = &flt_fl;
-    if (!tgt) continue;
+    std::map<std::pair<uint32_t, uint32_t>, FL>* tgt = nullptr;
+    switch (evidence_series(cname(c.name), CounterScope(c.scope), c.target, step_thread)) {
+      case EvidenceSeries::kRunQueueWait: tgt = &wait_fl; break;  // runnable but waiting for a CPU
+      case EvidenceSeries::kInvoluntarySwitches: tgt = &inv_fl; break;
+      case EvidenceSeries::kRss: tgt = &rss_fl; break;
+      case EvidenceSeries::kPageFaults: tgt = &flt_fl; break;
+      case EvidenceSeries::kNone: continue;
+    }
     auto& f = (*tgt)[{c.name, c.target}];
     if (!f.any) { f.t0 = c.ts; f.v0 = c.v; f.any = true; }
     f.t1 = c.ts;

@@ -97,4 +97,16 @@ bool is_on_cpu_counter(const std::string& n, bool& schedstat) {
 
 bool is_runnable_counter(const std::string& n) { return n == counter_names::kThreadSchedWaitNs; }
 
+EvidenceSeries evidence_series(const std::string& n, CounterScope scope, uint32_t target, uint32_t step_thread) {
+  namespace names = counter_names;
+  if (scope == CounterScope::kThread && target == step_thread) {
+    if (is_runnable_counter(n)) return EvidenceSeries::kRunQueueWait;
+    if (n == names::kThreadCtxInvoluntary) return EvidenceSeries::kInvoluntarySwitches;
+  } else if (scope == CounterScope::kProcess) {
+    if (n == names::kMemRssBytes) return EvidenceSeries::kRss;
+    if (n == names::kMemMinorFaults || n == names::kMemMajorFaults) return EvidenceSeries::kPageFaults;
+  }
+  return EvidenceSeries::kNone;
+}
+
 }  // namespace inferscope::analyze::detail

@@ -11,6 +11,8 @@
 
 #include "analyze/model.hpp"
 
+#include <inferscope/records.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -53,9 +55,18 @@ HostShares host_shares(int64_t s, int64_t e, double host_ns, const ThreadCounter
 void split_idle_host(std::vector<StepMetrics>& steps, const ThreadCounters& step_thread,
                      const std::vector<ThreadCounters>& others, bool step_thread_python);
 
+// The counters the analyzer reads are matched by their exact names (include/inferscope/counter_names.hpp), the
+// ones the system sampler writes: no input format the analyzer takes has counters of other names (Chrome and
+// Kineto traces' counter events are skipped), so nothing needs looser matching.
+
 /// True for a thread-scope counter name that is cumulative on-CPU time (schedstat run, or user/system time).
 bool is_on_cpu_counter(const std::string& name, bool& schedstat);
 /// True for schedstat's run-queue wait.
 bool is_runnable_counter(const std::string& name);
+
+/// The cumulative series of the steps' counter evidence (counters.cpp) a sample feeds: the step thread's
+/// run-queue wait and involuntary context switches, the process's resident set and page faults.
+enum class EvidenceSeries : uint8_t { kNone, kRunQueueWait, kInvoluntarySwitches, kRss, kPageFaults };
+EvidenceSeries evidence_series(const std::string& name, CounterScope scope, uint32_t target, uint32_t step_thread);
 
 }  // namespace inferscope::analyze::detail

@@ -37,7 +37,8 @@ struct Part {
   std::vector<CounterSample> counters;
   std::map<uint32_t, uint64_t> layer_count;
   std::map<uint32_t, double> layer_cpu;
-  uint64_t marks = 0, clock_checks = 0, clock_bad = 0, events = 0;
+  uint64_t marks = 0, clock_checks = 0, clock_bad = 0;
+  dump::VisitTally seen;  // records read (the analysis's event count)
   double clock_worst_ns = 0;
   int64_t gpu_max_dur = 0;
   uint32_t cmin = UINT32_MAX, cmax = 0;  // correlation ids of the calls
@@ -97,68 +98,28 @@ NameAgg& name_agg(std::vector<NameAgg>& v, uint32_t i) {
   return v[i];
 }
 
-// Pass 1's visitor: one record into a worker's Part and the shared arrays (each worker writes its own block).
+// Pass 1's visitor for one worker: each record into that worker's Part and its block of the shared arrays.
 class Pass1 {
  public:
-  Pass1(const Context& cx, const CallerMap& callers, Slab<ApiOp>& apis, Slab<GpuOp>& gpu)
+  Pass1(const Context& cx, const CallerMap& callers, Slab<ApiOp>& apis, Slab<GpuOp>& gpu, Part& P)
       : cx(cx), clock(cx.clock), nstr(cx.nstr), code_limit(cx.code_limit), step_name(cx.step_name),
-        step_codes(cx.step_codes), callers(callers), apis(apis), gpu(gpu) {}
+        step_codes(cx.step_codes), callers(callers), apis(apis), gpu(gpu), P(P) {}
 
-  void operator()(Part& P, uint32_t thread, const RecordHeader& h, const uint8_t* p) const {
-    ++P.events;
-    switch (h.kind) {
-      case RecordKind::kRange:
-      case RecordKind::kNvtxRange: range(P, thread, h, p); break;
-      case RecordKind::kPyCall: py_call(P, thread, h, p); break;
-      case RecordKind::kCudaApi: cuda_api(P, thread, h, p); break;
-      case RecordKind::kGpuKernel: gpu_kernel(P, p); break;
-      case RecordKind::kGpuMemcpy: gpu_memcpy(P, h, p); break;
-      case RecordKind::kGpuMemset: gpu_memset(P, p); break;
-      case RecordKind::kGpuMemory: gpu_memory(P, h, p); break;
-      case RecordKind::kCounter: {
-        auto rec = dump::load<CounterRecord>(p);
-        double v = h.aux == uint8_t(AttrType::kDouble) ? rec.value.d : double(rec.value.i);
-        P.counters.push_back({rec.name, uint8_t(rec.scope), rec.target, clock.to_ns(rec.ts), v});
-        break;
-      }
-      case RecordKind::kClockCheck: {
-        auto rec = dump::load<ClockCheckRecord>(p);
-        ++P.clock_checks;
-        double viol = double(clock.to_ns(rec.cpu_before) - clock.to_ns(rec.gpu_ts));
-        if (viol > P.clock_worst_ns) P.clock_worst_ns = viol;
-        if (viol > 1000) ++P.clock_bad;
-        break;
-      }
-      case RecordKind::kMark:
-      case RecordKind::kNvtxMark: {
-        auto rec = dump::load<MarkRecord>(p);
-        int64_t s = clock.to_ns(rec.ts);
-        P.seen_time(s, s);
-        ++P.marks;
-        P.T(Context::thread_slot(thread));
-        break;
-      }
-      default:
-        break;
-    }
-  }
-
- private:
-  void range(Part& P, uint32_t thread, const RecordHeader& h, const uint8_t* p) const {
-    auto rec = dump::load<RangeRecord>(p);
+  void on(const RangeRecord& rec, const dump::RecordContext& rc) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
+    const uint32_t thread = rc.thread;
     auto& t = P.T(Context::thread_slot(thread));
     ++t.ranges;
     uint32_t nm = rec.name < nstr ? rec.name : 0;
     auto& agg = name_agg(P.range_agg, nm);
     agg.d.add(uint64_t(e - s));
-    agg.self += t.range_self.self(h.aux, e - s, nm);
-    if (h.aux == 0) {
+    agg.self += t.range_self.self(rc.aux(), e - s, nm);
+    if (rc.aux() == 0) {
       t.busy_range += double(e - s);
-      P.top.push_back({thread, h.kind == RecordKind::kNvtxRange ? (nm | kNvtxCand) : nm, s, e});
+      P.top.push_back({thread, rc.kind() == RecordKind::kNvtxRange ? (nm | kNvtxCand) : nm, s, e});
     }
     if (step_name[nm]) P.asked.push_back({thread, nm, s, e});
-    const bool layer = cx.range_is_layer(h, p, nm, P.dotted);
+    const bool layer = cx.range_is_layer(rc, nm, P.dotted);
     while (!t.pend_range.empty() && apis[t.pend_range.back()].start >= s) {
       apis[t.pend_range.back()].range = nm;
       t.pend_range.pop_back();
@@ -171,36 +132,37 @@ class Pass1 {
         t.pend_layer.pop_back();
       }
     }
-    if (h.aux == 0 && h.kind == RecordKind::kRange) {  // nothing before an outermost range can be inside a later one
+    // Nothing before an outermost range can be inside a later one.
+    if (rc.aux() == 0 && rc.kind() == RecordKind::kRange) {
       t.pend_range.clear();
       t.pend_layer.clear();
     }
   }
-  void py_call(Part& P, uint32_t thread, const RecordHeader& h, const uint8_t* p) const {
-    auto rec = dump::load<PyCallRecord>(p);
+  void on(const PyCallRecord& rec, const dump::RecordContext& rc) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
+    const uint32_t thread = rc.thread;
     auto& t = P.T(Context::thread_slot(thread));
     ++t.py_calls;
-    if (rec.code >= code_limit) rec.code = 0;  // never size a table by a damaged id
-    auto& agg = name_agg(P.py_agg, rec.code);
+    const uint32_t code = rec.code >= code_limit ? 0 : rec.code;  // never size a table by a damaged id
+    auto& agg = name_agg(P.py_agg, code);
     agg.d.add(uint64_t(e - s));
-    agg.self += t.py_self.self(h.aux, e - s, rec.code);
-    if (h.aux == 0) t.busy_py += double(e - s);
-    if (!step_codes.empty() && step_codes.count(rec.code)) P.asked.push_back({thread, 0x80000000u | rec.code, s, e});
-    if (h.aux <= 3) {  // step candidates when no range repeats
-      if (rec.code >= t.shallow_py.size()) t.shallow_py.resize(size_t(rec.code) + 1);
-      ++t.shallow_py[rec.code].first;
-      t.shallow_py[rec.code].second += e - s;
+    agg.self += t.py_self.self(rc.aux(), e - s, code);
+    if (rc.aux() == 0) t.busy_py += double(e - s);
+    if (!step_codes.empty() && step_codes.count(code)) P.asked.push_back({thread, 0x80000000u | code, s, e});
+    if (rc.aux() <= 3) {  // step candidates when no range repeats
+      if (code >= t.shallow_py.size()) t.shallow_py.resize(size_t(code) + 1);
+      ++t.shallow_py[code].first;
+      t.shallow_py[code].second += e - s;
     }
     while (!t.pend_py.empty() && apis[t.pend_py.back()].start >= s) {
-      apis[t.pend_py.back()].py = rec.code;
+      apis[t.pend_py.back()].py = code;
       t.pend_py.pop_back();
     }
-    if (h.aux == 0) t.pend_py.clear();
+    if (rc.aux() == 0) t.pend_py.clear();
   }
-  void cuda_api(Part& P, uint32_t thread, const RecordHeader& h, const uint8_t* p) const {
-    auto rec = dump::load<CudaApiRecord>(p);
+  void on(const CudaApiRecord& rec, const dump::RecordContext& rc) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
+    const uint32_t thread = rc.thread;
     // From a channel with a known caller: re-homed, and its frames are found after pass 1 (fix-up 3).
     uint32_t caller = UINT32_MAX;
     if (callers.is_channel(thread) && rec.os_tid) caller = callers.caller_of(rec.os_tid, rec.start);
@@ -218,7 +180,7 @@ class Pass1 {
     op.kind = static_cast<uint8_t>(P.api_kind[nm]);
     uint32_t idx = static_cast<uint32_t>(P.api_at++);
     if (caller != UINT32_MAX)
-      op.pad = kApiRehomed | (h.aux == static_cast<uint8_t>(ApiDomain::kDriver) ? kApiDriver : 0);
+      op.pad = kApiRehomed | (rc.aux() == static_cast<uint8_t>(ApiDomain::kDriver) ? kApiDriver : 0);
     apis[idx] = op;
     if (op.corr) {
       P.cmin = std::min(P.cmin, op.corr);
@@ -229,8 +191,7 @@ class Pass1 {
     t.pend_range.push_back(idx);
     t.pend_layer.push_back(idx);
   }
-  void gpu_kernel(Part& P, const uint8_t* p) const {
-    auto rec = dump::load<GpuKernelRecord>(p);
+  void on(const GpuKernelRecord& rec, const dump::RecordContext&) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
     uint32_t nm = rec.name < nstr ? rec.name : 0;
     if (nm >= P.kernel_count.size()) {
@@ -242,10 +203,9 @@ class Pass1 {
     gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, nm, detail::kKernel, 0, static_cast<uint16_t>(rec.stream)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
-  void gpu_memcpy(Part& P, const RecordHeader& h, const uint8_t* p) const {
-    auto rec = dump::load<GpuMemcpyRecord>(p);
+  void on(const GpuMemcpyRecord& rec, const dump::RecordContext& rc) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
-    std::string dir = copy_direction_name(static_cast<CopyKind>(h.aux));
+    std::string dir = copy_direction_name(static_cast<CopyKind>(rc.aux()));
     uint8_t kind = dir == "h2d" ? detail::kH2D : dir == "d2h" ? detail::kD2H : detail::kOtherCopy;
     uint8_t host = kind == detail::kH2D ? uint8_t(rec.src_kind) : kind == detail::kD2H ? uint8_t(rec.dst_kind) : 0;
     auto& c = P.copies[{dir, memory_name(uint8_t(rec.src_kind)), memory_name(uint8_t(rec.dst_kind))}];
@@ -256,18 +216,16 @@ class Pass1 {
                             kind, host, static_cast<uint16_t>(rec.stream)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
-  void gpu_memset(Part& P, const uint8_t* p) const {
-    auto rec = dump::load<GpuMemsetRecord>(p);
+  void on(const GpuMemsetRecord& rec, const dump::RecordContext&) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
     gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
                             detail::kMemset, 0, static_cast<uint16_t>(rec.stream)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
-  void gpu_memory(Part& P, const RecordHeader& h, const uint8_t* p) const {
-    auto rec = dump::load<GpuMemoryRecord>(p);
+  void on(const GpuMemoryRecord& rec, const dump::RecordContext& rc) {
     int64_t s = clock.to_ns(rec.ts);
     P.seen_time(s, s);
-    bool alloc = h.aux == 1;
+    bool alloc = rc.aux() == 1;
     auto& row = P.allocs[{alloc ? "alloc" : "free", memory_name(uint8_t(rec.memory_kind))}];
     row.op = alloc ? "alloc" : "free";
     row.memory = memory_name(uint8_t(rec.memory_kind));
@@ -275,7 +233,24 @@ class Pass1 {
     row.bytes += rec.bytes;
     P.mem_events.emplace_back(s, alloc);
   }
+  void on(const CounterRecord& rec, const dump::RecordContext& rc) {
+    double v = rc.aux() == uint8_t(AttrType::kDouble) ? rec.value.d : double(rec.value.i);
+    P.counters.push_back({rec.name, uint8_t(rec.scope), rec.target, clock.to_ns(rec.ts), v});
+  }
+  void on(const ClockCheckRecord& rec, const dump::RecordContext&) {
+    ++P.clock_checks;
+    double viol = double(clock.to_ns(rec.cpu_before) - clock.to_ns(rec.gpu_ts));
+    if (viol > P.clock_worst_ns) P.clock_worst_ns = viol;
+    if (viol > 1000) ++P.clock_bad;
+  }
+  void on(const MarkRecord& rec, const dump::RecordContext& rc) {
+    int64_t s = clock.to_ns(rec.ts);
+    P.seen_time(s, s);
+    ++P.marks;
+    P.T(Context::thread_slot(rc.thread));
+  }
 
+ private:
   const Context& cx;
   const dump::ClockModel& clock;
   const size_t nstr;
@@ -285,11 +260,17 @@ class Pass1 {
   const CallerMap& callers;
   Slab<ApiOp>& apis;
   Slab<GpuOp>& gpu;
+  Part& P;
 };
 
-bool is_gpu_kind(RecordKind k) {
-  return k == RecordKind::kGpuKernel || k == RecordKind::kGpuMemcpy || k == RecordKind::kGpuMemset;
-}
+// The records pass 1 puts into the shared arrays, counted before it so each worker gets its own block.
+struct SlotCount {
+  uint64_t api = 0, gpu = 0;
+  void on(const CudaApiRecord&, const dump::RecordContext&) { ++api; }
+  void on(const GpuKernelRecord&, const dump::RecordContext&) { ++gpu; }
+  void on(const GpuMemcpyRecord&, const dump::RecordContext&) { ++gpu; }
+  void on(const GpuMemsetRecord&, const dump::RecordContext&) { ++gpu; }
+};
 
 // Pass 1 runs on `W` workers, each over a run of consecutive chunks (all threads and channels in it) with
 // its own aggregates; joined in file order afterwards, so the result is the same for any W (sums of
@@ -304,7 +285,6 @@ std::vector<Part> read_parts(const Context& cx, Ingested& in) {
   auto& apis = in.apis;
   auto& gpu = in.gpu;
   const CallerMap callers(r);
-  const Pass1 handle(cx, callers, apis, gpu);
   auto runs = split_chunks(chunks, W, [](size_t) { return true; });
   std::vector<Part> parts(runs.size());
   prog.total = 0;
@@ -313,14 +293,11 @@ std::vector<Part> read_parts(const Context& cx, Ingested& in) {
   // First a light walk counting the records that go into the shared arrays, so that every worker writes its
   // own block of them in place (no copies; the arrays' pages are touched by the workers, in parallel). A
   // malformed record ends its chunk at the same place in both walks.
-  std::vector<uint64_t> n_api(runs.size(), 0), n_gpu(runs.size(), 0);
+  std::vector<SlotCount> slots(runs.size());
   run_parallel(runs.size(), [&](size_t w) {
     for (size_t c = runs[w].first; c < runs[w].second; ++c) {
       try {
-        r.for_each_record_in(chunks[c], [&](uint32_t, const RecordHeader& h, const uint8_t*) {
-          if (h.kind == RecordKind::kCudaApi) ++n_api[w];
-          else if (is_gpu_kind(h.kind)) ++n_gpu[w];
-        });
+        dump::visit_records(r, chunks[c], slots[w]);
       } catch (const dump::DumpError&) {
       }
     }
@@ -331,17 +308,18 @@ std::vector<Part> read_parts(const Context& cx, Ingested& in) {
     parts[w].end = runs[w].second;
     parts[w].api_at = api_total;
     parts[w].gpu_at = gpu_total;
-    api_total += n_api[w];
-    gpu_total += n_gpu[w];
+    api_total += slots[w].api;
+    gpu_total += slots[w].gpu;
   }
   if (api_total >= UINT32_MAX) throw dump::DumpError(r.path() + ": more than 2^32 CUDA calls: not supported", 0);
   apis.allocate(api_total);
   gpu.allocate(gpu_total);
   run_parallel(runs.size(), [&](size_t w) {
     Part& P = parts[w];
+    Pass1 visitor(cx, callers, apis, gpu, P);
     for (size_t c = P.begin; c < P.end; ++c) {
       try {
-        r.for_each_record_in(chunks[c], [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) { handle(P, thread, h, p); });
+        dump::visit_records(r, chunks[c], visitor, &P.seen);
       } catch (const dump::DumpError& e) {
         (chunk_channel[c] ? P.channel_warnings : P.app_warnings)
             .push_back(std::string(e.what()) + "; the rest of that chunk was skipped");
@@ -398,7 +376,7 @@ void join_parts(std::vector<Part>& parts, Ingested& in, Analysis& a) {
   auto& cmax = in.cmax;
   // Join in file order.
   for (auto& P : parts) {
-    a.events += P.events;
+    a.events += P.seen.records;
     in.t_first = std::min(in.t_first, P.first);
     in.t_last = std::max(in.t_last, P.last);
     a.partial |= P.partial;
@@ -464,80 +442,89 @@ void fix_self_times(std::vector<Part>& parts, Ingested& in) {
   }
 }
 
+// A thread's calls still waiting for their innermost Python frame, range or layer at the end of a run.
+struct Waiting {
+  std::vector<uint32_t> py, range, layer;
+  bool empty() const { return py.empty() && range.empty() && layer.empty(); }
+};
+
+// Fix-up 2's visitor: one thread's records of the next run, replayed to give the calls carried into it (`C`) the
+// frames one pass would have given them. A frame reaches the older calls only once the newer ones (that run's
+// own, kept here by their starts) are all taken.
+class WaitingReplay {
+ public:
+  WaitingReplay(const Context& cx, Slab<ApiOp>& apis, Waiting& carried, std::vector<int8_t>& dotted)
+      : cx(cx), apis(apis), C(carried), dotted(dotted) {}
+
+  void on(const RangeRecord& rec, const dump::RecordContext& rc) {
+    if (C.empty()) return;
+    const int64_t s = cx.clock.to_ns(rec.start);
+    const uint32_t nm = rec.name < cx.nstr ? rec.name : 0;
+    const bool layer = cx.range_is_layer(rc, nm, dotted);
+    take(lrange, C.range, s, [&](ApiOp& x) { x.range = nm; });
+    if (layer) take(llayer, C.layer, s, [&](ApiOp& x) { x.layer = nm; });
+    if (rc.aux() == 0 && rc.kind() == RecordKind::kRange) {
+      lrange.clear(); llayer.clear(); C.range.clear(); C.layer.clear();
+    }
+  }
+  void on(const PyCallRecord& rec, const dump::RecordContext& rc) {
+    if (C.empty()) return;
+    const int64_t s = cx.clock.to_ns(rec.start);
+    const uint32_t code = rec.code >= cx.code_limit ? 0 : rec.code;
+    take(lpy, C.py, s, [&](ApiOp& x) { x.py = code; });
+    if (rc.aux() == 0) { lpy.clear(); C.py.clear(); }
+  }
+  void on(const CudaApiRecord& rec, const dump::RecordContext&) {
+    if (C.empty()) return;
+    const int64_t s = cx.clock.to_ns(rec.start);
+    lpy.push_back(s);
+    lrange.push_back(s);
+    llayer.push_back(s);
+  }
+
+ private:
+  template <class Set>
+  void take(std::vector<int64_t>& local, std::vector<uint32_t>& carried, int64_t s, Set&& set) {
+    while (!local.empty() && local.back() >= s) local.pop_back();
+    if (!local.empty()) return;
+    while (!carried.empty() && apis[carried.back()].start >= s) {
+      set(apis[carried.back()]);
+      carried.pop_back();
+    }
+  }
+
+  const Context& cx;
+  Slab<ApiOp>& apis;
+  Waiting& C;
+  std::vector<int8_t>& dotted;
+  std::vector<int64_t> lpy, lrange, llayer;  // this run's own waiting calls: their starts
+};
+
 // Fix-up 2: calls still waiting for their innermost Python frame, range or layer at the end of a run get
-// them from the next runs, exactly as one pass would: a frame reaches the older calls only once the newer
-// ones (that run's own) are all taken. Replays that thread's records in the next run until none waits.
+// them from the next runs, exactly as one pass would. Replays that thread's records in the next run until none
+// waits.
 void fix_waiting_calls(const Context& cx, std::vector<Part>& parts, Ingested& in) {
-  const auto& r = cx.r;
-  const auto& clock = cx.clock;
   const auto& chunks = cx.chunks;
-  const size_t nstr = cx.nstr;
-  const uint32_t code_limit = cx.code_limit;
-  auto& apis = in.apis;
-  const auto& ts = in.ts;
-  // Fix-up 2: calls still waiting for their innermost Python frame, range or layer at the end of a run get
-  // them from the next runs, exactly as one pass would: a frame reaches the older calls only once the newer
-  // ones (that run's own) are all taken. Replays that thread's records in the next run until none waits.
-  {
-    struct Waiting {
-      std::vector<uint32_t> py, range, layer;
-      bool empty() const { return py.empty() && range.empty() && layer.empty(); }
-    };
-    std::vector<Waiting> waiting(ts.size());
-    std::vector<int8_t> dotted;
-    for (size_t w = 0; w < parts.size(); ++w) {
-      Part& P = parts[w];
-      for (uint32_t t = 0; t < P.ts.size(); ++t) {
-        if (!P.ts[t].seen) continue;
-        Waiting& C = waiting[t];
-        if (!C.empty()) {
-          std::vector<int64_t> lpy, lrange, llayer;  // this run's own waiting calls: their starts
-          auto take = [&](std::vector<int64_t>& local, std::vector<uint32_t>& carried, int64_t s, auto&& set) {
-            while (!local.empty() && local.back() >= s) local.pop_back();
-            if (!local.empty()) return;
-            while (!carried.empty() && apis[carried.back()].start >= s) {
-              set(apis[carried.back()]);
-              carried.pop_back();
-            }
-          };
-          for (size_t c = P.begin; c < P.end && !C.empty(); ++c) {
-            if (Context::thread_slot(chunks[c].thread_id) != t) continue;
-            try {
-              r.for_each_record_in(chunks[c], [&](uint32_t, const RecordHeader& h, const uint8_t* p) {
-                if (C.empty()) return;
-                if (h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange) {
-                  auto rec = dump::load<RangeRecord>(p);
-                  const int64_t s = clock.to_ns(rec.start);
-                  const uint32_t nm = rec.name < nstr ? rec.name : 0;
-                  const bool layer = cx.range_is_layer(h, p, nm, dotted);
-                  take(lrange, C.range, s, [&](ApiOp& x) { x.range = nm; });
-                  if (layer) take(llayer, C.layer, s, [&](ApiOp& x) { x.layer = nm; });
-                  if (h.aux == 0 && h.kind == RecordKind::kRange) {
-                    lrange.clear(); llayer.clear(); C.range.clear(); C.layer.clear();
-                  }
-                } else if (h.kind == RecordKind::kPyCall) {
-                  auto rec = dump::load<PyCallRecord>(p);
-                  const int64_t s = clock.to_ns(rec.start);
-                  const uint32_t code = rec.code >= code_limit ? 0 : rec.code;
-                  take(lpy, C.py, s, [&](ApiOp& x) { x.py = code; });
-                  if (h.aux == 0) { lpy.clear(); C.py.clear(); }
-                } else if (h.kind == RecordKind::kCudaApi) {
-                  auto rec = dump::load<CudaApiRecord>(p);
-                  const int64_t s = clock.to_ns(rec.start);
-                  lpy.push_back(s);
-                  lrange.push_back(s);
-                  llayer.push_back(s);
-                }
-              });
-            } catch (const dump::DumpError&) {  // reported above; the run stopped at the same record
-            }
+  std::vector<Waiting> waiting(in.ts.size());
+  std::vector<int8_t> dotted;
+  for (Part& P : parts) {
+    for (uint32_t t = 0; t < P.ts.size(); ++t) {
+      if (!P.ts[t].seen) continue;
+      Waiting& C = waiting[t];
+      if (!C.empty()) {
+        WaitingReplay replay(cx, in.apis, C, dotted);
+        for (size_t c = P.begin; c < P.end && !C.empty(); ++c) {
+          if (Context::thread_slot(chunks[c].thread_id) != t) continue;
+          try {
+            dump::visit_records(cx.r, chunks[c], replay);
+          } catch (const dump::DumpError&) {  // reported above; the run stopped at the same record
           }
         }
-        const ThreadState& x = P.ts[t];
-        C.py.insert(C.py.end(), x.pend_py.begin(), x.pend_py.end());
-        C.range.insert(C.range.end(), x.pend_range.begin(), x.pend_range.end());
-        C.layer.insert(C.layer.end(), x.pend_layer.begin(), x.pend_layer.end());
       }
+      const ThreadState& x = P.ts[t];
+      C.py.insert(C.py.end(), x.pend_py.begin(), x.pend_py.end());
+      C.range.insert(C.range.end(), x.pend_range.begin(), x.pend_range.end());
+      C.layer.insert(C.layer.end(), x.pend_layer.begin(), x.pend_layer.end());
     }
   }
 }
@@ -582,13 +569,66 @@ bool drop_nested_driver_calls(Ingested& in) {
   return true;
 }
 
+// Fix-up 3's visitor: one thread's ranges and Python frames, each giving the re-homed calls `ops` (sorted by
+// start) inside it their innermost frame of its kind, the first to arrive (records come in the order they end).
+class RehomedFrames {
+ public:
+  RehomedFrames(const Context& cx, Slab<ApiOp>& apis, const std::vector<uint32_t>& ops)
+      : cx(cx), apis(apis), ops(ops), m(ops.size()), starts(m), next_py(m + 1), next_range(m + 1), next_layer(m + 1),
+        open_py(m), open_range(m), open_layer(m) {
+    for (size_t k = 0; k < m; ++k) starts[k] = apis[ops[k]].start;
+    for (uint32_t k = 0; k <= m; ++k) next_py[k] = next_range[k] = next_layer[k] = k;
+  }
+  bool any_open() const { return open_py || open_range || open_layer; }
+
+  void on(const RangeRecord& rec, const dump::RecordContext& rc) {
+    const int64_t s = cx.clock.to_ns(rec.start), e = std::max(s, cx.clock.to_ns(rec.end));
+    const uint32_t nm = rec.name < cx.nstr ? rec.name : 0;
+    take(next_range, open_range, s, e, [&](ApiOp& x) { x.range = nm; });
+    if (open_layer && cx.range_is_layer(rc, nm, dotted))
+      take(next_layer, open_layer, s, e, [&](ApiOp& x) { x.layer = nm; });
+  }
+  void on(const PyCallRecord& rec, const dump::RecordContext&) {
+    const int64_t s = cx.clock.to_ns(rec.start), e = std::max(s, cx.clock.to_ns(rec.end));
+    const uint32_t code = rec.code >= cx.code_limit ? 0 : rec.code;
+    take(next_py, open_py, s, e, [&](ApiOp& x) { x.py = code; });
+  }
+
+ private:
+  static uint32_t find(std::vector<uint32_t>& nx, uint32_t k) {
+    while (nx[k] != k) k = nx[k] = nx[nx[k]];
+    return k;
+  }
+  // A frame [s, e] takes the open calls inside it. A call that starts where the frame ends but ends later was
+  // written after the frame on its thread, so pass 1 would not give it this frame either.
+  template <class Set>
+  void take(std::vector<uint32_t>& nx, size_t& open, int64_t s, int64_t e, Set&& set) {
+    uint32_t k = find(nx, uint32_t(std::lower_bound(starts.begin(), starts.end(), s) - starts.begin()));
+    while (k < m && starts[k] <= e) {
+      if (apis[ops[k]].end() > e) {
+        k = find(nx, k + 1);
+        continue;
+      }
+      set(apis[ops[k]]);
+      nx[k] = k + 1;
+      --open;
+      k = find(nx, k + 1);
+    }
+  }
+
+  const Context& cx;
+  Slab<ApiOp>& apis;
+  const std::vector<uint32_t>& ops;
+  const size_t m;
+  std::vector<int64_t> starts;
+  std::vector<uint32_t> next_py, next_range, next_layer;  // next call not yet given a frame of each kind
+                                                          // (path-halving skip lists)
+  size_t open_py, open_range, open_layer;
+  std::vector<int8_t> dotted;
+};
+
 void frames_of_rehomed_calls(const Context& cx, Ingested& in) {
-  const auto& r = cx.r;
-  const auto& clock = cx.clock;
   const auto& chunks = cx.chunks;
-  const auto& chunk_channel = cx.chunk_channel;
-  const size_t nstr = cx.nstr;
-  const uint32_t code_limit = cx.code_limit;
   auto& apis = in.apis;
   // Per thread, by start.
   std::map<uint32_t, std::vector<uint32_t>> per_thread;
@@ -599,51 +639,11 @@ void frames_of_rehomed_calls(const Context& cx, Ingested& in) {
     const uint32_t t = work[w].first;
     auto& ops = work[w].second;
     std::stable_sort(ops.begin(), ops.end(), [&](uint32_t x, uint32_t y) { return apis[x].start < apis[y].start; });
-    const size_t m = ops.size();
-    std::vector<int64_t> starts(m);
-    for (size_t k = 0; k < m; ++k) starts[k] = apis[ops[k]].start;
-    // Next call not yet given a frame of each kind (path-halving skip lists).
-    std::vector<uint32_t> next_py(m + 1), next_range(m + 1), next_layer(m + 1);
-    for (uint32_t k = 0; k <= m; ++k) next_py[k] = next_range[k] = next_layer[k] = k;
-    size_t open_py = m, open_range = m, open_layer = m;
-    auto find = [](std::vector<uint32_t>& nx, uint32_t k) {
-      while (nx[k] != k) k = nx[k] = nx[nx[k]];
-      return k;
-    };
-    // A frame [s, e] takes the open calls inside it. A call that starts where the frame ends but ends later was
-    // written after the frame on its thread, so pass 1 would not give it this frame either.
-    auto take = [&](std::vector<uint32_t>& nx, size_t& open, int64_t s, int64_t e, auto&& set) {
-      uint32_t k = find(nx, uint32_t(std::lower_bound(starts.begin(), starts.end(), s) - starts.begin()));
-      while (k < m && starts[k] <= e) {
-        if (apis[ops[k]].end() > e) {
-          k = find(nx, k + 1);
-          continue;
-        }
-        set(apis[ops[k]]);
-        nx[k] = k + 1;
-        --open;
-        k = find(nx, k + 1);
-      }
-    };
-    std::vector<int8_t> dotted;
-    for (size_t c = 0; c < chunks.size() && (open_py || open_range || open_layer); ++c) {
-      if (chunk_channel[c] || Context::thread_slot(chunks[c].thread_id) != t) continue;
+    RehomedFrames frames(cx, apis, ops);
+    for (size_t c = 0; c < chunks.size() && frames.any_open(); ++c) {
+      if (cx.chunk_channel[c] || Context::thread_slot(chunks[c].thread_id) != t) continue;
       try {
-        r.for_each_record_in(chunks[c], [&](uint32_t, const RecordHeader& h, const uint8_t* p) {
-          if (h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange) {
-            auto rec = dump::load<RangeRecord>(p);
-            const int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
-            const uint32_t nm = rec.name < nstr ? rec.name : 0;
-            take(next_range, open_range, s, e, [&](ApiOp& x) { x.range = nm; });
-            if (open_layer && cx.range_is_layer(h, p, nm, dotted))
-              take(next_layer, open_layer, s, e, [&](ApiOp& x) { x.layer = nm; });
-          } else if (h.kind == RecordKind::kPyCall) {
-            auto rec = dump::load<PyCallRecord>(p);
-            const int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
-            const uint32_t code = rec.code >= code_limit ? 0 : rec.code;
-            take(next_py, open_py, s, e, [&](ApiOp& x) { x.py = code; });
-          }
-        });
+        dump::visit_records(cx.r, chunks[c], frames);
       } catch (const dump::DumpError&) {  // reported by pass 1; the rest of that chunk was skipped there too
       }
     }

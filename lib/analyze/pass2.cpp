@@ -18,54 +18,66 @@ struct Part2 {
   size_t hint = 0;
 };
 
-// One worker: the application threads' ranges and Python frames in its run of chunks.
-void read_host_part(const Context& cx, const StepSet& ss, const StepSelection& sel, size_t n_py, Part2& P) {
-  const auto& r = cx.r;
-  const auto& clock = cx.clock;
-  const auto& chunks = cx.chunks;
-  const auto& chunk_channel = cx.chunk_channel;
-  const size_t nstr = cx.nstr;
-  const auto& steps = ss.steps;
-  const uint32_t step_thread = ss.step_thread;
-  const int64_t steps_s = ss.steps_s, steps_e = ss.steps_e, rep_s = ss.rep_s, rep_e = ss.rep_e;
-  auto add_to = [](std::vector<double>& v, uint32_t i, int64_t x) {
+// Pass 2's visitor for one worker: the application threads' ranges and Python frames into its Part2.
+class HostFrames {
+ public:
+  HostFrames(const Context& cx, const StepSet& ss, const StepSelection& sel, size_t n_py, Part2& P)
+      : cx(cx), ss(ss), sel(sel), n_py(n_py), P(P) {}
+
+  void on(const RangeRecord& rec, const dump::RecordContext& rc) { frame(rc, rec.name, rec.start, rec.end, true); }
+  void on(const PyCallRecord& rec, const dump::RecordContext& rc) { frame(rc, rec.code, rec.start, rec.end, false); }
+
+ private:
+  // `id`: a range's name (string id) or a Python call's code id.
+  void frame(const dump::RecordContext& rc, uint32_t id, uint64_t start, uint64_t end, bool range) {
+    const int64_t s = cx.clock.to_ns(start), e = std::max(s, cx.clock.to_ns(end));
+    const uint32_t thread = rc.thread;
+    if (thread == ss.step_thread) in_step_thread(rc.aux(), id, s, e, range);
+    else if (!range && rc.aux() == 0 && e > ss.steps_s && s < ss.steps_e)
+      P.other_py_busy[thread] += double(std::min(e, ss.steps_e) - std::max(s, ss.steps_s));
+    if (e > ss.rep_s && s < ss.rep_e && e > s)
+      P.rep_cpu.push_back(
+          {thread, s, e, rc.aux(), range ? cx.name_of(id) : cx.code_name(id), range ? "range" : "python"});
+  }
+  // The step thread's frame: self time by name and the merged cover of host work, inside the steady steps.
+  void in_step_thread(uint8_t depth, uint32_t id, int64_t s, int64_t e, bool range) {
+    long st = ss.step_of(s, e, P.hint);
+    if (st >= 0 && !sel.steady[size_t(st)]) st = -1;  // warm-up: reported apart
+    const bool is_step_itself = st >= 0 && s == ss.steps[st].start && e == ss.steps[st].end;
+    const uint32_t target = range ? (id < cx.nstr ? id : 0) : id;
+    const bool counted = st >= 0 && !is_step_itself && (range || id < n_py);
+    const int64_t self = range ? P.range_self.self(depth, e - s, counted ? target : SelfTrack::kNone)
+                               : P.py_self.self(depth, e - s, counted ? target : SelfTrack::kNone);
+    if (st < 0 || is_step_itself) return;
+    P.host_frames = true;
+    if (range) add_to(P.hot_range, target, self);
+    else if (id < n_py) add_to(P.hot_py, id, self);
+    while (!P.cov.empty() && P.cov.back().start >= s) P.cov.pop_back();
+    if (!P.cov.empty() && P.cov.back().end >= s) P.cov.back().end = std::max(P.cov.back().end, e);
+    else P.cov.push_back({s, e, uint32_t(st)});
+  }
+  static void add_to(std::vector<double>& v, uint32_t i, int64_t x) {
     if (i >= v.size()) v.resize(size_t(i) + 1, 0.0);
     v[i] += double(x);
-  };
-  auto fn = [&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-    bool range = h.kind == RecordKind::kRange || h.kind == RecordKind::kNvtxRange;
-    if (!range && h.kind != RecordKind::kPyCall) return;
-    auto rec = dump::load<RangeRecord>(p);  // PyCallRecord has the same layout
-    int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
-    if (thread == step_thread) {
-      long st = ss.step_of(s, e, P.hint);
-      if (st >= 0 && !sel.steady[size_t(st)]) st = -1;  // warm-up: reported apart
-      bool is_step_itself = st >= 0 && s == steps[st].start && e == steps[st].end;
-      const uint32_t target = range ? (rec.name < nstr ? rec.name : 0) : rec.name;
-      const bool counted = st >= 0 && !is_step_itself && (range || rec.name < n_py);
-      int64_t self = range ? P.range_self.self(h.aux, e - s, counted ? target : SelfTrack::kNone)
-                           : P.py_self.self(h.aux, e - s, counted ? target : SelfTrack::kNone);
-      if (st >= 0 && !is_step_itself) {
-        P.host_frames = true;
-        if (range) add_to(P.hot_range, target, self);
-        else if (rec.name < n_py) add_to(P.hot_py, rec.name, self);
-        while (!P.cov.empty() && P.cov.back().start >= s) P.cov.pop_back();
-        if (!P.cov.empty() && P.cov.back().end >= s) P.cov.back().end = std::max(P.cov.back().end, e);
-        else P.cov.push_back({s, e, uint32_t(st)});
-      }
-    } else if (!range && h.aux == 0 && e > steps_s && s < steps_e) {
-      P.other_py_busy[thread] += double(std::min(e, steps_e) - std::max(s, steps_s));
-    }
-    if (e > rep_s && s < rep_e && e > s)
-      P.rep_cpu.push_back({thread, s, e, h.aux, range ? cx.name_of(rec.name) : cx.code_name(rec.name), range ? "range" : "python"});
-  };
+  }
+
+  const Context& cx;
+  const StepSet& ss;
+  const StepSelection& sel;
+  const size_t n_py;
+  Part2& P;
+};
+
+// One worker: the application threads' ranges and Python frames in its run of chunks.
+void read_host_part(const Context& cx, const StepSet& ss, const StepSelection& sel, size_t n_py, Part2& P) {
+  HostFrames frames(cx, ss, sel, n_py, P);
   for (size_t c = P.begin; c < P.end; ++c) {
-    if (chunk_channel[c]) continue;
+    if (cx.chunk_channel[c]) continue;
     try {
-      r.for_each_record_in(chunks[c], fn);
+      dump::visit_records(cx.r, cx.chunks[c], frames);
     } catch (const dump::DumpError&) {  // reported by pass 1
     }
-    cx.prog.step(chunks[c].count, "attributing");
+    cx.prog.step(cx.chunks[c].count, "attributing");
   }
 }
 

@@ -32,20 +32,26 @@ struct StepParts {
   std::map<std::string, int64_t> children;
 };
 
+// A thread's ISCOPE ranges (NVTX ranges aside) inside [b, e], with their names and depths.
+struct RangesWithin {
+  struct R { std::string name; uint32_t depth; int64_t s, e; };
+  const Context& cx;
+  int64_t b, e;
+  std::vector<R> ranges;
+  void on(const RangeRecord& rec, const dump::RecordContext& rc) {
+    if (rc.kind() != RecordKind::kRange) return;
+    const int64_t s = cx.clock.to_ns(rec.start), en = cx.clock.to_ns(rec.end);
+    if (s >= b && en <= e) ranges.push_back({cx.name_of(rec.name), rc.aux(), s, en});
+  }
+};
+
 // The step ranges of `thread` inside [b, e], each with its direct children (ranges come at their end, children
 // before their parent).
 std::vector<StepParts> steps_with_children(const Context& cx, uint32_t thread, const std::string& step, int64_t b, int64_t e) {
-  struct R { std::string name; uint32_t depth; int64_t s, e; };
-  std::vector<R> ranges;
-  for (const auto& c : cx.r.event_chunks()) {
-    if (c.thread_id != thread) continue;
-    cx.r.for_each_record_in(c, [&](uint32_t, const RecordHeader& h, const uint8_t* p) {
-      if (h.kind != RecordKind::kRange) return;
-      const auto rec = dump::load<RangeRecord>(p);
-      const int64_t s = cx.clock.to_ns(rec.start), en = cx.clock.to_ns(rec.end);
-      if (s >= b && en <= e) ranges.push_back({cx.name_of(rec.name), h.aux, s, en});
-    });
-  }
+  RangesWithin within{cx, b, e, {}};
+  for (const auto& c : cx.r.event_chunks())
+    if (c.thread_id == thread) dump::visit_records(cx.r, c, within);
+  const auto& ranges = within.ranges;
   std::vector<StepParts> out;
   for (auto& x : ranges)
     if (x.name == step) out.push_back({x.s, x.e, x.depth, {}});

@@ -8,6 +8,7 @@
 #include "analyze/model.hpp"
 #include "analyze/summary.hpp"
 #include "dump/clock_model.hpp"
+#include "dump/visit.hpp"
 
 #include <sys/mman.h>
 
@@ -326,9 +327,9 @@ struct Context {
   }
   static uint32_t thread_slot(uint32_t t) { return t >= (1u << 20) ? 0u : t; }  // never size a table by a nonsense id
   /// A range is a layer: attribute layer=1, or no attributes and a dotted module path. May throw DumpError.
-  bool range_is_layer(const RecordHeader& h, const uint8_t* p, uint32_t nm, std::vector<int8_t>& dotted) const {
-    if (h.size > sizeof(RangeRecord) && h.kind == RecordKind::kRange) {
-      for (auto& at : r.attributes(p))
+  bool range_is_layer(const dump::RecordContext& rc, uint32_t nm, std::vector<int8_t>& dotted) const {
+    if (rc.header.size > sizeof(RangeRecord) && rc.kind() == RecordKind::kRange) {
+      for (auto& at : r.attributes(rc.bytes))
         if (at.key == "layer" && (at.i != 0 || at.type == AttrType::kString)) return true;
       return false;
     }

@@ -62,6 +62,19 @@ void to_iterations(PythonStep& py) {
   py.iterations = true;
 }
 
+// The calls of the candidate functions (Python depth <= 3), as step candidates.
+struct CallsOf {
+  const dump::ClockModel& clock;
+  std::map<uint32_t, std::vector<Cand>>& calls;
+  void on(const PyCallRecord& rec, const dump::RecordContext& rc) {
+    if (rc.aux() > 3) return;
+    auto it = calls.find(rec.code);
+    if (it == calls.end()) return;
+    const int64_t s0 = clock.to_ns(rec.start);
+    it->second.push_back({rc.thread, 0x80000000u | rec.code, s0, std::max(s0, clock.to_ns(rec.end))});
+  }
+};
+
 // Candidates: the functions at depth <= 3 called at least twice, by the time they cover. The first whose calls
 // hold a CUDA call in at least half of them wins: a function that launches no GPU work (a Dataset's
 // __getitem__, a tokenizer) describes a sample or a part, not the step, however much time it covers. A
@@ -79,17 +92,11 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
   if (ranked.size() > kCandidates) ranked.resize(kCandidates);
   std::map<uint32_t, std::vector<Cand>> calls_of;
   for (auto& [score, code] : ranked) calls_of[code];
+  CallsOf visitor{cx.clock, calls_of};
   for (const auto& c : cx.r.event_chunks()) {  // one more pass over that thread's chunks (only in this fallback)
     if (c.thread_id != thread) continue;
     try {
-      cx.r.for_each_record_in(c, [&](uint32_t t, const RecordHeader& h, const uint8_t* p) {
-        if (h.kind != RecordKind::kPyCall || h.aux > 3) return;
-        auto rec = dump::load<PyCallRecord>(p);
-        auto it = calls_of.find(rec.code);
-        if (it == calls_of.end()) return;
-        const int64_t s0 = cx.clock.to_ns(rec.start);
-        it->second.push_back({t, 0x80000000u | rec.code, s0, std::max(s0, cx.clock.to_ns(rec.end))});
-      });
+      dump::visit_records(cx.r, c, visitor);
     } catch (const dump::DumpError&) {  // reported by pass 1
     }
   }

@@ -1,6 +1,7 @@
 #include "analyze/summary.hpp"
 
 #include "dump/clock_model.hpp"
+#include "dump/visit.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -69,24 +70,65 @@ const char* record_kind_name(RecordKind k) {
 
 namespace {
 
+// The summary's visitor: every record counted by kind and thread; ranges, Python calls, marks, async ranges,
+// kernels and copies aggregated by name.
+class Summarizer {
+ public:
+  Summarizer(const dump::DumpReader& r, Summary& s) : r(r), clock(r.calibration()), s(s) {}
 
-}  // namespace
+  template <class Rec>
+  void on(const Rec& rec, const dump::RecordContext& rc) {
+    ++s.records;
+    ++s.kinds[record_kind_name(rc.kind())];
+    ++s.threads[rc.thread].records;
+    add(rec, rc);
+  }
 
-Summary summarize(const dump::DumpReader& r) {
-  Summary s;
-  dump::ClockModel clock(r.calibration());
-  auto ns = [&](uint64_t a, uint64_t b) -> uint64_t {
+ private:
+  void add(const RangeRecord& rec, const dump::RecordContext& rc) {
+    uint64_t d = ns(rec.start, rec.end);
+    auto& st = s.ranges[name_of(rec.name)];
+    st.duration.add(d);
+    st.self_ns += rc.kind() == RecordKind::kRange ? range_self[rc.thread].self(rc.aux(), d) : d;
+    span(rc.thread, rec.start, rec.end);
+  }
+  void add(const PyCallRecord& rec, const dump::RecordContext& rc) {
+    uint64_t d = ns(rec.start, rec.end);
+    auto& st = s.python[code_name(rec.code)];
+    st.duration.add(d);
+    st.self_ns += py_self[rc.thread].self(rc.aux(), d);
+    span(rc.thread, rec.start, rec.end);
+  }
+  void add(const MarkRecord& rec, const dump::RecordContext& rc) {
+    ++s.marks[name_of(rec.name)];
+    span(rc.thread, rec.ts, rec.ts);
+  }
+  void add(const AsyncRangeRecord& rec, const dump::RecordContext& rc) {
+    s.async[name_of(rec.name)].add(ns(rec.start, rec.end));
+    span(rc.thread, rec.start, rec.end);
+  }
+  void add(const GpuKernelRecord& rec, const dump::RecordContext& rc) {
+    auto& st = s.kernels[name_of(rec.name)];
+    uint64_t d = ns(rec.start, rec.end);
+    st.duration.add(d);
+    st.self_ns += d;
+    span(rc.thread, rec.start, rec.end);
+  }
+  void add(const GpuMemcpyRecord& rec, const dump::RecordContext& rc) {
+    s.memcpy_bytes += rec.bytes;
+    span(rc.thread, rec.start, rec.end);
+  }
+  void add(const auto&, const dump::RecordContext&) {}  // other kinds: counted only
+
+  uint64_t ns(uint64_t a, uint64_t b) const {
     return b > a ? static_cast<uint64_t>(std::llround(clock.duration_ns(b - a))) : 0;
-  };
-  std::unordered_map<uint32_t, SelfTimer<uint64_t>> range_self, py_self;
-  std::unordered_map<uint32_t, std::string> names;  // string id -> name, cached
-  auto name_of = [&](uint32_t id) -> const std::string& {
+  }
+  const std::string& name_of(uint32_t id) {  // string id -> name, cached
     auto it = names.find(id);
     if (it == names.end()) it = names.emplace(id, r.string_at(id)).first;
     return it->second;
-  };
-  std::unordered_map<uint32_t, std::string> code_names;
-  auto code_name = [&](uint32_t code) -> const std::string& {
+  }
+  const std::string& code_name(uint32_t code) {
     auto it = code_names.find(code);
     if (it == code_names.end()) {
       auto c = r.code_table().find(code);
@@ -94,71 +136,28 @@ Summary summarize(const dump::DumpReader& r) {
       it = code_names.emplace(code, std::move(n)).first;
     }
     return it->second;
-  };
-  auto span = [&](uint32_t thread, uint64_t a, uint64_t b) {
+  }
+  void span(uint32_t thread, uint64_t a, uint64_t b) {
     auto& t = s.threads[thread];
     t.first_ts = std::min(t.first_ts, a);
     t.last_ts = std::max(t.last_ts, b);
     s.first_ts = std::min(s.first_ts, a);
     s.last_ts = std::max(s.last_ts, b);
-  };
+  }
 
-  r.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-    ++s.records;
-    ++s.kinds[record_kind_name(h.kind)];
-    ++s.threads[thread].records;
-    switch (h.kind) {
-      case RecordKind::kRange:
-      case RecordKind::kNvtxRange: {
-        auto rec = dump::load<RangeRecord>(p);
-        uint64_t d = ns(rec.start, rec.end);
-        auto& st = s.ranges[name_of(rec.name)];
-        st.duration.add(d);
-        st.self_ns += h.kind == RecordKind::kRange ? range_self[thread].self(h.aux, d) : d;
-        span(thread, rec.start, rec.end);
-        break;
-      }
-      case RecordKind::kPyCall: {
-        auto rec = dump::load<PyCallRecord>(p);
-        uint64_t d = ns(rec.start, rec.end);
-        auto& st = s.python[code_name(rec.code)];
-        st.duration.add(d);
-        st.self_ns += py_self[thread].self(h.aux, d);
-        span(thread, rec.start, rec.end);
-        break;
-      }
-      case RecordKind::kMark:
-      case RecordKind::kNvtxMark: {
-        auto rec = dump::load<MarkRecord>(p);
-        ++s.marks[name_of(rec.name)];
-        span(thread, rec.ts, rec.ts);
-        break;
-      }
-      case RecordKind::kAsyncRange: {
-        auto rec = dump::load<AsyncRangeRecord>(p);
-        s.async[name_of(rec.name)].add(ns(rec.start, rec.end));
-        span(thread, rec.start, rec.end);
-        break;
-      }
-      case RecordKind::kGpuKernel: {
-        auto rec = dump::load<GpuKernelRecord>(p);
-        auto& st = s.kernels[name_of(rec.name)];
-        uint64_t d = ns(rec.start, rec.end);
-        st.duration.add(d);
-        st.self_ns += d;
-        span(thread, rec.start, rec.end);
-        break;
-      }
-      case RecordKind::kGpuMemcpy: {
-        auto rec = dump::load<GpuMemcpyRecord>(p);
-        s.memcpy_bytes += rec.bytes;
-        span(thread, rec.start, rec.end);
-        break;
-      }
-      default:
-        break;
-    }
-  });
+  const dump::DumpReader& r;
+  const dump::ClockModel clock;
+  Summary& s;
+  std::unordered_map<uint32_t, SelfTimer<uint64_t>> range_self, py_self;
+  std::unordered_map<uint32_t, std::string> names, code_names;
+};
+
+}  // namespace
+
+Summary summarize(const dump::DumpReader& r) {
+  Summary s;
+  Summarizer v(r, s);
+  dump::visit_records(r, v);
   return s;
 }
 

@@ -476,7 +476,8 @@ thread_local RecordCursor* t_cursor = nullptr;  // the innermost cursor on this 
 thread_local size_t t_depth = 0;
 }  // namespace
 
-RecordCursor::RecordCursor(const DumpReader& r, const EventsChunkRef& c) : r_(r), c_(c), outer_(t_cursor) {
+RecordCursor::RecordCursor(const DumpReader& r, const EventsChunkRef& c, uint64_t* unknown)
+    : r_(r), c_(c), unknown_(unknown), outer_(t_cursor) {
   if (t_buffers.size() <= t_depth) t_buffers.push_back(std::make_unique<uint8_t[]>(kBufferBytes));
   buf_ = t_buffers[t_depth++].get();
   t_cursor = this;
@@ -521,6 +522,7 @@ const uint8_t* RecordCursor::next(RecordHeader& h) {
     if (known) check_ids(h, p);  // before moving on: an error names this record
     next_ += h.size;
     if (known) return p;
+    if (fixed == 0 && unknown_) ++*unknown_;  // a newer minor version's kind: its size says how far to skip
   }
   return nullptr;
 }

@@ -10,7 +10,7 @@
 // a caller sizes by an id can grow past what the file's bytes justify.
 //
 //   dump::DumpReader r("run.iscope");
-//   r.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* rec) { ... });
+//   dump::visit_records(r, visitor);   // typed records, one handler per kind (visit.hpp)
 //   if (r.damage()) std::cerr << r.damage()->message;   // cut short or corrupt: data up to there is valid
 #pragma once
 
@@ -96,10 +96,12 @@ inline T load(const uint8_t* p) {
 
 class DumpReader;
 
-/// Reads one EVENTS chunk's records in order through a per-thread window; for_each_record_in's engine.
+/// Reads one EVENTS chunk's records in order through a per-thread window; the engine of visit_records
+/// (visit.hpp) and for_each_record_in.
 class RecordCursor {
  public:
-  RecordCursor(const DumpReader& r, const EventsChunkRef& c);
+  /// `unknown`, when given, counts the records of kinds this reader does not know that next() skips.
+  RecordCursor(const DumpReader& r, const EventsChunkRef& c, uint64_t* unknown = nullptr);
   ~RecordCursor();
   RecordCursor(const RecordCursor&) = delete;
   RecordCursor& operator=(const RecordCursor&) = delete;
@@ -121,6 +123,7 @@ class RecordCursor {
   size_t have_ = 0;    ///< valid bytes in buf_
   uint64_t win_ = 0;   ///< chunk offset of buf_[0]
   uint64_t next_ = 0;  ///< chunk offset of the next record
+  uint64_t* unknown_ = nullptr;
   RecordCursor* outer_ = nullptr;
 };
 
@@ -165,8 +168,9 @@ class DumpReader {
   const std::optional<EndEntry>& end() const { return end_; }
   const std::optional<Damage>& damage() const { return damage_; }
 
-  /// Visits every record in file order: f(thread_id, header, record_bytes). Pads and kinds this reader
-  /// does not know are skipped; a malformed record throws DumpError naming its offset.
+  /// Visits every record in file order as bytes: f(thread_id, header, record_bytes). Pads and kinds this
+  /// reader does not know are skipped; a malformed record throws DumpError naming its offset. Readers of
+  /// record contents use visit_records (visit.hpp), which decodes them; this is for counting and copying.
   template <class F>
   void for_each_record(F&& f) const {
     for (const auto& c : events_) for_each_record_in(c, f);

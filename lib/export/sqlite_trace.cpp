@@ -5,6 +5,7 @@
 // (docs/analysis.md section 2), and the steps are found again from the analysis's step name.
 #include "analyze/analyzer.hpp"
 #include "dump/clock_model.hpp"
+#include "dump/visit.hpp"
 #include "export/sqlite_internal.hpp"
 
 #include <boost/json.hpp>
@@ -140,11 +141,11 @@ class TraceWriter {
     return {s, std::max(s, clock_.to_ns(end))};
   }
   /// Visits every record, chunk by chunk; a malformed record ends its chunk with a note (the analyzer does the same).
-  template <class F>
-  void each_record(F&& f) {
+  template <class V>
+  void each_record(V& visitor) {
     for (const auto& c : r_.event_chunks()) {
       try {
-        r_.for_each_record_in(c, f);
+        dump::visit_records(r_, c, visitor);
       } catch (const dump::DumpError& e) {
         if (!bad_chunk_noted_) info_.notes.push_back(std::string("records skipped: ") + e.what());
         bad_chunk_noted_ = true;
@@ -156,11 +157,15 @@ class TraceWriter {
   void find_bounds();
   void write_threads();
   void write_host_records();
-  void add_range(Stmt& st, uint32_t thread, const RecordHeader& h, const uint8_t* p);
-  void add_python_call(Stmt& st, uint32_t thread, const RecordHeader& h, const uint8_t* p);
-  void add_call(uint32_t thread, const RecordHeader& h, const uint8_t* p);
-  std::optional<std::string> attrs_json(const RecordHeader& h, const uint8_t* p) const;
-  bool is_layer(const RecordHeader& h, const uint8_t* p, uint32_t nm);
+  struct HostRows;
+  struct GpuRows;
+  void add_range(Stmt& st, const RangeRecord& rec, const dump::RecordContext& rc);
+  void add_python_call(Stmt& st, const PyCallRecord& rec, const dump::RecordContext& rc);
+  void add_mark(Stmt& st, int64_t row, const MarkRecord& rec, const dump::RecordContext& rc);
+  void add_counter(Stmt& st, int64_t row, const CounterRecord& rec, const dump::RecordContext& rc);
+  void add_call(const CudaApiRecord& rec, const dump::RecordContext& rc);
+  std::optional<std::string> attrs_json(const dump::RecordContext& rc) const;
+  bool is_layer(const dump::RecordContext& rc, uint32_t nm);
   void write_python_functions();
   void rehome_duplicates();
   void resolve_context();
@@ -194,32 +199,40 @@ class TraceWriter {
 };
 
 // The trace's bounds, from the same records as the analyzer's (so that *_ms here equal the analysis's times).
-void TraceWriter::find_bounds() {
+struct Bounds {
+  const dump::ClockModel& clock;
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
-  auto seen = [&](int64_t s, int64_t e) {
+
+  void on(const RangeRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
+  void on(const PyCallRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
+  void on(const CudaApiRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
+  void on(const GpuKernelRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
+  void on(const GpuMemcpyRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
+  void on(const GpuMemsetRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
+  void on(const GpuMemoryRecord& r, const dump::RecordContext&) { at(r.ts); }
+  void on(const MarkRecord& r, const dump::RecordContext&) { at(r.ts); }
+
+ private:
+  void span(uint64_t start, uint64_t end) {
+    const int64_t s = clock.to_ns(start);
+    seen(s, std::max(s, clock.to_ns(end)));
+  }
+  void at(uint64_t ts) {
+    const int64_t s = clock.to_ns(ts);
+    seen(s, s);
+  }
+  void seen(int64_t s, int64_t e) {
     first = std::min(first, s);
     last = std::max(last, e);
-  };
-  each_record([&](uint32_t, const RecordHeader& h, const uint8_t* p) {
-    switch (h.kind) {
-      case RecordKind::kRange: case RecordKind::kNvtxRange: {
-        auto rec = dump::load<RangeRecord>(p);
-        auto [s, e] = span(rec.start, rec.end);
-        return seen(s, e);
-      }
-      case RecordKind::kPyCall: { auto rec = dump::load<PyCallRecord>(p); auto [s, e] = span(rec.start, rec.end); return seen(s, e); }
-      case RecordKind::kCudaApi: { auto rec = dump::load<CudaApiRecord>(p); auto [s, e] = span(rec.start, rec.end); return seen(s, e); }
-      case RecordKind::kGpuKernel: { auto rec = dump::load<GpuKernelRecord>(p); auto [s, e] = span(rec.start, rec.end); return seen(s, e); }
-      case RecordKind::kGpuMemcpy: { auto rec = dump::load<GpuMemcpyRecord>(p); auto [s, e] = span(rec.start, rec.end); return seen(s, e); }
-      case RecordKind::kGpuMemset: { auto rec = dump::load<GpuMemsetRecord>(p); auto [s, e] = span(rec.start, rec.end); return seen(s, e); }
-      case RecordKind::kGpuMemory: { const int64_t s = clock_.to_ns(dump::load<GpuMemoryRecord>(p).ts); return seen(s, s); }
-      case RecordKind::kMark: case RecordKind::kNvtxMark: { const int64_t s = clock_.to_ns(dump::load<MarkRecord>(p).ts); return seen(s, s); }
-      default: return;
-    }
-  });
-  if (first > last) first = last = 0;
-  info_.first_ns = first;
-  info_.last_ns = last;
+  }
+};
+
+void TraceWriter::find_bounds() {
+  Bounds b{clock_};
+  each_record(b);
+  if (b.first > b.last) b.first = b.last = 0;
+  info_.first_ns = b.first;
+  info_.last_ns = b.last;
 }
 
 void TraceWriter::write_threads() {
@@ -246,10 +259,10 @@ void TraceWriter::write_threads() {
   }
 }
 
-std::optional<std::string> TraceWriter::attrs_json(const RecordHeader& h, const uint8_t* p) const {
-  if (!record_has_attrs(h.kind) || h.size <= fixed_record_size(h.kind)) return std::nullopt;
+std::optional<std::string> TraceWriter::attrs_json(const dump::RecordContext& rc) const {
+  if (!rc.has_attributes()) return std::nullopt;
   boost::json::object o;
-  for (auto& at : r_.attributes(p)) {
+  for (auto& at : r_.attributes(rc.bytes)) {
     switch (at.type) {
       case AttrType::kInt: o[at.key] = at.i; break;
       case AttrType::kBool: o[at.key] = at.i != 0; break;
@@ -262,9 +275,9 @@ std::optional<std::string> TraceWriter::attrs_json(const RecordHeader& h, const 
 }
 
 // The analyzer's rule (docs/analysis.md, "Layers"): attribute layer, else no attributes and a dotted path.
-bool TraceWriter::is_layer(const RecordHeader& h, const uint8_t* p, uint32_t nm) {
-  if (h.kind == RecordKind::kRange && h.size > sizeof(RangeRecord)) {
-    for (auto& at : r_.attributes(p))
+bool TraceWriter::is_layer(const dump::RecordContext& rc, uint32_t nm) {
+  if (rc.kind() == RecordKind::kRange && rc.header.size > sizeof(RangeRecord)) {
+    for (auto& at : r_.attributes(rc.bytes))
       if (at.key == "layer" && (at.i != 0 || at.type == AttrType::kString)) return true;
     return false;
   }
@@ -273,32 +286,46 @@ bool TraceWriter::is_layer(const RecordHeader& h, const uint8_t* p, uint32_t nm)
   return it->second == 1;
 }
 
-void TraceWriter::add_range(Stmt& st, uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-  auto rec = dump::load<RangeRecord>(p);
+void TraceWriter::add_range(Stmt& st, const RangeRecord& rec, const dump::RecordContext& rc) {
   auto [s, e] = span(rec.start, rec.end);
   const uint32_t nm = rec.name < names_.size() ? rec.name : 0;
-  const bool nvtx = h.kind == RecordKind::kNvtxRange;
-  const bool layer = is_layer(h, p, nm);
-  const Frame f{s, e, ++range_rows_, nm, h.aux, uint8_t(kRange | (nvtx ? kNvtx : 0) | (layer ? kLayer : 0))};
-  frames_[thread].push_back(f);
-  st << f.row << thread << (nvtx ? "nvtx" : "iscope") << name(nm) << int(h.aux) << s << e << (e - s) << rel_ms(s)
-     << layer << attrs_json(h, p);
+  const bool nvtx = rc.kind() == RecordKind::kNvtxRange;
+  const bool layer = is_layer(rc, nm);
+  const Frame f{s, e, ++range_rows_, nm, rc.aux(), uint8_t(kRange | (nvtx ? kNvtx : 0) | (layer ? kLayer : 0))};
+  frames_[rc.thread].push_back(f);
+  st << f.row << rc.thread << (nvtx ? "nvtx" : "iscope") << name(nm) << int(rc.aux()) << s << e << (e - s)
+     << rel_ms(s) << layer << attrs_json(rc);
   st.row();
 }
 
-void TraceWriter::add_python_call(Stmt& st, uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-  auto rec = dump::load<PyCallRecord>(p);
+void TraceWriter::add_python_call(Stmt& st, const PyCallRecord& rec, const dump::RecordContext& rc) {
   auto [s, e] = span(rec.start, rec.end);
-  const Frame f{s, e, ++py_rows_, rec.code, h.aux, kPython};
-  frames_[thread].push_back(f);
-  st << f.row << thread << rec.code << qualname(rec.code) << int(h.aux) << s << e << (e - s) << rel_ms(s);
+  const Frame f{s, e, ++py_rows_, rec.code, rc.aux(), kPython};
+  frames_[rc.thread].push_back(f);
+  st << f.row << rc.thread << rec.code << qualname(rec.code) << int(rc.aux()) << s << e << (e - s) << rel_ms(s);
+  st.row();
+}
+
+void TraceWriter::add_mark(Stmt& st, int64_t row, const MarkRecord& rec, const dump::RecordContext& rc) {
+  const int64_t s = clock_.to_ns(rec.ts);
+  st << row << rc.thread << (rc.kind() == RecordKind::kNvtxMark ? "nvtx" : "iscope") << name(rec.name) << s
+     << rel_ms(s) << attrs_json(rc);
+  st.row();
+}
+
+void TraceWriter::add_counter(Stmt& st, int64_t row, const CounterRecord& rec, const dump::RecordContext& rc) {
+  const int64_t s = clock_.to_ns(rec.ts);
+  const double v = rc.aux() == uint8_t(AttrType::kDouble) ? rec.value.d : double(rec.value.i);
+  st << row << name(rec.name) << counter_scope(rec.scope) << rec.target
+     << (rec.scope == CounterScope::kThread ? std::optional<uint32_t>(rec.target) : std::nullopt) << s << rel_ms(s)
+     << v;
   st.row();
 }
 
 // Calls CUPTI recorded itself arrive in a channel naming the caller's OS thread id: they belong to that
 // thread's entry, the newest that had started by the call (Linux reuses thread ids), as in the analyzer.
-void TraceWriter::add_call(uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-  auto rec = dump::load<CudaApiRecord>(p);
+void TraceWriter::add_call(const CudaApiRecord& rec, const dump::RecordContext& rc) {
+  const uint32_t thread = rc.thread;
   auto [s, e] = span(rec.start, rec.end);
   Call c;
   c.start = s;
@@ -307,7 +334,7 @@ void TraceWriter::add_call(uint32_t thread, const RecordHeader& h, const uint8_t
   c.name = rec.name < names_.size() ? rec.name : 0;
   c.cbid = rec.cbid;
   c.os_tid = rec.os_tid;
-  c.domain = h.aux;
+  c.domain = rc.aux();
   c.thread = thread;
   auto t = r_.threads().find(thread);
   if (t != r_.threads().end() && t->second.is_channel() && rec.os_tid) {
@@ -326,36 +353,31 @@ void TraceWriter::add_call(uint32_t thread, const RecordHeader& h, const uint8_t
   calls_.push_back(c);
 }
 
-void TraceWriter::write_host_records() {
-  Stmt ranges(db_, "INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  Stmt py(db_, "INSERT INTO python_calls VALUES (?,?,?,?,?,?,?,?,?)");
-  Stmt marks(db_, "INSERT INTO marks VALUES (?,?,?,?,?,?,?)");
-  Stmt counters(db_, "INSERT INTO counters VALUES (?,?,?,?,?,?,?,?)");
+// The host records' visitor: ranges, Python calls, marks and counters written as they come; CUDA calls kept.
+struct TraceWriter::HostRows {
+  TraceWriter& w;
+  Stmt ranges, py, marks, counters;
   int64_t mark_rows = 0, counter_rows = 0;
-  each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-    switch (h.kind) {
-      case RecordKind::kRange: case RecordKind::kNvtxRange: return add_range(ranges, thread, h, p);
-      case RecordKind::kPyCall: return add_python_call(py, thread, h, p);
-      case RecordKind::kCudaApi: return add_call(thread, h, p);
-      case RecordKind::kMark: case RecordKind::kNvtxMark: {
-        auto rec = dump::load<MarkRecord>(p);
-        const int64_t s = clock_.to_ns(rec.ts);
-        marks << ++mark_rows << thread << (h.kind == RecordKind::kNvtxMark ? "nvtx" : "iscope") << name(rec.name) << s
-              << rel_ms(s) << attrs_json(h, p);
-        return marks.row();
-      }
-      case RecordKind::kCounter: {
-        auto rec = dump::load<CounterRecord>(p);
-        const int64_t s = clock_.to_ns(rec.ts);
-        const double v = h.aux == uint8_t(AttrType::kDouble) ? rec.value.d : double(rec.value.i);
-        counters << ++counter_rows << name(rec.name) << counter_scope(rec.scope) << rec.target
-                 << (rec.scope == CounterScope::kThread ? std::optional<uint32_t>(rec.target) : std::nullopt) << s
-                 << rel_ms(s) << v;
-        return counters.row();
-      }
-      default: return;
-    }
-  });
+  explicit HostRows(TraceWriter& w)
+      : w(w), ranges(w.db_, "INSERT INTO ranges VALUES (?,?,?,?,?,?,?,?,?,?,?)"),
+        py(w.db_, "INSERT INTO python_calls VALUES (?,?,?,?,?,?,?,?,?)"),
+        marks(w.db_, "INSERT INTO marks VALUES (?,?,?,?,?,?,?)"),
+        counters(w.db_, "INSERT INTO counters VALUES (?,?,?,?,?,?,?,?)") {}
+  void on(const RangeRecord& r, const dump::RecordContext& rc) { w.add_range(ranges, r, rc); }
+  void on(const PyCallRecord& r, const dump::RecordContext& rc) { w.add_python_call(py, r, rc); }
+  void on(const CudaApiRecord& r, const dump::RecordContext& rc) { w.add_call(r, rc); }
+  void on(const MarkRecord& r, const dump::RecordContext& rc) { w.add_mark(marks, ++mark_rows, r, rc); }
+  void on(const CounterRecord& r, const dump::RecordContext& rc) { w.add_counter(counters, ++counter_rows, r, rc); }
+};
+
+void TraceWriter::write_host_records() {
+  int64_t mark_rows = 0, counter_rows = 0;
+  {
+    HostRows rows(*this);
+    each_record(rows);
+    mark_rows = rows.mark_rows;
+    counter_rows = rows.counter_rows;
+  }
   info_.rows += uint64_t(range_rows_ + py_rows_ + mark_rows + counter_rows);
   write_python_functions();
 }
@@ -528,70 +550,72 @@ Stmt& TraceWriter::bind_launcher(Stmt& st, uint32_t corr) {
             << (c.layer ? std::optional<std::string_view>(name(c.layer->name)) : std::nullopt) << labels_[c.label];
 }
 
-void TraceWriter::write_gpu_records() {
-  Stmt kernels(db_, "INSERT INTO kernels VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  Stmt copies(db_, "INSERT INTO copies VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  Stmt memsets(db_, "INSERT INTO memsets VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  Stmt syncs(db_, "INSERT INTO syncs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  Stmt allocs(db_, "INSERT INTO allocations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  Stmt graphs(db_, "INSERT INTO graph_launches VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+// The GPU records' visitor: each written as it comes, with its launch call's context and its step.
+struct TraceWriter::GpuRows {
+  TraceWriter& w;
+  Stmt kernels, copies, memsets, syncs, allocs, graphs;
   int64_t n[6] = {0, 0, 0, 0, 0, 0};
-  auto stream = [](uint32_t s) { return s == UINT32_MAX ? std::nullopt : std::optional<uint32_t>(s); };
-  each_record([&](uint32_t, const RecordHeader& h, const uint8_t* p) {
-    switch (h.kind) {
-      case RecordKind::kGpuKernel: {
-        auto k = dump::load<GpuKernelRecord>(p);
-        auto [s, e] = span(k.start, k.end);
-        const auto step = step_of(s);
-        if (step) ++steps_[size_t(*step)].kernels, steps_[size_t(*step)].kernel_ns += e - s;
-        gpu_busy_.emplace_back(s, e);
-        kernels << ++n[0] << k.correlation << name(k.name) << s << e << (e - s) << rel_ms(s) << step << k.device
-                << k.context << k.stream << k.grid[0] << k.grid[1] << k.grid[2] << k.block[0] << k.block[1]
-                << k.block[2] << k.registers << k.static_smem << k.dynamic_smem << k.graph_id;
-        return bind_launcher(kernels, k.correlation).row();
-      }
-      case RecordKind::kGpuMemcpy: {
-        auto c = dump::load<GpuMemcpyRecord>(p);
-        auto [s, e] = span(c.start, c.end);
-        gpu_busy_.emplace_back(s, e);
-        copies << ++n[1] << c.correlation << copy_direction_name(static_cast<CopyKind>(h.aux)) << memory_kind_name(c.src_kind)
-               << memory_kind_name(c.dst_kind) << c.bytes << s << e << (e - s) << rel_ms(s) << step_of(s) << c.device
-               << c.dst_device << c.context << c.stream << int(c.is_async) << c.graph_id;
-        return bind_launcher(copies, c.correlation).row();
-      }
-      case RecordKind::kGpuMemset: {
-        auto m = dump::load<GpuMemsetRecord>(p);
-        auto [s, e] = span(m.start, m.end);
-        gpu_busy_.emplace_back(s, e);
-        memsets << ++n[2] << m.correlation << memory_kind_name(MemoryKind(h.aux)) << m.bytes << m.value << s << e
-                << (e - s) << rel_ms(s) << step_of(s) << m.device << m.context << m.stream;
-        return bind_launcher(memsets, m.correlation).row();
-      }
-      case RecordKind::kGpuSync: {
-        auto y = dump::load<GpuSyncRecord>(p);
-        auto [s, e] = span(y.start, y.end);
-        syncs << ++n[3] << y.correlation << sync_kind(h.aux) << s << e << (e - s) << rel_ms(s) << step_of(s)
-              << y.device << y.context << stream(y.stream) << y.event;
-        return bind_launcher(syncs, y.correlation).row();
-      }
-      case RecordKind::kGpuMemory: {
-        auto m = dump::load<GpuMemoryRecord>(p);
-        const int64_t s = clock_.to_ns(m.ts);
-        allocs << ++n[4] << m.correlation << (h.aux == 1 ? "alloc" : "free") << memory_kind_name(m.memory_kind)
-               << int64_t(m.address) << m.bytes << s << rel_ms(s) << step_of(s) << m.device << stream(m.stream);
-        return bind_launcher(allocs, m.correlation).row();
-      }
-      case RecordKind::kGpuGraphLaunch: {
-        auto g = dump::load<GpuGraphLaunchRecord>(p);
-        auto [s, e] = span(g.start, g.end);
-        graphs << ++n[5] << g.correlation << g.graph_id << s << e << (e - s) << rel_ms(s) << step_of(s) << g.device
-               << g.context << g.stream;
-        return bind_launcher(graphs, g.correlation).row();
-      }
-      default: return;
-    }
-  });
-  for (int64_t k : n) info_.rows += uint64_t(k);
+  explicit GpuRows(TraceWriter& w)
+      : w(w), kernels(w.db_, "INSERT INTO kernels VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        copies(w.db_, "INSERT INTO copies VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        memsets(w.db_, "INSERT INTO memsets VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        syncs(w.db_, "INSERT INTO syncs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        allocs(w.db_, "INSERT INTO allocations VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        graphs(w.db_, "INSERT INTO graph_launches VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") {}
+
+  void on(const GpuKernelRecord& k, const dump::RecordContext&) {
+    auto [s, e] = w.span(k.start, k.end);
+    const auto step = w.step_of(s);
+    if (step) ++w.steps_[size_t(*step)].kernels, w.steps_[size_t(*step)].kernel_ns += e - s;
+    w.gpu_busy_.emplace_back(s, e);
+    kernels << ++n[0] << k.correlation << w.name(k.name) << s << e << (e - s) << w.rel_ms(s) << step << k.device
+            << k.context << k.stream << k.grid[0] << k.grid[1] << k.grid[2] << k.block[0] << k.block[1]
+            << k.block[2] << k.registers << k.static_smem << k.dynamic_smem << k.graph_id;
+    w.bind_launcher(kernels, k.correlation).row();
+  }
+  void on(const GpuMemcpyRecord& c, const dump::RecordContext& rc) {
+    auto [s, e] = w.span(c.start, c.end);
+    w.gpu_busy_.emplace_back(s, e);
+    copies << ++n[1] << c.correlation << copy_direction_name(static_cast<CopyKind>(rc.aux()))
+           << memory_kind_name(c.src_kind) << memory_kind_name(c.dst_kind) << c.bytes << s << e << (e - s)
+           << w.rel_ms(s) << w.step_of(s) << c.device << c.dst_device << c.context << c.stream << int(c.is_async)
+           << c.graph_id;
+    w.bind_launcher(copies, c.correlation).row();
+  }
+  void on(const GpuMemsetRecord& m, const dump::RecordContext& rc) {
+    auto [s, e] = w.span(m.start, m.end);
+    w.gpu_busy_.emplace_back(s, e);
+    memsets << ++n[2] << m.correlation << memory_kind_name(MemoryKind(rc.aux())) << m.bytes << m.value << s << e
+            << (e - s) << w.rel_ms(s) << w.step_of(s) << m.device << m.context << m.stream;
+    w.bind_launcher(memsets, m.correlation).row();
+  }
+  void on(const GpuSyncRecord& y, const dump::RecordContext& rc) {
+    auto [s, e] = w.span(y.start, y.end);
+    syncs << ++n[3] << y.correlation << sync_kind(rc.aux()) << s << e << (e - s) << w.rel_ms(s) << w.step_of(s)
+          << y.device << y.context << stream(y.stream) << y.event;
+    w.bind_launcher(syncs, y.correlation).row();
+  }
+  void on(const GpuMemoryRecord& m, const dump::RecordContext& rc) {
+    const int64_t s = w.clock_.to_ns(m.ts);
+    allocs << ++n[4] << m.correlation << (rc.aux() == 1 ? "alloc" : "free") << memory_kind_name(m.memory_kind)
+           << int64_t(m.address) << m.bytes << s << w.rel_ms(s) << w.step_of(s) << m.device << stream(m.stream);
+    w.bind_launcher(allocs, m.correlation).row();
+  }
+  void on(const GpuGraphLaunchRecord& g, const dump::RecordContext&) {
+    auto [s, e] = w.span(g.start, g.end);
+    graphs << ++n[5] << g.correlation << g.graph_id << s << e << (e - s) << w.rel_ms(s) << w.step_of(s) << g.device
+           << g.context << g.stream;
+    w.bind_launcher(graphs, g.correlation).row();
+  }
+  static std::optional<uint32_t> stream(uint32_t s) {
+    return s == UINT32_MAX ? std::nullopt : std::optional<uint32_t>(s);
+  }
+};
+
+void TraceWriter::write_gpu_records() {
+  GpuRows rows(*this);
+  each_record(rows);
+  for (int64_t k : rows.n) info_.rows += uint64_t(k);
 }
 
 // Per step: the time some kernel, memset or copy ran (their union, clipped to the step) and its complement,

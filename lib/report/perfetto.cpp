@@ -10,6 +10,7 @@
 // call, "f" with bp "e" on the kernel/copy/memset/sync/graph, id = the correlation id) link them, one pair per
 // id. Counters and thread states: perfetto_counters.hpp.
 #include "dump/clock_model.hpp"
+#include "dump/visit.hpp"
 #include "report/escape.hpp"
 #include "report/names.hpp"
 #include "report/perfetto_counters.hpp"
@@ -33,7 +34,6 @@ namespace {
 
 using namespace inferscope;
 using dump::DumpReader;
-using dump::load;
 using perfetto::Args;
 using perfetto::CounterSample;
 using perfetto::CounterTracks;
@@ -174,40 +174,48 @@ std::vector<std::pair<std::string, std::string>> latest_values(
   return out;
 }
 
-/// The tick at which a record starts (or happens); nullopt for kinds that carry no time.
-std::optional<uint64_t> record_time(const RecordHeader& h, const uint8_t* p) {
-  switch (h.kind) {
-    case RecordKind::kRange: case RecordKind::kNvtxRange: return load<RangeRecord>(p).start;
-    case RecordKind::kMark: case RecordKind::kNvtxMark: return load<MarkRecord>(p).ts;
-    case RecordKind::kThreadName: return load<ThreadNameRecord>(p).ts;
-    case RecordKind::kThreadEnd: return load<ThreadEndRecord>(p).ts;
-    case RecordKind::kAsyncRange: return load<AsyncRangeRecord>(p).start;
-    case RecordKind::kPyCall: return load<PyCallRecord>(p).start;
-    case RecordKind::kGpuKernel: return load<GpuKernelRecord>(p).start;
-    case RecordKind::kGpuMemcpy: return load<GpuMemcpyRecord>(p).start;
-    case RecordKind::kGpuMemset: return load<GpuMemsetRecord>(p).start;
-    case RecordKind::kGpuSync: return load<GpuSyncRecord>(p).start;
-    case RecordKind::kGpuMemory: return load<GpuMemoryRecord>(p).ts;
-    case RecordKind::kCudaApi: return load<CudaApiRecord>(p).start;
-    case RecordKind::kGpuGraphLaunch: return load<GpuGraphLaunchRecord>(p).start;
-    case RecordKind::kCollectorOverhead: return load<OverheadRecord>(p).start;
-    case RecordKind::kClockCheck: return load<ClockCheckRecord>(p).cpu_before;
-    case RecordKind::kCounter: return load<CounterRecord>(p).ts;
-    default: return std::nullopt;
-  }
-}
+/// The tick at which a record starts (or happens).
+template <class Rec>
+uint64_t record_time(const Rec& r) { return r.start; }  // the spans
+uint64_t record_time(const MarkRecord& m) { return m.ts; }
+uint64_t record_time(const ThreadNameRecord& t) { return t.ts; }
+uint64_t record_time(const ThreadEndRecord& t) { return t.ts; }
+uint64_t record_time(const GpuMemoryRecord& m) { return m.ts; }
+uint64_t record_time(const ClockCheckRecord& c) { return c.cpu_before; }
+uint64_t record_time(const CounterRecord& c) { return c.ts; }
 
-/// The correlation id a GPU activity record carries (0 when it has none).
-uint32_t gpu_correlation(const RecordHeader& h, const uint8_t* p) {
-  switch (h.kind) {
-    case RecordKind::kGpuKernel: return load<GpuKernelRecord>(p).correlation;
-    case RecordKind::kGpuMemcpy: return load<GpuMemcpyRecord>(p).correlation;
-    case RecordKind::kGpuMemset: return load<GpuMemsetRecord>(p).correlation;
-    case RecordKind::kGpuSync: return load<GpuSyncRecord>(p).correlation;
-    case RecordKind::kGpuGraphLaunch: return load<GpuGraphLaunchRecord>(p).correlation;
-    default: return 0;
+/// Pass one's visitor: the first record's time, the correlation ids that have a traced call or GPU work, the
+/// kernel names to shorten; and every attribute list read once, so that a malformed one throws before a byte
+/// is written.
+class Scan {
+ public:
+  Scan(const DumpReader& r, LaunchFlows& flows, KernelLabels& kernels) : r_(r), flows_(flows), kernels_(kernels) {}
+  uint64_t first() const { return first_; }
+
+  template <class Rec>
+  void on(const Rec& rec, const dump::RecordContext& rc) {
+    first_ = std::min(first_, record_time(rec));
+    if (rc.has_attributes()) (void)r_.attributes(rc.bytes);
+    saw(rec);
   }
-}
+
+ private:
+  void saw(const CudaApiRecord& c) { flows_.saw_call(c.correlation); }
+  void saw(const GpuKernelRecord& k) {
+    flows_.saw_activity(k.correlation);
+    kernels_.saw(k.name, r_.string_count());
+  }
+  void saw(const GpuMemcpyRecord& m) { flows_.saw_activity(m.correlation); }
+  void saw(const GpuMemsetRecord& m) { flows_.saw_activity(m.correlation); }
+  void saw(const GpuSyncRecord& s) { flows_.saw_activity(s.correlation); }
+  void saw(const GpuGraphLaunchRecord& g) { flows_.saw_activity(g.correlation); }
+  void saw(const auto&) {}
+
+  const DumpReader& r_;
+  LaunchFlows& flows_;
+  KernelLabels& kernels_;
+  uint64_t first_ = ~0ull;
+};
 
 class TraceWriter {
  public:
@@ -217,22 +225,179 @@ class TraceWriter {
     scan();
     header();
     name_cpu_threads();
-    r_.for_each_record([&](uint32_t thread, const RecordHeader& h, const uint8_t* p) { record(thread, h, p); });
+    dump::visit_records(r_, *this);
     footer();
+  }
+
+  // --- pass two: one writer per record kind (the visitor visit_records calls) -------------------------
+  void on(const RangeRecord& r, const dump::RecordContext& rc) {
+    const uint32_t thread = rc.thread;
+    ensure_channel_named(thread);
+    Args a;
+    a.i("depth", rc.aux());
+    if (rc.kind() == RecordKind::kRange) a.attrs(r_.attributes(rc.bytes));
+    complete(nm(r.name), rc.kind() == RecordKind::kRange ? "range" : "nvtx", pid_of(thread), tid_of(thread), r.start,
+             r.end, a);
+  }
+  void on(const MarkRecord& m, const dump::RecordContext& rc) {
+    const uint32_t thread = rc.thread;
+    ensure_channel_named(thread);
+    Args a;
+    if (rc.kind() == RecordKind::kMark) a.attrs(r_.attributes(rc.bytes));
+    instant(nm(m.name), rc.kind() == RecordKind::kMark ? "mark" : "nvtx", pid_of(thread), tid_of(thread), m.ts, a);
+  }
+  void on(const ThreadNameRecord& t, const dump::RecordContext& rc) {
+    metadata("thread_name", pid_of(rc.thread), tid_of(rc.thread), r_.string_at(t.name));
+    named_.insert({pid_of(rc.thread), tid_of(rc.thread)});
+  }
+  void on(const ThreadEndRecord& t, const dump::RecordContext& rc) {
+    ensure_channel_named(rc.thread);
+    instant("thread exit", "thread", pid_of(rc.thread), tid_of(rc.thread), t.ts, Args{});
+  }
+  void on(const AsyncRangeRecord& r, const dump::RecordContext& rc) {
+    ensure_channel_named(r.begin_thread);
+    ensure_channel_named(r.end_thread);
+    const Name name = nm(r.name);
+    char id[24];
+    std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(r.id));
+    Args a;
+    a.attrs(r_.attributes(rc.bytes));
+    w_.begin('b', name, "async", pid_of(r.begin_thread), tid_of(r.begin_thread));
+    w_.field_us("ts", rel_ns(r.start));
+    w_.field_raw("id", id);
+    if (!a.empty()) w_.field_raw("args", a.json());
+    w_.end();
+    w_.begin('e', name, "async", pid_of(r.end_thread), tid_of(r.end_thread));
+    w_.field_us("ts", rel_ns(std::max(r.start, r.end)));
+    w_.field_raw("id", id);
+    w_.end();
+  }
+  void on(const PyCallRecord& c, const dump::RecordContext& rc) {
+    const uint32_t thread = rc.thread;
+    ensure_channel_named(thread);
+    Args a;
+    std::string name;
+    if (auto it = r_.code_table().find(c.code); it != r_.code_table().end()) {
+      name = it->second.qualname;
+      a.s("file", it->second.file).u("line", it->second.line);
+    } else {
+      name = "<code " + std::to_string(c.code) + ">";
+    }
+    a.i("depth", rc.aux());
+    complete(name, "python", pid_of(thread), tid_of(thread), c.start, c.end, a);
+  }
+  void on(const CudaApiRecord& c, const dump::RecordContext& rc) {
+    // API records may arrive through a collector's channel; os_tid names the calling thread.
+    const uint32_t thread = rc.thread;
+    int64_t pid = pid_of(thread), tid = c.os_tid ? int64_t(c.os_tid) : tid_of(thread);
+    if (!c.os_tid) ensure_channel_named(thread);
+    Args a;
+    a.u("cbid", c.cbid).s("domain", rc.aux() == uint8_t(ApiDomain::kDriver) ? "driver" : "runtime");
+    if (c.correlation) a.u("correlation", c.correlation);
+    complete(nm(c.name), "cuda_api", pid, tid, c.start, c.end, a);
+    if (flows_.start(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
+  }
+  void on(const GpuKernelRecord& k, const dump::RecordContext&) {
+    Args a;
+    a.dims("grid", k.grid).dims("block", k.block).u("registers_per_thread", k.registers)
+        .u("static_smem", k.static_smem).u("dynamic_smem", k.dynamic_smem).u("context", k.context);
+    if (k.graph_id) a.u("graph_id", k.graph_id);
+    const std::string* short_name = kernels_.short_name(k.name);
+    if (short_name && kernels_.first_use(k.name)) a.s("full_name", r_.string_at(k.name));
+    gpu_activity(short_name ? Name(*short_name, true) : nm(k.name), "kernel", k.device, k.stream, k.start, k.end,
+                 k.correlation, a);
+  }
+  void on(const GpuMemcpyRecord& m, const dump::RecordContext& rc) {
+    const std::string src = memory_kind_name(m.src_kind), dst = memory_kind_name(m.dst_kind);
+    const std::string name = std::string("Memcpy ") + copy_kind_name(rc.aux()) + " (" + src + " -> " + dst + ")";
+    Args a;
+    a.u("bytes", m.bytes).s("kind", copy_kind_name(rc.aux())).s("src_kind", src).s("dst_kind", dst)
+        .s("async", m.is_async ? "yes" : "no");
+    const int64_t d = dur_ns(m.start, m.end);
+    if (d > 0) a.d("bandwidth_gbps", static_cast<double>(m.bytes) / static_cast<double>(d));
+    if (m.dst_device != m.device) a.u("dst_device", m.dst_device);
+    if (m.graph_id) a.u("graph_id", m.graph_id);
+    gpu_activity(name, "memcpy", m.device, m.stream, m.start, m.end, m.correlation, a);
+  }
+  void on(const GpuMemsetRecord& m, const dump::RecordContext& rc) {
+    const char* kind = memory_kind_name(static_cast<MemoryKind>(rc.aux()));
+    Args a;
+    a.u("bytes", m.bytes).u("value", m.value).s("memory_kind", kind);
+    gpu_activity(std::string("Memset (") + kind + ")", "memset", m.device, m.stream, m.start, m.end, m.correlation,
+                 a);
+  }
+  void on(const GpuSyncRecord& s, const dump::RecordContext& rc) {
+    Args a;
+    if (s.event) a.u("event", s.event);
+    gpu_activity(sync_kind_name(rc.aux()), "sync", s.device, s.stream, s.start, s.end, s.correlation, a);
+  }
+  void on(const GpuGraphLaunchRecord& g, const dump::RecordContext&) {
+    Args a;
+    a.u("graph_id", g.graph_id);
+    gpu_activity("CUDA graph " + std::to_string(g.graph_id), "graph", g.device, g.stream, g.start, g.end,
+                 g.correlation, a);
+  }
+  void on(const GpuMemoryRecord& m, const dump::RecordContext& rc) {
+    const bool alloc = rc.aux() == 1;
+    const int64_t pid = gpu_pid(m.device);
+    const int64_t mem_tid = kTidMemory;
+    if (named_.insert({pid, mem_tid}).second) metadata("thread_name", pid, mem_tid, "memory");
+    char addr[24];
+    std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(m.address));
+    Args a;
+    a.u("bytes", m.bytes).s("address", addr).s("memory_kind", memory_kind_name(m.memory_kind));
+    if (m.correlation) a.u("correlation", m.correlation);
+    if (m.stream != kNoStream) a.u("stream", m.stream);
+    instant(alloc ? "alloc" : "free", "memory", pid, mem_tid, m.ts, a);
+    // Net bytes allocated since the trace began (allocations made before it are unknown).
+    int64_t& net = allocated_[m.device];
+    // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
+    net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
+    counters_.add({"device memory allocated in trace (bytes)", pid, {}, rel_ns(m.ts), false, net, 0});
+  }
+  void on(const OverheadRecord& o, const dump::RecordContext& rc) {
+    ensure_channel_named(rc.thread);
+    complete(nm(o.name), "overhead", pid_of(rc.thread), tid_of(rc.thread), o.start, o.end, Args{});
+  }
+  void on(const ClockCheckRecord& c, const dump::RecordContext&) {
+    const int64_t pid = gpu_pid(c.device);
+    if (named_.insert({pid, kTidClockChecks}).second) metadata("thread_name", pid, kTidClockChecks, "clock checks");
+    Args a;
+    a.d("cpu_before_us", us(rel_ns(c.cpu_before))).d("cpu_after_us", us(rel_ns(c.cpu_after)))
+        .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
+    instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
+  }
+  void on(const CounterRecord& c, const dump::RecordContext& rc) {
+    const std::string counter = r_.string_at(c.name);
+    CounterSample s{counter, pid_, {}, rel_ns(c.ts), rc.aux() == uint8_t(AttrType::kDouble), c.value.i, c.value.d};
+    std::string owner;
+    switch (c.scope) {
+      case CounterScope::kProcess: break;
+      case CounterScope::kThread:
+      case CounterScope::kOsThread: {
+        const ThreadOwner t = thread_owner(c.scope, c.target);
+        if (counter == counter_names::kThreadState)
+          return counters_.add_state({t.pid, t.tid + kStateTidOffset, t.label + " · state"}, s.ts_ns,
+                                     s.is_double ? static_cast<int64_t>(s.d) : s.i);
+        s.pid = t.pid;
+        owner = t.label;
+        break;
+      }
+      case CounterScope::kDevice: s.pid = gpu_pid(c.target); break;
+      case CounterScope::kMachine: owner = "machine"; break;
+      case CounterScope::kNumaNode: owner = "NUMA node " + std::to_string(c.target); break;
+      default: owner = "scope " + std::to_string(int(c.scope)) + " target " + std::to_string(c.target); break;
+    }
+    s.owner = owner;
+    counters_.add(s);
   }
 
  private:
   // --- pass one ----------------------------------------------------------------------------------------
   void scan() {
-    uint64_t first = ~0ull;
-    r_.for_each_record([&](uint32_t, const RecordHeader& h, const uint8_t* p) {
-      if (auto t = record_time(h, p)) first = std::min(first, *t);
-      if (uint32_t c = gpu_correlation(h, p)) flows_.saw_activity(c);
-      if (h.kind == RecordKind::kCudaApi) flows_.saw_call(load<CudaApiRecord>(p).correlation);
-      if (h.kind == RecordKind::kGpuKernel) kernels_.saw(load<GpuKernelRecord>(p).name, r_.string_count());
-      if (record_has_attrs(h.kind) && h.size > fixed_record_size(h.kind)) (void)r_.attributes(p);  // validates
-    });
-    origin_ns_ = first == ~0ull ? 0 : clock_.to_ns(first);
+    Scan scan(r_, flows_, kernels_);
+    dump::visit_records(r_, scan);
+    origin_ns_ = scan.first() == ~0ull ? 0 : clock_.to_ns(scan.first());
     for (const auto& [id, t] : r_.threads())
       if (!t.is_channel() && t.pid) {
         pid_ = t.pid;
@@ -423,188 +588,6 @@ class TraceWriter {
       sort_index("thread_sort_index", pid_of(id), tid_of(id), id);
       named_.insert({pid_of(id), tid_of(id)});
     }
-  }
-
-  /// Decodes one record and hands it to the writer of its kind.
-  void record(uint32_t thread, const RecordHeader& h, const uint8_t* p) {
-    switch (h.kind) {
-      case RecordKind::kRange: case RecordKind::kNvtxRange: return on_range(thread, h, p, load<RangeRecord>(p));
-      case RecordKind::kMark: case RecordKind::kNvtxMark: return on_mark(thread, h, p, load<MarkRecord>(p));
-      case RecordKind::kThreadName: return on_thread_name(thread, load<ThreadNameRecord>(p));
-      case RecordKind::kThreadEnd: return on_thread_end(thread, load<ThreadEndRecord>(p));
-      case RecordKind::kAsyncRange: return on_async_range(p, load<AsyncRangeRecord>(p));
-      case RecordKind::kPyCall: return on_pycall(thread, h, load<PyCallRecord>(p));
-      case RecordKind::kCudaApi: return on_cuda_api(thread, h, load<CudaApiRecord>(p));
-      case RecordKind::kGpuKernel: return on_kernel(load<GpuKernelRecord>(p));
-      case RecordKind::kGpuMemcpy: return on_memcpy(h, load<GpuMemcpyRecord>(p));
-      case RecordKind::kGpuMemset: return on_memset(h, load<GpuMemsetRecord>(p));
-      case RecordKind::kGpuSync: return on_sync(h, load<GpuSyncRecord>(p));
-      case RecordKind::kGpuGraphLaunch: return on_graph_launch(load<GpuGraphLaunchRecord>(p));
-      case RecordKind::kGpuMemory: return on_gpu_memory(h, load<GpuMemoryRecord>(p));
-      case RecordKind::kCollectorOverhead: return on_overhead(thread, load<OverheadRecord>(p));
-      case RecordKind::kClockCheck: return on_clock_check(load<ClockCheckRecord>(p));
-      case RecordKind::kCounter: return on_counter(h, load<CounterRecord>(p));
-      default: return;
-    }
-  }
-
-  // --- one writer per record kind ----------------------------------------------------------------------
-  void on_range(uint32_t thread, const RecordHeader& h, const uint8_t* p, const RangeRecord& r) {
-    ensure_channel_named(thread);
-    Args a;
-    a.i("depth", h.aux);
-    if (h.kind == RecordKind::kRange) a.attrs(r_.attributes(p));
-    complete(nm(r.name), h.kind == RecordKind::kRange ? "range" : "nvtx", pid_of(thread), tid_of(thread), r.start,
-             r.end, a);
-  }
-  void on_mark(uint32_t thread, const RecordHeader& h, const uint8_t* p, const MarkRecord& m) {
-    ensure_channel_named(thread);
-    Args a;
-    if (h.kind == RecordKind::kMark) a.attrs(r_.attributes(p));
-    instant(nm(m.name), h.kind == RecordKind::kMark ? "mark" : "nvtx", pid_of(thread), tid_of(thread), m.ts, a);
-  }
-  void on_thread_name(uint32_t thread, const ThreadNameRecord& t) {
-    metadata("thread_name", pid_of(thread), tid_of(thread), r_.string_at(t.name));
-    named_.insert({pid_of(thread), tid_of(thread)});
-  }
-  void on_thread_end(uint32_t thread, const ThreadEndRecord& t) {
-    ensure_channel_named(thread);
-    instant("thread exit", "thread", pid_of(thread), tid_of(thread), t.ts, Args{});
-  }
-  void on_async_range(const uint8_t* p, const AsyncRangeRecord& r) {
-    ensure_channel_named(r.begin_thread);
-    ensure_channel_named(r.end_thread);
-    const Name name = nm(r.name);
-    char id[24];
-    std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(r.id));
-    Args a;
-    a.attrs(r_.attributes(p));
-    w_.begin('b', name, "async", pid_of(r.begin_thread), tid_of(r.begin_thread));
-    w_.field_us("ts", rel_ns(r.start));
-    w_.field_raw("id", id);
-    if (!a.empty()) w_.field_raw("args", a.json());
-    w_.end();
-    w_.begin('e', name, "async", pid_of(r.end_thread), tid_of(r.end_thread));
-    w_.field_us("ts", rel_ns(std::max(r.start, r.end)));
-    w_.field_raw("id", id);
-    w_.end();
-  }
-  void on_pycall(uint32_t thread, const RecordHeader& h, const PyCallRecord& c) {
-    ensure_channel_named(thread);
-    Args a;
-    std::string name;
-    if (auto it = r_.code_table().find(c.code); it != r_.code_table().end()) {
-      name = it->second.qualname;
-      a.s("file", it->second.file).u("line", it->second.line);
-    } else {
-      name = "<code " + std::to_string(c.code) + ">";
-    }
-    a.i("depth", h.aux);
-    complete(name, "python", pid_of(thread), tid_of(thread), c.start, c.end, a);
-  }
-  void on_cuda_api(uint32_t thread, const RecordHeader& h, const CudaApiRecord& c) {
-    // API records may arrive through a collector's channel; os_tid names the calling thread.
-    int64_t pid = pid_of(thread), tid = c.os_tid ? int64_t(c.os_tid) : tid_of(thread);
-    if (!c.os_tid) ensure_channel_named(thread);
-    Args a;
-    a.u("cbid", c.cbid).s("domain", h.aux == uint8_t(ApiDomain::kDriver) ? "driver" : "runtime");
-    if (c.correlation) a.u("correlation", c.correlation);
-    complete(nm(c.name), "cuda_api", pid, tid, c.start, c.end, a);
-    if (flows_.start(c.correlation)) flow('s', c.correlation, pid, tid, c.start, c.end);
-  }
-  void on_kernel(const GpuKernelRecord& k) {
-    Args a;
-    a.dims("grid", k.grid).dims("block", k.block).u("registers_per_thread", k.registers)
-        .u("static_smem", k.static_smem).u("dynamic_smem", k.dynamic_smem).u("context", k.context);
-    if (k.graph_id) a.u("graph_id", k.graph_id);
-    const std::string* short_name = kernels_.short_name(k.name);
-    if (short_name && kernels_.first_use(k.name)) a.s("full_name", r_.string_at(k.name));
-    gpu_activity(short_name ? Name(*short_name, true) : nm(k.name), "kernel", k.device, k.stream, k.start, k.end,
-                 k.correlation, a);
-  }
-  void on_memcpy(const RecordHeader& h, const GpuMemcpyRecord& m) {
-    const std::string src = memory_kind_name(m.src_kind), dst = memory_kind_name(m.dst_kind);
-    const std::string name = std::string("Memcpy ") + copy_kind_name(h.aux) + " (" + src + " -> " + dst + ")";
-    Args a;
-    a.u("bytes", m.bytes).s("kind", copy_kind_name(h.aux)).s("src_kind", src).s("dst_kind", dst)
-        .s("async", m.is_async ? "yes" : "no");
-    const int64_t d = dur_ns(m.start, m.end);
-    if (d > 0) a.d("bandwidth_gbps", static_cast<double>(m.bytes) / static_cast<double>(d));
-    if (m.dst_device != m.device) a.u("dst_device", m.dst_device);
-    if (m.graph_id) a.u("graph_id", m.graph_id);
-    gpu_activity(name, "memcpy", m.device, m.stream, m.start, m.end, m.correlation, a);
-  }
-  void on_memset(const RecordHeader& h, const GpuMemsetRecord& m) {
-    const char* kind = memory_kind_name(static_cast<MemoryKind>(h.aux));
-    Args a;
-    a.u("bytes", m.bytes).u("value", m.value).s("memory_kind", kind);
-    gpu_activity(std::string("Memset (") + kind + ")", "memset", m.device, m.stream, m.start, m.end, m.correlation,
-                 a);
-  }
-  void on_sync(const RecordHeader& h, const GpuSyncRecord& s) {
-    Args a;
-    if (s.event) a.u("event", s.event);
-    gpu_activity(sync_kind_name(h.aux), "sync", s.device, s.stream, s.start, s.end, s.correlation, a);
-  }
-  void on_graph_launch(const GpuGraphLaunchRecord& g) {
-    Args a;
-    a.u("graph_id", g.graph_id);
-    gpu_activity("CUDA graph " + std::to_string(g.graph_id), "graph", g.device, g.stream, g.start, g.end,
-                 g.correlation, a);
-  }
-  void on_gpu_memory(const RecordHeader& h, const GpuMemoryRecord& m) {
-    const bool alloc = h.aux == 1;
-    const int64_t pid = gpu_pid(m.device);
-    const int64_t mem_tid = kTidMemory;
-    if (named_.insert({pid, mem_tid}).second) metadata("thread_name", pid, mem_tid, "memory");
-    char addr[24];
-    std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(m.address));
-    Args a;
-    a.u("bytes", m.bytes).s("address", addr).s("memory_kind", memory_kind_name(m.memory_kind));
-    if (m.correlation) a.u("correlation", m.correlation);
-    if (m.stream != kNoStream) a.u("stream", m.stream);
-    instant(alloc ? "alloc" : "free", "memory", pid, mem_tid, m.ts, a);
-    // Net bytes allocated since the trace began (allocations made before it are unknown).
-    int64_t& net = allocated_[m.device];
-    // Unsigned arithmetic: corrupt byte counts wrap instead of overflowing.
-    net = static_cast<int64_t>(static_cast<uint64_t>(net) + (alloc ? m.bytes : 0 - m.bytes));
-    counters_.add({"device memory allocated in trace (bytes)", pid, {}, rel_ns(m.ts), false, net, 0});
-  }
-  void on_overhead(uint32_t thread, const OverheadRecord& o) {
-    ensure_channel_named(thread);
-    complete(nm(o.name), "overhead", pid_of(thread), tid_of(thread), o.start, o.end, Args{});
-  }
-  void on_clock_check(const ClockCheckRecord& c) {
-    const int64_t pid = gpu_pid(c.device);
-    if (named_.insert({pid, kTidClockChecks}).second) metadata("thread_name", pid, kTidClockChecks, "clock checks");
-    Args a;
-    a.d("cpu_before_us", us(rel_ns(c.cpu_before))).d("cpu_after_us", us(rel_ns(c.cpu_after)))
-        .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
-    instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
-  }
-  void on_counter(const RecordHeader& h, const CounterRecord& c) {
-    const std::string counter = r_.string_at(c.name);
-    CounterSample s{counter, pid_, {}, rel_ns(c.ts), h.aux == uint8_t(AttrType::kDouble), c.value.i, c.value.d};
-    std::string owner;
-    switch (c.scope) {
-      case CounterScope::kProcess: break;
-      case CounterScope::kThread:
-      case CounterScope::kOsThread: {
-        const ThreadOwner t = thread_owner(c.scope, c.target);
-        if (counter == counter_names::kThreadState)
-          return counters_.add_state({t.pid, t.tid + kStateTidOffset, t.label + " · state"}, s.ts_ns,
-                                     s.is_double ? static_cast<int64_t>(s.d) : s.i);
-        s.pid = t.pid;
-        owner = t.label;
-        break;
-      }
-      case CounterScope::kDevice: s.pid = gpu_pid(c.target); break;
-      case CounterScope::kMachine: owner = "machine"; break;
-      case CounterScope::kNumaNode: owner = "NUMA node " + std::to_string(c.target); break;
-      default: owner = "scope " + std::to_string(int(c.scope)) + " target " + std::to_string(c.target); break;
-    }
-    s.owner = owner;
-    counters_.add(s);
   }
 
   struct ThreadOwner {

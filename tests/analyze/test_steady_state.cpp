@@ -454,3 +454,26 @@ TEST_CASE("host state reads the sampler's counters by their one name (include/in
   CHECK_FALSE(analyze::detail::is_on_cpu_counter(std::string(names::kThreadSchedWaitNs), schedstat));
   CHECK_FALSE(analyze::detail::is_runnable_counter(std::string(names::kThreadSchedRunNs)));
 }
+
+TEST_CASE("the steps' counter evidence takes its series by exact name and scope") {
+  namespace names = inferscope::counter_names;
+  using analyze::detail::EvidenceSeries;
+  using analyze::detail::evidence_series;
+  auto series = [](std::string_view n, CounterScope scope, uint32_t target = 0) {
+    return evidence_series(std::string(n), scope, target, /*step_thread=*/3);
+  };
+  CHECK(series(names::kThreadSchedWaitNs, CounterScope::kThread, 3) == EvidenceSeries::kRunQueueWait);
+  CHECK(series(names::kThreadCtxInvoluntary, CounterScope::kThread, 3) == EvidenceSeries::kInvoluntarySwitches);
+  CHECK(series(names::kMemRssBytes, CounterScope::kProcess) == EvidenceSeries::kRss);
+  CHECK(series(names::kMemMinorFaults, CounterScope::kProcess) == EvidenceSeries::kPageFaults);
+  CHECK(series(names::kMemMajorFaults, CounterScope::kProcess) == EvidenceSeries::kPageFaults);
+  // Another thread's, the process's totals where a thread's are meant, and names that only contain the words.
+  CHECK(series(names::kThreadCtxInvoluntary, CounterScope::kThread, 4) == EvidenceSeries::kNone);
+  CHECK(series(names::kCtxInvoluntary, CounterScope::kProcess) == EvidenceSeries::kNone);
+  CHECK(series(names::kCtxInvoluntary, CounterScope::kThread, 3) == EvidenceSeries::kNone);
+  CHECK(series(names::kThreadCtxVoluntary, CounterScope::kThread, 3) == EvidenceSeries::kNone);
+  CHECK(series(names::kMemHwmBytes, CounterScope::kProcess) == EvidenceSeries::kNone);
+  CHECK(series(names::kMemRssBytes, CounterScope::kThread, 3) == EvidenceSeries::kNone);
+  CHECK(series("mem.rss_bytes.total", CounterScope::kProcess) == EvidenceSeries::kNone);
+  CHECK(series("gpu.page_faults", CounterScope::kProcess) == EvidenceSeries::kNone);
+}
