@@ -23,7 +23,9 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #d6dbe1;padding-bottom:4px}
 h3{font-size:16px;margin:18px 0 6px}.muted{color:#5d6875}
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{border:1px solid #d6dbe1;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:tabular-nums}td.name{font-family:ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere;max-width:560px}
+th{background:#f1f4f7;cursor:pointer;white-space:nowrap}th.n,td.n{text-align:right;font-variant-numeric:tabular-nums}
+th[aria-sort=ascending]::after{content:" \25B2";font-size:10px}th[aria-sort=descending]::after{content:" \25BC";font-size:10px}
+tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere;max-width:560px}
 [title].full{text-decoration:underline dotted #9aa5b1;cursor:help}
 #warnings li.warn{color:#8a4b00}details{margin:28px 0}summary{cursor:pointer;font-weight:600}
 .finding{border:1px solid #d6dbe1;border-left:5px solid #4f7cac;border-radius:4px;padding:6px 14px;margin:12px 0}
@@ -61,22 +63,38 @@ std::string prose(const KernelNames& names, std::string_view text) {
   return out;
 }
 
-/// A table whose cells are given already escaped; `num` marks numeric columns.
+/// A table whose cells are given already escaped. `num` marks numeric columns (right-aligned, sorted as numbers:
+/// kScript reads the header's class); other columns hold names from the trace, in a monospace font, except those
+/// `words` marks. `foot` (a total) stays below the rows when they are sorted.
 struct Table {
   std::vector<std::string> head;
   std::vector<bool> num;
   std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> foot = {};
+  std::vector<bool> words = {};
+
+  const char* cell_class(size_t i) const {
+    if (i < num.size() && num[i]) return "n";
+    return i < words.size() && words[i] ? "w" : "name";
+  }
+  void write_row(std::ostream& out, const std::vector<std::string>& r) const {
+    out << "<tr>";
+    for (size_t i = 0; i < r.size(); ++i) out << "<td class=\"" << cell_class(i) << "\">" << r[i] << "</td>";
+    out << "</tr>\n";
+  }
   void write(std::ostream& out) const {
     out << "<table class=\"sortable\"><thead><tr>";
-    for (const auto& c : head) out << "<th>" << c << "</th>";
+    for (size_t i = 0; i < head.size(); ++i)
+      out << (i < num.size() && num[i] ? "<th class=\"n\">" : "<th>") << head[i] << "</th>";
     out << "</tr></thead><tbody>\n";
-    for (const auto& r : rows) {
-      out << "<tr>";
-      for (size_t i = 0; i < r.size(); ++i)
-        out << "<td class=\"" << (i < num.size() && num[i] ? "n" : "name") << "\">" << r[i] << "</td>";
-      out << "</tr>\n";
+    for (const auto& r : rows) write_row(out, r);
+    out << "</tbody>";
+    if (!foot.empty()) {
+      out << "<tfoot>";
+      write_row(out, foot);
+      out << "</tfoot>";
     }
-    out << "</tbody></table>\n";
+    out << "</table>\n";
   }
 };
 
@@ -106,9 +124,9 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   for (const auto& r : rows)
     out << "<span><i class=\"sw\" style=\"background:" << breakdown_color(r.key) << "\"></i>" << r.label << "</span>";
   out << "</div>\n";
-  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}};
+  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}};
   for (const auto& r : rows) t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
-  t.rows.push_back({"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"});
+  t.foot = {"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"};
   t.write(out);
   if (!a.gpu_work_recorded) {
     out << "<p>No GPU work was recorded: the step is host time only.</p></section>\n";
@@ -262,7 +280,7 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
                        fmt(r.p50_us, 1), fmt(r.p99_us, 1), fmt(r.max_us, 1)});
   section(out, "ranges", "Ranges", rg);
   Table c{{"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
-          {false, false, true, true, true, true, true}, {}};
+          {false, false, true, true, true, true, true}, {}, {}, {true, true}};
   for (const auto& r : a.copies)
     c.rows.push_back({h(r.direction), h(r.src_memory) + " → " + h(r.dst_memory), std::to_string(r.count),
                       fmt_bytes(r.bytes), fmt(r.total_ms, 3), fmt(r.bandwidth_gbps, 2),

@@ -6,18 +6,54 @@ namespace inferscope::report::html {
 
 // Sorting is a convenience: the tables are complete and ordered without it. Each table gets its own handlers and
 // a header sorts by its own column (th.cellIndex): an index counted over all the page's headers, as an earlier
-// version used, only fits the first table and threw a TypeError on any other. What it needs of the markup: a
-// <thead> row of <th> and a <tbody> whose rows have a cell per header (Table::write);
-// tests/report/html_sort_harness.js runs it on a generated page. A figure below the counter's resolution ("under
-// 10" ms of CPU time) sorts as 0, before every measured one, not among the words.
+// version used, only fits the first table and threw a TypeError on any other. What it needs of the markup
+// (Table::write): a <thead> row of <th>, class "n" on a numeric column's header, and a <tbody> whose rows have a
+// cell per header; a <tfoot> (a total) stays where it is.
+//  - A numeric column sorts by the number a cell starts with: "12.5", "234.2 MiB" as bytes, "55.0 (assumed)" as
+//    55. A figure below the counter's resolution ("under 10" ms of CPU time) sorts as 0, before every measured
+//    one. Cells with no number ("n/a", "unknown", "-") go last either way, so the largest values come first on
+//    the second click.
+//  - A text column sorts in the reader's locale, digits as numbers ("linear.py:99" before "linear.py:130").
+//  - The first click sorts ascending, the next one descending; aria-sort on the header says which (and the
+//    style draws the arrow).
+// tests/report/html_sort_harness.js runs it in node on a generated page; tests/report/browser_check.py in Chromium.
 constexpr const char* kScript = R"JS(
-function num(t){if(/^under [\d.]+$/.test(t))return 0;var m=t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/);
-return m?parseFloat(m[1])*Math.pow(1024,['B','KiB','MiB','GiB','TiB'].indexOf(m[2])):parseFloat(t);}
-document.querySelectorAll('table.sortable').forEach(function(table){
-Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th){th.addEventListener('click',function(){
-var col=th.cellIndex,tb=table.tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
-rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,nx=num(x),ny=num(y);
-var r=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?r:-r;});rows.forEach(function(r){tb.appendChild(r);});});});});
+(function () {
+  var UNITS = {B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4};
+  var text = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
+
+  function cellNumber(t) {
+    if (/^under [\d.]+$/.test(t.trim())) return 0;
+    var m = t.trim().match(/^(-?\d+(?:\.\d+)?)(?: (B|KiB|MiB|GiB|TiB)\b)?/);
+    if (!m) return NaN;
+    return parseFloat(m[1]) * (m[2] ? Math.pow(1024, UNITS[m[2]]) : 1);
+  }
+
+  function compare(x, y, numeric, asc) {
+    if (!numeric) return asc ? text.compare(x, y) : text.compare(y, x);
+    var nx = cellNumber(x), ny = cellNumber(y);
+    if (isNaN(nx) || isNaN(ny)) return isNaN(nx) - isNaN(ny);
+    return asc ? nx - ny : ny - nx;
+  }
+
+  function sortBy(table, th) {
+    var col = th.cellIndex, numeric = th.classList.contains('n');
+    var asc = th.getAttribute('aria-sort') !== 'ascending';
+    var body = table.tBodies[0], rows = Array.from(body.rows);
+    rows.sort(function (a, b) {
+      return compare(a.cells[col].textContent, b.cells[col].textContent, numeric, asc);
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute('aria-sort'); });
+    th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+  }
+
+  document.querySelectorAll('table.sortable').forEach(function (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+      th.addEventListener('click', function () { sortBy(table, th); });
+    });
+  });
+})();
 )JS";
 
 // Zoom and pan of the step timeline (write_timeline's markup: svg#tl-svg with data-span/x0/w/h, the spans in

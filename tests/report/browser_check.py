@@ -125,17 +125,27 @@ class Browser:
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
-# Clicks every sortable header twice and checks the column's order each time, by the page's own num() rule.
+# Clicks every sortable header twice and checks the column's order each time by the order a reader expects,
+# written apart from the page's script: a numeric column (header class "n") by the number each cell starts with
+# (sizes in bytes, "under 10", below the counters' resolution, as 0), cells without one last either way; a text
+# column in natural order.
 SORT_CHECK = r"""
 (() => {
   const failures = [];
   let headers = 0;
-  const value = (t) => { const n = num(t); return isNaN(n) ? null : n; };
-  const ordered = (vals, asc) => {
+  const units = {B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4};
+  const number = (t) => {
+    if (/^under [\d.]+$/.test(t.trim())) return 0;
+    const m = t.trim().match(/^(-?\d+(?:\.\d+)?)(?: (B|KiB|MiB|GiB|TiB))?/);
+    return m ? parseFloat(m[1]) * 1024 ** (units[m[2]] || 0) : null;
+  };
+  const collator = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
+  const ordered = (vals, numeric, asc) => {
     for (let i = 1; i < vals.length; i++) {
-      const a = vals[i - 1], b = vals[i];
-      const r = (value(a) !== null && value(b) !== null) ? value(a) - value(b) : a.localeCompare(b);
-      if (asc ? r > 0 : r < 0) return `${JSON.stringify(a)} before ${JSON.stringify(b)}`;
+      const a = vals[i - 1], b = vals[i], na = number(a), nb = number(b);
+      const bad = !numeric ? (asc ? 1 : -1) * collator.compare(a, b) > 0
+        : (na === null || nb === null) ? (na === null && nb !== null) : (asc ? na > nb : na < nb);
+      if (bad) return `${JSON.stringify(a)} before ${JSON.stringify(b)}`;
     }
     return null;
   };
@@ -143,10 +153,11 @@ SORT_CHECK = r"""
     const name = (table.closest('section') || {}).id || `table ${ti}`;
     Array.from(table.tHead.rows[0].cells).forEach((th) => {
       headers++;
+      const numeric = th.classList.contains('n');
       for (const asc of [true, false]) {
         th.click();
         const vals = Array.from(table.tBodies[0].rows).map((r) => r.cells[th.cellIndex].textContent);
-        const bad = ordered(vals, asc);
+        const bad = ordered(vals, numeric, asc);
         if (bad) failures.push(`${name} / '${th.textContent}' ${asc ? 'ascending' : 'descending'}: ${bad}`);
       }
     });
@@ -216,7 +227,7 @@ def check_page(browser, html, out_dir):
 
 # (name, what the copy breaks, old text, new text): each copy of a good page must fail the check.
 BREAKAGES = [
-    ("no-sort", "the sort script no longer moves rows", "rows.forEach(function(r){tb.appendChild(r);})", "0"),
+    ("no-sort", "the sort script no longer moves rows", "rows.forEach(function (r) { body.appendChild(r); });", ""),
     ("no-zoom", "zooming leaves the zoom factor alone", "k*=f;", "k*=1;"),
     ("console-error", "the page logs an error", "</body>", "<script>console.error('broken on purpose')</script></body>"),
 ]
