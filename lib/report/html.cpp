@@ -19,7 +19,7 @@ using analyze::Analysis;
 using html::h;
 
 constexpr const char* kStyle = R"CSS(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#1d232b;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1270px;color:#1d232b;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #d6dbe1;padding-bottom:4px}
 h3{font-size:16px;margin:18px 0 6px}.muted{color:#5d6875}
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{border:1px solid #d6dbe1;padding:3px 8px;text-align:left;vertical-align:top}
@@ -33,7 +33,8 @@ tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,mono
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
 .badge.primary{background:#c0392b;color:#fff}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
-svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}
+svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl-svg.dragging{cursor:grabbing}
+#tl-svg:focus{outline:none}#tl-svg:focus-visible{outline:2px solid #4f7cac}
 .tl-controls button{font:13px system-ui,sans-serif;min-width:28px;margin-right:4px}
 )CSS";
 
@@ -104,7 +105,7 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto rows = breakdown_rows(b, a.gpu_work_recorded);
   double total = 0;
   for (const auto& r : rows) total += std::max(0.0, r.ms);
-  const double width = 1000;
+  const double width = html::kFigureW;
   out << "<svg role=\"img\" aria-label=\"step breakdown\" width=\"" << width
       << "\" height=\"34\" viewBox=\"0 0 " << width << " 34\">";
   double x = 0;

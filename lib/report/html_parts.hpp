@@ -12,6 +12,10 @@
 
 namespace inferscope::report::html {
 
+/// The width of the page's figures (the breakdown bar, the timeline) in CSS pixels: the page's column on a
+/// 1400 px screen.
+inline constexpr double kFigureW = 1270;
+
 inline std::string h(std::string_view s) { return html_escape(s); }
 
 /// The fill of a timeline span of this category (the timeline's legend uses the same).

@@ -56,38 +56,204 @@ constexpr const char* kScript = R"JS(
 })();
 )JS";
 
-// Zoom and pan of the step timeline (write_timeline's markup: svg#tl-svg with data-span/x0/w/h, the spans in
-// g.tl-z groups inside nested <svg> viewports over the plot, g#tl-ticks). The view is a zoom factor k >= 1 and an offset in plot pixels;
-// each g.tl-z gets matrix(k,0,0,1,e,0) so a span at plot x lands at x0 + (x - x0 - off) * k. Span labels are
-// hidden while zoomed (they would stretch); the ticks are redrawn for the visible milliseconds. svg.dataset.k
-// and .off hold the view (the browser test reads them).
+// Zoom and pan of the step timeline (html_timeline.cpp's markup): svg#tl-svg with the plot's geometry in data-*
+// (x0, w: the plot's left edge and width; span: the milliseconds it shows at zoom 1), every span a rect with
+// data-s/data-e (ms) and data-l (its label), g#tl-ticks, rect.density (the strips drawn for zoom 1).
+// The view is a zoom factor k >= 1 and an offset `off`, the view's left edge in plot pixels at zoom 1. Each
+// redraw places every span from its times (a transform would stretch the labels), labels the spans that now
+// have room, shows GPU spans (class g) once they are MIN_GPU_PX wide and sums the narrower ones into strips of
+// the visible range (the server's strips are for zoom 1 only), and redraws the ticks. svg.dataset.k and .off
+// hold the view for tests/report/browser_check.py.
 constexpr const char* kTimelineScript = R"JS(
-(function(){var svg=document.getElementById('tl-svg');if(!svg)return;
-var NS=svg.namespaceURI,span=+svg.dataset.span,x0=+svg.dataset.x0,w=+svg.dataset.w,h=+svg.dataset.h;
-var k=1,off=0,ticks=document.getElementById('tl-ticks'),view=document.getElementById('tl-view');
-function nice(r){var p=Math.pow(10,Math.floor(Math.log10(r))),m=r/p;return (m<1.5?1:m<3.5?2:m<7.5?5:10)*p;}
-function el(n,a){var e=document.createElementNS(NS,n);for(var q in a)e.setAttribute(q,a[q]);return e;}
-function draw(){k=Math.max(1,Math.min(k,5000));off=Math.max(0,Math.min(off,w-w/k));
-var e=x0*(1-k)-k*off,m='matrix('+k+',0,0,1,'+e+',0)';
-svg.querySelectorAll('g.tl-z').forEach(function(g){g.setAttribute('transform',m);});
-svg.querySelectorAll('text.sl').forEach(function(t){t.style.display=k>1.001?'none':'';});
-var t0=off/w*span,t1=(off+w/k)/w*span,st=nice((t1-t0)/8),d=st<0.01?3:st<1?2:1;
-while(ticks.firstChild)ticks.removeChild(ticks.firstChild);
-for(var t=Math.ceil(t0/st)*st;t<=t1+1e-9;t+=st){var x=x0+(t-t0)/(t1-t0)*w;
-ticks.appendChild(el('line',{x1:x.toFixed(1),y1:16,x2:x.toFixed(1),y2:h,stroke:'#e3e7eb'}));
-var tx=el('text',{x:(x+2).toFixed(1),y:12,fill:'#5d6875'});tx.textContent=t.toFixed(d)+' ms';ticks.appendChild(tx);}
-svg.dataset.k=k;svg.dataset.off=off;
-if(view)view.textContent=k>1.001?'showing '+t0.toFixed(3)+'\u2013'+t1.toFixed(3)+' ms':'';}
-function zoomAt(f,px){var c=off+px/k;k*=f;k=Math.max(1,Math.min(k,5000));off=c-px/k;draw();}
-function plotX(ev){var r=svg.getBoundingClientRect();return (ev.clientX-r.left)*(svg.viewBox.baseVal.width/r.width)-x0;}
-svg.addEventListener('wheel',function(ev){var px=plotX(ev);if(px<0||px>w)return;ev.preventDefault();
-zoomAt(ev.deltaY<0?1.25:0.8,px);},{passive:false});
-var drag=null;svg.addEventListener('mousedown',function(ev){drag={x:plotX(ev),off:off};});
-window.addEventListener('mousemove',function(ev){if(!drag)return;off=drag.off-(plotX(ev)-drag.x)/k;draw();});
-window.addEventListener('mouseup',function(){drag=null;});
-document.querySelectorAll('.tl-controls button').forEach(function(b){b.addEventListener('click',function(){
-var z=b.dataset.zoom;if(z==='reset'){k=1;off=0;draw();}else zoomAt(z==='in'?2:0.5,w/2);});});
-draw();})();
+(function () {
+  var svg = document.getElementById('tl-svg');
+  if (!svg) return;
+  var NS = svg.namespaceURI;
+  var X0 = +svg.dataset.x0, W = +svg.dataset.w, H = +svg.dataset.h, SPAN = +svg.dataset.span;
+  var MIN_GPU_PX = +svg.dataset.minGpuPx, MIN_OPACITY = +svg.dataset.minOpacity, MAX_ZOOM = 5000;
+  var k = 1, off = 0;
+  var ticks = document.getElementById('tl-ticks'), viewText = document.getElementById('tl-view');
+  var serverStrips = Array.from(svg.querySelectorAll('rect.density'));
+  var spans = Array.from(svg.querySelectorAll('rect[data-s]')).map(function (r) {
+    var next = r.nextElementSibling;
+    r.removeAttribute('display');  // a short GPU span's; from here on placeSpan shows or hides each span
+    return {rect: r, start: +r.dataset.s, end: +r.dataset.e, label: r.dataset.l || '',
+            gpu: r.classList.contains('g'), text: next && next.classList.contains('sl') ? next : null};
+  });
+
+  function el(name, attrs, parent) {
+    var e = document.createElementNS(NS, name);
+    for (var a in attrs) e.setAttribute(a, attrs[a]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  function truncate(s, n) {
+    var chars = Array.from(s);
+    return chars.length <= n ? s : chars.slice(0, n - 1).join('') + '\u2026';
+  }
+
+  // A label where it fits, about 6 px a character (the rule html_timeline.cpp uses at zoom 1).
+  function placeLabel(s, x, width) {
+    var fits = width > 24 ? Math.floor((width - 4) / 6.2) : 0;
+    if (!s.label || fits < 3) {
+      if (s.text) s.text.style.display = 'none';
+      return;
+    }
+    if (!s.text) {
+      s.text = el('text', {'class': 'sl', y: +s.rect.getAttribute('y') + 10, fill: '#fff', 'pointer-events': 'none'});
+      s.rect.after(s.text);
+    }
+    s.text.style.display = '';
+    s.text.setAttribute('x', (x + 2).toFixed(2));
+    s.text.textContent = truncate(s.label, fits);
+  }
+
+  function placeSpan(s, t0, pxPerMs) {
+    var a = X0 + (s.start - t0) * pxPerMs, b = X0 + (s.end - t0) * pxPerMs;
+    var shown = b >= X0 && a <= X0 + W && !(s.gpu && b - a < MIN_GPU_PX);
+    s.rect.style.display = shown ? '' : 'none';
+    if (!shown) {
+      if (s.text) s.text.style.display = 'none';
+      return;
+    }
+    a = Math.max(a, X0 - 1);  // only the visible part: no coordinates in the millions at a high zoom
+    b = Math.min(b, X0 + W + 1);
+    var width = Math.max(0.6, b - a);
+    s.rect.setAttribute('x', a.toFixed(2));
+    s.rect.setAttribute('width', width.toFixed(2));
+    placeLabel(s, Math.max(a, X0), Math.min(b, X0 + W) - Math.max(a, X0));
+  }
+
+  // The GPU spans still narrower than MIN_GPU_PX, per lane, row and category: the busy part of each pixel of
+  // the view, drawn as runs of equal opacity (at least MIN_OPACITY where anything ran).
+  function drawStrips(t0, pxPerMs) {
+    var zoomed = k > 1;
+    serverStrips.forEach(function (r) { r.style.display = zoomed ? 'none' : ''; });
+    svg.querySelectorAll('g.tl-strip').forEach(function (g) { g.remove(); });
+    if (!zoomed) return;
+    var strips = new Map();
+    spans.forEach(function (s) {
+      if (!s.gpu) return;
+      var a = (s.start - t0) * pxPerMs, b = (s.end - t0) * pxPerMs;
+      if (b - a >= MIN_GPU_PX || b < 0 || a > W) return;
+      var key = s.rect.parentNode, id = s.rect.getAttribute('y') + ' ' + s.rect.dataset.c;
+      if (!strips.has(key)) strips.set(key, new Map());
+      var lane = strips.get(key);
+      if (!lane.has(id)) lane.set(id, {like: s.rect, busy: new Float64Array(W), count: new Uint32Array(W)});
+      var st = lane.get(id), first = Math.max(0, Math.floor(a));
+      st.count[Math.min(first, W - 1)]++;
+      for (var p = first; p < W && p < b; p++) st.busy[p] += Math.min(b, p + 1) - Math.max(a, p);
+    });
+    strips.forEach(function (lane, group) {
+      var g = el('g', {'class': 'tl-strip'}, group);
+      lane.forEach(function (st) { drawStrip(st, g, t0, pxPerMs); });
+    });
+  }
+
+  function drawStrip(st, g, t0, pxPerMs) {
+    var level = function (p) { return Math.round(Math.min(1, st.busy[p]) * 100); };
+    for (var p = 0; p < W;) {
+      var lv = level(p), end = p + 1, n = 0, busy = 0;
+      while (end < W && level(end) === lv) end++;
+      for (var q = p; q < end; q++) { n += st.count[q]; busy += Math.min(1, st.busy[q]); }
+      if (lv > 0 || n > 0) {
+        var r = el('rect', {'class': 'density', x: X0 + p, y: st.like.getAttribute('y'), width: end - p,
+                            height: st.like.getAttribute('height'), fill: st.like.getAttribute('fill'),
+                            'fill-opacity': Math.max(MIN_OPACITY, lv / 100)}, g);
+        el('title', {}, r).textContent = n + ' short ' + st.like.dataset.c + ' span(s) in ' +
+            (t0 + p / pxPerMs).toFixed(4) + '\u2013' + (t0 + end / pxPerMs).toFixed(4) + ' ms, busy ' +
+            Math.round(busy / (end - p) * 100) + ' % of it';
+      }
+      p = end;
+    }
+  }
+
+  // Ticks about a tenth of the view apart, rounded to 1, 2 or 5 times a power of ten (nice_step in
+  // html_timeline.cpp, so that zoom 1 looks as written), with the digits that tell them apart.
+  function drawTicks(t0, t1) {
+    var raw = (t1 - t0) / 10, pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * pow; }).filter(function (v) { return raw <= v; })[0];
+    var digits = step < 0.01 ? Math.min(6, Math.max(3, -Math.floor(Math.log10(step) + 1e-9))) : step < 1 ? 2 : 1;
+    while (ticks.firstChild) ticks.removeChild(ticks.firstChild);
+    for (var t = Math.ceil(t0 / step) * step; t <= t1 + step * 1e-6; t += step) {
+      var x = (X0 + (t - t0) / (t1 - t0) * W).toFixed(1);
+      el('line', {x1: x, y1: 16, x2: x, y2: H, stroke: '#e3e7eb'}, ticks);
+      el('text', {x: +x + 2, y: 12, fill: '#5d6875'}, ticks).textContent = t.toFixed(digits) + ' ms';
+    }
+  }
+
+  function draw() {
+    k = Math.min(Math.max(k, 1), MAX_ZOOM);
+    if (k < 1.001) k = 1;
+    off = Math.max(0, Math.min(off, W - W / k));
+    var t0 = off / W * SPAN, t1 = (off + W / k) / W * SPAN, pxPerMs = W * k / SPAN;
+    spans.forEach(function (s) { placeSpan(s, t0, pxPerMs); });
+    drawStrips(t0, pxPerMs);
+    drawTicks(t0, t1);
+    svg.dataset.k = k;
+    svg.dataset.off = off;
+    viewText.textContent = k > 1 ? 'showing ' + t0.toFixed(3) + '\u2013' + t1.toFixed(3) + ' ms' : '';
+  }
+
+  // Zooms by `factor` keeping the instant under plot x `px` where it is.
+  function zoomAt(factor, px) {
+    var at = off + px / k;
+    k = Math.min(Math.max(k * factor, 1), MAX_ZOOM);
+    off = at - px / k;
+    draw();
+  }
+  function panBy(px) { off += px / k; draw(); }
+  function reset() { k = 1; off = 0; draw(); }
+  function plotX(ev) {
+    var r = svg.getBoundingClientRect();
+    return (ev.clientX - r.left) * (svg.viewBox.baseVal.width / r.width) - X0;
+  }
+
+  svg.addEventListener('wheel', function (ev) {
+    var px = plotX(ev);
+    if (px < 0 || px > W) return;
+    ev.preventDefault();
+    if (Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) panBy(ev.deltaX);
+    else zoomAt(ev.deltaY < 0 ? 1.25 : 0.8, px);
+  }, {passive: false});
+  var drag = null;
+  svg.addEventListener('mousedown', function (ev) {
+    if (ev.button !== 0) return;
+    ev.preventDefault();  // no text selection; focus for the keys instead
+    svg.focus({preventScroll: true});
+    drag = {x: plotX(ev), off: off};
+    svg.classList.add('dragging');
+  });
+  window.addEventListener('mousemove', function (ev) {
+    if (!drag) return;
+    off = drag.off - (plotX(ev) - drag.x) / k;
+    draw();
+  });
+  window.addEventListener('mouseup', function () {
+    drag = null;
+    svg.classList.remove('dragging');
+  });
+  var keys = {
+    '+': function () { zoomAt(2, W / 2); }, '=': function () { zoomAt(2, W / 2); },
+    '-': function () { zoomAt(0.5, W / 2); }, '_': function () { zoomAt(0.5, W / 2); },
+    '0': reset, ArrowLeft: function () { panBy(-W / 10); }, ArrowRight: function () { panBy(W / 10); }
+  };
+  svg.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || !keys[ev.key]) return;
+    ev.preventDefault();
+    keys[ev.key]();
+  });
+  var controls = document.querySelector('.tl-controls');
+  controls.querySelectorAll('button').forEach(function (b) {
+    b.addEventListener('click', function () {
+      if (b.dataset.zoom === 'reset') reset();
+      else zoomAt(b.dataset.zoom === 'in' ? 2 : 0.5, W / 2);
+    });
+  });
+  controls.hidden = false;
+  draw();
+})();
 )JS";
 
 }  // namespace inferscope::report::html
