@@ -11,7 +11,8 @@ a reader does with them, with the browser's own input events (mouse clicks, the 
     drag pans by as many pixels as the mouse moved, the arrow key pans and 0 resets, the ticks follow the
     scale, labels appear on spans that became wide enough, a GPU span too short to draw at first is drawn
     on its own once zoomed in (never a short GPU span widened over idle time), and reset restores the view;
-  * screenshots: NAME.png (the whole page) and NAME-timeline.png (the timeline, zoomed in) in --out.
+  * screenshots in --out: NAME.png (the whole page as it opens), NAME-top.png (its first 1400 x 1000 px) and
+    NAME-timeline.png (the timeline, zoomed in); docs/images/ holds copies of two.
 
     browser_check.py --chromium /usr/bin/chromium --out DIR page.html [page.html ...]
     browser_check.py --chromium /usr/bin/chromium --out DIR --analyze build/.../iscope-analyze DUMP_OR_TRACE ...
@@ -508,6 +509,9 @@ def check_page(browser, html, out_dir):
         return "", [f"could not load: {nav['errorText']}"]
     browser.wait_for("Page.loadEventFired")
     failures = []
+    stem = os.path.join(out_dir, os.path.splitext(os.path.basename(html))[0])
+    browser.screenshot(stem + ".png")  # as the page opens, before anything is sorted or zoomed
+    browser.screenshot(stem + "-top.png", {"x": 0, "y": 0, "width": WIDTH, "height": HEIGHT})
     layout = browser.evaluate(LAYOUT)
     if layout["width"] > layout["view"]:
         failures.append(f"the page is {layout['width']} px wide in a {layout['view']} px window")
@@ -517,12 +521,9 @@ def check_page(browser, html, out_dir):
     failures += sort_failures
     if tables == 0:
         failures.append("no sortable table on the page")
-    stem = os.path.join(out_dir, os.path.splitext(os.path.basename(html))[0])
     timeline = Timeline(browser)
     timeline.run(stem + "-timeline.png")
     failures += timeline.failures
-    browser.evaluate("window.scrollTo(0, 0)")
-    browser.screenshot(stem + ".png")
     summary = f"{tables} tables, {headers} headers sorted both ways, timeline zoomed and panned, screenshots {stem}.png"
     return summary, browser.problems() + failures  # problems: at load and during everything above
 
