@@ -30,6 +30,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,11 +49,20 @@ class Browser:
 
     def __init__(self, chromium):
         self.profile = tempfile.mkdtemp(prefix="iscope-chromium-")
+        self.ws = None
         # --no-sandbox: CI and this project's containers run as root, where Chromium's sandbox refuses to start.
+        # A session of its own, so that close() ends Chromium's helper processes too.
         self.proc = subprocess.Popen(
             [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
              "--remote-debugging-port=0", f"--user-data-dir={self.profile}", f"--window-size={WIDTH},{HEIGHT}",
-             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self.connect()
+        except BaseException:
+            self.close()
+            raise
+
+    def connect(self):
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.time() + 30
         while not (os.path.exists(port_file) and len(open(port_file).read().split()) >= 2):
@@ -166,15 +176,29 @@ class Browser:
             f.write(base64.b64decode(r["data"]))
 
     def close(self):
+        """Ends Chromium and every helper process it started, then removes its profile."""
         try:
-            self.ws.close()
+            if self.ws:
+                self.ws.close()
         finally:
-            self.proc.terminate()
+            self.signal_group(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-            shutil.rmtree(self.profile, ignore_errors=True)
+                self.signal_group(signal.SIGKILL)
+                self.proc.wait()
+            # A helper still exiting can write into the profile after the main process is gone.
+            for _ in range(30):
+                shutil.rmtree(self.profile, ignore_errors=True)
+                if not os.path.exists(self.profile):
+                    break
+                time.sleep(0.1)
+
+    def signal_group(self, sig):
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
 
 
 # ---- tables -------------------------------------------------------------------------------------------------
