@@ -4,11 +4,11 @@
 // hover; warnings and data-quality notes come right after the headline, the process facts last, collapsed.
 #include "report/common.hpp"
 #include "report/escape.hpp"
+#include "report/html_parts.hpp"
+#include "report/html_script.hpp"
 #include "report/report.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -16,13 +16,16 @@ namespace inferscope::report {
 namespace {
 
 using analyze::Analysis;
+using html::h;
 
 constexpr const char* kStyle = R"CSS(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#1d232b;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1270px;color:#1d232b;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #d6dbe1;padding-bottom:4px}
 h3{font-size:16px;margin:18px 0 6px}.muted{color:#5d6875}
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{border:1px solid #d6dbe1;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:tabular-nums}td.name{font-family:ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere;max-width:560px}
+th{background:#f1f4f7;cursor:pointer;white-space:nowrap}th.n,td.n{text-align:right;font-variant-numeric:tabular-nums}
+th[aria-sort=ascending]::after{content:" \25B2";font-size:10px}th[aria-sort=descending]::after{content:" \25BC";font-size:10px}
+tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere;max-width:560px}
 [title].full{text-decoration:underline dotted #9aa5b1;cursor:help}
 #warnings li.warn{color:#8a4b00}details{margin:28px 0}summary{cursor:pointer;font-weight:600}
 .finding{border:1px solid #d6dbe1;border-left:5px solid #4f7cac;border-radius:4px;padding:6px 14px;margin:12px 0}
@@ -30,59 +33,10 @@ th{background:#f1f4f7;cursor:pointer}td.n{text-align:right;font-variant-numeric:
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
 .badge.primary{background:#c0392b;color:#fff}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
-svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}
+svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl-svg.dragging{cursor:grabbing}
+#tl-svg:focus{outline:none}#tl-svg:focus-visible{outline:2px solid #4f7cac}
 .tl-controls button{font:13px system-ui,sans-serif;min-width:28px;margin-right:4px}
 )CSS";
-
-// Sorting is a convenience: the tables are complete and ordered without it. Each table gets its own handlers and
-// a header sorts by its own column (th.cellIndex): an index counted over all the page's headers, as an earlier
-// version used, only fits the first table and threw a TypeError on any other. What it needs of the markup: a
-// <thead> row of <th> and a <tbody> whose rows have a cell per header (Table::write);
-// tests/report/html_sort_harness.js runs it on a generated page. A figure below the counter's resolution ("under
-// 10" ms of CPU time) sorts as 0, before every measured one, not among the words.
-constexpr const char* kScript = R"JS(
-function num(t){if(/^under [\d.]+$/.test(t))return 0;var m=t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/);
-return m?parseFloat(m[1])*Math.pow(1024,['B','KiB','MiB','GiB','TiB'].indexOf(m[2])):parseFloat(t);}
-document.querySelectorAll('table.sortable').forEach(function(table){
-Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th){th.addEventListener('click',function(){
-var col=th.cellIndex,tb=table.tBodies[0],rows=Array.from(tb.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
-rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,nx=num(x),ny=num(y);
-var r=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?r:-r;});rows.forEach(function(r){tb.appendChild(r);});});});});
-)JS";
-
-// Zoom and pan of the step timeline (write_timeline's markup: svg#tl-svg with data-span/x0/w/h, the spans in
-// g.tl-z groups inside nested <svg> viewports over the plot, g#tl-ticks). The view is a zoom factor k >= 1 and an offset in plot pixels;
-// each g.tl-z gets matrix(k,0,0,1,e,0) so a span at plot x lands at x0 + (x - x0 - off) * k. Span labels are
-// hidden while zoomed (they would stretch); the ticks are redrawn for the visible milliseconds. svg.dataset.k
-// and .off hold the view (the browser test reads them).
-constexpr const char* kTimelineScript = R"JS(
-(function(){var svg=document.getElementById('tl-svg');if(!svg)return;
-var NS=svg.namespaceURI,span=+svg.dataset.span,x0=+svg.dataset.x0,w=+svg.dataset.w,h=+svg.dataset.h;
-var k=1,off=0,ticks=document.getElementById('tl-ticks'),view=document.getElementById('tl-view');
-function nice(r){var p=Math.pow(10,Math.floor(Math.log10(r))),m=r/p;return (m<1.5?1:m<3.5?2:m<7.5?5:10)*p;}
-function el(n,a){var e=document.createElementNS(NS,n);for(var q in a)e.setAttribute(q,a[q]);return e;}
-function draw(){k=Math.max(1,Math.min(k,5000));off=Math.max(0,Math.min(off,w-w/k));
-var e=x0*(1-k)-k*off,m='matrix('+k+',0,0,1,'+e+',0)';
-svg.querySelectorAll('g.tl-z').forEach(function(g){g.setAttribute('transform',m);});
-svg.querySelectorAll('text.sl').forEach(function(t){t.style.display=k>1.001?'none':'';});
-var t0=off/w*span,t1=(off+w/k)/w*span,st=nice((t1-t0)/8),d=st<0.01?3:st<1?2:1;
-while(ticks.firstChild)ticks.removeChild(ticks.firstChild);
-for(var t=Math.ceil(t0/st)*st;t<=t1+1e-9;t+=st){var x=x0+(t-t0)/(t1-t0)*w;
-ticks.appendChild(el('line',{x1:x.toFixed(1),y1:16,x2:x.toFixed(1),y2:h,stroke:'#e3e7eb'}));
-var tx=el('text',{x:(x+2).toFixed(1),y:12,fill:'#5d6875'});tx.textContent=t.toFixed(d)+' ms';ticks.appendChild(tx);}
-svg.dataset.k=k;svg.dataset.off=off;
-if(view)view.textContent=k>1.001?'showing '+t0.toFixed(3)+'\u2013'+t1.toFixed(3)+' ms':'';}
-function zoomAt(f,px){var c=off+px/k;k*=f;k=Math.max(1,Math.min(k,5000));off=c-px/k;draw();}
-function plotX(ev){var r=svg.getBoundingClientRect();return (ev.clientX-r.left)*(svg.viewBox.baseVal.width/r.width)-x0;}
-svg.addEventListener('wheel',function(ev){var px=plotX(ev);if(px<0||px>w)return;ev.preventDefault();
-zoomAt(ev.deltaY<0?1.25:0.8,px);},{passive:false});
-var drag=null;svg.addEventListener('mousedown',function(ev){drag={x:plotX(ev),off:off};});
-window.addEventListener('mousemove',function(ev){if(!drag)return;off=drag.off-(plotX(ev)-drag.x)/k;draw();});
-window.addEventListener('mouseup',function(){drag=null;});
-document.querySelectorAll('.tl-controls button').forEach(function(b){b.addEventListener('click',function(){
-var z=b.dataset.zoom;if(z==='reset'){k=1;off=0;draw();}else zoomAt(z==='in'?2:0.5,w/2);});});
-draw();})();
-)JS";
 
 const char* breakdown_color(const std::string& key) {
   if (key == "cpu_preprocessing") return "#4f7cac";
@@ -94,22 +48,6 @@ const char* breakdown_color(const std::string& key) {
   if (key == "idle") return "#bdc3c7";
   return "#7f8c8d";
 }
-
-const char* span_color(const std::string& category) {
-  if (category == "range") return "#4f7cac";
-  if (category == "python") return "#5dade2";
-  if (category == "api") return "#8e44ad";
-  if (category == "sync") return "#c0392b";
-  if (category == "kernel") return "#27ae60";
-  if (category == "h2d") return "#e67e22";
-  if (category == "d2h") return "#d35400";
-  if (category == "memset") return "#16a085";
-  if (category == "copy") return "#f39c12";
-  if (category == "memory" || category == "alloc") return "#f1c40f";
-  return "#95a5a6";
-}
-
-std::string h(std::string_view s) { return html_escape(s); }
 
 /// A kernel by its short name, the full name on hover (when they differ).
 std::string kernel(const KernelNames& names, const std::string& full) {
@@ -126,22 +64,38 @@ std::string prose(const KernelNames& names, std::string_view text) {
   return out;
 }
 
-/// A table whose cells are given already escaped; `num` marks numeric columns.
+/// A table whose cells are given already escaped. `num` marks numeric columns (right-aligned, sorted as numbers:
+/// kScript reads the header's class); other columns hold names from the trace, in a monospace font, except those
+/// `words` marks. `foot` (a total) stays below the rows when they are sorted.
 struct Table {
   std::vector<std::string> head;
   std::vector<bool> num;
   std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> foot = {};
+  std::vector<bool> words = {};
+
+  const char* cell_class(size_t i) const {
+    if (i < num.size() && num[i]) return "n";
+    return i < words.size() && words[i] ? "w" : "name";
+  }
+  void write_row(std::ostream& out, const std::vector<std::string>& r) const {
+    out << "<tr>";
+    for (size_t i = 0; i < r.size(); ++i) out << "<td class=\"" << cell_class(i) << "\">" << r[i] << "</td>";
+    out << "</tr>\n";
+  }
   void write(std::ostream& out) const {
     out << "<table class=\"sortable\"><thead><tr>";
-    for (const auto& c : head) out << "<th>" << c << "</th>";
+    for (size_t i = 0; i < head.size(); ++i)
+      out << (i < num.size() && num[i] ? "<th class=\"n\">" : "<th>") << head[i] << "</th>";
     out << "</tr></thead><tbody>\n";
-    for (const auto& r : rows) {
-      out << "<tr>";
-      for (size_t i = 0; i < r.size(); ++i)
-        out << "<td class=\"" << (i < num.size() && num[i] ? "n" : "name") << "\">" << r[i] << "</td>";
-      out << "</tr>\n";
+    for (const auto& r : rows) write_row(out, r);
+    out << "</tbody>";
+    if (!foot.empty()) {
+      out << "<tfoot>";
+      write_row(out, foot);
+      out << "</tfoot>";
     }
-    out << "</tbody></table>\n";
+    out << "</table>\n";
   }
 };
 
@@ -151,7 +105,7 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto rows = breakdown_rows(b, a.gpu_work_recorded);
   double total = 0;
   for (const auto& r : rows) total += std::max(0.0, r.ms);
-  const double width = 1000;
+  const double width = html::kFigureW;
   out << "<svg role=\"img\" aria-label=\"step breakdown\" width=\"" << width
       << "\" height=\"34\" viewBox=\"0 0 " << width << " 34\">";
   double x = 0;
@@ -171,9 +125,9 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   for (const auto& r : rows)
     out << "<span><i class=\"sw\" style=\"background:" << breakdown_color(r.key) << "\"></i>" << r.label << "</span>";
   out << "</div>\n";
-  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}};
+  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}};
   for (const auto& r : rows) t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
-  t.rows.push_back({"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"});
+  t.foot = {"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"};
   t.write(out);
   if (!a.gpu_work_recorded) {
     out << "<p>No GPU work was recorded: the step is host time only.</p></section>\n";
@@ -184,156 +138,6 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
       << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms while the host launched, "
       << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms at synchronizations, "
       << fmt(b.gpu_idle_in_memory_ms, 3) << " ms in allocations/frees (one cause per idle instant).</p></section>\n";
-}
-
-/// Tick spacing of about a tenth of the span, rounded to 1, 2 or 5 times a power of ten.
-double nice_step(double span) {
-  if (!(span > 0)) return 1;
-  const double raw = span / 10;
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (raw <= m * p) return m * p;
-  return 10 * p;
-}
-
-void write_timeline(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  const auto& rep = a.representative;
-  out << "<section id=\"timeline\"><h2>Representative step</h2>\n";
-  if (rep.lanes.empty()) {
-    out << "<p class=\"muted\">No timeline: the analysis kept no representative step.</p></section>\n";
-    return;
-  }
-  double span = rep.step.duration_ms;
-  for (const auto& l : rep.lanes)
-    for (const auto& s : l.spans) span = std::max(span, s.end_ms);
-  if (!(span > 0)) span = 1;
-  out << "<p class=\"muted\">Step " << rep.step.index << " at " << fmt(rep.step.start_ms, 3) << " ms, lasting "
-      << fmt(rep.step.duration_ms, 3) << " ms. Hover a span for its name and times.</p>\n";
-
-  constexpr double kLabelW = 190, kPlotW = 960, kRowH = 15, kLanePad = 6, kAxisH = 20;
-  constexpr size_t kMaxRows = 16;  // deeper spans share the last row, so a runaway stack stays legible
-  // Rows per lane: the depths the lane uses, in order, without gaps (an analyzer may put API calls at a
-  // large depth to draw them innermost).
-  double height = kAxisH;
-  std::vector<double> lane_y;
-  std::vector<std::map<uint32_t, size_t>> lane_rows;
-  for (const auto& l : rep.lanes) {
-    std::map<uint32_t, size_t> rows;
-    for (const auto& s : l.spans) rows[s.depth];
-    size_t i = 0;
-    for (auto& [depth, row] : rows) row = std::min(i++, kMaxRows - 1);
-    lane_y.push_back(height);
-    height += static_cast<double>(std::max<size_t>(1, std::min(rows.size(), kMaxRows))) * kRowH + kLanePad;
-    lane_rows.push_back(std::move(rows));
-  }
-  const double total_w = kLabelW + kPlotW + 40;  // room for the last tick label
-  // Zoom and pan (kTimelineScript): the spans of every lane sit in a "tl-z" group the script scales and shifts
-  // along x, inside a nested <svg> over the plot that clips them; lane names stay put and the script redraws the ticks for the visible range.
-  out << "<div class=\"tl-controls\"><button type=\"button\" data-zoom=\"in\" title=\"zoom in (or the mouse wheel)\">+"
-         "</button><button type=\"button\" data-zoom=\"out\" title=\"zoom out\">&minus;</button><button type=\"button\" "
-         "data-zoom=\"reset\">reset</button> <span class=\"muted\">wheel: zoom at the pointer, drag: pan</span> "
-         "<span id=\"tl-view\" class=\"muted\"></span></div>\n";
-  out << "<svg id=\"tl-svg\" role=\"img\" aria-label=\"timeline of the representative step\" width=\"" << total_w
-      << "\" height=\"" << fmt(height, 0) << "\" viewBox=\"0 0 " << total_w << ' ' << fmt(height, 0) << "\" data-span=\""
-      << fmt(span, 6) << "\" data-x0=\"" << kLabelW << "\" data-w=\"" << kPlotW << "\" data-h=\"" << fmt(height, 0) << "\">\n"
-      << "<g id=\"tl-ticks\">";
-  // A nested <svg> over the plot area with the same coordinates clips what zooming pushes out of it.
-  const std::string plot_viewport = "<svg x=\"" + fmt(kLabelW, 0) + "\" y=\"0\" width=\"" + fmt(kPlotW, 0) +
-                                    "\" height=\"" + fmt(height, 0) + "\" viewBox=\"" + fmt(kLabelW, 0) + " 0 " +
-                                    fmt(kPlotW, 0) + ' ' + fmt(height, 0) + "\">";
-  const double step = nice_step(span);
-  for (double t = 0; t <= span + 1e-9; t += step) {
-    const double x = kLabelW + t / span * kPlotW;
-    out << "<line x1=\"" << fmt(x, 1) << "\" y1=\"" << kAxisH - 4 << "\" x2=\"" << fmt(x, 1) << "\" y2=\""
-        << fmt(height, 0) << "\" stroke=\"#e3e7eb\"/><text x=\"" << fmt(x + 2, 1) << "\" y=\"12\" fill=\"#5d6875\">"
-        << fmt(t, step < 0.01 ? 3 : step < 1 ? 2 : 1) << " ms</text>\n";
-  }
-  out << "</g>\n";
-  for (size_t li = 0; li < rep.lanes.size(); ++li) {
-    const auto& l = rep.lanes[li];
-    const double y0 = lane_y[li];
-    out << "<g><text x=\"4\" y=\"" << fmt(y0 + 11, 1) << "\" fill=\"" << (l.gpu ? "#1e8449" : "#1d232b") << "\">"
-        << h(truncate(l.name, 30)) << "<title>" << h(l.name) << "</title></text>\n"
-        << plot_viewport << "<g class=\"tl-z\">\n";
-    // GPU spans narrower than kMinGpuPx are not widened to stay visible (a run of 1.5 us kernels drawn that way
-    // looks busy at 3 % utilization): they add to a strip whose opacity per pixel is the busy fraction there.
-    constexpr double kMinGpuPx = 2.0;
-    constexpr size_t kPx = static_cast<size_t>(kPlotW);
-    struct Strip {
-      std::vector<double> busy = std::vector<double>(kPx, 0.0);     // busy part of each pixel, 0..1 (and more on overlap)
-      std::vector<uint32_t> spans = std::vector<uint32_t>(kPx, 0);  // spans starting in each pixel
-    };
-    std::map<std::pair<size_t, std::string>, Strip> strips;  // (row, category)
-    for (const auto& s : l.spans) {
-      const double x0 = std::min(std::max(0.0, s.start_ms), span) / span * kPlotW;
-      const double x1 = std::max(x0, std::min(s.end_ms, span) / span * kPlotW);
-      const size_t row = lane_rows[li].at(s.depth);
-      const double y = y0 + static_cast<double>(row) * kRowH;
-      const bool merged = s.label.rfind("merged ", 0) == 0;
-      const std::string title = h(s.label) + " [" + h(s.category) + "] " + fmt(s.start_ms, 3) + "–" +
-                                fmt(s.end_ms, 3) + " ms (" + fmt((s.end_ms - s.start_ms) * 1000.0, 1) + " us)";
-      if (l.gpu && merged) {
-        // The analyzer joined short spans with the gaps between them: how busy the GPU was in there is not
-        // known, so the block is an outline, never a filled, busy-looking bar.
-        out << "<rect class=\"merged\" x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << fmt(y + 0.5, 1) << "\" width=\""
-            << fmt(std::max(0.6, x1 - x0), 2) << "\" height=\"" << kRowH - 3 << "\" fill=\"none\" stroke=\""
-            << span_color(s.category) << "\" stroke-dasharray=\"2 2\"><title>" << title
-            << ": an outline, as the busy time inside is not known</title></rect>\n";
-        continue;
-      }
-      if (l.gpu && x1 - x0 < kMinGpuPx) {
-        auto& st = strips[{row, s.category}];
-        const size_t first = std::min(static_cast<size_t>(x0), kPx - 1);
-        ++st.spans[first];
-        for (size_t px = first; px < kPx && static_cast<double>(px) < x1; ++px)
-          st.busy[px] += std::min(x1, static_cast<double>(px + 1)) - std::max(x0, static_cast<double>(px));
-        continue;
-      }
-      const double w = std::max(0.6, x1 - x0);
-      const std::string label = s.category == "kernel" ? names.short_of(s.label) : s.label;
-      out << "<rect x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << fmt(y, 1) << "\" width=\"" << fmt(w, 2)
-          << "\" height=\"" << kRowH - 2 << "\" fill=\"" << span_color(s.category) << "\"><title>" << title
-          << "</title></rect>";
-      // A label only where it fits: about 6 px per character.
-      const size_t fits = w > 24 ? static_cast<size_t>((w - 4) / 6.2) : 0;
-      if (fits >= 3) {
-        out << "<text class=\"sl\" x=\"" << fmt(kLabelW + x0 + 2, 2) << "\" y=\"" << fmt(y + 10, 1)
-            << "\" fill=\"#fff\" pointer-events=\"none\">" << h(truncate(label, fits)) << "</text>";
-      }
-      out << '\n';
-    }
-    // Each strip as runs of pixels with the same busy fraction in hundredths, the fraction as the fill's opacity
-    // (at least kMinOpacity where anything ran, so a lone short kernel stays visible).
-    constexpr long kMinOpacity = 8;
-    for (const auto& strip : strips) {  // no structured binding: clang 14 (the fuzz build) cannot capture one
-      const auto& key = strip.first;
-      const auto& st = strip.second;
-      const double y = y0 + static_cast<double>(key.first) * kRowH;
-      const auto level = [&](size_t px) { return std::lround(std::min(1.0, st.busy[px]) * 100.0); };
-      for (size_t px = 0; px < kPx;) {
-        const long lv = level(px);
-        size_t end = px + 1;
-        while (end < kPx && level(end) == lv) ++end;
-        uint32_t n = 0;
-        double busy = 0;
-        for (size_t k = px; k < end; ++k) n += st.spans[k], busy += std::min(1.0, st.busy[k]);
-        if (lv > 0 || n > 0) {
-          const double t0 = static_cast<double>(px) / kPlotW * span, t1 = static_cast<double>(end) / kPlotW * span;
-          out << "<rect class=\"density\" x=\"" << fmt(kLabelW + static_cast<double>(px), 2) << "\" y=\"" << fmt(y, 1)
-              << "\" width=\"" << end - px << "\" height=\"" << kRowH - 2 << "\" fill=\"" << span_color(key.second)
-              << "\" fill-opacity=\"" << fmt(std::max(kMinOpacity, lv) / 100.0, 2) << "\"><title>" << n << " short "
-              << h(key.second) << " span(s) in " << fmt(t0, 3) << "–" << fmt(t1, 3) << " ms, busy "
-              << fmt(busy / static_cast<double>(end - px) * 100.0, 0) << " % of it</title></rect>\n";
-        }
-        px = end;
-      }
-    }
-    out << "</g></svg></g>\n";
-  }
-  out << "</svg>\n<div class=\"legend\">";
-  for (const char* c : {"range", "python", "api", "sync", "kernel", "h2d", "d2h", "copy", "memset"})
-    out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
-  out << "</div></section>\n";
 }
 
 void write_steps(const Analysis& a, std::ostream& out) {
@@ -477,7 +281,7 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
                        fmt(r.p50_us, 1), fmt(r.p99_us, 1), fmt(r.max_us, 1)});
   section(out, "ranges", "Ranges", rg);
   Table c{{"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
-          {false, false, true, true, true, true, true}, {}};
+          {false, false, true, true, true, true, true}, {}, {}, {true, true}};
   for (const auto& r : a.copies)
     c.rows.push_back({h(r.direction), h(r.src_memory) + " → " + h(r.dst_memory), std::to_string(r.count),
                       fmt_bytes(r.bytes), fmt(r.total_ms, 3), fmt(r.bandwidth_gbps, 2),
@@ -590,14 +394,14 @@ void write_html(const Analysis& a, std::ostream& out) {
   const KernelNames names = kernel_names(a);
   write_quality(a, names, out);
   write_breakdown(a, out);
-  write_timeline(a, names, out);
+  html::write_timeline(a, names, out);
   write_steps(a, out);
   write_sampling(a, out);
   write_findings(a, names, out);
   write_tables(a, names, out);
   write_children(a, out);
   write_process(a, out);
-  out << "<script>" << kScript << kTimelineScript << "</script>\n</body></html>\n";
+  out << "<script>" << html::kScript << html::kTimelineScript << "</script>\n</body></html>\n";
 }
 
 }  // namespace inferscope::report

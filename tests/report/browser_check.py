@@ -1,29 +1,36 @@
 #!/usr/bin/env python3
-"""Loads HTML reports in a real browser (headless Chromium, driven through the DevTools protocol) and checks
-what a reader does with them:
+"""Loads HTML reports in a real browser (headless Chromium, driven through the DevTools protocol) and does what
+a reader does with them, with the browser's own input events (mouse clicks, the wheel, drags, keys):
 
-  * the page loads with no console error and no uncaught exception;
-  * every header of every sortable table sorts its column, ascending on the first click and descending on the
-    second, by the page's own rule (numbers and byte sizes as numbers, anything else as text);
-  * the step timeline zooms (the + button, the mouse wheel) and pans (a drag), its ticks follow, and reset
-    brings the whole step back;
-  * a full-page screenshot is written beside the page (NAME.png in --out).
+  * the page loads from file:// with no console error, no uncaught exception and no request for anything
+    outside the file (it must open offline), and is no wider than a 1400 px window;
+  * every header of every sortable table is clicked twice: the column must come out ascending, then
+    descending, by the order a reader expects (checked here, not with the page's script: a numeric column by
+    its numbers, "under 10" as 0, cells without one last; text in natural order), with the same rows as before;
+  * the step timeline: the + button doubles the scale about the middle, the wheel zooms about the pointer, a
+    drag pans by as many pixels as the mouse moved, the arrow key pans and 0 resets, the ticks follow the
+    scale, labels appear on spans that became wide enough, a GPU span too short to draw at first is drawn
+    on its own once zoomed in (never a short GPU span widened over idle time), and reset restores the view;
+  * screenshots in --out: NAME.png (the whole page as it opens), NAME-top.png (its first 1400 x 1000 px) and
+    NAME-timeline.png (the timeline, zoomed in); docs/images/ holds copies of two.
 
     browser_check.py --chromium /usr/bin/chromium --out DIR page.html [page.html ...]
     browser_check.py --chromium /usr/bin/chromium --out DIR --analyze build/.../iscope-analyze DUMP_OR_TRACE ...
       (each input is first turned into DIR/<name>.html by iscope-analyze)
     browser_check.py ... --self-test PAGE_OR_INPUT
-      (the check itself: three copies of the page, one whose sort script is cut, one whose zoom does nothing and
-      one that logs a console error, must each fail)
+      (the check itself: copies of the page broken in one way each, see BREAKAGES, must each fail)
 
 Exit status: 0 when every page passed, 1 when one failed (each failure is printed), 77 when Chromium or the
-websocket module (Debian: python3-websocket) is missing, saying which.
+websocket module (Debian: python3-websocket) is missing, saying which; 1 instead of 77 when the environment
+sets INFERSCOPE_REQUIRE_BROWSER=1 (CI, where scripts/deps.sh installed both).
 """
 import argparse
 import base64
 import json
+import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,16 +41,28 @@ try:
 except ImportError:
     websocket = None
 
+WIDTH, HEIGHT = 1400, 1000
+
 
 class Browser:
     """One headless Chromium and one page of it, spoken to over the DevTools protocol (flattened sessions)."""
 
-    def __init__(self, chromium, width=1400, height=1000):
+    def __init__(self, chromium):
         self.profile = tempfile.mkdtemp(prefix="iscope-chromium-")
+        self.ws = None
+        # --no-sandbox: CI and this project's containers run as root, where Chromium's sandbox refuses to start.
+        # A session of its own, so that close() ends Chromium's helper processes too.
         self.proc = subprocess.Popen(
             [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-             "--remote-debugging-port=0", f"--user-data-dir={self.profile}", f"--window-size={width},{height}",
-             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--remote-debugging-port=0", f"--user-data-dir={self.profile}", f"--window-size={WIDTH},{HEIGHT}",
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self.connect()
+        except BaseException:
+            self.close()
+            raise
+
+    def connect(self):
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.time() + 30
         while not (os.path.exists(port_file) and len(open(port_file).read().split()) >= 2):
@@ -56,8 +75,11 @@ class Browser:
         self.events = []
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Runtime", "Log", "Page"):
+        for domain in ("Runtime", "Log", "Page", "Network"):
             self.call(domain + ".enable", session=True)
+        # The layout viewport itself 1400 px wide, whatever the window's scrollbar takes.
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False}, session=True)
 
     def call(self, method, params=None, session=False):
         self.next_id += 1
@@ -84,6 +106,8 @@ class Browser:
                 self.events.append(json.loads(self.ws.recv()))
             except websocket.WebSocketTimeoutException:
                 break
+            finally:
+                self.ws.settimeout(30)
         raise RuntimeError(f"no {method} within {timeout} s")
 
     def evaluate(self, expression):
@@ -94,8 +118,39 @@ class Browser:
                                f"{r['exceptionDetails'].get('exception', {}).get('description', '')}")
         return r["result"].get("value")
 
-    def errors(self):
-        """Console errors and uncaught exceptions seen so far."""
+    def settle(self):
+        """Returns once the page has drawn a frame after the last input."""
+        self.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(1))))")
+
+    def mouse(self, kind, x, y, **extra):
+        self.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, **extra}, session=True)
+
+    def click(self, x, y):
+        self.mouse("mouseMoved", x, y)
+        self.mouse("mousePressed", x, y, button="left", buttons=1, clickCount=1)
+        self.mouse("mouseReleased", x, y, button="left", buttons=0, clickCount=1)
+
+    def wheel(self, x, y, delta_y):
+        self.mouse("mouseWheel", x, y, deltaX=0, deltaY=delta_y)
+        self.settle()
+
+    def drag(self, x0, y, x1, steps=4):
+        self.mouse("mouseMoved", x0, y)
+        self.mouse("mousePressed", x0, y, button="left", buttons=1, clickCount=1)
+        for i in range(1, steps + 1):
+            self.mouse("mouseMoved", x0 + (x1 - x0) * i / steps, y, button="left", buttons=1)
+        self.mouse("mouseReleased", x1, y, button="left", buttons=0, clickCount=1)
+        self.settle()
+
+    def key(self, key, code, vk):
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": code, "windowsVirtualKeyCode": vk,
+                                                 **({"text": key} if len(key) == 1 and kind == "keyDown" else {})},
+                      session=True)
+        self.settle()
+
+    def problems(self):
+        """Console errors, uncaught exceptions and requests that left the file, seen so far."""
         out = []
         for e in self.events:
             m, p = e.get("method"), e.get("params", {})
@@ -106,126 +161,420 @@ class Browser:
                                                                    for a in p.get("args", [])))
             elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
                 out.append("log: " + p["entry"].get("text", ""))
+            elif m == "Network.requestWillBeSent":
+                url = p.get("request", {}).get("url", "")
+                if not url.startswith(("file:", "data:", "about:", "blob:")):
+                    out.append("the page requested " + url[:200] + " (a report must open offline)")
         return out
 
-    def screenshot(self, path):
-        r = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=True)
+    def screenshot(self, path, clip=None):
+        params = {"format": "png", "captureBeyondViewport": True}
+        if clip:
+            params["clip"] = {**clip, "scale": 1}
+        r = self.call("Page.captureScreenshot", params, session=True)
         with open(path, "wb") as f:
             f.write(base64.b64decode(r["data"]))
 
     def close(self):
+        """Ends Chromium and every helper process it started, then removes its profile."""
         try:
-            self.ws.close()
+            if self.ws:
+                self.ws.close()
         finally:
-            self.proc.terminate()
+            self.signal_group(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-            shutil.rmtree(self.profile, ignore_errors=True)
+                self.signal_group(signal.SIGKILL)
+                self.proc.wait()
+            # A helper still exiting can write into the profile after the main process is gone.
+            for _ in range(30):
+                shutil.rmtree(self.profile, ignore_errors=True)
+                if not os.path.exists(self.profile):
+                    break
+                time.sleep(0.1)
+
+    def signal_group(self, sig):
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
 
 
-# Clicks every sortable header twice and checks the column's order each time, by the page's own num() rule.
-SORT_CHECK = r"""
+# ---- tables -------------------------------------------------------------------------------------------------
+
+# The sortable headers: where each is, whether its column is numeric, and the table's rows as they are.
+HEADERS = r"""
+Array.from(document.querySelectorAll('table.sortable')).flatMap((table, ti) =>
+  Array.from(table.tHead.rows[0].cells).map((th) => ({
+    table: ti, col: th.cellIndex, name: ((table.closest('section') || {}).id || `table ${ti}`) + ' / ' + th.textContent,
+    numeric: th.classList.contains('n')})))
+"""
+
+# Scrolls header (table TI, column COL) into view and returns its middle, in viewport pixels.
+HEADER_AT = r"""
 (() => {
-  const failures = [];
-  let headers = 0;
-  const value = (t) => { const n = num(t); return isNaN(n) ? null : n; };
-  const ordered = (vals, asc) => {
-    for (let i = 1; i < vals.length; i++) {
-      const a = vals[i - 1], b = vals[i];
-      const r = (value(a) !== null && value(b) !== null) ? value(a) - value(b) : a.localeCompare(b);
-      if (asc ? r > 0 : r < 0) return `${JSON.stringify(a)} before ${JSON.stringify(b)}`;
-    }
-    return null;
-  };
-  document.querySelectorAll('table.sortable').forEach((table, ti) => {
-    const name = (table.closest('section') || {}).id || `table ${ti}`;
-    Array.from(table.tHead.rows[0].cells).forEach((th) => {
-      headers++;
-      for (const asc of [true, false]) {
-        th.click();
-        const vals = Array.from(table.tBodies[0].rows).map((r) => r.cells[th.cellIndex].textContent);
-        const bad = ordered(vals, asc);
-        if (bad) failures.push(`${name} / '${th.textContent}' ${asc ? 'ascending' : 'descending'}: ${bad}`);
-      }
-    });
-  });
-  return {tables: document.querySelectorAll('table.sortable').length, headers, failures};
+  const th = document.querySelectorAll('table.sortable')[TI].tHead.rows[0].cells[COL];
+  th.scrollIntoView({block: 'center'});
+  const r = th.getBoundingClientRect();
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2};
 })()
 """
 
-# Zooms with the button and the wheel, pans with a drag, resets; returns what changed.
-ZOOM_CHECK = r"""
+# Table TI after a click on column COL: its rows' text, the column, the header's aria-sort and whether the
+# column is in order (ASC) by the rule in the module's docstring (Intl.Collator: the browser's locale order).
+TABLE_STATE = r"""
+(() => {
+  const table = document.querySelectorAll('table.sortable')[TI], th = table.tHead.rows[0].cells[COL];
+  const rows = Array.from(table.tBodies[0].rows);
+  const vals = rows.map((r) => r.cells[COL].textContent);
+  const units = {B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4};
+  const number = (t) => {
+    if (/^under [\d.]+$/.test(t.trim())) return 0;
+    const m = t.trim().match(/^(-?\d+(?:\.\d+)?)(?: (B|KiB|MiB|GiB|TiB))?/);
+    return m ? parseFloat(m[1]) * 1024 ** (units[m[2]] || 0) : null;
+  };
+  const collator = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
+  let bad = null;
+  for (let i = 1; i < vals.length && !bad; i++) {
+    const a = vals[i - 1], b = vals[i], na = number(a), nb = number(b);
+    const wrong = !NUMERIC ? (ASC ? 1 : -1) * collator.compare(a, b) > 0
+      : (na === null || nb === null) ? (na === null && nb !== null) : (ASC ? na > nb : na < nb);
+    if (wrong) bad = `${JSON.stringify(a)} before ${JSON.stringify(b)}`;
+  }
+  return {rows: rows.map((r) => r.textContent), bad, ariaSort: th.getAttribute('aria-sort')};
+})()
+"""
+
+
+# The summary of the closed <details> holding table TI (scrolled into view), or null: a reader opens it first.
+CLOSED_DETAILS = r"""
+(() => {
+  const d = document.querySelectorAll('table.sortable')[TI].closest('details');
+  if (!d || d.open) return null;
+  const s = d.querySelector('summary');
+  s.scrollIntoView({block: 'center'});
+  const r = s.getBoundingClientRect();
+  return {x: r.left + 20, y: r.top + r.height / 2};
+})()
+"""
+
+
+def js(template, **values):
+    for k, v in values.items():
+        template = template.replace(k, json.dumps(v))
+    return template
+
+
+def check_tables(browser):
+    """Clicks every header twice; returns (tables, headers, failures)."""
+    failures = []
+    headers = browser.evaluate(HEADERS)
+    opened = []  # summaries clicked open, closed again at the end
+    for h in headers:
+        ti, col = h["table"], h["col"]
+        summary = browser.evaluate(js(CLOSED_DETAILS, TI=ti))
+        if summary:
+            browser.click(summary["x"], summary["y"])
+            opened.append(ti)
+        before = sorted(browser.evaluate(js(TABLE_STATE, TI=ti, COL=col, NUMERIC=h["numeric"], ASC=True))["rows"])
+        for asc in (True, False):
+            at = browser.evaluate(js(HEADER_AT, TI=ti, COL=col))
+            browser.click(at["x"], at["y"])
+            state = browser.evaluate(js(TABLE_STATE, TI=ti, COL=col, NUMERIC=h["numeric"], ASC=asc))
+            way = "ascending" if asc else "descending"
+            if state["bad"]:
+                failures.append(f"{h['name']} {way} ({'numbers' if h['numeric'] else 'text'}): {state['bad']}")
+            if sorted(state["rows"]) != before:
+                failures.append(f"{h['name']} {way}: the rows changed, not only their order")
+            if state["ariaSort"] != way:
+                failures.append(f"{h['name']}: aria-sort is {state['ariaSort']!r} after the {way} click")
+    for ti in opened:
+        browser.evaluate(js("document.querySelectorAll('table.sortable')[TI].closest('details').open = false", TI=ti))
+    return len({h["table"] for h in headers}), len(headers), failures
+
+
+# ---- timeline -----------------------------------------------------------------------------------------------
+
+# Measuring the timeline on screen, in viewport pixels. Installed once per page as window.__tl. The view is
+# judged as a reader would: the ticks give the scale (x = a + b * ms), and every span must sit where that scale
+# puts its times.
+TIMELINE_PROBE = r"""
 (() => {
   const svg = document.getElementById('tl-svg');
-  if (!svg) return {present: false};
-  const firstTick = () => (svg.querySelector('#tl-ticks text') || {}).textContent;
-  const z = () => (svg.querySelector('g.tl-z') || {getAttribute: () => null}).getAttribute('transform');
-  const out = {present: true, k0: +svg.dataset.k, tick0: firstTick()};
-  document.querySelector('.tl-controls button[data-zoom="in"]').click();
-  out.k_button = +svg.dataset.k; out.transform = z();
-  const r = svg.getBoundingClientRect();
-  const x = r.left + r.width * 0.6, y = r.top + 30;
-  svg.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: x, clientY: y, bubbles: true, cancelable: true}));
-  out.k_wheel = +svg.dataset.k;
-  const off0 = +svg.dataset.off;
-  svg.dispatchEvent(new MouseEvent('mousedown', {clientX: x, clientY: y, bubbles: true}));
-  window.dispatchEvent(new MouseEvent('mousemove', {clientX: x - 200, clientY: y, bubbles: true}));
-  window.dispatchEvent(new MouseEvent('mouseup', {clientX: x - 200, clientY: y, bubbles: true}));
-  out.pan = +svg.dataset.off - off0; out.tick_zoomed = firstTick();
-  document.querySelector('.tl-controls button[data-zoom="reset"]').click();
-  out.k_reset = +svg.dataset.k; out.off_reset = +svg.dataset.off;
-  return out;
+  if (!svg) return false;
+  const spans = Array.from(svg.querySelectorAll('rect[data-s]'));
+  const shown = (e) => getComputedStyle(e).display !== 'none';
+  const box = (e) => { const r = e.getBoundingClientRect(); return {x: r.left, w: r.width, y: r.top, h: r.height}; };
+  const scale = () => svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  window.__tl = {
+    plot() {
+      const r = svg.getBoundingClientRect(), s = scale();
+      return {left: r.left + svg.dataset.x0 * s, width: svg.dataset.w * s, top: r.top, height: r.height,
+              span: +svg.dataset.span, minGpuPx: +svg.dataset.minGpuPx};
+    },
+    view() { return {k: +svg.dataset.k, off: +svg.dataset.off, w: +svg.dataset.w}; },
+    // The scale the ticks show: x = a + b * t from the first two tick lines and their labels.
+    scale() {
+      const left = svg.getBoundingClientRect().left, s = scale();
+      const lines = Array.from(svg.querySelectorAll('#tl-ticks line')).map((l) => left + l.getAttribute('x1') * s);
+      const labels = Array.from(svg.querySelectorAll('#tl-ticks text')).map((t) => parseFloat(t.textContent));
+      if (lines.length < 2 || labels.length !== lines.length) return {ticks: lines.length};
+      const b = (lines[1] - lines[0]) / (labels[1] - labels[0]);
+      return {ticks: lines.length, a: lines[0] - b * labels[0], b};
+    },
+    // Spans drawn away from where the ticks' scale puts them: the left edge (where it is inside the plot) and the
+    // width (where both edges are). Returns how many were checked and the first few that are off.
+    misplaced(a, b) {
+      const p = this.plot(), out = [], inside = (x) => x > p.left + 1 && x < p.left + p.width - 1;
+      let checked = 0;
+      spans.filter(shown).forEach((e) => {
+        const r = box(e), x = a + b * e.dataset.s, w = Math.max(0.6, b * (e.dataset.e - e.dataset.s));
+        const bad = inside(x) && inside(x + w) ? Math.abs(r.x - x) > 1.5 || Math.abs(r.w - w) > 1
+          : inside(x) ? Math.abs(r.x - x) > 1.5 : inside(x + w) ? Math.abs(r.x + r.w - x - w) > 1.5 : null;
+        if (bad === null) return;
+        checked++;
+        if (bad)
+          out.push(`${e.dataset.l || e.getAttribute('class')} at ${r.x.toFixed(1)} px, ${r.w.toFixed(1)} wide ` +
+                   `(the ticks put it at ${x.toFixed(1)}, ${w.toFixed(1)} wide)`);
+      });
+      return {checked, off: out.slice(0, 3), count: out.length};
+    },
+    span(i) {
+      const e = spans[i], r = svg.getBoundingClientRect(), s = scale();
+      return {x: box(e).x, w: box(e).w, y: r.top + e.getAttribute('y') * s, h: e.getAttribute('height') * s,
+              shown: shown(e), s: +e.dataset.s, e: +e.dataset.e};
+    },
+    // The first GPU span written hidden (too short at zoom 1).
+    pickShortGpu() { return spans.findIndex((e) => e.classList.contains('g') && !shown(e)); },
+    // Spans with room for a label (40 px of them visible) but no label shown inside them.
+    unlabelled() {
+      const p = this.plot(), texts = Array.from(svg.querySelectorAll('text.sl')).filter(shown).map(box);
+      return spans.filter((e) => e.dataset.l && shown(e)).map((e) => [e, box(e)]).filter(([e, b]) => {
+        const l = Math.max(b.x, p.left), r = Math.min(b.x + b.w, p.left + p.width);
+        const inside = (t) => t.x >= l - 1 && t.x <= r && Math.abs(t.y + t.h / 2 - (b.y + b.h / 2)) < b.h;
+        return r - l >= 40 && !texts.some(inside);
+      }).map(([e]) => e.dataset.l).slice(0, 3);
+    },
+    // GPU spans drawn although shorter than the page's minimum at this zoom: a short kernel widened over idle
+    // time (a long one cut by the view's edge is fine).
+    narrowGpu() {
+      const p = this.plot(), pxPerMs = p.width * this.view().k / p.span;
+      return spans.filter((e) => e.classList.contains('g') && shown(e))
+        .filter((e) => (e.dataset.e - e.dataset.s) * pxPerMs < p.minGpuPx - 0.01).length;
+    },
+    button(name) {
+      const b = document.querySelector(`.tl-controls button[data-zoom="${name}"]`);
+      if (!b || b.offsetParent === null) return null;
+      b.scrollIntoView({block: 'nearest'});
+      const r = b.getBoundingClientRect();
+      return {x: r.left + r.width / 2, y: r.top + r.height / 2};
+    },
+    clip() {
+      const r = document.getElementById('timeline').getBoundingClientRect();
+      return {x: r.left + window.scrollX - 8, y: r.top + window.scrollY - 4, width: r.width + 16, height: r.height + 8};
+    },
+  };
+  svg.scrollIntoView({block: 'center'});
+  return true;
 })()
 """
 
 
-def check_zoom(z):
-    if not z.get("present"):
-        return []
-    bad = []
-    if not (z["k0"] == 1 and z["k_button"] == 2):
-        bad.append(f"zoom button: k {z['k0']} -> {z['k_button']} (expected 1 -> 2)")
-    if not (z["transform"] or "").startswith("matrix(2,"):
-        bad.append(f"zoom button: span groups' transform is {z['transform']!r}")
-    if not z["k_wheel"] > z["k_button"]:
-        bad.append(f"wheel: k {z['k_button']} -> {z['k_wheel']} (expected larger)")
-    if not z["pan"] > 0:
-        bad.append(f"drag left by 200 px moved the view by {z['pan']} px (expected to the right, > 0)")
-    if z["tick_zoomed"] == z["tick0"]:
-        bad.append(f"ticks did not follow the zoom (first tick still {z['tick0']!r})")
-    if not (z["k_reset"] == 1 and z["off_reset"] == 0):
-        bad.append(f"reset left k={z['k_reset']} off={z['off_reset']}")
-    return bad
+class Timeline:
+    """The checks of the timeline, each adding to `failures`. After every action the scale is read off the ticks
+    and compared with what the action should have done to it, and every span is checked against that scale."""
+
+    def __init__(self, browser):
+        self.b = browser
+        self.failures = []
+        self.edges_checked = 0  # span edges checked against the ticks in zoomed views
+
+    def probe(self, what, *args):
+        return self.b.evaluate(f"window.__tl.{what}({', '.join(json.dumps(a) for a in args)})")
+
+    def expect(self, ok, message):
+        if not ok:
+            self.failures.append("timeline: " + message)
+        return ok
+
+    def scale(self, after):
+        """The ticks' scale, with every span checked against it; None when the ticks cannot give one."""
+        sc = self.probe("scale")
+        if not self.expect("b" in sc, f"after {after}: {sc['ticks']} tick(s), too few to read the scale"):
+            return None
+        m = self.probe("misplaced", sc["a"], sc["b"])
+        if after != "loading":
+            self.edges_checked += m["checked"]
+        self.expect(not m["count"], f"after {after}: {m['count']} span(s) away from the ticks' scale: "
+                    + "; ".join(m["off"]))
+        return sc
+
+    def same(self, got, want, what, tol=1.5):
+        """`got` and `want` are scales; `want` is what the action should have produced."""
+        if got is None or want is None:
+            return
+        x0, x1 = self.plot["left"], self.plot["left"] + self.plot["width"]  # compare where the plot's edges land
+        ok = abs(got["b"] / want["b"] - 1) < 0.01 and all(
+            abs((x - got["a"]) / got["b"] - (x - want["a"]) / want["b"]) * got["b"] < tol for x in (x0, x1))
+        self.expect(ok, f"{what}: the ticks show {got['b']:.3f} px/ms with 0 ms at {got['a']:.1f} px, expected "
+                    f"{want['b']:.3f} px/ms with 0 ms at {want['a']:.1f} px")
+
+    def run(self, shot):
+        if not self.b.evaluate(TIMELINE_PROBE):
+            return self.expect(False, "no svg#tl-svg on the page")
+        if not self.expect(self.probe("button", "in"), "the zoom buttons are missing or hidden"):
+            return False
+        self.plot = self.probe("plot")
+        self.expect(self.probe("narrowGpu") == 0, "a GPU span narrower than the minimum is drawn at zoom 1")
+        s0 = self.scale("loading")
+        self.expect(s0 is None or abs(s0["b"] * self.plot["span"] - self.plot["width"]) < 1,
+                    "at zoom 1 the ticks do not span the whole step across the plot")
+        s1 = self.zoom_button(s0)
+        s2 = self.wheel(s1)
+        s3 = self.drag(s2)
+        unlabelled = self.probe("unlabelled")
+        self.expect(not unlabelled, f"zoomed in, spans with room show no label: {unlabelled}")
+        self.keys(s3, s0)
+        self.short_gpu()
+        self.b.evaluate("document.activeElement && document.activeElement.blur()")  # no focus ring in the picture
+        self.b.screenshot(shot, self.probe("clip"))
+        self.click_button("reset")
+        v = self.probe("view")
+        self.expect(v["k"] == 1 and v["off"] == 0, f"reset left zoom {v['k']}, offset {v['off']}")
+        self.same(self.scale("reset"), s0, "reset")
+        self.expect(self.edges_checked > 0, "no span edge was inside any zoomed view: nothing checked the spans")
+        return True
+
+    def click_button(self, name):
+        at = self.probe("button", name)
+        self.b.click(at["x"], at["y"])
+
+    def zoom_button(self, s0):
+        self.click_button("in")
+        mid = self.plot["left"] + self.plot["width"] / 2
+        self.expect(self.probe("view")["k"] == 2, f"the + button: zoom {self.probe('view')['k']}, expected 2")
+        got = self.scale("the + button")
+        if s0:  # twice the px/ms, the instant in the middle kept
+            self.same(got, {"b": 2 * s0["b"], "a": mid - 2 * (mid - s0["a"])}, "the + button (2x about the middle)")
+        return got
+
+    def wheel(self, s1):
+        x, y = self.plot["left"] + 0.6 * self.plot["width"], self.plot["top"] + 30
+        k1 = self.probe("view")["k"]
+        self.b.wheel(x, y, -100)
+        k2 = self.probe("view")["k"]
+        self.expect(k2 > k1, f"the wheel did not zoom in (zoom {k1} -> {k2})")
+        got = self.scale("the wheel")
+        if s1:
+            f = k2 / k1
+            self.same(got, {"b": f * s1["b"], "a": x - f * (x - s1["a"])}, "the wheel (zoom about the pointer)")
+        return got
+
+    def drag(self, s2):
+        v = self.probe("view")
+        room_right = v["w"] - v["w"] / v["k"] - v["off"]  # plot px at zoom 1 the view can still move right
+        dx = -200 if room_right * v["k"] > 220 else 200
+        x, y = self.plot["left"] + self.plot["width"] / 2, self.plot["top"] + 30
+        self.b.drag(x, y, x + dx)
+        got = self.scale("a drag")
+        if s2:
+            self.same(got, {"b": s2["b"], "a": s2["a"] + dx}, f"a drag by {dx} px")
+        return got
+
+    def keys(self, s3, s0):
+        self.b.click(self.plot["left"] + self.plot["width"] / 2, self.plot["top"] + 30)  # focus; no movement, no pan
+        v = self.probe("view")
+        right = (v["w"] - v["w"] / v["k"] - v["off"]) * v["k"] > self.plot["width"] / 10 + 5
+        self.b.key(*(("ArrowRight", "ArrowRight", 39) if right else ("ArrowLeft", "ArrowLeft", 37)))
+        if s3:
+            step = self.plot["width"] / 10 * (-1 if right else 1)
+            self.same(self.scale("an arrow key"), {"b": s3["b"], "a": s3["a"] + step},
+                      "an arrow key (a tenth of the view)")
+        self.b.key("0", "Digit0", 48)
+        self.expect(self.probe("view")["k"] == 1, f"the 0 key left zoom {self.probe('view')['k']}")
+        self.same(self.scale("the 0 key"), s0, "the 0 key (reset)")
+
+    def short_gpu(self):
+        """Zooms with the wheel on a GPU span too short for zoom 1 until it is drawn on its own."""
+        g = self.probe("pickShortGpu")
+        if g < 0:
+            for _ in range(3):
+                self.click_button("in")
+            return
+        s = self.probe("span", g)
+        need = self.plot["minGpuPx"] / ((s["e"] - s["s"]) / self.plot["span"] * self.plot["width"]) * 1.3
+        if need > 4000:  # too short to draw even at the page's largest zoom: nothing to see
+            return
+        x = self.plot["left"] + (s["s"] + s["e"]) / 2 / self.plot["span"] * self.plot["width"]
+        for _ in range(max(1, math.ceil(math.log(need) / math.log(1.25)))):
+            self.b.wheel(x, s["y"] + s["h"] / 2, -100)
+        s2, k = self.probe("span", g), self.probe("view")["k"]
+        self.expect(s2["shown"] and s2["w"] >= self.plot["minGpuPx"] - 0.01,
+                    f"at zoom {k:.0f} the short GPU span {s['s']}-{s['e']} ms is still not drawn on its own "
+                    f"(shown: {s2['shown']}, {s2['w']:.2f} px)")
+        self.expect(self.probe("narrowGpu") == 0, f"at zoom {k:.0f} a GPU span narrower than the minimum is drawn")
+        self.scale(f"zooming in on a short GPU span (zoom {k:.0f})")
+
+
+# ---- a page -------------------------------------------------------------------------------------------------
+
+LAYOUT = r"""
+(() => ({width: document.documentElement.scrollWidth, view: window.innerWidth,
+         process: (() => { const d = document.getElementById('process'); return d ? d.open : null; })()}))()
+"""
 
 
 def check_page(browser, html, out_dir):
+    """Returns (summary, failures): everything wrong with one page."""
     browser.events.clear()
-    browser.call("Page.navigate", {"url": "file://" + os.path.abspath(html)}, session=True)
+    nav = browser.call("Page.navigate", {"url": "file://" + os.path.abspath(html)}, session=True)
+    if nav.get("errorText"):
+        return "", [f"could not load: {nav['errorText']}"]
     browser.wait_for("Page.loadEventFired")
-    sort = browser.evaluate(SORT_CHECK)
-    failures = list(sort["failures"])
-    if sort["tables"] == 0:
+    failures = []
+    stem = os.path.join(out_dir, os.path.splitext(os.path.basename(html))[0])
+    browser.screenshot(stem + ".png")  # as the page opens, before anything is sorted or zoomed
+    browser.screenshot(stem + "-top.png", {"x": 0, "y": 0, "width": WIDTH, "height": HEIGHT})
+    layout = browser.evaluate(LAYOUT)
+    if layout["width"] > layout["view"]:
+        failures.append(f"the page is {layout['width']} px wide in a {layout['view']} px window")
+    if layout["process"]:
+        failures.append("the process details are open; they belong collapsed")
+    tables, headers, sort_failures = check_tables(browser)
+    failures += sort_failures
+    if tables == 0:
         failures.append("no sortable table on the page")
-    failures += check_zoom(browser.evaluate(ZOOM_CHECK))
-    shot = os.path.join(out_dir, os.path.splitext(os.path.basename(html))[0] + ".png")
-    browser.screenshot(shot)
-    return sort, browser.errors() + failures, shot  # errors: at load and while sorting and zooming
+    timeline = Timeline(browser)
+    timeline.run(stem + "-timeline.png")
+    failures += timeline.failures
+    summary = f"{tables} tables, {headers} headers sorted both ways, timeline zoomed and panned, screenshots {stem}.png"
+    return summary, browser.problems() + failures  # problems: at load and during everything above
 
 
 # (name, what the copy breaks, old text, new text): each copy of a good page must fail the check.
 BREAKAGES = [
-    ("no-sort", "the sort script no longer moves rows", "rows.forEach(function(r){tb.appendChild(r);})", "0"),
-    ("no-zoom", "zooming leaves the zoom factor alone", "k*=f;", "k*=1;"),
+    ("no-sort", "the sort script no longer moves rows", "rows.forEach(function (r) { body.appendChild(r); });", ""),
+    ("numbers-as-text", "numeric columns sorted as text", "numeric = th.classList.contains('n');", "numeric = false;"),
+    ("no-zoom", "zooming leaves the zoom factor alone", "k = Math.min(Math.max(k * factor, 1), MAX_ZOOM);", ""),
+    ("no-pan", "dragging does not move the view", "off = drag.off - (plotX(ev) - drag.x) / k;", ""),
+    ("spans-stay", "zooming leaves the spans where they were", "s.rect.setAttribute('x', a.toFixed(2));", ""),
+    ("ticks-stay", "zooming leaves the ticks alone", "drawTicks(t0, t1);", ""),
+    ("stale-labels", "labels stay where zoom 1 put them", "placeLabel(s, Math.max(a, X0),", "(0) && placeLabel(s, 0,"),
+    ("short-gpu-widened", "short GPU spans drawn at the minimum width", "gpu: r.classList.contains('g')",
+     "gpu: false"),
+    ("process-open", "the process details shown open", '<details id="process">', '<details id="process" open>'),
     ("console-error", "the page logs an error", "</body>", "<script>console.error('broken on purpose')</script></body>"),
+    ("network", "the page loads an image from the network", "</body>",
+     "<img src=\"http://127.0.0.1:9/logo.png\" alt=\"\"></body>"),
+    ("too-wide", "a figure wider than the window", "</body>", "<div style=\"width:1600px\">wide</div></body>"),
 ]
 
 
 def self_test(browser, page, out_dir):
     """0 when every broken copy of `page` fails the check (and the page itself passes), else 1."""
     text = open(page).read()
-    _, failures, _ = check_page(browser, page, out_dir)
+    _, failures = check_page(browser, page, out_dir)
     ok = not failures
     print(f"{'ok' if ok else 'FAIL'} self-test: the unbroken page {'passes' if ok else 'fails: ' + '; '.join(failures)}")
     for name, what, old, new in BREAKAGES:
@@ -236,11 +585,37 @@ def self_test(browser, page, out_dir):
         broken = os.path.join(out_dir, f"broken-{name}.html")
         with open(broken, "w") as f:
             f.write(text.replace(old, new, 1))
-        _, failures, _ = check_page(browser, broken, out_dir)
+        try:
+            _, failures = check_page(browser, broken, out_dir)
+        except RuntimeError as e:  # a page so broken the probe itself fails also counts as caught
+            failures = [str(e)]
         print(f"{'ok' if failures else 'FAIL'} self-test: {name} ({what}): "
               f"{'caught: ' + failures[0] if failures else 'NOT caught'}")
         ok &= bool(failures)
     return 0 if ok else 1
+
+
+def make_pages(inputs, analyze, out_dir):
+    """The pages to check: the inputs themselves, or iscope-analyze's report of each. None when one failed."""
+    if not analyze:
+        return inputs
+    pages = []
+    for src in inputs:
+        page = os.path.join(out_dir, os.path.basename(src).split(".")[0] + ".html")
+        r = subprocess.run([analyze, src, "-o", page], capture_output=True, text=True)
+        if r.returncode not in (0, 3) or not os.path.exists(page):
+            print(f"FAIL {src}: iscope-analyze exited {r.returncode}: {r.stderr.strip()[-300:]}")
+            return None
+        pages.append(page)
+    return pages
+
+
+def missing_tool(args):
+    if not args.chromium or not os.path.exists(args.chromium):
+        return "Chromium not found (Debian: apt-get install chromium)"
+    if websocket is None:
+        return "the websocket module is missing (Debian: apt-get install python3-websocket)"
+    return None
 
 
 def main():
@@ -252,39 +627,25 @@ def main():
                     "first input's page")
     ap.add_argument("inputs", nargs="+")
     args = ap.parse_args()
-    if not args.chromium or not os.path.exists(args.chromium):
-        print("SKIPPED: Chromium not found (Debian: apt-get install chromium); reports not checked in a browser")
-        return 77
-    if websocket is None:
-        print("SKIPPED: the websocket module is missing (Debian: apt-get install python3-websocket); reports not "
-              "checked in a browser")
+    missing = missing_tool(args)
+    if missing:
+        if os.environ.get("INFERSCOPE_REQUIRE_BROWSER") == "1":
+            print(f"FAIL: {missing}, and INFERSCOPE_REQUIRE_BROWSER=1 requires the browser check")
+            return 1
+        print(f"SKIPPED: {missing}; reports not checked in a browser")
         return 77
     os.makedirs(args.out, exist_ok=True)
-    pages = []
-    for src in args.inputs:
-        if not args.analyze:
-            pages.append(src)
-            continue
-        name = os.path.basename(src).split(".")[0]
-        page = os.path.join(args.out, name + ".html")
-        r = subprocess.run([args.analyze, src, "-o", page], capture_output=True, text=True)
-        if r.returncode not in (0, 3) or not os.path.exists(page):
-            print(f"FAIL {src}: iscope-analyze exited {r.returncode}: {r.stderr.strip()[-300:]}")
-            return 1
-        pages.append(page)
+    pages = make_pages(args.inputs, args.analyze, args.out)
+    if pages is None:
+        return 1
     browser = Browser(args.chromium)
-    if args.self_test:
-        try:
-            return self_test(browser, pages[0], args.out)
-        finally:
-            browser.close()
-    failed = 0
     try:
+        if args.self_test:
+            return self_test(browser, pages[0], args.out)
+        failed = 0
         for page in pages:
-            sort, failures, shot = check_page(browser, page, args.out)
-            status = "ok" if not failures else "FAIL"
-            print(f"{status} {page}: {sort['tables']} tables, {sort['headers']} headers sorted both ways, "
-                  f"screenshot {shot}")
+            summary, failures = check_page(browser, page, args.out)
+            print(f"{'ok' if not failures else 'FAIL'} {page}: {summary}")
             for f in failures:
                 print("  - " + f)
             failed += bool(failures)

@@ -1,7 +1,7 @@
 // Runs the HTML report's own sort script in node against the page's own table markup, then clicks every header
 // of every table twice and checks the rows come out sorted by that column, ascending then descending. A small
 // stand-in for the DOM gives the script what a browser would (querySelectorAll, tHead/tBodies, rows, cells,
-// cellIndex, dataset, textContent, appendChild); a script that indexes cells by anything but the header's own
+// cellIndex, classList, get/set/removeAttribute, textContent, appendChild); a script that indexes cells by anything but the header's own
 // column, as the one that threw "Cannot read properties of undefined (reading 'textContent')" did, fails here.
 //   node html_sort_harness.js report.html
 'use strict';
@@ -10,8 +10,8 @@ const fs = require('fs');
 const page = fs.readFileSync(process.argv[2], 'utf8');
 const text = (html) => html.replace(/<[^>]*>/g, '').replace(/&lt;/g, '<').replace(/&gt;/g, '>')
   .replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
-const cellsOf = (tr, tag) => [...tr.matchAll(new RegExp(`<${tag}[^>]*>([\\s\\S]*?)</${tag}>`, 'g'))]
-  .map((m, i) => ({ textContent: text(m[1]), cellIndex: i }));
+const cellsOf = (tr, tag) => [...tr.matchAll(new RegExp(`<${tag}( class="(\\w+)")?[^>]*>([\\s\\S]*?)</${tag}>`, 'g'))]
+  .map((m, i) => ({ textContent: text(m[3]), cellIndex: i, className: m[2] || '' }));
 
 const tables = [];
 for (const m of page.matchAll(/<table class="sortable">([\s\S]*?)<\/table>/g)) {
@@ -23,7 +23,11 @@ for (const m of page.matchAll(/<table class="sortable">([\s\S]*?)<\/table>/g)) {
   table.tBodies = [tbody];
   table.tHead = { rows: [{ cells: table.headers }] };
   for (const th of table.headers) {
-    th.dataset = {};
+    th.attributes = {};
+    th.getAttribute = (a) => (a in th.attributes ? th.attributes[a] : null);
+    th.setAttribute = (a, v) => { th.attributes[a] = String(v); };
+    th.removeAttribute = (a) => { delete th.attributes[a]; };
+    th.classList = { contains: (c) => th.className.split(' ').includes(c) };
     th.listeners = [];
     th.addEventListener = (type, f) => { if (type === 'click') th.listeners.push(f); };
     th.closest = (sel) => (sel === 'table' ? table : null);
@@ -45,10 +49,22 @@ const document = {
 const script = page.match(/<script>([\s\S]*?)<\/script>/)[1];
 new Function('document', script)(document);
 
-// The page's own notion of a number: "12.5 MiB" is bytes, "under 10" (below resolution) is 0, anything
-// parseFloat reads is a number.
+// The order a reader expects, written apart from the page's script: a numeric column (header class "n") by the
+// number each cell starts with (sizes in bytes, "under 10", below the counters' resolution, as 0), cells without
+// one last either way; a text column in natural order (digits as numbers).
 const units = { B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4 };
-const num = (t) => { if (/^under [\d.]+$/.test(t)) return 0; const m = t.match(/^([\d.]+) (B|KiB|MiB|GiB|TiB)$/); return m ? parseFloat(m[1]) * 1024 ** units[m[2]] : parseFloat(t); };
+const num = (t) => {
+  if (/^under [\d.]+$/.test(t)) return 0;
+  const m = t.match(/^(-?\d+(?:\.\d+)?)(?: (B|KiB|MiB|GiB|TiB))?/);
+  return m ? parseFloat(m[1]) * 1024 ** (units[m[2]] || 0) : null;
+};
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+const outOfOrder = (x, y, numeric, dir) => {
+  if (!numeric) return dir * collator.compare(x, y) > 0;
+  const nx = num(x), ny = num(y);
+  if (nx === null || ny === null) return nx === null && ny !== null;
+  return dir * (nx - ny) > 0;
+};
 let failures = 0, clicks = 0;
 tables.forEach((table, ti) => {
   table.headers.forEach((th, col) => {
@@ -62,10 +78,14 @@ tables.forEach((table, ti) => {
       }
       clicks++;
       const values = table.tBodies[0].rows.map((r) => r.cells[col].textContent);
+      const numeric = th.className === 'n';
+      const expected = dir > 0 ? 'ascending' : 'descending';
+      if (th.getAttribute('aria-sort') !== expected) {
+        console.error(`table ${ti}, column ${col} ("${th.textContent}"): aria-sort is ${th.getAttribute('aria-sort')}, not ${expected}`);
+        failures++;
+      }
       for (let i = 1; i < values.length; i++) {
-        const x = values[i - 1], y = values[i], nx = num(x), ny = num(y);
-        const r = !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y);
-        if (dir * r > 0) {
+        if (outOfOrder(values[i - 1], values[i], numeric, dir)) {
           console.error(`table ${ti}, column ${col} ("${th.textContent}"): not sorted ${dir > 0 ? 'ascending' : 'descending'}: ${JSON.stringify(values)}`);
           failures++;
           break;
@@ -79,7 +99,7 @@ const threads = tables.find((t) => t.headers.some((h) => h.textContent === 'CPU 
 if (threads) {
   const th = threads.headers.find((h) => h.textContent === 'CPU (ms)');
   const col = threads.headers.indexOf(th);
-  if (th.dataset.asc === '1') th.click();  // the next click sorts ascending
+  if (th.getAttribute('aria-sort') === 'ascending') th.click();  // the next click sorts ascending
   th.click();
   const cells = threads.tBodies[0].rows.map((r) => r.cells[col].textContent).filter((v) => v !== 'n/a');
   if (cells.includes('under 10') && cells[0] !== 'under 10') {

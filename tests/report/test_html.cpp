@@ -40,12 +40,12 @@ TEST_CASE("html shows the headline, breakdown chart, timeline, findings and tabl
   const std::string page = html(sample_analysis());
   CHECK(page.find("<h1>End-to-end latency: 12.500 ms</h1>") != std::string::npos);
   CHECK(count(page, " role=\"img\"") == 2);  // breakdown bar and timeline
-  // The timeline zooms: its spans sit in one zoom group per lane (inside a nested viewport that clips them),
-  // with the buttons and the script that drive them.
+  // The timeline zooms: each lane's spans sit in a nested viewport that clips them, with the buttons and the
+  // script that drive them (the spans' markup: "html timeline gives the zoom script...").
   CHECK(count(page, "<g class=\"tl-z\">") == count(page, "<svg x=\""));
   CHECK(count(page, "<g class=\"tl-z\">") >= 2);
   CHECK(page.find("data-zoom=\"reset\"") != std::string::npos);
-  CHECK(page.find("svg.querySelectorAll('g.tl-z')") != std::string::npos);
+  CHECK(page.find("svg.querySelectorAll('rect[data-s]')") != std::string::npos);
   // Breakdown: one bar segment per non-zero part, each with its tooltip.
   CHECK(page.find("<title>GPU compute: 5.000 ms (40.0 %)</title>") != std::string::npos);
   // Timeline: both lanes, every span with a tooltip.
@@ -124,7 +124,7 @@ TEST_CASE("html gives every table what the sort script needs, and the script sor
     REQUIRE(count(t, "<thead>") == 1);
     REQUIRE(count(t, "<tbody>") == 1);
     const std::string head = t.substr(0, t.find("</thead>")), body = t.substr(t.find("<tbody>"));
-    const size_t columns = count(head, "<th>");
+    const size_t columns = count(head, "<th>") + count(head, "<th class=");
     CHECK(columns >= 2);
     // Every body row has a cell per header, so a.cells[col] exists whatever header is clicked.
     size_t rows = 0;
@@ -172,14 +172,29 @@ TEST_CASE("html puts warnings right after the headline and the process details c
 
 namespace {
 
-/// Busy pixels the GPU lane paints in `color`: width times fill opacity of each filled rect.
-double painted(const std::string& page, const std::string& color) {
-  static const std::regex rect(R"re(<rect (?:class="(\w+)" )?x="[\d.]+" y="[\d.]+" width="([\d.]+)" height="\d+" fill="(#\w+|none)"(?: fill-opacity="([\d.]+)")?)re");
-  double px = 0;
+/// The <rect> tags of the page's timeline.
+std::vector<std::string> timeline_rects(const std::string& page) {
+  std::vector<std::string> out;
   const std::string svg = page.substr(page.find("aria-label=\"timeline"));
-  for (std::sregex_iterator it(svg.begin(), svg.end(), rect), end; it != end; ++it) {
-    if ((*it)[3] != color) continue;
-    px += std::stod((*it)[2]) * ((*it)[4].matched ? std::stod((*it)[4]) : 1.0);
+  for (size_t p = svg.find("<rect "); p != std::string::npos; p = svg.find("<rect ", p + 1))
+    out.push_back(svg.substr(p, svg.find('>', p) + 1 - p));
+  return out;
+}
+
+std::string attr(const std::string& tag, const std::string& name) {
+  const size_t p = tag.find(" " + name + "=\"");
+  if (p == std::string::npos) return {};
+  const size_t v = p + name.size() + 3;
+  return tag.substr(v, tag.find('"', v) - v);
+}
+
+/// Busy pixels the GPU lane paints in `color` at zoom 1: width times fill opacity of each filled rect shown.
+double painted(const std::string& page, const std::string& color) {
+  double px = 0;
+  for (const auto& r : timeline_rects(page)) {
+    if (attr(r, "fill") != color || attr(r, "display") == "none") continue;
+    const std::string opacity = attr(r, "fill-opacity");
+    px += std::stod(attr(r, "width")) * (opacity.empty() ? 1.0 : std::stod(opacity));
   }
   return px;
 }
@@ -197,7 +212,7 @@ TEST_CASE("html GPU lane never draws idle time as busy") {
   gpu.push_back({9.0, 9.5, "gemm", "kernel", 0});
   gpu.push_back({9.6, 9.9, "merged 12 kernels", "kernel", 0});
   const std::string page = html(a);
-  const double busy_px = (200 * 0.0015 + 0.5) / 10.0 * 960;  // 76.8 px
+  const double busy_px = (200 * 0.0015 + 0.5) / 10.0 * 1040;  // 83.2 px of the 1040 px plot
   const double drawn = painted(page, "#27ae60");
   CHECK(drawn >= busy_px * 0.8);
   CHECK(drawn <= busy_px * 1.6);  // at least 0.08 opacity where anything ran
@@ -206,6 +221,41 @@ TEST_CASE("html GPU lane never draws idle time as busy") {
   CHECK(page.find("fill=\"none\" stroke=\"#27ae60\" stroke-dasharray") != std::string::npos);
   CHECK(page.find("<rect class=\"density\"") != std::string::npos);
   CHECK(page.find("short kernel span(s)") != std::string::npos);
+}
+
+TEST_CASE("html timeline gives the zoom script each span's times and label, and the short GPU spans hidden") {
+  auto a = sample_analysis();
+  a.representative.step.duration_ms = 10.0;
+  auto& gpu = a.representative.lanes[1].spans;
+  gpu = {{1.0, 1.0015, "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<c10::Half>>",
+          "kernel", 0},
+         {2.0, 6.0, "gemm", "kernel", 0}};
+  const std::string page = html(a);
+  size_t spans = 0, hidden = 0;
+  for (const auto& r : timeline_rects(page)) {
+    INFO(r);
+    if (attr(r, "class") == "density") continue;  // the zoom-1 strip; the script draws its own when zoomed
+    ++spans;
+    CHECK_FALSE(attr(r, "data-s").empty());
+    CHECK(std::stod(attr(r, "data-e")) >= std::stod(attr(r, "data-s")));
+    if (attr(r, "display") == "none") {
+      ++hidden;
+      // 1.5 us of a 10 ms step: a strip at zoom 1, its own rect (by its short name) once zoomed in.
+      CHECK(attr(r, "class") == "g");
+      CHECK(attr(r, "data-s") == "1.000000");
+      CHECK(attr(r, "data-e") == "1.001500");
+      CHECK(attr(r, "data-c") == "kernel");
+      CHECK(attr(r, "data-l") == "vectorized_elementwise_kernel&lt;4, AddFunctor&lt;\xE2\x80\xA6&gt;&gt;");
+    }
+  }
+  CHECK(spans >= 4);
+  CHECK(hidden == 1);
+  CHECK(page.find("data-l=\"gemm\"><title>gemm [kernel] 2.000–6.000 ms") != std::string::npos);
+  // The script's inputs: the plot's geometry and the strip's rule, and buttons it shows once it runs.
+  CHECK(page.find("data-x0=\"190\" data-w=\"1040\"") != std::string::npos);
+  CHECK(page.find("data-min-gpu-px=\"2\" data-min-opacity=\"0.08\"") != std::string::npos);
+  CHECK(page.find("<div class=\"tl-controls\" hidden>") != std::string::npos);
+  CHECK(page.find("<svg id=\"tl-svg\" tabindex=\"0\"") != std::string::npos);
 }
 
 TEST_CASE("html: a thread's CPU time below one clock tick says so, and the table says what the ticks are") {

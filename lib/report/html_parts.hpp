@@ -1,0 +1,27 @@
+// What the HTML report's writers share (internal to lib/report): html.cpp writes the page, html_timeline.cpp the
+// representative step's timeline, html_script.hpp holds the page's scripts.
+#pragma once
+
+#include "analyze/analysis.hpp"
+#include "report/escape.hpp"
+#include "report/names.hpp"
+
+#include <ostream>
+#include <string>
+#include <string_view>
+
+namespace inferscope::report::html {
+
+/// The width of the page's figures (the breakdown bar, the timeline) in CSS pixels: the page's column on a
+/// 1400 px screen.
+inline constexpr double kFigureW = 1270;
+
+inline std::string h(std::string_view s) { return html_escape(s); }
+
+/// The fill of a timeline span of this category (the timeline's legend uses the same).
+const char* span_color(const std::string& category);
+
+/// The representative step, one lane per thread and GPU stream, zoomable (kTimelineScript).
+void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
+
+}  // namespace inferscope::report::html
