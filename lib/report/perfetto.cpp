@@ -367,6 +367,12 @@ class TraceWriter {
         .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
     instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
   }
+  // A thread state's code; a damaged dump may hold it as any double (NaN, 1e25), which has no int64 of its own.
+  static int64_t state_code(const CounterSample& s) {
+    if (!s.is_double) return s.i;
+    if (!(s.d > -9.2e18 && s.d < 9.2e18)) return -1;  // NaN or out of range: no state code
+    return static_cast<int64_t>(s.d);
+  }
   void on(const CounterRecord& c, const dump::RecordContext& rc) {
     const std::string counter = r_.string_at(c.name);
     CounterSample s{counter, pid_, {}, rel_ns(c.ts), rc.aux() == uint8_t(AttrType::kDouble), c.value.i, c.value.d};
@@ -377,8 +383,7 @@ class TraceWriter {
       case CounterScope::kOsThread: {
         const ThreadOwner t = thread_owner(c.scope, c.target);
         if (counter == counter_names::kThreadState)
-          return counters_.add_state({t.pid, t.tid + kStateTidOffset, t.label + " · state"}, s.ts_ns,
-                                     s.is_double ? static_cast<int64_t>(s.d) : s.i);
+          return counters_.add_state({t.pid, t.tid + kStateTidOffset, t.label + " · state"}, s.ts_ns, state_code(s));
         s.pid = t.pid;
         owner = t.label;
         break;
