@@ -5,9 +5,9 @@
 #include "dump/clock_model.hpp"
 #include "analyze/analyzer.hpp"
 #include "dump/reader.hpp"
+#include "gpu_skip.hpp"
 #include "run_util.hpp"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -18,24 +18,11 @@
 #include <unordered_map>
 
 using namespace inferscope;
+using iscope_test::have_gpu;
 using iscope_test::run;
+using iscope_test::skip;
 
 namespace {
-
-void skip(const char* why) {
-  std::printf("skipped: %s\n", why);
-  std::fflush(stdout);
-  std::_Exit(77);
-}
-
-bool have_gpu() {
-  void* h = ::dlopen("libcuda.so.1", RTLD_NOW);
-  if (!h) return false;
-  auto init = reinterpret_cast<int (*)(unsigned)>(::dlsym(h, "cuInit"));
-  auto count = reinterpret_cast<int (*)(int*)>(::dlsym(h, "cuDeviceGetCount"));
-  int n = 0;
-  return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
-}
 
 long field(const std::string& out, const std::string& key) {
   auto p = out.find(key + "=");

@@ -6,9 +6,8 @@
 // (skipped, with the reason) without a GPU or without the sample.
 #include "analyze/analyzer.hpp"
 #include "dump/reader.hpp"
+#include "gpu_skip.hpp"
 #include "run_util.hpp"
-
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -17,24 +16,11 @@
 #include <string>
 
 using namespace inferscope;
+using iscope_test::have_gpu;
 using iscope_test::run;
+using iscope_test::skip;
 
 namespace {
-
-[[maybe_unused]] void skip(const char* why) {
-  std::printf("skipped: %s\n", why);
-  std::fflush(stdout);
-  std::_Exit(77);
-}
-
-[[maybe_unused]] bool have_gpu() {
-  void* h = ::dlopen("libcuda.so.1", RTLD_NOW);
-  if (!h) return false;
-  auto init = reinterpret_cast<int (*)(unsigned)>(::dlsym(h, "cuInit"));
-  auto count = reinterpret_cast<int (*)(int*)>(::dlsym(h, "cuDeviceGetCount"));
-  int n = 0;
-  return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
-}
 
 [[maybe_unused]] std::set<uint64_t> planted_steps(const std::string& out) {
   std::set<uint64_t> s;
