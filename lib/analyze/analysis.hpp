@@ -106,6 +106,7 @@ struct KernelRow {
   uint64_t count = 0;
   double total_ms = 0, mean_us = 0, share = 0;  ///< share of GPU kernel time in [0, 1]
   std::string launched_by;  ///< innermost Python function, ISCOPE range or layer that launched most of them
+  bool whole_graph = false; ///< a CUDA graph's launches traced at graph level ("CUDA graph N"), not one kernel
 };
 
 struct PythonRow {

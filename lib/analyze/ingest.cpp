@@ -29,6 +29,7 @@ struct Part {
   std::vector<NameAgg> range_agg, py_agg;
   std::vector<uint64_t> kernel_count;
   std::vector<int64_t> kernel_ns;
+  std::map<uint32_t, GraphRuns> graph_runs;  // by graph id
   std::vector<int8_t> dotted, api_kind;  // lazily classified names
   std::vector<Cand> top, asked;
   std::map<CopyKey, CopyAgg> copies;
@@ -203,6 +204,14 @@ class Pass1 {
     gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, nm, detail::kKernel, 0, static_cast<uint16_t>(rec.stream)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
+  void on(const GpuGraphLaunchRecord& rec, const dump::RecordContext&) {
+    const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
+    auto& g = P.graph_runs[rec.graph_id];
+    ++g.count;
+    g.ns += e - s;
+    gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, rec.graph_id, detail::kGraph, 0, static_cast<uint16_t>(rec.stream)};
+    P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
+  }
   void on(const GpuMemcpyRecord& rec, const dump::RecordContext& rc) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
     std::string dir = copy_direction_name(static_cast<CopyKind>(rc.aux()));
@@ -268,6 +277,7 @@ struct SlotCount {
   uint64_t api = 0, gpu = 0;
   void on(const CudaApiRecord&, const dump::RecordContext&) { ++api; }
   void on(const GpuKernelRecord&, const dump::RecordContext&) { ++gpu; }
+  void on(const GpuGraphLaunchRecord&, const dump::RecordContext&) { ++gpu; }
   void on(const GpuMemcpyRecord&, const dump::RecordContext&) { ++gpu; }
   void on(const GpuMemsetRecord&, const dump::RecordContext&) { ++gpu; }
 };
@@ -402,6 +412,11 @@ void join_parts(std::vector<Part>& parts, Ingested& in, Analysis& a) {
     for (size_t n = 0; n < P.kernel_count.size(); ++n) {
       kernel_count[n] += P.kernel_count[n];
       kernel_ns[n] += P.kernel_ns[n];
+    }
+    for (auto& [id, g] : P.graph_runs) {
+      auto& x = in.graph_runs[id];
+      x.count += g.count;
+      x.ns += g.ns;
     }
     for (size_t n = 0; n < P.range_agg.size(); ++n) {
       range_agg[n].d.merge(P.range_agg[n].d);

@@ -116,10 +116,10 @@ void attribute_activities(const Context& cx, const Ingested& in, const LaunchInd
       if (v > worst) worst = v;
       if (v > 1000) ++al.violations_over_1us;
     }
-    if (op.kind == detail::kKernel) {
+    if (detail::is_compute_launch(op.kind)) {
       if (api) {
         uint32_t lid = who.id(api);
-        kernel_by_launcher[uint64_t(op.name_or_bytes) << 32 | lid] += op.dur;
+        kernel_by_launcher[uint64_t(detail::launch_work_key(op.kind, op.name_or_bytes)) << 32 | lid] += op.dur;
         if (lid >= kernels_by_launcher.size()) kernels_by_launcher.resize(lid + 1, 0);
         ++kernels_by_launcher[lid];
       }

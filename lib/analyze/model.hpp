@@ -21,7 +21,18 @@ namespace inferscope::analyze::detail {
 /// docs/analysis.md gives the reason for the value.
 inline constexpr int64_t kDispatchGapNs = 100'000;
 
-enum GpuKind : uint8_t { kKernel = 0, kMemset = 1, kH2D = 2, kD2H = 3, kOtherCopy = 4 };
+/// kGraph: a whole CUDA graph launch traced at graph level (one record with the graph's GPU start and end, its
+/// nodes not traced one by one); name_or_bytes holds the graph id. Counted as GPU compute, like a kernel.
+enum GpuKind : uint8_t { kKernel = 0, kMemset = 1, kH2D = 2, kD2H = 3, kOtherCopy = 4, kGraph = 5 };
+/// Kernels and whole graph launches: GPU compute launched by a launch call.
+inline bool is_compute_launch(uint8_t kind) { return kind == kKernel || kind == kGraph; }
+/// The key a kernel or graph launch is tallied under by launcher: kernels by name id, graphs by id with the
+/// top bit set (string ids stay far below it).
+inline uint32_t launch_work_key(uint8_t kind, uint32_t name_or_bytes) {
+  return kind == kGraph ? (0x80000000u | name_or_bytes) : name_or_bytes;
+}
+/// How a graph launch traced at graph level is named in the kernel table and the timeline.
+inline std::string graph_work_name(uint32_t graph_id) { return "CUDA graph " + std::to_string(graph_id); }
 enum ApiKind : uint8_t { kLaunch = 0, kSync = 1, kCopySync = 2, kCopyAsync = 3, kAlloc = 4, kFree = 5, kOtherApi = 6 };
 
 // Naturally aligned (no packing): the fields are bound to references (std::min/std::max), and UBSan rightly
@@ -30,7 +41,7 @@ struct GpuOp {
   int64_t start;           ///< ns, CLOCK_MONOTONIC
   uint32_t dur;            ///< ns (saturating at 4.29 s)
   uint32_t corr;
-  uint32_t name_or_bytes;  ///< kernel name id; copy/memset bytes (saturating)
+  uint32_t name_or_bytes;  ///< kernel name id; graph id; copy/memset bytes (saturating)
   uint8_t kind;            ///< GpuKind
   uint8_t host_mem;        ///< MemoryKind of the host side of a copy
   uint16_t stream;

@@ -251,6 +251,11 @@ struct CopyAgg {
   uint64_t count = 0, bytes = 0;
   int64_t ns = 0;
 };
+/// One CUDA graph's launches traced at graph level: how many, and their GPU time.
+struct GraphRuns {
+  uint64_t count = 0;
+  int64_t ns = 0;
+};
 
 struct CounterSample {
   uint32_t name;
@@ -348,6 +353,7 @@ struct Ingested {
   std::vector<NameAgg> py_agg;     ///< by code id (small, dense)
   std::vector<uint64_t> kernel_count;  ///< by kernel name id
   std::vector<int64_t> kernel_ns;
+  std::map<uint32_t, GraphRuns> graph_runs;  ///< by graph id: launches traced at graph level
   Slab<ApiOp> apis;
   Slab<GpuOp> gpu;
   std::vector<Cand> top, asked;  ///< top-level ranges; instances of the step asked for

@@ -114,7 +114,7 @@ class StepSweeper {
       if (s > busy_end) gaps.emplace_back(busy_end, s);
       busy_end = std::max(busy_end, e);
       any = true;
-      bool compute = it->kind == detail::kKernel || it->kind == detail::kMemset || it->kind == detail::kOtherCopy;
+      bool compute = detail::is_compute_launch(it->kind) || it->kind == detail::kMemset || it->kind == detail::kOtherCopy;
       if (compute) uk.add(s, e);
       if (compute || it->kind == detail::kH2D) ukh.add(s, e);
       uall.add(s, e);
@@ -123,6 +123,9 @@ class StepSweeper {
         ++sm.kernels;
         sm.kernel_ns += it->dur;
         Z.kernel_stats.add(it->dur);
+      } else if (it->kind == detail::kGraph) {
+        // GPU compute, but not a kernel of its own: a graph of many kernels is one launch, never "tiny".
+        sm.kernel_ns += it->dur;
       } else if (it->kind == detail::kH2D) {
         ++sm.copies_h2d;
         sm.h2d_bytes += it->name_or_bytes;

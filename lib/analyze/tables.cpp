@@ -16,24 +16,30 @@ void kernel_table(const Context& cx, const Ingested& in, const Attribution& at, 
   const auto& kernel_by_launcher = at.kernel_by_launcher;
   double total_kernel = 0;
   for (uint32_t n = 0; n < nstr; ++n) total_kernel += double(kernel_ns[n]);
+  for (auto& [id, g] : in.graph_runs) total_kernel += double(g.ns);
   std::map<uint32_t, std::pair<int64_t, std::string>> best_launcher;
   kernel_by_launcher.for_each([&](uint64_t k, int64_t ns) {
     auto& b = best_launcher[uint32_t(k >> 32)];
     const std::string& who = labels[uint32_t(k)];
     if (ns > b.first || (ns == b.first && who < b.second)) b = {ns, who};
   });
-  for (uint32_t n = 0; n < nstr; ++n) {
-    if (!kernel_count[n]) continue;
+  auto add_row = [&](std::string name, uint64_t count, int64_t ns, uint32_t launcher_key) {
     KernelRow row;
-    row.name = cx.name_of(n);
-    row.count = kernel_count[n];
-    row.total_ms = ms(double(kernel_ns[n]));
-    row.mean_us = double(kernel_ns[n]) / double(kernel_count[n]) / 1e3;
-    row.share = total_kernel > 0 ? double(kernel_ns[n]) / total_kernel : 0;
-    auto it = best_launcher.find(n);
+    row.name = std::move(name);
+    row.whole_graph = launcher_key & 0x80000000u;
+    row.count = count;
+    row.total_ms = ms(double(ns));
+    row.mean_us = double(ns) / double(count) / 1e3;
+    row.share = total_kernel > 0 ? double(ns) / total_kernel : 0;
+    auto it = best_launcher.find(launcher_key);
     row.launched_by = it == best_launcher.end() ? "-" : it->second.second;
     a.kernels.push_back(std::move(row));
-  }
+  };
+  for (uint32_t n = 0; n < nstr; ++n)
+    if (kernel_count[n]) add_row(cx.name_of(n), kernel_count[n], kernel_ns[n], n);
+  // Graph launches traced at graph level: one row per graph, its launches as the count.
+  for (auto& [id, g] : in.graph_runs)
+    if (g.count) add_row(detail::graph_work_name(id), g.count, g.ns, detail::launch_work_key(detail::kGraph, id));
   std::sort(a.kernels.begin(), a.kernels.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
   if (a.kernels.size() > 50) a.kernels.resize(50);
 }

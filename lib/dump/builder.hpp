@@ -174,6 +174,19 @@ class DumpBuilder {
     r.block[0] = 256; r.block[1] = r.block[2] = 1;
     put(ch, &r, sizeof(r));
   }
+  /// A CUDA graph launch traced at graph level (CUPTI's graph-trace record).
+  void graph_launch(uint32_t ch, uint32_t graph_id, uint32_t correlation, int64_t start_ns, int64_t end_ns,
+                    uint32_t stream = 7, uint32_t device = 0) {
+    GpuGraphLaunchRecord r{};
+    r.h = {RecordKind::kGpuGraphLaunch, 0, sizeof(GpuGraphLaunchRecord)};
+    r.correlation = correlation;
+    r.start = ticks(start_ns);
+    r.end = ticks(end_ns);
+    r.device = device;
+    r.stream = stream;
+    r.graph_id = graph_id;
+    put(ch, &r, sizeof(r));
+  }
   void memcpy(uint32_t ch, CopyKind kind, uint64_t bytes, uint32_t correlation, int64_t start_ns, int64_t end_ns,
               MemoryKind host_kind = MemoryKind::kPageable, uint32_t stream = 7, bool async = false) {
     GpuMemcpyRecord r{};

@@ -156,6 +156,7 @@ json::object tables_json(const Analysis& a) {
     o["mean_us"] = num(r.mean_us);
     o["share"] = num(r.share);
     o["launched_by"] = str(r.launched_by);
+    if (r.whole_graph) o["whole_graph"] = true;  // a CUDA graph's launches recorded at graph level
   });
   t["python"] = rows(a.python, [](const analyze::PythonRow& r, json::object& o) {
     o["qualname"] = str(r.qualname);

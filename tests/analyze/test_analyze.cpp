@@ -335,6 +335,60 @@ TEST_CASE("syncs, allocations and graph launches name the Python function, range
   }
 }
 
+TEST_CASE("CUDA graphs traced at graph level: each launch is one unit of GPU compute, at its launch site") {
+  // A decode loop replaying one graph of 4 ms per step (the graph's kernels not traced one by one), after
+  // 100 us of host work; three eager steps first launch 300 short kernels each.
+  fs::path p = work_dir() / "graph_level.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 3; ++i)
+      sim.range("prefill", [&] {
+        for (int k = 0; k < 300; ++k) sim.launch("axpb", 3'000);
+        sim.sync();
+      });
+    for (int i = 0; i < 20; ++i)
+      sim.range("decode", [&] {
+        sim.py("prepare_inputs", [&] { sim.host(100'000); }, "serve.py", 40);
+        sim.py("CUDAGraph.replay", [&] { sim.graph_replay(3, 4'000'000); }, "torch/cuda/graphs.py", 120);
+        sim.sync("cudaStreamSynchronize");
+      });
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.name == "decode");
+  CHECK(a.steps.count == 20);
+  // The graph's 4 ms are the step's GPU compute, and a 4 ms launch is no tiny kernel: GPU-bound, not launch-bound.
+  CHECK(a.breakdown.gpu_compute_ms == doctest::Approx(4.0).epsilon(0.01));
+  REQUIRE(!a.findings.empty());
+  CHECK(a.findings.front().category == "gpu_bound");
+  CHECK(a.findings.front().primary);
+  CHECK(find(a, "launch_bound") == nullptr);
+  // The kernel table lists the graph as one row, its launches as the count, named after where it was launched.
+  const analyze::KernelRow* graph = nullptr;
+  for (auto& k : a.kernels)
+    if (k.name == "CUDA graph 3") graph = &k;
+  REQUIRE(graph);
+  CHECK(graph->count == 20);
+  CHECK(graph->total_ms == doctest::Approx(80.0).epsilon(1e-6));
+  CHECK(graph->mean_us == doctest::Approx(4000.0).epsilon(1e-6));
+  CHECK(graph->launched_by == "CUDAGraph.replay (graphs.py:120)");
+  CHECK(a.kernels.front().name == "CUDA graph 3");  // 80 ms against the eager kernels' 2.7 ms
+  CHECK(graph->whole_graph);
+  CHECK_FALSE(a.kernels.back().whole_graph);
+  // The finding says its kernels were not timed one by one, and how to see them.
+  bool how_to_see_nodes = false;
+  for (auto& sg : a.findings.front().suggestions) how_to_see_nodes |= sg.action.find("graph_nodes=true") != std::string::npos;
+  CHECK(how_to_see_nodes);
+  // The launches are linked to their calls like kernels, and the timeline draws the graph as one span.
+  CHECK(a.alignment.ok);
+  CHECK(a.alignment.kernels_checked == 20 + 900 + 3);  // graph launches, kernels, and the device syncs
+  bool drawn = false;
+  for (const auto& lane : a.representative.lanes)
+    for (const auto& sp : lane.spans) drawn |= lane.gpu && sp.label == "CUDA graph 3" && sp.category == "graph";
+  CHECK(drawn);
+}
+
 TEST_CASE("breakdown: overlapping streams and copies hidden under compute count once") {
   fs::path p = work_dir() / "overlap.iscope";
   {

@@ -62,6 +62,16 @@ class Sim {
     b_.kernel(gpu_, kernel, c, ks, gpu_free_);
     now_ = e;
   }
+  /// cudaGraphLaunch of graph `graph_id`, traced at graph level: one record spanning the graph's GPU work.
+  void graph_replay(uint32_t graph_id, int64_t graph_ns, int64_t api_ns = 8'000) {
+    uint32_t c = ++corr_;
+    int64_t s = now_, e = now_ + api_ns;
+    int64_t gs = std::max(gpu_free_, s + 3'000);
+    gpu_free_ = gs + graph_ns;
+    api("cudaGraphLaunch", c, s, e, "cuGraphLaunch");
+    b_.graph_launch(gpu_, graph_id, c, gs, gpu_free_);
+    now_ = e;
+  }
   /// A synchronizing call: returns 3 us after the stream drains.
   void sync(const std::string& api = "cudaDeviceSynchronize", int64_t min_ns = 2'000) {
     uint32_t c = ++corr_;

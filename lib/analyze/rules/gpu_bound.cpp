@@ -21,6 +21,13 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
   f.metrics["gpu_utilization"] = b.gpu_utilization;
   f.metrics["gpu_compute_ms"] = b.gpu_compute_ms;
   const std::string k0 = k.empty() ? "-" : k.front().name;
+  // A graph traced at graph level hides which of its kernels take the time: say so, and how to see them.
+  if (!k.empty() && k.front().whole_graph) {
+    f.evidence.push_back("'" + k0 + "' is a whole CUDA graph launch, recorded as one unit (graph_nodes is off): "
+                         "its kernels are not timed one by one");
+    suggest(f, "high", "Find the kernels that take the time inside '" + k0 + "': record a few steps again with "
+                       "graph_nodes=true (iscope-run --set graph_nodes=true), which times every node of every launch");
+  }
   suggest(f, "high", "Speed up '" + k0 + "': use lower precision (bf16/fp16 autocast, FP8 where supported) and tensor-core "
                      "friendly shapes (multiples of 8/16)");
   suggest(f, "medium", "Fuse memory-bound kernels around '" + k0 + "' (torch.compile, FlashAttention/SDPA for attention)");
