@@ -60,9 +60,12 @@ struct Config {
   bool cupti = true;                          ///< cupti: collect GPU activity when a driver is present
   std::string cupti_activities = "default";   ///< cupti_activities: default | minimal | full | none, or a
                                               ///< comma list of those and kernel, memcpy, memset, memory,
-                                              ///< sync, graph, runtime, driver, api, runtime_all, nvtx,
+                                              ///< sync, graph, graph_nodes, runtime, driver, api,
+                                              ///< runtime_all, nvtx,
                                               ///< overhead, api_activity, api_callbacks
   uint32_t cupti_buffer_kb = 8192;            ///< cupti_buffer_kb: one CUPTI activity buffer (64..262144)
+  bool graph_nodes = false;                   ///< graph_nodes: every kernel node of a CUDA graph launch as its
+                                              ///< own record (off: one record per graph launch)
   bool nvtx_capture = true;                   ///< nvtx_capture: record NVTX ranges the application emits
   bool nvtx_emit = false;                     ///< nvtx_emit: also emit ISCOPE ranges as NVTX (Nsight Systems)
 

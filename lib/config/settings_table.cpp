@@ -33,9 +33,9 @@ constexpr std::array<std::string_view, 3> kPythonModes = {"default", "full", "of
 // the session starts, not discovered later.
 // Keep in step with parse_activity_set() in lib/collect/cupti/cupti_collector.cpp.
 constexpr std::array<std::string_view, 4> kCuptiPresets = {"default", "minimal", "full", "none"};
-constexpr std::array<std::string_view, 14> kCuptiActivityKinds = {
-    "kernel", "memcpy", "memset", "memory", "sync", "graph", "runtime", "driver", "api", "runtime_all", "nvtx",
-    "overhead", "api_activity", "api_callbacks"};
+constexpr std::array<std::string_view, 15> kCuptiActivityKinds = {
+    "kernel", "memcpy", "memset", "memory", "sync", "graph", "graph_nodes", "runtime", "driver", "api",
+    "runtime_all", "nvtx", "overhead", "api_activity", "api_callbacks"};
 
 bool contains(std::span<const std::string_view> names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -69,7 +69,7 @@ std::string check_cupti_activities(std::string_view value) {
 
 constexpr std::string_view kCuptiActivitiesAllowed =
     "default | minimal | full | none, or a comma list of those and of kernel, memcpy, memset, memory, sync, "
-    "graph, runtime, driver, api, runtime_all, nvtx, overhead, api_activity, api_callbacks";
+    "graph, graph_nodes, runtime, driver, api, runtime_all, nvtx, overhead, api_activity, api_callbacks";
 
 std::string check_report(std::string_view value) {
   if (value.empty()) return "";
@@ -165,6 +165,10 @@ constexpr KeyDef kKeys[] = {
      .check_allowed = kCuptiActivitiesAllowed},
     {.key = "cupti_buffer_kb", .section = "cupti", .member = &Config::cupti_buffer_kb,
      .doc = "Size of one CUPTI activity buffer in KiB.", .min = 64, .max = 262144},
+    {.key = "graph_nodes", .section = "cupti", .member = &Config::graph_nodes,
+     .doc = "Record every kernel, copy and memset of each CUDA graph launch as its own record. Off: one record "
+            "per graph launch with its GPU start and end, attributed to the launching call; on a graph of many "
+            "small kernels that costs a fraction of tracing the nodes (docs/benchmarks.md)."},
     {.key = "nvtx_capture", .section = "cupti", .member = &Config::nvtx_capture,
      .doc = "Record the NVTX ranges the application emits."},
     {.key = "nvtx_emit", .section = "cupti", .member = &Config::nvtx_emit,

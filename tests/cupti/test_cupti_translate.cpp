@@ -306,11 +306,18 @@ TEST_CASE("activity specifications, selected API calls and demangling") {
   CHECK(d.runtime);
   CHECK(d.driver);
   CHECK_FALSE(d.runtime_all);
-  CHECK_FALSE(d.graph);
+  CHECK(d.graph);  // CUDA graphs at graph level: one record per launch
   CHECK(parse_activity_set("") == d);
   auto m = parse_activity_set("minimal");
   CHECK(m.kernel);
+  CHECK(m.graph);
   CHECK_FALSE(m.memset);
+  // graph_nodes: every node of a graph launch one by one, wherever the word stands; full records them too.
+  CHECK_FALSE(parse_activity_set("default,graph_nodes").graph);
+  CHECK_FALSE(parse_activity_set("graph_nodes,default").graph);
+  CHECK(parse_activity_set("default,graph_nodes").kernel);
+  CHECK_FALSE(parse_activity_set("full").graph);
+  CHECK_FALSE(parse_activity_set("kernel").graph);
   CHECK(parse_activity_set("full").runtime_all);
   CHECK(parse_activity_set("full").sync);
   CHECK(parse_activity_set("default,sync").sync);
@@ -913,6 +920,78 @@ TEST_CASE("device info is written once the driver can say: a query before CUDA i
   ::unlink(cfg.output.c_str());
 }
 
+namespace {
+// A CUPTI whose callback function the test can call, as the driver would (resource callbacks).
+struct CallbackFake : FakeCupti {
+  CUpti_CallbackFunc callback = nullptr;
+  CUcontext current = nullptr;  // what cuCtxGetCurrent says: non-null = CUDA was in use before the session
+  CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* s, CUpti_CallbackFunc f, void* u) override {
+    callback = f;
+    return FakeCupti::cuptiSubscribe(s, f, u);
+  }
+  CUresult cuCtxGetCurrent(CUcontext* c) override {
+    *c = current;
+    return CUDA_SUCCESS;
+  }
+  bool graph_trace() { return enabled[CUPTI_ACTIVITY_KIND_GRAPH_TRACE]; }
+  void graph_instantiated() {
+    CUpti_ResourceData rd{};
+    callback(nullptr, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, &rd);
+  }
+};
+}  // namespace
+
+TEST_CASE("CUDA graphs at graph level only where no graph was instantiated without it (CUPTI crashes on those)") {
+  auto* fake = new CallbackFake;
+  Config cfg = start_fake_session(fake, "fake_cupti_graphs");
+  REQUIRE(bool(fake->callback));
+  // CUDA not in use before the session: graph-level tracing on, and graphs instantiated now are safe.
+  CHECK(fake->graph_trace());
+  fake->graph_instantiated();
+  // It stays on between sessions, so graphs instantiated then stay safe too ...
+  REQUIRE(inferscope::stop());
+  CHECK(fake->graph_trace());
+  CHECK_FALSE(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  fake->graph_instantiated();
+  REQUIRE(inferscope::start(cfg));
+  CHECK(fake->graph_trace());
+  CHECK(std::string(inferscope_cupti_status()).find("node by node") == std::string::npos);
+  // ... and goes off where it is not asked for: the nodes one by one, or nothing at all.
+  CHECK(inferscope_cupti_set_activities("none") == 0);
+  CHECK_FALSE(fake->graph_trace());
+  CHECK(inferscope_cupti_set_activities("default") == 0);
+  CHECK(fake->graph_trace());
+  CHECK(inferscope_cupti_set_activities("default,graph_nodes") == 0);
+  CHECK_FALSE(fake->graph_trace());
+  CHECK(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  // A graph instantiated now was set up without it: graph-level tracing never comes back; the status says why.
+  fake->graph_instantiated();
+  CHECK(inferscope_cupti_set_activities("default") == 0);
+  CHECK_FALSE(fake->graph_trace());
+  CHECK(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  const std::string status = inferscope_cupti_status();
+  CHECK_MESSAGE(status.find("CUDA graphs node by node, not at graph level: a graph was instantiated while "
+                            "graph-level tracing was off") != std::string::npos, status);
+  REQUIRE(inferscope::stop());
+  ::unlink(cfg.output.c_str());
+}
+
+TEST_CASE("a session started after the program initialised CUDA records graph nodes one by one, and says why") {
+  auto* fake = new CallbackFake;
+  fake->current = reinterpret_cast<CUcontext>(0x1234);
+  Config cfg = start_fake_session(fake, "fake_cupti_graphs_late");
+  CHECK_FALSE(fake->graph_trace());
+  CHECK(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  const std::string status = inferscope_cupti_status();
+  CHECK_MESSAGE(status.find("CUDA was in use before GPU collection attached") != std::string::npos, status);
+  REQUIRE(inferscope::stop());
+  dump::DumpReader r(cfg.output);
+  bool said = false;
+  for (auto& [k, v] : r.collector_status()) said |= k == "cupti" && v.find("graphs may predate it") != std::string::npos;
+  CHECK(said);
+  ::unlink(cfg.output.c_str());
+}
+
 TEST_CASE("sampled mode: CUPTI stays subscribed and its activity kinds are enabled only inside windows") {
   // The writer thread switches the kinds while this thread watches: the kernel kind through an atomic.
   struct Watched : FakeCupti {
@@ -940,7 +1019,9 @@ TEST_CASE("sampled mode: CUPTI stays subscribed and its activity kinds are enabl
   REQUIRE(inferscope::start(cfg));
   CHECK_MESSAGE(std::string(inferscope_cupti_status()).find("inside sampled windows only") != std::string::npos,
                 inferscope_cupti_status());
-  CHECK_FALSE(fake->kernel_on.load());  // subscribed, nothing enabled yet
+  CHECK_FALSE(fake->kernel_on.load());  // subscribed, no kernels recorded yet
+  // Graph-level tracing is on from the start, so that graphs instantiated before a window can be traced in it.
+  CHECK(fake->enabled[CUPTI_ACTIVITY_KIND_GRAPH_TRACE]);
   // A specification changed between windows takes effect at the next window, not now.
   CHECK(inferscope_cupti_set_activities("minimal") == 0);
   CHECK_FALSE(fake->kernel_on.load());

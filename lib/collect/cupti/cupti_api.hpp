@@ -49,6 +49,7 @@ namespace inferscope::cupti {
   X(cuDeviceGetAttribute, (int* v, CUdevice_attribute a, CUdevice d), (v, a, d))              \
   X(cuDeviceTotalMem_v2, (size_t * b, CUdevice d), (b, d))                                    \
   X(cuCtxGetCurrent, (CUcontext * c), (c))                                                    \
+  X(cuDevicePrimaryCtxGetState, (CUdevice d, unsigned* flags, int* active), (d, flags, active)) \
   X(cuCtxPushCurrent_v2, (CUcontext c), (c))                                                  \
   X(cuCtxPopCurrent_v2, (CUcontext * c), (c))                                                 \
   X(cuStreamCreate, (CUstream * s, unsigned f), (s, f))                                       \

@@ -32,10 +32,13 @@ ActivitySet parse_activity_set(const std::string& spec) {
   // No CUPTI sync records by default: the sync calls' callbacks already give each one's thread, start and end,
   // which is what the analyzer reads (sync_bound, the causality check), and the second copy costs on a PyTorch
   // step (docs/benchmarks.md, "Sixth run").
-  auto def = [&] { s.kernel = s.memcpy = s.memset = s.memory = s.overhead = s.runtime = s.driver = true; };
+  // CUDA graphs at graph level by default: one record per graph launch instead of one per kernel node, which
+  // on a decode step replayed as a graph of a thousand small kernels is most of the tracing cost
+  // (docs/benchmarks.md, "CUDA graphs"); graph_nodes asks for the nodes one by one.
+  auto def = [&] { s.kernel = s.memcpy = s.memset = s.memory = s.overhead = s.runtime = s.driver = s.graph = true; };
   std::stringstream in(spec);
   std::string w;
-  bool any_word = false, callbacks = false;
+  bool any_word = false, callbacks = false, graph_nodes = false;
   while (std::getline(in, w, ',')) {
     while (!w.empty() && w.front() == ' ') w.erase(w.begin());
     while (!w.empty() && w.back() == ' ') w.pop_back();
@@ -45,8 +48,8 @@ ActivitySet parse_activity_set(const std::string& spec) {
     // cost less per launch on a program that makes only those calls, but CUPTI then times every runtime call
     // and drops the unselected ones, which on a PyTorch step costs more than the callbacks (docs/benchmarks.md).
     if (w == "default") def();
-    else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = true;
-    else if (w == "full") def(), s.sync = s.runtime_all = true;
+    else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = s.graph = true;
+    else if (w == "full") def(), s.sync = s.runtime_all = true, graph_nodes = true;
     else if (w == "none") {}
     else if (w == "kernel") s.kernel = true;
     else if (w == "memcpy") s.memcpy = true;
@@ -54,6 +57,7 @@ ActivitySet parse_activity_set(const std::string& spec) {
     else if (w == "sync") s.sync = true;
     else if (w == "memory") s.memory = true;
     else if (w == "graph") s.graph = true;
+    else if (w == "graph_nodes") graph_nodes = true;
     else if (w == "overhead") s.overhead = true;
     else if (w == "api") s.runtime = s.driver = true;
     else if (w == "runtime") s.runtime = true;
@@ -65,11 +69,12 @@ ActivitySet parse_activity_set(const std::string& spec) {
     else
       throw std::invalid_argument("cupti_activities: unknown activity '" + w +
                                   "' (expected default, minimal, full, none or a comma list of kernel, memcpy, "
-                                  "memset, sync, memory, graph, overhead, runtime, driver, api, runtime_all, api_activity, "
-                                  "api_callbacks, nvtx)");
+                                  "memset, sync, memory, graph, graph_nodes, overhead, runtime, driver, api, runtime_all, "
+                                  "api_activity, api_callbacks, nvtx)");
   }
   if (!any_word) def();
   if (callbacks) s.api_activity = false;
+  if (graph_nodes) s.graph = false;  // wherever it stands, as api_callbacks
   return s;
 }
 
@@ -136,6 +141,12 @@ struct State {
   std::string no_system_tids;
   // The API activity kinds (RUNTIME, DRIVER) are on, with the unselected calls off (guarded by mu).
   bool runtime_records_on = false, driver_records_on = false;
+  // CUDA graphs at graph level (see graph_trace_wanted): whether CUPTI's graph-level tracing is on now, and
+  // whether a graph may exist that was instantiated while it was off (then it must never be switched on).
+  std::atomic<bool> graph_trace_on{false};
+  std::atomic<bool> untraced_graph_exec{false};
+  std::string untraced_graph_why;  // guarded by mu
+  std::string graph_note;          // guarded by mu: why graphs asked for at graph level are traced node by node
 
   std::atomic<bool> need_clock_check{false};
   std::atomic<bool> exiting{false};  // the process is exiting: no more CUDA calls of ours
@@ -313,6 +324,11 @@ uint32_t api_name(int domain_index, CUpti_CallbackId cbid, const char* name) {
 
 void on_resource(CUpti_CallbackId cbid, const void* data) {
   State& s = S();
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
+    // Instantiated without graph-level tracing: launching it with that tracing on would crash CUPTI.
+    if (!s.graph_trace_on.load()) s.untraced_graph_exec.store(true);
+    return;
+  }
   const auto* rd = static_cast<const CUpti_ResourceData*>(data);
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     // Never touch a destroyed context again (the clock checks at stop use the live ones).
@@ -392,6 +408,36 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 
 std::string err(CuptiApi& api, CUptiResult r) { return api.result_string(r); }
 
+// Whether CUPTI's graph-level tracing (CUPTI_ACTIVITY_KIND_GRAPH_TRACE) should be on for `want` (mu held).
+// CUPTI 13 crashes inside cuGraphLaunch when a graph instantiated while graph-level tracing was off is launched
+// with it on; a graph instantiated with it on may be launched with it on or off (docs/gpu-collector.md, "CUDA
+// graphs", measured on the H100). So it goes on only while no such graph can exist, and it stays on while
+// collection is idle (between sessions, before and between sampled windows) when the session wants graphs at
+// graph level, so that graphs instantiated then stay launchable at graph level (a graph launch then costs CUPTI
+// one record, dropped); a request without graphs (graph_nodes, "none") switches it off.
+bool graph_trace_wanted(const State& s, const ActivitySet& want, bool idle) {
+  if (s.untraced_graph_exec.load()) return false;
+  return idle ? s.graph_trace_on.load() || s.wanted.graph : want.graph;
+}
+
+// Whether CUDA was in use before CUPTI subscribed (a session started in-process after the program initialised
+// CUDA): graphs instantiated then went unseen, so graph-level tracing must stay off.
+bool cuda_in_use(CuptiApi& api) {
+  CUcontext cur = nullptr;
+  if (api.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur) return true;
+  int n = 0;
+  if (api.cuDeviceGetCount(&n) != CUDA_SUCCESS) return false;  // not initialised: no context, no graph
+  for (int i = 0; i < n; ++i) {
+    CUdevice d;
+    unsigned flags = 0;
+    int active = 0;
+    if (api.cuDeviceGet(&d, i) == CUDA_SUCCESS && api.cuDevicePrimaryCtxGetState(d, &flags, &active) == CUDA_SUCCESS &&
+        active)
+      return true;
+  }
+  return false;
+}
+
 void build_selection(State& s) {
   if (!s.runtime_selected.empty()) return;
   s.runtime_selected.assign(kRuntimeCbids, 0);
@@ -405,8 +451,9 @@ void build_selection(State& s) {
       s.driver_selected[i] = 1;
 }
 
-// Brings CUPTI from `s.enabled` to `wanted` (mu held). Returns "" or what failed.
-std::string apply_locked(State& s, const ActivitySet& wanted) {
+// Brings CUPTI from `s.enabled` to `wanted` (mu held). Returns "" or what failed. `idle`: collection pauses
+// (a session ends, a sampled window closes) rather than being asked for less.
+std::string apply_locked(State& s, const ActivitySet& wanted, bool idle = false) {
   CuptiApi& api = *s.api;
   // API activity records that cannot name their caller would lose every call's thread: callbacks instead.
   ActivitySet want = wanted;
@@ -425,7 +472,22 @@ std::string apply_locked(State& s, const ActivitySet& wanted) {
   kind(want.memset, was.memset, CUPTI_ACTIVITY_KIND_MEMSET, "memset");
   kind(want.sync, was.sync, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "sync");
   kind(want.memory, was.memory, CUPTI_ACTIVITY_KIND_MEMORY2, "memory");
-  kind(want.graph, was.graph, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, "graph");
+  const bool graph_on = graph_trace_wanted(s, want, idle);
+  if (graph_on != s.graph_trace_on.load()) {
+    CUptiResult r = graph_on ? api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)
+                             : api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (r == CUPTI_SUCCESS) s.graph_trace_on.store(graph_on);
+    else if (graph_on) failed += std::string(failed.empty() ? "" : "; ") + "graph: " + err(api, r);
+  }
+  if (want.graph && !s.graph_trace_on.load()) {
+    // Not a failure of the request: the graphs' kernels are recorded instead, and the status says why.
+    if (s.untraced_graph_exec.load() && want.kernel)
+      s.graph_note = "CUDA graphs node by node, not at graph level: " +
+                     (s.untraced_graph_why.empty() ? std::string("a graph was instantiated while graph-level tracing was off")
+                                                   : s.untraced_graph_why) +
+                     ", and CUPTI crashes when such a graph is launched with graph-level tracing on";
+    want.graph = false;
+  }
   kind(want.overhead, was.overhead, CUPTI_ACTIVITY_KIND_OVERHEAD, "overhead");
   kind(want.any(), was.any(), CUPTI_ACTIVITY_KIND_CONTEXT, "context");
 
@@ -492,10 +554,22 @@ std::string describe(const ActivitySet& a) {
   return out.empty() ? "none" : out;
 }
 
+// The collector's status while it records (mu held): what is enabled, and what was asked for but is not.
+std::string status_line(State& s, const std::string& failed) {
+  std::string line = "on: CUPTI " + (s.api->origin.empty() ? std::string("(test)") : s.api->origin) + "; activities " +
+                     (s.sampled ? describe(s.wanted) + " inside sampled windows only" : describe(s.enabled));
+  if (s.wanted.any_api_as_activity() && !s.system_tids)
+    line += "; API calls on callbacks: CUPTI gives no OS thread ids (" + s.no_system_tids + ")";
+  if (!s.graph_note.empty()) line += "; " + s.graph_note;
+  if (!failed.empty()) line += "; not available: " + failed;
+  return line;
+}
+
 void gpu_at_exit();
 
-// Subscribes and registers the callbacks (mu held). Returns the status line.
-std::string activate_locked(State& s) {
+// Subscribes and registers the callbacks (mu held). Returns the status line. `inside_cuinit`: called by the
+// driver's injection entry point, before any context exists.
+std::string activate_locked(State& s, bool inside_cuinit) {
   CuptiApi& api = *s.api;
   if (!s.activated) {
     CUptiResult r;
@@ -515,6 +589,10 @@ std::string activate_locked(State& s) {
              (other[0] ? other : "e.g. Nsight Systems, Nsight Compute, torch.profiler/Kineto or DCGM") +
              "); CUPTI allows one at a time, so GPU collection is off";
     if (r != CUPTI_SUCCESS) return "off: CUPTI could not start (" + err(api, r) + "); no GPU or no driver?";
+    if (!inside_cuinit && cuda_in_use(api)) {
+      s.untraced_graph_exec.store(true);
+      s.untraced_graph_why = "CUDA was in use before GPU collection attached, so graphs may predate it";
+    }
     // API activity records name their caller by OS thread id (gettid), as the thread table does; set before
     // any activity kind is enabled. Without it api_activity falls back to callbacks.
     r = api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -549,13 +627,7 @@ std::string activate_locked(State& s) {
     std::lock_guard cl(s.chan_mu);
     if (s.translator) s.translator->set_system_thread_ids(s.system_tids);
   }
-  std::string failed = apply_locked(s, s.detail ? s.wanted : ActivitySet{});
-  std::string line = "on: CUPTI " + (api.origin.empty() ? std::string("(test)") : api.origin) + "; activities " +
-                     (s.sampled ? describe(s.wanted) + " inside sampled windows only" : describe(s.enabled));
-  if (s.wanted.any_api_as_activity() && !s.system_tids)
-    line += "; API calls on callbacks: CUPTI gives no OS thread ids (" + s.no_system_tids + ")";
-  if (!failed.empty()) line += "; not available: " + failed;
-  return line;
+  return status_line(s, s.detail ? apply_locked(s, s.wanted) : apply_locked(s, ActivitySet{}, /*idle=*/true));
 }
 
 void load_api_locked(State& s) {
@@ -563,10 +635,10 @@ void load_api_locked(State& s) {
   s.api = s.factory ? s.factory() : load_cupti_api();
 }
 
-std::string start_locked(State& s) {
+std::string start_locked(State& s, bool inside_cuinit = false) {
   load_api_locked(s);
   if (!s.api->load_error.empty()) return "off: " + s.api->load_error;
-  return activate_locked(s);
+  return activate_locked(s, inside_cuinit);
 }
 
 // Returns false when the driver cannot say yet (a session started in-process before the program initialised
@@ -660,7 +732,7 @@ void flush_and_disable(State& s) {
   s.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   {
     std::lock_guard lk(s.mu);
-    apply_locked(s, ActivitySet{});
+    apply_locked(s, ActivitySet{}, /*idle=*/true);
   }
   s.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
@@ -701,7 +773,7 @@ class CuptiCollector final : public runtime::Collector {
     State& s = S();
     ActivitySet want;
     try {
-      want = parse_activity_set(c.cupti_activities);
+      want = parse_activity_set(c.cupti_activities + (c.graph_nodes ? ",graph_nodes" : ""));
     } catch (const std::exception& e) {
       return std::string("off: ") + e.what();
     }
@@ -726,6 +798,7 @@ class CuptiCollector final : public runtime::Collector {
     std::lock_guard lk(s.mu);
     s.session = true;
     s.exit_flushed = false;
+    s.graph_note.clear();
     s.sampled = c.mode == CaptureMode::kSampled;
     s.detail = !s.sampled;
     s.device_info_written = false;  // each session's dump says which devices there are
@@ -788,7 +861,7 @@ class CuptiCollector final : public runtime::Collector {
     if (!s.sampled) return;
     s.detail = on;
     if (!s.session || !s.activated || s.exit_flushed) return;
-    apply_locked(s, on ? s.wanted : ActivitySet{});
+    apply_locked(s, on ? s.wanted : ActivitySet{}, /*idle=*/!on);
     if (on) s.need_clock_check.store(true);
   }
 
@@ -822,6 +895,9 @@ class CuptiCollector final : public runtime::Collector {
     {
       std::lock_guard lk(s.mu);
       final_status = s.status;
+      // Graphs met later in the session (a sampled window, a switch of activities) are said at its end too.
+      if (final_status.rfind("on", 0) == 0 && !s.graph_note.empty() && final_status.find(s.graph_note) == std::string::npos)
+        final_status += "; " + s.graph_note;
     }
     if (final_status.rfind("on", 0) == 0) final_status += stats_line(s);
     runtime::set_collector_status("cupti", final_status);
@@ -849,6 +925,9 @@ void set_api_factory_for_test(std::function<std::unique_ptr<CuptiApi>()> factory
   s.contexts.clear();
   s.system_tids = false;
   s.runtime_records_on = s.driver_records_on = false;
+  s.graph_trace_on.store(false);
+  s.untraced_graph_exec.store(false);
+  s.untraced_graph_why.clear();
 }
 
 void deliver_buffer_for_test(uint8_t* buffer, size_t valid_size) { translate_buffer(buffer, valid_size); }
@@ -879,6 +958,7 @@ extern "C" INFERSCOPE_API int inferscope_cupti_set_activities(const char* spec) 
   if (!s.session || !s.activated) return -2;
   s.wanted = want;
   std::string failed = cupti::apply_locked(s, s.detail ? want : cupti::ActivitySet{});
+  s.status = cupti::status_line(s, failed);
   return failed.empty() ? 0 : -1;
 }
 
@@ -928,7 +1008,7 @@ extern "C" INFERSCOPE_API int InitializeInjection() {
     std::lock_guard lk(s.mu);
     if (!s.session || !s.waiting_for_cuda) return 1;  // a session started later activates CUPTI itself
     s.waiting_for_cuda = false;
-    s.status = status = cupti::start_locked(s);
+    s.status = status = cupti::start_locked(s, /*inside_cuinit=*/true);
   }
   if (status.rfind("off", 0) == 0) runtime::log(LogLevel::kWarn, "GPU collection is off: " + status.substr(5));
   runtime::set_collector_status("cupti", status);
