@@ -14,6 +14,10 @@ One process alternates windows with collection on and off, many rounds, and repo
   # starts and stops its own sessions); inferscope_py on PYTHONPATH (the build's python/ folder).
   PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode sampled --batches 1
 
+  # Short windows, each a session of its own started and stopped in the running process (what a user who
+  # profiles a few steps at a time pays, start included): NOT under iscope-run either.
+  PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode windows --batches 1 --steps 10 --warm 0
+
 The step: transformers' GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)), random weights,
 fp16, sequence 128, batch 1 and 32, no_grad, synchronized at the end of each step.
 """
@@ -186,9 +190,97 @@ def sampled_blocks(step, batch, a, isc):
     sys.stdout.flush()
 
 
+def session_windows(step, batch, a, isc):
+    """Windows of `warm` + `steps` steps, each either without a session or inside a session of its own, started
+    just before the window's first step and stopped just after its last (order shuffled per round). Compares the
+    timed steps (median of per-round ratios of the window medians and of the window means), every step position
+    after the start on its own (what starting leaves behind), and prints how long start() and stop() took."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="iscope-windows-")
+    kinds = ["off"] + [k for k in a.window_sets.split(";") if k]
+    n = a.warm + a.steps
+    med = {k: [] for k in kinds}
+    mean = {k: [] for k in kinds}
+    at = {k: [[] for _ in range(n)] for k in kinds}
+    start_ms, stop_ms = [], []
+    for r in range(a.rounds):
+        order = list(kinds)
+        random.shuffle(order)
+        for k in order:
+            path = os.path.join(tmp, f"w{r}.iscope")
+            if k != "off":
+                settings = {key: {"true": True, "false": False}.get(v, v)
+                            for key, v in (kv.split("=", 1) for kv in k.split(",") if "=" in kv)}
+                t0 = time.perf_counter()
+                if not isc.start(output=path, **settings):
+                    sys.exit("inferscope_py.start() failed (is a session already running? do not use iscope-run here)")
+                start_ms.append((time.perf_counter() - t0) * 1e3)
+            times = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                step()
+                times.append(time.perf_counter() - t0)
+            if k != "off":
+                t0 = time.perf_counter()
+                isc.stop()
+                stop_ms.append((time.perf_counter() - t0) * 1e3)
+                os.unlink(path)
+            timed = times[a.warm:]
+            med[k].append(statistics.median(timed))
+            mean[k].append(statistics.mean(timed))
+            for i, t in enumerate(times):
+                at[k][i].append(t)
+    if a.steady_phase:
+        # The same windows in one session that records all along (GPU only), its GPU collection switched on and
+        # off per window: what the windowed sessions above pay beyond what collection itself costs.
+        import ctypes
+        lib = ctypes.CDLL("libinferscope.so.0")  # the one inferscope_py loaded
+        lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
+        path = os.path.join(tmp, "steady.iscope")
+        if not isc.start(output=path, python=False, system=False, cupti_activities="none"):
+            sys.exit("inferscope_py.start() failed")
+        kinds.append("steady session, GPU on/off")
+        med[kinds[-1]], mean[kinds[-1]], at[kinds[-1]] = [], [], [[] for _ in range(n)]
+        steady_off = {"med": [], "mean": [], "at": [[] for _ in range(n)]}
+        for r in range(a.rounds):
+            order = ["off", "on"]
+            random.shuffle(order)
+            for k in order:
+                lib.inferscope_cupti_set_activities(b"default" if k == "on" else b"none")
+                times = []
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    step()
+                    times.append(time.perf_counter() - t0)
+                timed = times[a.warm:]
+                dst = (med[kinds[-1]], mean[kinds[-1]], at[kinds[-1]]) if k == "on" else \
+                      (steady_off["med"], steady_off["mean"], steady_off["at"])
+                dst[0].append(statistics.median(timed))
+                dst[1].append(statistics.mean(timed))
+                for i, t in enumerate(times):
+                    dst[2][i].append(t)
+        isc.stop()
+        os.unlink(path)
+    ratio = lambda xs, ys: 100 * (statistics.median(x / y for x, y in zip(xs, ys)) - 1)
+    print(f"\n## Windows of {n} steps ({a.warm} untimed), each a session of its own, batch {batch}, {a.rounds} rounds; "
+          f"median step {statistics.median(med['off']) * 1e3:.3f} ms without a session")
+    print(f"# start(): median {statistics.median(start_ms):.2f} ms (max {max(start_ms):.2f}); "
+          f"stop(): median {statistics.median(stop_ms):.2f} ms (max {max(stop_ms):.2f}); both outside the timed steps")
+    print("| session settings | timed steps: median | timed steps: mean | " +
+          " | ".join(f"step {i}" for i in range(n)) + " |")
+    print("|---|---:|---:|" + "---:|" * n)
+    for k in kinds[1:]:
+        # The steady session's "on" windows are compared with its own "off" windows, the others with no session.
+        base = steady_off if k.startswith("steady") else {"med": med["off"], "mean": mean["off"], "at": at["off"]}
+        cells = [f"{ratio(at[k][i], base['at'][i]):+.1f} %" for i in range(n)]
+        print(f"| {k} | {ratio(med[k], base['med']):+.2f} % | {ratio(mean[k], base['mean']):+.2f} % | " +
+              " | ".join(cells) + " |")
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain", "sampled"], required=True)
+    ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain", "sampled", "windows"], required=True)
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--seq", type=int, default=128)
     # Short windows and many rounds: on shared hosts neighbouring windows then differ less (docs/benchmarks.md,
@@ -206,6 +298,11 @@ def main():
     ap.add_argument("--window-steps", type=int, default=10, help="sampled mode: window_steps")
     ap.add_argument("--window-every-steps", type=int, default=500, help="sampled mode: window_every_steps")
     ap.add_argument("--periods", type=int, default=1, help="sampled mode: windows per timed block")
+    ap.add_argument("--steady-phase", action="store_true",
+                    help="windows mode: then the same windows in one GPU-only session switched on and off per window")
+    ap.add_argument("--window-sets", default="system=true;python=false,system=false",
+                    help="windows mode: ';'-separated session settings to compare with no session, each a comma list "
+                         "of key=value (docs/configuration.md); 'system=true' alone is the defaults")
     a = ap.parse_args()
     if a.rounds is None:
         a.rounds = 10 if a.mode == "sampled" else 100
@@ -220,7 +317,7 @@ def main():
     random.seed(1)
     lib = load_inferscope() if a.mode == "inferscope" else None
     isc = None
-    if (lib and "+python" in a.sets) or a.mode == "sampled":
+    if (lib and "+python" in a.sets) or a.mode in ("sampled", "windows"):
         import inferscope_py as isc  # on PYTHONPATH (iscope-run puts it there)
     if lib:
         print(f"# collector: {lib.inferscope_cupti_status().decode()}")
@@ -262,6 +359,8 @@ def main():
             report("InferScope GPU collector", res, "none", batch)
         elif a.mode == "sampled":
             sampled_blocks(step, batch, a, isc)
+        elif a.mode == "windows":
+            session_windows(step, batch, a, isc)
         elif a.mode == "torch-profiler":
             from torch.profiler import ProfilerActivity, profile
 
