@@ -124,6 +124,12 @@ class Nothing:
         return False
 
 
+def session_settings(spec):
+    """'key=value,key=value' (docs/configuration.md) as keyword arguments of inferscope_py.start()."""
+    return {key: {"true": True, "false": False}.get(v, v)
+            for key, v in (kv.split("=", 1) for kv in spec.split(",") if "=" in kv)}
+
+
 def sampled_blocks(step, batch, a, isc):
     """Sampled mode against no session, in one process: each round runs one block of steps with no session and one
     with a sampled session (started before the block, stopped after it; order shuffled), each block being
@@ -147,7 +153,8 @@ def sampled_blocks(step, batch, a, isc):
         for m in order:
             if m == "sampled":
                 last_dump = os.path.join(tmp, f"round{r}.iscope")
-                if not isc.start(output=last_dump, mode="sampled", window_steps=W, window_every_steps=N):
+                if not isc.start(output=last_dump, mode="sampled", window_steps=W, window_every_steps=N,
+                                 **session_settings(a.sampled_settings)):
                     sys.exit("inferscope_py.start(mode='sampled') failed (is a session already running? do not use iscope-run here)")
             times = []
             for i in range(W + timed):  # the first W steps are untimed: the block starts at step W
@@ -209,8 +216,7 @@ def session_windows(step, batch, a, isc):
         for k in order:
             path = os.path.join(tmp, f"w{r}.iscope")
             if k != "off":
-                settings = {key: {"true": True, "false": False}.get(v, v)
-                            for key, v in (kv.split("=", 1) for kv in k.split(",") if "=" in kv)}
+                settings = session_settings(k)
                 t0 = time.perf_counter()
                 if not isc.start(output=path, **settings):
                     sys.exit("inferscope_py.start() failed (is a session already running? do not use iscope-run here)")
@@ -298,6 +304,8 @@ def main():
     ap.add_argument("--window-steps", type=int, default=10, help="sampled mode: window_steps")
     ap.add_argument("--window-every-steps", type=int, default=500, help="sampled mode: window_every_steps")
     ap.add_argument("--periods", type=int, default=1, help="sampled mode: windows per timed block")
+    ap.add_argument("--sampled-settings", default="",
+                    help="sampled mode: more session settings, a comma list of key=value (e.g. python=false)")
     ap.add_argument("--steady-phase", action="store_true",
                     help="windows mode: then the same windows in one GPU-only session switched on and off per window")
     ap.add_argument("--window-sets", default="system=true;python=false,system=false",
