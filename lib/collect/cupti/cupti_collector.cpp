@@ -474,9 +474,12 @@ std::string apply_locked(State& s, const ActivitySet& wanted, bool idle = false)
   kind(want.memory, was.memory, CUPTI_ACTIVITY_KIND_MEMORY2, "memory");
   const bool graph_on = graph_trace_wanted(s, want, idle);
   if (graph_on != s.graph_trace_on.load()) {
+    // Marked off before it goes off, on only once it is on: a graph instantiated while it switches counts as
+    // instantiated without it (the safe side).
+    if (!graph_on) s.graph_trace_on.store(false);
     CUptiResult r = graph_on ? api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)
                              : api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-    if (r == CUPTI_SUCCESS) s.graph_trace_on.store(graph_on);
+    if (graph_on && r == CUPTI_SUCCESS) s.graph_trace_on.store(true);
     else if (graph_on) failed += std::string(failed.empty() ? "" : "; ") + "graph: " + err(api, r);
   }
   if (want.graph && !s.graph_trace_on.load()) {
@@ -589,10 +592,6 @@ std::string activate_locked(State& s, bool inside_cuinit) {
              (other[0] ? other : "e.g. Nsight Systems, Nsight Compute, torch.profiler/Kineto or DCGM") +
              "); CUPTI allows one at a time, so GPU collection is off";
     if (r != CUPTI_SUCCESS) return "off: CUPTI could not start (" + err(api, r) + "); no GPU or no driver?";
-    if (!inside_cuinit && cuda_in_use(api)) {
-      s.untraced_graph_exec.store(true);
-      s.untraced_graph_why = "CUDA was in use before GPU collection attached, so graphs may predate it";
-    }
     // API activity records name their caller by OS thread id (gettid), as the thread table does; set before
     // any activity kind is enabled. Without it api_activity falls back to callbacks.
     r = api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -617,6 +616,11 @@ std::string activate_locked(State& s, bool inside_cuinit) {
     api.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &n, &pool);
     set_buffer_policy_locked(s, s.buffer_bytes, true);
     api.cuptiEnableDomain(1, s.subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+    // From here on every graph instantiation is reported; one made before may exist only if CUDA was in use.
+    if (!inside_cuinit && cuda_in_use(api)) {
+      s.untraced_graph_exec.store(true);
+      s.untraced_graph_why = "CUDA was in use before GPU collection attached, so graphs may predate it";
+    }
     s.activated = true;
     static bool exit_hook = false;
     if (!exit_hook) exit_hook = std::atexit(gpu_at_exit) == 0;
