@@ -221,7 +221,7 @@ void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::o
   for (size_t li = 0; li < rep.lanes.size(); ++li)
     write_lane({lay, names, lay.lane_y[li], lay.lane_rows[li], rep.lanes[li].gpu}, rep.lanes[li], out);
   out << "</svg>\n<div class=\"legend\">";
-  for (const char* c : {"range", "python", "api", "sync", "kernel", "h2d", "d2h", "copy", "memset"})
+  for (const char* c : {"range", "python", "api", "sync", "kernel", "graph", "h2d", "d2h", "copy", "memset"})
     out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
   out << "</div></section>\n";
 }
@@ -232,6 +232,7 @@ const char* span_color(const std::string& category) {
   if (category == "api") return "#8e44ad";
   if (category == "sync") return "#c0392b";
   if (category == "kernel") return "#27ae60";
+  if (category == "graph") return "#1e8449";  // a whole CUDA graph launch: the kernels' green, darker
   if (category == "h2d") return "#e67e22";
   if (category == "d2h") return "#d35400";
   if (category == "memset") return "#16a085";
