@@ -157,10 +157,10 @@ TEST_CASE("sampled mode: a child forked while a window is open starts its own sa
   c.follow_children = true;
   c.slow_step_factor = 0;
   REQUIRE(start(c));
-  auto steps = [](int n) {
+  auto steps = [](int n, int step_us = 200) {
     for (int i = 0; i < n; ++i) {
       ISCOPE_RANGE("step");
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::this_thread::sleep_for(std::chrono::microseconds(step_us));
     }
   };
   steps(12);  // the first window is open now (it counts steps 10..14)
@@ -168,7 +168,9 @@ TEST_CASE("sampled mode: a child forked while a window is open starts its own sa
   pid_t pid = ::fork();
   if (pid == 0) {
     if (!is_active()) ::_exit(1);
-    steps(25);
+    // Windows are opened by the child's own writer thread, woken by the step that is due: 2 ms steps leave it
+    // time to run on a loaded machine (sanitizers and browser tests beside it), or both windows pass unopened.
+    steps(25, 2000);
     std::exit(0);  // atexit completes the child's dump
   }
   CHECK(child_result(pid) == 0);
