@@ -22,7 +22,7 @@ a reader does with them, with the browser's own input events (mouse clicks, the 
 
 Exit status: 0 when every page passed, 1 when one failed (each failure is printed), 77 when Chromium or the
 websocket module (Debian: python3-websocket) is missing, saying which; 1 instead of 77 when the environment
-sets INFERSCOPE_REQUIRE_BROWSER=1 (CI, where scripts/deps.sh installed both).
+sets ISCOPE_TEST_REQUIRE_BROWSER=1 (CI, where scripts/deps.sh installed both).
 """
 import argparse
 import base64
@@ -629,8 +629,8 @@ def main():
     args = ap.parse_args()
     missing = missing_tool(args)
     if missing:
-        if os.environ.get("INFERSCOPE_REQUIRE_BROWSER") == "1":
-            print(f"FAIL: {missing}, and INFERSCOPE_REQUIRE_BROWSER=1 requires the browser check")
+        if os.environ.get("ISCOPE_TEST_REQUIRE_BROWSER") == "1":
+            print(f"FAIL: {missing}, and ISCOPE_TEST_REQUIRE_BROWSER=1 requires the browser check")
             return 1
         print(f"SKIPPED: {missing}; reports not checked in a browser")
         return 77
