@@ -29,7 +29,7 @@ class Replayer {
   int64_t run() {
     for (size_t i = 0; i < g_.host.size(); ++i) replay_op(i);
     now_ += scaled_gap(non_negative(g_.tail_ns));
-    return std::max(now_, gpu_end_);
+    return std::max({now_, gpu_end_, moved_work_floor()});
   }
 
  private:
@@ -52,7 +52,7 @@ class Replayer {
     }
   }
 
-  int64_t gap_before(size_t i) const {
+  int64_t gap_before(size_t i) {
     const int64_t gap = non_negative(g_.host[i].gap_before_ns);
     const bool between_launches = i > 0 && g_.host[i].kind == OpKind::kLaunch && g_.host[i - 1].kind == OpKind::kLaunch;
     // Inside a captured graph the host does not dispatch launch by launch: short dispatch gaps disappear; longer
@@ -61,10 +61,18 @@ class Replayer {
     return scaled_gap(gap);
   }
 
-  int64_t scaled_gap(int64_t gap) const {
+  int64_t scaled_gap(int64_t gap) {
     if (c_.host_gap_scale == 1.0 || gap < non_negative(c_.min_scaled_gap_ns)) return gap;
     const double scale = std::isfinite(c_.host_gap_scale) ? std::max(0.0, c_.host_gap_scale) : 1.0;
-    return std::llround(static_cast<double>(gap) * scale);
+    const int64_t kept = std::llround(static_cast<double>(gap) * scale);
+    if (kept < gap) moved_ns_ += gap - kept;
+    return kept;
+  }
+
+  /// Workers that took the moved host work over deliver one step's worth every moved_ns_ / workers.
+  int64_t moved_work_floor() const {
+    if (c_.moved_work_workers <= 0) return 0;
+    return (moved_ns_ + c_.moved_work_workers - 1) / c_.moved_work_workers;
   }
 
   /// The call's cost on the host beyond any wait for the GPU, after the change.
@@ -145,6 +153,7 @@ class Replayer {
   int64_t device_free_ = busy_at_start_;
   int64_t gpu_end_ = 0;           // end of the work queued in this step
   int64_t now_ = 0;               // the host thread's clock
+  int64_t moved_ns_ = 0;          // host gap time host_gap_scale took off the thread
   bool graph_launched_ = false;
 };
 

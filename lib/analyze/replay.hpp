@@ -64,12 +64,16 @@ struct Change {
   int64_t pinned_call_ns = 0;    //   (what such a call still costs on the host, at most its recorded own cost)
   double host_gap_scale = 1.0;   // every host gap (and the tail) at least min_scaled_gap_ns long is multiplied by
   int64_t min_scaled_gap_ns = 0; //   this (contention or a wait removed: < 1; host work moved off the path: 0)
+  int moved_work_workers = 0;    // the host time host_gap_scale took away is still work, done ahead by this many
+                                 //   workers in parallel: the step cannot be shorter than that time / workers
+                                 //   (their throughput). 0: the time is gone (a wait or contention removed)
 };
 
 /// Replays the step: host ops one after another (gap, then the call), GPU work in stream order, each piece
 /// ready when the call that queued it returns (kLaunch) — a stream runs its work in order, one piece at a time;
 /// the streams run concurrently. Blocking ops return at max(own cost end, completion of what they wait for).
-/// Returns the modelled step duration: max(host end incl. tail, end of the GPU work queued in the step).
+/// Returns the modelled step duration: max(host end incl. tail, end of the GPU work queued in the step, and with
+/// moved_work_workers the moved host time divided among the workers).
 ///
 /// Details the comment above leaves open: a kCopySync pays its own cost first and then queues its copy (ready at
 /// own cost end); a kFree waits first and pays its own cost after the wait (cudaFree unmaps after the device went

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -296,6 +297,10 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   b.add_key_value("hostname", host);
+  // The CPUs this process may run on (affinity, not the machine's count): what worker suggestions can use.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0) b.add_key_value("cpus_allowed", std::to_string(CPU_COUNT(&allowed)));
   std::ifstream cl("/proc/self/cmdline", std::ios::binary);
   std::string cmd((std::istreambuf_iterator<char>(cl)), std::istreambuf_iterator<char>());
   while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();

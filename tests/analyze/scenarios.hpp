@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace inferscope::testsupport {
@@ -17,8 +18,11 @@ inline const std::vector<std::string>& scenario_names() {
 }
 
 /// api_activity: the CUDA calls come as CUPTI's API activity records (GPU channel, caller by OS thread id).
-inline void write_scenario(const std::string& name, const std::string& path, bool api_activity = false) {
+/// process: extra process-info keys, as the recorder writes them (e.g. cpus_allowed).
+inline void write_scenario(const std::string& name, const std::string& path, bool api_activity = false,
+                           const std::vector<std::pair<std::string, std::string>>& process = {}) {
   dump::DumpBuilder b(path);
+  for (auto& [k, v] : process) b.process(k, v);
   Sim sim(b);
   sim.set_api_activity(api_activity);
   constexpr int kSteps = 20;

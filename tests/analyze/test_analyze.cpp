@@ -158,6 +158,30 @@ TEST_CASE("rules stay silent where their cause is absent") {
   CHECK(find(scenario("d2h_bound"), "h2d_bound") == nullptr);
 }
 
+TEST_CASE("cpu_bound's saving: the moved host work still bounds the step by the workers' throughput") {
+  // Each step: 5 ms of host work, then five 200 us kernels and a sync (about 6 ms). Moved to 4 workers (the
+  // default), the step is their 1.25 ms per step; with 2 CPUs the suggestion names 1 worker, which delivers a
+  // step's 5 ms every 5 ms: only the ~1 ms of GPU work overlaps.
+  auto first_estimate = [](const Analysis& a) {
+    const auto* f = find(a, "cpu_bound");
+    REQUIRE(f);
+    REQUIRE(!f->suggestions.empty());
+    REQUIRE(f->suggestions.front().estimated);
+    return f->suggestions.front();
+  };
+  const Analysis four = scenario("cpu_bound");
+  const auto s4 = first_estimate(four);
+  CHECK(s4.action.find("num_workers=4") != std::string::npos);
+  CHECK(s4.impact_ms == doctest::Approx(four.end_to_end_ms - 1.25).epsilon(0.03));
+  fs::path p = work_dir() / "cpu_bound_2cpus.iscope";
+  testsupport::write_scenario("cpu_bound", p.string(), false, {{"cpus_allowed", "2"}});
+  const Analysis two = analyze::analyze_file(p.string(), {});
+  const auto s1 = first_estimate(two);
+  CHECK(s1.action.find("num_workers=1") != std::string::npos);
+  CHECK(s1.impact_ms == doctest::Approx(two.end_to_end_ms - 5.0).epsilon(0.05));
+  CHECK(s1.impact_ms < s4.impact_ms);
+}
+
 TEST_CASE("steps, breakdown and attribution") {
   Analysis a = scenario("cpu_bound");
   CHECK(a.steps.name == "step");

@@ -297,6 +297,30 @@ TEST_CASE("host_gap_scale: only gaps at least min_scaled_gap_ns long, the tail i
   CHECK(simulate(g, c) == us(172));
 }
 
+TEST_CASE("moved_work_workers: host work moved to workers still bounds the step by their throughput") {
+  // Gaps 100 and 10, tail 60, two 1 µs calls: 172. Scale 0 above 50 µs moves 100 + 60 = 160 µs off the thread,
+  // which keeps 10 + 2 = 12. Four workers deliver one step's 160 µs every 40 µs: the step is max(12, 40) = 40.
+  StepGraph g;
+  call(g, OpKind::kOther, us(100), us(1));
+  call(g, OpKind::kOther, us(10), us(1));
+  g.tail_ns = us(60);
+  Change c;
+  c.host_gap_scale = 0;
+  c.min_scaled_gap_ns = us(50);
+  c.moved_work_workers = 4;
+  CHECK(simulate(g, c) == us(40));
+  c.moved_work_workers = 1;  // one worker: the work only overlaps with what the step still does
+  CHECK(simulate(g, c) == us(160));
+  c.moved_work_workers = 32;  // enough workers: the thread's remaining 12 µs is the step again
+  CHECK(simulate(g, c) == us(12));
+  c.moved_work_workers = -3;  // nonsense: as 0, the moved time is gone
+  CHECK(simulate(g, c) == us(12));
+  // Scale 0.5 moves half of each long gap (50 + 30 = 80 µs) to 4 workers: 20 µs, below the thread's 92.
+  c.host_gap_scale = 0.5;
+  c.moved_work_workers = 4;
+  CHECK(simulate(g, c) == us(92));
+}
+
 TEST_CASE("streams run concurrently; a stream sync waits for its stream only") {
   // Kernel A on stream 0 [5, 105], kernel B on stream 1 [10, 310].
   auto step = [](int32_t sync_stream) {

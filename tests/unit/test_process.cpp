@@ -4,6 +4,8 @@
 
 #include "test_util.hpp"
 
+#include <sched.h>
+
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -88,6 +90,11 @@ TEST_CASE("a normal return writes every range, with the chosen clock") {
     CHECK(r.complete());
     CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 5000);
     if (*clock) CHECK(r.process_value("clock") == "monotonic_raw");
+    // How many CPUs the program may use (its affinity), for the analyzer's worker suggestions.
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+    CHECK(r.process_value("cpus_allowed") == std::to_string(CPU_COUNT(&allowed)));
   }
 }
 

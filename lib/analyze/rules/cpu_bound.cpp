@@ -2,6 +2,8 @@
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <string>
 
 namespace inferscope::analyze::rules {
 namespace {
@@ -13,22 +15,39 @@ std::string hot_list(const detail::Model& m) {
   return s;
 }
 
+/// How many worker processes the suggestion names: the threshold, but never more than the recording process's
+/// CPUs minus the one its step thread keeps (`cpus_allowed` in the process info; dumps without it: the threshold).
+int suggested_workers(const RuleInput& in) {
+  const int most = std::max(1, in.th.max_suggested_workers);
+  auto it = in.a.process.find("cpus_allowed");
+  if (it == in.a.process.end()) return most;
+  int cpus = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
+  if (ec != std::errc{} || cpus < 1) return most;
+  return std::clamp(cpus - 1, 1, most);
+}
+
 void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
   const detail::Model& m = in.m;
   const std::string what = m.hot_host.empty() ? "the host work in '" + in.a.steps.name + "'" : m.hot_host.front().first;
+  const int workers = suggested_workers(in);
+  const std::string n = std::to_string(workers);
   replay::Change off_path;
-  off_path.host_gap_scale = 0;  // the step thread no longer does it: a worker prepares it ahead
+  off_path.host_gap_scale = 0;  // the step thread no longer does it: the workers prepare it ahead
   off_path.min_scaled_gap_ns = in.th.dispatch_gap_ns;
+  off_path.moved_work_workers = workers;  // ... and still do it: one step's worth every (work / workers)
+  const std::string model = "host work of 100 us or more between CUDA calls done by " + n +
+                            " workers ahead of time, the step no faster than they deliver";
   if (gpu) {
-    suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch on a background "
-                     "thread or in DataLoader workers (num_workers>0, pin_memory=True) while the GPU runs the current one",
-                     off_path, "host work of 100 us or more between CUDA calls done elsewhere, ahead of time");
+    suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch in " + n +
+                     " DataLoader workers (num_workers=" + n + ", pin_memory=True) or background workers while the GPU "
+                     "runs the current one", off_path, model.c_str());
     suggest(f, "high", "Vectorise or port " + what + " to torch/NumPy ops (or run it on the GPU) instead of per-item Python");
     suggest(f, "medium", "Overlap: launch the GPU work first and prepare step N+1 on the host while step N's kernels run "
                          "(non_blocking copies, no synchronization in between)");
   } else {
-    suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in "
-                     "worker processes ahead of the step", off_path, "host work of 100 us or more done elsewhere");
+    suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in " + n +
+                     " worker processes ahead of the step", off_path, model.c_str());
     suggest(f, "high", "Vectorise " + what + " (NumPy, or a compiled extension) instead of per-item Python");
     suggest(f, "medium", "Spread independent items over worker processes (multiprocessing / concurrent.futures)");
   }

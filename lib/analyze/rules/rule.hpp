@@ -36,6 +36,7 @@ struct Thresholds {
   double sync_min_per_step = 1;       ///< synchronizing calls per step for sync_bound
   int64_t dispatch_gap_ns = detail::kDispatchGapNs;  ///< the same as the idle attribution's (model.hpp)
   int64_t graph_launch_ns = 10'000;   ///< host cost of one CUDA graph launch (what-if of a graph capture)
+  int max_suggested_workers = 4;      ///< worker processes cpu_bound suggests (fewer on a host with fewer CPUs)
   double host_pressure_faults = 1000; ///< page faults per step that mean host memory pressure
   double host_pressure_rss = 256e6;   ///< RSS growth over the steps that means host memory pressure
 };
