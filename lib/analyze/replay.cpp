@@ -54,10 +54,7 @@ class Replayer {
 
   int64_t gap_before(size_t i) {
     const int64_t gap = non_negative(g_.host[i].gap_before_ns);
-    const bool between_launches = i > 0 && g_.host[i].kind == OpKind::kLaunch && g_.host[i - 1].kind == OpKind::kLaunch;
-    // Inside a captured graph the host does not dispatch launch by launch: short dispatch gaps disappear; longer
-    // gaps are real host work the graph cannot absorb.
-    if (c_.collapse_launches && between_launches && gap < non_negative(c_.dispatch_gap_ns)) return 0;
+    if (c_.collapse_launches && gap_inside_graph(g_, i)) return 0;
     return scaled_gap(gap);
   }
 
@@ -160,6 +157,16 @@ class Replayer {
 }  // namespace
 
 int64_t simulate(const StepGraph& g, const Change& c) { return Replayer(g, c).run(); }
+
+// A replayed graph runs none of the host code between the launches it captured: the code that issues them (a
+// model's forward, however long its Python). Gaps next to any other call (a sync, an allocation), before the
+// first launch and after the last stay.
+bool gap_inside_graph(const StepGraph& g, size_t i) {
+  if (i == 0 || i >= g.host.size()) return false;
+  const HostOp& op = g.host[i];
+  if (op.kind != OpKind::kLaunch || g.host[i - 1].kind != OpKind::kLaunch) return false;
+  return std::none_of(op.work.begin(), op.work.end(), [&](uint32_t w) { return w < g.gpu.size() && g.gpu[w].copy; });
+}
 
 int64_t saving_ns(const StepGraph& g, const Change& c) {
   const int64_t base = simulate(g);

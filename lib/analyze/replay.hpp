@@ -10,6 +10,7 @@
 //   double pct = 100.0 * saved / g.recorded_ns;
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -53,11 +54,11 @@ struct StepGraph {
 struct Change {
   bool remove_syncs = false;     // every kSync/kCopySync except the LAST blocking op of the step stops waiting
                                  // (its copy is still queued; the value is read later); the last one still waits
-  bool collapse_launches = false;// CUDA graph: every kLaunch's host cost becomes 0, host gaps shorter than
-                                 // dispatch_gap_ns between two launches become 0, one graph launch of
-                                 // graph_launch_ns is paid at the first launch, kernels run back to back
+  bool collapse_launches = false;// CUDA graph: every kLaunch's host cost becomes 0, the host gap between two
+                                 // launches becomes 0 unless the later one copies between host and device,
+                                 // one graph launch of graph_launch_ns is paid at the first launch, kernels
+                                 // run back to back
   int64_t graph_launch_ns = 0;
-  int64_t dispatch_gap_ns = 0;
   bool remove_allocs = false;    // kAlloc/kFree cost nothing and do not synchronize (served from a cache)
   bool pin_copies = false;       // pageable copies run at pinned_gbps (never slower than recorded) and their
   double pinned_gbps = 0;        //   calls lose the staging cost beyond their wait
@@ -81,6 +82,11 @@ struct Change {
 /// the whole device; GPU work queued by no op (or queued a second time) is not replayed; indexes out of range
 /// are ignored; negative durations and gaps count as 0, a wait above the call's duration as the duration.
 int64_t simulate(const StepGraph& g, const Change& c = {});
+
+/// Whether the host gap before op i is code a captured CUDA graph no longer runs (collapse_launches): op i and
+/// the op before it are launches, and op i moves no data between host and device (host work whose result the
+/// GPU reads arrives through such a copy, so the gap before one stays).
+bool gap_inside_graph(const StepGraph& g, std::size_t i);
 
 /// Estimated saving of `c` for this step in ns: (simulate(g) - simulate(g, c)) scaled by
 /// recorded_ns / simulate(g) so a model that is off by a factor on the whole step is off by the same factor on

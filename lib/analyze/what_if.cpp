@@ -163,5 +163,17 @@ SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, con
   return {median_of(std::move(v)) / 1e6, true};
 }
 
+double share_of_host_work_between_launches(const std::vector<replay::StepGraph>& graphs, int64_t min_gap_ns) {
+  double all = 0, inside = 0;
+  for (const auto& g : graphs)
+    for (size_t i = 0; i < g.host.size(); ++i) {
+      const int64_t gap = g.host[i].gap_before_ns;
+      if (gap < std::max<int64_t>(1, min_gap_ns)) continue;
+      all += double(gap);
+      if (replay::gap_inside_graph(g, i)) inside += double(gap);
+    }
+  return all > 0 ? inside / all : 0;
+}
+
 
 }  // namespace inferscope::analyze::detail

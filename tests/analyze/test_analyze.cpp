@@ -182,6 +182,39 @@ TEST_CASE("cpu_bound's saving: the moved host work still bounds the step by the 
   CHECK(s1.impact_ms < s4.impact_ms);
 }
 
+TEST_CASE("cpu_bound whose host work runs between the step's own launches: a CUDA graph first, priced by replay") {
+  // A model forward whose Python takes 300 us between its launches (20 launches, 10 us kernels): the GPU waits
+  // for the code that issues the kernels, which a worker cannot take over and a replayed graph no longer runs.
+  // The graph saves nearly the whole step (20 x 300 us of Python and the launches); moving the work to 4
+  // workers would leave a quarter of it.
+  fs::path p = work_dir() / "cpu_between_launches.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 20; ++i) {
+      sim.range("step", [&] {
+        for (int k = 0; k < 20; ++k)
+          sim.py("Block.forward", [&] { sim.host(300'000); sim.launch("gemm_kernel", 10'000); }, "model.py", 30);
+        sim.sync();
+      });
+      sim.host(200'000);
+    }
+  }
+  const Analysis a = analyze::analyze_file(p.string(), {});
+  const auto* f = find(a, "cpu_bound");
+  REQUIRE(f);
+  REQUIRE(f->suggestions.size() >= 2);
+  const auto& first = f->suggestions.front();
+  CHECK(first.action.find("CUDA graph") != std::string::npos);
+  CHECK(first.action.find("Block.forward") != std::string::npos);
+  REQUIRE(first.estimated);
+  CHECK(first.impact_ms > 0.9 * a.end_to_end_ms);
+  const auto& workers = f->suggestions[1];
+  CHECK(workers.action.find("num_workers=4") != std::string::npos);
+  REQUIRE(workers.estimated);
+  CHECK(workers.impact_ms == doctest::Approx(0.75 * a.end_to_end_ms).epsilon(0.05));
+}
+
 TEST_CASE("steps, breakdown and attribution") {
   Analysis a = scenario("cpu_bound");
   CHECK(a.steps.name == "step");

@@ -205,20 +205,35 @@ TEST_CASE("collapse_launches: a CUDA graph") {
     CHECK(simulate(g, c) == us(30050));
     CHECK(saving_ns(g, c) == 0);
   }
-  SUBCASE("only short gaps between two launches vanish") {
-    // Recorded: A 0 -> 5, B 8 -> 13, other 16 -> 18, C 68 -> 73 (kernel [73, 74]), sync -> 74.
-    // Graph (4 µs, dispatch gap 10): A 0 -> 4, B's gap 3 vanishes -> 4, the other op keeps its gap 3 -> 7 -> 9,
-    // C keeps its 50 µs gap -> 59 (kernel [59, 60]), the sync's own cost 1 -> 60.
+  SUBCASE("the host code between two launches vanishes, however long; other gaps stay") {
+    // Recorded: A 0 -> 5, B 8 -> 13, other 16 -> 18, C 68 -> 73, D (after 200 µs of Python) 273 -> 278,
+    // kernels [5, 6], [13, 14], [73, 74], [278, 279]; sync -> 279.
+    // Graph (4 µs): A 0 -> 4, B's gap 3 vanishes -> 4, the other op keeps its gap 3 -> 7 -> 9, C keeps its
+    // 50 µs gap (after a non-launch call) -> 59, D's 200 µs gap between two launches vanishes -> 59; the four
+    // kernels run [4, 5], [5, 6], [59, 60], [60, 61]; the sync's own cost 1 -> 61.
     StepGraph g;
     launch(g, 0, us(5), {kernel(us(1))});
     launch(g, us(3), us(5), {kernel(us(1))});
     call(g, OpKind::kOther, us(3), us(2));
     launch(g, us(50), us(5), {kernel(us(1))});
+    launch(g, us(200), us(5), {kernel(us(1))});
     sync(g, 0, us(1), 0);
-    CHECK(simulate(g) == us(74));
+    CHECK(simulate(g) == us(279));
     c.graph_launch_ns = us(4);
-    c.dispatch_gap_ns = us(10);
-    CHECK(simulate(g, c) == us(60));
+    CHECK(simulate(g, c) == us(61));
+  }
+  SUBCASE("host work feeding a copy between host and device stays before it") {
+    // Recorded: A 0 -> 5 (kernel [5, 6]), 300 µs preparing a batch, its H2D copy 305 -> 310 ([310, 320]),
+    // B 310 -> 315 ([320, 321]), sync -> 321. Graph (4 µs): A 0 -> 4 ([4, 5]); the 300 µs gap stays: the copy
+    // is queued at 304 -> 304 ([304, 314]); B's gap 0 -> 304 ([314, 315]); the sync's own cost 0 -> 315.
+    StepGraph g;
+    launch(g, 0, us(5), {kernel(us(1))});
+    launch(g, us(300), us(5), {copy(us(10), 1'000'000, false)});
+    launch(g, 0, us(5), {kernel(us(1))});
+    sync(g, 0, 0, 0);
+    CHECK(simulate(g) == us(321));
+    c.graph_launch_ns = us(4);
+    CHECK(simulate(g, c) == us(315));
   }
 }
 
@@ -393,7 +408,6 @@ TEST_CASE("edge cases") {
     Change c;
     c.collapse_launches = true;
     c.graph_launch_ns = -1;
-    c.dispatch_gap_ns = -1;
     c.min_scaled_gap_ns = -1;
     c.host_gap_scale = -2;
     CHECK(simulate(g, c) == 0);

@@ -1,5 +1,6 @@
 // cpu_bound: the GPU waits while the step thread runs host code outside CUDA calls.
 #include "analyze/rules/rule.hpp"
+#include "analyze/what_if.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -27,6 +28,18 @@ int suggested_workers(const RuleInput& in) {
   return std::clamp(cpus - 1, 1, most);
 }
 
+/// Most of the host work runs between the step's own launches: it is the code that issues them (a model's Python
+/// forward), which a replayed CUDA graph no longer runs; a worker cannot take it over.
+void suggest_graph_capture(Finding& f, const RuleInput& in, const std::string& what) {
+  replay::Change graph;
+  graph.collapse_launches = true;
+  graph.graph_launch_ns = in.th.graph_launch_ns;
+  suggest_replayed(f, in, "high", "Most of this host work (" + what + ") runs between the step's own kernel launches: "
+                   "it is the code that issues them. Capture the step in a CUDA graph (torch.cuda.graphs / "
+                   "torch.compile(mode=\"reduce-overhead\")) so a replay skips it", graph,
+                   "launches and the host code between them replaced by one graph launch");
+}
+
 void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
   const detail::Model& m = in.m;
   const std::string what = m.hot_host.empty() ? "the host work in '" + in.a.steps.name + "'" : m.hot_host.front().first;
@@ -38,6 +51,8 @@ void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
   off_path.moved_work_workers = workers;  // ... and still do it: one step's worth every (work / workers)
   const std::string model = "host work of 100 us or more between CUDA calls done by " + n +
                             " workers ahead of time, the step no faster than they deliver";
+  if (gpu && detail::share_of_host_work_between_launches(m.graphs, in.th.dispatch_gap_ns) >= in.th.between_launches_share)
+    suggest_graph_capture(f, in, what);
   if (gpu) {
     suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch in " + n +
                      " DataLoader workers (num_workers=" + n + ", pin_memory=True) or background workers while the GPU "

@@ -30,10 +30,9 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
   replay::Change graph;
   graph.collapse_launches = true;
   graph.graph_launch_ns = in.th.graph_launch_ns;
-  graph.dispatch_gap_ns = in.th.dispatch_gap_ns;
   suggest_replayed(f, in, "high", "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) "
                    "so its " + fmt("%.0f launches", in.t.kernels) + " become one", graph,
-                   "launches and the dispatch gaps between them replaced by one graph launch");
+                   "launches and the host code between them replaced by one graph launch");
   const std::string k0 = in.a.kernels.empty() ? "-" : in.a.kernels.front().name;
   suggest(f, "high", "Fuse the small kernels launched from " + (named ? m.top_kernel_launcher : std::string("the step")) +
                      " (torch.compile, fused optimizers/ops, a custom kernel), e.g. '" + k0 + "'");

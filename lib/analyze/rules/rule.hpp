@@ -37,6 +37,8 @@ struct Thresholds {
   int64_t dispatch_gap_ns = detail::kDispatchGapNs;  ///< the same as the idle attribution's (model.hpp)
   int64_t graph_launch_ns = 10'000;   ///< host cost of one CUDA graph launch (what-if of a graph capture)
   int max_suggested_workers = 4;      ///< worker processes cpu_bound suggests (fewer on a host with fewer CPUs)
+  double between_launches_share = 0.5;///< share of cpu_bound's host work between launches from which a CUDA graph
+                                      ///< is its first fix (that work issues the launches), not moving it off
   double host_pressure_faults = 1000; ///< page faults per step that mean host memory pressure
   double host_pressure_rss = 256e6;   ///< RSS growth over the steps that means host memory pressure
 };
