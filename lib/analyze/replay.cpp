@@ -13,6 +13,8 @@ int64_t non_negative(int64_t v) { return v < 0 ? 0 : v; }
 
 bool is_wait_kind(OpKind k) { return k == OpKind::kSync || k == OpKind::kCopySync; }
 
+bool is_alloc_kind(OpKind k) { return k == OpKind::kAlloc || k == OpKind::kFree; }
+
 /// Index of the op that still waits under remove_syncs: the step must read its result before it ends.
 size_t last_wait_op(const StepGraph& g) {
   for (size_t i = g.host.size(); i-- > 0;)
@@ -77,7 +79,7 @@ class Replayer {
     const HostOp& op = g_.host[i];
     const int64_t dur = non_negative(op.dur_ns);
     const int64_t own = dur - std::clamp(op.wait_ns, int64_t{0}, dur);
-    if (c_.remove_allocs && (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree)) return 0;
+    if (allocs_gone() && is_alloc_kind(op.kind)) return 0;
     if (c_.collapse_launches && op.kind == OpKind::kLaunch) {
       // The whole graph is launched once, where its first launch was.
       if (graph_launched_) return 0;
@@ -95,9 +97,13 @@ class Replayer {
     });
   }
 
+  /// A captured graph's memory is allocated once, at capture (PyTorch: the graph's private pool; plain
+  /// cudaMalloc cannot be captured at all): its replays allocate and free nothing, as with remove_allocs.
+  bool allocs_gone() const { return c_.remove_allocs || c_.collapse_launches; }
+
   bool waits(size_t i) const {
     const OpKind k = g_.host[i].kind;
-    if (k == OpKind::kFree) return !c_.remove_allocs;
+    if (k == OpKind::kFree) return !allocs_gone();
     if (!is_wait_kind(k)) return false;
     return !c_.remove_syncs || i == keeps_waiting_;
   }
@@ -159,13 +165,19 @@ class Replayer {
 int64_t simulate(const StepGraph& g, const Change& c) { return Replayer(g, c).run(); }
 
 // A replayed graph runs none of the host code between the launches it captured: the code that issues them (a
-// model's forward, however long its Python). Gaps next to any other call (a sync, an allocation), before the
-// first launch and after the last stay.
+// model's forward, however long its Python). Allocations between them are gone too (allocs_gone above), so the
+// gaps around them count as between the launches. Gaps next to any other call (a sync), before the first launch
+// and after the last stay.
 bool gap_inside_graph(const StepGraph& g, size_t i) {
   if (i == 0 || i >= g.host.size()) return false;
-  const HostOp& op = g.host[i];
-  if (op.kind != OpKind::kLaunch || g.host[i - 1].kind != OpKind::kLaunch) return false;
-  return std::none_of(op.work.begin(), op.work.end(), [&](uint32_t w) { return w < g.gpu.size() && g.gpu[w].copy; });
+  size_t next = i;  // the launch the gap leads to, past allocation calls
+  while (next < g.host.size() && is_alloc_kind(g.host[next].kind)) ++next;
+  size_t prev = i;  // one past the op before the gap, before allocation calls
+  while (prev > 0 && is_alloc_kind(g.host[prev - 1].kind)) --prev;
+  if (next == g.host.size() || prev == 0) return false;
+  const HostOp& to = g.host[next];
+  if (to.kind != OpKind::kLaunch || g.host[prev - 1].kind != OpKind::kLaunch) return false;
+  return std::none_of(to.work.begin(), to.work.end(), [&](uint32_t w) { return w < g.gpu.size() && g.gpu[w].copy; });
 }
 
 int64_t saving_ns(const StepGraph& g, const Change& c) {

@@ -57,7 +57,8 @@ struct Change {
   bool collapse_launches = false;// CUDA graph: every kLaunch's host cost becomes 0, the host gap between two
                                  // launches becomes 0 unless the later one copies between host and device,
                                  // one graph launch of graph_launch_ns is paid at the first launch, kernels
-                                 // run back to back
+                                 // run back to back; allocations go as with remove_allocs (a graph's memory
+                                 // is allocated at capture)
   int64_t graph_launch_ns = 0;
   bool remove_allocs = false;    // kAlloc/kFree cost nothing and do not synchronize (served from a cache)
   bool pin_copies = false;       // pageable copies run at pinned_gbps (never slower than recorded) and their
@@ -83,9 +84,10 @@ struct Change {
 /// are ignored; negative durations and gaps count as 0, a wait above the call's duration as the duration.
 int64_t simulate(const StepGraph& g, const Change& c = {});
 
-/// Whether the host gap before op i is code a captured CUDA graph no longer runs (collapse_launches): op i and
-/// the op before it are launches, and op i moves no data between host and device (host work whose result the
-/// GPU reads arrives through such a copy, so the gap before one stays).
+/// Whether the host gap before op i is code a captured CUDA graph no longer runs (collapse_launches): past any
+/// allocation calls on either side (a graph allocates nothing), the ops around the gap are launches, and the
+/// later one moves no data between host and device (host work whose result the GPU reads arrives through such
+/// a copy, so the gap before one stays).
 bool gap_inside_graph(const StepGraph& g, std::size_t i);
 
 /// Estimated saving of `c` for this step in ns: (simulate(g) - simulate(g, c)) scaled by

@@ -222,6 +222,30 @@ TEST_CASE("collapse_launches: a CUDA graph") {
     c.graph_launch_ns = us(4);
     CHECK(simulate(g, c) == us(61));
   }
+  SUBCASE("a graph allocates nothing: the calls, their waits and the code around them between launches go") {
+    // Recorded: A 0 -> 5 (kernel [5, 105]); 20 µs of code; cudaFree waits for the kernel (105), unmaps 10 -> 115;
+    // 30 µs of code; cudaMalloc 20 -> 165; B 165 -> 170 (kernel [170, 270]); sync -> 270; then empty_cache's
+    // cudaFree after the last launch: waits to 270, unmaps 10 -> 280.
+    // Graph (4 µs): A 0 -> 4 ([4, 104]); the allocation calls and both gaps go; B's kernel [104, 204];
+    // the sync's own cost 0 -> 204; the trailing free costs nothing and waits for nothing -> 204.
+    StepGraph g;
+    launch(g, 0, us(5), {kernel(us(100))});
+    call(g, OpKind::kFree, us(20), us(90), us(80));
+    call(g, OpKind::kAlloc, us(30), us(20));
+    launch(g, 0, us(5), {kernel(us(100))});
+    sync(g, 0, 0, 0);
+    call(g, OpKind::kFree, 0, us(10), 0);
+    CHECK(simulate(g) == us(280));
+    c.graph_launch_ns = us(4);
+    CHECK(simulate(g, c) == us(204));
+    CHECK(gap_inside_graph(g, 1));   // launch | gap | free
+    CHECK(gap_inside_graph(g, 2));   // free | gap | malloc, between two launches
+    CHECK(gap_inside_graph(g, 3));   // malloc | launch
+    CHECK_FALSE(gap_inside_graph(g, 4));  // before the sync
+    CHECK_FALSE(gap_inside_graph(g, 5));  // after the last launch
+    CHECK_FALSE(gap_inside_graph(g, 0));
+    CHECK_FALSE(gap_inside_graph(g, 99));
+  }
   SUBCASE("host work feeding a copy between host and device stays before it") {
     // Recorded: A 0 -> 5 (kernel [5, 6]), 300 µs preparing a batch, its H2D copy 305 -> 310 ([310, 320]),
     // B 310 -> 315 ([320, 321]), sync -> 321. Graph (4 µs): A 0 -> 4 ([4, 5]); the 300 µs gap stays: the copy

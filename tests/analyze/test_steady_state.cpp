@@ -310,6 +310,22 @@ TEST_CASE("end to end: GIL held by another Python thread, and a run-queue wait, 
   CHECK(find(busy, "wait") == nullptr);
 }
 
+TEST_CASE("end to end: cpu_bound moves the running share of the host time to workers, not the waits beside it") {
+  // 5 ms outside CUDA calls per step, on a CPU half of it and off-CPU (waiting) the other half: the workers
+  // take over about 2.5 ms of work (its wait is the wait finding's to remove), so the saving is about
+  // cpu_bound's own impact, never the whole 5 ms gap.
+  Analysis a = analyze::analyze_file(host_gap_trace("half_running.iscope", 0.5, 0.0, false, true).string(), {});
+  const auto* f = find(a, "cpu_bound");
+  REQUIRE(f != nullptr);
+  CHECK(f->impact_ms > 1.5);  // about half the gap (the counters' 1 ms periods blur its edges)
+  CHECK(f->impact_ms < 3.0);
+  const auto& s = f->suggestions.front();
+  REQUIRE(s.estimated);
+  CHECK(s.action.find("num_workers=4") != std::string::npos);
+  CHECK(s.impact_ms == doctest::Approx(f->impact_ms).epsilon(0.15));
+  CHECK(s.impact_ms < 3.0);
+}
+
 TEST_CASE("end to end: savings come from the replay and never exceed the step") {
   fs::path p = work_file("decode.iscope");
   {

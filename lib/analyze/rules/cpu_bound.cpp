@@ -46,7 +46,9 @@ void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
   const int workers = suggested_workers(in);
   const std::string n = std::to_string(workers);
   replay::Change off_path;
-  off_path.host_gap_scale = 0;  // the step thread no longer does it: the workers prepare it ahead
+  // The step thread no longer does its running share of the host time (the workers prepare it ahead); its waits
+  // and contention are the wait and cpu_contention findings' to remove. Without counters it is all running.
+  off_path.host_gap_scale = in.t.idle_host > 0 ? std::clamp(1.0 - in.t.host_running / in.t.idle_host, 0.0, 1.0) : 0.0;
   off_path.min_scaled_gap_ns = in.th.dispatch_gap_ns;
   off_path.moved_work_workers = workers;  // ... and still do it: one step's worth every (work / workers)
   const std::string model = "host work of 100 us or more between CUDA calls done by " + n +
