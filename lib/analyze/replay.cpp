@@ -56,7 +56,8 @@ class Replayer {
 
   int64_t gap_before(size_t i) {
     const int64_t gap = non_negative(g_.host[i].gap_before_ns);
-    if (c_.collapse_launches && gap_inside_graph(g_, i)) return 0;
+    if ((c_.collapse_launches || c_.keep_launching_code) && gap_inside_graph(g_, i))
+      return c_.collapse_launches ? 0 : gap;
     return scaled_gap(gap);
   }
 

@@ -69,6 +69,8 @@ struct Change {
   int moved_work_workers = 0;    // the host time host_gap_scale took away is still work, done ahead by this many
                                  //   workers in parallel: the step cannot be shorter than that time / workers
                                  //   (their throughput). 0: the time is gone (a wait or contention removed)
+  bool keep_launching_code = false;  // host_gap_scale leaves the gaps gap_inside_graph finds alone: the code that
+                                     //   issues the step's launches stays on the step thread (no worker runs it)
 };
 
 /// Replays the step: host ops one after another (gap, then the call), GPU work in stream order, each piece

@@ -164,14 +164,17 @@ SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, con
 }
 
 double share_of_host_work_between_launches(const std::vector<replay::StepGraph>& graphs, int64_t min_gap_ns) {
+  const int64_t shortest = std::max<int64_t>(1, min_gap_ns);
   double all = 0, inside = 0;
-  for (const auto& g : graphs)
+  for (const auto& g : graphs) {
     for (size_t i = 0; i < g.host.size(); ++i) {
       const int64_t gap = g.host[i].gap_before_ns;
-      if (gap < std::max<int64_t>(1, min_gap_ns)) continue;
+      if (gap < shortest) continue;
       all += double(gap);
       if (replay::gap_inside_graph(g, i)) inside += double(gap);
     }
+    if (g.tail_ns >= shortest) all += double(g.tail_ns);  // after the last call: never inside a graph
+  }
   return all > 0 ? inside / all : 0;
 }
 

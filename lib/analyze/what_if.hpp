@@ -41,8 +41,8 @@ struct SavingEstimate {
 /// Median saving of `c` per step over the graphs, in ms of the recorded steps.
 SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c);
 
-/// Of the host gaps at least `min_gap_ns` long (the steps' host work outside CUDA calls), the share that sits
-/// between two launches a CUDA graph would capture (replay::gap_inside_graph): 0 when there are none.
+/// Of the host gaps at least `min_gap_ns` long (the steps' host work outside CUDA calls, their tails included),
+/// the share that sits between two launches a CUDA graph would capture (replay::gap_inside_graph): 0 when there are none.
 double share_of_host_work_between_launches(const std::vector<replay::StepGraph>& graphs, int64_t min_gap_ns);
 
 

@@ -185,8 +185,8 @@ TEST_CASE("cpu_bound's saving: the moved host work still bounds the step by the 
 TEST_CASE("cpu_bound whose host work runs between the step's own launches: a CUDA graph first, priced by replay") {
   // A model forward whose Python takes 300 us between its launches (20 launches, 10 us kernels): the GPU waits
   // for the code that issues the kernels, which a worker cannot take over and a replayed graph no longer runs.
-  // The graph saves nearly the whole step (20 x 300 us of Python and the launches); moving the work to 4
-  // workers would leave a quarter of it.
+  // The graph saves nearly the whole step (20 x 300 us of Python and the launches); workers can take over only
+  // the 300 us before the first launch.
   fs::path p = work_dir() / "cpu_between_launches.iscope";
   {
     dump::DumpBuilder b(p.string());
@@ -212,7 +212,45 @@ TEST_CASE("cpu_bound whose host work runs between the step's own launches: a CUD
   const auto& workers = f->suggestions[1];
   CHECK(workers.action.find("num_workers=4") != std::string::npos);
   REQUIRE(workers.estimated);
-  CHECK(workers.impact_ms == doctest::Approx(0.75 * a.end_to_end_ms).epsilon(0.05));
+  CHECK(workers.impact_ms == doctest::Approx(0.3).epsilon(0.1));
+}
+
+TEST_CASE("cpu_bound whose host work is mostly after the step's last call: workers first, not a graph") {
+  // The same forward (20 x 300 us between launches) followed by 12 ms of Python after the sync, inside the step:
+  // a third of the host work is between launches, so the graph is no longer the first suggestion.
+  fs::path p = work_dir() / "cpu_after_launches.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 20; ++i) {
+      sim.range("step", [&] {
+        for (int k = 0; k < 20; ++k)
+          sim.py("Block.forward", [&] { sim.host(300'000); sim.launch("gemm_kernel", 10'000); }, "model.py", 30);
+        sim.sync();
+        sim.py("postprocess", [&] { sim.host(12'000'000); }, "serve.py", 12);
+      });
+    }
+  }
+  const Analysis a = analyze::analyze_file(p.string(), {});
+  const auto* f = find(a, "cpu_bound");
+  REQUIRE(f);
+  REQUIRE(!f->suggestions.empty());
+  CHECK(f->suggestions.front().action.find("CUDA graph") == std::string::npos);
+  CHECK(f->suggestions.front().action.find("num_workers=4") != std::string::npos);
+}
+
+TEST_CASE("cpu_bound in a process that may run on one CPU: no worker count, no price") {
+  fs::path p = work_dir() / "cpu_bound_1cpu.iscope";
+  testsupport::write_scenario("cpu_bound", p.string(), false, {{"cpus_allowed", "1"}});
+  const Analysis a = analyze::analyze_file(p.string(), {});
+  const auto* f = find(a, "cpu_bound");
+  REQUIRE(f);
+  for (const auto& s : f->suggestions) CHECK(s.action.find("num_workers") == std::string::npos);
+  const auto one_cpu = std::find_if(f->suggestions.begin(), f->suggestions.end(), [](const auto& s) {
+    return s.action.find("one CPU only") != std::string::npos;
+  });
+  REQUIRE(one_cpu != f->suggestions.end());
+  CHECK_FALSE(one_cpu->estimated);
 }
 
 TEST_CASE("steps, breakdown and attribution") {

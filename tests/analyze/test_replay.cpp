@@ -223,21 +223,22 @@ TEST_CASE("collapse_launches: a CUDA graph") {
     CHECK(simulate(g, c) == us(61));
   }
   SUBCASE("a graph allocates nothing: the calls, their waits and the code around them between launches go") {
-    // Recorded: A 0 -> 5 (kernel [5, 105]); 20 µs of code; cudaFree waits for the kernel (105), unmaps 10 -> 115;
-    // 30 µs of code; cudaMalloc 20 -> 165; B 165 -> 170 (kernel [170, 270]); sync -> 270; then empty_cache's
-    // cudaFree after the last launch: waits to 270, unmaps 10 -> 280.
-    // Graph (4 µs): A 0 -> 4 ([4, 104]); the allocation calls and both gaps go; B's kernel [104, 204];
-    // the sync's own cost 0 -> 204; the trailing free costs nothing and waits for nothing -> 204.
+    // Recorded: A 0 -> 5 (kernel [5, 105] on stream 0); 20 µs of code; cudaFree waits for the kernel (105), unmaps
+    // 10 -> 115; 30 µs of code; cudaMalloc 20 -> 165; B 165 -> 170 (kernel [170, 270] on stream 1); sync -> 270;
+    // then empty_cache's cudaFree after the last launch: waits to 270, unmaps 10 -> 280.
+    // Graph (4 µs): A 0 -> 4 ([4, 104]); the allocation calls and both gaps go; B's kernel runs beside A's on its
+    // own stream, [4, 104]; the sync's own cost 0 -> 104; the trailing free costs nothing and waits for nothing.
+    // A cudaFree that still waited for A would hold B back to [104, 204].
     StepGraph g;
     launch(g, 0, us(5), {kernel(us(100))});
     call(g, OpKind::kFree, us(20), us(90), us(80));
     call(g, OpKind::kAlloc, us(30), us(20));
-    launch(g, 0, us(5), {kernel(us(100))});
+    launch(g, 0, us(5), {kernel(us(100), 1)});
     sync(g, 0, 0, 0);
     call(g, OpKind::kFree, 0, us(10), 0);
     CHECK(simulate(g) == us(280));
     c.graph_launch_ns = us(4);
-    CHECK(simulate(g, c) == us(204));
+    CHECK(simulate(g, c) == us(104));
     CHECK(gap_inside_graph(g, 1));   // launch | gap | free
     CHECK(gap_inside_graph(g, 2));   // free | gap | malloc, between two launches
     CHECK(gap_inside_graph(g, 3));   // malloc | launch
@@ -352,12 +353,37 @@ TEST_CASE("moved_work_workers: host work moved to workers still bounds the step 
   CHECK(simulate(g, c) == us(160));
   c.moved_work_workers = 32;  // enough workers: the thread's remaining 12 µs is the step again
   CHECK(simulate(g, c) == us(12));
+  c.moved_work_workers = 3;  // 160 µs / 3 = 53.33 µs: a worker needs the whole last nanosecond, rounded up
+  CHECK(simulate(g, c) == 53'334);
   c.moved_work_workers = -3;  // nonsense: as 0, the moved time is gone
   CHECK(simulate(g, c) == us(12));
   // Scale 0.5 moves half of each long gap (50 + 30 = 80 µs) to 4 workers: 20 µs, below the thread's 92.
   c.host_gap_scale = 0.5;
   c.moved_work_workers = 4;
   CHECK(simulate(g, c) == us(92));
+}
+
+TEST_CASE("keep_launching_code: the code between the step's launches stays on the step thread") {
+  // 300 µs of preparation, launch A 300 -> 305 ([305, 306]), 200 µs of forward code, launch B 505 -> 510
+  // ([510, 511]), sync -> 511, 100 µs of tail: 611. Moving the long gaps to 4 workers takes 300 + 200 + 100 µs
+  // off the thread (11 µs left) and delivers a step every 150 µs. Keeping the code between the launches moves
+  // only 300 + 100: the thread runs 0 -> 5 ([5, 6]), 200 µs -> 205, B -> 210 ([210, 211]), sync -> 211, and the
+  // workers deliver every 100 µs. Half the preparation and tail moved: 150 -> 155, 355 -> 360, 361, + 50 = 411.
+  StepGraph g;
+  launch(g, us(300), us(5), {kernel(us(1))});
+  launch(g, us(200), us(5), {kernel(us(1))});
+  sync(g, 0, us(1), us(1));
+  g.tail_ns = us(100);
+  CHECK(simulate(g) == us(611));
+  Change c;
+  c.host_gap_scale = 0;
+  c.min_scaled_gap_ns = us(50);
+  c.moved_work_workers = 4;
+  CHECK(simulate(g, c) == us(150));
+  c.keep_launching_code = true;
+  CHECK(simulate(g, c) == us(211));
+  c.host_gap_scale = 0.5;
+  CHECK(simulate(g, c) == us(411));
 }
 
 TEST_CASE("streams run concurrently; a stream sync waits for its stream only") {

@@ -18,6 +18,7 @@ std::string hot_list(const detail::Model& m) {
 
 /// How many worker processes the suggestion names: the threshold, but never more than the recording process's
 /// CPUs minus the one its step thread keeps (`cpus_allowed` in the process info; dumps without it: the threshold).
+/// 0 when the process may run on one CPU only: workers would take turns with the step thread on it.
 int suggested_workers(const RuleInput& in) {
   const int most = std::max(1, in.th.max_suggested_workers);
   auto it = in.a.process.find("cpus_allowed");
@@ -25,7 +26,7 @@ int suggested_workers(const RuleInput& in) {
   int cpus = 0;
   const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
   if (ec != std::errc{} || cpus < 1) return most;
-  return std::clamp(cpus - 1, 1, most);
+  return std::min(cpus - 1, most);
 }
 
 /// Most of the host work runs between the step's own launches: it is the code that issues them (a model's Python
@@ -40,31 +41,50 @@ void suggest_graph_capture(Finding& f, const RuleInput& in, const std::string& w
                    "launches and the host code between them replaced by one graph launch");
 }
 
+/// The worker model: the running share of the step thread's host gaps (its waits and contention are the wait and
+/// cpu_contention findings' to remove; without counters it is all running) is done ahead by `workers`, one step's
+/// worth every (work / workers). The code that issues the step's launches stays: no worker can run it.
+replay::Change moved_to_workers(const RuleInput& in, int workers) {
+  replay::Change c;
+  c.host_gap_scale = in.t.idle_host > 0 ? std::clamp(1.0 - in.t.host_running / in.t.idle_host, 0.0, 1.0) : 0.0;
+  c.min_scaled_gap_ns = in.th.dispatch_gap_ns;
+  c.moved_work_workers = workers;
+  c.keep_launching_code = true;
+  return c;
+}
+
+/// "Move the work to N workers", priced by moved_to_workers; with one CPU there is nobody to move it to.
+void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::string& what) {
+  const int workers = suggested_workers(in);
+  if (workers == 0) {
+    suggest(f, "high", "This process may run on one CPU only (its CPU affinity): workers that prepared " + what +
+                       " ahead would take turns with the step thread on it. Give the process more CPUs (taskset, the "
+                       "container's cpuset), then move the work to DataLoader or worker processes");
+    return;
+  }
+  const std::string n = std::to_string(workers);
+  const std::string model = "host work of 100 us or more between CUDA calls, except the code between the step's "
+                            "launches, done by " + n + " workers ahead of time, the step no faster than they deliver";
+  if (gpu)
+    suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch in " + n +
+                     " DataLoader workers (num_workers=" + n + ", pin_memory=True) or background workers while the GPU "
+                     "runs the current one", moved_to_workers(in, workers), model.c_str());
+  else
+    suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in " + n +
+                     " worker processes ahead of the step", moved_to_workers(in, workers), model.c_str());
+}
+
 void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
   const detail::Model& m = in.m;
   const std::string what = m.hot_host.empty() ? "the host work in '" + in.a.steps.name + "'" : m.hot_host.front().first;
-  const int workers = suggested_workers(in);
-  const std::string n = std::to_string(workers);
-  replay::Change off_path;
-  // The step thread no longer does its running share of the host time (the workers prepare it ahead); its waits
-  // and contention are the wait and cpu_contention findings' to remove. Without counters it is all running.
-  off_path.host_gap_scale = in.t.idle_host > 0 ? std::clamp(1.0 - in.t.host_running / in.t.idle_host, 0.0, 1.0) : 0.0;
-  off_path.min_scaled_gap_ns = in.th.dispatch_gap_ns;
-  off_path.moved_work_workers = workers;  // ... and still do it: one step's worth every (work / workers)
-  const std::string model = "host work of 100 us or more between CUDA calls done by " + n +
-                            " workers ahead of time, the step no faster than they deliver";
   if (gpu && detail::share_of_host_work_between_launches(m.graphs, in.th.dispatch_gap_ns) >= in.th.between_launches_share)
     suggest_graph_capture(f, in, what);
+  suggest_workers(f, in, gpu, what);
   if (gpu) {
-    suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch in " + n +
-                     " DataLoader workers (num_workers=" + n + ", pin_memory=True) or background workers while the GPU "
-                     "runs the current one", off_path, model.c_str());
     suggest(f, "high", "Vectorise or port " + what + " to torch/NumPy ops (or run it on the GPU) instead of per-item Python");
     suggest(f, "medium", "Overlap: launch the GPU work first and prepare step N+1 on the host while step N's kernels run "
                          "(non_blocking copies, no synchronization in between)");
   } else {
-    suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in " + n +
-                     " worker processes ahead of the step", off_path, model.c_str());
     suggest(f, "high", "Vectorise " + what + " (NumPy, or a compiled extension) instead of per-item Python");
     suggest(f, "medium", "Spread independent items over worker processes (multiprocessing / concurrent.futures)");
   }
