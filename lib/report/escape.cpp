@@ -170,6 +170,64 @@ std::string md_escape(std::string_view s) {
   return valid_utf8(out);
 }
 
+namespace {
+
+/// Characters of a program name as prose quotes it: identifiers, scopes and template brackets.
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == ':' || c == '<' || c == '>' || c == ',' || c == '*' || c == '&';
+}
+
+/// `word` (no spaces) as a name for a code span: its core without surrounding punctuation and quotes, and what
+/// is left on either side. Empty core when the word is not a name that escaping would mangle.
+struct NameInWord {
+  std::string_view before, core, after;
+};
+
+NameInWord name_in_word(std::string_view word) {
+  constexpr std::string_view kOpen = "(\"'", kClose = ")\"',;:.";
+  size_t b = 0, e = word.size();
+  while (b < e && kOpen.find(word[b]) != std::string_view::npos) ++b;
+  while (e > b && kClose.find(word[e - 1]) != std::string_view::npos) --e;
+  const std::string_view core = word.substr(b, e - b);
+  bool letter = false, bracket = false;
+  for (char c : core) {
+    if (!name_char(c)) return {word, {}, {}};
+    letter |= (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    bracket |= c == '<' || c == '>';
+  }
+  if (!letter || !bracket) return {word, {}, {}};
+  std::string_view before = word.substr(0, b), after = word.substr(e);
+  // A quoted name: the span is the quote.
+  if (!before.empty() && !after.empty() && (before.back() == '\'' || before.back() == '"') && after.front() == before.back()) {
+    before.remove_suffix(1);
+    after.remove_prefix(1);
+  }
+  return {before, core, after};
+}
+
+}  // namespace
+
+std::string md_prose(std::string_view s) {
+  std::string out, plain;  // plain: text not yet escaped (escaped in runs, so md_escape sees word boundaries)
+  size_t i = 0;
+  for (;;) {
+    const size_t space = s.find(' ', i);
+    const size_t end = space == std::string_view::npos ? s.size() : space;
+    const NameInWord w = name_in_word(s.substr(i, end - i));
+    plain += w.before;
+    if (!w.core.empty()) {
+      out += md_escape(plain);
+      out += md_code(w.core);
+      plain = w.after;
+    }
+    if (space == std::string_view::npos) break;
+    plain += ' ';
+    i = space + 1;
+  }
+  return out + md_escape(plain);
+}
+
 std::string md_code(std::string_view s) {
   std::string body;
   for_each_ascii(s, body, [&](char c) {

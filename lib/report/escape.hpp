@@ -26,6 +26,13 @@ std::string html_escape(std::string_view s);
 /// (snake_case stays greppable), # only at the start. Names go in code spans instead (md_code).
 std::string md_escape(std::string_view s);
 
+/// `s` as Markdown prose: md_escape, except that a word shaped like a program name that holds `<` or `>`
+/// (Python's `main.<locals>.step`, `<module>`, a C++ `vector<int>::push_back`) becomes a code span, so that it
+/// reads and greps as typed instead of as `main.\<locals\>.step`. Quotes around such a word are dropped (the
+/// span quotes it); punctuation before or after it stays outside. Words without a letter (`<=`, `->`) and
+/// words with other characters stay escaped text.
+std::string md_prose(std::string_view s);
+
 /// `s` as a Markdown code span on one line, verbatim: the fence is longer than any run of backticks inside, as
 /// CommonMark allows, so a name with backticks is kept as it is and can be found with grep. In a table cell,
 /// pass the result through md_cell.

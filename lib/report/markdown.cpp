@@ -62,7 +62,7 @@ std::string path_cell(const std::string& s) {
 }
 
 /// Prose from the analyzer (titles, evidence, suggestions, warnings): escaped, with each kernel's full name
-/// replaced by its short name as a code span.
+/// replaced by its short name as a code span, and other names that hold `<` or `>` as code spans (md_prose).
 /// With `max_chars`, the plain text is cut so the whole stays within about that many characters (a heading).
 std::string prose(const KernelNames& names, std::string_view text, size_t max_chars = std::string::npos) {
   std::string out;
@@ -74,7 +74,7 @@ std::string prose(const KernelNames& names, std::string_view text, size_t max_ch
       used += p.text.size();
     } else {
       const std::string t = max_chars == std::string::npos ? p.text : truncate(p.text, max_chars - used);
-      out += md_escape(t);
+      out += md_prose(t);
       used += t.size();
     }
   }

@@ -29,6 +29,22 @@ TEST_CASE("md_escape keeps table cells on one line and pipes literal") {
   CHECK(md_escape("<b>") == "\\<b\\>");
 }
 
+TEST_CASE("md_prose puts names with angle brackets in code spans and escapes the rest") {
+  // The analyzer's warning as it reads on a real unannotated program: the name greps as typed.
+  CHECK(md_prose("the calls of the Python function 'main.<locals>.handle_request' (repeated)") ==
+        "the calls of the Python function `main.<locals>.handle_request` (repeated)");
+  CHECK(md_prose("cudaFree from main.<locals>.serve (app.py:27) x13, 1.1 ms; next") ==
+        "cudaFree from `main.<locals>.serve` (app.py:27) x13, 1.1 ms; next");
+  CHECK(md_prose("in <module>.") == "in `<module>`.");
+  CHECK(md_prose("std::vector<int>::push_back, then") == "`std::vector<int>::push_back`, then");
+  // Not names: no letter, or characters a name does not have; other text is escaped as md_escape does.
+  CHECK(md_prose("p90 <= 2 ms -> ok") == "p90 \\<= 2 ms -\\> ok");
+  CHECK(md_prose("a <b|c> d") == "a \\<b\\|c\\> d");
+  CHECK(md_prose("# *x* _y_ snake_case") == "\\# \\*x\\* \\_y\\_ snake_case");
+  CHECK(md_prose("") == "");
+  CHECK(md_prose("two  spaces ") == "two  spaces ");
+}
+
 TEST_CASE("truncate cuts at a character boundary") {
   CHECK(truncate("abcdef", 4) == "abc\xE2\x80\xA6");
   CHECK(truncate("ab", 4) == "ab");
