@@ -1,7 +1,9 @@
+#include "analyze/analyzer.hpp"
 #include "report/common.hpp"
 #include "report/report.hpp"
 #include "report_test_util.hpp"
 #include "sample_analysis.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -172,6 +174,19 @@ TEST_CASE("markdown names are findable with grep: no backslashes in them") {
   CHECK(md.find("| `vectorized_elementwise_kernel<4, AddFunctor<\xE2\x80\xA6>>` | 24800 |") != std::string::npos);
   CHECK(md.find("`GPT2Attention.forward`") != std::string::npos);
   CHECK(md.find("Metrics: kernels_per_step = 412") != std::string::npos);
+}
+
+TEST_CASE("markdown of a real unannotated program: Python names with <locals> are code spans, from the first warning on") {
+  // Recorded on an H100 from samples/validation/empty_cache.py: its steps are found as the calls of a nested
+  // function, which the top warning and the allocation evidence name.
+  const auto a = analyze::analyze_file((testsupport::fixtures() / "real_empty_cache.iscope").string(), {});
+  const std::string md = markdown(a);
+  CHECK(md.find("\\<locals\\>") == std::string::npos);
+  const size_t warning = md.find("- **Warning**: no repeated top-level range");
+  REQUIRE(warning != std::string::npos);
+  CHECK(md.find("`main.<locals>.handle_request`", warning) < md.find('\n', warning));
+  CHECK(md.find("cudaFree from `main.<locals>.handle_request` (empty_cache.py:27)") != std::string::npos);
+  for (const auto& line : lines_of(md)) CHECK(line.size() <= 300);
 }
 
 TEST_CASE("markdown keeps lines short with real-size kernel names and says each kernel by one short name") {
