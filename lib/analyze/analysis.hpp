@@ -91,6 +91,15 @@ struct StepStats {
   /// Every steady step's duration, in time order (outliers included): the spread behind the statistics above,
   /// for comparisons of two runs (iscope-diff's bootstrap interval). Not written to the JSON report.
   std::vector<double> steady_durations_ms;
+  /// Every step, warm-up included, in time order (index = StepInstance::index): its window on the dump's
+  /// session clock, [start_ns, end_ns), and the dump's thread id. A step may be a range or a Python call, or a
+  /// window no single record covers (loop iterations from one call to the next; a C++ loop's iterations ending
+  /// at its sync): this is the one place that says which. For the SQLite export; not written to the JSON report.
+  struct Span {
+    int64_t start_ns = 0, end_ns = 0;
+    uint32_t thread = 0;
+  };
+  std::vector<Span> spans;
   /// The host ran ahead of the GPU: the steady steps' work completed over a step after their ranges ended, so
   /// the ranges understate a step's cost. gpu_paced_ms is the cost from the GPU's pace (the steady steps' span
   /// to the completion of the last one's work, per step), completion_periods_ms its per-step spread (each

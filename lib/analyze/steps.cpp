@@ -351,6 +351,7 @@ StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m)
   ss.steps = step_instances(cx, in, a);
   if (cx.r.is_sampled()) keep_window_steps(cx, in, a, ss.steps);
   ss.whole = ss.steps.empty();
+  for (const Cand& c : ss.steps) a.steps.spans.push_back({c.start, c.end, c.thread});
   if (ss.whole) ss.steps.push_back(whole_trace_step(cx, in, a));
   ss.step_thread = ss.steps.front().thread;
   {

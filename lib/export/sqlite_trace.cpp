@@ -171,7 +171,7 @@ class TraceWriter {
   void resolve_context();
   uint32_t label_of(const Call& c);
   void find_steps();
-  std::vector<std::pair<uint32_t, const Frame*>> step_candidates() const;
+  bool names_step(const Frame& f);
   std::optional<int64_t> step_of(int64_t ns) const;
   void write_calls();
   void write_gpu_records();
@@ -453,56 +453,35 @@ uint32_t TraceWriter::label_of(const Call& c) {
   return it->second;
 }
 
-// The analysis names the step but lists only the slowest instances; the instances are found again here with
-// the analyzer's policy (docs/analysis.md section 3) and checked against its count.
-std::vector<std::pair<uint32_t, const Frame*>> TraceWriter::step_candidates() const {
+// True when the frame's range name or Python qualname is the step's name (or, for --step, ends with ".name").
+bool TraceWriter::names_step(const Frame& f) {
   const std::string& want = a_.steps.name;
-  std::vector<std::pair<uint32_t, const Frame*>> iscope, nvtx, python;
-  auto py_matches = [&](uint32_t code) {
-    auto c = r_.code_table().find(code);
-    const std::string q = c == r_.code_table().end() ? "<code " + std::to_string(code) + ">" : c->second.qualname;
-    if (q == want) return true;
-    return !a_.steps.detected && q.size() > want.size() && q.ends_with(want) && q[q.size() - want.size() - 1] == '.';
-  };
-  for (auto& [thread, frames] : frames_)
-    for (const Frame& f : frames) {
-      if (f.flags & kPython) {
-        if ((!a_.steps.detected || f.depth <= 3) && py_matches(f.name)) python.emplace_back(thread, &f);
-      } else if (name(f.name) == want && (!a_.steps.detected || f.depth == 0)) {
-        (f.flags & kNvtx ? nvtx : iscope).emplace_back(thread, &f);
-      }
-    }
-  if (!a_.steps.detected) {  // --step: every range and Python function of that name
-    iscope.insert(iscope.end(), nvtx.begin(), nvtx.end());
-    iscope.insert(iscope.end(), python.begin(), python.end());
-    return iscope;
-  }
-  if (iscope.size() >= 2) return iscope;
-  if (nvtx.size() >= 2) return nvtx;
-  return python;
+  const std::string& n = (f.flags & kPython) ? qualname(f.name) : name(f.name);
+  return n == want || (n.size() > want.size() && n.ends_with(want) && n[n.size() - want.size() - 1] == '.');
 }
 
+// The analysis's steps as it found them (StepStats::spans, warm-up included), each with the range or Python
+// call of the step's name that starts it on its thread: the step itself, or the call that opens a loop
+// iteration. A C++ loop's iterations (ending at a sync) have none.
 void TraceWriter::find_steps() {
   if (a_.steps.count == 0) return;  // the whole trace is one step: nothing to list
-  std::map<uint32_t, size_t> per_thread;
-  const auto cands = step_candidates();
-  for (auto& [thread, f] : cands) ++per_thread[thread];
-  if (cands.empty()) return;
-  const uint32_t th = std::max_element(per_thread.begin(), per_thread.end(),
-                                       [](auto& x, auto& y) { return x.second < y.second; })->first;
-  std::vector<const Frame*> v;
-  for (auto& [t, f] : cands)
-    if (t == th) v.push_back(f);
-  std::stable_sort(v.begin(), v.end(), [](const Frame* x, const Frame* y) {
-    return x->start != y->start ? x->start < y->start : x->end > y->end;
-  });
-  for (const Frame* f : v)
-    if (steps_.empty() || f->start >= steps_.back().end) steps_.push_back({f->start, f->end, th, f});
+  std::map<uint32_t, std::vector<const Frame*>> by_start;  // per thread, by start, the longest first
+  for (const auto& sp : a_.steps.spans) {
+    auto [it, added] = by_start.try_emplace(sp.thread);
+    if (auto fr = frames_.find(sp.thread); added && fr != frames_.end()) {
+      for (const Frame& f : fr->second) it->second.push_back(&f);
+      std::stable_sort(it->second.begin(), it->second.end(), [](const Frame* x, const Frame* y) {
+        return x->start != y->start ? x->start < y->start : x->end > y->end;
+      });
+    }
+    const Frame* opener = nullptr;
+    auto f = std::lower_bound(it->second.begin(), it->second.end(), sp.start_ns,
+                              [](const Frame* x, int64_t t) { return x->start < t; });
+    for (; f != it->second.end() && (*f)->start == sp.start_ns && !opener; ++f)
+      if (names_step(**f)) opener = *f;
+    steps_.push_back({sp.start_ns, sp.end_ns, sp.thread, opener});
+  }
   info_.steps_found = steps_.size();
-  const uint64_t analysed = std::max(a_.steps.total, a_.steps.count);  // every step, warm-up included
-  if (steps_.size() != analysed)
-    info_.notes.push_back("the export found " + std::to_string(steps_.size()) + " instances of the step '" +
-                          a_.steps.name + "', the analysis " + std::to_string(analysed));
 }
 
 std::optional<int64_t> TraceWriter::step_of(int64_t ns) const {
@@ -635,8 +614,8 @@ void TraceWriter::write_steps() {
     auto it = std::lower_bound(merged.begin(), merged.end(), s.start,
                                [](const std::pair<int64_t, int64_t>& iv, int64_t t) { return iv.second <= t; });
     for (; it != merged.end() && it->first < s.end; ++it) s.gpu_busy += std::min(it->second, s.end) - std::max(it->first, s.start);
-    const bool py = s.frame->flags & kPython;
-    st << int64_t(i) << s.thread << (py ? std::nullopt : std::optional<int64_t>(s.frame->row))
+    const bool py = s.frame && (s.frame->flags & kPython), range = s.frame && !py;
+    st << int64_t(i) << s.thread << (range ? std::optional<int64_t>(s.frame->row) : std::nullopt)
        << (py ? std::optional<int64_t>(s.frame->row) : std::nullopt) << s.start << s.end << (s.end - s.start)
        << rel_ms(s.start) << double(s.end - s.start) / 1e6 << s.gpu_busy << (s.end - s.start - s.gpu_busy) << s.kernels
        << s.kernel_ns

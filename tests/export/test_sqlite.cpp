@@ -203,7 +203,22 @@ void check_links(const fs::path& db, const Analysis& a) {
              a.trace_ms));
   CHECK(scalar(db, "SELECT count(*) FROM steps") == double(std::max(a.steps.total, a.steps.count)));
   CHECK(scalar(db, "SELECT count(*) FROM steps WHERE phase = 'warmup'") == double(a.steps.warmup));
-  CHECK(scalar(db, "SELECT count(*) FROM warnings WHERE message LIKE 'the export found%'") == 0);
+  // Each step is the analysis's own window (StepStats::spans, not found again here), and the range or Python
+  // call it names starts with it.
+  if (a.steps.count > 0) {
+    const auto rows = query(db, "SELECT CAST(start_ns AS TEXT), CAST(end_ns AS TEXT), thread_id FROM steps ORDER BY step");
+    REQUIRE(rows.size() == a.steps.spans.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      CAPTURE(i);
+      CHECK(rows[i][0].text == std::to_string(a.steps.spans[i].start_ns));
+      CHECK(rows[i][1].text == std::to_string(a.steps.spans[i].end_ns));
+      CHECK(rows[i][2].num == double(a.steps.spans[i].thread));
+    }
+  }
+  CHECK(scalar(db, "SELECT count(*) FROM steps s JOIN ranges r ON r.id = s.range_id "
+                   "WHERE r.start_ns != s.start_ns OR r.thread_id != s.thread_id") == 0);
+  CHECK(scalar(db, "SELECT count(*) FROM steps s JOIN python_calls p ON p.id = s.py_call_id "
+                   "WHERE p.start_ns != s.start_ns OR p.thread_id != s.thread_id") == 0);
   // Every kernel whose correlation id a call carries is linked to that call.
   CHECK(scalar(db, "SELECT count(*) FROM kernels k WHERE k.api_id IS NULL AND EXISTS "
                    "(SELECT 1 FROM cuda_api c WHERE c.correlation = k.correlation)") == 0);
