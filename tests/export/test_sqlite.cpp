@@ -275,6 +275,27 @@ TEST_CASE("example queries agree with the analysis: --step and recorded fixtures
   }
 }
 
+TEST_CASE("steps that are loop iterations: the analysis's windows, each opened by its call") {
+  // samples/validation/dataloader_cpu.py on the H100: the loop loads each batch outside Sequential.forward, so
+  // the analyzer's steps run from one call's start to the next one's (25 calls, 24 iterations). The export
+  // once found its steps again by name and listed the 25 calls instead.
+  const fs::path copy = work_dir() / "iterations_real_dataloader_cpu.iscope";
+  fs::copy_file(fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / "real_dataloader_cpu.iscope", copy,
+                fs::copy_options::overwrite_existing);
+  dump::DumpReader reader(copy.string());
+  const Analysis a = analyze::analyze_dump(reader, {});
+  REQUIRE(a.steps.name == "Sequential.forward");
+  const fs::path db = work_dir() / "iterations_real_dataloader_cpu.db";
+  exporter::write_sqlite(reader, a, db.string());
+  CHECK(scalar(db, "SELECT count(*) FROM steps") == double(a.steps.total));
+  CHECK(scalar(db, "SELECT count(*) FROM steps WHERE py_call_id IS NULL") == 0);
+  // An iteration is longer than its call: it also holds the loading of the next batch.
+  CHECK(scalar(db, "SELECT count(*) FROM steps s JOIN python_calls p ON p.id = s.py_call_id "
+                   "WHERE s.end_ns <= p.end_ns") == 0);
+  CHECK(scalar(db, "SELECT count(*) FROM python_calls WHERE qualname = 'Sequential.forward' AND depth <= 3") ==
+        double(a.steps.total + 1));
+}
+
 TEST_CASE("rows: every record of the dump, with its context at launch") {
   const fs::path p = work_dir() / "rows_layers.iscope";
   testsupport::write_scenario("layers", p.string());
