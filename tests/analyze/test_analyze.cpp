@@ -1065,3 +1065,28 @@ TEST_CASE("several outputs in one run, format by extension") {
   CHECK(err.find("--perfetto needs a dump, not a JSON trace") != std::string::npos);
   CHECK(fs::exists(d / "j.md"));
 }
+
+TEST_CASE("CLI: an option where a file name was due is refused, and nothing is written") {
+  std::string err;
+  fs::path d = work_dir() / "option_as_file";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  fs::path good = d / "good.iscope";
+  testsupport::write_scenario("sync_bound", good.string());
+  // --json takes "-o" as its file name: the report would land in a file named "-o" beside the user.
+  const std::string cd = "cd " + d.string() + " && ";
+  const std::string cmd = cd + ISCOPE_ANALYZE_EXE + " " + good.string() + " --json -o r.md 2>err.txt";
+  int rc = std::system(cmd.c_str());
+  CHECK((WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) == 2);
+  err = read(d / "err.txt");
+  CHECK(err.find("output file name '-o' is an option") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "-o"));
+  CHECK_FALSE(fs::exists(d / "r.md"));
+  CHECK(run_cli(good.string() + " --sqlite --json", &err) == 2);
+  CHECK(err.find("'--json' is an option") != std::string::npos);
+  // Markdown on stdout is "-", which stays allowed; a file named like an option is reachable as ./-o.
+  CHECK(run_cli(good.string() + " -o -", &err) == 0);
+  rc = std::system((cd + ISCOPE_ANALYZE_EXE + " " + good.string() + " --json ./-o 2>err.txt").c_str());
+  CHECK((WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) == 0);
+  CHECK(fs::exists(d / "-o"));
+}

@@ -190,11 +190,28 @@ Requested requested_outputs(const cxxopts::ParseResult& args) {
   return r;
 }
 
-// Exit status 2 (with the message) for an output that is the input or has an unknown extension; else 0.
+// An output path that is an option: `--json -o report.md` gives --json the file "-o" (and the report goes
+// there, silently). Such a name is refused; a file really named so is reachable as ./-o.
+bool refuses_option_as_output(const std::vector<std::string>& written) {
+  for (const auto& p : written)
+    if (p.size() > 1 && p[0] == '-') {
+      std::cerr << "iscope-analyze: output file name '" << p << "' is an option: an option that takes a file "
+                << "name (--html, --json, --perfetto, --sqlite, -o) was followed by another option; give the "
+                << "file name after it (a file named so: ./" << p << ")\n";
+      return true;
+    }
+  return false;
+}
+
+// Exit status 2 (with the message) for an output that is the input, is an option, or has an unknown extension;
+// else 0.
 int check_outputs(const std::string& path, const Requested& r) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
   written.insert(written.end(), r.unknown.begin(), r.unknown.end());
+  std::vector<std::string> named = written;  // the database refuses the input itself when it writes (exit 1)
+  if (!r.sqlite.empty()) named.push_back(r.sqlite);
+  if (refuses_option_as_output(named)) return 2;
   if (refuses_input_as_output(path, written)) return 2;
   if (r.unknown.empty()) return 0;
   const std::string ext = extension(r.unknown.front());
