@@ -173,30 +173,60 @@ std::string md_escape(std::string_view s) {
 namespace {
 
 /// Characters of a program name as prose quotes it: identifiers, scopes and template brackets.
+/// (A space only ever comes inside angle brackets: name_end joins words only there.)
 bool name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-         c == ':' || c == '<' || c == '>' || c == ',' || c == '*' || c == '&';
+         c == ':' || c == '<' || c == '>' || c == ',' || c == '*' || c == '&' || c == ' ';
 }
 
-/// `word` (no spaces) as a name for a code span: its core without surrounding punctuation and quotes, and what
-/// is left on either side. Empty core when the word is not a name that escaping would mangle.
+bool letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/// Where the word starting at `i` ends: at the next space, unless the word opens an angle bracket right before
+/// a letter (`map<int,`, `'<code`) and a later word closes it (`float>`, `12>'`): then the words up to that one
+/// are one name with spaces inside (`std::map<int, float>`, `<code 12>`). At most 8 words are joined.
+size_t name_end(std::string_view s, size_t i) {
+  size_t end = std::min(s.find(' ', i), s.size());
+  int depth = 0;
+  bool opens = false;
+  for (size_t k = i; k < end; ++k) {
+    if (s[k] == '<') {
+      ++depth;
+      opens |= k + 1 < end && letter(s[k + 1]);
+    } else if (s[k] == '>') {
+      --depth;
+    }
+  }
+  if (depth <= 0 || !opens) return end;
+  size_t j = end;
+  for (int words = 1; words < 8 && j < s.size() && depth > 0; ++words) {
+    const size_t next = std::min(s.find(' ', j + 1), s.size());
+    for (size_t k = j + 1; k < next; ++k) depth += s[k] == '<' ? 1 : s[k] == '>' ? -1 : 0;
+    j = next;
+  }
+  return depth == 0 ? j : end;
+}
+
+/// `word` as a name for a code span: its core without surrounding punctuation and quotes, and what is left on
+/// either side. Empty core when the word is not a name that escaping would mangle.
 struct NameInWord {
   std::string_view before, core, after;
 };
 
 NameInWord name_in_word(std::string_view word) {
   constexpr std::string_view kOpen = "(\"'", kClose = ")\"',;:.";
+  constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // a name cut short by truncate()
   size_t b = 0, e = word.size();
   while (b < e && kOpen.find(word[b]) != std::string_view::npos) ++b;
+  if (word.ends_with(kEllipsis)) e -= kEllipsis.size();
   while (e > b && kClose.find(word[e - 1]) != std::string_view::npos) --e;
   const std::string_view core = word.substr(b, e - b);
-  bool letter = false, bracket = false;
+  bool has_letter = false, bracket = false;
   for (char c : core) {
     if (!name_char(c)) return {word, {}, {}};
-    letter |= (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    has_letter |= letter(c);
     bracket |= c == '<' || c == '>';
   }
-  if (!letter || !bracket) return {word, {}, {}};
+  if (!has_letter || !bracket || core.front() == ' ' || core.back() == ' ') return {word, {}, {}};
   std::string_view before = word.substr(0, b), after = word.substr(e);
   // A quoted name: the span is the quote.
   if (!before.empty() && !after.empty() && (before.back() == '\'' || before.back() == '"') && after.front() == before.back()) {
@@ -212,8 +242,7 @@ std::string md_prose(std::string_view s) {
   std::string out, plain;  // plain: text not yet escaped (escaped in runs, so md_escape sees word boundaries)
   size_t i = 0;
   for (;;) {
-    const size_t space = s.find(' ', i);
-    const size_t end = space == std::string_view::npos ? s.size() : space;
+    const size_t end = name_end(s, i);
     const NameInWord w = name_in_word(s.substr(i, end - i));
     plain += w.before;
     if (!w.core.empty()) {
@@ -221,9 +250,9 @@ std::string md_prose(std::string_view s) {
       out += md_code(w.core);
       plain = w.after;
     }
-    if (space == std::string_view::npos) break;
+    if (end >= s.size()) break;
     plain += ' ';
-    i = space + 1;
+    i = end + 1;
   }
   return out + md_escape(plain);
 }

@@ -41,6 +41,12 @@ TEST_CASE("md_prose puts names with angle brackets in code spans and escapes the
   CHECK(md_prose("p90 <= 2 ms -> ok") == "p90 \\<= 2 ms -\\> ok");
   CHECK(md_prose("a <b|c> d") == "a \\<b\\|c\\> d");
   CHECK(md_prose("# *x* _y_ snake_case") == "\\# \\*x\\* \\_y\\_ snake_case");
+  // A name with spaces inside its brackets is one span; a name cut short keeps its ellipsis outside.
+  CHECK(md_prose("calls of '<code 12>' and std::map<int, float>::at here") ==
+        "calls of `<code 12>` and `std::map<int, float>::at` here");
+  CHECK(md_prose("in main.<locals>.hand\xE2\x80\xA6") == "in `main.<locals>.hand`\xE2\x80\xA6");
+  CHECK(md_prose("a < b and c > d") == "a \\< b and c \\> d");  // not a name: no letter right after '<'
+  CHECK(md_prose("std::map<int, never closed") == "`std::map<int`, never closed");  // the one word, alone
   CHECK(md_prose("") == "");
   CHECK(md_prose("two  spaces ") == "two  spaces ");
 }
