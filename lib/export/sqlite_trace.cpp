@@ -453,11 +453,14 @@ uint32_t TraceWriter::label_of(const Call& c) {
   return it->second;
 }
 
-// True when the frame's range name or Python qualname is the step's name (or, for --step, ends with ".name").
+// True when the frame's range name or Python qualname is the step's name; with --step, a Python qualname may
+// also end with ".name" (as the analyzer matches it).
 bool TraceWriter::names_step(const Frame& f) {
   const std::string& want = a_.steps.name;
-  const std::string& n = (f.flags & kPython) ? qualname(f.name) : name(f.name);
-  return n == want || (n.size() > want.size() && n.ends_with(want) && n[n.size() - want.size() - 1] == '.');
+  if (!(f.flags & kPython)) return name(f.name) == want;
+  const std::string& q = qualname(f.name);
+  if (q == want) return true;
+  return !a_.steps.detected && q.size() > want.size() && q.ends_with(want) && q[q.size() - want.size() - 1] == '.';
 }
 
 // The analysis's steps as it found them (StepStats::spans, warm-up included), each with the range or Python
