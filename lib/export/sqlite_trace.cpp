@@ -171,6 +171,7 @@ class TraceWriter {
   void resolve_context();
   uint32_t label_of(const Call& c);
   void find_steps();
+  std::vector<const Frame*> frames_by_start(uint32_t thread) const;
   bool names_step(const Frame& f);
   std::optional<int64_t> step_of(int64_t ns) const;
   void write_calls();
@@ -463,20 +464,26 @@ bool TraceWriter::names_step(const Frame& f) {
   return !a_.steps.detected && q.size() > want.size() && q.ends_with(want) && q[q.size() - want.size() - 1] == '.';
 }
 
+// The thread's ranges and Python calls by start, the longest first where several start together.
+std::vector<const Frame*> TraceWriter::frames_by_start(uint32_t thread) const {
+  std::vector<const Frame*> v;
+  if (auto fr = frames_.find(thread); fr != frames_.end())
+    for (const Frame& f : fr->second) v.push_back(&f);
+  std::stable_sort(v.begin(), v.end(), [](const Frame* x, const Frame* y) {
+    return x->start != y->start ? x->start < y->start : x->end > y->end;
+  });
+  return v;
+}
+
 // The analysis's steps as it found them (StepStats::spans, warm-up included), each with the range or Python
 // call of the step's name that starts it on its thread: the step itself, or the call that opens a loop
 // iteration. A C++ loop's iterations (ending at a sync) have none.
 void TraceWriter::find_steps() {
   if (a_.steps.count == 0) return;  // the whole trace is one step: nothing to list
-  std::map<uint32_t, std::vector<const Frame*>> by_start;  // per thread, by start, the longest first
+  std::map<uint32_t, std::vector<const Frame*>> by_start;  // per thread, filled on first use
   for (const auto& sp : a_.steps.spans) {
     auto [it, added] = by_start.try_emplace(sp.thread);
-    if (auto fr = frames_.find(sp.thread); added && fr != frames_.end()) {
-      for (const Frame& f : fr->second) it->second.push_back(&f);
-      std::stable_sort(it->second.begin(), it->second.end(), [](const Frame* x, const Frame* y) {
-        return x->start != y->start ? x->start < y->start : x->end > y->end;
-      });
-    }
+    if (added) it->second = frames_by_start(sp.thread);
     const Frame* opener = nullptr;
     auto f = std::lower_bound(it->second.begin(), it->second.end(), sp.start_ns,
                               [](const Frame* x, int64_t t) { return x->start < t; });

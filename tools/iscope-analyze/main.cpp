@@ -209,10 +209,8 @@ int check_outputs(const std::string& path, const Requested& r) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
   written.insert(written.end(), r.unknown.begin(), r.unknown.end());
-  std::vector<std::string> named = written;  // the database refuses the input itself when it writes (exit 1)
-  if (!r.sqlite.empty()) named.push_back(r.sqlite);
-  if (refuses_option_as_output(named)) return 2;
-  if (refuses_input_as_output(path, written)) return 2;
+  if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
+  if (refuses_input_as_output(path, written)) return 2;  // the database refuses the input when it writes (exit 1)
   if (r.unknown.empty()) return 0;
   const std::string ext = extension(r.unknown.front());
   std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
