@@ -172,7 +172,7 @@ void check_syncs(const Context& cx, const Ingested& in, Alignment& al, double& w
     run_any |= any_before[i] != 0;
     if (!run_any) continue;
     ++sync_checked;
-    double v = double(run_max - syncs[i]->end());
+    double v = double(run_max) - double(syncs[i]->end());  // in double: hostile timestamps must not overflow
     if (v > sync_worst) sync_worst = v;
     if (v > 1000) ++sync_bad;
   }
@@ -181,7 +181,7 @@ void check_syncs(const Context& cx, const Ingested& in, Alignment& al, double& w
   worst = std::max(worst, sync_worst);
   if (sync_checked)
     al.note = std::to_string(sync_checked) + " device synchronizations checked (worst " +
-              std::to_string(int(sync_worst)) + " ns after the sync returned). ";
+              std::to_string(int64_t(std::min(sync_worst, 9e18))) + " ns after the sync returned). ";
 }
 
 }  // namespace

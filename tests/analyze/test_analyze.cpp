@@ -923,6 +923,24 @@ TEST_CASE("alignment: a kernel that starts before its launch is reported") {
   CHECK(warned);
 }
 
+TEST_CASE("alignment: a device sync that returns seconds before earlier work ends is reported with its figure") {
+  // Found by fuzzing: the worst distance (3 s here) was formatted through int, undefined past 2.1 s.
+  fs::path p = work_dir() / "sync_skew.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    uint32_t t = b.thread("main"), g = b.channel("gpu");
+    b.api(t, "cudaLaunchKernel", 1, 1'000'000, 1'005'000);
+    b.kernel(g, "late", 1, 1'010'000, 3'001'010'000);
+    b.api(t, "cudaDeviceSynchronize", 2, 1'006'000, 1'020'000);
+    b.finish();
+  }
+  Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(!a.alignment.ok);
+  CHECK(a.alignment.max_violation_us == doctest::Approx(2'999'990'000 / 1e3));
+  CHECK(a.alignment.note.find("1 device synchronizations checked (worst 2999990000 ns after the sync returned)") !=
+        std::string::npos);
+}
+
 TEST_CASE("seeds' JSON trace: object form, bare array, unknown types") {
   fs::path p = work_dir() / "trace.json";
   std::string events;
