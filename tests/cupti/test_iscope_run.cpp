@@ -170,6 +170,10 @@ TEST_CASE("bad flags are refused before the program runs, with one message namin
   CHECK(has(is_dir.err, "-o " + dir));
   CHECK(has(is_dir.err, "is a directory"));
 
+  Result option_as_file = refused({"-o", "--quiet"});
+  CHECK(has(option_as_file.err, "-o --quiet: is an option"));
+  CHECK(has(option_as_file.err, "./--quiet"));
+
   Result report_dir = refused({"-o", dump, "--report", "/nonexistent/dir/r.md"});
   CHECK(has(report_dir.err, "--report /nonexistent/dir/r.md"));
 

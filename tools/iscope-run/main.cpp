@@ -165,10 +165,14 @@ std::string directory_of(const std::string& absolute_path) {
   return slash == 0 ? "/" : absolute_path.substr(0, slash);
 }
 
-// Why `path` cannot be written as a file by this user, or "" when it can: an existing directory, a missing
-// or unwritable directory, an unwritable file. The runtime would otherwise find out in the program, after it
-// ran, and say so once per process.
+// Why `path` cannot be written as a file by this user, or "" when it can: an option taken for a file name, an
+// existing directory, a missing or unwritable directory, an unwritable file. The runtime would otherwise find
+// out in the program, after it ran, and say so once per process.
 std::string unwritable(const std::string& path) {
+  // `-o --quiet prog` gives -o the file "--quiet" (the dump was written there): refused; a file really named so
+  // is reachable as ./--quiet.
+  if (path.size() > 1 && path[0] == '-')
+    return "is an option, not a file name: give the file name after the flag (a file named so: ./" + path + ")";
   const std::string abs = absolute(path);
   struct stat st{};
   if (::stat(abs.c_str(), &st) == 0) {
