@@ -258,5 +258,9 @@ TEST_CASE("iscope-diff: outputs, exit statuses and messages") {
     const auto r = run_diff(before.string() + " " + after.string() + " -o diff.txt");
     CHECK(r.rc == 2);
     CHECK(r.err.find("diff.txt") != std::string::npos);
+    const auto opt = run_diff(before.string() + " " + after.string() + " -o --x.md");
+    CHECK(opt.rc == 2);
+    CHECK(opt.err.find("-o --x.md: is an option") != std::string::npos);
+    CHECK_FALSE(fs::exists("--x.md"));
   }
 }

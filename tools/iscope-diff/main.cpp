@@ -91,11 +91,17 @@ std::optional<Analysis> analyse(const std::string& path, const inferscope::analy
   return std::nullopt;
 }
 
-// -o values as (format, path); exit status 2 (after saying why) for an unknown extension or an input as output.
+// -o values as (format, path); exit status 2 (after saying why) for an option taken for a file name, an unknown
+// extension or an input as output.
 int parse_outputs(const cxxopts::ParseResult& args, const std::vector<std::string>& inputs,
                   std::vector<std::pair<std::string, std::string>>& outputs) {
   if (args.count("output"))
     for (const auto& p : args["output"].as<std::vector<std::string>>()) {
+      if (p.size() > 1 && p[0] == '-') {  // `-o --json.md`: an option taken for the file name
+        std::cerr << kTool << ": -o " << p << ": is an option, not a file name: give the file name after -o (a file "
+                  << "named so: ./" << p << ")\n";
+        return 2;
+      }
       const std::string fmt = output_format(p);
       if (fmt.empty()) {
         std::cerr << kTool << ": -o " << p << ": unknown extension (the extension picks the format); use .md, "
