@@ -18,6 +18,12 @@ inline constexpr std::string_view kMemMajorFaults = "mem.major_faults";
 inline constexpr std::string_view kMemHwmBytes = "mem.hwm_bytes";          // a level
 inline constexpr std::string_view kProcessThreads = "process.threads";     // a level
 inline constexpr std::string_view kPerfTaskClockNs = "perf.task_clock_ns";
+// The CPU quota of the process's cgroup (cpu.max, or cpu.cfs_quota_us in cgroup v1), from the cpu.stat of the
+// level whose quota binds: scheduling periods, the periods in which the group ran out of quota, and the time its
+// threads were held back (summed over the CPUs it was throttled on).
+inline constexpr std::string_view kCgroupCpuPeriods = "cgroup.cpu.periods";
+inline constexpr std::string_view kCgroupCpuThrottledPeriods = "cgroup.cpu.throttled_periods";
+inline constexpr std::string_view kCgroupCpuThrottledNs = "cgroup.cpu.throttled_ns";
 
 // Per thread (thread scope by dump thread id, or OS-thread scope by tid before the thread's first record)
 inline constexpr std::string_view kThreadCpuUserNs = "thread.cpu.user_ns";      // ticks: 10 ms resolution

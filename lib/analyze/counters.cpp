@@ -3,6 +3,8 @@
 // section 4, docs/counters.md).
 #include "analyze/stages.hpp"
 
+#include <inferscope/counter_names.hpp>
+
 namespace inferscope::analyze::detail {
 namespace {
 
@@ -13,6 +15,31 @@ void grew_from_zero(const Context& cx, const dump::ThreadInfo& t, CumulativeSeri
   if (s.points.size() != 1 || !(t.flags & dump::kThreadExited)) return;
   const int64_t first = cx.clock.to_ns(t.first_ts);
   s.points.insert(s.points.begin(), {std::min(first, s.points.front().first), 0.0});
+}
+
+// The cgroup CPU quota's throttling over the steady steps' span [s, e]: each cumulative counter's change between
+// its first and last sample inside the span.
+void read_cgroup_throttling(const Context& cx, const std::vector<CounterSample>& counters, int64_t s, int64_t e,
+                            Model& m) {
+  namespace names = counter_names;
+  struct Change { double first = 0, last = 0; bool any = false; };
+  Change periods, throttled, throttled_ns;
+  for (const CounterSample& c : counters) {
+    if (c.ts < s || c.ts > e || c.scope != uint8_t(CounterScope::kProcess) || c.name >= cx.nstr) continue;
+    const std::string& n = cx.name_of(c.name);
+    Change* to = n == names::kCgroupCpuPeriods            ? &periods
+                 : n == names::kCgroupCpuThrottledPeriods ? &throttled
+                 : n == names::kCgroupCpuThrottledNs      ? &throttled_ns
+                                                          : nullptr;
+    if (!to) continue;
+    if (!to->any) to->first = c.v;
+    to->any = true;
+    to->last = c.v;
+  }
+  m.cgroup_periods = std::max(0.0, periods.last - periods.first);
+  m.cgroup_throttled_periods = std::max(0.0, throttled.last - throttled.first);
+  m.cgroup_throttled_ns = std::max(0.0, throttled_ns.last - throttled_ns.first);
+  m.cgroup_throttled_share = m.cgroup_throttled_ns / double(std::max<int64_t>(1, e - s));
 }
 
 }  // namespace
@@ -136,6 +163,7 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
   }
   const bool step_python = step_thread < ts.size() && ts[step_thread].py_calls > 0;
   detail::split_idle_host(m.steps, series_of(step_thread), others, step_python);
+  read_cgroup_throttling(cx, counters, steps_s, steps_e, m);
 }
 
 }  // namespace inferscope::analyze::detail

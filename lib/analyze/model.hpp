@@ -128,6 +128,10 @@ struct Model {
   int other_busy_python_threads = 0;
   double other_python_busy_share = 0; ///< busiest other Python thread's frame time / steps span
   double rss_growth_bytes = 0, faults_per_step = 0;
+  // The cgroup CPU quota's throttling over the steady steps' span (counter_names.hpp, cgroup.cpu.*)
+  double cgroup_periods = 0, cgroup_throttled_periods = 0;
+  double cgroup_throttled_ns = 0;     ///< summed over the CPUs the group was throttled on
+  double cgroup_throttled_share = 0;  ///< cgroup_throttled_ns / the span
   std::string step_thread_name;
 };
 

@@ -304,6 +304,29 @@ TEST_CASE("cpu_bound in a process that may run on one CPU: no worker count, no p
   });
   REQUIRE(one_cpu != f->suggestions.end());
   CHECK_FALSE(one_cpu->estimated);
+  CHECK(one_cpu->action.find("its CPU affinity") != std::string::npos);
+}
+
+TEST_CASE("cpu_bound under a cgroup CPU quota: the workers fit the quota's whole CPUs, not the affinity") {
+  auto first_action = [](const std::string& name, const std::vector<std::pair<std::string, std::string>>& keys) {
+    fs::path p = work_dir() / name;
+    testsupport::write_scenario("cpu_bound", p.string(), false, keys);
+    const Analysis a = analyze::analyze_file(p.string(), {});
+    const auto* f = find(a, "cpu_bound");
+    REQUIRE(f);
+    REQUIRE(!f->suggestions.empty());
+    return f->suggestions.front().action;
+  };
+  // 64 CPUs in the affinity, 3.7 CPUs of quota: 3 whole CPUs, one kept by the step thread.
+  CHECK(first_action("cpu_bound_quota3.iscope", {{"cpus_allowed", "64"}, {"cpu_quota", "3.70"}}).find("num_workers=2") !=
+        std::string::npos);
+  // The affinity is tighter than the quota: the affinity counts.
+  CHECK(first_action("cpu_bound_quota8.iscope", {{"cpus_allowed", "2"}, {"cpu_quota", "8.00"}}).find("num_workers=1") !=
+        std::string::npos);
+  const std::string one = first_action("cpu_bound_quota1.iscope", {{"cpus_allowed", "64"}, {"cpu_quota", "1.50"}});
+  CHECK(one.find("one CPU only (its cgroup's CPU quota of 1.50 CPUs)") != std::string::npos);
+  // A malformed value is ignored, not taken as 0 CPUs.
+  CHECK(first_action("cpu_bound_quota_bad.iscope", {{"cpu_quota", "lots"}}).find("num_workers=4") != std::string::npos);
 }
 
 TEST_CASE("steps, breakdown and attribution") {

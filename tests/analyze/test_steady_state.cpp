@@ -12,6 +12,7 @@
 #include <inferscope/counter_names.hpp>
 
 #include <filesystem>
+#include <functional>
 
 namespace fs = std::filesystem;
 using namespace inferscope;
@@ -228,8 +229,10 @@ TEST_CASE("end to end: a warm-up step stays out of the headline, the breakdown a
 namespace {
 // Steps of 1 ms of GPU work followed by `idle` host time outside CUDA calls, with schedstat counters saying
 // the thread was on a CPU `on_cpu` and runnable `runq` of the time; optionally a busy Python thread beside it.
+// `extra` adds records (counters, process info) on the system channel over the steps' span [t0, t1].
+using ExtraRecords = std::function<void(dump::DumpBuilder&, uint32_t sys, int64_t t0, int64_t t1)>;
 fs::path host_gap_trace(const std::string& name, double on_cpu, double runq, bool busy_python_thread, bool python,
-                        bool worker_counters = true, bool worker_by_os_tid = false) {
+                        bool worker_counters = true, bool worker_by_os_tid = false, const ExtraRecords& extra = {}) {
   fs::path p = work_file(name);
   dump::DumpBuilder b(p.string());
   testsupport::Sim sim(b);
@@ -256,6 +259,7 @@ fs::path host_gap_trace(const std::string& name, double on_cpu, double runq, boo
       sched_counters(b, sys, worker_by_os_tid ? 4250u : worker, t0, t1 + 1 * ms, 1 * ms, [](int64_t) { return 1.0; },
                      [](int64_t) { return 0.0; }, worker_by_os_tid ? CounterScope::kOsThread : CounterScope::kThread);
   }
+  if (extra) extra(b, sys, t0, t1);
   b.finish();
   return p;
 }
@@ -308,6 +312,61 @@ TEST_CASE("end to end: GIL held by another Python thread, and a run-queue wait, 
   CHECK(busy.findings.front().category == "cpu_bound");
   CHECK(find(busy, "cpu_contention") == nullptr);
   CHECK(find(busy, "wait") == nullptr);
+}
+
+namespace {
+// A cgroup with a quota of `quota` CPUs (process info as the runtime writes it), throttled in every 100 ms period
+// and holding its threads back `held_share` of the time (cgroup.cpu.* counters sampled every 10 ms).
+ExtraRecords cgroup_quota(const char* quota, double held_share) {
+  return [=](dump::DumpBuilder& b, uint32_t sys, int64_t t0, int64_t t1) {
+    namespace names = counter_names;
+    b.process("cpu_quota", quota);
+    const auto P = CounterScope::kProcess;
+    for (int64_t t = t0, k = 0; t <= t1 + 100 * ms; t += 10 * ms, ++k) {
+      b.counter(sys, names::kCgroupCpuPeriods, P, 0, t, k / 10);
+      b.counter(sys, names::kCgroupCpuThrottledPeriods, P, 0, t, held_share > 0 ? k / 10 : 0);
+      b.counter(sys, names::kCgroupCpuThrottledNs, P, 0, t, int64_t(held_share * double(t - t0)));
+    }
+  };
+}
+}  // namespace
+
+TEST_CASE("end to end: a run-queue wait while the cgroup's CPU quota throttled the process names the quota") {
+  // The step thread is runnable 80 % of its 5 ms host gap (two thirds of the span): throttled 60 % of the span
+  // covers it, and the fix is the quota, not pinning a thread to a core.
+  Analysis q = analyze::analyze_file(
+      host_gap_trace("quota.iscope", 0.2, 0.8, false, true, true, false, cgroup_quota("0.50", 0.6)).string(), {});
+  REQUIRE_FALSE(q.findings.empty());
+  const auto& f = q.findings.front();
+  CHECK(f.category == "cpu_contention");
+  CHECK(f.title.find("held back by its cgroup's CPU quota (0.50 CPUs)") != std::string::npos);
+  CHECK(f.metrics.at("cpu_quota_cpus") == doctest::Approx(0.5));
+  CHECK(f.metrics.at("cgroup_throttled_periods") >= 1);
+  bool periods = false;
+  for (const auto& e : f.evidence) periods |= e.find("ran out of its CPU quota (0.50 CPUs) in ") != std::string::npos;
+  CHECK(periods);
+  REQUIRE(f.suggestions.size() == 3);
+  CHECK(f.suggestions[0].action.find("Raise the CPU limit") != std::string::npos);
+  CHECK(f.suggestions[0].estimated);
+  CHECK(f.suggestions[1].action.find("torch.set_num_threads(1)") != std::string::npos);
+  for (const auto& s : f.suggestions) CHECK(s.action.find("Pin") == std::string::npos);
+
+  // Throttled briefly (2 % of the span): the run-queue wait is other threads'; the throttling stays evidence.
+  Analysis burst = analyze::analyze_file(
+      host_gap_trace("quota_burst.iscope", 0.2, 0.8, false, true, true, false, cgroup_quota("0.50", 0.02)).string(), {});
+  REQUIRE_FALSE(burst.findings.empty());
+  CHECK(burst.findings.front().category == "cpu_contention");
+  CHECK(burst.findings.front().title.find("other threads taking its CPU") != std::string::npos);
+  bool noted = false;
+  for (const auto& e : burst.findings.front().evidence) noted |= e.find("CPU quota") != std::string::npos;
+  CHECK(noted);
+
+  // A quota that never bit: nothing about it.
+  Analysis idle = analyze::analyze_file(
+      host_gap_trace("quota_unused.iscope", 0.2, 0.8, false, true, true, false, cgroup_quota("4.00", 0.0)).string(), {});
+  REQUIRE_FALSE(idle.findings.empty());
+  CHECK(idle.findings.front().title.find("other threads taking its CPU") != std::string::npos);
+  for (const auto& e : idle.findings.front().evidence) CHECK(e.find("CPU quota") == std::string::npos);
 }
 
 TEST_CASE("end to end: cpu_bound moves the running share of the host time to workers, not the waits beside it") {

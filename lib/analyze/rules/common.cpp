@@ -5,7 +5,9 @@
 #include "analyze/what_if.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace inferscope::analyze::rules {
 
@@ -23,6 +25,14 @@ bool reported(const RuleInput& in, double impact_ms) {
 }
 
 bool gpu_seen(const RuleInput& in) { return in.a.gpu_work_recorded; }
+
+double cpu_quota_cpus(const Analysis& a) {
+  auto it = a.process.find("cpu_quota");
+  if (it == a.process.end()) return 0;
+  char* end = nullptr;
+  const double cpus = std::strtod(it->second.c_str(), &end);
+  return end != it->second.c_str() && *end == '\0' && std::isfinite(cpus) && cpus > 0 ? cpus : 0;
+}
 
 std::string while_idle(const RuleInput& in, const char* gpu_wording) { return gpu_seen(in) ? gpu_wording : "in the step"; }
 

@@ -16,17 +16,35 @@ std::string hot_list(const detail::Model& m) {
   return s;
 }
 
+/// The CPUs the recording process may use: its affinity (`cpus_allowed` in the process info), and no more than
+/// the whole CPUs of its cgroup's quota (`cpu_quota`; a fraction left over cannot run another worker). 0: unknown.
+int usable_cpus(const RuleInput& in) {
+  int cpus = 0;
+  if (auto it = in.a.process.find("cpus_allowed"); it != in.a.process.end()) {
+    const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
+    if (ec != std::errc{} || cpus < 1) cpus = 0;
+  }
+  if (const double quota = cpu_quota_cpus(in.a); quota > 0) {
+    const int whole = std::max(1, int(std::min(quota, 1e6)));
+    cpus = cpus ? std::min(cpus, whole) : whole;
+  }
+  return cpus;
+}
+
 /// How many worker processes the suggestion names: the threshold, but never more than the recording process's
-/// CPUs minus the one its step thread keeps (`cpus_allowed` in the process info; dumps without it: the threshold).
-/// 0 when the process may run on one CPU only: workers would take turns with the step thread on it.
+/// usable CPUs minus the one its step thread keeps (dumps without either key: the threshold). 0 when the process
+/// may use one CPU only: workers would take turns with the step thread on it.
 int suggested_workers(const RuleInput& in) {
   const int most = std::max(1, in.th.max_suggested_workers);
-  auto it = in.a.process.find("cpus_allowed");
-  if (it == in.a.process.end()) return most;
-  int cpus = 0;
-  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
-  if (ec != std::errc{} || cpus < 1) return most;
-  return std::min(cpus - 1, most);
+  const int cpus = usable_cpus(in);
+  return cpus ? std::min(cpus - 1, most) : most;
+}
+
+/// Why the process has one CPU: its affinity, or its cgroup's quota.
+std::string one_cpu_reason(const RuleInput& in) {
+  const double quota = cpu_quota_cpus(in.a);
+  if (quota > 0 && quota < 2) return "its cgroup's CPU quota of " + fmt("%.2f", quota) + " CPUs";
+  return "its CPU affinity";
 }
 
 /// Most of the host work runs between the step's own launches: it is the code that issues them (a model's Python
@@ -57,9 +75,9 @@ replay::Change moved_to_workers(const RuleInput& in, int workers) {
 void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::string& what) {
   const int workers = suggested_workers(in);
   if (workers == 0) {
-    suggest(f, "high", "This process may run on one CPU only (its CPU affinity): workers that prepared " + what +
-                       " ahead would take turns with the step thread on it. Give the process more CPUs (taskset, the "
-                       "container's cpuset), then move the work to DataLoader or worker processes");
+    suggest(f, "high", "This process may run on one CPU only (" + one_cpu_reason(in) + "): workers that prepared " +
+                       what + " ahead would take turns with the step thread on it. Give the process more CPUs (taskset, "
+                       "the container's cpuset or CPU limit), then move the work to DataLoader or worker processes");
     return;
   }
   const std::string n = std::to_string(workers);

@@ -10,8 +10,19 @@ namespace {
 
 struct Evidence {
   double impact_ms = 0, confidence = 0;
-  bool gil = false;  ///< the GIL, rather than the run queue, is most of it
+  bool gil = false;    ///< the GIL, rather than the run queue, is most of it
+  bool quota = false;  ///< the run queue, and the cgroup's CPU quota throttled the process through most of it
+  double quota_cpus = 0;
 };
+
+/// The run-queue wait is the CPU quota's doing when the cgroup was throttled during the steps and its throttled
+/// time covers `quota_share_of_runqueue` of the step thread's run-queue wait over the same span: a throttled
+/// group's threads wait in the run queue until the next period, whatever else the machine runs.
+bool quota_throttled(const RuleInput& in, double quota_cpus) {
+  const detail::Model& m = in.m;
+  return quota_cpus > 0 && m.cgroup_throttled_periods > 0 && m.step_thread_runqueue_share > 0 &&
+         m.cgroup_throttled_share >= in.th.quota_share_of_runqueue * m.step_thread_runqueue_share;
+}
 
 Evidence measure(const RuleInput& in) {
   const detail::Model& m = in.m;
@@ -22,6 +33,8 @@ Evidence measure(const RuleInput& in) {
     const double share = in.t.host_out_api > 0 ? in.t.host_contention / in.t.host_out_api : 0;
     e.confidence = 0.55 + 0.25 * std::min(1.0, share / 0.5) +
                    (m.involuntary_per_step > 1 || m.other_busy_python_threads ? 0.1 : 0);
+    e.quota_cpus = cpu_quota_cpus(in.a);
+    e.quota = !e.gil && quota_throttled(in, e.quota_cpus);
   } else if (m.other_busy_python_threads > 0) {  // no counters: indirect, through the GIL
     e.impact_ms = in.t.idle_host / 1e6 * std::min(0.5, m.other_python_busy_share);
     e.gil = true;
@@ -47,26 +60,31 @@ void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
                          " of the time (schedstat)");
   if (m.involuntary_per_step > 0)
     f.evidence.push_back(fmt("%.1f involuntary context switches of the step thread per step", m.involuntary_per_step));
+  if (m.cgroup_throttled_periods > 0)
+    f.evidence.push_back("the process's cgroup ran out of its CPU quota (" +
+                         (e.quota_cpus > 0 ? fmt("%.2f CPUs", e.quota_cpus) : std::string("quota not recorded")) +
+                         ") in " + fmt("%.0f", m.cgroup_throttled_periods) + " of " + fmt("%.0f", m.cgroup_periods) +
+                         " scheduling periods during the steps; its threads were held back " +
+                         fms(m.cgroup_throttled_ns / 1e6) + " in all (cgroup cpu.stat, summed over CPUs)");
   f.metrics["contention_ms"] = e.impact_ms;
   f.metrics["gil_wait_ms"] = in.t.host_gil / 1e6;
   f.metrics["runqueue_wait_ms"] = (in.t.host_contention - in.t.host_gil) / 1e6;
   f.metrics["other_busy_python_threads"] = m.other_busy_python_threads;
   f.metrics["involuntary_switches_per_step"] = m.involuntary_per_step;
   f.metrics["runqueue_wait_share"] = m.step_thread_runqueue_share;
+  f.metrics["cpu_quota_cpus"] = e.quota_cpus;
+  f.metrics["cgroup_throttled_periods"] = m.cgroup_throttled_periods;
+  f.metrics["cgroup_throttled_ms"] = m.cgroup_throttled_ns / 1e6;
 }
 
-}  // namespace
+std::string title(const RuleInput& in, const Evidence& e) {
+  const std::string who = "Thread '" + in.m.step_thread_name + "' is ";
+  if (e.gil) return who + "delayed by other Python threads holding the GIL";
+  if (e.quota) return who + "held back by its cgroup's CPU quota (" + fmt("%.2f", e.quota_cpus) + " CPUs)";
+  return who + "delayed by other threads taking its CPU";
+}
 
-std::optional<Finding> cpu_contention(const RuleInput& in) {
-  const Evidence e = measure(in);
-  if (!reported(in, e.impact_ms)) return std::nullopt;
-  Finding f = make_finding(in, Category::kCpuContention,
-                           "Thread '" + in.m.step_thread_name + "' is delayed by " +
-                               (e.gil ? std::string("other Python threads holding the GIL") : std::string("other threads taking its CPU")),
-                           e.impact_ms, e.confidence);
-  add_evidence(f, in, e);
-  add_examples(f, in, &detail::StepMetrics::worst_host_gap,
-               gpu_seen(in) ? "GPU idle while the host thread was delayed" : "the host thread delayed");
+void add_suggestions(Finding& f, const RuleInput& in, const Evidence& e) {
   replay::Change gone;  // the contended share of every host gap disappears
   gone.host_gap_scale = in.t.idle_host > 0 ? std::max(0.0, 1.0 - e.impact_ms * 1e6 / in.t.idle_host) : 1.0;
   const char* model = "the contended share of the host time removed";
@@ -77,12 +95,34 @@ std::optional<Finding> cpu_contention(const RuleInput& in) {
     suggest(f, "medium", "Release the GIL in background work: do heavy work in NumPy/torch ops or C extensions that drop "
                          "the GIL, not in pure-Python loops; or raise sys.setswitchinterval only if latency allows");
     suggest(f, "low", "Pin the inference thread to a dedicated core (os.sched_setaffinity / taskset)");
+  } else if (e.quota) {
+    const std::string n = std::to_string(std::max(1, int(std::min(e.quota_cpus, 1e6))));
+    suggest_replayed(f, in, "high", "Raise the CPU limit of the container or cgroup (now " + fmt("%.2f", e.quota_cpus) +
+                     " CPUs: Kubernetes resources.limits.cpu, docker --cpus, systemd CPUQuota): once the process has "
+                     "used its quota, every thread waits for the next period", gone, model);
+    suggest(f, "medium", "Size the thread pools to the quota, not the machine: torch.set_num_threads(" + n +
+                         "), OMP_NUM_THREADS=" + n + ", fewer DataLoader workers; pools sized by the host's core "
+                         "count burn the quota in parallel, then all wait");
+    suggest(f, "low", "Move CPU work that is not on the step's path (logging, metrics, preprocessing for later "
+                      "requests) out of this container, or out of the step's time");
   } else {
     suggest_replayed(f, in, "high", "Give the inference thread a CPU of its own: pin it (os.sched_setaffinity / taskset) "
                      "and keep other work off that core; check the machine's load from other processes", gone, model);
     suggest(f, "medium", "Reduce intra-op thread pools (torch.set_num_threads, OMP_NUM_THREADS) that oversubscribe the cores");
     suggest(f, "low", "Stop or throttle background threads and processes that compete for the same cores");
   }
+}
+
+}  // namespace
+
+std::optional<Finding> cpu_contention(const RuleInput& in) {
+  const Evidence e = measure(in);
+  if (!reported(in, e.impact_ms)) return std::nullopt;
+  Finding f = make_finding(in, Category::kCpuContention, title(in, e), e.impact_ms, e.confidence);
+  add_evidence(f, in, e);
+  add_examples(f, in, &detail::StepMetrics::worst_host_gap,
+               gpu_seen(in) ? "GPU idle while the host thread was delayed" : "the host thread delayed");
+  add_suggestions(f, in, e);
   return f;
 }
 

@@ -41,6 +41,8 @@ struct Thresholds {
                                       ///< is its first fix (that work issues the launches), not moving it off
   double host_pressure_faults = 1000; ///< page faults per step that mean host memory pressure
   double host_pressure_rss = 256e6;   ///< RSS growth over the steps that means host memory pressure
+  double quota_share_of_runqueue = 0.5;  ///< cgroup throttled time / the step thread's run-queue wait from which
+                                         ///< the CPU quota, not other threads, is what held the step thread back
 };
 
 struct RuleInput {
@@ -99,5 +101,7 @@ bool reported(const RuleInput& in, double impact_ms);  ///< impact at least min_
 bool gpu_seen(const RuleInput& in);
 /// "while the GPU waited on it" / "in the step": where a host-side cost happened, worded for the trace.
 std::string while_idle(const RuleInput& in, const char* gpu_wording);
+/// The CPU quota of the recording process's cgroup in CPUs (process info `cpu_quota`); 0 when none or unknown.
+double cpu_quota_cpus(const Analysis& a);
 
 }  // namespace inferscope::analyze::rules
