@@ -162,7 +162,9 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
     others.back().python = true;
   }
   const bool step_python = step_thread < ts.size() && ts[step_thread].py_calls > 0;
-  detail::split_idle_host(m.steps, series_of(step_thread), others, step_python);
+  detail::ThreadCounters st = series_of(step_thread);
+  detail::credit_pending_waits(st);
+  detail::split_idle_host(m.steps, st, others, step_python);
   read_cgroup_throttling(cx, counters, steps_s, steps_e, m);
 }
 

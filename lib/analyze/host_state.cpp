@@ -76,6 +76,72 @@ HostShares host_shares(int64_t s, int64_t e, double host_ns, const ThreadCounter
   return h;
 }
 
+namespace {
+
+// The on-CPU and run-queue cumulative values on the union of their sample times.
+struct Grid {
+  std::vector<int64_t> t;
+  std::vector<double> run, wait;
+};
+
+Grid sample_grid(const ThreadCounters& st) {
+  Grid g;
+  for (const auto& s : st.on_cpu)
+    for (const auto& p : s.points) g.t.push_back(p.first);
+  for (const auto& p : st.runnable.points) g.t.push_back(p.first);
+  std::sort(g.t.begin(), g.t.end());
+  g.t.erase(std::unique(g.t.begin(), g.t.end()), g.t.end());
+  for (int64_t t : g.t) {
+    double run = 0;
+    for (const auto& s : st.on_cpu) run += s.at(t);
+    g.run.push_back(run);
+    g.wait.push_back(st.runnable.at(t));
+  }
+  return g;
+}
+
+}  // namespace
+
+void credit_pending_waits(ThreadCounters& st) {
+  if (!st.on_cpu_exact || st.runnable.points.size() < 2 || !st.has_on_cpu()) return;
+  const Grid g = sample_grid(st);
+  const size_t n = g.t.size();
+  // Per interval i (from g.t[i-1] to g.t[i]): credited on-CPU and run-queue time, and the unaccounted rest.
+  std::vector<double> dr(n, 0), dw(n, 0), unaccounted(n, 0);
+  for (size_t i = 1; i < n; ++i) {
+    dr[i] = std::max(0.0, g.run[i] - g.run[i - 1]);
+    dw[i] = std::max(0.0, g.wait[i] - g.wait[i - 1]);
+    unaccounted[i] = std::max(0.0, double(g.t[i] - g.t[i - 1]) - dr[i] - dw[i]);
+  }
+  for (size_t i = 2; i < n; ++i) {
+    const double dt = double(g.t[i] - g.t[i - 1]), credited = dr[i] + dw[i], excess = credited - dt;
+    if (excess <= 0) continue;
+    // On-CPU time is credited at most a scheduler tick late, a run-queue wait only when it ends: the interval's
+    // own time is taken to be its on-CPU credit first, and only on-CPU time beyond its length is late on-CPU time.
+    const double wait_part = 1 - std::max(0.0, dr[i] - dt) / excess;
+    const int64_t earliest = g.t[i] - int64_t(credited);  // the credited time happened after this
+    double left = excess;
+    for (size_t j = i - 1; j >= 1 && left > 0 && g.t[j] > earliest; --j) {
+      const double moved = std::min(unaccounted[j], left);
+      unaccounted[j] -= moved;
+      dw[j] += moved * wait_part;
+      dr[j] += moved * (1 - wait_part);
+      dw[i] -= moved * wait_part;
+      dr[i] -= moved * (1 - wait_part);
+      left -= moved;
+    }
+  }
+  CumulativeSeries run, wait;
+  double r = g.run[0], w = g.wait[0];
+  for (size_t i = 0; i < n; ++i) {
+    if (i) r += dr[i], w += dw[i];
+    run.points.emplace_back(g.t[i], r);
+    wait.points.emplace_back(g.t[i], w);
+  }
+  st.on_cpu.assign(1, std::move(run));
+  st.runnable = std::move(wait);
+}
+
 void split_idle_host(std::vector<StepMetrics>& steps, const ThreadCounters& st, const std::vector<ThreadCounters>& others,
                      bool step_thread_python) {
   for (StepMetrics& m : steps) {

@@ -138,7 +138,7 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   if (!a.gpu_work_recorded) {
     out << "No GPU work was recorded: the step is host time only.";
     if (b.host_state_measured)
-      out << " The step thread ran " << fmt(b.host_running_ms, 3) << " ms, was held up by other threads (CPU or GIL) "
+      out << " The step thread ran " << fmt(b.host_running_ms, 3) << " ms, was held off a CPU (run queue, CPU quota or GIL) "
           << fmt(b.host_contention_ms, 3) << " ms and waited by its own choice (sleep, I/O, a queue) "
           << fmt(b.host_waiting_ms, 3) << " ms.";
     out << "\n\n";

@@ -188,6 +188,86 @@ TEST_CASE("host state: counters split host time into running, contention (run qu
   }
 }
 
+
+namespace {
+// A thread's schedstat counters sampled every 10 ms from 0 to 110 ms as the kernel shows them: on a CPU for
+// [0, 20 ms), off it for [20, 105 ms), on it again from 105 ms. Off the CPU it is runnable (its cgroup throttled:
+// the 85 ms wait is credited only when it gets the CPU back, at 105 ms) or asleep (nothing is credited).
+analyze::detail::ThreadCounters run_then_off(bool runnable) {
+  analyze::detail::ThreadCounters st;
+  st.on_cpu_exact = true;
+  analyze::detail::CumulativeSeries run;
+  for (int64_t t = 0; t <= 110 * ms; t += 10 * ms) {
+    run.points.emplace_back(t, double(std::min(t, 20 * ms) + (t > 105 * ms ? t - 105 * ms : 0)));
+    st.runnable.points.emplace_back(t, runnable && t > 105 * ms ? double(85 * ms) : 0.0);
+  }
+  st.on_cpu.push_back(std::move(run));
+  return st;
+}
+}  // namespace
+
+TEST_CASE("host state: a run-queue wait that schedstat credits only when it ends is counted where it happened") {
+  using namespace analyze::detail;
+  // The step [0, 100 ms): 100 ms outside CUDA calls, 20 on a CPU, 80 off it.
+  SUBCASE("throttled: the 80 ms off a CPU are run-queue wait, not a wait of the thread's own") {
+    ThreadCounters st = run_then_off(true);
+    const HostShares before = host_shares(0, 100 * ms, 100 * ms, st, {}, false);
+    CHECK(before.blocked == doctest::Approx(0.8));  // as the raw counters read: the wait shows up after the step
+    credit_pending_waits(st);
+    const HostShares h = host_shares(0, 100 * ms, 100 * ms, st, {}, false);
+    CHECK(h.runnable == doctest::Approx(0.8));
+    CHECK(h.blocked == doctest::Approx(0).epsilon(0.001));
+    CHECK(h.running == doctest::Approx(0.2));
+    // Nothing is created or lost: the totals at the last sample are the kernel's.
+    CHECK(st.runnable.points.back().second == doctest::Approx(85 * ms));
+    CHECK(st.on_cpu_delta(0, 110 * ms) == doctest::Approx(25 * ms));
+  }
+  SUBCASE("asleep: the same 80 ms stay the thread's own wait") {
+    ThreadCounters st = run_then_off(false);
+    credit_pending_waits(st);
+    const HostShares h = host_shares(0, 100 * ms, 100 * ms, st, {}, false);
+    CHECK(h.blocked == doctest::Approx(0.8));
+    CHECK(h.runnable == 0);
+  }
+  SUBCASE("on-CPU time credited a tick late goes back as on-CPU time, not as a wait") {
+    ThreadCounters st;
+    st.on_cpu_exact = true;
+    // On a CPU throughout; the 10 ms sample reads 4 ms behind, the 20 ms one catches up.
+    st.on_cpu.push_back({{{0, 0}, {10 * ms, 6 * ms}, {20 * ms, 20 * ms}, {30 * ms, 30 * ms}}});
+    st.runnable = {{{0, 0}, {10 * ms, 0}, {20 * ms, 0}, {30 * ms, 0}}};
+    credit_pending_waits(st);
+    const HostShares h = host_shares(0, 10 * ms, 10 * ms, st, {}, false);
+    CHECK(h.running == doctest::Approx(1));
+    CHECK(h.runnable == 0);
+    CHECK(h.blocked == doctest::Approx(0).epsilon(0.001));
+  }
+  SUBCASE("no further back than the credited time's own length") {
+    // On a CPU [0, 20) and [92, 100) ms, off it [20, 92) and [100, 105), on it from 105: the sample at 110 ms credits
+    // 5 ms on a CPU and 15 ms of wait, 10 ms more than its interval. Those 20 ms happened after 90 ms, where only
+    // 2 ms are unaccounted: they are moved, and the time before 90 ms stays the thread's own.
+    ThreadCounters st;
+    st.on_cpu_exact = true;
+    CumulativeSeries run;
+    for (int64_t t = 0; t <= 110 * ms; t += 10 * ms) {
+      const int64_t on_cpu = std::min(t, 20 * ms) + (t >= 100 * ms ? 8 * ms : 0) + (t > 105 * ms ? t - 105 * ms : 0);
+      run.points.emplace_back(t, double(on_cpu));
+      st.runnable.points.emplace_back(t, t > 105 * ms ? double(15 * ms) : 0.0);
+    }
+    st.on_cpu.push_back(std::move(run));
+    credit_pending_waits(st);
+    CHECK(st.runnable.delta(0, 90 * ms) == 0);
+    CHECK(st.runnable.delta(90 * ms, 100 * ms) == doctest::Approx(2 * ms));
+    CHECK(st.runnable.points.back().second == doctest::Approx(15 * ms));
+  }
+  SUBCASE("without schedstat (clock-tick CPU times) nothing is moved") {
+    ThreadCounters st = run_then_off(true);
+    st.on_cpu_exact = false;
+    const auto copy = st.runnable.points;
+    credit_pending_waits(st);
+    CHECK(st.runnable.points == copy);
+  }
+}
+
 TEST_CASE("end to end: a warm-up step stays out of the headline, the breakdown and the impacts") {
   fs::path p = work_file("warmup.iscope");
   {
