@@ -38,7 +38,17 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
+
+// The system collector's cgroup CPU quota reader (lib/collect/system/cgroup_cpu.hpp). Weak, as the collectors'
+// registration in autostart.cpp: the runtime does not depend on the collectors, and a build without the system
+// collector writes no quota.
+namespace inferscope::sys {
+std::vector<std::pair<std::string, std::string>> cgroup_cpu_process_info(const std::string& proc_root,
+                                                                         const std::string& fs_root)
+    __attribute__((weak));
+}  // namespace inferscope::sys
 
 namespace inferscope::detail {
 std::atomic<uint32_t> g_session{0};
@@ -301,6 +311,9 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0) b.add_key_value("cpus_allowed", std::to_string(CPU_COUNT(&allowed)));
+  // A container's CPU limit (a cgroup quota), which the affinity above does not show: cpu_quota, cpu_quota_source.
+  if (sys::cgroup_cpu_process_info)
+    for (auto& [k, v] : sys::cgroup_cpu_process_info("/proc", "")) b.add_key_value(k, v);
   std::ifstream cl("/proc/self/cmdline", std::ios::binary);
   std::string cmd((std::istreambuf_iterator<char>(cl)), std::istreambuf_iterator<char>());
   while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();

@@ -87,6 +87,9 @@ const CounterNames& CounterNames::get() {
     c.mem_major_faults = intern(names::kMemMajorFaults);
     c.mem_hwm_bytes = intern(names::kMemHwmBytes);
     c.threads = intern(names::kProcessThreads);
+    c.cgroup_cpu_periods = intern(names::kCgroupCpuPeriods);
+    c.cgroup_cpu_throttled_periods = intern(names::kCgroupCpuThrottledPeriods);
+    c.cgroup_cpu_throttled_ns = intern(names::kCgroupCpuThrottledNs);
     c.thread_cpu_user_ns = intern(names::kThreadCpuUserNs);
     c.thread_cpu_system_ns = intern(names::kThreadCpuSystemNs);
     c.thread_sched_run_ns = intern(names::kThreadSchedRunNs);
@@ -140,6 +143,7 @@ SystemSampler::~SystemSampler() {
   }
   close_fd(task_dir_);
   close_fd(statm_);
+  close_fd(cgroup_stat_);
   close_fd(loadavg_);
   close_fd(stat_);
   close_fd(meminfo_);
@@ -158,6 +162,7 @@ std::string SystemSampler::open() {
   statm_ = open_ro(self_ + "/statm");
   status += task_dir_ >= 0 ? "; process and per-thread CPU, context switches, memory" : "; process counters only ("
                                                                                        + self_ + "/task unreadable)";
+  status += open_cgroup();
   loadavg_ = open_ro(opt_.proc_root + "/loadavg");
   stat_ = open_ro(opt_.proc_root + "/stat");
   meminfo_ = open_ro(opt_.proc_root + "/meminfo");
@@ -216,6 +221,28 @@ std::string SystemSampler::open() {
     }
   }
   return status;
+}
+
+// The CPU quota is found once: a container's limit is set when it starts. Its cpu.stat stays open and is re-read
+// each round, like the process's own files.
+std::string SystemSampler::open_cgroup() {
+  std::string err;
+  const auto q = read_cgroup_cpu_quota(opt_.proc_root, opt_.fs_root, &err);
+  if (!q) return "; cgroup CPU quota unknown (" + err + ")";
+  if (!q->cpus) return "; no cgroup CPU quota";
+  const std::string quota = "; cgroup CPU quota " + format_cpus(*q->cpus) + (*q->cpus == 1.0 ? " CPU" : " CPUs");
+  cgroup_version_ = q->version;
+  cgroup_stat_ = open_ro(q->cpu_stat);
+  if (cgroup_stat_ < 0) {
+    const int open_errno = errno;
+    return quota + " (throttling not counted: cannot open " + q->cpu_stat + ": " + std::strerror(open_errno) + ")";
+  }
+  std::string text;
+  if (!read_file(cgroup_stat_, "", false, text) || !parse_cgroup_cpu_stat(text, cgroup_version_, &err)) {
+    close_fd(cgroup_stat_);
+    return quota + " (throttling not counted: " + (err.empty() ? q->cpu_stat + " is empty" : err) + ")";
+  }
+  return quota + " (throttling counted)";
 }
 
 int SystemSampler::open_perf(uint32_t tid) {
@@ -326,6 +353,23 @@ void SystemSampler::sample_process() {
   if (read_file(statm_, self_ + "/statm", true, buf_)) {
     if (auto m = parse_statm(buf_, &err)) emit_int(n.mem_rss_bytes, P, 0, ts, int64_t(m->resident_pages * page_size_));
     else skip(err);
+  }
+  if (cgroup_stat_ >= 0) sample_cgroup(ts);
+}
+
+// Every round, not at the machine files' cadence: one small file, and throttling comes in bursts of a period
+// (100 ms by default) that a 100 ms cadence would smear over the neighbouring steps.
+void SystemSampler::sample_cgroup(uint64_t ts) {
+  const auto& n = CounterNames::get();
+  const auto P = CounterScope::kProcess;
+  std::string err;
+  if (!read_file(cgroup_stat_, "", false, buf_)) return;
+  if (auto c = parse_cgroup_cpu_stat(buf_, cgroup_version_, &err)) {
+    emit_int(n.cgroup_cpu_periods, P, 0, ts, static_cast<int64_t>(c->periods));
+    emit_int(n.cgroup_cpu_throttled_periods, P, 0, ts, static_cast<int64_t>(c->throttled_periods));
+    emit_int(n.cgroup_cpu_throttled_ns, P, 0, ts, static_cast<int64_t>(c->throttled_ns));
+  } else {
+    skip(err);
   }
 }
 

@@ -1,5 +1,6 @@
-// One round of system sampling: process and per-thread CPU time, context switches, memory, machine load,
-// pressure (PSI), NUMA and GPU (NVML) counters, each a CounterRecord stamped with the session clock.
+// One round of system sampling: process and per-thread CPU time, context switches, memory, the cgroup CPU
+// quota's throttling, machine load, pressure (PSI), NUMA and GPU (NVML) counters, each a CounterRecord stamped
+// with the session clock.
 // The sampler only reads /proc, /sys and NVML: it takes no lock an application thread takes, so it never
 // delays the threads it observes. docs/counters.md lists every counter (name, unit, scope).
 //
@@ -10,6 +11,7 @@
 
 #include <inferscope/records.hpp>
 
+#include "collect/system/cgroup_cpu.hpp"
 #include "collect/system/nvml.hpp"
 #include "collect/system/proc_parse.hpp"
 
@@ -30,6 +32,7 @@ struct SamplerOptions {
   bool perf = false;                ///< per-thread perf_event_open cpu-clock counters
   std::string nvml_library;         ///< "" = libnvidia-ml.so.1
   std::string proc_root = "/proc";  ///< where "self" lives (tests may point elsewhere)
+  std::string fs_root;              ///< prefix of the cgroup mount points in mountinfo ("": the real ones)
 };
 
 /// (os_tid, dump thread id) of the threads the session knows.
@@ -89,7 +92,9 @@ class SystemSampler {
   bool read_file(int& fd, const std::string& path, bool keep, std::string& out);
   void skip(const std::string& what);
 
+  std::string open_cgroup();
   void sample_process();
+  void sample_cgroup(uint64_t ts);
   void sample_threads();
   void sample_task(uint32_t tid, Task& t);
   void write_birth(CounterScope scope, uint32_t target, uint64_t ts);
@@ -124,6 +129,8 @@ class SystemSampler {
   std::string self_;            // "<proc_root>/self"
   int task_dir_ = -1;
   int statm_ = -1;
+  int cgroup_stat_ = -1;  // cpu.stat of the level whose CPU quota binds (-1: no quota)
+  CgroupVersion cgroup_version_ = CgroupVersion::kV2;
   size_t held_fds_ = 0;
   bool have_schedstat_ = true;
   bool perf_ok_ = false;
@@ -160,6 +167,7 @@ void sample_thread_at_exit(const std::string& task_dir, uint32_t thread_id, cons
 struct CounterNames {
   uint32_t cpu_user_ns, cpu_system_ns, ctx_voluntary, ctx_involuntary, mem_rss_bytes, mem_minor_faults,
       mem_major_faults, mem_hwm_bytes, threads;
+  uint32_t cgroup_cpu_periods, cgroup_cpu_throttled_periods, cgroup_cpu_throttled_ns;
   uint32_t thread_cpu_user_ns, thread_cpu_system_ns, thread_sched_run_ns, thread_sched_wait_ns, thread_state,
       thread_ctx_voluntary, thread_ctx_involuntary, perf_task_clock_ns;
   uint32_t load_1m, load_runnable, machine_busy_pct, machine_mem_available_bytes, psi_cpu_some_us,
