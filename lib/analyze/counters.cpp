@@ -5,6 +5,8 @@
 
 #include <inferscope/counter_names.hpp>
 
+#include <cmath>
+
 namespace inferscope::analyze::detail {
 namespace {
 
@@ -17,29 +19,29 @@ void grew_from_zero(const Context& cx, const dump::ThreadInfo& t, CumulativeSeri
   s.points.insert(s.points.begin(), {std::min(first, s.points.front().first), 0.0});
 }
 
-// The cgroup CPU quota's throttling over the steady steps' span [s, e]: each cumulative counter's change between
-// its first and last sample inside the span.
+// The cgroup CPU quota's throttling over the steady steps' span [s, e]. The sampler writes these counters when
+// they change (about once per quota period while throttled) and at least once a second, so each is read as a
+// cumulative series interpolated at the span's bounds: a first sample inside the span would drop the period
+// before it.
 void read_cgroup_throttling(const Context& cx, const std::vector<CounterSample>& counters, int64_t s, int64_t e,
                             Model& m) {
   namespace names = counter_names;
-  struct Change { double first = 0, last = 0; bool any = false; };
-  Change periods, throttled, throttled_ns;
+  CumulativeSeries periods, throttled, throttled_ns;
   for (const CounterSample& c : counters) {
-    if (c.ts < s || c.ts > e || c.scope != uint8_t(CounterScope::kProcess) || c.name >= cx.nstr) continue;
+    if (c.scope != uint8_t(CounterScope::kProcess) || c.name >= cx.nstr) continue;
     const std::string& n = cx.name_of(c.name);
-    Change* to = n == names::kCgroupCpuPeriods            ? &periods
-                 : n == names::kCgroupCpuThrottledPeriods ? &throttled
-                 : n == names::kCgroupCpuThrottledNs      ? &throttled_ns
-                                                          : nullptr;
-    if (!to) continue;
-    if (!to->any) to->first = c.v;
-    to->any = true;
-    to->last = c.v;
+    CumulativeSeries* to = n == names::kCgroupCpuPeriods            ? &periods
+                           : n == names::kCgroupCpuThrottledPeriods ? &throttled
+                           : n == names::kCgroupCpuThrottledNs      ? &throttled_ns
+                                                                    : nullptr;
+    if (to && std::isfinite(c.v)) to->points.emplace_back(c.ts, c.v);
   }
-  m.cgroup_periods = std::max(0.0, periods.last - periods.first);
-  m.cgroup_throttled_periods = std::max(0.0, throttled.last - throttled.first);
-  m.cgroup_throttled_ns = std::max(0.0, throttled_ns.last - throttled_ns.first);
-  m.cgroup_throttled_share = m.cgroup_throttled_ns / double(std::max<int64_t>(1, e - s));
+  for (CumulativeSeries* x : {&periods, &throttled, &throttled_ns})
+    std::stable_sort(x->points.begin(), x->points.end(), [](auto& p, auto& q) { return p.first < q.first; });
+  m.cgroup_periods = std::max(0.0, periods.delta(s, e));
+  m.cgroup_throttled_periods = std::max(0.0, throttled.delta(s, e));
+  m.cgroup_throttled_ns = std::max(0.0, throttled_ns.delta(s, e));
+  m.steps_span_ns = double(std::max<int64_t>(0, e - s));
 }
 
 }  // namespace

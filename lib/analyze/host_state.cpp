@@ -3,6 +3,7 @@
 #include <inferscope/counter_names.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace inferscope::analyze::detail {
 
@@ -106,6 +107,8 @@ void credit_pending_waits(ThreadCounters& st) {
   if (!st.on_cpu_exact || st.runnable.points.size() < 2 || !st.has_on_cpu()) return;
   const Grid g = sample_grid(st);
   const size_t n = g.t.size();
+  for (size_t i = 0; i < n; ++i)  // values from a damaged or hostile dump: leave the series as they are
+    if (!std::isfinite(g.run[i]) || !std::isfinite(g.wait[i])) return;
   // Per interval i (from g.t[i-1] to g.t[i]): credited on-CPU and run-queue time, and the unaccounted rest.
   std::vector<double> dr(n, 0), dw(n, 0), unaccounted(n, 0);
   for (size_t i = 1; i < n; ++i) {
@@ -113,15 +116,32 @@ void credit_pending_waits(ThreadCounters& st) {
     dw[i] = std::max(0.0, g.wait[i] - g.wait[i - 1]);
     unaccounted[i] = std::max(0.0, double(g.t[i] - g.t[i - 1]) - dr[i] - dw[i]);
   }
+  // The latest interval at or before j with unaccounted time left (0: none). Intervals only ever empty, so each
+  // one passed on the way is pointed straight at the answer (path compression): the look-back stays near linear
+  // however many intervals are empty (a thread always on a CPU) and however much later samples credit.
+  std::vector<size_t> back(n);
+  for (size_t j = 0; j < n; ++j) back[j] = j;
+  auto step_back = [&](size_t j) { return back[j] == j ? j - 1 : back[j]; };
+  auto open_at_or_before = [&](size_t j) {
+    size_t r = j;
+    while (r && unaccounted[r] <= 0) r = step_back(r);
+    while (j != r) {
+      const size_t next = step_back(j);
+      back[j] = r;
+      j = next;
+    }
+    return r;
+  };
   for (size_t i = 2; i < n; ++i) {
     const double dt = double(g.t[i] - g.t[i - 1]), credited = dr[i] + dw[i], excess = credited - dt;
     if (excess <= 0) continue;
     // On-CPU time is credited at most a scheduler tick late, a run-queue wait only when it ends: the interval's
     // own time is taken to be its on-CPU credit first, and only on-CPU time beyond its length is late on-CPU time.
     const double wait_part = 1 - std::max(0.0, dr[i] - dt) / excess;
-    const int64_t earliest = g.t[i] - int64_t(credited);  // the credited time happened after this
+    // The credited time happened after `earliest`: intervals that ended by then keep their unaccounted time.
+    const int64_t earliest = g.t[i] - int64_t(std::min(credited, double(g.t[i] - g.t[0])));
     double left = excess;
-    for (size_t j = i - 1; j >= 1 && left > 0 && g.t[j] > earliest; --j) {
+    for (size_t j = open_at_or_before(i - 1); j >= 1 && left > 0 && g.t[j] > earliest; j = open_at_or_before(j)) {
       const double moved = std::min(unaccounted[j], left);
       unaccounted[j] -= moved;
       dw[j] += moved * wait_part;

@@ -53,10 +53,11 @@ HostShares host_shares(int64_t s, int64_t e, double host_ns, const ThreadCounter
 /// schedstat credits a run-queue wait when the wait ends (the thread gets a CPU), not while it lasts: a sample
 /// taken during a long wait (a cgroup throttled for the rest of its period) shows that time as neither on a CPU nor
 /// runnable, as if the thread had blocked, and the next sample credits more than its interval's wall time. This
-/// moves each such excess back over the intervals just before it that had unaccounted time (latest first, no
-/// further back than the credited time's own length): as on-CPU time as far as the interval credited more on-CPU
-/// time than its length (on-CPU time is credited at most a tick late), the rest as run-queue wait. Only with schedstat (`on_cpu_exact`) and a run-queue series; `on_cpu` becomes
-/// one series (their sum). Time that no later interval claims stays blocked.
+/// moves each such excess back over the intervals just before it that had unaccounted time (latest first, none
+/// that ended before the credited time could have begun): as on-CPU time as far as the interval credited more
+/// on-CPU time than its length (on-CPU time is credited at most a tick late), the rest as run-queue wait. Only with
+/// schedstat (`on_cpu_exact`) and a run-queue series, and only when every value is finite; `on_cpu` becomes one
+/// series (their sum). Time that no later interval claims stays blocked.
 void credit_pending_waits(ThreadCounters& st);
 
 /// Splits each step's GPU-idle host time (StepMetrics::idle_host) into running, contention (run queue + GIL)

@@ -130,8 +130,8 @@ struct Model {
   double rss_growth_bytes = 0, faults_per_step = 0;
   // The cgroup CPU quota's throttling over the steady steps' span (counter_names.hpp, cgroup.cpu.*)
   double cgroup_periods = 0, cgroup_throttled_periods = 0;
-  double cgroup_throttled_ns = 0;     ///< summed over the CPUs the group was throttled on
-  double cgroup_throttled_share = 0;  ///< cgroup_throttled_ns / the span
+  double cgroup_throttled_ns = 0;  ///< summed over the CPUs the group was throttled on
+  double steps_span_ns = 0;        ///< the steady steps' span they cover
   std::string step_thread_name;
 };
 

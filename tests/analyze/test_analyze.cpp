@@ -324,7 +324,15 @@ TEST_CASE("cpu_bound under a cgroup CPU quota: the workers fit the quota's whole
   CHECK(first_action("cpu_bound_quota8.iscope", {{"cpus_allowed", "2"}, {"cpu_quota", "8.00"}}).find("num_workers=1") !=
         std::string::npos);
   const std::string one = first_action("cpu_bound_quota1.iscope", {{"cpus_allowed", "64"}, {"cpu_quota", "1.50"}});
-  CHECK(one.find("one CPU only (its cgroup's CPU quota of 1.50 CPUs)") != std::string::npos);
+  CHECK(one.find("This process may use at most 1.50 CPUs of CPU time (its cgroup's CPU quota): ") != std::string::npos);
+  CHECK(one.find("affinity") == std::string::npos);
+  // Both limits: both named (raising the quota alone would not help).
+  const std::string both =
+      first_action("cpu_bound_quota1_affinity1.iscope", {{"cpus_allowed", "1"}, {"cpu_quota", "0.50"}});
+  CHECK(both.find("may run on one CPU only (its CPU affinity) and may use at most 0.50 CPUs of CPU time") !=
+        std::string::npos);
+  // A decimal comma (a profiled program's locale) or other malformed value is ignored, not taken as 0 CPUs.
+  CHECK(first_action("cpu_bound_quota_comma.iscope", {{"cpu_quota", "0,50"}}).find("num_workers=4") != std::string::npos);
   // A malformed value is ignored, not taken as 0 CPUs.
   CHECK(first_action("cpu_bound_quota_bad.iscope", {{"cpu_quota", "lots"}}).find("num_workers=4") != std::string::npos);
 }

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <limits>
 
 namespace fs = std::filesystem;
 using namespace inferscope;
@@ -259,6 +260,34 @@ TEST_CASE("host state: a run-queue wait that schedstat credits only when it ends
     CHECK(st.runnable.delta(90 * ms, 100 * ms) == doctest::Approx(2 * ms));
     CHECK(st.runnable.points.back().second == doctest::Approx(15 * ms));
   }
+  SUBCASE("hostile values: infinite ones leave the series as they are; huge ones are bounded by the samples") {
+    ThreadCounters inf = run_then_off(true);
+    inf.runnable.points[3].second = std::numeric_limits<double>::infinity();
+    const auto copy = inf.runnable.points;
+    credit_pending_waits(inf);
+    CHECK(inf.runnable.points == copy);
+    ThreadCounters huge = run_then_off(true);
+    huge.runnable.points.back().second = 9.2e18;  // an int64 counter near its limit: no overflow, all back to t=0
+    credit_pending_waits(huge);
+    CHECK(huge.runnable.delta(0, 100 * ms) == doctest::Approx(80 * ms));
+    CHECK(huge.runnable.points.back().second == doctest::Approx(9.2e18));
+  }
+  SUBCASE("no unaccounted time anywhere and a huge credit every other sample: the look-back skips empty intervals") {
+    // 200,000 samples 1 ms apart of a thread always on a CPU; every other sample also credits 10^6 s of wait (a
+    // hostile dump). Each credit looks back to the start and finds nothing to take: a look-back that visited every
+    // empty interval again would take ~10^10 steps (past the test's timeout).
+    ThreadCounters st;
+    st.on_cpu_exact = true;
+    CumulativeSeries run;
+    for (int64_t i = 0; i <= 200'000; ++i) {
+      run.points.emplace_back(i * ms, double(i * ms));
+      st.runnable.points.emplace_back(i * ms, double((i + 1) / 2) * 1e15);
+    }
+    st.on_cpu.push_back(std::move(run));
+    credit_pending_waits(st);
+    CHECK(st.on_cpu_delta(0, 200'000 * ms) == doctest::Approx(200'000 * ms));
+    CHECK(st.runnable.points.back().second == doctest::Approx(100'000 * 1e15));
+  }
   SUBCASE("without schedstat (clock-tick CPU times) nothing is moved") {
     ThreadCounters st = run_then_off(true);
     st.on_cpu_exact = false;
@@ -395,16 +424,18 @@ TEST_CASE("end to end: GIL held by another Python thread, and a run-queue wait, 
 }
 
 namespace {
-// A cgroup with a quota of `quota` CPUs (process info as the runtime writes it), throttled in every 100 ms period
-// and holding its threads back `held_share` of the time (cgroup.cpu.* counters sampled every 10 ms).
-ExtraRecords cgroup_quota(const char* quota, double held_share) {
+// A cgroup with a quota of `quota` CPUs and 100 ms periods (process info as the runtime writes it), throttled in
+// one period of every `throttled_every` and with a throttled time (cpu.stat's, summed over CPUs) of `held_share`
+// of the elapsed time (cgroup.cpu.* counters sampled every 10 ms).
+ExtraRecords cgroup_quota(const char* quota, double held_share, int throttled_every = 1) {
   return [=](dump::DumpBuilder& b, uint32_t sys, int64_t t0, int64_t t1) {
     namespace names = counter_names;
     b.process("cpu_quota", quota);
+    b.process("cpu_quota_period_us", "100000");
     const auto P = CounterScope::kProcess;
     for (int64_t t = t0, k = 0; t <= t1 + 100 * ms; t += 10 * ms, ++k) {
       b.counter(sys, names::kCgroupCpuPeriods, P, 0, t, k / 10);
-      b.counter(sys, names::kCgroupCpuThrottledPeriods, P, 0, t, held_share > 0 ? k / 10 : 0);
+      b.counter(sys, names::kCgroupCpuThrottledPeriods, P, 0, t, held_share > 0 ? k / 10 / throttled_every : 0);
       b.counter(sys, names::kCgroupCpuThrottledNs, P, 0, t, int64_t(held_share * double(t - t0)));
     }
   };
@@ -440,6 +471,15 @@ TEST_CASE("end to end: a run-queue wait while the cgroup's CPU quota throttled t
   bool noted = false;
   for (const auto& e : burst.findings.front().evidence) noted |= e.find("CPU quota") != std::string::npos;
   CHECK(noted);
+
+  // A group of many busy threads: its throttled time, summed over 8 CPUs, is 8 times the span, but it was throttled
+  // in one period in ten, so it held its threads back at most a tenth of the time: the run-queue wait (two thirds of
+  // the span) is mostly other threads'.
+  Analysis wide = analyze::analyze_file(
+      host_gap_trace("quota_wide.iscope", 0.2, 0.8, false, true, true, false, cgroup_quota("8.00", 8.0, 10)).string(),
+      {});
+  REQUIRE_FALSE(wide.findings.empty());
+  CHECK(wide.findings.front().title.find("other threads taking its CPU") != std::string::npos);
 
   // A quota that never bit: nothing about it.
   Analysis idle = analyze::analyze_file(

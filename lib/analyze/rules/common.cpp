@@ -5,6 +5,7 @@
 #include "analyze/what_if.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,13 +27,26 @@ bool reported(const RuleInput& in, double impact_ms) {
 
 bool gpu_seen(const RuleInput& in) { return in.a.gpu_work_recorded; }
 
-double cpu_quota_cpus(const Analysis& a) {
-  auto it = a.process.find("cpu_quota");
+namespace {
+// A positive finite number from the process info, or 0 (absent, malformed). from_chars: no locale.
+double positive_process_value(const Analysis& a, const char* key) {
+  auto it = a.process.find(key);
   if (it == a.process.end()) return 0;
-  char* end = nullptr;
-  const double cpus = std::strtod(it->second.c_str(), &end);
-  return end != it->second.c_str() && *end == '\0' && std::isfinite(cpus) && cpus > 0 ? cpus : 0;
+  double v = 0;
+  const char* end = it->second.data() + it->second.size();
+  const auto [at, ec] = std::from_chars(it->second.data(), end, v);
+  return ec == std::errc{} && at == end && std::isfinite(v) && v > 0 ? v : 0;
 }
+}  // namespace
+
+double cpu_quota_cpus(const Analysis& a) { return positive_process_value(a, "cpu_quota"); }
+
+double cpu_quota_period_ns(const Analysis& a) {
+  const double us = positive_process_value(a, "cpu_quota_period_us");
+  return (us > 0 ? us : 100'000) * 1e3;
+}
+
+std::string fcpus(double cpus) { return fmt(cpus >= 0.01 ? "%.2f" : "%.4f", cpus); }
 
 std::string while_idle(const RuleInput& in, const char* gpu_wording) { return gpu_seen(in) ? gpu_wording : "in the step"; }
 

@@ -16,14 +16,19 @@ std::string hot_list(const detail::Model& m) {
   return s;
 }
 
-/// The CPUs the recording process may use: its affinity (`cpus_allowed` in the process info), and no more than
-/// the whole CPUs of its cgroup's quota (`cpu_quota`; a fraction left over cannot run another worker). 0: unknown.
-int usable_cpus(const RuleInput& in) {
+/// The CPUs the recording process may run on (`cpus_allowed` in the process info, its affinity); 0: unknown.
+int affinity_cpus(const RuleInput& in) {
+  auto it = in.a.process.find("cpus_allowed");
+  if (it == in.a.process.end()) return 0;
   int cpus = 0;
-  if (auto it = in.a.process.find("cpus_allowed"); it != in.a.process.end()) {
-    const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
-    if (ec != std::errc{} || cpus < 1) cpus = 0;
-  }
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
+  return ec == std::errc{} && cpus >= 1 ? cpus : 0;
+}
+
+/// The CPUs the recording process may use: its affinity, and no more than the whole CPUs of its cgroup's quota
+/// (`cpu_quota`; a fraction left over cannot run another worker). 0: unknown.
+int usable_cpus(const RuleInput& in) {
+  int cpus = affinity_cpus(in);
   if (const double quota = cpu_quota_cpus(in.a); quota > 0) {
     const int whole = std::max(1, int(std::min(quota, 1e6)));
     cpus = cpus ? std::min(cpus, whole) : whole;
@@ -40,11 +45,15 @@ int suggested_workers(const RuleInput& in) {
   return cpus ? std::min(cpus - 1, most) : most;
 }
 
-/// Why the process has one CPU: its affinity, or its cgroup's quota.
-std::string one_cpu_reason(const RuleInput& in) {
+/// What limits the process to one CPU: its affinity, its cgroup's quota (under 2 CPUs of CPU time), or both.
+std::string one_cpu_limit(const RuleInput& in) {
   const double quota = cpu_quota_cpus(in.a);
-  if (quota > 0 && quota < 2) return "its cgroup's CPU quota of " + fmt("%.2f", quota) + " CPUs";
-  return "its CPU affinity";
+  const bool by_quota = quota > 0 && quota < 2, by_affinity = affinity_cpus(in) == 1;
+  std::string s = "This process";
+  if (by_affinity || !by_quota) s += " may run on one CPU only (its CPU affinity)";
+  if (by_affinity && by_quota) s += " and";
+  if (by_quota) s += " may use at most " + fcpus(quota) + " CPUs of CPU time (its cgroup's CPU quota)";
+  return s;
 }
 
 /// Most of the host work runs between the step's own launches: it is the code that issues them (a model's Python
@@ -75,9 +84,9 @@ replay::Change moved_to_workers(const RuleInput& in, int workers) {
 void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::string& what) {
   const int workers = suggested_workers(in);
   if (workers == 0) {
-    suggest(f, "high", "This process may run on one CPU only (" + one_cpu_reason(in) + "): workers that prepared " +
-                       what + " ahead would take turns with the step thread on it. Give the process more CPUs (taskset, "
-                       "the container's cpuset or CPU limit), then move the work to DataLoader or worker processes");
+    suggest(f, "high", one_cpu_limit(in) + ": workers that prepared " + what + " ahead would take turns with the "
+                       "step thread for it. Give the process more CPUs (taskset, the container's cpuset or CPU limit), "
+                       "then move the work to DataLoader or worker processes");
     return;
   }
   const std::string n = std::to_string(workers);

@@ -15,13 +15,22 @@ struct Evidence {
   double quota_cpus = 0;
 };
 
-/// The run-queue wait is the CPU quota's doing when the cgroup was throttled during the steps and its throttled
-/// time covers `quota_share_of_runqueue` of the step thread's run-queue wait over the same span: a throttled
+/// The share of the steady steps' span the cgroup held its threads back. cpu.stat's throttled time is summed over
+/// the CPUs the group was throttled on, and a throttle lasts at most the rest of its period: the wall time is at
+/// most throttled periods × period.
+double throttled_wall_share(const RuleInput& in) {
+  const detail::Model& m = in.m;
+  if (m.steps_span_ns <= 0) return 0;
+  return std::min(m.cgroup_throttled_ns, m.cgroup_throttled_periods * cpu_quota_period_ns(in.a)) / m.steps_span_ns;
+}
+
+/// The run-queue wait is the CPU quota's doing when the cgroup was throttled during the steps and held its threads
+/// back for at least `quota_share_of_runqueue` of the step thread's run-queue wait over the same span: a throttled
 /// group's threads wait in the run queue until the next period, whatever else the machine runs.
 bool quota_throttled(const RuleInput& in, double quota_cpus) {
   const detail::Model& m = in.m;
   return quota_cpus > 0 && m.cgroup_throttled_periods > 0 && m.step_thread_runqueue_share > 0 &&
-         m.cgroup_throttled_share >= in.th.quota_share_of_runqueue * m.step_thread_runqueue_share;
+         throttled_wall_share(in) >= in.th.quota_share_of_runqueue * m.step_thread_runqueue_share;
 }
 
 Evidence measure(const RuleInput& in) {
@@ -62,7 +71,7 @@ void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
     f.evidence.push_back(fmt("%.1f involuntary context switches of the step thread per step", m.involuntary_per_step));
   if (m.cgroup_throttled_periods > 0)
     f.evidence.push_back("the process's cgroup ran out of its CPU quota (" +
-                         (e.quota_cpus > 0 ? fmt("%.2f CPUs", e.quota_cpus) : std::string("quota not recorded")) +
+                         (e.quota_cpus > 0 ? fcpus(e.quota_cpus) + " CPUs" : std::string("quota not recorded")) +
                          ") in " + fmt("%.0f", m.cgroup_throttled_periods) + " of " + fmt("%.0f", m.cgroup_periods) +
                          " scheduling periods during the steps; its threads were held back " +
                          fms(m.cgroup_throttled_ns / 1e6) + " in all (cgroup cpu.stat, summed over CPUs)");
@@ -80,7 +89,7 @@ void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
 std::string title(const RuleInput& in, const Evidence& e) {
   const std::string who = "Thread '" + in.m.step_thread_name + "' is ";
   if (e.gil) return who + "delayed by other Python threads holding the GIL";
-  if (e.quota) return who + "held back by its cgroup's CPU quota (" + fmt("%.2f", e.quota_cpus) + " CPUs)";
+  if (e.quota) return who + "held back by its cgroup's CPU quota (" + fcpus(e.quota_cpus) + " CPUs)";
   return who + "delayed by other threads taking its CPU";
 }
 
@@ -97,7 +106,7 @@ void add_suggestions(Finding& f, const RuleInput& in, const Evidence& e) {
     suggest(f, "low", "Pin the inference thread to a dedicated core (os.sched_setaffinity / taskset)");
   } else if (e.quota) {
     const std::string n = std::to_string(std::max(1, int(std::min(e.quota_cpus, 1e6))));
-    suggest_replayed(f, in, "high", "Raise the CPU limit of the container or cgroup (now " + fmt("%.2f", e.quota_cpus) +
+    suggest_replayed(f, in, "high", "Raise the CPU limit of the container or cgroup (now " + fcpus(e.quota_cpus) +
                      " CPUs: Kubernetes resources.limits.cpu, docker --cpus, systemd CPUQuota): once the process has "
                      "used its quota, every thread waits for the next period", gone, model);
     suggest(f, "medium", "Size the thread pools to the quota, not the machine: torch.set_num_threads(" + n +

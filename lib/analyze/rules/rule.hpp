@@ -103,5 +103,9 @@ bool gpu_seen(const RuleInput& in);
 std::string while_idle(const RuleInput& in, const char* gpu_wording);
 /// The CPU quota of the recording process's cgroup in CPUs (process info `cpu_quota`); 0 when none or unknown.
 double cpu_quota_cpus(const Analysis& a);
+/// Its enforcement period (`cpu_quota_period_us`; dumps without it: the kernel's default, 100 ms), in ns.
+double cpu_quota_period_ns(const Analysis& a);
+/// "0.50", "2.00"; four decimals under 0.01 CPUs.
+std::string fcpus(double cpus);
 
 }  // namespace inferscope::analyze::rules
