@@ -7,6 +7,7 @@
 // and the writer frees it once drained, so nothing a thread recorded is lost when it exits.
 #include "runtime/session.hpp"
 
+#include "collect/system/cgroup_cpu.hpp"
 #include "dump/path.hpp"
 #include "runtime/crash_dump.hpp"
 #include "runtime/dump_file.hpp"
@@ -41,14 +42,11 @@
 #include <utility>
 #include <vector>
 
-// The system collector's cgroup CPU quota reader (lib/collect/system/cgroup_cpu.hpp). Weak, as the collectors'
-// registration in autostart.cpp: the runtime does not depend on the collectors, and a build without the system
-// collector writes no quota.
-namespace inferscope::sys {
-std::vector<std::pair<std::string, std::string>> cgroup_cpu_process_info(const std::string& proc_root,
-                                                                         const std::string& fs_root)
-    __attribute__((weak));
-}  // namespace inferscope::sys
+// The system collector's cgroup CPU quota reader: weak, as the collectors' registration in autostart.cpp (the
+// runtime does not depend on the collectors; a build without the system collector writes no quota). The header
+// is included for its declaration only, so a changed signature fails to compile here.
+extern "C" void inferscope_cgroup_cpu_process_info(void (*add)(void* ctx, const char* key, const char* value),
+                                                   void* ctx) __attribute__((weak));
 
 namespace inferscope::detail {
 std::atomic<uint32_t> g_session{0};
@@ -311,9 +309,11 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0) b.add_key_value("cpus_allowed", std::to_string(CPU_COUNT(&allowed)));
-  // A container's CPU limit (a cgroup quota), which the affinity above does not show: cpu_quota, cpu_quota_source.
-  if (sys::cgroup_cpu_process_info)
-    for (auto& [k, v] : sys::cgroup_cpu_process_info("/proc", "")) b.add_key_value(k, v);
+  // A container's CPU limit (a cgroup quota), which the affinity above does not show: cpu_quota,
+  // cpu_quota_period_us, cpu_quota_source.
+  if (inferscope_cgroup_cpu_process_info)
+    inferscope_cgroup_cpu_process_info(
+        [](void* to, const char* k, const char* v) { static_cast<ChunkBuilder*>(to)->add_key_value(k, v); }, &b);
   std::ifstream cl("/proc/self/cmdline", std::ios::binary);
   std::string cmd((std::istreambuf_iterator<char>(cl)), std::istreambuf_iterator<char>());
   while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();

@@ -166,6 +166,7 @@ TEST_CASE("a recorded program under a 0.2 CPU cgroup quota: cpu_quota in process
   dump::DumpReader r(out);
   REQUIRE(r.complete());
   CHECK(testutil::process_value(r, "cpu_quota") == "0.20");
+  CHECK(testutil::process_value(r, "cpu_quota_period_us") == "100000");
   const std::string source = testutil::process_value(r, "cpu_quota_source");
   CHECK(source.find(" = 0.2 CPUs") != std::string::npos);
   CHECK(source.find("iscope-quota-test-") != std::string::npos);

@@ -173,6 +173,12 @@ TEST_CASE("find_cpu_cgroup: no mount, a mount root elsewhere, a path outside the
   CHECK(err == "no cgroup2 mount shows the process's cgroup /x");
   CHECK_FALSE(dir("0::/../sibling\n", kV2Mounts));
   CHECK(contains(err, "outside this cgroup namespace"));
+  CHECK_FALSE(dir("0::/..\n", kV2Mounts));
+  CHECK(contains(err, "outside this cgroup namespace"));
+  // A name that only starts with two dots is a cgroup like any other.
+  auto dotted = dir("0::/..data/x\n", kV2Mounts);
+  REQUIRE_MESSAGE(dotted, err);
+  CHECK(dotted->dir == "/sys/fs/cgroup/..data/x");
   CHECK_FALSE(dir("5:memory:/\n", kV2Mounts));
   CHECK(contains(err, "no v1 hierarchy with the cpu controller and no v2 line"));
 }
@@ -262,9 +268,10 @@ TEST_CASE("read_cgroup_cpu_quota: v2, the parent's quota is tighter than the chi
   CHECK(q->cpu_stat == t.at("sys/fs/cgroup/kubepods/pod/cpu.stat"));
   CHECK(q->description == "cgroup v2 " + t.at("sys/fs/cgroup/kubepods/pod") + ": cpu.max 50000 / 100000 = 0.5 CPUs");
   auto info = cgroup_cpu_process_info(t.at("proc"), t.root.string());
-  REQUIRE(info.size() == 2);
+  REQUIRE(info.size() == 3);
   CHECK(info[0] == std::pair<std::string, std::string>{"cpu_quota", "0.50"});
-  CHECK(info[1] == std::pair<std::string, std::string>{"cpu_quota_source", q->description});
+  CHECK(info[1] == std::pair<std::string, std::string>{"cpu_quota_period_us", "100000"});
+  CHECK(info[2] == std::pair<std::string, std::string>{"cpu_quota_source", q->description});
 }
 
 TEST_CASE("read_cgroup_cpu_quota: v1 cpu,cpuacct under a container's mount root") {
@@ -283,7 +290,7 @@ TEST_CASE("read_cgroup_cpu_quota: v1 cpu,cpuacct under a container's mount root"
   CHECK(q->description == "cgroup v1 " + t.at("sys/fs/cgroup/cpu,cpuacct") +
                               ": cpu.cfs_quota_us 250000 / cpu.cfs_period_us 100000 = 2.5 CPUs");
   auto info = cgroup_cpu_process_info(t.at("proc"), t.root.string());
-  REQUIRE(info.size() == 2);
+  REQUIRE(info.size() == 3);
   CHECK(info[0].second == "2.50");
 }
 

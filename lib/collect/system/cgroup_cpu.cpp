@@ -248,6 +248,19 @@ std::optional<std::vector<CgroupMount>> parse_cgroup_mounts(std::string_view mou
   return out;
 }
 
+namespace {
+// "/../other", "/.." : a path component "..", not a name that merely starts with two dots ("/..data").
+bool has_dot_dot_component(std::string_view path) {
+  size_t at = 0;
+  while (at <= path.size()) {
+    const size_t end = std::min(path.find('/', at), path.size());
+    if (path.substr(at, end - at) == "..") return true;
+    at = end + 1;
+  }
+  return false;
+}
+}  // namespace
+
 std::optional<CpuCgroupDir> find_cpu_cgroup(const std::vector<CgroupLine>& cgroups,
                                             const std::vector<CgroupMount>& mounts, std::string* error) {
   const CgroupLine* v1 = nullptr;
@@ -267,7 +280,7 @@ std::optional<CpuCgroupDir> find_cpu_cgroup(const std::vector<CgroupLine>& cgrou
     if (m.v2 == want_v2 && (want_v2 || has(m.super_options, "cpu"))) candidates.push_back(&m);
   const std::string kind = want_v2 ? "cgroup2" : "cgroup v1 cpu";
   // Outside a cgroup namespace's root the kernel writes the path relative to it ("/../other"): not visible here.
-  if (line->path.find("/..") != npos) {
+  if (has_dot_dot_component(line->path)) {
     fail(error, "the process's " + kind + " cgroup " + line->path + " lies outside this cgroup namespace");
     return std::nullopt;
   }
@@ -380,10 +393,18 @@ std::optional<CgroupCpuQuota> read_cgroup_cpu_quota(const std::string& proc_root
   return q;
 }
 
-std::string format_cpus(double cpus) {
+namespace {
+// A fixed-point decimal with a '.' whatever the program's locale: this runs inside the profiled process, which may
+// have called setlocale(LC_ALL, "") with a decimal comma ("0,50" would not read back as a number).
+std::string fixed(double v, int digits) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3f", cpus);
-  std::string s = buf;
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed, digits);
+  return r.ec == std::errc{} ? std::string(buf, r.ptr) : std::string("0");
+}
+}  // namespace
+
+std::string format_cpus(double cpus) {
+  std::string s = fixed(cpus, 3);
   while (s.size() > 1 && s.back() == '0') s.pop_back();
   if (!s.empty() && s.back() == '.') s.pop_back();
   return s;
@@ -393,10 +414,15 @@ std::vector<std::pair<std::string, std::string>> cgroup_cpu_process_info(const s
                                                                          const std::string& fs_root) {
   const auto q = read_cgroup_cpu_quota(proc_root, fs_root, nullptr);
   if (!q || !q->cpus) return {};
-  char buf[64];
   // Two decimals ("0.20"); a quota under 0.01 CPUs (v1 allows 1 ms per 1 s) keeps four, so it never reads "0.00".
-  std::snprintf(buf, sizeof(buf), *q->cpus >= 0.01 ? "%.2f" : "%.4f", *q->cpus);
-  return {{"cpu_quota", buf}, {"cpu_quota_source", q->description}};
+  return {{"cpu_quota", fixed(*q->cpus, *q->cpus >= 0.01 ? 2 : 4)},
+          {"cpu_quota_period_us", std::to_string(q->period_us)},
+          {"cpu_quota_source", q->description}};
 }
 
 }  // namespace inferscope::sys
+
+extern "C" void inferscope_cgroup_cpu_process_info(void (*add)(void* ctx, const char* key, const char* value),
+                                                   void* ctx) {
+  for (const auto& [k, v] : inferscope::sys::cgroup_cpu_process_info("/proc", "")) add(ctx, k.c_str(), v.c_str());
+}

@@ -94,9 +94,17 @@ std::optional<CgroupCpuQuota> read_cgroup_cpu_quota(const std::string& proc_root
 /// CPUs as the description and the collector status write them: up to 3 decimals, no trailing zeros ("0.2", "2").
 std::string format_cpus(double cpus);
 
-/// The runtime's process-info keys (lib/runtime/session.cpp) when a quota binds: `cpu_quota` (two decimals,
-/// "0.20"; four under 0.01 CPUs) and `cpu_quota_source` (the description); nothing without a quota or when it cannot be read.
+/// The runtime's process-info keys (lib/runtime/session.cpp) when a quota binds: `cpu_quota` (CPUs, two decimals,
+/// "0.20"; four under 0.01 CPUs; always a '.'), `cpu_quota_period_us` (the binding level's period) and
+/// `cpu_quota_source` (the description); nothing without a quota or when it cannot be read.
+
 std::vector<std::pair<std::string, std::string>> cgroup_cpu_process_info(const std::string& proc_root,
                                                                          const std::string& fs_root);
 
 }  // namespace inferscope::sys
+
+/// cgroup_cpu_process_info("/proc", "") by C name, for the runtime: it declares this weak, as the collectors'
+/// registration functions (lib/runtime/autostart.cpp), so a build without the system collector writes no quota;
+/// a C function redeclared with other parameters does not compile, where a C++ one would silently not match.
+extern "C" void inferscope_cgroup_cpu_process_info(void (*add)(void* ctx, const char* key, const char* value),
+                                                   void* ctx);

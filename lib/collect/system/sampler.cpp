@@ -240,7 +240,7 @@ std::string SystemSampler::open_cgroup() {
   std::string text;
   if (!read_file(cgroup_stat_, "", false, text) || !parse_cgroup_cpu_stat(text, cgroup_version_, &err)) {
     close_fd(cgroup_stat_);
-    return quota + " (throttling not counted: " + (err.empty() ? q->cpu_stat + " is empty" : err) + ")";
+    return quota + " (throttling not counted: " + (err.empty() ? "nothing read from " + q->cpu_stat : err) + ")";
   }
   return quota + " (throttling counted)";
 }
@@ -363,7 +363,7 @@ void SystemSampler::sample_cgroup(uint64_t ts) {
   const auto& n = CounterNames::get();
   const auto P = CounterScope::kProcess;
   std::string err;
-  if (!read_file(cgroup_stat_, "", false, buf_)) return;
+  if (!read_file(cgroup_stat_, "", false, buf_)) return skip("cgroup cpu.stat: nothing read");
   if (auto c = parse_cgroup_cpu_stat(buf_, cgroup_version_, &err)) {
     emit_int(n.cgroup_cpu_periods, P, 0, ts, static_cast<int64_t>(c->periods));
     emit_int(n.cgroup_cpu_throttled_periods, P, 0, ts, static_cast<int64_t>(c->throttled_periods));
