@@ -22,10 +22,16 @@ extern char** environ;
 
 namespace testutil {
 
+// A file name in this test process's own new directory. Made by mkdtemp, not named by the pid alone: a pid is
+// reused, and a directory left by an earlier run with the same pid made a test that creates a symlink fail with
+// "File exists". A forked child shares its parent's directory (the name is kept from before the fork).
 inline std::string temp_path(const std::string& name) {
   static const std::string dir = [] {
-    std::string t = std::filesystem::temp_directory_path() / ("iscope-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(t);
+    std::string t = std::filesystem::temp_directory_path() / ("iscope-test-" + std::to_string(::getpid()) + "-XXXXXX");
+    if (!::mkdtemp(t.data())) {
+      std::perror(("mkdtemp " + t).c_str());
+      std::abort();
+    }
     return t;
   }();
   return dir + "/" + name;
