@@ -318,6 +318,19 @@ TEST_CASE("read_cgroup_cpu_quota: no quota anywhere; nested v1 child binds when 
   CHECK(cgroup_cpu_process_info(t.at("proc"), t.root.string())[0].second == "0.20");
 }
 
+TEST_CASE("read_cgroup_cpu_quota: an unreadable level above a quota keeps the quota found below") {
+  Tree t;
+  t.proc("0::/pod/ctr\n", kV2Mounts);
+  t.put("sys/fs/cgroup/pod/ctr/cpu.max", "30000 100000\n");
+  fs::create_directories(t.at("sys/fs/cgroup/pod/cpu.max"));  // open() succeeds, read() fails: EISDIR
+  std::string err;
+  auto q = t.read(&err);
+  REQUIRE_MESSAGE(q, err);
+  REQUIRE(q->cpus);
+  CHECK(*q->cpus == doctest::Approx(0.3));
+  CHECK(contains(q->description, "= 0.3 CPUs (levels above unread: cannot read " + t.at("sys/fs/cgroup/pod/cpu.max")));
+}
+
 TEST_CASE("read_cgroup_cpu_quota: missing, unreadable or malformed files give a reason, never a crash") {
   Tree t;
   std::string err;

@@ -377,9 +377,18 @@ std::optional<CgroupCpuQuota> read_cgroup_cpu_quota(const std::string& proc_root
   q.process_dir = fs_root + where->dir;
   q.mount_point = fs_root + where->mount_point;
   // Nearest level first: of two equal quotas the nearer one is taken.
+  std::string above;  // why a level above a quota already found could not be read
   for (const std::string& dir : levels(q.process_dir, q.mount_point)) {
-    const auto bw = read_level(dir, q.version, error);
-    if (!bw) return std::nullopt;
+    std::string why;
+    const auto bw = read_level(dir, q.version, &why);
+    if (!bw && !q.cpus) {
+      fail(error, why);
+      return std::nullopt;
+    }
+    if (!bw) {  // the quota found below still binds; a tighter one above is unknown
+      above = why;
+      break;
+    }
     if (!bw->quota_us) continue;
     const double cpus = static_cast<double>(*bw->quota_us) / static_cast<double>(bw->period_us);
     if (q.cpus && cpus >= *q.cpus) continue;
@@ -389,7 +398,7 @@ std::optional<CgroupCpuQuota> read_cgroup_cpu_quota(const std::string& proc_root
     q.dir = dir;
     q.cpu_stat = dir + "/cpu.stat";
   }
-  q.description = describe(q);
+  q.description = describe(q) + (above.empty() ? "" : " (levels above unread: " + above + ")");
   return q;
 }
 

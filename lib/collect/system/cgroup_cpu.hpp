@@ -87,7 +87,8 @@ struct CgroupCpuQuota {
 };
 /// Reads <proc_root>/self/cgroup and <proc_root>/self/mountinfo, then the quota files under fs_root + each mount
 /// point ("" for the real ones; a test's temporary tree otherwise). A level without quota files (the v2 root) is
-/// unlimited; a file that exists but cannot be read or parsed is a failure with its reason.
+/// unlimited; a file that exists but cannot be read or parsed is a failure with its reason, except above a level
+/// whose quota was already found: that quota is kept, and the description says why the levels above were not read.
 std::optional<CgroupCpuQuota> read_cgroup_cpu_quota(const std::string& proc_root, const std::string& fs_root,
                                                     std::string* error);
 
