@@ -1,6 +1,7 @@
-// cpu_contention: the step thread wanted to run and could not: it waited in the run queue for a CPU, or for
-// the GIL while another Python thread ran. Only with evidence (counters, or busy Python threads); a thread
-// that blocks by its own choice is a wait (wait.cpp), never contention.
+// cpu_contention: the step thread wanted to run and could not: it waited in the run queue for a CPU (taken by
+// other threads, or held back because its cgroup had used up its CPU quota), or for the GIL while another Python
+// thread ran. Only with evidence (counters, or busy Python threads); a thread that blocks by its own choice is a
+// wait (wait.cpp), never contention.
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
