@@ -1,12 +1,13 @@
 #include "collect/system/cgroup_cpu.hpp"
 
+#include "collect/system/text_scan.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <cstring>
 
 namespace inferscope::sys {
@@ -14,24 +15,11 @@ namespace {
 
 constexpr size_t npos = std::string_view::npos;
 
-bool fail(std::string* error, std::string message) {
-  if (error) *error = std::move(message);
-  return false;
-}
-
-template <class T>
-bool to_num(std::string_view s, T& v) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-std::string_view trim(std::string_view s) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using text::fail;
+using text::for_each_line;
+using text::split_ws;
+using text::to_num;
+using text::trim;
 
 // Tokens between separators `sep`; runs of separators give no empty tokens.
 std::vector<std::string_view> split(std::string_view s, char sep) {
@@ -43,24 +31,6 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
     i = j + 1;
   }
   return out;
-}
-
-std::vector<std::string_view> split_ws(std::string_view s) {
-  std::vector<std::string_view> out;
-  for (auto t : split(s, ' '))
-    for (auto u : split(t, '\t'))
-      if (!trim(u).empty()) out.push_back(trim(u));
-  return out;
-}
-
-template <class F>
-void for_each_line(std::string_view text, F&& f) {
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    f(text.substr(0, nl));
-    if (nl == npos) break;
-    text.remove_prefix(nl + 1);
-  }
 }
 
 // A line quoted in a reason, cut short: the file may be anything.

@@ -1,59 +1,15 @@
 #include "collect/system/proc_parse.hpp"
 
-#include <charconv>
+#include "collect/system/text_scan.hpp"
 
 namespace inferscope::sys {
 namespace {
 
-bool fail(std::string* error, std::string message) {
-  if (error) *error = std::move(message);
-  return false;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\0')) s.remove_suffix(1);
-  return s;
-}
-
-// Whitespace-separated tokens.
-std::vector<std::string_view> split_ws(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
-    size_t j = i;
-    while (j < s.size() && s[j] != ' ' && s[j] != '\t' && s[j] != '\n') ++j;
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
-template <class T>
-bool to_num(std::string_view s, T& v) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-bool to_double(std::string_view s, double& v) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-// Calls f(line) for each line.
-template <class F>
-void for_each_line(std::string_view text, F&& f) {
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    f(line);
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-}
+using text::fail;
+using text::for_each_line;
+using text::split_ws;
+using text::to_num;
+using text::trim;
 
 // "Key:   123 kB" -> 123 * 1024 when the unit is kB, else 123.
 std::optional<uint64_t> value_of_key_line(std::string_view rest) {
@@ -139,7 +95,7 @@ std::optional<StatM> parse_statm(std::string_view text, std::string* error) {
 std::optional<LoadAvg> parse_loadavg(std::string_view text, std::string* error) {
   auto t = split_ws(text);
   LoadAvg l;
-  if (t.size() < 4 || !to_double(t[0], l.load1) || !to_double(t[1], l.load5) || !to_double(t[2], l.load15)) {
+  if (t.size() < 4 || !to_num(t[0], l.load1) || !to_num(t[1], l.load5) || !to_num(t[2], l.load15)) {
     fail(error, "loadavg: expected three load averages and runnable/total");
     return std::nullopt;
   }
