@@ -79,6 +79,8 @@ struct Config {
   // --- system collector ------------------------------------------------------------------------------
   bool system = true;                         ///< system: sample /proc and NVML counters
   uint32_t sample_period_ms = 10;             ///< sample_period_ms: system sampling period (1..60000)
+  uint32_t thread_sample_us = 1000;           ///< thread_sample_us: busy and known threads' schedstat between
+                                              ///< rounds, in microseconds (0 = off; 100..1000000)
   bool nvml = true;                           ///< nvml: sample GPU counters through NVML when present
   bool perf_sampling = false;                 ///< perf_sampling: per-thread cpu-clock samples via perf_event_open
 

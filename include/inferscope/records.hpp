@@ -289,6 +289,8 @@ enum class CounterScope : uint8_t {
   kNumaNode = 4,  ///< target: NUMA node number
   kOsThread = 5,  ///< target: OS thread id of a thread of this process the session does not know (it never
                   ///< recorded, or not yet); process info "os_thread.<tid>.name" names it
+  kChildProcess = 6,  ///< target: process id of a child (or grandchild) process of the recording process;
+                      ///< process info "child.<pid>.name" (its comm) and "child.<pid>.parent" name it
 };
 
 /// One sample of a counter. aux = AttrType of the value (kInt or kDouble). `name` is a string id such as

@@ -190,6 +190,11 @@ constexpr KeyDef kKeys[] = {
      .doc = "Sample /proc and NVML counters."},
     {.key = "sample_period_ms", .section = "system", .member = &Config::sample_period_ms,
      .doc = "System sampling period.", .min = 1, .max = 60000},
+    {.key = "thread_sample_us", .section = "system", .member = &Config::thread_sample_us,
+     .doc = "Between sampling rounds, read the on-CPU time of the threads the session knows and of the threads that "
+            "ran lately this often (microseconds), so that bursts of a few ms are seen (whom the step waits on); 0: "
+            "only every sample_period_ms.",
+     .min = 0, .max = 1000000},
     {.key = "nvml", .section = "system", .member = &Config::nvml,
      .doc = "Sample GPU counters through NVML when present."},
     {.key = "perf_sampling", .section = "system", .member = &Config::perf_sampling,

@@ -70,6 +70,7 @@ const char* counter_scope(CounterScope s) {
     case CounterScope::kMachine: return "machine";
     case CounterScope::kNumaNode: return "numa_node";
     case CounterScope::kOsThread: return "os_thread";
+    case CounterScope::kChildProcess: return "child_process";
   }
   return "unknown";
 }

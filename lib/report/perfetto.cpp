@@ -391,6 +391,7 @@ class TraceWriter {
       case CounterScope::kDevice: s.pid = gpu_pid(c.target); break;
       case CounterScope::kMachine: owner = "machine"; break;
       case CounterScope::kNumaNode: owner = "NUMA node " + std::to_string(c.target); break;
+      case CounterScope::kChildProcess: owner = child_label(c.target); break;
       default: owner = "scope " + std::to_string(int(c.scope)) + " target " + std::to_string(c.target); break;
     }
     s.owner = owner;
@@ -612,6 +613,11 @@ class TraceWriter {
       o.label = (named ? t->second.name : std::string("thread")) + " (dump thread " + std::to_string(target) + ")";
     }
     return o;
+  }
+  /// "child pt_data_worker 4711": a child process's counters, named by its comm from process info.
+  std::string child_label(uint32_t pid) const {
+    const std::string name = r_.process_value("child." + std::to_string(pid) + ".name");
+    return "child " + (name.empty() ? std::string("process") : name) + " " + std::to_string(pid);
   }
   /// "python3 3186": the thread's name and OS id.
   std::string os_thread_label(int64_t tid) const {

@@ -170,6 +170,35 @@ def test_default_mode_skips_the_standard_library_full_mode_keeps_it(record):
     assert calls(full, "JSONEncoder.encode")
 
 
+def test_default_mode_keeps_the_calls_where_threads_hand_work_over(record):
+    import queue
+
+    q = queue.Queue()
+    ready = threading.Event()
+
+    def producer():
+        ready.wait()
+        q.put(leaf(1))
+
+    def work():
+        t = threading.Thread(target=producer, name="producer")
+        t.start()
+        ready.set()
+        q.get(timeout=5)
+        t.join()
+
+    d = record(work, trace=True)
+    # include/inferscope/wait_points.hpp: waits and wake-ups in the standard library are traced by default ...
+    (get,) = calls(d, "Queue.get")
+    assert get["file"].endswith("queue.py")
+    (put,) = calls(d, "Queue.put")
+    assert put["thread"] != get["thread"]
+    assert calls(d, "Event.wait") and calls(d, "Event.set") and calls(d, "Thread.join")
+    assert put["end"] <= get["end"]  # the put that woke the get ended before it returned
+    # ... the rest of it is not (Thread.start, Condition.__enter__, Queue._put ...)
+    assert not calls(d, "Thread.start") and not calls(d, "Queue._put") and not calls(d, "Queue._qsize")
+
+
 def test_default_mode_keeps_forward_in_installed_packages(record, tmp_path, monkeypatch):
     lib = tmp_path / "site-packages"
     lib.mkdir()

@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <sys/wait.h>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -507,7 +511,9 @@ TEST_CASE("change-only writes: unchanged values wait for the keep-alive, the fin
   CHECK(count(n.mem_rss_bytes) == 1);
   CHECK(count(n.thread_cpu_user_ns) == 1);
   CHECK(count(n.thread_ctx_voluntary) == 1);
-  CHECK(count(n.thread_sched_run_ns) == 1);
+  // schedstat goes through its corner filter: the final round writes what it held back, and the last value.
+  CHECK(count(n.thread_sched_run_ns) >= 1);
+  CHECK(last(n.thread_sched_run_ns).value.i == 5000);
   CHECK(s.skipped_samples() == 0);
   std::filesystem::remove_all(root);
 }
@@ -563,16 +569,17 @@ TEST_CASE("a thread born during the session starts its counters from 0 at the ro
 
   p.task(88, 3, 48'700'000);  // born, ran 48.7 ms, seen by the next round
   s.round(false);
+  s.round(true);  // schedstat's corner filter holds its latest reading back until a corner or the final round
   for (uint32_t name : {n.thread_sched_run_ns, n.thread_sched_wait_ns, n.thread_cpu_user_ns, n.thread_ctx_involuntary}) {
     CAPTURE(name);
     auto v = of(88, name);
-    REQUIRE(v.size() == 2);
+    REQUIRE(v.size() >= 2);
     CHECK(v[0].value.i == 0);
     CHECK(v[0].ts <= first_round);  // the listing before: the thread did not exist then
     CHECK(v[1].ts > first_round);
     CHECK(v[0].scope == CounterScope::kOsThread);
   }
-  CHECK(of(88, n.thread_sched_run_ns)[1].value.i == 48'700'000);
+  CHECK(of(88, n.thread_sched_run_ns).back().value.i == 48'700'000);
 }
 
 TEST_CASE("a thread's CPU counters read as it exits, under its dump thread id") {
@@ -626,4 +633,169 @@ TEST_CASE("a thread that lives less than a sampling period still has its CPU tim
   } else {
     CHECK(last.count("thread.cpu.user_ns"));
   }
+}
+
+TEST_CASE("child processes and their children are found and sampled under their pid, and forgotten when gone") {
+  FakeProc p;
+  p.task(77, 100, 5'000'000);
+  p.put("self/task/77/children", "4711 \n");
+  auto child = [&](uint32_t pid, const char* comm, uint64_t ticks, uint64_t run_ns, const char* kids) {
+    const std::string d = std::to_string(pid) + "/";
+    p.put(d + "stat", std::to_string(pid) + " (" + comm + ") R 1 1 1 0 -1 0 10 0 0 0 " + std::to_string(ticks) +
+                          " 2 0 0 20 0 1 0 5 1000 50\n");
+    p.put(d + "schedstat", std::to_string(run_ns) + " 300 7\n");
+    p.put(d + "cmdline", std::string("python3\0-c\0work", 17));
+    p.put(d + "task/" + std::to_string(pid) + "/children", kids);
+  };
+  child(4711, "pt_data_worker", 50, 400'000'000, "4712");
+  child(4712, "grandchild", 7, 70'000'000, "");
+  sys::SamplerOptions o;
+  o.nvml = false;
+  o.proc_root = p.root;
+  std::vector<CounterRecord> got;
+  sys::SystemSampler s(o, [&](const CounterRecord& r) { got.push_back(r); }, nullptr);
+  s.open();
+  const auto& n = sys::CounterNames::get();
+  auto last_of = [&](uint32_t pid, uint32_t name) -> std::optional<int64_t> {
+    std::optional<int64_t> v;
+    for (auto& r : got)
+      if (r.scope == CounterScope::kChildProcess && r.target == pid && r.name == name) v = r.value.i;
+    return v;
+  };
+  s.round(false);  // the first round discovers them
+  s.round(true);
+  CHECK(last_of(4711, n.child_sched_run_ns) == 400'000'000);
+  CHECK(last_of(4711, n.child_cpu_user_ns) == int64_t(50 * 1e9 / ::sysconf(_SC_CLK_TCK)));
+  CHECK(last_of(4712, n.child_sched_run_ns) == 70'000'000);  // a child's child, through its main thread
+  std::optional<int64_t> count;
+  for (auto& r : got)
+    if (r.name == n.children) count = r.value.i;
+  CHECK(count == 2);
+
+  // 4712 exits: the next discovery (every ~100 ms of rounds) forgets it; 4711 is still sampled.
+  std::filesystem::remove_all(p.root + "/4712");
+  p.put("4711/task/4711/children", "");
+  p.put("4711/schedstat", "450000000 300 8\n");
+  for (int i = 0; i < 11; ++i) s.round(false);
+  got.clear();  // 4712's held-back reading was written as it was forgotten; nothing of it after that
+  s.round(true);
+  CHECK_FALSE(last_of(4712, n.child_sched_run_ns));
+  CHECK(last_of(4711, n.child_sched_run_ns) == 450'000'000);
+  count.reset();
+  for (auto& r : got)
+    if (r.name == n.children) count = r.value.i;
+  CHECK(count == 1);
+  CHECK(s.skipped_samples() == 0);
+}
+
+TEST_CASE("fast rounds read busy threads between rounds and write only where their rate changes") {
+  FakeProc p;
+  p.task(77, 100, 1'000'000);
+  sys::SamplerOptions o;
+  o.nvml = false;
+  o.proc_root = p.root;
+  o.period_ms = 10;
+  o.thread_sample_us = 1000;
+  std::vector<CounterRecord> got;
+  sys::SystemSampler s(o, [&](const CounterRecord& r) { got.push_back(r); }, nullptr);
+  s.open();
+  CHECK(s.fast_every_us() == 1000);
+  const auto& n = sys::CounterNames::get();
+  auto runs = [&] {
+    std::vector<CounterRecord> v;
+    for (auto& r : got)
+      if (r.name == n.thread_sched_run_ns && r.target == 77) v.push_back(r);
+    return v;
+  };
+  s.round(false);
+  p.put("self/task/77/schedstat", "2000000 300 8\n");  // it ran since: a fast round reads it
+  s.round(false);                                           // moved: in the fast tier for ~100 ms
+  got.clear();
+  // Twenty fast reads of a thread that does not run (its run time stays): a flat line, nothing written. (A steady
+  // non-zero rate is a line too: corner_filter_test checks that on its own clock, free of this file's write times.)
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(200us);
+    s.fast_round();
+  }
+  CHECK(runs().size() <= 1);  // at most the corner where the rounds' rate gave way to the flat line
+  // A burst of 5 ms, then still again: the corners around it are written.
+  const size_t before = runs().size();
+  p.put("self/task/77/schedstat", "7000000 300 10\n");
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(200us);
+    s.fast_round();
+  }
+  CHECK(runs().size() >= before + 2);
+  CHECK(runs().back().value.i == 7'000'000);
+
+  sys::SamplerOptions off = o;
+  off.thread_sample_us = 0;
+  sys::SystemSampler s2(off, [](const CounterRecord&) {}, nullptr);
+  s2.open();
+  CHECK(s2.fast_every_us() == 0);
+  off.thread_sample_us = 20000;  // not shorter than the period: rounds only
+  sys::SystemSampler s3(off, [](const CounterRecord&) {}, nullptr);
+  s3.open();
+  CHECK(s3.fast_every_us() == 0);
+}
+
+TEST_CASE("what a known thread is blocked in: a sleep, a lock; and a child process's CPU time") {
+  Config c = base_config(temp_dump("blocked"));
+  c.thread_sample_us = 1000;
+  REQUIRE(start(c));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::thread sleeper([] {
+    set_thread_name("sleeper");
+    std::this_thread::sleep_for(300ms);
+  });
+  std::thread waiter([&] {
+    set_thread_name("waiter");
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return go; });
+  });
+  const pid_t child = ::fork();
+  if (child == 0) {  // spins 300 ms of CPU time and leaves without running the parent's atexit work
+    timespec cpu{};
+    do {
+      spin_for(1ms);
+      ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    } while (cpu.tv_sec == 0 && cpu.tv_nsec < 300'000'000);
+    ::_exit(0);
+  }
+  REQUIRE(child > 0);
+  int status = 0;
+  // Stop while the child still runs (its last samples are taken by the rounds before it exits).
+  std::this_thread::sleep_for(250ms);
+  sleeper.join();
+  {
+    std::lock_guard lk(mu);
+    go = true;
+  }
+  cv.notify_all();
+  waiter.join();
+  REQUIRE(stop());
+  ::waitpid(child, &status, 0);
+  Loaded l = load(c.output);
+  REQUIRE(l.thread_by_name.count("sleeper"));
+  REQUIRE(l.thread_by_name.count("waiter"));
+  auto saw = [&](const std::string& thread, inferscope::BlockedIn b) {
+    for (auto& s : l.samples)
+      if (s.name == counter_names::kThreadBlockedIn && s.scope == CounterScope::kThread &&
+          s.target == l.thread_by_name[thread] && s.i == int64_t(b))
+        return true;
+    return false;
+  };
+  CHECK(saw("sleeper", inferscope::BlockedIn::kSleep));
+  CHECK(saw("waiter", inferscope::BlockedIn::kLock));
+  int64_t child_run = 0;
+  for (auto& s : l.samples)
+    if (s.name == counter_names::kChildSchedRunNs && s.scope == CounterScope::kChildProcess &&
+        s.target == uint32_t(child))
+      child_run = std::max(child_run, s.i);
+  CHECK(child_run > 100'000'000);  // sampled while it spun (at least the first 100 ms of its 300)
+  bool named = false;
+  for (auto& [k, v] : l.process) named |= k == "child." + std::to_string(child) + ".parent";
+  CHECK(named);
 }

@@ -4,6 +4,8 @@
 
 #include "collect/system/proc_parse.hpp"
 
+#include <sys/syscall.h>
+
 using namespace inferscope::sys;
 
 namespace {
@@ -156,4 +158,43 @@ TEST_CASE("NUMA files and id lists") {
   CHECK_FALSE(parse_id_list("3-1", &err));
   CHECK_FALSE(parse_id_list("a", &err));
   CHECK_FALSE(parse_id_list("0-99999999", &err));
+}
+
+TEST_CASE("syscall: the call a blocked task sits in, 'running', or -1 outside any") {
+  std::string err;
+  CHECK(parse_syscall("202 0x7f00 0x80 0x0 0x0 0x0 0x0 0x7ffc 0x7f01\n", &err) == 202);
+  CHECK(parse_syscall("running\n", &err) == kSyscallRunning);
+  CHECK(parse_syscall("-1 0x7ffd 0x4011\n", &err) == -1);
+  CHECK_FALSE(parse_syscall("", &err));
+  CHECK(err.find("empty") != std::string::npos);
+  CHECK_FALSE(parse_syscall("sleeping 0x1\n", &err));
+  CHECK(err.find("sleeping") != std::string::npos);
+  CHECK_FALSE(parse_syscall("-7 0x1\n", &err));
+}
+
+TEST_CASE("syscall numbers map to what the task waits for") {
+  CHECK(blocked_in_of_syscall(kSyscallRunning) == inferscope::BlockedIn::kRunning);
+  CHECK(blocked_in_of_syscall(-1) == inferscope::BlockedIn::kNoSyscall);
+  CHECK(blocked_in_of_syscall(SYS_clock_nanosleep) == inferscope::BlockedIn::kSleep);
+  CHECK(blocked_in_of_syscall(SYS_futex) == inferscope::BlockedIn::kLock);
+  CHECK(blocked_in_of_syscall(SYS_ppoll) == inferscope::BlockedIn::kPoll);
+  CHECK(blocked_in_of_syscall(SYS_epoll_pwait) == inferscope::BlockedIn::kPoll);
+  CHECK(blocked_in_of_syscall(SYS_read) == inferscope::BlockedIn::kRead);
+  CHECK(blocked_in_of_syscall(SYS_write) == inferscope::BlockedIn::kWrite);
+  CHECK(blocked_in_of_syscall(SYS_wait4) == inferscope::BlockedIn::kChild);
+  CHECK(blocked_in_of_syscall(SYS_ioctl) == inferscope::BlockedIn::kOther);
+  CHECK(std::string(inferscope::blocked_in_name(inferscope::BlockedIn::kLock)) == "lock");
+}
+
+TEST_CASE("children: a list of process ids, possibly empty") {
+  std::string err;
+  auto none = parse_pid_list("", &err);
+  REQUIRE(none);
+  CHECK(none->empty());
+  auto two = parse_pid_list("4711 4712 \n", &err);
+  REQUIRE(two);
+  CHECK(*two == std::vector<uint32_t>{4711, 4712});
+  CHECK_FALSE(parse_pid_list("4711 x", &err));
+  CHECK(err.find("'x'") != std::string::npos);
+  CHECK_FALSE(parse_pid_list("0", &err));
 }

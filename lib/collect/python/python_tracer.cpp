@@ -12,6 +12,7 @@
 #include "collect/python/thread_names.hpp"
 
 #include <inferscope/internal/hot_path.hpp>
+#include <inferscope/wait_points.hpp>
 
 #include <unistd.h>
 
@@ -175,7 +176,7 @@ bool is_own_code(const std::string& file) {
   return false;
 }
 
-bool decide(const std::string& file, const std::string& name) {
+bool decide(const std::string& file, const std::string& name, const std::string& qualname) {
   if (is_own_code(file)) return false;
   std::string module;
   bool have_module = false;
@@ -196,12 +197,15 @@ bool decide(const std::string& file, const std::string& name) {
     return false;
   }
   if (g_filters.mode == "full") return true;
-  // default: the user's code and model forward passes.
+  // default: the user's code, model forward passes, and the library calls where threads hand work to each other
+  // (wait_points.hpp: Queue.get, Condition.wait, a DataLoader's __next__, ...), which say whom a thread waited on.
   if (file.empty() || file[0] == '<') return !starts_with(file, "<frozen");
   bool library = file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos;
   for (const auto& d : g_library_dirs)
     if (!library && starts_with(file, d)) library = true;
-  return !library || name == "forward";
+  if (!library || name == "forward") return true;
+  if (!have_module) module = module_name_for(file);
+  return find_wait_point(module, qualname) != nullptr;
 }
 
 __attribute__((noinline)) uint64_t classify(PyObject* code) {
@@ -218,7 +222,7 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
     Py_DECREF(l);
   }
   PyErr_Clear();
-  const bool traced = decide(file, name);
+  const bool traced = decide(file, name, qualname);
   uint32_t id = 0;
   if (traced) {
     id = runtime::intern_code(qualname, file, static_cast<uint32_t>(line > 0 ? line : 0));

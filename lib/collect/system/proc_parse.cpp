@@ -2,6 +2,8 @@
 
 #include "collect/system/text_scan.hpp"
 
+#include <sys/syscall.h>
+
 namespace inferscope::sys {
 namespace {
 
@@ -236,6 +238,81 @@ std::optional<std::vector<uint32_t>> parse_id_list(std::string_view text, std::s
     text.remove_prefix(comma + 1);
   }
   return ids;
+}
+
+std::optional<int64_t> parse_syscall(std::string_view text, std::string* error) {
+  auto t = split_ws(text);
+  if (t.empty()) {
+    fail(error, "syscall: empty");
+    return std::nullopt;
+  }
+  if (t[0] == "running") return kSyscallRunning;
+  int64_t nr = 0;
+  if (!to_num(t[0], nr) || nr < -1) {
+    fail(error, "syscall: '" + std::string(t[0]) + "' is neither 'running' nor a system call number");
+    return std::nullopt;
+  }
+  return nr;
+}
+
+BlockedIn blocked_in_of_syscall(int64_t nr) {
+  switch (nr) {
+    case kSyscallRunning: return BlockedIn::kRunning;
+    case -1: return BlockedIn::kNoSyscall;
+#ifdef SYS_nanosleep
+    case SYS_nanosleep:
+#endif
+#ifdef SYS_pause
+    case SYS_pause:
+#endif
+    case SYS_clock_nanosleep:
+      return BlockedIn::kSleep;
+    case SYS_futex:
+#ifdef SYS_futex_waitv
+    case SYS_futex_waitv:
+#endif
+      return BlockedIn::kLock;
+#ifdef SYS_poll
+    case SYS_poll:
+#endif
+#ifdef SYS_select
+    case SYS_select:
+#endif
+#ifdef SYS_epoll_wait
+    case SYS_epoll_wait:
+#endif
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+#ifdef SYS_accept
+    case SYS_accept:
+#endif
+    case SYS_ppoll: case SYS_pselect6: case SYS_epoll_pwait: case SYS_accept4: case SYS_connect:
+      return BlockedIn::kPoll;
+    case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv: case SYS_recvfrom: case SYS_recvmsg:
+    case SYS_recvmmsg: case SYS_msgrcv:
+      return BlockedIn::kRead;
+    case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_pwritev: case SYS_sendto: case SYS_sendmsg:
+    case SYS_fsync: case SYS_fdatasync: case SYS_sync_file_range:
+      return BlockedIn::kWrite;
+    case SYS_wait4: case SYS_waitid:
+      return BlockedIn::kChild;
+    default:
+      return nr >= 0 ? BlockedIn::kOther : BlockedIn::kUnknown;
+  }
+}
+
+std::optional<std::vector<uint32_t>> parse_pid_list(std::string_view text, std::string* error) {
+  std::vector<uint32_t> pids;
+  for (std::string_view tok : split_ws(text)) {
+    uint32_t pid = 0;
+    if (!to_num(tok, pid) || pid == 0) {
+      fail(error, "children: '" + std::string(tok) + "' is not a process id");
+      return std::nullopt;
+    }
+    pids.push_back(pid);
+  }
+  return pids;
 }
 
 }  // namespace inferscope::sys

@@ -3,6 +3,8 @@
 // half-parsed numbers (the sampler skips that sample). Tested with fixed strings in tests/system/.
 #pragma once
 
+#include <inferscope/counter_names.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -89,6 +91,17 @@ std::optional<std::vector<std::pair<std::string, uint64_t>>> parse_numastat(std:
 
 /// /sys/devices/system/node/node<N>/meminfo: "Node N MemFree: kB" lines; returns MemFree in bytes.
 std::optional<uint64_t> parse_node_memfree(std::string_view text, std::string* error);
+
+/// /proc/<pid>/task/<tid>/syscall: the number of the system call the task is blocked in; kSyscallRunning when it
+/// is on a CPU (the kernel writes "running"), -1 when it is blocked outside any system call ("-1 <sp> <pc>": a
+/// page fault, a stop); nullopt when the text is none of these.
+inline constexpr int64_t kSyscallRunning = -2;
+std::optional<int64_t> parse_syscall(std::string_view text, std::string* error);
+/// What a task blocked in system call `nr` (of this machine's ABI, as parse_syscall returns it) waits for.
+BlockedIn blocked_in_of_syscall(int64_t nr);
+
+/// /proc/<pid>/task/<tid>/children: the process ids of that thread's children, space separated (may be empty).
+std::optional<std::vector<uint32_t>> parse_pid_list(std::string_view text, std::string* error);
 
 /// A kernel id list such as /sys/devices/system/node/online ("0-3,5"), expanded.
 std::optional<std::vector<uint32_t>> parse_id_list(std::string_view text, std::string* error);

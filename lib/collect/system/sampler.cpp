@@ -98,6 +98,12 @@ const CounterNames& CounterNames::get() {
     c.thread_ctx_voluntary = intern(names::kThreadCtxVoluntary);
     c.thread_ctx_involuntary = intern(names::kThreadCtxInvoluntary);
     c.perf_task_clock_ns = intern(names::kPerfTaskClockNs);
+    c.thread_blocked_in = intern(names::kThreadBlockedIn);
+    c.children = intern(names::kChildProcesses);
+    c.child_sched_run_ns = intern(names::kChildSchedRunNs);
+    c.child_sched_wait_ns = intern(names::kChildSchedWaitNs);
+    c.child_cpu_user_ns = intern(names::kChildCpuUserNs);
+    c.child_cpu_system_ns = intern(names::kChildCpuSystemNs);
     c.load_1m = intern(names::kLoad1m);
     c.load_runnable = intern(names::kLoadRunnable);
     c.machine_busy_pct = intern(names::kMachineBusyPct);
@@ -140,6 +146,11 @@ SystemSampler::~SystemSampler() {
     close_fd(t.status);
     close_fd(t.schedstat);
     close_fd(t.perf);
+    close_fd(t.syscall);
+  }
+  for (auto& [pid, c] : children_) {
+    close_fd(c.stat);
+    close_fd(c.schedstat);
   }
   close_fd(task_dir_);
   close_fd(statm_);
@@ -325,6 +336,8 @@ void SystemSampler::round(bool final) {
   now_ns_ = steady_ns();
   sample_process();
   if (task_dir_ >= 0) sample_threads();
+  if (task_dir_ >= 0 && (final || round_ % slow_every_ == 0)) discover_children();
+  sample_children();
   if (final || round_ % slow_every_ == 0) {
     sample_machine();
     sample_numa();
@@ -412,7 +425,8 @@ void SystemSampler::sample_threads() {
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     Task& t = it->second;
     if (t.seen_round != round_ + 1) {  // exited
-      for (int* fd : {&t.stat, &t.status, &t.schedstat, &t.perf})
+      flush_sched(t.series, CounterNames::get().thread_sched_run_ns, CounterNames::get().thread_sched_wait_ns);
+      for (int* fd : {&t.stat, &t.status, &t.schedstat, &t.perf, &t.syscall})
         if (*fd >= 0) {
           close_fd(*fd);
           --held_fds_;
@@ -441,6 +455,8 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
   std::string err;
   if (t.born_after) {
     write_birth(scope, target, t.born_after);
+    if (have_schedstat_)
+      emit_sched(t.series, scope, target, t.born_after, SchedStat{}, n.thread_sched_run_ns, n.thread_sched_wait_ns);
     t.born_after = 0;
   }
   const uint64_t ts = detail::now();
@@ -453,9 +469,12 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
       if (auto s = parse_schedstat(buf_, &err)) {
         moved = t.full_read_ns < 0 || s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
                 s->timeslices != t.sched.timeslices;
+        if (moved) t.moved_round = round_;
+        const bool ran = s->run_ns != t.fast_run_ns;
         t.sched = *s;
-        emit_int(n.thread_sched_run_ns, scope, target, ts, static_cast<int64_t>(s->run_ns));
-        emit_int(n.thread_sched_wait_ns, scope, target, ts, static_cast<int64_t>(s->wait_ns));
+        t.fast_run_ns = s->run_ns;
+        emit_sched(t.series, scope, target, ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
+        if (t.dump_id) sample_blocked_in(tid, t, ts, ran);
       } else {
         skip(err);
       }
@@ -502,6 +521,212 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
   }
 }
 
+// schedstat's run and run-queue series of a thread or child through their corner filters. A thread that binds to the
+// session changes its scope and target: what the filters hold is written under the old ones first, and the series
+// starts afresh under the new (the analyzer joins the two through the thread table's os_tid).
+void SystemSampler::emit_sched(SchedSeries& s, CounterScope scope, uint32_t target, uint64_t ts, const SchedStat& v,
+                               uint32_t run_name, uint32_t wait_name) {
+  if (s.started && (s.scope != scope || s.target != target)) {
+    flush_sched(s, run_name, wait_name);
+    s.run = CornerFilter(kCornerToleranceNs);
+    s.wait = CornerFilter(kCornerToleranceNs);
+  }
+  s.started = true;
+  s.scope = scope;
+  s.target = target;
+  bool wrote = false;
+  auto write = [&](uint32_t name, const std::optional<CounterPoint>& p) {
+    if (!p) return;
+    sink_(int_counter(name, scope, target, p->ts, p->v));
+    wrote = true;
+  };
+  write(run_name, s.run.observe(ts, static_cast<int64_t>(v.run_ns)));
+  write(wait_name, s.wait.observe(ts, static_cast<int64_t>(v.wait_ns)));
+  // The keep-alive and the final round write what is held back, as the change-only counters do.
+  if (final_ || now_ns_ - s.written_ns >= kKeepAliveNs) {
+    write(run_name, s.run.flush());
+    write(wait_name, s.wait.flush());
+    s.written_ns = now_ns_;
+  }
+  if (wrote) s.written_ns = now_ns_;
+}
+
+void SystemSampler::flush_sched(SchedSeries& s, uint32_t run_name, uint32_t wait_name) {
+  if (!s.started) return;
+  if (auto p = s.run.flush()) sink_(int_counter(run_name, s.scope, s.target, p->ts, p->v));
+  if (auto p = s.wait.flush()) sink_(int_counter(wait_name, s.scope, s.target, p->ts, p->v));
+}
+
+uint32_t SystemSampler::fast_every_us() const {
+  const uint64_t us = opt_.thread_sample_us;
+  return us > 0 && us < uint64_t(opt_.period_ms) * 1000 && have_schedstat_ ? static_cast<uint32_t>(us) : 0;
+}
+
+// The threads read between rounds: those the session knows (the step thread among them: when it blocks and wakes
+// is what the analyzer needs to the millisecond), and those whose schedstat moved in the last ~100 ms (idle pool
+// threads are not read again until a round sees them move).
+bool SystemSampler::fast_tier(const Task& t) const {
+  return t.schedstat >= 0 && (t.dump_id != 0 || round_ - t.moved_round <= slow_every_);
+}
+
+void SystemSampler::fast_round() {
+  if (!fast_every_us() || task_dir_ < 0) return;
+  const auto& n = CounterNames::get();
+  now_ns_ = steady_ns();
+  constexpr size_t kMaxFastThreads = 64;  // a process with hundreds of busy threads costs at most 64 reads a tick
+  size_t read = 0;
+  std::string err;
+  for (auto& [tid, t] : tasks_) {
+    if (!fast_tier(t) || read >= kMaxFastThreads) continue;
+    ++read;
+    const CounterScope scope = t.dump_id ? CounterScope::kThread : CounterScope::kOsThread;
+    const uint32_t target = t.dump_id ? t.dump_id : tid;
+    const uint64_t ts = detail::now();
+    if (!read_file(t.schedstat, "", false, buf_)) continue;
+    auto s = parse_schedstat(buf_, &err);
+    if (!s) continue;  // counted by the round's own read
+    const bool ran = s->run_ns != t.fast_run_ns;
+    t.fast_run_ns = s->run_ns;
+    emit_sched(t.series, scope, target, ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
+    if (t.dump_id) sample_blocked_in(tid, t, ts, ran);
+  }
+}
+
+// What a thread the session knows is blocked in: the system call it sits in, when it did not run since the last
+// read. A thread on a CPU answers "running" at once; a blocked one is read where it sleeps.
+void SystemSampler::sample_blocked_in(uint32_t tid, Task& t, uint64_t ts, bool ran) {
+  BlockedIn b = BlockedIn::kRunning;
+  if (!ran) {
+    const bool keep = held_fds_ < kMaxHeldFds;
+    std::string text;
+    if (read_file(t.syscall, self_ + "/task/" + std::to_string(tid) + "/syscall", keep, text)) {
+      if (auto nr = parse_syscall(text, nullptr)) b = blocked_in_of_syscall(*nr);
+      else b = BlockedIn::kUnknown;
+    } else {
+      b = BlockedIn::kUnknown;  // not readable here (e.g. a kernel without it): says nothing either way
+    }
+  }
+  emit_int(CounterNames::get().thread_blocked_in, CounterScope::kThread, t.dump_id, ts, static_cast<int64_t>(b));
+}
+
+// Child processes (DataLoader workers, multiprocessing pools) are found every ~100 ms through each thread's
+// /proc/self/task/<tid>/children (a child belongs to the thread that forked it), and one level further through
+// each child's main thread (a forkserver's or a pool's children). Kernels without that file (CONFIG_PROC_CHILDREN
+// off) show no children.
+void SystemSampler::discover_children() {
+  constexpr size_t kMaxChildren = 256;
+  const uint64_t listed = detail::now();
+  ++discovery_;
+  std::string err;
+  auto add = [&](uint32_t pid, uint32_t parent) {
+    auto [it, fresh] = children_.try_emplace(pid);
+    if (fresh && children_.size() > kMaxChildren) {
+      children_.erase(it);
+      return;
+    }
+    if (fresh) {
+      it->second.parent = parent;
+      it->second.born_after = discovery_ > 1 ? discovered_ts_ : 0;
+      runtime::set_process_info("child." + std::to_string(pid) + ".parent", std::to_string(parent));
+      std::string cmd;
+      if (read_small(opt_.proc_root + "/" + std::to_string(pid) + "/cmdline", cmd)) {
+        for (char& c : cmd)
+          if (c == '\0') c = ' ';
+        while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+        if (cmd.size() > 256) cmd.resize(256);
+        runtime::set_process_info("child." + std::to_string(pid) + ".cmdline", cmd);
+      }
+    }
+    it->second.seen = discovery_;
+  };
+  // A children file that exists but is empty is the usual answer (no children): only ENOENT everywhere means the
+  // kernel has no such files.
+  auto read_children = [&](const std::string& path, bool& exists) {
+    std::vector<uint32_t> out;
+    int fd = open_ro(path);
+    exists = fd >= 0 || errno != ENOENT;
+    if (fd < 0) return out;
+    std::string text;
+    const bool ok = read_file(fd, "", false, text);
+    ::close(fd);
+    if (ok)
+      if (auto pids = parse_pid_list(text, &err)) out = std::move(*pids);
+    return out;
+  };
+  if (have_children_file_) {
+    const uint32_t self = static_cast<uint32_t>(::getpid());
+    bool any_file = false;
+    for (auto& [tid, t] : tasks_) {
+      bool exists = false;
+      for (uint32_t pid : read_children(self_ + "/task/" + std::to_string(tid) + "/children", exists)) add(pid, self);
+      any_file |= exists;
+    }
+    if (!any_file && !tasks_.empty()) have_children_file_ = false;
+    std::vector<uint32_t> level;
+    for (auto& [pid, c] : children_) level.push_back(pid);
+    for (uint32_t pid : level) {
+      const std::string p = std::to_string(pid);
+      bool exists = false;
+      for (uint32_t g : read_children(opt_.proc_root + "/" + p + "/task/" + p + "/children", exists)) add(g, pid);
+    }
+  }
+  discovered_ts_ = listed;
+  for (auto it = children_.begin(); it != children_.end();) {
+    if (it->second.seen != discovery_) {
+      forget_child(it->first, it->second);
+      it = children_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  emit_int(CounterNames::get().children, CounterScope::kProcess, 0, listed, static_cast<int64_t>(children_.size()));
+}
+
+void SystemSampler::forget_child(uint32_t pid, Child& c) {
+  const auto& n = CounterNames::get();
+  flush_sched(c.series, n.child_sched_run_ns, n.child_sched_wait_ns);
+  for (int* fd : {&c.stat, &c.schedstat})
+    if (*fd >= 0) {
+      close_fd(*fd);
+      --held_fds_;
+    }
+  for (uint32_t name : n.per_child()) last_.erase(key_of(name, CounterScope::kChildProcess, pid));
+}
+
+// Every round: each child's CPU time, its main thread's schedstat (ns) and all its threads' user and system time
+// (clock ticks) from its stat. A child that is gone, or a zombie, is not read; the next discovery forgets it.
+void SystemSampler::sample_children() {
+  const auto& n = CounterNames::get();
+  const auto C = CounterScope::kChildProcess;
+  std::string err;
+  for (auto& [pid, c] : children_) {
+    const std::string dir = opt_.proc_root + "/" + std::to_string(pid);
+    const bool keep = held_fds_ + 2 <= kMaxHeldFds;
+    const uint64_t ts = detail::now();
+    if (!read_file(c.stat, dir + "/stat", keep, buf_)) continue;
+    auto st = parse_stat(buf_, &err);
+    if (!st) {
+      skip(err);
+      continue;
+    }
+    if (st->state == 'Z' || st->state == 'X') continue;
+    if (c.born_after) {
+      for (uint32_t name : n.per_child()) emit_int(name, C, pid, c.born_after, 0);
+      emit_sched(c.series, C, pid, c.born_after, SchedStat{}, n.child_sched_run_ns, n.child_sched_wait_ns);
+      c.born_after = 0;
+    }
+    if (st->comm != c.name) {
+      runtime::set_process_info("child." + std::to_string(pid) + ".name", st->comm);
+      c.name = st->comm;
+    }
+    emit_int(n.child_cpu_user_ns, C, pid, ts, static_cast<int64_t>(double(st->utime) * ns_per_tick_));
+    emit_int(n.child_cpu_system_ns, C, pid, ts, static_cast<int64_t>(double(st->stime) * ns_per_tick_));
+    if (have_schedstat_ && read_file(c.schedstat, dir + "/schedstat", keep, buf_))
+      if (auto ss = parse_schedstat(buf_, &err))
+        emit_sched(c.series, C, pid, ts, *ss, n.child_sched_run_ns, n.child_sched_wait_ns);
+  }
+}
+
 // A thread born since the last round: its cumulative counters were 0 at that round (it did not exist), so
 // what it ran before this round's first reading counts too. Without this point a short thread's CPU time
 // (the difference of its first and last readings) was mostly or wholly lost.
@@ -509,9 +734,6 @@ void SystemSampler::write_birth(CounterScope scope, uint32_t target, uint64_t ts
   const auto& n = CounterNames::get();
   for (uint32_t name : {n.thread_cpu_user_ns, n.thread_cpu_system_ns, n.thread_ctx_voluntary, n.thread_ctx_involuntary})
     emit_int(name, scope, target, ts, 0);
-  if (!have_schedstat_) return;
-  emit_int(n.thread_sched_run_ns, scope, target, ts, 0);
-  emit_int(n.thread_sched_wait_ns, scope, target, ts, 0);
 }
 
 void sample_thread_at_exit(const std::string& task_dir, uint32_t thread_id, const SystemSampler::Sink& sink) {

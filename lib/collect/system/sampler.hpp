@@ -12,6 +12,7 @@
 #include <inferscope/records.hpp>
 
 #include "collect/system/cgroup_cpu.hpp"
+#include "collect/system/corner_filter.hpp"
 #include "collect/system/nvml.hpp"
 #include "collect/system/proc_parse.hpp"
 
@@ -28,6 +29,9 @@ namespace inferscope::sys {
 
 struct SamplerOptions {
   uint32_t period_ms = 10;
+  /// Between rounds, the threads that ran lately and the threads the session knows have their schedstat read
+  /// this often (fast_round), so that bursts of a few ms are seen; 0: only in rounds.
+  uint32_t thread_sample_us = 1000;
   bool nvml = true;
   bool perf = false;                ///< per-thread perf_event_open cpu-clock counters
   std::string nvml_library;         ///< "" = libnvidia-ml.so.1
@@ -55,6 +59,12 @@ class SystemSampler {
   /// Samples once. Values unchanged since their last write are skipped unless a second has passed;
   /// `final` writes every value (the last sample of a session).
   void round(bool final);
+  /// Between rounds (every SamplerOptions::thread_sample_us): schedstat of the threads that ran in the last
+  /// ~100 ms and of every thread the session knows, and what the latter are blocked in. Cheap: one pread per
+  /// thread, and a sample is written only where the thread's rate changed (CornerFilter).
+  void fast_round();
+  /// Microseconds between fast rounds; 0 when there are none (off, or not shorter than the period).
+  uint32_t fast_every_us() const;
 
   /// Whether NVML is open (GPU counters are sampled).
   bool has_gpu() const { return nvml_.is_open(); }
@@ -67,8 +77,19 @@ class SystemSampler {
   const std::string& last_error() const { return last_error_; }
 
  private:
+  /// schedstat's two cumulative series of a thread or child process, written at their corners only.
+  struct SchedSeries {
+    CornerFilter run{kCornerToleranceNs}, wait{kCornerToleranceNs};
+    CounterScope scope = CounterScope::kProcess;  ///< where they were written so far
+    uint32_t target = 0;
+    int64_t written_ns = 0;  ///< steady clock of the last write (keep-alive)
+    bool started = false;
+  };
+  /// Linear interpolation between written schedstat samples stays within twice this of every sample read (ns of
+  /// CPU time): 5 % of a millisecond.
+  static constexpr double kCornerToleranceNs = 50'000;
   struct Task {
-    int stat = -1, status = -1, schedstat = -1, perf = -1;
+    int stat = -1, status = -1, schedstat = -1, perf = -1, syscall = -1;
     uint32_t dump_id = 0;
     uint64_t seen_round = 0;
     std::string published_name;  // last name written to process info (threads the session does not know)
@@ -76,6 +97,18 @@ class SystemSampler {
     int64_t full_read_ns = -1;   // when stat and status were last read
     uint32_t full_read_target = 0;  // the target they were written under (changes when the thread binds)
     uint64_t born_after = 0;        // ticks of the listing before the one that first saw it (0: there at start)
+    SchedSeries series;
+    uint64_t moved_round = 0;       // the last round in which its schedstat moved (fast rounds read it for a while)
+    uint64_t fast_run_ns = ~0ull;   // run time at the last fast read (unchanged: it did not run since)
+  };
+  /// A process this one started (or one of those started): DataLoader workers, pool processes.
+  struct Child {
+    int stat = -1, schedstat = -1;
+    uint32_t parent = 0;
+    uint64_t seen = 0;        // the discovery that last listed it
+    uint64_t born_after = 0;  // ticks of the discovery before the one that first saw it (0: there at start)
+    std::string name;         // comm, as last published
+    SchedSeries series;
   };
   struct Last {
     union {
@@ -97,6 +130,14 @@ class SystemSampler {
   void sample_cgroup(uint64_t ts);
   void sample_threads();
   void sample_task(uint32_t tid, Task& t);
+  bool fast_tier(const Task& t) const;
+  void sample_blocked_in(uint32_t tid, Task& t, uint64_t ts, bool ran);
+  void emit_sched(SchedSeries& s, CounterScope scope, uint32_t target, uint64_t ts, const SchedStat& v,
+                  uint32_t run_name, uint32_t wait_name);
+  void flush_sched(SchedSeries& s, uint32_t run_name, uint32_t wait_name);
+  void discover_children();
+  void sample_children();
+  void forget_child(uint32_t pid, Child& c);
   void write_birth(CounterScope scope, uint32_t target, uint64_t ts);
   void sample_machine();
   void sample_numa();
@@ -135,6 +176,10 @@ class SystemSampler {
   bool have_schedstat_ = true;
   bool perf_ok_ = false;
   std::unordered_map<uint32_t, Task> tasks_;
+  std::unordered_map<uint32_t, Child> children_;  // by pid
+  uint64_t discovery_ = 0;        // discoveries of child processes so far
+  uint64_t discovered_ts_ = 0;    // ticks of the last discovery
+  bool have_children_file_ = true;
   uint64_t thread_generation_ = ~0ull;  // of the session's thread table when last looked up
   uint64_t listed_ts_ = 0;              // ticks just before the last listing of the threads (0: none yet)
   std::unordered_map<uint64_t, Last> last_;  // (name, scope, target) -> last written value
@@ -176,10 +221,13 @@ struct CounterNames {
       gpu_sm_clock_mhz, gpu_power_mw, gpu_throttle_reasons, gpu_temperature_c;
   static const CounterNames& get();
   /// The names written per thread.
-  std::array<uint32_t, 8> per_thread() const {
+  uint32_t thread_blocked_in, children, child_sched_run_ns, child_sched_wait_ns, child_cpu_user_ns,
+      child_cpu_system_ns;
+  std::array<uint32_t, 9> per_thread() const {
     return {thread_cpu_user_ns, thread_cpu_system_ns, thread_sched_run_ns, thread_sched_wait_ns, thread_state,
-            thread_ctx_voluntary, thread_ctx_involuntary, perf_task_clock_ns};
+            thread_ctx_voluntary, thread_ctx_involuntary, perf_task_clock_ns, thread_blocked_in};
   }
+  std::array<uint32_t, 2> per_child() const { return {child_cpu_user_ns, child_cpu_system_ns}; }
 };
 
 }  // namespace inferscope::sys

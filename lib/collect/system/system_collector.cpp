@@ -1,5 +1,7 @@
-// The system collector: one sampling thread that runs SystemSampler every Config::sample_period_ms and
-// writes its counters, and the time each round took, through the runtime channel "system".
+// The system collector: one sampling thread that runs SystemSampler every Config::sample_period_ms and writes its
+// counters, and the time each round took, through the runtime channel "system". Between rounds, every
+// Config::thread_sample_us, it reads the busy and known threads' schedstat (SystemSampler::fast_round); the time
+// those reads take is added up and written as one overhead record per round.
 #include "collect/system/sampler.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/session.hpp"
@@ -8,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -36,6 +39,7 @@ class SystemCollector final : public runtime::Collector {
     o.period_ms = config.sample_period_ms ? config.sample_period_ms : 1;
     o.nvml = config.nvml;
     o.perf = config.perf_sampling;
+    o.thread_sample_us = config.thread_sample_us;
     o.nvml_library = nvml_library_for_testing();
     period_ = std::chrono::milliseconds(o.period_ms);
     sampler_ = std::make_unique<SystemSampler>(
@@ -46,12 +50,17 @@ class SystemCollector final : public runtime::Collector {
           map = runtime::session_threads();
           return true;
         });
-    const std::string status = sampler_->open();
+    std::string status = sampler_->open();
+    if (const uint32_t us = sampler_->fast_every_us()) {
+      fast_ = std::chrono::microseconds(us);
+      status += "; busy and known threads' schedstat every " + std::to_string(us) + " us";
+    }
     // One plain line for each thing the collector cannot do; the rest of the run goes on.
     if (!sampler_->gpu_note().empty() && config.nvml)
       runtime::log(LogLevel::kInfo, "system collector: " + sampler_->gpu_note());
     if (!sampler_->perf_note().empty()) runtime::log(LogLevel::kInfo, "system collector: " + sampler_->perf_note());
     overhead_name_ = runtime::intern("system_sampler");
+    fast_name_ = runtime::intern("system_sampler_threads");
     runtime::set_thread_exit_hook(on_thread_exit);
     paused_ = sampled_ = config.mode == CaptureMode::kSampled;
     thread_ = std::thread([this] { run(); });
@@ -89,6 +98,18 @@ class SystemCollector final : public runtime::Collector {
       bool final;
       {
         std::unique_lock lk(mu_);
+        // Fast ticks until the round is due (none when fast_ is zero).
+        while (!stopping_ && fast_.count() > 0) {
+          const auto tick = std::chrono::steady_clock::now() + fast_;
+          if (tick >= next) break;
+          if (cv_.wait_until(lk, tick, [this] { return stopping_; })) break;
+          if (paused_) break;
+          lk.unlock();
+          const uint64_t t0 = detail::now();
+          sampler_->fast_round();
+          fast_ticks_ += detail::now() - t0;
+          lk.lock();
+        }
         cv_.wait_until(lk, next, [this] { return stopping_; });
         cv_.wait(lk, [this] { return stopping_ || !paused_; });
         final = stopping_;
@@ -102,8 +123,16 @@ class SystemCollector final : public runtime::Collector {
     }
   }
 
+  // One overhead record per round: the round itself, and before it (ending where the round starts) the time the
+  // fast ticks since the last round took, so the dump's collector overhead counts both.
   void one_round(bool final) {
     const uint64_t start = detail::now();
+    if (fast_ticks_) {
+      const OverheadRecord f{{RecordKind::kCollectorOverhead, 1, sizeof(OverheadRecord)}, fast_name_,
+                             start - std::min(start, fast_ticks_), start};
+      channel_->write(&f, sizeof(f));
+      fast_ticks_ = 0;
+    }
     sampler_->round(final);
     const OverheadRecord r{{RecordKind::kCollectorOverhead, 0, sizeof(OverheadRecord)}, overhead_name_, start,
                            detail::now()};
@@ -113,7 +142,9 @@ class SystemCollector final : public runtime::Collector {
   runtime::Channel* channel_ = nullptr;
   std::unique_ptr<SystemSampler> sampler_;
   std::chrono::milliseconds period_{10};
-  uint32_t overhead_name_ = 0;
+  uint32_t overhead_name_ = 0, fast_name_ = 0;
+  std::chrono::microseconds fast_{0};  // between rounds: busy and known threads' schedstat (0: off)
+  uint64_t fast_ticks_ = 0;         // ticks the fast reads took since the last round (session clock)
   std::thread thread_;
   std::mutex mu_;  // the sampler thread and stop() only
   std::condition_variable cv_;
