@@ -1336,6 +1336,10 @@ void name_os_thread(uint32_t tid, std::string_view name) {
   }
   // A thread without a ring yet (no entry, or one a collector made) binds later and must keep this name.
   if (!entry || s->unbound_threads.count(tid)) s->waiting_names[tid] = id;
+  // A thread that never records keeps no entry at all: its counters (sampled by OS thread id) are named by this.
+  std::lock_guard meta(s->meta_mu);
+  s->process_extra.emplace_back("os_thread." + std::to_string(tid) + ".thread_name", std::string(name));
+  s->meta_dirty = true;
 }
 
 void forget_os_thread_name(uint32_t tid) {
