@@ -3,6 +3,7 @@
 // docs/counters.md describes each one (unit, source, scope).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace inferscope::counter_names {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace inferscope::analyze::detail {
@@ -100,6 +101,29 @@ Breakdown breakdown_of(const TypicalStep& t) {
   return b;
 }
 
+// Steps that are not alike: the mean is the headline and the spread is said in words (docs/analysis.md, "Steps
+// that are not alike").
+void describe_spread(StepStats& st, const StepSelection& sel) {
+  st.alike = !sel.not_alike;
+  st.basis = st.alike ? "median" : "mean";
+  if (st.alike) return;
+  char b[256];
+  if (sel.modes.two) {
+    st.fast_mode_ms = ms(sel.modes.fast_median_ns);
+    st.slow_mode_ms = ms(sel.modes.slow_median_ns);
+    st.fast_mode_steps = sel.modes.fast;
+    st.slow_mode_steps = sel.modes.slow;
+    std::snprintf(b, sizeof b, "the steps alternate between %.3g ms (%zu steps) and %.3g ms (%zu steps): the %s "
+                  "ones wait for something the fast ones find ready", st.fast_mode_ms, sel.modes.fast, st.slow_mode_ms,
+                  sel.modes.slow, "slow");
+  } else {
+    std::snprintf(b, sizeof b, "the steps are not alike: their mean (%.3g ms) is %.0f %% %s their median (%.3g ms)",
+                  st.mean_ms, std::fabs(st.mean_ms - st.p50_ms) / st.p50_ms * 100,
+                  st.mean_ms > st.p50_ms ? "above" : "below", st.p50_ms);
+  }
+  st.spread = b;
+}
+
 void fill_step_stats(StepStats& st, const std::vector<double>& durs, const StepSelection& sel,
                      const std::vector<double>& starts_ms) {
   std::vector<size_t> steady;
@@ -123,6 +147,7 @@ void fill_step_stats(StepStats& st, const std::vector<double>& durs, const StepS
   st.min_ms = ms(sorted.front());
   st.max_ms = ms(sorted.back());
   st.outlier_bound_ms = ms(sel.outlier_bound_ns);
+  describe_spread(st, sel);
   for (size_t i : sel.outliers) {
     if (st.outliers.size() >= 20) break;
     st.outliers.push_back({uint32_t(i), starts_ms[i], ms(durs[i])});

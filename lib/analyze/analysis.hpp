@@ -87,6 +87,15 @@ struct StepStats {
   double outlier_bound_ms = 0;
   std::vector<StepInstance> outliers;  ///< steady steps slower than outlier_bound_ms, in time order (at most 20)
   double mean_ms = 0, p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, min_ms = 0;
+  /// The steady steps are alike: their mean is within 15 % of their median and they do not fall into two modes.
+  /// When not, end_to_end_ms is their mean (what the run costs per step; every finding's "per step" is of that
+  /// mean too) and `spread` says how they differ, e.g. "the steps alternate between 3.3 ms (20 steps) and 63.1 ms
+  /// (18 steps)".
+  bool alike = true;
+  std::string basis = "median";  ///< what end_to_end_ms is: "median" or "mean" of the steady steps
+  std::string spread;            ///< empty when alike
+  double fast_mode_ms = 0, slow_mode_ms = 0;  ///< the two modes' medians (0: one mode)
+  uint64_t fast_mode_steps = 0, slow_mode_steps = 0;
   std::vector<StepInstance> slowest;  ///< slowest first, at most 5
   /// Every steady step's duration, in time order (outliers included): the spread behind the statistics above,
   /// for comparisons of two runs (iscope-diff's bootstrap interval). Not written to the JSON report.
@@ -281,6 +290,38 @@ struct Sampling {
   std::vector<int64_t> run_step;
 };
 
+/// One party the step thread waited on (docs/analysis.md, "Whom the step waits on"): a thread or pool of threads of
+/// this process, the GIL's holder, child processes, or the step thread's own sleep or I/O.
+struct WaitPartyRow {
+  std::string kind;          ///< "threads" | "gil" | "processes" | "own_sleep" | "own_io" | "unknown"
+  std::string name;          ///< "producer", "featurize_*", "pt_data_worker"; "" for own and unknown
+  std::vector<std::string> members;  ///< "name (tid 4711)" / "name (pid 4712)"
+  bool python = false;       ///< threads that run Python (they hold the GIL while they run)
+  double ms_per_step = 0;    ///< of the typical step's wait (breakdown: host_waiting_ms, or host_contention_ms for gil)
+  double share = 0;          ///< of the step thread's blocked time in the typical steps, [0, 1]
+  double busy_share = 0;     ///< its members' CPU share during those waits, per member (1: one CPU all the time)
+  double cpu_ms_per_step = 0;  ///< its members' CPU time per steady step
+  uint64_t wakeups = 0;      ///< times one of them ended the step thread's wait (a Queue.put, notify, set)
+  std::string off_cpu_in;    ///< what its members were mostly blocked in while off a CPU ("sleep", "read", ...; "")
+  std::string site;          ///< the step thread's frame while it waited on them
+  std::vector<std::pair<std::string, double>> hot;  ///< what they ran meanwhile: (function or range, ms per step)
+};
+
+struct Waits {
+  bool measured = false;        ///< per-thread CPU counters covered the typical steps
+  double thread_sample_ms = 0;  ///< how often the known threads' CPU time was read (0: every round only)
+  double blocked_ms = 0;        ///< the step thread's blocked time per typical step, GPU idle, outside CUDA calls
+  std::vector<WaitPartyRow> parties;  ///< by share, descending
+  std::vector<std::pair<std::string, double>> sites;  ///< the step thread's frames while blocked: (name, ms per step)
+  /// Child processes by name: how many, and their CPU time per steady step.
+  struct ChildGroup {
+    std::string name;
+    uint64_t processes = 0;
+    double cpu_ms_per_step = 0;
+  };
+  std::vector<ChildGroup> children;
+};
+
 struct Analysis {
   std::string source;                            ///< input path
   std::string source_format;                     ///< "dump" | "json"
@@ -310,6 +351,7 @@ struct Analysis {
   bool gpu_work_recorded = false;
   std::vector<ChildProcess> children;  ///< child dumps beside this one (iscope-analyze fills it; children.hpp)
   Sampling sampling;                   ///< a sampled run: its windows and coverage (sampling.sampled false otherwise)
+  Waits waits;                         ///< whom the step thread waited on (empty without per-thread CPU counters)
 };
 
 }  // namespace inferscope::analyze

@@ -64,8 +64,10 @@ Context::Context(const dump::DumpReader& reader, const AnalyzeOptions& options)
   // Python code ids index per-worker tables: one past the largest id the dump's code table holds bounds them,
   // and at least 65,536 ids (3 MiB a table) stay themselves when the table was cut off; a larger id is counted
   // as code 0, so a damaged record cannot size a table per worker (a fuzzed dump sized 784 MB each).
-  for (auto& [id, c] : r.code_table())
+  for (auto& [id, c] : r.code_table()) {
     if (id < (1u << 24) && id >= code_limit) code_limit = id + 1;
+    if (const WaitPoint* w = wait_point_of_code(c.qualname, c.file)) wait_points.emplace(id, w);
+  }
 }
 
 std::string Context::code_name(uint32_t code) const {
@@ -156,9 +158,13 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
 
   pcie_peak(a, m);
   read_counters(cx, in, ss, hw, a.steps.count, m);
+  const WaitAttribution waits = find_waits(cx, in, ss, sapi, m.selection, a.process.count("pid") ? a.process.at("pid") : "");
+  split_waits(m.steps, waits);
+  phase("waits");
   // The typical step.
   m.typical = detail::typical_step(m.steps, detail::typical_indexes(m.selection));
   a.breakdown = detail::breakdown_of(m.typical);
+  a.waits = describe_waits(waits, m.typical);
   m.kernels_per_step = m.typical.kernels;
   {  // What-if: graphs of up to 64 typical steps (a median over 64 is stable to a sixth of the step-to-step spread).
     detail::GraphSource src{&sapi, in.gpu.empty() ? nullptr : &in.gpu[0], in.gpu.size(), in.gpu_max_dur,
@@ -172,7 +178,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   build_timeline(cx, in, ss, hw, at.max_gpu_dur, a);
   phase("timeline");
 
-  a.findings = rules::run_all(a, m);
+  a.findings = rules::run_all(a, m, waits);
   if (cx.prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
   return a;
 }

@@ -46,6 +46,28 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
 
 }  // namespace
 
+std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string& parent_path,
+                                                               const std::string& parent_pid) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  if (parent_pid.empty()) return out;
+  const fs::path p(parent_path);
+  if (p.extension() != ".iscope") return out;
+  const std::string stem_name = p.stem().string();
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    const uint64_t pid = child_pid_of(e.path().filename().string(), stem_name);
+    if (!pid) continue;
+    try {
+      if (dump::DumpReader(e.path().string()).process_value("ppid") == parent_pid) out.emplace_back(pid, e.path().string());
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<ChildProcess> find_children(const std::string& parent_path, const Analysis& parent,
                                         const AnalyzeOptions& options) {
   std::vector<ChildProcess> out;

@@ -11,6 +11,7 @@
 #include "analyze/analyzer.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace inferscope::analyze {
@@ -20,5 +21,10 @@ namespace inferscope::analyze {
 /// analysed with `options`. A child that cannot be read is listed with its error, never fatal.
 std::vector<ChildProcess> find_children(const std::string& parent_path, const Analysis& parent,
                                         const AnalyzeOptions& options);
+
+/// The dumps beside `parent_path` named like its children's (`<stem>.<pid>.iscope`) whose process info names
+/// `parent_pid` as their `ppid`: (pid, path), in pid order. Unreadable ones are left out.
+std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string& parent_path,
+                                                               const std::string& parent_pid);
 
 }  // namespace inferscope::analyze

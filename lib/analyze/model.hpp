@@ -106,8 +106,15 @@ struct Model {
   std::vector<replay::StepGraph> graphs;  ///< sampled typical steps for the what-if savings (what_if.hpp)
   double pinned_gbps = 0;          ///< what a pinned copy reaches on this link (the practical PCIe peak)
   bool host_frames = false;  ///< the step thread has nested ranges or Python frames (host work is visible)
-  // hot host work inside steps on the step thread: self ns by label, descending
-  std::vector<std::pair<std::string, double>> hot_host;
+  /// Host work inside the steady steps on the step thread, by its innermost frame: self ns per steady step.
+  struct HotFrame {
+    std::string label;
+    double ns = 0;
+    /// The program's own code: a range, or a Python function that is neither a model's forward nor in an
+    /// installed package or the standard library. Only such code can be moved to workers or vectorised by the user.
+    bool user = true;
+  };
+  std::vector<HotFrame> hot_host;  ///< descending, at most 10; wait points (Queue.get, ...) left out: they wait
   // kernels: name -> total ns in steps, count; median kernel duration (ns)
   double median_kernel_ns = 0;
   double short_kernel_ns = 20000;  ///< AnalyzeOptions::launch_bound_max_kernel_us

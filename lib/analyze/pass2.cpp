@@ -68,6 +68,20 @@ class HostFrames {
   Part2& P;
 };
 
+// The program's own Python code (Model::HotFrame::user): not a model's forward (torch's modules, or the user's own
+// forward, which a CUDA graph or torch.compile speeds up rather than a worker), not a file of an installed package
+// or of the standard library (a path holding site-packages, dist-packages or lib/pythonX.Y).
+bool is_user_code(const Context& cx, uint32_t code) {
+  auto it = cx.r.code_table().find(code);
+  if (it == cx.r.code_table().end()) return true;
+  const std::string& q = it->second.qualname;
+  const std::string& f = it->second.file;
+  if (q == "forward" || (q.size() > 8 && q.compare(q.size() - 8, 8, ".forward") == 0)) return false;
+  if (f.find("/site-packages/") != std::string::npos || f.find("/dist-packages/") != std::string::npos) return false;
+  const size_t lib = f.find("/lib/python3");
+  return lib == std::string::npos;
+}
+
 // One worker: the application threads' ranges and Python frames in its run of chunks.
 void read_host_part(const Context& cx, const StepSet& ss, const StepSelection& sel, size_t n_py, Part2& P) {
   HostFrames frames(cx, ss, sel, n_py, P);
@@ -120,13 +134,13 @@ HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_
     cov.resize(k);
   }
   for (uint32_t i = 0; i < nstr; ++i)
-    if (hot_range[i] > 0) m.hot_host.emplace_back("range " + cx.name_of(i), hot_range[i]);
+    if (hot_range[i] > 0) m.hot_host.push_back({"range " + cx.name_of(i), hot_range[i], true});
   for (uint32_t i = 0; i < hot_py.size(); ++i)
-    if (hot_py[i] > 0) m.hot_host.emplace_back(cx.code_name(i), hot_py[i]);
+    if (hot_py[i] > 0 && !cx.wait_point(i)) m.hot_host.push_back({cx.code_name(i), hot_py[i], is_user_code(cx, i)});
   std::sort(m.hot_host.begin(), m.hot_host.end(),
-            [](auto& x, auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+            [](auto& x, auto& y) { return x.ns != y.ns ? x.ns > y.ns : x.label < y.label; });
   if (m.hot_host.size() > 10) m.hot_host.resize(10);
-  for (auto& [label, ns] : m.hot_host) ns /= double(std::max<uint64_t>(1, steady_steps));  // per steady step
+  for (auto& h : m.hot_host) h.ns /= double(std::max<uint64_t>(1, steady_steps));  // per steady step
   return hw;
 }
 

@@ -184,10 +184,13 @@ bool gap_inside_graph(const StepGraph& g, size_t i) {
 int64_t saving_ns(const StepGraph& g, const Change& c) {
   const int64_t base = simulate(g);
   if (base <= 0) return 0;
-  const int64_t diff = base - simulate(g, c);
-  if (diff <= 0) return 0;
-  if (g.recorded_ns <= 0) return diff;
-  return std::llround(static_cast<double>(diff) * static_cast<double>(g.recorded_ns) / static_cast<double>(base));
+  const int64_t mod = simulate(g, c);
+  // In the recorded step's time scale: a model off by a factor on the whole step is off by that factor here too.
+  const double scale = g.recorded_ns > 0 ? static_cast<double>(g.recorded_ns) / static_cast<double>(base) : 1.0;
+  const double before = static_cast<double>(base) * scale;
+  // The floor is a measured pace (another party delivers a step's input no faster), already in recorded time.
+  const double after = std::max(static_cast<double>(mod) * scale, static_cast<double>(non_negative(c.min_step_ns)));
+  return before > after ? std::llround(before - after) : 0;
 }
 
 }  // namespace inferscope::analyze::replay

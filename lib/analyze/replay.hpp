@@ -71,6 +71,9 @@ struct Change {
                                  //   (their throughput). 0: the time is gone (a wait or contention removed)
   bool keep_launching_code = false;  // host_gap_scale leaves the gaps gap_inside_graph finds alone: the code that
                                      //   issues the step's launches stays on the step thread (no worker runs it)
+  int64_t min_step_ns = 0;       // saving_ns: the changed step lasts at least this long, in the recorded step's time:
+                                 //   another party (DataLoader workers, a producer) delivers one step's input at this
+                                 //   pace, measured from its CPU time (0: no floor)
 };
 
 /// Replays the step: host ops one after another (gap, then the call), GPU work in stream order, each piece
@@ -94,8 +97,8 @@ bool gap_inside_graph(const StepGraph& g, std::size_t i);
 
 /// Estimated saving of `c` for this step in ns: (simulate(g) - simulate(g, c)) scaled by
 /// recorded_ns / simulate(g) so a model that is off by a factor on the whole step is off by the same factor on
-/// the saving (0 when simulate(g) is 0). Never negative. recorded_ns <= 0 (unknown) leaves the difference
-/// unscaled.
+/// the saving (0 when simulate(g) is 0), with the changed step no shorter than c.min_step_ns. Never negative.
+/// recorded_ns <= 0 (unknown) leaves the difference unscaled.
 int64_t saving_ns(const StepGraph& g, const Change& c);
 
 }  // namespace inferscope::analyze::replay

@@ -7,8 +7,11 @@
 #include "analyze/host_state.hpp"
 #include "analyze/model.hpp"
 #include "analyze/summary.hpp"
+#include "analyze/waits.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/visit.hpp"
+
+#include <inferscope/wait_points.hpp>
 
 #include <sys/mman.h>
 
@@ -316,6 +319,7 @@ struct Context {
   const std::vector<dump::EventsChunkRef>& chunks;
   std::vector<uint8_t> chunk_channel;  ///< by chunk: a channel's (GPU activities, CUPTI records)
   uint32_t code_limit = 1u << 16;      ///< Python code ids at or above are counted as code 0
+  std::unordered_map<uint32_t, const WaitPoint*> wait_points;  ///< code ids of wait points (wait_points.hpp)
   mutable Progress prog;
   mutable PhaseClock phase;
 
@@ -324,6 +328,11 @@ struct Context {
     return id < nstr ? sname[id] : none;
   }
   std::string code_name(uint32_t code) const;
+  /// The wait point (Queue.get, Event.set, ...) a Python code id is; nullptr for any other code.
+  const WaitPoint* wait_point(uint32_t code) const {
+    auto it = wait_points.find(code);
+    return it == wait_points.end() ? nullptr : it->second;
+  }
   /// "Model.generate (model.py:42)": the function and where it is, as a launcher label names it.
   std::string code_where(uint32_t code) const;
   bool is_channel(uint32_t t) const {
@@ -530,6 +539,18 @@ std::unordered_map<uint32_t, std::vector<CounterSample>> thread_samples(const Co
 /// The system counters over the steady steps into `m`, then the host-state split of m.steps' GPU idle.
 void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
                    Model& m);
+
+// ---------------------------------------------------------------- waits (waits_stage.cpp; waits.hpp)
+/// Whom the step thread waited on in the typical steps (docs/analysis.md, "Whom the step waits on"); `pid`: the
+/// recording process's, to find its children's dumps.
+WaitAttribution find_waits(const Context& cx, const Ingested& in, const StepSet& ss, const std::vector<const ApiOp*>& sapi,
+                           const StepSelection& sel, const std::string& pid);
+/// Corrects each step's GPU-idle causes from the attribution: the GIL's part of the blocked host time (the
+/// host-state split alone spreads the other threads' CPU evenly over the step), and the blocked time in dispatch
+/// gaps, which moves from the launch path to the host time as wait or GIL.
+void split_waits(std::vector<StepMetrics>& steps, const WaitAttribution& waits);
+/// The report's section (Analysis::waits) of the attribution, per typical step.
+Waits describe_waits(const WaitAttribution& waits, const TypicalStep& typical);
 
 // ---------------------------------------------------------------- tables (tables.cpp)
 /// a.kernels, python, ranges, copies, syncs, allocations, graph_launches, layers and threads.

@@ -76,10 +76,48 @@ StepSelection select_steps(const StepPolicyInput& in, const StepPolicyOptions& o
   }
   s.steady_median_ns = median_of(steady);
   s.outlier_bound_ns = slow_step_bound(steady);
-  if (steady.size() >= 3)  // with fewer, "unusual" has no meaning
+  double sum = 0;
+  for (double d : steady) sum += d;
+  s.steady_mean_ns = steady.empty() ? 0 : sum / double(steady.size());
+  s.modes = find_modes(steady);
+  s.not_alike = s.modes.two || (s.steady_median_ns > 0 &&
+                                std::fabs(s.steady_mean_ns - s.steady_median_ns) > kNotAlikeShare * s.steady_median_ns);
+  // A slow mode is a state of the run, not noise: its steps stay typical. Outliers are rare by definition
+  // (Hampel's bound is passed by ~0.1 % of normal data); a tenth of the steps above it is a second mode.
+  if (steady.size() >= 3 && !s.modes.two)  // with fewer, "unusual" has no meaning
     for (size_t i = s.warmup; i < n; ++i)
       if (in.durations_ns[i] > s.outlier_bound_ns) s.outliers.push_back(i);
   return s;
+}
+
+StepModes find_modes(std::vector<double> d) {
+  StepModes m;
+  const size_t n = d.size();
+  const size_t least = std::max<size_t>(2, size_t(std::ceil(kModeShare * double(n))));
+  if (n < 2 * least) return m;
+  std::sort(d.begin(), d.end());
+  size_t cut = 0;
+  double widest = 0;
+  for (size_t i = least; i + least <= n; ++i) {
+    if (d[i - 1] <= 0) continue;
+    const double ratio = d[i] / d[i - 1];
+    if (ratio > widest) {
+      widest = ratio;
+      cut = i;
+    }
+  }
+  // The two groups must be apart: no step between the fast group's slowest and kModeGap times it. Without the gap,
+  // one slow outlier among equal steps would drag the median of whatever group holds it above kModeRatio.
+  if (!cut || widest < kModeGap) return m;
+  const double fast = median_of(std::vector<double>(d.begin(), d.begin() + long(cut)));
+  const double slow = median_of(std::vector<double>(d.begin() + long(cut), d.end()));
+  if (fast <= 0 || slow < kModeRatio * fast) return m;
+  m.two = true;
+  m.fast_median_ns = fast;
+  m.slow_median_ns = slow;
+  m.fast = cut;
+  m.slow = n - cut;
+  return m;
 }
 
 }  // namespace inferscope::analyze

@@ -27,6 +27,14 @@ struct StepPolicyInput {
   std::vector<bool> one_time_cost;
 };
 
+/// Steady steps that fall into two groups of clearly different length: a loop fed by a producer that cannot keep
+/// up takes a batch from its queue at once for a while, then waits long for the next one.
+struct StepModes {
+  bool two = false;            ///< the steps split into a fast and a slow group (docs/analysis.md gives the rule)
+  double fast_median_ns = 0, slow_median_ns = 0;
+  size_t fast = 0, slow = 0;   ///< steps in each group
+};
+
 struct StepSelection {
   size_t warmup = 0;                ///< the first `warmup` steps are the warm-up
   std::vector<bool> steady;         ///< per step: not warm-up
@@ -35,6 +43,11 @@ struct StepSelection {
   double outlier_bound_ns = 0;      ///< steps above this are outliers (0: no steady steps)
   bool user_skipped = false;        ///< the warm-up count came from the user
   std::string reason;               ///< one sentence: how the warm-up was chosen
+  StepModes modes;                  ///< two modes among the steady steps (then the slow ones are not outliers)
+  double steady_mean_ns = 0;
+  /// The steady steps are not alike: two modes, or a mean more than kNotAlikeShare away from the median. The
+  /// typical step is then the mean of every steady step (its slow ones are what the run costs, not noise).
+  bool not_alike = false;
 };
 
 /// Robust bound above which a step is unusually slow: median + max(k·1.4826·MAD, floor·median).
@@ -44,5 +57,17 @@ double median_of(std::vector<double> v);
 double slow_step_bound(std::vector<double> durations_ns);
 
 StepSelection select_steps(const StepPolicyInput& in, const StepPolicyOptions& opt);
+
+/// Two groups among `durations_ns` (any order): split at the widest ratio between neighbours in sorted order, that
+/// ratio at least kModeGap (an empty stretch between them), each group at least kModeShare of the steps (and 2), the
+/// slow group's median at least kModeRatio times the fast one's.
+StepModes find_modes(std::vector<double> durations_ns);
+
+/// Mean and median further apart than this share of the median: the steps are not alike (and a median describes
+/// neither the typical step nor what the run costs per step).
+inline constexpr double kNotAlikeShare = 0.15;
+inline constexpr double kModeShare = 0.10;
+inline constexpr double kModeRatio = 2.0;
+inline constexpr double kModeGap = 1.5;
 
 }  // namespace inferscope::analyze

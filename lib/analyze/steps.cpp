@@ -85,8 +85,11 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
   if (thread >= in.ts.size()) return out;
   const auto& shallow = in.ts[thread].shallow_py;
   std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>> ranked;  // ((total, count), code)
+  // A wait point (Queue.get, Event.wait, a selector's select) repeats once per step too, but it is where the step
+  // waits, never the step.
   for (uint32_t code = 0; code < shallow.size(); ++code)
-    if (shallow[code].first >= 2) ranked.push_back({{shallow[code].second, shallow[code].first}, code});
+    if (shallow[code].first >= 2 && !cx.wait_point(code))
+      ranked.push_back({{shallow[code].second, shallow[code].first}, code});
   if (ranked.empty()) return out;
   std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first > y.first; });  // ties: lower code
   if (ranked.size() > kCandidates) ranked.resize(kCandidates);
@@ -142,31 +145,81 @@ void take_sync_iterations(const Context& cx, const Ingested& in, uint32_t thread
                        "or pass --step to choose");
 }
 
-void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
-  const auto& top = in.top;
-  const auto& ts = in.ts;
-  // The repeated top-level range covering the most time. The program's own ISCOPE ranges come first; NVTX
-  // ranges may be a library's (CUB wraps each scan in one), so one only counts as the step when it covers
-  // more time than the repeated Python function below would.
-  std::map<uint32_t, std::pair<uint64_t, int64_t>> by_name;  // name (| kNvtxCand) -> (count, total)
-  for (auto& c : top) {
-    auto& x = by_name[c.name];
-    ++x.first;
-    x.second += c.end - c.start;
-  }
-  uint32_t best = 0, best_nvtx = 0;
-  std::pair<int64_t, uint64_t> best_score{-1, 0}, nvtx_score{-1, 0};
-  for (auto& [n, x] : by_name) {
-    uint32_t& b = (n & kNvtxCand) ? best_nvtx : best;
-    auto& sc = (n & kNvtxCand) ? nvtx_score : best_score;
-    if (x.first >= 2 && std::make_pair(x.second, x.first) > sc) {
-      sc = {x.second, x.first};
-      b = n;
+// The thread that makes the most CUDA calls: it runs the step. Python calls and ranges only decide between threads
+// that make as many (none at all: a CPU-only program, whose busiest Python thread is taken). A producer or pool
+// thread running a traced tokenizer records far more Python calls than the step thread, and once outweighed it.
+uint32_t launching_thread(const Ingested& in) {
+  uint32_t best = 0;
+  std::pair<uint64_t, uint64_t> most{0, 0};
+  for (uint32_t t = 0; t < in.ts.size(); ++t) {
+    const std::pair<uint64_t, uint64_t> score{in.ts[t].apis, in.ts[t].py_calls + in.ts[t].ranges};
+    if (score > most) {
+      most = score;
+      best = t;
     }
   }
+  return best;
+}
+
+struct RangeStep {
+  uint32_t name = 0, thread = 0;  ///< name: string id, with kNvtxCand for an NVTX range
+  int64_t total = -1;             ///< time its instances cover on that thread; -1: nothing repeats
+  uint64_t count = 0;
+};
+
+// The step among the top-level ranges (NVTX ones when `nvtx`), per (name, thread): a step runs on one thread, so a
+// name that worker threads repeat ("preprocess" on a pool of four) is not made the step by adding up its threads.
+// A range named "step" that repeats on a thread is the step (the name the `step` setting and the docs use).
+// Otherwise the candidates by time covered, the first whose instances hold a CUDA call of their thread in at least
+// half of them (as python_step): a range that launches no GPU work describes a part or a worker's job.
+RangeStep detected_range(const Context& cx, const Ingested& in, bool nvtx) {
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, int64_t>> by;  // (name, thread) -> (count, total)
+  for (const Cand& c : in.top)
+    if (bool(c.name & kNvtxCand) == nvtx) {
+      auto& x = by[{c.name, c.thread}];
+      ++x.first;
+      x.second += c.end - c.start;
+    }
+  std::vector<RangeStep> ranked;
+  for (auto& [k, x] : by)
+    if (x.first >= 2) ranked.push_back({k.first, k.second, x.second, x.first});
+  if (ranked.empty()) return {};
+  std::stable_sort(ranked.begin(), ranked.end(), [](const RangeStep& a, const RangeStep& b) {
+    return std::make_pair(a.total, a.count) > std::make_pair(b.total, b.count);
+  });
+  if (!nvtx)
+    for (const RangeStep& r : ranked)
+      if (cx.name_of(r.name) == "step") return r;
+  std::map<uint32_t, std::vector<int64_t>> launches;  // thread -> its CUDA calls' starts
+  for (const ApiOp& x : in.apis) launches[x.thread].push_back(x.start);
+  if (launches.empty()) return ranked.front();
+  for (auto& [t, v] : launches) std::sort(v.begin(), v.end());
+  for (const RangeStep& r : ranked) {
+    auto it = launches.find(std::min<uint32_t>(r.thread, 0xffff));
+    if (it == launches.end()) continue;
+    size_t with = 0;
+    for (const Cand& c : in.top) {
+      if (c.name != r.name || c.thread != r.thread) continue;
+      auto at = std::lower_bound(it->second.begin(), it->second.end(), c.start);
+      with += at != it->second.end() && *at < c.end;
+    }
+    if (with * 2 >= r.count) return r;
+  }
+  return ranked.front();
+}
+
+void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
+  const auto& top = in.top;
+  // The repeated top-level range covering the most time on one thread (detected_range). The program's own ISCOPE
+  // ranges come first; NVTX ranges may be a library's (CUB wraps each scan in one), so one only counts as the step
+  // when it covers more time than the repeated Python function below would.
+  const RangeStep own = detected_range(cx, in, false), nvtx = detected_range(cx, in, true);
+  const uint32_t best = own.name, best_nvtx = nvtx.name;
+  const std::pair<int64_t, uint64_t> best_score{own.total, own.count}, nvtx_score{nvtx.total, nvtx.count};
   auto take_range = [&](uint32_t n) {
+    const uint32_t on = n == best ? own.thread : nvtx.thread;
     for (auto& c : top)
-      if (c.name == n) steps.push_back(c);
+      if (c.name == n && c.thread == on) steps.push_back(c);
     a.steps.name = cx.name_of(n & ~kNvtxCand);
     a.steps.detected = true;
   };
@@ -175,12 +228,7 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
   } else {
     // An unmodified program (no ranges): the repeated shallow Python function covering the most time on
     // the thread that makes the most CUDA calls, e.g. the body of the serving loop.
-    uint32_t launcher_thread = 0;
-    uint64_t most = 0;
-    for (uint32_t t = 0; t < ts.size(); ++t) {
-      uint64_t score = ts[t].apis * 4 + ts[t].py_calls;  // the launching thread; Python-only: the busiest
-      if (score > most) { most = score; launcher_thread = t; }
-    }
+    const uint32_t launcher_thread = launching_thread(in);
     const PythonStep py = python_step(cx, in, launcher_thread);
     if (nvtx_score.first >= 0 && nvtx_score.first >= py.total) {
       take_range(best_nvtx);
@@ -238,12 +286,12 @@ std::vector<Cand> step_instances(const Context& cx, const Ingested& in, Analysis
 uint32_t busiest_thread(const Context& cx, const Ingested& in) {
   const auto& ts = in.ts;
   uint32_t step_thread = 0;
-  uint64_t best = 0;
+  std::pair<uint64_t, uint64_t> best{0, 0};
   for (uint32_t t = 0; t < ts.size(); ++t) {
     if (!ts[t].seen) continue;
     auto it = cx.r.threads().find(t);
     if (it != cx.r.threads().end() && it->second.is_channel()) continue;
-    uint64_t score = ts[t].apis * 4 + ts[t].py_calls + ts[t].ranges + 1;
+    const std::pair<uint64_t, uint64_t> score{ts[t].apis, ts[t].py_calls + ts[t].ranges + 1};  // as launching_thread
     if (score > best) { best = score; step_thread = t; }
   }
   return step_thread;
@@ -308,13 +356,14 @@ void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysi
                         : select_steps(pin, {cx.opt.skip_steps});
     if (whole) fill_whole_trace_stats(a.steps, durs.front());
     else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
-    a.end_to_end_ms = a.steps.p50_ms;
+    a.end_to_end_ms = a.steps.alike ? a.steps.p50_ms : a.steps.mean_ms;
     if (!whole) note_gpu_pacing(in, ss, m.selection, a);
   }
-  // Representative step: the steady step closest to the median.
+  // Representative step: the steady step closest to the median; with two modes, to the slow one's (where the
+  // step waits: what a reader of the timeline has come to see).
   size_t rep = m.selection.warmup;
   {
-    const double med = m.selection.steady_median_ns;
+    const double med = m.selection.modes.two ? m.selection.modes.slow_median_ns : m.selection.steady_median_ns;
     double bestd = 1e300;
     for (size_t i = m.selection.warmup; i < durs.size(); ++i)
       if (std::fabs(durs[i] - med) < bestd) { bestd = std::fabs(durs[i] - med); rep = i; }

@@ -155,11 +155,16 @@ std::vector<replay::StepGraph> build_step_graphs(const GraphSource& src, const s
   return out;
 }
 
-SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c) {
+SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c, bool mean) {
   std::vector<double> v;
   for (const auto& g : graphs)
     if (!g.host.empty()) v.push_back(double(replay::saving_ns(g, c)));
   if (v.empty()) return {};
+  if (mean) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return {sum / double(v.size()) / 1e6, true};
+  }
   return {median_of(std::move(v)) / 1e6, true};
 }
 

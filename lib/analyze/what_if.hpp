@@ -38,8 +38,9 @@ struct SavingEstimate {
   bool estimated = false;  ///< false: no graph to replay (no CUDA calls on the step thread)
 };
 
-/// Median saving of `c` per step over the graphs, in ms of the recorded steps.
-SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c);
+/// Median saving of `c` per step over the graphs, in ms of the recorded steps; with `mean`, their mean (steps that
+/// are not alike: a slow mode's saving is what a run of them saves per step, and the median hides it).
+SavingEstimate estimate_saving(const std::vector<replay::StepGraph>& graphs, const replay::Change& c, bool mean = false);
 
 /// Of the host gaps at least `min_gap_ns` long (the steps' host work outside CUDA calls, their tails included),
 /// the share that sits between two launches a CUDA graph would capture (replay::gap_inside_graph): 0 when there are none.

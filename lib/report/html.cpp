@@ -164,6 +164,34 @@ void write_steps(const Analysis& a, std::ostream& out) {
   out << "</section>\n";
 }
 
+// Whom the step thread waited on (Analysis::waits), as the Markdown report's section.
+void write_waits(const Analysis& a, std::ostream& out) {
+  const auto& w = a.waits;
+  if (w.parties.empty()) return;
+  out << "<section id=\"waits\"><h2>Whom the step waits on</h2>\n<p>While the GPU had nothing to do, the step thread was "
+         "blocked (off a CPU by its own wait, or for the GIL) " << fmt(w.blocked_ms, 3) << " ms per step. Each instant "
+         "goes to whoever was working meanwhile"
+      << (w.thread_sample_ms > 0 ? " (per-thread CPU read every " + fmt(w.thread_sample_ms, 1) + " ms)" : std::string())
+      << ".</p>\n";
+  Table t{{"waited on", "kind", "ms per step", "% of the wait", "busy % (each)", "woke the step", "step thread sat in", "it ran"},
+          {false, false, true, true, true, true, false, false}, {}};
+  for (const auto& p : w.parties) {
+    if (p.share < 0.01) continue;
+    std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
+                      : p.kind == "unknown" ? "nobody seen working" : p.name;
+    if (p.kind == "gil") who += " (holding the GIL)";
+    if (p.members.size() > 1) who += " \u00d7" + std::to_string(p.members.size());
+    std::string hot;
+    for (size_t i = 0; i < p.hot.size() && i < 3; ++i) hot += (i ? ", " : "") + p.hot[i].first;
+    const bool busy = p.kind == "threads" || p.kind == "gil" || p.kind == "processes";
+    t.rows.push_back({"<code>" + h(who) + "</code>", h(p.kind), fmt(p.ms_per_step, 3), fmt(p.share * 100, 1),
+                      fmt(busy ? p.busy_share * 100 : 0.0, 0), std::to_string(p.wakeups),
+                      "<code>" + h(p.site.empty() ? "-" : p.site) + "</code>", h(hot.empty() ? "-" : hot)});
+  }
+  t.write(out);
+  out << "</section>\n";
+}
+
 // A sampled run: which windows it holds, how much of the run they cover, the slow steps the runtime caught.
 void write_sampling(const Analysis& a, std::ostream& out) {
   const auto& s = a.sampling;
@@ -368,9 +396,11 @@ void write_html(const Analysis& a, std::ostream& out) {
       << "<title>InferScope report: " << h(report_subject(a)) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
   out << "<header><h1>End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms</h1>\n<p class=\"muted\">";
   if (a.steps.count > 0)
-    out << "Median of " << a.steps.count << " steady steps of <code>" << h(a.steps.name) << "</code> (mean "
-        << fmt(a.steps.mean_ms, 3) << ", p90 " << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
-        << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << "). ";
+    out << (a.steps.alike ? "Median" : "Mean") << " of " << a.steps.count << " steady steps of <code>" << h(a.steps.name)
+        << "</code> (" << (a.steps.alike ? "mean " + fmt(a.steps.mean_ms, 3) : "median " + fmt(a.steps.p50_ms, 3))
+        << ", p90 " << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
+        << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << "). "
+        << (a.steps.spread.empty() ? std::string() : "<strong>Steps not alike:</strong> " + h(a.steps.spread) + ". ");
   else
     out << "Whole trace: no steps found. ";
   out << "Source <code>" << h(a.source) << "</code>";
@@ -394,6 +424,7 @@ void write_html(const Analysis& a, std::ostream& out) {
   const KernelNames names = kernel_names(a);
   write_quality(a, names, out);
   write_breakdown(a, out);
+  write_waits(a, out);
   html::write_timeline(a, names, out);
   write_steps(a, out);
   write_sampling(a, out);

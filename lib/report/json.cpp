@@ -54,10 +54,54 @@ json::object steps_json(const analyze::StepStats& s) {
   o["p99_ms"] = num(s.p99_ms);
   o["max_ms"] = num(s.max_ms);
   o["min_ms"] = num(s.min_ms);
+  o["alike"] = s.alike;
+  o["basis"] = str(s.basis);
+  o["spread"] = str(s.spread);
+  o["fast_mode_ms"] = num(s.fast_mode_ms);
+  o["slow_mode_ms"] = num(s.slow_mode_ms);
+  o["fast_mode_steps"] = num(s.fast_mode_steps);
+  o["slow_mode_steps"] = num(s.slow_mode_steps);
   o["slowest"] = steps_array(s.slowest);
   o["outliers"] = steps_array(s.outliers);
   o["host_ahead"] = s.host_ahead;
   o["gpu_paced_ms"] = num(s.gpu_paced_ms);
+  return o;
+}
+
+json::object waits_json(const analyze::Waits& w) {
+  json::object o;
+  o["measured"] = w.measured;
+  o["thread_sample_ms"] = num(w.thread_sample_ms);
+  o["blocked_ms"] = num(w.blocked_ms);
+  json::array parties;
+  for (const auto& p : w.parties) {
+    json::object r;
+    r["kind"] = str(p.kind);
+    r["name"] = str(p.name);
+    json::array members;
+    for (const auto& m : p.members) members.push_back(str(m));
+    r["members"] = std::move(members);
+    r["python"] = p.python;
+    r["ms_per_step"] = num(p.ms_per_step);
+    r["share"] = num(p.share);
+    r["busy_share"] = num(p.busy_share);
+    r["cpu_ms_per_step"] = num(p.cpu_ms_per_step);
+    r["wakeups"] = num(p.wakeups);
+    r["off_cpu_in"] = str(p.off_cpu_in);
+    r["site"] = str(p.site);
+    json::array hot;
+    for (const auto& [name, ms] : p.hot) hot.push_back(json::object{{"name", str(name)}, {"ms_per_step", num(ms)}});
+    r["hot"] = std::move(hot);
+    parties.push_back(std::move(r));
+  }
+  o["parties"] = std::move(parties);
+  json::array sites;
+  for (const auto& [name, ms] : w.sites) sites.push_back(json::object{{"name", str(name)}, {"ms_per_step", num(ms)}});
+  o["sites"] = std::move(sites);
+  json::array children;
+  for (const auto& c : w.children)
+    children.push_back(json::object{{"name", str(c.name)}, {"processes", num(c.processes)}, {"cpu_ms_per_step", num(c.cpu_ms_per_step)}});
+  o["children"] = std::move(children);
   return o;
 }
 
@@ -384,6 +428,7 @@ void write_json(const Analysis& a, std::ostream& out) {
   root["steps"] = steps_json(a.steps);
   if (a.sampling.sampled) root["sampling"] = sampling_json(a.sampling);  // a sampled run only
   root["breakdown"] = breakdown_json(a.breakdown);
+  root["waits"] = waits_json(a.waits);
   json::array findings;
   for (const auto& f : a.findings) findings.push_back(finding_json(f));
   root["findings"] = std::move(findings);

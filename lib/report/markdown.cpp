@@ -156,6 +156,39 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   out << "\n\n";
 }
 
+// Whom the step thread waited on (Analysis::waits): a row per party, what it ran, where the step sat.
+void write_waits(const Analysis& a, std::ostream& out) {
+  const auto& w = a.waits;
+  if (w.parties.empty()) return;
+  out << "## Whom the step waits on\n\n";
+  out << "While the GPU had nothing to do, the step thread was blocked (off a CPU by its own wait, or for the GIL) "
+      << fmt(w.blocked_ms, 3) << " ms per step. Each instant goes to whoever was working meanwhile"
+      << (w.thread_sample_ms > 0 ? " (per-thread CPU read every " + fmt(w.thread_sample_ms, 1) + " ms)" : std::string())
+      << "; docs/analysis.md, \"Whom the step waits on\", gives the rules.\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : w.parties) {
+    if (p.share < 0.01) continue;
+    std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
+                      : p.kind == "unknown" ? "nobody seen working" : code(p.name);
+    if (p.kind == "gil") who += " (holding the GIL)";
+    if (p.members.size() > 1) who += " ×" + std::to_string(p.members.size());
+    std::string hot;
+    for (size_t i = 0; i < p.hot.size() && i < 3; ++i) hot += (i ? ", " : "") + code(p.hot[i].first);
+    rows.push_back({who, p.kind, fmt(p.ms_per_step, 3), fmt(p.share * 100, 1),
+                    p.kind == "threads" || p.kind == "gil" || p.kind == "processes" ? fmt(p.busy_share * 100, 0) : "-",
+                    std::to_string(p.wakeups), p.site.empty() ? "-" : code(p.site), hot.empty() ? "-" : hot});
+  }
+  table(out, {"waited on", "kind", "ms per step", "% of the wait", "busy % (each)", "woke the step", "step thread sat in", "it ran"},
+        {false, false, true, true, true, true, false, false}, rows);
+  if (!w.children.empty()) {
+    out << "Child processes:";
+    for (size_t i = 0; i < w.children.size(); ++i)
+      out << (i ? "," : "") << " " << code(w.children[i].name) << " ×" << w.children[i].processes << " ("
+          << fmt(w.children[i].cpu_ms_per_step, 3) << " ms of CPU per step)";
+    out << ".\n\n";
+  }
+}
+
 void write_steps(const Analysis& a, std::ostream& out) {
   const auto& s = a.steps;
   out << "## Step latency\n\n";
@@ -422,12 +455,16 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   out << "# InferScope report" << (subject.empty() ? "" : ": " + md_escape(truncate(subject, 200))) << "\n\n";
   out << "End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms";
   if (a.steps.count > 0)
-    out << " (median of " << a.steps.count << " steady steps of " << code(a.steps.name) << "; mean "
-        << fmt(a.steps.mean_ms, 3) << ", p90 " << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
+    out << " (" << a.steps.basis << " of " << a.steps.count << " steady steps of " << code(a.steps.name) << "; "
+        << (a.steps.alike ? "mean " + fmt(a.steps.mean_ms, 3) : "median " + fmt(a.steps.p50_ms, 3)) << ", p90 "
+        << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
         << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << ")";
   else
     out << " (whole trace, no steps found)";
   out << "\n\n";
+  if (!a.steps.spread.empty())
+    out << "**Steps not alike**: " << md_escape(a.steps.spread) << ". The latency above is their mean, and every "
+        << "\"per step\" below is of that mean.\n\n";
   if (a.sampling.sampled)
     out << "**Sampled run** (mode: sampled): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";
   if (a.partial)
@@ -448,6 +485,7 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   if (!ran.empty()) out << "Process: " << ran << "\n\n";
   write_quality(a, names, out);
   write_breakdown(a, out);
+  write_waits(a, out);
   write_steps(a, out);
   write_sampling(a, out);
   write_findings(a, names, out);

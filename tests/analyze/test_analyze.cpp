@@ -262,10 +262,18 @@ TEST_CASE("cpu_bound whose host work runs between the step's own launches: a CUD
   CHECK(first.action.find("Block.forward") != std::string::npos);
   REQUIRE(first.estimated);
   CHECK(first.impact_ms > 0.9 * a.end_to_end_ms);
-  const auto& workers = f->suggestions[1];
-  CHECK(workers.action.find("num_workers=4") != std::string::npos);
-  REQUIRE(workers.estimated);
-  CHECK(workers.impact_ms == doctest::Approx(0.3).epsilon(0.1));
+  // The work is a model's forward: no DataLoader workers and no "vectorise" for it (a user cannot move torch's
+  // dispatch to a worker), but torch.compile; and no high-priority suggestion that saves nothing.
+  bool compile = false;
+  for (const auto& s : f->suggestions) {
+    CAPTURE(s.action);
+    CHECK(s.action.find("num_workers") == std::string::npos);
+    CHECK(s.action.find("DataLoader") == std::string::npos);
+    CHECK(s.action.find("Vectorise") == std::string::npos);
+    compile |= s.action.find("torch.compile") != std::string::npos;
+    if (s.estimated && s.priority == "high") CHECK(s.impact_ms > 0.01 * a.end_to_end_ms);
+  }
+  CHECK(compile);
 }
 
 TEST_CASE("cpu_bound whose host work is mostly after the step's last call: workers first, not a graph") {

@@ -35,7 +35,7 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   json::value v = json::parse(text);
   const auto& root = v.as_object();
   CHECK(keys(root) == std::vector<std::string>{"schema_version", "source", "source_format", "process", "events",
-                                                "trace_ms", "end_to_end_ms", "steps", "breakdown", "findings",
+                                                "trace_ms", "end_to_end_ms", "steps", "breakdown", "waits", "findings",
                                                 "tables", "alignment", "drops", "warnings", "partial", "gpu_work_recorded",
                                                 "children", "representative"});
   REQUIRE(root.at("children").as_array().size() == 2);

@@ -63,8 +63,18 @@ Finding make_finding(const RuleInput& in, Category c, std::string title, double 
 
 void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
                       const replay::Change& change, const char* model) {
-  const detail::SavingEstimate s = detail::estimate_saving(in.m.graphs, change);
+  // Steps that are not alike are described by their mean (the headline's basis), and so is what a fix saves.
+  const detail::SavingEstimate s = detail::estimate_saving(in.m.graphs, change, !in.a.steps.alike);
   Suggestion g{std::move(action), priority, s.ms, s.estimated, s.estimated ? std::string("replay: ") + model : ""};
+  if (s.estimated) {
+    // A suggestion is high or medium only for a saving worth doing: at least kWorthwhileShare of the step.
+    if (s.ms < kWorthwhileShare * in.step_ms && g.priority != "low") g.priority = "low";
+    // A saving above the finding's impact is possible (the change also removes time that other findings count,
+    // or lets work overlap), but must say so.
+    if (f.impact_ms > 0 && s.ms > 1.05 * f.impact_ms)
+      g.model += " (more than this finding's " + fms(f.impact_ms) + ": the change also removes time the other findings "
+                 "count, or lets work that waited behind it overlap)";
+  }
   f.suggestions.push_back(std::move(g));
 }
 

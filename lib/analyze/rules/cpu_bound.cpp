@@ -12,8 +12,19 @@ namespace {
 std::string hot_list(const detail::Model& m) {
   std::string s;
   for (size_t i = 0; i < m.hot_host.size() && i < 3; ++i)
-    s += (i ? ", " : "") + m.hot_host[i].first + " " + fms(m.hot_host[i].second / 1e6);
+    s += (i ? ", " : "") + m.hot_host[i].label + " " + fms(m.hot_host[i].ns / 1e6);
   return s;
+}
+
+/// The hottest frame that is the program's own code (HotFrame::user), when it holds at least a fifth of the named
+/// host work: only such code can be moved to workers or vectorised by the user; a model's forward or a library's
+/// function cannot (a CUDA graph or torch.compile is their fix). nullptr: none.
+const detail::Model::HotFrame* movable_work(const detail::Model& m) {
+  double all = 0;
+  for (const auto& h : m.hot_host) all += h.ns;
+  for (const auto& h : m.hot_host)
+    if (h.user && h.ns >= 0.2 * all) return &h;
+  return nullptr;
 }
 
 /// The CPUs the recording process may run on (`cpus_allowed` in the process info, its affinity); 0: unknown.
@@ -23,17 +34,6 @@ int affinity_cpus(const RuleInput& in) {
   int cpus = 0;
   const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
   return ec == std::errc{} && cpus >= 1 ? cpus : 0;
-}
-
-/// The CPUs the recording process may use: its affinity, and no more than the whole CPUs of its cgroup's quota
-/// (`cpu_quota`; a fraction left over cannot run another worker). 0: unknown.
-int usable_cpus(const RuleInput& in) {
-  int cpus = affinity_cpus(in);
-  if (const double quota = cpu_quota_cpus(in.a); quota > 0) {
-    const int whole = std::max(1, int(std::min(quota, 1e6)));
-    cpus = cpus ? std::min(cpus, whole) : whole;
-  }
-  return cpus;
 }
 
 /// How many worker processes the suggestion names: the threshold, but never more than the recording process's
@@ -103,19 +103,32 @@ void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::strin
 
 void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
   const detail::Model& m = in.m;
-  const std::string what = m.hot_host.empty() ? "the host work in '" + in.a.steps.name + "'" : m.hot_host.front().first;
-  if (gpu && detail::share_of_host_work_between_launches(m.graphs, in.th.dispatch_gap_ns) >= in.th.between_launches_share)
-    suggest_graph_capture(f, in, what);
-  suggest_workers(f, in, gpu, what);
-  if (gpu) {
-    suggest(f, "high", "Vectorise or port " + what + " to torch/NumPy ops (or run it on the GPU) instead of per-item Python");
+  const std::string step_work = "the host work in '" + in.a.steps.name + "'";
+  const std::string hottest = m.hot_host.empty() ? step_work : m.hot_host.front().label;
+  const bool graph_first =
+      gpu && detail::share_of_host_work_between_launches(m.graphs, in.th.dispatch_gap_ns) >= in.th.between_launches_share;
+  if (graph_first) suggest_graph_capture(f, in, hottest);
+  const detail::Model::HotFrame* own = movable_work(m);
+  if (own || m.hot_host.empty()) {
+    const std::string what = own ? own->label : step_work;
+    suggest_workers(f, in, gpu, what);
+    if (gpu)
+      suggest(f, "high", "Vectorise or port " + what + " to torch/NumPy ops (or run it on the GPU) instead of per-item Python");
+    else
+      suggest(f, "high", "Vectorise " + what + " (NumPy, or a compiled extension) instead of per-item Python");
+  } else {
+    // The host time is a model's forward or a library's code: no worker can run it for the step, and the user does
+    // not vectorise torch. What cuts it is fewer Python dispatches per step.
+    if (!graph_first && gpu) suggest_graph_capture(f, in, hottest);
+    suggest(f, "high", "Compile the model (torch.compile) so " + hottest + " runs as fused kernels with less Python "
+                       "dispatch per step; or batch more work per step so the same host cost covers more");
+  }
+  if (gpu)
     suggest(f, "medium", "Overlap: launch the GPU work first and prepare step N+1 on the host while step N's kernels run "
                          "(non_blocking copies, no synchronization in between)");
-  } else {
-    suggest(f, "high", "Vectorise " + what + " (NumPy, or a compiled extension) instead of per-item Python");
+  else
     suggest(f, "medium", "Spread independent items over worker processes (multiprocessing / concurrent.futures)");
-  }
-  suggest(f, "low", "Profile " + what + " itself (py-spy / cProfile) to find its hot lines");
+  suggest(f, "low", "Profile " + (own ? own->label : hottest) + " itself (py-spy / cProfile) to find its hot lines");
 }
 
 }  // namespace

@@ -62,6 +62,12 @@ void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
   } else {
     f.evidence.push_back("no per-thread CPU counters in this trace; evidence is indirect (GIL)");
   }
+  if (e.gil) {  // who held the GIL while the step thread waited for it (wait attribution, to the millisecond)
+    const std::vector<PartyShare> holders = parties_of(in, true);
+    for (size_t i = 0; i < holders.size() && i < 2; ++i)
+      if (holders[i].party->kind == detail::WaitParty::Kind::kGil && (i == 0 || holders[i].share >= 0.2))
+        add_party_evidence(f, in, holders[i], in.t.host_gil / 1e6 * holders[i].share);
+  }
   if (m.other_busy_python_threads > 0)
     f.evidence.push_back(std::to_string(m.other_busy_python_threads) + " other Python thread(s) ran Python code during the "
                          "steps (the busiest " + fpct(m.other_python_busy_share * 100) + " of the steps' span): they compete for the GIL");
@@ -89,7 +95,15 @@ void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
 
 std::string title(const RuleInput& in, const Evidence& e) {
   const std::string who = "Thread '" + in.m.step_thread_name + "' is ";
-  if (e.gil) return who + "delayed by other Python threads holding the GIL";
+  if (e.gil) {
+    const std::vector<PartyShare> holders = parties_of(in, true);
+    if (!holders.empty() && holders.front().share >= 0.5) {
+      const detail::WaitParty& p = *holders.front().party;
+      return who + "delayed by " + describe_party(p) + " holding the GIL" +
+             (p.hot.empty() ? std::string() : " (" + p.hot.front().first + ")");
+    }
+    return who + "delayed by other Python threads holding the GIL";
+  }
   if (e.quota) return who + "held back by its cgroup's CPU quota (" + fcpus(e.quota_cpus) + " CPUs)";
   return who + "delayed by other threads taking its CPU";
 }
@@ -99,7 +113,11 @@ void add_suggestions(Finding& f, const RuleInput& in, const Evidence& e) {
   gone.host_gap_scale = in.t.idle_host > 0 ? std::max(0.0, 1.0 - e.impact_ms * 1e6 / in.t.idle_host) : 1.0;
   const char* model = "the contended share of the host time removed";
   const std::string step = in.a.steps.name;
-  if (e.gil) {
+  const std::vector<PartyShare> holders = e.gil ? parties_of(in, true) : std::vector<PartyShare>{};
+  if (e.gil && !holders.empty() && holders.front().share >= 0.5) {
+    suggest_for_party(f, in, holders.front(), in.t.host_gil / 1e6 * holders.front().share);
+    suggest(f, "low", "Pin the inference thread to a dedicated core (os.sched_setaffinity / taskset)");
+  } else if (e.gil) {
     suggest_replayed(f, in, "high", "Stop or throttle the busy background Python threads while '" + step + "' runs, or move "
                      "their work to a separate process (multiprocessing), so the inference thread keeps the GIL", gone, model);
     suggest(f, "medium", "Release the GIL in background work: do heavy work in NumPy/torch ops or C extensions that drop "

@@ -32,10 +32,11 @@ double trace_origin_ns(const Analysis& a, const detail::Model& m) {
 }
 }  // namespace
 
-std::vector<Finding> run_all(const Analysis& a, const detail::Model& m, const Thresholds& th) {
+std::vector<Finding> run_all(const Analysis& a, const detail::Model& m, const detail::WaitAttribution& waits,
+                             const Thresholds& th) {
   std::vector<Finding> out;
   if (m.steps.empty() || m.typical.steps == 0 || m.typical.dur <= 0) return out;
-  const RuleInput in{a, m, m.typical, th, m.typical.dur / 1e6, trace_origin_ns(a, m)};
+  const RuleInput in{a, m, m.typical, waits, th, m.typical.dur / 1e6, trace_origin_ns(a, m)};
   for (const RuleEntry& e : registry())
     if (auto f = e.rule(in)) out.push_back(std::move(*f));
   std::stable_sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {

@@ -4,12 +4,13 @@
 // Impacts come from the attribution (every idle instant has one cause, so impacts never add up past the step);
 // savings come from the what-if replay (what_if.hpp) or are marked "not estimated".
 //
-//   std::vector<Finding> f = rules::run_all(analysis, model);   // ranked, primary first
+//   std::vector<Finding> f = rules::run_all(analysis, model, waits);   // ranked, primary first
 #pragma once
 
 #include "analyze/analysis.hpp"
 #include "analyze/model.hpp"
 #include "analyze/replay.hpp"
+#include "analyze/waits.hpp"
 
 #include <optional>
 #include <span>
@@ -49,6 +50,7 @@ struct RuleInput {
   const Analysis& a;
   const detail::Model& m;
   const detail::TypicalStep& t;  ///< the typical step (ns, counts per step)
+  const detail::WaitAttribution& waits;  ///< whom the step thread waited on (waits.hpp)
   const Thresholds& th;
   double step_ms;                ///< the typical step in ms (what impact_pct divides by)
   double trace_t0_ns;            ///< the trace's time origin, for example spans
@@ -64,7 +66,8 @@ struct RuleEntry {
 std::span<const RuleEntry> registry();
 
 /// Runs every rule, ranks the findings by impact (informational ones last) and marks the primary.
-std::vector<Finding> run_all(const Analysis& a, const detail::Model& m, const Thresholds& th = {});
+std::vector<Finding> run_all(const Analysis& a, const detail::Model& m, const detail::WaitAttribution& waits,
+                             const Thresholds& th = {});
 
 // ---- one function per rule (rules/<name>.cpp)
 std::optional<Finding> cpu_bound(const RuleInput& in);
@@ -85,7 +88,12 @@ std::string fms(double ms);
 std::string fpct(double pct);
 std::string fmb(double bytes);
 Finding make_finding(const RuleInput& in, Category c, std::string title, double impact_ms, double confidence);
-/// A suggestion whose saving comes from replaying the typical steps with `change`.
+/// A replayed saving under this share of the step makes a suggestion low priority, whatever its rule asked:
+/// below the step-to-step spread of one process (±1-2 % in-process on the GPU hosts here), nobody would see it.
+inline constexpr double kWorthwhileShare = 0.01;
+/// A suggestion whose saving comes from replaying the typical steps with `change` (their mean when the steps are
+/// not alike, else their median). Lowered to "low" under kWorthwhileShare of the step; one saving more than the
+/// finding's impact says why in its model.
 void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
                       const replay::Change& change, const char* model);
 /// A suggestion with no model behind it: "not estimated".
@@ -107,5 +115,24 @@ double cpu_quota_cpus(const Analysis& a);
 double cpu_quota_period_ns(const Analysis& a);
 /// "0.50", "2.00"; four decimals under 0.01 CPUs.
 std::string fcpus(double cpus);
+/// The CPUs the recording process may use: its affinity (`cpus_allowed`), no more than the whole CPUs of its
+/// cgroup's quota (`cpu_quota`). 0: unknown.
+int usable_cpus(const RuleInput& in);
+
+// ---- whom the step waited on (rules/wait_parties.cpp), shared by wait and cpu_contention
+/// A party of the wait attribution and its share of the blocked time of its kind (the GIL's, or the rest).
+struct PartyShare {
+  const detail::WaitParty* party;
+  double share;
+};
+/// The GIL's holders (`gil`), or every other party, by blocked time, with their shares of it.
+std::vector<PartyShare> parties_of(const RuleInput& in, bool gil);
+/// "thread 'producer'", "the 8 threads 'featurize_*'", "the DataLoader's 2 worker processes (pt_data_worker)".
+std::string describe_party(const detail::WaitParty& p);
+/// Evidence lines for one party: its share, where the step thread sat, wake-ups, its CPU, what it ran.
+void add_party_evidence(Finding& f, const RuleInput& in, const PartyShare& p, double party_ms);
+/// The suggestions that fit the party (more DataLoader workers, processes for a GIL-bound producer, a QueueHandler
+/// for a logging lock, an event instead of polling, ...), each priced by the replay or "not estimated".
+void suggest_for_party(Finding& f, const RuleInput& in, const PartyShare& p, double party_ms);
 
 }  // namespace inferscope::analyze::rules

@@ -1,0 +1,296 @@
+// Stage "wait attribution" (waits.hpp): who each piece of the step thread's wait went to. docs/analysis.md,
+// "Whom the step waits on", states the rules and their reasons; in short, for a piece of length L in which the
+// step thread was blocked for b:
+//
+//  * where it sat: its innermost Python frame and range, and the wait-point call (Queue.get, Condition.wait, a
+//    DataLoader's __next__, ...) around it, if any;
+//  * outside any wait point, blocked in a sleep or in I/O (thread.blocked_in): its own sleep or I/O;
+//  * otherwise every other thread and child process is a candidate with its activity a in [0, 1]: its CPU time in
+//    the piece over L. A thread waiting in a wait point itself is idle. The thread whose wake call (Queue.put,
+//    Event.set, ...) ended the step thread's wait counts as active for all of the piece it did not spend
+//    waiting itself (a producer reading from disk is working for the step without a CPU). A thread inside a
+//    lock-like wait point (a logging handler) during the piece is holding it or queueing for it: active.
+//    Outside wait points, a Python thread on a CPU holds the GIL the step thread waits for;
+//  * b goes to the candidates in proportion to a: all of it when the sum of a is at least kActiveForAll (whom the
+//    step waits on is busy while it waits), else at most L times the sum of a; the rest stays unknown.
+//
+// Parties group a pool's threads (pool_name) and the child processes of one name.
+#include "analyze/waits.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+namespace inferscope::analyze::detail {
+
+std::string pool_name(const std::string& n) {
+  size_t end = n.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(n[end - 1]))) --end;
+  if (end == n.size() || end == 0) return n;
+  const char sep = n[end - 1];
+  if (sep != '_' && sep != '-' && sep != '.' && sep != ' ' && sep != '#' && sep != ':') return n;
+  return n.substr(0, end) + "*";
+}
+
+namespace {
+
+using Kind = WaitParty::Kind;
+
+// How much of [a, b) the intervals of `calls` (by start) on `thread` cover; the calls of one thread nest or follow.
+double covered(const std::vector<WaitCall>& calls, uint32_t thread, int64_t a, int64_t b, bool same_kind_only,
+               WaitKind kind) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  auto it = std::lower_bound(calls.begin(), calls.end(), a - int64_t(3'600'000'000'000),
+                             [](const WaitCall& c, int64_t x) { return c.start < x; });
+  for (; it != calls.end() && it->start < b; ++it) {
+    if (it->thread != thread || it->end <= a) continue;
+    if (same_kind_only && it->point->kind != kind) continue;
+    v.emplace_back(std::max(a, it->start), std::min(b, it->end));
+  }
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  int64_t at = a;
+  for (auto& [x, y] : v) {
+    x = std::max(x, at);
+    if (y > x) {
+      sum += double(y - x);
+      at = y;
+    }
+  }
+  return sum;
+}
+
+// The innermost wait call of the step thread around t (the shortest containing it), and the outermost.
+struct Around {
+  const WaitCall* inner = nullptr;
+  const WaitCall* outer = nullptr;
+};
+Around wait_calls_around(const std::vector<WaitCall>& calls, int64_t t) {
+  Around r;
+  auto end = std::upper_bound(calls.begin(), calls.end(), t, [](int64_t x, const WaitCall& c) { return x < c.start; });
+  for (auto it = calls.begin(); it != end; ++it) {
+    if (it->end <= t) continue;
+    if (!r.inner || it->end - it->start < r.inner->end - r.inner->start) r.inner = &*it;
+    if (!r.outer || it->end - it->start > r.outer->end - r.outer->start) r.outer = &*it;
+  }
+  return r;
+}
+
+// The wake call by another thread that ended the wait `c`: the latest to end inside it (or within a millisecond
+// after it: the waiter returns once it has the GIL back, the waker may still be on its way out).
+const WaitCall* waker_of(const std::vector<WaitCall>& wakes, const WaitCall& c) {
+  constexpr int64_t kSlackNs = 1'000'000;
+  auto it = std::upper_bound(wakes.begin(), wakes.end(), c.end + kSlackNs,
+                             [](int64_t x, const WaitCall& w) { return x < w.end; });
+  while (it != wakes.begin()) {
+    --it;
+    if (it->end < c.start) return nullptr;
+    if (it->thread != c.thread) return &*it;
+  }
+  return nullptr;
+}
+
+// The profiler's own threads (iscope-writer, iscope-system, ...): they take CPU time, which the run-queue and
+// overhead figures count, but no program code waits on them.
+bool is_profiler_thread(const std::string& name) { return name.rfind("iscope-", 0) == 0; }
+
+// The candidates' summed activity (CPU share of the piece) from which the whole of the step thread's blocked time
+// in the piece is theirs (attribute_waits gives the reason for the value).
+constexpr double kActiveForAll = 0.25;
+
+struct Candidate {
+  Kind kind;
+  std::string key;  // party key
+  const Activity* who;
+  double a;
+};
+
+struct PartyAcc {
+  WaitParty party;
+  std::set<uint32_t> members;
+  std::map<std::string, double> sites;
+  std::map<int64_t, double> off_cpu;  // BlockedIn -> the members' off-CPU time in the pieces
+  std::map<uint32_t, std::string> names;  // member -> its own name
+  size_t last_piece = SIZE_MAX;  // the pieces' wall time counts once per piece, whatever the members
+};
+
+std::string party_key(Kind k, const std::string& name) { return std::to_string(int(k)) + ":" + name; }
+
+}  // namespace
+
+WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const ActivitySet& act,
+                                const std::vector<ChildFrames>& child_frames, const WaitNaming& nm) {
+  WaitAttribution out;
+  out.measured = w.measured;
+  out.thread_sample_ms = act.thread_sample_ms;
+  out.round_ms = act.round_ms;
+  std::map<std::string, PartyAcc> parties;
+  // Which wait call a piece sits in, and who ended it (wakeups are counted once per call, not per piece).
+  std::set<const WaitCall*> counted_wakes;
+  auto site_name = [&](size_t k, const Around& around) {
+    if (around.outer && around.outer != around.inner) return nm.code_name(around.outer->code);
+    if (around.inner) return nm.code_name(around.inner->code);
+    if (k < f.piece_py.size() && f.piece_py[k]) return nm.code_name(f.piece_py[k]);
+    if (k < f.piece_range.size() && f.piece_range[k]) return "range " + nm.range_name(f.piece_range[k]);
+    return std::string("(no frame recorded)");
+  };
+  size_t piece = 0;
+  auto add = [&](Kind kind, const std::string& name, const Activity* who, double blocked, double cpu, double span,
+                 const std::string& site, const WaitCall* in_call) {
+    PartyAcc& p = parties[party_key(kind, name)];
+    if (p.last_piece == piece) span = 0;
+    p.last_piece = piece;
+    p.party.kind = kind;
+    p.party.name = name;
+    if (who) {
+      p.members.insert(who->id);
+      p.names[who->id] = who->name;
+      p.party.python |= who->python;
+    }
+    p.party.blocked_ns += blocked;
+    p.party.cpu_ns += cpu;
+    p.party.span_ns += span;
+    p.sites[site] += blocked;
+    if (in_call) {
+      p.party.site_is_wait_point = true;
+      p.party.site_kind = in_call->point->kind;
+    }
+  };
+
+  for (size_t k = 0; k < w.pieces.size(); ++k) {
+    piece = k;
+    const WaitPiece& p = w.pieces[k];
+    const double L = double(p.end - p.start), b = p.blocked_ns();
+    if (L <= 0 || b <= 0) continue;
+    const int64_t mid = p.start + (p.end - p.start) / 2;
+    const Around around = wait_calls_around(f.step_waits, mid);
+    const std::string site = site_name(k, around);
+    const BlockedIn bi = BlockedIn(act.step.blocked_in.at(mid, int64_t(BlockedIn::kUnknown)));
+    auto& step_total = out.per_step[p.step];
+    (p.dispatch_gap ? step_total.gap_blocked : step_total.blocked) += b;
+    out.blocked_ns += b;
+    // Its own sleep or I/O: outside any wait point, in a sleep, a read, a write or a poll.
+    if (!around.inner && (bi == BlockedIn::kSleep || bi == BlockedIn::kRead || bi == BlockedIn::kWrite ||
+                          bi == BlockedIn::kPoll)) {
+      add(bi == BlockedIn::kSleep ? Kind::kOwnSleep : Kind::kOwnIo, act.step.name, &act.step, b, 0, L, site, nullptr);
+      continue;
+    }
+    const WaitCall* waker = around.inner ? waker_of(f.wakes, *around.inner) : nullptr;
+    const bool lockish = around.inner && (around.inner->point->kind == WaitKind::kLogging ||
+                                          around.inner->point->kind == WaitKind::kLock);
+    std::vector<Candidate> cands;
+    double A = 0;
+    for (const Activity& o : act.others) {
+      if (is_profiler_thread(o.name)) continue;  // the step never waits on the profiler's own threads
+      const double run = std::clamp(o.run_in(p.start, p.end) / L, 0.0, 1.0);
+      const uint32_t tid = o.kind == Activity::Kind::kThread ? o.id : UINT32_MAX;
+      const double waiting = tid != UINT32_MAX ? covered(f.other_waits, tid, p.start, p.end, false, WaitKind::kQueue) / L : 0;
+      double a = run * (1.0 - std::min(1.0, waiting));
+      if (waker && waker->thread == tid) a = std::max(a, 1.0 - std::min(1.0, waiting));
+      if (lockish && tid != UINT32_MAX)
+        a = std::max(a, covered(f.other_waits, tid, p.start, p.end, true, around.inner->point->kind) / L);
+      if (a < 0.02) continue;
+      const bool gil = !around.inner && o.python && act.step.python;
+      const Kind kind = gil ? Kind::kGil : Kind::kThreads;
+      cands.push_back({kind, party_key(kind, pool_name(o.name.empty() ? "thread " + std::to_string(o.os_id) : o.name)), &o, a});
+      A += a;
+    }
+    for (const Activity& c : act.children) {
+      const double a = std::clamp(c.run_in(p.start, p.end) / L, 0.0, 1.0);
+      if (a < 0.02) continue;
+      cands.push_back({Kind::kProcesses, party_key(Kind::kProcesses, c.name.empty() ? "process" : c.name), &c, a});
+      A += a;
+    }
+    // Whom the step waits on is busy while it waits (a GIL holder runs while the step thread queues for the GIL;
+    // workers compute while the step waits for their batch), so the two coincide, never independent: candidates
+    // active for at least kActiveForAll of the piece get all of b (a holder keeps the GIL or the lock through its
+    // own short preemptions and hand-backs: on the H100 recording of a GIL-bound producer thread it ran 41-68 % of
+    // pieces in which the step thread waited in a futex throughout); below that, activity that small is as likely
+    // coincidence, and they get at most their active time, min(b, A L).
+    const double given_total = A >= kActiveForAll ? b : std::min(b, A * L);
+    const double scale = A > 0 ? given_total / (b * A) : 0;
+    double given = 0, gil_part = 0;
+    for (const Candidate& c : cands) {
+      const double share = b * c.a * scale;
+      const std::string name = c.key.substr(c.key.find(':') + 1);
+      const double run = std::clamp(c.who->run_in(p.start, p.end), 0.0, L);
+      add(c.kind, name, c.who, share, run, L, site, around.inner);
+      if (!c.who->blocked_in.points.empty())
+        parties[c.key].off_cpu[c.who->blocked_in.at(mid, int64_t(BlockedIn::kUnknown))] += L - run;
+      if (waker && c.who->kind == Activity::Kind::kThread && c.who->id == waker->thread &&
+          counted_wakes.insert(around.inner).second)  // once per wait call, however many pieces it spans
+        ++parties[c.key].party.wakeups;
+      given += share;
+      if (c.kind == Kind::kGil) gil_part += share;
+    }
+    (p.dispatch_gap ? step_total.gap_gil : step_total.gil) += gil_part;
+    if (b - given > 1) add(Kind::kUnknown, "", nullptr, b - given, 0, L, site, around.inner);
+  }
+
+  // Hot frames of each party's members during the waits; their sites; their CPU per step over the steady span.
+  std::unordered_map<uint32_t, const Activity*> activity_of_thread, activity_of_child;
+  for (const Activity& o : act.others) activity_of_thread[o.id] = &o;
+  for (const Activity& c : act.children) activity_of_child[c.id] = &c;
+  std::unordered_map<uint32_t, const ChildFrames*> child_of;
+  for (const ChildFrames& c : child_frames) child_of[c.pid] = &c;
+  for (auto& [key, acc] : parties) {
+    WaitParty& party = acc.party;
+    party.members.assign(acc.members.begin(), acc.members.end());
+    for (uint32_t m : party.members) {
+      const auto& index = party.kind == Kind::kProcesses ? activity_of_child : activity_of_thread;
+      if (auto it = index.find(m); it != index.end())
+        party.cpu_per_step_ns += it->second->run_in(nm.span_start, nm.span_end) / double(std::max<size_t>(1, nm.steady_steps));
+    }
+    for (auto& [id, n] : acc.names) party.member_names.push_back(n);
+    if (party.members.size() == 1 && !party.member_names.empty() && !party.member_names[0].empty())
+      party.name = party.member_names[0];  // a pool of one is that thread
+    std::map<std::string, double> hot;
+    for (uint32_t m : party.members) {
+      if (party.kind == Kind::kProcesses) {
+        if (auto it = child_of.find(m); it != child_of.end())
+          for (auto& [name, ns] : it->second->hot_ns) hot[name] += ns;
+      } else if (auto it = f.others.find(m); it != f.others.end()) {
+        for (auto& [code, ns] : it->second.py_ns)
+          if (!nm.wait_point(code)) hot[nm.code_name(code)] += ns;  // a wait point is where it idled, not its work
+        for (auto& [name, ns] : it->second.range_ns) hot["range " + nm.range_name(name)] += ns;
+      }
+    }
+    if (party.kind == Kind::kOwnSleep || party.kind == Kind::kOwnIo || party.kind == Kind::kUnknown) hot.clear();
+    for (auto& [name, ns] : hot) party.hot.emplace_back(name, ns);
+    std::sort(party.hot.begin(), party.hot.end(), [](auto& x, auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+    if (party.hot.size() > 5) party.hot.resize(5);
+    auto off = std::max_element(acc.off_cpu.begin(), acc.off_cpu.end(), [](auto& x, auto& y) { return x.second < y.second; });
+    if (off != acc.off_cpu.end() && party.span_ns > 0) {
+      party.off_cpu_in = BlockedIn(off->first);
+      party.off_cpu_share = off->second / (party.span_ns * double(std::max<size_t>(1, party.members.size())));
+    }
+    auto site = std::max_element(acc.sites.begin(), acc.sites.end(), [](auto& x, auto& y) { return x.second < y.second; });
+    if (site != acc.sites.end()) party.site = site->first;
+    out.parties.push_back(std::move(party));
+  }
+  std::sort(out.parties.begin(), out.parties.end(), [](const WaitParty& x, const WaitParty& y) {
+    return x.blocked_ns != y.blocked_ns ? x.blocked_ns > y.blocked_ns : x.name < y.name;
+  });
+  // Where the step thread sat while blocked.
+  {
+    std::map<std::string, double> sites;
+    for (auto& [code, ns] : f.step.py_ns) sites[nm.code_name(code)] += ns;
+    for (auto& [name, ns] : f.step.range_ns) sites["range " + nm.range_name(name)] += ns;
+    for (auto& [name, ns] : sites) out.sites.emplace_back(name, ns);
+    std::sort(out.sites.begin(), out.sites.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    if (out.sites.size() > 5) out.sites.resize(5);
+  }
+  // Child process groups: how many, and their CPU per steady step over the steady span.
+  for (const Activity& c : act.children) {
+    auto& g = out.child_groups[c.name.empty() ? "process" : c.name];
+    const double cpu = c.run_in(nm.span_start, nm.span_end);
+    if (cpu <= 0) continue;
+    ++g.first;
+    g.second += cpu / double(std::max<size_t>(1, nm.steady_steps));
+  }
+  return out;
+}
+
+}  // namespace inferscope::analyze::detail
