@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"
+#include "tool_run.hpp"
 
 #include "analyze/analyzer.hpp"
 #include "dump/builder.hpp"
@@ -54,60 +55,18 @@ std::string small_dump(const std::string& name, bool drops = false) {
   return p;
 }
 
-struct ToolRun {
-  int exit = -1;       // -1: killed (it hung) or did not exit normally
-  long maxrss_kb = 0;  // the child's own peak resident set (wait4)
-  std::string err;
-};
+using testutil::ToolRun;
 
 // Runs iscope-analyze with `args` in `cwd`; `fsize` > 0 limits the size of files it writes (writes past it
 // fail with EFBIG). Kills it after 20 s.
 ToolRun run_tool(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                  const std::string& cwd = "", long fsize = 0) {
-  std::vector<std::string> argv{testutil::binary("tools/iscope-analyze/iscope-analyze")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const std::string err_file = testutil::temp_path("tool.err");
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind("INFERSCOPE_", 0) != 0) envs.push_back(*e);
-  envs.insert(envs.end(), env.begin(), env.end());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(120);
-    int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 2);
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    if (fsize > 0) {
-      std::signal(SIGXFSZ, SIG_IGN);
-      rlimit r{rlim_t(fsize), rlim_t(fsize)};
-      ::setrlimit(RLIMIT_FSIZE, &r);
-    }
-    std::vector<char*> a, en;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (auto& s : envs) en.push_back(const_cast<char*>(s.c_str()));
-    en.push_back(nullptr);
-    ::execve(a[0], a.data(), en.data());
-    ::_exit(127);
-  }
-  ToolRun r;
-  int st = 0;
-  rusage ru{};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (::wait4(pid, &st, WNOHANG, &ru) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::wait4(pid, &st, 0, &ru);
-      r.err = testutil::read_file(err_file);
-      return r;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  r.exit = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.maxrss_kb = ru.ru_maxrss;
-  r.err = testutil::read_file(err_file);
-  return r;
+  testutil::ToolLimits lim;
+  lim.env = env;
+  lim.cwd = cwd;
+  lim.fsize = fsize;
+  lim.deadline_s = 20;
+  return testutil::run_tool("tools/iscope-analyze/iscope-analyze", args, lim);
 }
 
 bool has_warning(const analyze::Analysis& a, const std::string& text) {

@@ -236,8 +236,7 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
   } catch (const inferscope::analyze::InputError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
   } catch (const std::bad_alloc&) {
-    std::cerr << "iscope-analyze: " << path << ": out of memory while analysing (the analyzer keeps 40 bytes per CUDA "
-                 "call and 24 per GPU activity); use a machine with more memory\n";
+    std::cerr << "iscope-analyze: " << inferscope::analyze::out_of_memory_message(path) << "\n";
   }
   return 1;
 }
