@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -169,6 +170,9 @@ TEST_CASE("an output that is the input is refused with exit 2 before anything is
            {dump_path, "--html", hard},
            {relative, "--json", dump_path},
            {dump_path, "-o", testutil::temp_path("fine.md"), "--json", relative},
+           {dump_path, "--sqlite", hard},  // the database too, with the same status (it was exit 1)
+           {relative, "--sqlite", link},
+           {dump_path, "-o", testutil::temp_path("fine.md"), "--sqlite", dump_path},
        }) {
     CAPTURE(args.back());
     ToolRun r = run_tool(args, {}, dir);
@@ -343,5 +347,71 @@ TEST_CASE("the END chunk's counts are compared with the file: missing records an
     analyze::Analysis a = analyze::analyze_file(p, {});
     CHECK(a.drops["dropped_unlisted"] == 3);
     CHECK(has_warning(a, "the END chunk says 3 records were dropped but the drop table lists 0"));
+  }
+}
+
+namespace {
+
+// What is at `p` without following a link: S_IFREG, S_IFLNK, S_IFIFO, ...; 0 when nothing.
+unsigned kind_at(const std::string& p) {
+  struct stat st{};
+  return ::lstat(p.c_str(), &st) == 0 ? (st.st_mode & S_IFMT) : 0;
+}
+
+bool is_sqlite(const std::string& p) { return testutil::read_file(p).rfind("SQLite format 3", 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule of every other output") {
+  const std::string dump_path = small_dump("sqlite-targets.iscope");
+  const std::string dir = testutil::temp_path("sqlite-targets");
+  fs::remove_all(dir);  // each subcase runs the case from the top
+  fs::create_directories(dir);
+  const std::string fifo = dir + "/fifo.db", real = dir + "/real.db", link = dir + "/link.db",
+                    dangling = dir + "/dangling.db", to_fifo = dir + "/to-fifo.db", to_null = dir + "/to-null.db";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  spit(real, std::string("old"));
+  fs::create_symlink(real, link);
+  fs::create_symlink("new.db", dangling);  // relative, to a file not yet there
+  fs::create_symlink(fifo, to_fifo);
+  // A character device reached through a link: if the rule were broken, the link (not /dev/null) is replaced.
+  fs::create_symlink("/dev/null", to_null);
+
+  SUBCASE("a FIFO, and a link to a FIFO or to a character device: refused and left alone; the report is written") {
+    for (auto& [target, kind] : std::vector<std::pair<std::string, std::string>>{
+             {fifo, "a FIFO"}, {to_fifo, "a FIFO"}, {to_null, "a character device"}}) {
+      CAPTURE(target);
+      const unsigned before = kind_at(target);
+      ToolRun r = run_tool({dump_path, "-o", dir + "/report.md", "--sqlite", target});
+      CHECK(r.exit == 1);  // -1 would mean it blocked on the FIFO
+      CHECK(r.err.find("cannot write " + target + ": it is " + kind) != std::string::npos);
+      CHECK(kind_at(target) == before);
+      CHECK(kind_at(dir + "/report.md") == S_IFREG);  // as for any output that cannot be written: the rest are
+      fs::remove(dir + "/report.md");
+    }
+    CHECK(kind_at(fifo) == S_IFIFO);
+    CHECK(kind_at("/dev/null") == S_IFCHR);
+  }
+  SUBCASE("a character device of our own (mknod as /dev/null's twin, where this user may make one)") {
+    const std::string dev = dir + "/null-twin";
+    if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+      MESSAGE("SKIPPED (this subcase): cannot make a device node here (" << std::strerror(errno)
+              << "); the link to /dev/null above checks the same refusal");
+    } else {
+      ToolRun r = run_tool({dump_path, "--sqlite", dev});
+      CHECK(r.exit == 1);
+      CHECK(r.err.find("it is a character device") != std::string::npos);
+      CHECK(kind_at(dev) == S_IFCHR);
+    }
+  }
+  SUBCASE("through a link the file it points to is replaced; the link stays a link") {
+    CHECK(run_tool({dump_path, "--sqlite", link}).exit == 0);
+    CHECK(kind_at(link) == S_IFLNK);
+    CHECK(is_sqlite(real));
+    CHECK(run_tool({dump_path, "--sqlite", dangling}).exit == 0);
+    CHECK(kind_at(dangling) == S_IFLNK);
+    CHECK(is_sqlite(dir + "/new.db"));
+    for (auto& e : fs::directory_iterator(dir))  // no temporary left behind
+      CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
   }
 }

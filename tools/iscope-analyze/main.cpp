@@ -82,7 +82,7 @@ bool write_to(const std::string& path, F&& f) {
 // destroy the dump being read; refused before anything is written.
 bool refuses_input_as_output(const std::string& input, const std::vector<std::string>& outputs) {
   for (const auto& out : outputs)
-    if (out != "-" && inferscope::dump::same_file(out, input)) {
+    if (!out.empty() && out != "-" && inferscope::dump::same_file(out, input)) {
       std::cerr << "iscope-analyze: output " << out << " is the input " << input
                 << " itself; refusing to overwrite it (name another output file)\n";
       return true;
@@ -203,14 +203,17 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
   return false;
 }
 
-// Exit status 2 (with the message) for an output that is the input, is an option, or has an unknown extension;
-// else 0.
+// Checked before the analysis, so that nothing is written when one output is wrong. Exit status 2 (with the
+// message) for an output (--sqlite too) that is the input, is an option, or has an unknown extension; else 0. An
+// output that cannot be written (a missing directory; for --sqlite also a device node, FIFO or socket) is found
+// when it is written: exit 1, the others still written.
 int check_outputs(const std::string& path, const Requested& r) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
   written.insert(written.end(), r.unknown.begin(), r.unknown.end());
   if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
-  if (refuses_input_as_output(path, written)) return 2;  // the database refuses the input when it writes (exit 1)
+  written.push_back(r.sqlite);
+  if (refuses_input_as_output(path, written)) return 2;
   if (r.unknown.empty()) return 0;
   const std::string ext = extension(r.unknown.front());
   std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
