@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 using namespace inferscope;
 namespace fs = std::filesystem;
@@ -360,6 +361,23 @@ unsigned kind_at(const std::string& p) {
 
 bool is_sqlite(const std::string& p) { return testutil::read_file(p).rfind("SQLite format 3", 0) == 0; }
 
+// A parent dump (pid 100) and its child `<stem>.205.iscope` (ppid 100) in `dir`.
+void parent_and_child(const std::string& dir) {
+  for (auto [name, pid, ppid] : {std::tuple{"run.iscope", "100", "1"}, std::tuple{"run.205.iscope", "205", "100"}}) {
+    dump::DumpBuilder b(dir + "/" + name);
+    b.process("pid", pid);
+    b.process("ppid", ppid);
+    const uint32_t t = b.thread("main", 77), g = b.channel("gpu");
+    for (int i = 0; i < 10; ++i) {
+      const int64_t s = 1'000'000 + i * 100'000;
+      b.api(t, "cudaLaunchKernel", 10 + i, s + 1'000, s + 6'000);
+      b.kernel(g, "gemm", 10 + i, s + 8'000, s + 60'000);
+      b.range(t, "step", 0, s, s + 90'000);
+    }
+    b.finish();
+  }
+}
+
 }  // namespace
 
 TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule of every other output") {
@@ -414,4 +432,34 @@ TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule 
     for (auto& e : fs::directory_iterator(dir))  // no temporary left behind
       CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
   }
+}
+
+TEST_CASE("child dumps the analysis reads are inputs too: an output over one is refused with exit 2") {
+  const std::string dir = testutil::temp_path("children-out");
+  fs::create_directories(dir);
+  parent_and_child(dir);
+  const std::string parent = dir + "/run.iscope", child = dir + "/run.205.iscope";
+  const auto before = slurp(child);
+  fs::create_symlink(child, dir + "/child-link.json");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {parent, "--json", child},
+           {parent, "--html", child},
+           {parent, "--perfetto", child},
+           {parent, "--sqlite", child},
+           {parent, "-o", dir + "/fine.md", "--json", dir + "/child-link.json"},
+           {"run.iscope", "--json", "run.205.iscope"},  // relative, from the dump's directory
+       }) {
+    CAPTURE(args.back());
+    ToolRun r = run_tool(args, {}, dir);
+    CHECK(r.exit == 2);
+    CHECK(r.err.find("is the input") != std::string::npos);
+    CHECK(r.err.find("a child process's dump") != std::string::npos);
+    CHECK(slurp(child) == before);
+    CHECK(kind_at(dir + "/child-link.json") == S_IFLNK);
+  }
+  CHECK_FALSE(fs::exists(dir + "/fine.md"));  // refused before the first output was written
+  // The analysis still reads the child, and writes elsewhere.
+  ToolRun ok = run_tool({parent, "--json", dir + "/report.json"});
+  CHECK(ok.exit == 0);
+  CHECK(testutil::read_file(dir + "/report.json").find("205") != std::string::npos);
 }

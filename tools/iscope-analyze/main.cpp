@@ -78,15 +78,21 @@ bool write_to(const std::string& path, F&& f) {
   return true;
 }
 
-// An output that is the input itself (same inode: through a symlink, a relative path or a hard link) would
-// destroy the dump being read; refused before anything is written.
-bool refuses_input_as_output(const std::string& input, const std::vector<std::string>& outputs) {
-  for (const auto& out : outputs)
-    if (!out.empty() && out != "-" && inferscope::dump::same_file(out, input)) {
-      std::cerr << "iscope-analyze: output " << out << " is the input " << input
-                << " itself; refusing to overwrite it (name another output file)\n";
+// An output that is an input (same inode: through a symlink, a relative path or a hard link) would destroy a
+// dump being read; refused before anything is written. The inputs are the dump and the child dumps beside it
+// that the analysis opens (children.hpp), `inputs.front()` being the dump named on the command line.
+bool refuses_input_as_output(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  for (const auto& out : outputs) {
+    if (out.empty() || out == "-") continue;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inferscope::dump::same_file(out, inputs[i])) continue;
+      std::cerr << "iscope-analyze: output " << out << " is the input " << inputs[i]
+                << (i == 0 ? std::string(" itself")
+                           : " (a child process's dump, read with " + inputs.front() + ")")
+                << "; refusing to overwrite it (name another output file)\n";
       return true;
     }
+  }
   return false;
 }
 
@@ -204,22 +210,27 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
 }
 
 // Checked before the analysis, so that nothing is written when one output is wrong. Exit status 2 (with the
-// message) for an output (--sqlite too) that is the input, is an option, or has an unknown extension; else 0. An
-// output that cannot be written (a missing directory; for --sqlite also a device node, FIFO or socket) is found
-// when it is written: exit 1, the others still written.
-int check_outputs(const std::string& path, const Requested& r) {
+// message) for an output that is an input (the dump or, unless `children` is false, a child dump beside it), is
+// an option, or has an unknown extension; else 0. An output that cannot be written (a missing directory; for
+// --sqlite also a device node, FIFO or socket) is found when it is written: exit 1, the others still written.
+int check_outputs(const std::string& path, const Requested& r, bool children) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
   written.insert(written.end(), r.unknown.begin(), r.unknown.end());
   if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
   written.push_back(r.sqlite);
-  if (refuses_input_as_output(path, written)) return 2;
-  if (r.unknown.empty()) return 0;
-  const std::string ext = extension(r.unknown.front());
-  std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
-            << (ext.empty() ? std::string("no extension") : "unknown extension ." + ext)
-            << " (the extension picks the format); use " << kOutputExtensions << "\n";
-  return 2;
+  std::vector<std::string> inputs{path};
+  if (children)
+    for (auto& c : inferscope::analyze::child_dump_candidates(path)) inputs.push_back(c);
+  if (refuses_input_as_output(inputs, written)) return 2;
+  if (!r.unknown.empty()) {
+    const std::string ext = extension(r.unknown.front());
+    std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
+              << (ext.empty() ? std::string("no extension") : "unknown extension ." + ext)
+              << " (the extension picks the format); use " << kOutputExtensions << "\n";
+    return 2;
+  }
+  return 0;
 }
 
 // Analyses `path`; a dump that also becomes a Perfetto trace or a database is opened (and its chunks checked)
@@ -319,7 +330,7 @@ int main(int argc, char** argv) {
   if (args.count("summary")) return print_summary_of(path);
 
   const Requested requested = requested_outputs(args);
-  if (int status = check_outputs(path, requested)) return status;
+  if (int status = check_outputs(path, requested, !args.count("no-children"))) return status;
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);
