@@ -57,6 +57,10 @@ inline constexpr std::array kNonSettingEnvironment = {
 /// The file looked for in the working directory when neither --config nor INFERSCOPE_CONFIG names one.
 inline constexpr std::string_view kDefaultConfigFile = ".inferscope.yaml";
 
+/// A config file is a regular file of at most this many bytes (a few settings take a few hundred): anything
+/// else named as one (a FIFO, /dev/zero, a directory, a huge file) is a problem naming it, never read.
+inline constexpr size_t kMaxConfigFileBytes = size_t(1) << 20;
+
 struct ResolveOptions {
   std::string config_path;  ///< --config; empty: INFERSCOPE_CONFIG, else ./.inferscope.yaml if present
   std::vector<std::pair<std::string, std::string>> flags;  ///< key -> value from the command line
