@@ -22,7 +22,7 @@ namespace testutil {
 struct ToolRun {
   int exit = -1;       // -1: killed (it hung) or did not exit normally
   long maxrss_kb = 0;  // the child's own peak resident set (wait4)
-  std::string err;
+  std::string err, out;
 };
 
 struct ToolLimits {
@@ -38,7 +38,7 @@ struct ToolLimits {
 inline ToolRun run_tool(const std::string& rel, const std::vector<std::string>& args, const ToolLimits& lim = {}) {
   std::vector<std::string> argv{binary(rel)};
   argv.insert(argv.end(), args.begin(), args.end());
-  const std::string err_file = temp_path("tool.err");
+  const std::string err_file = temp_path("tool.err"), out_file = temp_path("tool.out");
   std::vector<std::string> envs;
   for (char** e = environ; *e; ++e)
     if (std::string(*e).rfind("INFERSCOPE_", 0) != 0) envs.push_back(*e);
@@ -48,8 +48,8 @@ inline ToolRun run_tool(const std::string& rel, const std::vector<std::string>& 
     if (!lim.cwd.empty() && ::chdir(lim.cwd.c_str()) != 0) ::_exit(120);
     int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 2);
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
+    int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
     if (lim.fsize > 0) {
       std::signal(SIGXFSZ, SIG_IGN);
       rlimit r{rlim_t(lim.fsize), rlim_t(lim.fsize)};
@@ -76,6 +76,7 @@ inline ToolRun run_tool(const std::string& rel, const std::vector<std::string>& 
       ::kill(pid, SIGKILL);
       ::wait4(pid, &st, 0, &ru);
       r.err = read_file(err_file);
+      r.out = read_file(out_file);
       return r;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -83,6 +84,7 @@ inline ToolRun run_tool(const std::string& rel, const std::vector<std::string>& 
   r.exit = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.maxrss_kb = ru.ru_maxrss;
   r.err = read_file(err_file);
+  r.out = read_file(out_file);
   return r;
 }
 

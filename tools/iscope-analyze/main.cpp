@@ -121,6 +121,37 @@ inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult
 }
 
 
+// A flag that is on when given bare (--no-children) and takes a value written with '=' (--no-children=false,
+// =0, =no), spelt as the settings spell booleans. A string rather than cxxopts' bool: its bool counts
+// --no-children=false as given and refuses =no. With an implicit value the next argument is never its value.
+std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
+
+// The flags declared with boolean_flag(); on() answers for them after parse() checked every value.
+class BooleanFlags {
+ public:
+  static constexpr const char* kNames[] = {"no-children", "summary", "findings", "progress"};
+  /// Empty, or the message for the first value that is not a boolean.
+  std::string parse(const cxxopts::ParseResult& args) {
+    for (const char* name : kNames) {
+      if (!args.count(name)) continue;
+      const std::string v = args[name].as<std::string>();
+      const std::optional<bool> b = inferscope::config::parse_boolean(v);
+      if (!b)
+        return std::string("--") + name + "=" + v + ": '" + v + "' is not a boolean (" +
+               std::string(inferscope::config::kBooleanSpellings) + ")";
+      on_[name] = *b;
+    }
+    return "";
+  }
+  bool on(const std::string& name) const {
+    auto it = on_.find(name);
+    return it != on_.end() && it->second;
+  }
+
+ private:
+  std::map<std::string, bool> on_;
+};
+
 cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace, or a torch.profiler trace, gzipped or not): why each step takes the time it takes.");
   opts.add_options()
@@ -134,10 +165,11 @@ cxxopts::Options make_options() {
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
       ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
-      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)")
-      ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality")
-      ("findings", "print the findings digest (one line per finding) on stdout")
-      ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)")
+      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)",
+       boolean_flag(), "BOOL")
+      ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality", boolean_flag(), "BOOL")
+      ("findings", "print the findings digest (one line per finding) on stdout", boolean_flag(), "BOOL")
+      ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)", boolean_flag(), "BOOL")
       ("h,help", "show this help")
       ("version", "print the version and exit")
       ("dump", "the dump or JSON trace", cxxopts::value<std::string>());
@@ -174,7 +206,7 @@ struct Requested {
   bool findings = false;
 };
 
-Requested requested_outputs(const cxxopts::ParseResult& args) {
+Requested requested_outputs(const cxxopts::ParseResult& args, bool findings) {
   Requested r;
   if (args.count("output"))
     for (auto& p : args["output"].as<std::vector<std::string>>()) {
@@ -190,7 +222,7 @@ Requested requested_outputs(const cxxopts::ParseResult& args) {
     r.perfetto.push_back(r.perfetto_flag);
   }
   if (args.count("sqlite")) r.sqlite = args["sqlite"].as<std::string>();
-  r.findings = args.count("findings") > 0;
+  r.findings = findings;
   if (r.reports.empty() && r.perfetto.empty() && r.unknown.empty() && r.sqlite.empty() && !r.findings)
     r.reports.emplace_back("md", "-");
   return r;
@@ -314,6 +346,11 @@ int main(int argc, char** argv) {
     std::cerr << "iscope-analyze: " << e.what() << "\n" << opts.help() << "\n";
     return 2;
   }
+  BooleanFlags flags;
+  if (const std::string bad = flags.parse(args); !bad.empty()) {
+    std::cerr << "iscope-analyze: " << bad << "\n" << opts.help() << "\n";
+    return 2;
+  }
   if (args.count("help")) {
     std::cout << opts.help() << "\n";
     return 0;
@@ -327,10 +364,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string path = args["dump"].as<std::string>();
-  if (args.count("summary")) return print_summary_of(path);
+  if (flags.on("summary")) return print_summary_of(path);
 
-  const Requested requested = requested_outputs(args);
-  if (int status = check_outputs(path, requested, !args.count("no-children"))) return status;
+  const Requested requested = requested_outputs(args, flags.on("findings"));
+  if (int status = check_outputs(path, requested, !flags.on("no-children"))) return status;
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);
@@ -340,12 +377,12 @@ int main(int argc, char** argv) {
   }
   struct stat st{};
   bool big = ::stat(path.c_str(), &st) == 0 && st.st_size > (256ll << 20);
-  o.progress = args.count("progress") || (big && ::isatty(2));
+  o.progress = flags.on("progress") || (big && ::isatty(2));
 
   Analysis a;
   std::optional<inferscope::dump::DumpReader> reader;
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
-  if (!args.count("no-children") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
+  if (!flags.on("no-children") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
     a.children = inferscope::analyze::find_children(path, a, o);
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
   const bool ok = write_outputs(requested, a, reader);
