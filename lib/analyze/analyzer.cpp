@@ -22,6 +22,8 @@
 #include "analyze/stages.hpp"
 #include "analyze/what_if.hpp"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -68,6 +70,15 @@ Context::Context(const dump::DumpReader& reader, const AnalyzeOptions& options)
     if (id < (1u << 24) && id >= code_limit) code_limit = id + 1;
     if (const WaitPoint* w = wait_point_of_code(c.qualname, c.file)) wait_points.emplace(id, w);
   }
+}
+
+std::string out_of_memory_message(const std::string& path) {
+  struct stat st{};
+  const std::string size = ::stat(path.c_str(), &st) == 0 ? " (" + std::to_string(st.st_size) + " bytes)" : "";
+  // Not "N bytes per CUDA call": what ran out may be any table, and every one is bounded by the records the
+  // file holds, so the file's content is what to look at.
+  return path + size + ": out of memory while analysing it; the analyzer's memory grows with the records the file "
+         "holds (docs/reliability.md, \"Memory bounds\"); use a machine with more memory, or record a shorter run";
 }
 
 std::string Context::code_name(uint32_t code) const {

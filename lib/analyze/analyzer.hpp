@@ -38,6 +38,10 @@ class InputError : public std::runtime_error {
 /// in `warnings`; `partial` (below) tells callers whether data were lost to corruption.
 Analysis analyze_dump(const dump::DumpReader& reader, const AnalyzeOptions& options);
 
+/// What a tool says when the analysis of `path` ran out of memory: the file and its size, that the analyzer's
+/// memory grows with the records it holds, and where the bounds are documented (docs/reliability.md).
+std::string out_of_memory_message(const std::string& path);
+
 enum class InputFormat { kDump, kJsonTrace };
 
 /// The format of `path` by content: INFSCOPE magic is a dump; '{' or '[' (after a BOM and blanks), or the gzip

@@ -46,25 +46,35 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
 
 }  // namespace
 
+std::vector<std::string> child_dump_candidates(const std::string& parent_path) {
+  const fs::path p(parent_path);
+  if (p.extension() != ".iscope") return {};
+  const std::string stem_name = p.stem().string();
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  std::vector<std::pair<uint64_t, std::string>> found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    if (uint64_t pid = child_pid_of(e.path().filename().string(), stem_name)) found.emplace_back(pid, e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [pid, path] : found) out.push_back(std::move(path));
+  return out;
+}
+
 std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string& parent_path,
                                                                const std::string& parent_pid) {
   std::vector<std::pair<uint64_t, std::string>> out;
   if (parent_pid.empty()) return out;
-  const fs::path p(parent_path);
-  if (p.extension() != ".iscope") return out;
-  const std::string stem_name = p.stem().string();
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec)) continue;
-    const uint64_t pid = child_pid_of(e.path().filename().string(), stem_name);
-    if (!pid) continue;
+  const std::string stem_name = fs::path(parent_path).stem().string();
+  for (const std::string& path : child_dump_candidates(parent_path)) {
     try {
-      if (dump::DumpReader(e.path().string()).process_value("ppid") == parent_pid) out.emplace_back(pid, e.path().string());
-    } catch (const std::exception&) {
+      if (dump::DumpReader(path).process_value("ppid") == parent_pid)
+        out.emplace_back(child_pid_of(fs::path(path).filename().string(), stem_name), path);
+    } catch (const std::exception&) {  // unreadable: not read as a child here
     }
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -73,24 +83,15 @@ std::vector<ChildProcess> find_children(const std::string& parent_path, const An
   std::vector<ChildProcess> out;
   auto pid_it = parent.process.find("pid");
   if (pid_it == parent.process.end() || pid_it->second.empty()) return out;
-  const fs::path p(parent_path);
-  if (p.extension() != ".iscope") return out;
-  const std::string stem_name = p.stem().string();
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  std::vector<std::pair<uint64_t, fs::path>> candidates;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec)) continue;
-    if (uint64_t pid = child_pid_of(e.path().filename().string(), stem_name)) candidates.emplace_back(pid, e.path());
-  }
-  std::sort(candidates.begin(), candidates.end());
-  for (const auto& [pid, path] : candidates) {
+  const std::string stem_name = fs::path(parent_path).stem().string();
+  for (const std::string& path : child_dump_candidates(parent_path)) {
+    const uint64_t pid = child_pid_of(fs::path(path).filename().string(), stem_name);
     try {  // a cheap look at the process info first: only the parent's own children are analysed
-      if (dump::DumpReader(path.string()).process_value("ppid") != pid_it->second) continue;
+      if (dump::DumpReader(path).process_value("ppid") != pid_it->second) continue;
     } catch (const std::exception&) {
       // unreadable: listed with its error below only when its name says it is one of ours
     }
-    out.push_back(summarise(path.string(), pid, options));
+    out.push_back(summarise(path, pid, options));
   }
   return out;
 }

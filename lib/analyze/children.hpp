@@ -16,6 +16,11 @@
 
 namespace inferscope::analyze {
 
+/// The files find_children() opens for the dump at `parent_path`: `<stem>.<digits>.iscope` beside it (stem: the
+/// path without `.iscope`), regular files, in pid order. Each is read (at least its process info, to compare its
+/// `ppid`), so each is an input of the analysis: a tool must not write an output over any of them.
+std::vector<std::string> child_dump_candidates(const std::string& parent_path);
+
 /// The child dumps of the dump at `parent_path` whose analysis is `parent`: files `<stem>.<digits>.iscope` in
 /// its directory (stem: the path without `.iscope`) whose `ppid` is the parent's `pid`, in pid order, each
 /// analysed with `options`. A child that cannot be read is listed with its error, never fatal.

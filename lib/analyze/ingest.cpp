@@ -151,9 +151,9 @@ class Pass1 {
     if (rc.aux() == 0) t.busy_py += double(e - s);
     if (!step_codes.empty() && step_codes.count(code)) P.asked.push_back({thread, 0x80000000u | code, s, e});
     if (rc.aux() <= 3) {  // step candidates when no range repeats
-      if (code >= t.shallow_py.size()) t.shallow_py.resize(size_t(code) + 1);
-      ++t.shallow_py[code].first;
-      t.shallow_py[code].second += e - s;
+      auto& calls = t.shallow_py[code];
+      ++calls.first;
+      calls.second += e - s;
     }
     while (!t.pend_py.empty() && apis[t.pend_py.back()].start >= s) {
       apis[t.pend_py.back()].py = code;
@@ -354,11 +354,11 @@ void join_threads(const Part& P, std::vector<ThreadState>& ts) {
     y.ranges += x.ranges;
     y.busy_range += x.busy_range;
     y.busy_py += x.busy_py;
-    if (x.shallow_py.size() > y.shallow_py.size()) y.shallow_py.resize(x.shallow_py.size());
-    for (size_t k = 0; k < x.shallow_py.size(); ++k) {
-      y.shallow_py[k].first += x.shallow_py[k].first;
-      y.shallow_py[k].second += x.shallow_py[k].second;
-    }
+    x.shallow_py.for_each([&](uint64_t code, const std::pair<uint64_t, int64_t>& c) {
+      auto& sum = y.shallow_py[code];
+      sum.first += c.first;
+      sum.second += c.second;
+    });
   }
 }
 

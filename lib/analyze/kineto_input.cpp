@@ -48,11 +48,13 @@ bool starts_with_gzip_magic(std::string_view b) {
   return b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b;
 }
 
-/// Inflates every gzip member of `in` (gzip -c a b > c writes several). Errors name the compressed offset.
+/// Inflates every gzip member of `in` (gzip -c a b > c writes several), to at most gunzip_limit(in.size()) bytes.
+/// Errors name the compressed offset, or the limit.
 std::string gunzip(const std::string& path, const std::string& in) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 16) != Z_OK) throw InputError(path + ": cannot start zlib");
   std::string out;
+  const uint64_t limit = gunzip_limit(in.size());
   std::vector<Bytef> buf(1 << 18);
   size_t fed = 0;  // input bytes handed to zlib so far
   auto consumed = [&] { return fed - z.avail_in; };
@@ -66,7 +68,15 @@ std::string gunzip(const std::string& path, const std::string& in) {
     z.next_out = buf.data();
     z.avail_out = static_cast<uInt>(buf.size());
     const int rc = inflate(&z, Z_NO_FLUSH);
-    out.append(reinterpret_cast<const char*>(buf.data()), buf.size() - z.avail_out);
+    const size_t produced = buf.size() - z.avail_out;
+    if (out.size() + produced > limit) {  // checked before the text grows past it
+      inflateEnd(&z);
+      throw InputError(path + ": decompresses to more than " + std::to_string(limit) + " bytes (the limit for a " +
+                       std::to_string(in.size()) + "-byte gzip file: " + std::to_string(kGunzipMaxRatio) +
+                       " times its size, at least " + std::to_string(kGunzipFloorBytes >> 20) +
+                       " MiB); refusing to expand it further. If it is a real trace, gunzip it and analyse the JSON");
+    }
+    out.append(reinterpret_cast<const char*>(buf.data()), produced);
     if (rc == Z_STREAM_END) {
       const size_t at = consumed();
       if (at < in.size() && starts_with_gzip_magic(std::string_view(in).substr(at))) {

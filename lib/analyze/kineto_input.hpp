@@ -6,6 +6,7 @@
 //   if (analyze::is_chrome_trace(root)) analyze::chrome_trace_to_dump(path, root.as_object(), tmp, warnings);
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,17 @@ class value;
 
 namespace inferscope::analyze {
 
+/// The most a gzip input may expand to: kGunzipMaxRatio times its compressed size, or kGunzipFloorBytes when that
+/// is larger. gzip reaches about 1000:1 on repetitive data, so a 1 MB file could ask for 1 GB of text (and the
+/// JSON parsed from it several times that); real torch.profiler traces compress 10-20:1, and any trace up to
+/// 256 MiB uncompressed is read whatever its ratio. Beyond, the file is refused with the limit named: gunzip it
+/// and analyse the JSON, whose memory is then bounded by its own size (docs/reliability.md).
+inline constexpr uint64_t kGunzipMaxRatio = 64;
+inline constexpr uint64_t kGunzipFloorBytes = uint64_t(256) << 20;
+inline constexpr uint64_t gunzip_limit(uint64_t compressed_bytes) {
+  return compressed_bytes > kGunzipFloorBytes / kGunzipMaxRatio ? compressed_bytes * kGunzipMaxRatio : kGunzipFloorBytes;
+}
+
 /// The bytes of a trace file, gunzipped when the file starts with the gzip magic (1f 8b), whatever its name.
 struct TraceText {
   std::string text;
@@ -23,7 +35,8 @@ struct TraceText {
 };
 
 /// Reads `path` whole. Throws InputError naming the file (and the compressed byte offset) when it cannot be
-/// read, or when it starts like gzip but is not a whole, valid gzip stream.
+/// read, when it starts like gzip but is not a whole, valid gzip stream, or when it expands beyond
+/// gunzip_limit() of its size.
 TraceText read_trace_text(const std::string& path);
 
 /// True for a Chrome trace-event document: an object with "traceEvents", or with the members torch.profiler

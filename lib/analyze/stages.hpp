@@ -183,18 +183,20 @@ std::vector<std::pair<size_t, size_t>> split_chunks(const std::vector<dump::Even
   return out;
 }
 
-// An open-addressing map from 64-bit keys (never ~0) to sums, for the attributor's per-kernel counters: one
-// probe in a flat array instead of a node allocation per key. Iteration order is unspecified, like
+// An open-addressing map from 64-bit keys (never ~0) to values, for tables whose keys come from the file and
+// may be sparse: one probe in a flat array instead of a node allocation per key, and memory that grows with the
+// keys present (at most 4 slots per key), never with how large a key is. Iteration order is unspecified, like
 // std::unordered_map's (its users break ties themselves).
-class FlatSums {
+template <class V>
+class FlatMap {
  public:
-  using Entry = std::pair<uint64_t, int64_t>;
-  int64_t& operator[](uint64_t key) {
+  using Entry = std::pair<uint64_t, V>;
+  V& operator[](uint64_t key) {
     if ((used_ + 1) * 2 > slots_.size()) grow();
     size_t i = hash(key) & (slots_.size() - 1);
     while (slots_[i].first != kEmpty && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
     if (slots_[i].first == kEmpty) {
-      slots_[i] = {key, 0};
+      slots_[i] = {key, V{}};
       ++used_;
     }
     return slots_[i].second;
@@ -204,13 +206,16 @@ class FlatSums {
     for (auto& e : slots_)
       if (e.first != kEmpty) f(e.first, e.second);
   }
+  size_t size() const { return used_; }
+  /// Bytes held by the table (its slots), for the tests that bound it.
+  size_t bytes() const { return slots_.capacity() * sizeof(Entry); }
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t(0);
   static size_t hash(uint64_t k) { return size_t((k * 0x9E3779B97F4A7C15ull) >> 20); }
   void grow() {
     std::vector<Entry> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(64, old.size() * 2), Entry{kEmpty, 0});
+    slots_.assign(std::max<size_t>(8, old.size() * 2), Entry{kEmpty, V{}});
     used_ = 0;
     for (auto& e : old)
       if (e.first != kEmpty) (*this)[e.first] = e.second;
@@ -218,6 +223,8 @@ class FlatSums {
   std::vector<Entry> slots_;
   size_t used_ = 0;
 };
+/// The attributor's per-kernel counters.
+using FlatSums = FlatMap<int64_t>;
 
 // Cand::name of a top-level NVTX range (string ids stay far below; Python code ids use bit 31).
 constexpr uint32_t kNvtxCand = 0x40000000u;
@@ -231,7 +238,10 @@ struct ThreadState {
   std::vector<uint32_t> pend_py, pend_range, pend_layer;  // indexes of calls waiting for their innermost frame
   SelfTrack range_self, py_self;
   double busy_range = 0, busy_py = 0;  // depth-0 frame time
-  std::vector<std::pair<uint64_t, int64_t>> shallow_py;  // Python calls at depth <= 3 by code: (count, total ns)
+  // Python calls at depth <= 3 by code: (count, total ns). A map, not a table indexed by code: a table grew to
+  // the largest code id each thread called, threads x code ids (a 610 KB dump asked for 3.3 GB); the map holds
+  // only the codes the thread called, so it is bounded by its records.
+  FlatMap<std::pair<uint64_t, int64_t>> shallow_py;
   uint64_t apis = 0, py_calls = 0, ranges = 0;
   bool seen = false;
 };

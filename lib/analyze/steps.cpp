@@ -87,11 +87,13 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
   std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>> ranked;  // ((total, count), code)
   // A wait point (Queue.get, Event.wait, a selector's select) repeats once per step too, but it is where the step
   // waits, never the step.
-  for (uint32_t code = 0; code < shallow.size(); ++code)
-    if (shallow[code].first >= 2 && !cx.wait_point(code))
-      ranked.push_back({{shallow[code].second, shallow[code].first}, code});
+  shallow.for_each([&](uint64_t code, const std::pair<uint64_t, int64_t>& c) {
+    if (c.first >= 2 && !cx.wait_point(uint32_t(code))) ranked.push_back({{c.second, c.first}, uint32_t(code)});
+  });
   if (ranked.empty()) return out;
-  std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first > y.first; });  // ties: lower code
+  std::sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) {  // ties: lower code (the map has no order)
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
   if (ranked.size() > kCandidates) ranked.resize(kCandidates);
   std::map<uint32_t, std::vector<Cand>> calls_of;
   for (auto& [score, code] : ranked) calls_of[code];

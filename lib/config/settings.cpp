@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
+
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -119,15 +121,63 @@ bool value_text_of(const KeyDef& def, const YAML::Node& value, std::string& text
   return false;
 }
 
-void read_file(const std::string& path, const std::string& named_by, Resolved& resolved, Problems& problems) {
-  std::ifstream in(path);
-  if (!in) {
-    problems.messages.push_back("cannot read config file '" + path + "'" + named_by + ": " + std::strerror(errno));
-    return;
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The text of the config file at `path`, or nullopt after adding a problem naming it. Only a regular file of at
+// most kMaxConfigFileBytes is read. A FIFO named by INFERSCOPE_CONFIG blocked every tool, and every program
+// started with INFERSCOPE_ENABLE=1, until some writer came; /dev/zero was read until memory ran out (then
+// std::bad_alloc ended the process); a directory read as an empty config. The file is opened O_NONBLOCK and its
+// kind taken from the open descriptor, so no FIFO can block and nothing can be swapped in after the check.
+std::optional<std::string> read_config_text(const std::string& path, const std::string& named_by, Problems& problems) {
+  const std::string what = "config file '" + path + "'" + named_by;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    problems.messages.push_back("cannot read " + what + ": " + std::strerror(errno));
+    return std::nullopt;
   }
-  std::stringstream content;
-  content << in.rdbuf();
-  const std::string source = content.str();
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int e = errno;
+    ::close(fd);
+    problems.messages.push_back(st.st_mode ? what + ": is " + kind_of(st.st_mode) + ", not a regular file (name a YAML file)"
+                                           : "cannot read " + what + ": " + std::strerror(e));
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      problems.messages.push_back("cannot read " + what + ": " + std::strerror(e));
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigFileBytes) {  // a file still growing is stopped here too
+      ::close(fd);
+      problems.messages.push_back(what + ": larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
+                                  " MiB; a config file holds a few settings (is it the right file?)");
+      return std::nullopt;
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+void read_file(const std::string& path, const std::string& named_by, Resolved& resolved, Problems& problems) {
+  const std::optional<std::string> text = read_config_text(path, named_by, problems);
+  if (!text) return;
+  const std::string& source = *text;
   resolved.config_file = path;
 
   std::vector<YAML::Node> documents;

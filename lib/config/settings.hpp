@@ -14,6 +14,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -56,6 +57,15 @@ inline constexpr std::array kNonSettingEnvironment = {
 
 /// The file looked for in the working directory when neither --config nor INFERSCOPE_CONFIG names one.
 inline constexpr std::string_view kDefaultConfigFile = ".inferscope.yaml";
+
+/// A boolean as every source spells one (settings, and tools' flags written with a value such as
+/// `--follow-children=no`): true/false, yes/no, on/off, 1/0, in any case; nullopt for anything else.
+std::optional<bool> parse_boolean(std::string_view text);
+inline constexpr std::string_view kBooleanSpellings = "true/false, yes/no, on/off, 1/0";
+
+/// A config file is a regular file of at most this many bytes (a few settings take a few hundred): anything
+/// else named as one (a FIFO, /dev/zero, a directory, a huge file) is a problem naming it, never read.
+inline constexpr size_t kMaxConfigFileBytes = size_t(1) << 20;
 
 struct ResolveOptions {
   std::string config_path;  ///< --config; empty: INFERSCOPE_CONFIG, else ./.inferscope.yaml if present

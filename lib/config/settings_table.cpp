@@ -1,6 +1,7 @@
 // The settings table and the generic parsing/formatting it drives. Adding a setting means adding a field to
 // inferscope::Config and one row here; the file, environment, flags, `iscope-config` and the docs follow.
 #include "config/key_table.hpp"
+#include "config/settings.hpp"
 
 #include <algorithm>
 #include <array>
@@ -412,3 +413,13 @@ std::string closest_key(std::string_view typed) {
 }
 
 }  // namespace inferscope::config::detail
+
+namespace inferscope::config {
+
+std::optional<bool> parse_boolean(std::string_view text) {
+  bool value = false;
+  if (!detail::parse_bool(text, value).empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace inferscope::config

@@ -40,15 +40,43 @@ bool same_file(const std::string& a, const std::string& b) {
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-AtomicOutput::AtomicOutput(const std::string& path) : path_(path) {
-  // Through a symlink the file it points to is replaced, not the link.
-  std::error_code ec;
-  if (std::filesystem::is_symlink(path_, ec)) {
-    auto target = std::filesystem::canonical(path_, ec);
-    if (!ec) path_ = target.string();
+OutputTarget resolve_output(const std::string& path) {
+  OutputTarget t;
+  std::string p = path;
+  // Followed by hand rather than with canonical(): a link to a file not yet there (a dangling link) must lead
+  // to that file, not be renamed over itself. 40 links, as the kernel allows (ELOOP).
+  for (int hops = 0;; ++hops) {
+    struct stat st{};
+    if (::lstat(p.c_str(), &st) != 0) break;  // nothing there: it is created
+    if (!S_ISLNK(st.st_mode)) {
+      t.mode = st.st_mode;
+      t.direct = !S_ISREG(st.st_mode);
+      break;
+    }
+    if (hops == 40) {
+      t.error = path + ": too many levels of symbolic links";
+      return t;
+    }
+    std::error_code ec;
+    const std::filesystem::path to = std::filesystem::read_symlink(p, ec);
+    if (ec) {
+      t.error = path + ": cannot read the symbolic link " + p + ": " + ec.message();
+      return t;
+    }
+    p = to.is_absolute() ? to.string() : (std::filesystem::path(p).parent_path() / to).string();
   }
-  struct stat st{};
-  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  t.path = p;
+  return t;
+}
+
+AtomicOutput::AtomicOutput(const std::string& path) : path_(path) {
+  const OutputTarget target = resolve_output(path);
+  if (!target.error.empty()) {
+    error_ = "cannot write " + target.error;
+    return;
+  }
+  path_ = target.path;
+  if (target.direct) {
     direct_ = true;
     out_.open(path_, std::ios::binary);
     if (!out_) error_ = "cannot write " + path + ": " + std::strerror(errno);
@@ -98,6 +126,14 @@ bool AtomicOutput::commit() {
   }
   done_ = true;
   if (direct_) return true;
+  // Something other than a regular file planted at the output while it was written is left alone.
+  struct stat st{};
+  if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    error_ = "cannot write " + path_ + ": it became " + (S_ISLNK(st.st_mode) ? std::string("a symbolic link") : file_kind(st.st_mode)) +
+             " while the output was written; left as it is";
+    ::unlink(temp_.c_str());
+    return false;
+  }
   if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
     error_ = "cannot write " + path_ + ": " + std::strerror(errno);
     ::unlink(temp_.c_str());

@@ -35,9 +35,23 @@ std::optional<std::string> not_a_regular_file(const std::string& path);
 /// and hard links alike. False when either does not exist.
 bool same_file(const std::string& a, const std::string& b);
 
+/// Where a tool's output named `path` goes, by the one rule every output of iscope-analyze and iscope-diff
+/// follows: through a symbolic link (a chain of them) the file at its end, existing or not, so the link stays a
+/// link; an existing file that is not a regular file (/dev/stdout, /dev/null, a FIFO, a directory) is `direct`:
+/// written into, or refused, but never renamed over (a rename over /dev/null run as root replaces the device
+/// node with a regular file).
+struct OutputTarget {
+  std::string path;     ///< the file to write: `path` itself, or the end of its symlink chain
+  bool direct = false;  ///< it exists and is not a regular file
+  unsigned mode = 0;    ///< its st_mode when it exists, else 0
+  std::string error;    ///< why it cannot be resolved (a symlink loop); then nothing else is set
+};
+OutputTarget resolve_output(const std::string& path);
+
 /// An output file written to a temporary beside it and renamed over it by commit(): readers of `path` see
-/// the old file or the whole new one, never a truncated or half-written one. A path that exists and is not a
-/// regular file (/dev/stdout, a FIFO) is written directly: it cannot be replaced by a rename.
+/// the old file or the whole new one, never a truncated or half-written one. Where it goes follows
+/// resolve_output(): a path that exists and is not a regular file (/dev/stdout, a FIFO) is written directly, as
+/// it cannot be replaced by a rename; through a symlink the file it points to is replaced, not the link.
 class AtomicOutput {
  public:
   /// Opens the temporary; `error()` says why when it could not be created.

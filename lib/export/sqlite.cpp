@@ -1,8 +1,12 @@
-// write_sqlite: checks the output path, builds the database in a temporary file beside it (one transaction,
-// prepared statements, indexes last) and renames it into place, so a reader never sees half a database.
+// write_sqlite: checks the output path (the rule of every tool output, dump::resolve_output: a device node, FIFO
+// or directory there is refused, a symlink leads to its file), builds the database in a temporary file beside it
+// (created exclusively; one transaction, prepared statements, indexes last) and renames it into place, so a
+// reader never sees half a database.
 #include "export/sqlite.hpp"
 
 #include "export/sqlite_internal.hpp"
+
+#include "dump/files.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,16 +20,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void check_output_path(const std::string& input, const std::string& out) {
-  if (out.empty()) throw ExportError("no SQLite output path given");
+// Why the database cannot go to `t`, where `out` leads (dump::resolve_output: the rule of every other output);
+// empty when it can. A device node, FIFO or socket cannot be renamed over without being destroyed, and a
+// database cannot be streamed into one.
+std::string why_unusable(const std::string& out, const dump::OutputTarget& t) {
+  if (out.empty()) return "no SQLite output path given";
+  if (!t.error.empty()) return "cannot write " + t.error;
+  if (t.direct)
+    return "cannot write " + out + ": it is " + dump::file_kind(t.mode) + (t.path != out ? " (" + t.path + ")" : std::string()) +
+           "; a SQLite database is written to a regular file only, built beside it and renamed into place (choose "
+           "another path)";
   std::error_code ec;
-  const fs::path dir = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec))
-    throw ExportError("cannot write " + out + ": the directory " + dir.string() + " does not exist");
-  const bool same = fs::exists(out, ec) ? fs::equivalent(input, out, ec)
-                                        : fs::weakly_canonical(input, ec) == fs::weakly_canonical(out, ec);
-  if (same) throw ExportError("refusing to write the SQLite database over its input " + input);
-  if (fs::is_directory(out, ec)) throw ExportError("cannot write " + out + ": it is a directory");
+  const fs::path dir = fs::path(t.path).has_parent_path() ? fs::path(t.path).parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) return "cannot write " + out + ": the directory " + dir.string() + " does not exist";
+  return "";
 }
 
 // Removes the temporary file unless the export completed.
@@ -33,7 +41,7 @@ struct TempFile {
   std::string path;
   bool keep = false;
   ~TempFile() {
-    if (!keep) ::unlink(path.c_str());
+    if (!keep && !path.empty()) ::unlink(path.c_str());
   }
 };
 
@@ -51,9 +59,16 @@ void fsync_file(const std::string& path) {
 
 SqliteStats write_sqlite(const dump::DumpReader& reader, const analyze::Analysis& analysis,
                          const std::string& out_path) {
-  check_output_path(reader.path(), out_path);
-  TempFile tmp{out_path + ".tmp-" + std::to_string(::getpid())};
-  ::unlink(tmp.path.c_str());  // a leftover of a crashed export with the same pid
+  const dump::OutputTarget target = dump::resolve_output(out_path);
+  if (std::string why = why_unusable(out_path, target); !why.empty()) throw ExportError(why);
+  if (dump::same_file(target.path, reader.path()))
+    throw ExportError("refusing to write the SQLite database over its input " + reader.path());
+  // Created exclusively (O_EXCL, a fresh name): a file or link planted at a guessable temporary name is never
+  // opened. SQLite takes the empty file as a new database.
+  TempFile tmp;
+  const int fd = dump::create_temp_beside(target.path, tmp.path);
+  if (fd < 0) throw ExportError("cannot write " + out_path + ": cannot create a temporary file beside it: " + std::strerror(errno));
+  ::close(fd);
   detail::TraceInfo info;
   uint64_t rows = 0;
   {
@@ -70,7 +85,13 @@ SqliteStats write_sqlite(const dump::DumpReader& reader, const analyze::Analysis
     db.close();
   }
   fsync_file(tmp.path);
-  if (::rename(tmp.path.c_str(), out_path.c_str()) != 0)
+  // Checked again just before the rename: something other than a regular file put there meanwhile (a device
+  // node, a FIFO, a link) is left alone rather than replaced.
+  const dump::OutputTarget now = dump::resolve_output(out_path);
+  if (now.path != target.path || now.direct)
+    throw ExportError("cannot write " + out_path + ": it changed while the database was written (now " +
+                      (now.direct ? dump::file_kind(now.mode) : now.path) + "); left as it is");
+  if (::rename(tmp.path.c_str(), target.path.c_str()) != 0)
     throw ExportError("cannot write " + out_path + ": " + std::strerror(errno));
   tmp.keep = true;
   return {rows};

@@ -32,9 +32,12 @@ struct SqliteStats {
 };
 
 /// Writes `reader`'s records and `analysis` (the analysis of that same dump) into a new SQLite database at
-/// `out_path`, replacing any file there. The database is built in a temporary file beside `out_path`, in one
-/// transaction, and renamed into place only when complete. Throws ExportError when `out_path` is the dump
-/// itself, its directory does not exist, or writing fails; dump::DumpError for a malformed record.
+/// `out_path`, replacing a regular file there (through a symlink: the file it points to; the link stays). The
+/// database is built in a temporary file beside that file, created exclusively, in one transaction, and renamed
+/// into place only when complete. Throws ExportError, before anything is written, when a device node, FIFO,
+/// socket or directory is there (also at the end of a symlink: a rename would replace it with a regular file),
+/// when its directory does not exist or `out_path` is the dump itself; and when writing fails.
+/// dump::DumpError for a malformed record.
 SqliteStats write_sqlite(const dump::DumpReader& reader, const analyze::Analysis& analysis,
                          const std::string& out_path);
 

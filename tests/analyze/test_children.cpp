@@ -40,6 +40,11 @@ TEST_CASE("children: the parent's own child dumps, in pid order, analysed; stran
   write_process_dump(dir / "runner.202.iscope", "202", "100", 1);  // another stem
   { std::ofstream(dir / "run.203.iscope") << "not a dump"; }       // named like a child, unreadable
 
+  // Every file named like a child is read (its ppid at least): all of them are inputs a tool must not overwrite.
+  std::vector<std::string> names;
+  for (auto& c : analyze::child_dump_candidates((dir / "run.iscope").string())) names.push_back(fs::path(c).filename().string());
+  CHECK(names == std::vector<std::string>{"run.201.iscope", "run.203.iscope", "run.205.iscope", "run.300.iscope"});
+
   analyze::AnalyzeOptions o;
   analyze::Analysis parent = analyze::analyze_file((dir / "run.iscope").string(), o);
   auto kids = analyze::find_children((dir / "run.iscope").string(), parent, o);

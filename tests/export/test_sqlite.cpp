@@ -340,7 +340,7 @@ int run_cli(const std::string& args, std::string* err) {
 
 bool leftovers(const fs::path& dir) {
   for (auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".tmp-") != std::string::npos) return true;
+    if (e.path().filename().string().find(".tmp") != std::string::npos) return true;
   return false;
 }
 
@@ -368,9 +368,9 @@ TEST_CASE("iscope-analyze --sqlite: writes atomically, refuses bad output paths 
     CHECK(!fs::exists(dir / "missing"));
     CHECK(!leftovers(dir));
   }
-  SUBCASE("output path equal to the input, also spelt differently") {
+  SUBCASE("output path equal to the input, also spelt differently: exit 2, as for every other output") {
     for (const std::string& out : {dump_path.string(), (dir / "." / "run.iscope").string()}) {
-      CHECK(run_cli(dump_path.string() + " --sqlite " + out, &err) == 1);
+      CHECK(run_cli(dump_path.string() + " --sqlite " + out, &err) == 2);
       CHECK(err.find("refusing") != std::string::npos);
       CHECK(read(dump_path) == dump_bytes);
     }

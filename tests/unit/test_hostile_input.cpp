@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"
+#include "tool_run.hpp"
 
 #include "analyze/analyzer.hpp"
 #include "dump/builder.hpp"
@@ -13,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -21,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 using namespace inferscope;
 namespace fs = std::filesystem;
@@ -54,60 +57,18 @@ std::string small_dump(const std::string& name, bool drops = false) {
   return p;
 }
 
-struct ToolRun {
-  int exit = -1;       // -1: killed (it hung) or did not exit normally
-  long maxrss_kb = 0;  // the child's own peak resident set (wait4)
-  std::string err;
-};
+using testutil::ToolRun;
 
 // Runs iscope-analyze with `args` in `cwd`; `fsize` > 0 limits the size of files it writes (writes past it
 // fail with EFBIG). Kills it after 20 s.
 ToolRun run_tool(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                  const std::string& cwd = "", long fsize = 0) {
-  std::vector<std::string> argv{testutil::binary("tools/iscope-analyze/iscope-analyze")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  const std::string err_file = testutil::temp_path("tool.err");
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind("INFERSCOPE_", 0) != 0) envs.push_back(*e);
-  envs.insert(envs.end(), env.begin(), env.end());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(120);
-    int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 2);
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    if (fsize > 0) {
-      std::signal(SIGXFSZ, SIG_IGN);
-      rlimit r{rlim_t(fsize), rlim_t(fsize)};
-      ::setrlimit(RLIMIT_FSIZE, &r);
-    }
-    std::vector<char*> a, en;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (auto& s : envs) en.push_back(const_cast<char*>(s.c_str()));
-    en.push_back(nullptr);
-    ::execve(a[0], a.data(), en.data());
-    ::_exit(127);
-  }
-  ToolRun r;
-  int st = 0;
-  rusage ru{};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (::wait4(pid, &st, WNOHANG, &ru) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::wait4(pid, &st, 0, &ru);
-      r.err = testutil::read_file(err_file);
-      return r;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  r.exit = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.maxrss_kb = ru.ru_maxrss;
-  r.err = testutil::read_file(err_file);
-  return r;
+  testutil::ToolLimits lim;
+  lim.env = env;
+  lim.cwd = cwd;
+  lim.fsize = fsize;
+  lim.deadline_s = 20;
+  return testutil::run_tool("tools/iscope-analyze/iscope-analyze", args, lim);
 }
 
 bool has_warning(const analyze::Analysis& a, const std::string& text) {
@@ -210,6 +171,9 @@ TEST_CASE("an output that is the input is refused with exit 2 before anything is
            {dump_path, "--html", hard},
            {relative, "--json", dump_path},
            {dump_path, "-o", testutil::temp_path("fine.md"), "--json", relative},
+           {dump_path, "--sqlite", hard},  // the database too, with the same status (it was exit 1)
+           {relative, "--sqlite", link},
+           {dump_path, "-o", testutil::temp_path("fine.md"), "--sqlite", dump_path},
        }) {
     CAPTURE(args.back());
     ToolRun r = run_tool(args, {}, dir);
@@ -385,4 +349,117 @@ TEST_CASE("the END chunk's counts are compared with the file: missing records an
     CHECK(a.drops["dropped_unlisted"] == 3);
     CHECK(has_warning(a, "the END chunk says 3 records were dropped but the drop table lists 0"));
   }
+}
+
+namespace {
+
+// What is at `p` without following a link: S_IFREG, S_IFLNK, S_IFIFO, ...; 0 when nothing.
+unsigned kind_at(const std::string& p) {
+  struct stat st{};
+  return ::lstat(p.c_str(), &st) == 0 ? (st.st_mode & S_IFMT) : 0;
+}
+
+bool is_sqlite(const std::string& p) { return testutil::read_file(p).rfind("SQLite format 3", 0) == 0; }
+
+// A parent dump (pid 100) and its child `<stem>.205.iscope` (ppid 100) in `dir`.
+void parent_and_child(const std::string& dir) {
+  for (auto [name, pid, ppid] : {std::tuple{"run.iscope", "100", "1"}, std::tuple{"run.205.iscope", "205", "100"}}) {
+    dump::DumpBuilder b(dir + "/" + name);
+    b.process("pid", pid);
+    b.process("ppid", ppid);
+    const uint32_t t = b.thread("main", 77), g = b.channel("gpu");
+    for (int i = 0; i < 10; ++i) {
+      const int64_t s = 1'000'000 + i * 100'000;
+      b.api(t, "cudaLaunchKernel", 10 + i, s + 1'000, s + 6'000);
+      b.kernel(g, "gemm", 10 + i, s + 8'000, s + 60'000);
+      b.range(t, "step", 0, s, s + 90'000);
+    }
+    b.finish();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule of every other output") {
+  const std::string dump_path = small_dump("sqlite-targets.iscope");
+  const std::string dir = testutil::temp_path("sqlite-targets");
+  fs::remove_all(dir);  // each subcase runs the case from the top
+  fs::create_directories(dir);
+  const std::string fifo = dir + "/fifo.db", real = dir + "/real.db", link = dir + "/link.db",
+                    dangling = dir + "/dangling.db", to_fifo = dir + "/to-fifo.db", to_null = dir + "/to-null.db";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  spit(real, std::string("old"));
+  fs::create_symlink(real, link);
+  fs::create_symlink("new.db", dangling);  // relative, to a file not yet there
+  fs::create_symlink(fifo, to_fifo);
+  // A character device reached through a link: if the rule were broken, the link (not /dev/null) is replaced.
+  fs::create_symlink("/dev/null", to_null);
+
+  SUBCASE("a FIFO, and a link to a FIFO or to a character device: refused and left alone; the report is written") {
+    for (auto& [target, kind] : std::vector<std::pair<std::string, std::string>>{
+             {fifo, "a FIFO"}, {to_fifo, "a FIFO"}, {to_null, "a character device"}}) {
+      CAPTURE(target);
+      const unsigned before = kind_at(target);
+      ToolRun r = run_tool({dump_path, "-o", dir + "/report.md", "--sqlite", target});
+      CHECK(r.exit == 1);  // -1 would mean it blocked on the FIFO
+      CHECK(r.err.find("cannot write " + target + ": it is " + kind) != std::string::npos);
+      CHECK(kind_at(target) == before);
+      CHECK(kind_at(dir + "/report.md") == S_IFREG);  // as for any output that cannot be written: the rest are
+      fs::remove(dir + "/report.md");
+    }
+    CHECK(kind_at(fifo) == S_IFIFO);
+    CHECK(kind_at("/dev/null") == S_IFCHR);
+  }
+  SUBCASE("a character device of our own (mknod as /dev/null's twin, where this user may make one)") {
+    const std::string dev = dir + "/null-twin";
+    if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+      MESSAGE("SKIPPED (this subcase): cannot make a device node here (" << std::strerror(errno)
+              << "); the link to /dev/null above checks the same refusal");
+    } else {
+      ToolRun r = run_tool({dump_path, "--sqlite", dev});
+      CHECK(r.exit == 1);
+      CHECK(r.err.find("it is a character device") != std::string::npos);
+      CHECK(kind_at(dev) == S_IFCHR);
+    }
+  }
+  SUBCASE("through a link the file it points to is replaced; the link stays a link") {
+    CHECK(run_tool({dump_path, "--sqlite", link}).exit == 0);
+    CHECK(kind_at(link) == S_IFLNK);
+    CHECK(is_sqlite(real));
+    CHECK(run_tool({dump_path, "--sqlite", dangling}).exit == 0);
+    CHECK(kind_at(dangling) == S_IFLNK);
+    CHECK(is_sqlite(dir + "/new.db"));
+    for (auto& e : fs::directory_iterator(dir))  // no temporary left behind
+      CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+  }
+}
+
+TEST_CASE("child dumps the analysis reads are inputs too: an output over one is refused with exit 2") {
+  const std::string dir = testutil::temp_path("children-out");
+  fs::create_directories(dir);
+  parent_and_child(dir);
+  const std::string parent = dir + "/run.iscope", child = dir + "/run.205.iscope";
+  const auto before = slurp(child);
+  fs::create_symlink(child, dir + "/child-link.json");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {parent, "--json", child},
+           {parent, "--html", child},
+           {parent, "--perfetto", child},
+           {parent, "--sqlite", child},
+           {parent, "-o", dir + "/fine.md", "--json", dir + "/child-link.json"},
+           {"run.iscope", "--json", "run.205.iscope"},  // relative, from the dump's directory
+       }) {
+    CAPTURE(args.back());
+    ToolRun r = run_tool(args, {}, dir);
+    CHECK(r.exit == 2);
+    CHECK(r.err.find("is the input") != std::string::npos);
+    CHECK(r.err.find("a child process's dump") != std::string::npos);
+    CHECK(slurp(child) == before);
+    CHECK(kind_at(dir + "/child-link.json") == S_IFLNK);
+  }
+  CHECK_FALSE(fs::exists(dir + "/fine.md"));  // refused before the first output was written
+  // The analysis still reads the child, and writes elsewhere.
+  ToolRun ok = run_tool({parent, "--json", dir + "/report.json"});
+  CHECK(ok.exit == 0);
+  CHECK(testutil::read_file(dir + "/report.json").find("205") != std::string::npos);
 }

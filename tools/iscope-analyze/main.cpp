@@ -78,15 +78,21 @@ bool write_to(const std::string& path, F&& f) {
   return true;
 }
 
-// An output that is the input itself (same inode: through a symlink, a relative path or a hard link) would
-// destroy the dump being read; refused before anything is written.
-bool refuses_input_as_output(const std::string& input, const std::vector<std::string>& outputs) {
-  for (const auto& out : outputs)
-    if (out != "-" && inferscope::dump::same_file(out, input)) {
-      std::cerr << "iscope-analyze: output " << out << " is the input " << input
-                << " itself; refusing to overwrite it (name another output file)\n";
+// An output that is an input (same inode: through a symlink, a relative path or a hard link) would destroy a
+// dump being read; refused before anything is written. The inputs are the dump and the child dumps beside it
+// that the analysis opens (children.hpp), `inputs.front()` being the dump named on the command line.
+bool refuses_input_as_output(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  for (const auto& out : outputs) {
+    if (out.empty() || out == "-") continue;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inferscope::dump::same_file(out, inputs[i])) continue;
+      std::cerr << "iscope-analyze: output " << out << " is the input " << inputs[i]
+                << (i == 0 ? std::string(" itself")
+                           : " (a child process's dump, read with " + inputs.front() + ")")
+                << "; refusing to overwrite it (name another output file)\n";
       return true;
     }
+  }
   return false;
 }
 
@@ -115,6 +121,37 @@ inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult
 }
 
 
+// A flag that is on when given bare (--no-children) and takes a value written with '=' (--no-children=false,
+// =0, =no), spelt as the settings spell booleans. A string rather than cxxopts' bool: its bool counts
+// --no-children=false as given and refuses =no. With an implicit value the next argument is never its value.
+std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
+
+// The flags declared with boolean_flag(); on() answers for them after parse() checked every value.
+class BooleanFlags {
+ public:
+  static constexpr const char* kNames[] = {"no-children", "summary", "findings", "progress"};
+  /// Empty, or the message for the first value that is not a boolean.
+  std::string parse(const cxxopts::ParseResult& args) {
+    for (const char* name : kNames) {
+      if (!args.count(name)) continue;
+      const std::string v = args[name].as<std::string>();
+      const std::optional<bool> b = inferscope::config::parse_boolean(v);
+      if (!b)
+        return std::string("--") + name + "=" + v + ": '" + v + "' is not a boolean (" +
+               std::string(inferscope::config::kBooleanSpellings) + ")";
+      on_[name] = *b;
+    }
+    return "";
+  }
+  bool on(const std::string& name) const {
+    auto it = on_.find(name);
+    return it != on_.end() && it->second;
+  }
+
+ private:
+  std::map<std::string, bool> on_;
+};
+
 cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace, or a torch.profiler trace, gzipped or not): why each step takes the time it takes.");
   opts.add_options()
@@ -128,10 +165,11 @@ cxxopts::Options make_options() {
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
       ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
-      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)")
-      ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality")
-      ("findings", "print the findings digest (one line per finding) on stdout")
-      ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)")
+      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)",
+       boolean_flag(), "BOOL")
+      ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality", boolean_flag(), "BOOL")
+      ("findings", "print the findings digest (one line per finding) on stdout", boolean_flag(), "BOOL")
+      ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)", boolean_flag(), "BOOL")
       ("h,help", "show this help")
       ("version", "print the version and exit")
       ("dump", "the dump or JSON trace", cxxopts::value<std::string>());
@@ -168,7 +206,7 @@ struct Requested {
   bool findings = false;
 };
 
-Requested requested_outputs(const cxxopts::ParseResult& args) {
+Requested requested_outputs(const cxxopts::ParseResult& args, bool findings) {
   Requested r;
   if (args.count("output"))
     for (auto& p : args["output"].as<std::vector<std::string>>()) {
@@ -184,7 +222,7 @@ Requested requested_outputs(const cxxopts::ParseResult& args) {
     r.perfetto.push_back(r.perfetto_flag);
   }
   if (args.count("sqlite")) r.sqlite = args["sqlite"].as<std::string>();
-  r.findings = args.count("findings") > 0;
+  r.findings = findings;
   if (r.reports.empty() && r.perfetto.empty() && r.unknown.empty() && r.sqlite.empty() && !r.findings)
     r.reports.emplace_back("md", "-");
   return r;
@@ -203,20 +241,28 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
   return false;
 }
 
-// Exit status 2 (with the message) for an output that is the input, is an option, or has an unknown extension;
-// else 0.
-int check_outputs(const std::string& path, const Requested& r) {
+// Checked before the analysis, so that nothing is written when one output is wrong. Exit status 2 (with the
+// message) for an output that is an input (the dump or, unless `children` is false, a child dump beside it), is
+// an option, or has an unknown extension; else 0. An output that cannot be written (a missing directory; for
+// --sqlite also a device node, FIFO or socket) is found when it is written: exit 1, the others still written.
+int check_outputs(const std::string& path, const Requested& r, bool children) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
   written.insert(written.end(), r.unknown.begin(), r.unknown.end());
   if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
-  if (refuses_input_as_output(path, written)) return 2;  // the database refuses the input when it writes (exit 1)
-  if (r.unknown.empty()) return 0;
-  const std::string ext = extension(r.unknown.front());
-  std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
-            << (ext.empty() ? std::string("no extension") : "unknown extension ." + ext)
-            << " (the extension picks the format); use " << kOutputExtensions << "\n";
-  return 2;
+  written.push_back(r.sqlite);
+  std::vector<std::string> inputs{path};
+  if (children)
+    for (auto& c : inferscope::analyze::child_dump_candidates(path)) inputs.push_back(c);
+  if (refuses_input_as_output(inputs, written)) return 2;
+  if (!r.unknown.empty()) {
+    const std::string ext = extension(r.unknown.front());
+    std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
+              << (ext.empty() ? std::string("no extension") : "unknown extension ." + ext)
+              << " (the extension picks the format); use " << kOutputExtensions << "\n";
+    return 2;
+  }
+  return 0;
 }
 
 // Analyses `path`; a dump that also becomes a Perfetto trace or a database is opened (and its chunks checked)
@@ -236,8 +282,7 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
   } catch (const inferscope::analyze::InputError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
   } catch (const std::bad_alloc&) {
-    std::cerr << "iscope-analyze: " << path << ": out of memory while analysing (the analyzer keeps 40 bytes per CUDA "
-                 "call and 24 per GPU activity); use a machine with more memory\n";
+    std::cerr << "iscope-analyze: " << inferscope::analyze::out_of_memory_message(path) << "\n";
   }
   return 1;
 }
@@ -301,6 +346,11 @@ int main(int argc, char** argv) {
     std::cerr << "iscope-analyze: " << e.what() << "\n" << opts.help() << "\n";
     return 2;
   }
+  BooleanFlags flags;
+  if (const std::string bad = flags.parse(args); !bad.empty()) {
+    std::cerr << "iscope-analyze: " << bad << "\n" << opts.help() << "\n";
+    return 2;
+  }
   if (args.count("help")) {
     std::cout << opts.help() << "\n";
     return 0;
@@ -314,10 +364,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string path = args["dump"].as<std::string>();
-  if (args.count("summary")) return print_summary_of(path);
+  if (flags.on("summary")) return print_summary_of(path);
 
-  const Requested requested = requested_outputs(args);
-  if (int status = check_outputs(path, requested)) return status;
+  const Requested requested = requested_outputs(args, flags.on("findings"));
+  if (int status = check_outputs(path, requested, !flags.on("no-children"))) return status;
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);
@@ -327,12 +377,12 @@ int main(int argc, char** argv) {
   }
   struct stat st{};
   bool big = ::stat(path.c_str(), &st) == 0 && st.st_size > (256ll << 20);
-  o.progress = args.count("progress") || (big && ::isatty(2));
+  o.progress = flags.on("progress") || (big && ::isatty(2));
 
   Analysis a;
   std::optional<inferscope::dump::DumpReader> reader;
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
-  if (!args.count("no-children") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
+  if (!flags.on("no-children") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
     a.children = inferscope::analyze::find_children(path, a, o);
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
   const bool ok = write_outputs(requested, a, reader);

@@ -86,7 +86,7 @@ std::optional<Analysis> analyse(const std::string& path, const inferscope::analy
   } catch (const inferscope::analyze::InputError& e) {
     std::cerr << kTool << ": " << e.what() << "\n";
   } catch (const std::bad_alloc&) {
-    std::cerr << kTool << ": " << path << ": out of memory while analysing\n";
+    std::cerr << kTool << ": " << inferscope::analyze::out_of_memory_message(path) << "\n";
   }
   return std::nullopt;
 }

@@ -30,6 +30,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -260,25 +262,30 @@ int usage_error(const std::string& message, const cxxopts::Options& opts) {
   return kUsage;
 }
 
+// A flag that is on when given bare (--quiet) and takes a value written with '=' (--quiet=false, =0, =no), spelt
+// as the settings spell booleans. A string rather than cxxopts' bool: its bool counts --no-cupti=false as given
+// (so it disabled CUPTI) and refuses =no. With an implicit value the next argument is never taken as its value.
+std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
+
 cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-run", "Records PROGRAM (CPU ranges, Python, CUDA activity) into DUMP without changing it.");
   opts.custom_help("[-o DUMP] [OPTION...] -- PROGRAM [ARGS...]");
   opts.add_options()
       ("o,output", "dump file (default: ./<program>.<pid>.iscope)", cxxopts::value<std::string>(), "DUMP")
       ("follow-children", "also record child processes (fork, multiprocessing, spawned and exec'd programs); "
-                          "each writes <stem>.<pid>.iscope next to DUMP")
+                          "each writes <stem>.<pid>.iscope next to DUMP", boolean_flag(), "BOOL")
       ("buffer-mode", "stream (default: written as it fills) or ring (flight recorder)", cxxopts::value<std::string>(), "MODE")
       ("trace-size-mb", "ring-mode memory budget", cxxopts::value<std::string>(), "N")
-      ("no-cupti", "no GPU collection")
+      ("no-cupti", "no GPU collection", boolean_flag(), "BOOL")
       ("cupti-activities", "default | minimal | full | none | comma list of kernel, memcpy, memset, sync, memory, "
                            "graph, overhead, api, runtime, driver, api_activity", cxxopts::value<std::string>(), "S")
-      ("no-python", "no Python tracing")
-      ("nvtx-emit", "also emit ISCOPE ranges as NVTX ranges")
+      ("no-python", "no Python tracing", boolean_flag(), "BOOL")
+      ("nvtx-emit", "also emit ISCOPE ranges as NVTX ranges", boolean_flag(), "BOOL")
       ("report", "write a report at exit (.md, .html or .json)", cxxopts::value<std::string>(), "FILE")
       ("set", "any other setting (sets INFERSCOPE_<KEY>); repeatable", cxxopts::value<std::vector<std::string>>(), "KEY=VALUE")
       ("library", "libinferscope.so to inject (default: beside this tool; env INFERSCOPE_LIBRARY)",
        cxxopts::value<std::string>(), "PATH")
-      ("q,quiet", "no closing line on stderr")
+      ("q,quiet", "no closing line on stderr", boolean_flag(), "BOOL")
       ("h,help", "this help")
       ("version", "print the version and exit");
   return opts;
@@ -309,10 +316,20 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
     else if (k == "buffer-mode") plan.setting("buffer_mode", v, "--buffer-mode");
     else if (k == "trace-size-mb") plan.setting("trace_size_mb", v, "--trace-size-mb");
     else if (k == "cupti-activities") plan.setting("cupti_activities", v, "--cupti-activities");
-    else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", "0");
-    else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", "0");
-    else if (k == "nvtx-emit") plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", "1");
-    else if (k == "report") plan.setting("report", absolute(v), "--report", v);
+    else if (k == "follow-children" || k == "quiet" || k == "no-cupti" || k == "no-python" || k == "nvtx-emit") {
+      const std::optional<bool> on = cfg::parse_boolean(v);
+      if (!on) {
+        error = "--" + k + "=" + v + ": '" + v + "' is not a boolean (" + std::string(cfg::kBooleanSpellings) + ")";
+        return plan;
+      }
+      // Written with a value, a flag sets that value (a flag wins over the environment and the file), so
+      // --no-cupti=false turns CUPTI on; a later flag wins over an earlier one.
+      if (k == "follow-children") plan.follow = *on;
+      else if (k == "quiet") plan.quiet = *on;
+      else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", *on ? "0" : "1");
+      else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", *on ? "0" : "1");
+      else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", *on ? "1" : "0");
+    } else if (k == "report") plan.setting("report", absolute(v), "--report", v);
     else if (k == "set") {
       const auto eq = v.find('=');
       if (eq == std::string::npos || eq == 0) {
@@ -330,8 +347,6 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
         plan.setting(key, v.substr(eq + 1), "--set " + key);
     }
   }
-  plan.follow = args.count("follow-children") > 0;
-  plan.quiet = args.count("quiet") > 0;
   return plan;
 }
 

@@ -1,0 +1,118 @@
+// What is named as the config file must be a config file (issue 25, item 4; docs/reliability.md, "Settings"): a
+// FIFO named by INFERSCOPE_CONFIG hung every tool and every program started with INFERSCOPE_ENABLE=1,
+// /dev/zero was read until memory ran out, a directory was read as an empty config. Each tool is run with each
+// such config under a deadline (a hang fails, it does not stall the suite) and an address-space limit (a read
+// without end fails with bad_alloc instead of taking the machine's memory).
+#include <doctest/doctest.h>
+
+#include "test_util.hpp"
+#include "tool_run.hpp"
+
+#include "dump/builder.hpp"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace inferscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct BadConfig {
+  std::string path, kind;
+};
+
+// A FIFO with no writer, /dev/zero, a directory, and a regular file larger than the limit (comments only, so
+// that a reader without a limit would accept it as an empty config).
+std::vector<BadConfig> bad_configs() {
+  const std::string dir = testutil::temp_path("configs");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/a-directory.yaml");
+  const std::string fifo = dir + "/fifo.yaml", big = dir + "/big.yaml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  {
+    std::ofstream f(big);
+    const std::string line(99, '#');
+    for (int i = 0; i < (1 << 20) / 100 + 2; ++i) f << line << '\n';
+  }
+  return {{fifo, "is a FIFO (named pipe), not a regular file"},
+          {"/dev/zero", "is a character device, not a regular file"},
+          {dir + "/a-directory.yaml", "is a directory, not a regular file"},
+          {big, "larger than 1 MiB"}};
+}
+
+testutil::ToolRun run(const std::string& rel, const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  testutil::ToolLimits lim;
+  lim.env = env;
+  lim.deadline_s = 20;
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)  // a sanitizer needs more address space
+  lim.address_space = 1ull << 30;
+#endif
+  return testutil::run_tool(rel, args, lim);
+}
+
+std::string small_dump() {
+  const std::string p = testutil::temp_path("config-sources.iscope");
+  dump::DumpBuilder b(p);
+  const uint32_t t = b.thread("main", 7), g = b.channel("gpu");
+  for (int i = 0; i < 10; ++i) {
+    const int64_t s = 1'000'000 + i * 100'000;
+    b.api(t, "cudaLaunchKernel", 10 + i, s + 1'000, s + 6'000);
+    b.kernel(g, "gemm", 10 + i, s + 8'000, s + 60'000);
+    b.range(t, "step", 0, s, s + 90'000);
+  }
+  b.finish();
+  return p;
+}
+
+bool said(const testutil::ToolRun& r, const std::string& s) { return r.err.find(s) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("iscope-config validate and show: a FIFO, /dev/zero, a directory or a huge file is refused by name") {
+  for (const auto& c : bad_configs()) {
+    CAPTURE(c.path);
+    const testutil::ToolRun v = run("tools/iscope-config/iscope-config", {"validate", c.path}, {});
+    CHECK(v.exit == 1);  // -1: it hung (FIFO) or was killed; 134: bad_alloc (/dev/zero)
+    CHECK(said(v, c.path + "': " + c.kind));
+    const testutil::ToolRun shown = run("tools/iscope-config/iscope-config", {"show", "--config", c.path}, {});
+    CHECK(shown.exit == 1);
+    CHECK(said(shown, "(named by --config): " + c.kind));
+    const testutil::ToolRun env = run("tools/iscope-config/iscope-config", {"show"}, {"INFERSCOPE_CONFIG=" + c.path});
+    CHECK(env.exit == 1);
+    CHECK(said(env, "(named by INFERSCOPE_CONFIG): " + c.kind));
+  }
+}
+
+TEST_CASE("INFERSCOPE_CONFIG naming what is not a config file: no tool and no recorded program blocks or reads without end") {
+  const std::string dump = small_dump();
+  for (const auto& c : bad_configs()) {
+    CAPTURE(c.path);
+    const std::vector<std::string> env{"INFERSCOPE_CONFIG=" + c.path};
+    // The analyzers record nothing: the problem is a warning, the analysis goes on.
+    const testutil::ToolRun a = run("tools/iscope-analyze/iscope-analyze", {dump, "-o", testutil::temp_path("c.md")}, env);
+    CHECK(a.exit == 0);
+    CHECK(said(a, c.kind));
+    const testutil::ToolRun d = run("tools/iscope-diff/iscope-diff", {dump, dump, "-o", testutil::temp_path("c-diff.md")}, env);
+    CHECK(d.exit == 0);
+    CHECK(said(d, c.kind));
+    // iscope-run refuses before starting the program (it would record nothing).
+    const testutil::ToolRun r = run("tools/iscope-run/iscope-run",
+                                    {"-o", testutil::temp_path("c.iscope"), "--", testutil::binary("tests/unit/iscope_test_recorder"), "count", "10"},
+                                    env);
+    CHECK(r.exit == 2);
+    CHECK(said(r, c.kind));
+    // A program recording from the environment runs as without us: its own exit status, a message, no dump.
+    const std::string out = testutil::temp_path("enabled.iscope");
+    fs::remove(out);
+    const testutil::ToolRun p = run("tests/unit/iscope_test_recorder", {"exit-code", "7"},
+                                    {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_CONFIG=" + c.path});
+    CHECK(p.exit == 7);
+    CHECK(said(p, c.kind));
+    CHECK_FALSE(fs::exists(out));
+  }
+}

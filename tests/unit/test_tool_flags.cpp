@@ -1,0 +1,126 @@
+// Boolean flags written with a value mean that value (issue 25, item 5; docs/cli.md): `--follow-children=false`
+// recorded the children, `--no-cupti=false` disabled CUPTI, `--quiet=false` was quiet, and `=no` was refused.
+// iscope-run is observed through what it hands the program (the INFERSCOPE_* variables /usr/bin/env prints),
+// iscope-analyze through what it writes.
+#include <doctest/doctest.h>
+
+#include "test_util.hpp"
+#include "tool_run.hpp"
+
+#include "dump/builder.hpp"
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace inferscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+// iscope-run FLAGS -o DUMP -- /usr/bin/env: the program's environment as iscope-run set it.
+struct Launched {
+  testutil::ToolRun run;
+  std::map<std::string, std::string> env;
+};
+
+Launched launch(const std::vector<std::string>& flags) {
+  std::vector<std::string> args = flags;
+  args.insert(args.end(), {"-o", testutil::temp_path("flags.iscope"), "--", "/usr/bin/env"});
+  testutil::ToolLimits lim;
+  lim.env = {"INFERSCOPE_CUPTI=0"};  // what a flag written with a value must override (flags win over the environment)
+  Launched l{testutil::run_tool("tools/iscope-run/iscope-run", args, lim), {}};
+  std::istringstream lines(l.run.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("INFERSCOPE_", 0) == 0) l.env[line.substr(0, line.find('='))] = line.substr(line.find('=') + 1);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("iscope-run: a boolean flag written with a value means that value, spelt as any setting's boolean") {
+  const std::string written = "dump written to";
+  SUBCASE("bare: on") {
+    Launched l = launch({"--follow-children", "--no-cupti", "--no-python", "--nvtx-emit", "--quiet"});
+    CHECK(l.run.exit == 0);
+    CHECK(l.env["INFERSCOPE_FOLLOW_CHILDREN"] == "1");
+    CHECK(l.env["INFERSCOPE_CUPTI"] == "0");
+    CHECK(l.env["INFERSCOPE_PYTHON"] == "0");
+    CHECK(l.env["INFERSCOPE_NVTX_EMIT"] == "1");
+    CHECK(l.run.err.find(written) == std::string::npos);
+  }
+  SUBCASE("=false, =0: off") {
+    Launched l = launch({"--follow-children=false", "--no-cupti=false", "--no-python=0", "--nvtx-emit=false", "--quiet=false"});
+    CHECK(l.run.exit == 0);
+    CHECK(l.env["INFERSCOPE_FOLLOW_CHILDREN"] == "0");  // it recorded the children
+    CHECK(l.env["INFERSCOPE_CUPTI"] == "1");            // it disabled CUPTI, over INFERSCOPE_CUPTI=0 too
+    CHECK(l.env["INFERSCOPE_PYTHON"] == "1");
+    CHECK(l.env["INFERSCOPE_NVTX_EMIT"] == "0");
+    CHECK(l.run.err.find(written) != std::string::npos);  // it was quiet
+  }
+  SUBCASE("=no, =off, =NO: off, as in the config file (it was refused)") {
+    Launched l = launch({"--follow-children=no", "--no-cupti=off", "--no-python=NO", "--quiet=off"});
+    CHECK(l.run.exit == 0);
+    CHECK(l.env["INFERSCOPE_FOLLOW_CHILDREN"] == "0");
+    CHECK(l.env["INFERSCOPE_CUPTI"] == "1");
+    CHECK(l.env["INFERSCOPE_PYTHON"] == "1");
+    CHECK(l.run.err.find(written) != std::string::npos);
+  }
+  SUBCASE("=yes, =ON, =1, =True: on; the later of two flags wins") {
+    Launched l = launch({"--follow-children=yes", "--no-cupti=ON", "--no-python=1", "--nvtx-emit=True",
+                               "-q", "--quiet=no", "--no-cupti=false"});
+    CHECK(l.run.exit == 0);
+    CHECK(l.env["INFERSCOPE_FOLLOW_CHILDREN"] == "1");
+    CHECK(l.env["INFERSCOPE_CUPTI"] == "1");
+    CHECK(l.env["INFERSCOPE_PYTHON"] == "0");
+    CHECK(l.env["INFERSCOPE_NVTX_EMIT"] == "1");
+    CHECK(l.run.err.find(written) != std::string::npos);
+  }
+  SUBCASE("anything else is refused, naming the flag, and nothing runs") {
+    Launched l = launch({"--follow-children=maybe"});
+    CHECK(l.run.exit == 2);
+    CHECK(l.run.err.find("--follow-children=maybe: 'maybe' is not a boolean") != std::string::npos);
+    CHECK(l.env.empty());
+  }
+  SUBCASE("a bare flag never takes the next argument as its value: the program starts there") {
+    testutil::ToolRun r = testutil::run_tool("tools/iscope-run/iscope-run",
+                                             {"-o", testutil::temp_path("flags2.iscope"), "--quiet", "/usr/bin/env"});
+    CHECK(r.exit == 0);
+    CHECK(r.out.find("INFERSCOPE_ENABLE=1") != std::string::npos);
+  }
+}
+
+TEST_CASE("iscope-analyze: --no-children=false reads the children, --summary=no writes the report, =maybe is refused") {
+  const std::string dir = testutil::temp_path("flags-children");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (auto [name, pid, ppid] : {std::tuple{"run.iscope", "100", "1"}, std::tuple{"run.205.iscope", "205", "100"}}) {
+    dump::DumpBuilder b(dir + "/" + name);
+    b.process("pid", pid);
+    b.process("ppid", ppid);
+    const uint32_t t = b.thread("main", 7);
+    for (int i = 0; i < 5; ++i) b.range(t, "step", 0, 1'000'000 + i * 100'000, 1'090'000 + i * 100'000);
+    b.finish();
+  }
+  const std::string parent = dir + "/run.iscope", report = dir + "/r.json";
+  const std::string tool = "tools/iscope-analyze/iscope-analyze";
+  for (auto& [flag, children] : std::vector<std::pair<std::string, bool>>{
+           {"--no-children", false}, {"--no-children=false", true}, {"--no-children=no", true}, {"--no-children=1", false}}) {
+    CAPTURE(flag);
+    fs::remove(report);
+    CHECK(testutil::run_tool(tool, {parent, flag, "--json", report}).exit == 0);
+    CHECK((testutil::read_file(report).find("run.205.iscope") != std::string::npos) == children);
+  }
+  // --summary=no is no summary: the report is written (it printed the summary and wrote nothing).
+  fs::remove(report);
+  testutil::ToolRun s = testutil::run_tool(tool, {parent, "--summary=no", "--json", report});
+  CHECK(s.exit == 0);
+  CHECK(fs::exists(report));
+  CHECK(testutil::run_tool(tool, {parent, "--summary"}).out.find("run.iscope") != std::string::npos);
+  testutil::ToolRun bad = testutil::run_tool(tool, {parent, "--progress=maybe"});
+  CHECK(bad.exit == 2);
+  CHECK(bad.err.find("--progress=maybe: 'maybe' is not a boolean") != std::string::npos);
+}
