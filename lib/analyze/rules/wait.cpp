@@ -32,6 +32,27 @@ std::string title(const RuleInput& in, const PartyShare* lead, double impact) {
   }
 }
 
+// Up to three suggestions in all, from those that fit the party whatever its numbers (none of them priced).
+void add_fitting_extras(Finding& f, const detail::WaitParty& p) {
+  std::vector<std::string> extra;
+  if (p.kind == Kind::kOwnSleep || p.kind == Kind::kOwnIo) {
+    extra.push_back("Wrap the blocking call in an ISCOPE_RANGE or scope() to see each wait on the timeline");
+    extra.push_back(p.kind == Kind::kOwnSleep
+                        ? "If the sleep paces incoming work, block on the work's queue (queue.get with a timeout) instead"
+                        : "Batch small reads, and read from memory (mmap, a cache) what is read again and again");
+  } else {
+    const bool many = p.members.size() > 1;
+    extra.push_back("Profile " + describe_party(p) + (many ? " themselves" : " itself") +
+                    (p.kind == Kind::kProcesses ? " (py-spy dump --pid, or record them with iscope-run --follow-children)"
+                                                : " (py-spy dump --pid, or ISCOPE_RANGEs in the loop)") +
+                    " to see what " + (many ? "they do" : "it does") + " while the step waits");
+    extra.push_back("Keep more items in flight (a deeper queue; a DataLoader's prefetch_factor) so that one slow item "
+                    "does not stall the step");
+  }
+  for (const std::string& e : extra)
+    if (f.suggestions.size() < 3) suggest(f, "low", e);
+}
+
 }  // namespace
 
 std::optional<Finding> host_wait(const RuleInput& in) {
@@ -93,13 +114,8 @@ std::optional<Finding> host_wait(const RuleInput& in) {
   if (!lead) {
     suggest(f, "medium", "If the wait is I/O, read asynchronously or from memory (mmap, a cache), and batch small reads");
     suggest(f, "low", "If the wait is a lock, shorten what is done while holding it or give the step thread its own copy");
-  } else if (f.suggestions.size() < 3) {
-    const detail::WaitParty& p = *lead->party;
-    suggest(f, "low", p.kind == Kind::kOwnSleep || p.kind == Kind::kOwnIo
-                          ? "Wrap the blocking call in an ISCOPE_RANGE or scope() to see each wait on the timeline"
-                          : "Profile " + describe_party(p) + (p.members.size() > 1 ? " themselves" : " itself") +
-                            " (py-spy dump --pid, or ISCOPE_RANGEs in the loop) to see what " +
-                            (p.members.size() > 1 ? "they do" : "it does") + " while the step waits");
+  } else {
+    add_fitting_extras(f, *lead->party);
   }
   return f;
 }
