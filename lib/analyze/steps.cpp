@@ -79,7 +79,8 @@ struct CallsOf {
 // hold a CUDA call in at least half of them wins: a function that launches no GPU work (a Dataset's
 // __getitem__, a tokenizer) describes a sample or a part, not the step, however much time it covers. A
 // program that makes no CUDA call on that thread takes the first candidate.
-PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
+// `only`: the one code to consider (a function named step, step_named_function), 0: every candidate.
+PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, uint32_t only = 0) {
   constexpr size_t kCandidates = 8;
   PythonStep out;
   if (thread >= in.ts.size()) return out;
@@ -88,7 +89,8 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
   // A wait point (Queue.get, Event.wait, a selector's select) repeats once per step too, but it is where the step
   // waits, never the step.
   shallow.for_each([&](uint64_t code, const std::pair<uint64_t, int64_t>& c) {
-    if (c.first >= 2 && !cx.wait_point(uint32_t(code))) ranked.push_back({{c.second, c.first}, uint32_t(code)});
+    if (c.first >= 2 && !cx.wait_point(uint32_t(code)) && (!only || code == only))
+      ranked.push_back({{c.second, c.first}, uint32_t(code)});
   });
   if (ranked.empty()) return out;
   std::sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) {  // ties: lower code (the map has no order)
@@ -121,6 +123,7 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread) {
   if (!launches.empty())
     for (size_t k = 0; k < ranked.size(); ++k)
       if (launching(calls_of[ranked[k].second])) { pick = k; break; }
+  if (only && (launches.empty() || !launching(calls_of[ranked[pick].second]))) return out;  // a step launches GPU work
   out.code = ranked[pick].second;
   out.total = ranked[pick].first.first;
   out.instances = std::move(calls_of[out.code]);
@@ -150,6 +153,27 @@ void take_sync_iterations(const Context& cx, const Ingested& in, uint32_t thread
 // The thread that makes the most CUDA calls: it runs the step. Python calls and ranges only decide between threads
 // that make as many (none at all: a CPU-only program, whose busiest Python thread is taken). A producer or pool
 // thread running a traced tokenizer records far more Python calls than the step thread, and once outweighed it.
+// A repeated Python function named `step` (its qualified name's last part: `worker_a.<locals>.step`,
+// `Server.step`) that launches GPU work on its thread is the step, whichever thread makes the most CUDA calls: the
+// name the `step` setting and these pages use, as for a range named step. Two inference threads sharing a model
+// each make CUDA calls, and the busier one is not always the one the program times. (thread, code), or (0, 0).
+std::pair<uint32_t, uint32_t> step_named_function(const Context& cx, const Ingested& in) {
+  std::pair<uint32_t, uint32_t> best{0, 0};
+  int64_t most = -1;
+  for (uint32_t t = 0; t < in.ts.size(); ++t) {
+    if (!in.ts[t].apis) continue;
+    in.ts[t].shallow_py.for_each([&](uint64_t code, const std::pair<uint64_t, int64_t>& c) {
+      if (c.first < 2 || c.second <= most) return;
+      const std::string q = cx.code_name(uint32_t(code));
+      if (q == "step" || (q.size() > 5 && q.compare(q.size() - 5, 5, ".step") == 0)) {
+        most = c.second;
+        best = {t, uint32_t(code)};
+      }
+    });
+  }
+  return best;
+}
+
 uint32_t launching_thread(const Ingested& in) {
   uint32_t best = 0;
   std::pair<uint64_t, uint64_t> most{0, 0};
@@ -230,8 +254,13 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
   } else {
     // An unmodified program (no ranges): the repeated shallow Python function covering the most time on
     // the thread that makes the most CUDA calls, e.g. the body of the serving loop.
-    const uint32_t launcher_thread = launching_thread(in);
-    const PythonStep py = python_step(cx, in, launcher_thread);
+    uint32_t launcher_thread = launching_thread(in);
+    PythonStep py;
+    if (const auto [t, code] = step_named_function(cx, in); code) {
+      py = python_step(cx, in, t, code);
+      if (py.total >= 0) launcher_thread = t;
+    }
+    if (py.total < 0) py = python_step(cx, in, launcher_thread);
     if (nvtx_score.first >= 0 && nvtx_score.first >= py.total) {
       take_range(best_nvtx);
     } else if (py.total < 0) {

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <unordered_map>
 
@@ -38,45 +39,70 @@ namespace {
 
 using Kind = WaitParty::Kind;
 
-// How much of [a, b) the intervals of `calls` (by start) on `thread` cover; the calls of one thread nest or follow.
-double covered(const std::vector<WaitCall>& calls, uint32_t thread, int64_t a, int64_t b, bool same_kind_only,
-               WaitKind kind) {
-  std::vector<std::pair<int64_t, int64_t>> v;
-  auto it = std::lower_bound(calls.begin(), calls.end(), a - int64_t(3'600'000'000'000),
-                             [](const WaitCall& c, int64_t x) { return c.start < x; });
-  for (; it != calls.end() && it->start < b; ++it) {
-    if (it->thread != thread || it->end <= a) continue;
-    if (same_kind_only && it->point->kind != kind) continue;
-    v.emplace_back(std::max(a, it->start), std::min(b, it->end));
+// One thread's wait calls by start, with the latest end so far at each, so that the calls overlapping an
+// interval are found by walking back from its end only while an earlier call could still reach into it.
+class ThreadWaits {
+ public:
+  void add(const WaitCall& c) { calls_.push_back(&c); }
+  void finish() {
+    std::sort(calls_.begin(), calls_.end(), [](const WaitCall* x, const WaitCall* y) { return x->start < y->start; });
+    reach_.resize(calls_.size());
+    int64_t r = std::numeric_limits<int64_t>::min();
+    for (size_t i = 0; i < calls_.size(); ++i) reach_[i] = r = std::max(r, calls_[i]->end);
   }
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  int64_t at = a;
-  for (auto& [x, y] : v) {
-    x = std::max(x, at);
-    if (y > x) {
-      sum += double(y - x);
-      at = y;
+  // How much of [a, b) the calls cover (of `kind` only when `same_kind`); they nest or follow each other.
+  double covered(int64_t a, int64_t b, bool same_kind, WaitKind kind) const {
+    auto it = std::lower_bound(calls_.begin(), calls_.end(), b, [](const WaitCall* c, int64_t x) { return c->start < x; });
+    std::vector<std::pair<int64_t, int64_t>> v;
+    for (size_t j = size_t(it - calls_.begin()); j-- > 0 && reach_[j] > a;) {
+      const WaitCall* c = calls_[j];
+      if (c->end <= a || (same_kind && c->point->kind != kind)) continue;
+      v.emplace_back(std::max(a, c->start), std::min(b, c->end));
     }
+    std::sort(v.begin(), v.end());
+    double sum = 0;
+    int64_t at = a;
+    for (auto& [x, y] : v) {
+      x = std::max(x, at);
+      if (y > x) {
+        sum += double(y - x);
+        at = y;
+      }
+    }
+    return sum;
   }
-  return sum;
-}
 
-// The innermost wait call of the step thread around t (the shortest containing it), and the outermost.
+ private:
+  std::vector<const WaitCall*> calls_;
+  std::vector<int64_t> reach_;
+};
+
+// The step thread's wait calls around an instant, for instants in time order (the pieces'): a sweep over the calls
+// by start keeping those still open. The innermost is the shortest open one, the outermost the longest (a thread's
+// calls nest or follow each other).
 struct Around {
   const WaitCall* inner = nullptr;
   const WaitCall* outer = nullptr;
 };
-Around wait_calls_around(const std::vector<WaitCall>& calls, int64_t t) {
-  Around r;
-  auto end = std::upper_bound(calls.begin(), calls.end(), t, [](int64_t x, const WaitCall& c) { return x < c.start; });
-  for (auto it = calls.begin(); it != end; ++it) {
-    if (it->end <= t) continue;
-    if (!r.inner || it->end - it->start < r.inner->end - r.inner->start) r.inner = &*it;
-    if (!r.outer || it->end - it->start > r.outer->end - r.outer->start) r.outer = &*it;
+class WaitCallSweep {
+ public:
+  explicit WaitCallSweep(const std::vector<WaitCall>& calls) : calls_(calls) {}
+  Around at(int64_t t) {
+    while (next_ < calls_.size() && calls_[next_].start <= t) open_.push_back(&calls_[next_++]);
+    std::erase_if(open_, [&](const WaitCall* c) { return c->end <= t; });
+    Around r;
+    for (const WaitCall* c : open_) {
+      if (!r.inner || c->end - c->start < r.inner->end - r.inner->start) r.inner = c;
+      if (!r.outer || c->end - c->start > r.outer->end - r.outer->start) r.outer = c;
+    }
+    return r;
   }
-  return r;
-}
+
+ private:
+  const std::vector<WaitCall>& calls_;
+  size_t next_ = 0;
+  std::vector<const WaitCall*> open_;
+};
 
 // The wake call by another thread that ended the wait `c`: the latest to end inside it (or within a millisecond
 // after it: the waiter returns once it has the GIL back, the waker may still be on its way out).
@@ -99,6 +125,16 @@ bool is_profiler_thread(const std::string& name) { return name.rfind("iscope-", 
 // The candidates' summed activity (CPU share of the piece) from which the whole of the step thread's blocked time
 // in the piece is theirs (attribute_waits gives the reason for the value).
 constexpr double kActiveForAll = 0.25;
+// Telling a lock's holder from the GIL's: while a Python thread sits in a long CUDA call (a synchronization or a
+// blocking copy: torch makes those without the GIL), a step thread that only wanted the GIL takes it and runs. If
+// the step thread stays blocked through most of another thread's long CUDA calls (kLockBlockedShare), outside
+// wait calls of its own, it waits for something that thread holds across them: a lock (two inference threads
+// sharing a model under a threading.Lock). Long: at least kLongCudaCallNs; launches and async copies return in
+// microseconds, too short for the step thread's samples (1 ms) to say anything about.
+constexpr int64_t kLongCudaCallNs = 200'000;
+constexpr double kLockBlockedShare = 0.5;
+constexpr int64_t kLockEvidenceNs = 2'000'000;  // at least this much long-call time in the typical steps
+
 
 struct Candidate {
   Kind kind;
@@ -117,6 +153,36 @@ struct PartyAcc {
 };
 
 std::string party_key(Kind k, const std::string& name) { return std::to_string(int(k)) + ":" + name; }
+
+// The Python threads seen holding a lock rather than the GIL (kLockBlockedShare above): over the typical steps,
+// the step thread's blocked share through their long CUDA calls, outside its own wait calls.
+std::set<uint32_t> threads_holding_locks(const WaitFrames& f, const ActivitySet& act, const std::vector<WaitStep>& steps) {
+  std::set<uint32_t> out;
+  const Activity& st = act.step;
+  if (st.run.points.size() < 2 || steps.empty()) return out;
+  for (const Activity& o : act.others) {
+    if (!o.python || o.kind != Activity::Kind::kThread) continue;
+    auto calls = act.cuda_calls.find(o.id);
+    if (calls == act.cuda_calls.end()) continue;
+    double total = 0, blocked = 0;
+    WaitCallSweep sweep(f.step_waits);
+    size_t s = 0;
+    for (const auto& [a, b] : calls->second) {
+      if (b - a < kLongCudaCallNs) continue;
+      while (s < steps.size() && steps[s].end <= a) ++s;
+      if (s == steps.size()) break;
+      if (a < steps[s].start || b > steps[s].end) continue;  // inside a typical step only
+      if (sweep.at(a + (b - a) / 2).inner) continue;        // the step thread was in a hand-off of its own
+      const double len = double(b - a);
+      const double ran = st.run.delta(a, b) / len;
+      const double queued = st.runq.points.size() >= 2 ? st.runq.delta(a, b) / len : 0.0;
+      total += len;
+      blocked += len * std::clamp(1.0 - ran - queued, 0.0, 1.0);
+    }
+    if (total >= double(kLockEvidenceNs) && blocked >= kLockBlockedShare * total) out.insert(o.id);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -159,24 +225,35 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
     }
   };
 
+  const std::set<uint32_t> lock_holders = threads_holding_locks(f, act, nm.steps);
+  std::unordered_map<uint32_t, ThreadWaits> waits_of;  // other threads' own wait calls
+  for (const WaitCall& c : f.other_waits) waits_of[c.thread].add(c);
+  for (auto& [t, tw] : waits_of) tw.finish();
+  auto covered = [&](uint32_t thread, int64_t a, int64_t b, bool same_kind, WaitKind kind) {
+    auto it = waits_of.find(thread);
+    return it == waits_of.end() ? 0.0 : it->second.covered(a, b, same_kind, kind);
+  };
+  WaitCallSweep sweep(f.step_waits);
   for (size_t k = 0; k < w.pieces.size(); ++k) {
     piece = k;
     const WaitPiece& p = w.pieces[k];
     const double L = double(p.end - p.start), b = p.blocked_ns();
     if (L <= 0 || b <= 0) continue;
     const int64_t mid = p.start + (p.end - p.start) / 2;
-    const Around around = wait_calls_around(f.step_waits, mid);
+    const Around around = sweep.at(mid);
     const std::string site = site_name(k, around);
     const BlockedIn bi = BlockedIn(act.step.blocked_in.at(mid, int64_t(BlockedIn::kUnknown)));
     auto& step_total = out.per_step[p.step];
     (p.dispatch_gap ? step_total.gap_blocked : step_total.blocked) += b;
     out.blocked_ns += b;
-    // Its own sleep or I/O: outside any wait point, in a sleep, a read, a write or a poll.
-    if (!around.inner && (bi == BlockedIn::kSleep || bi == BlockedIn::kRead || bi == BlockedIn::kWrite ||
-                          bi == BlockedIn::kPoll)) {
-      add(bi == BlockedIn::kSleep ? Kind::kOwnSleep : Kind::kOwnIo, act.step.name, &act.step, b, 0, L, site, nullptr);
+    // Its own sleep: outside any wait point, in a sleep (nobody else is waited for by sleeping).
+    if (!around.inner && bi == BlockedIn::kSleep) {
+      add(Kind::kOwnSleep, act.step.name, &act.step, b, 0, L, site, nullptr);
       continue;
     }
+    // A read, write or poll outside wait points is its own I/O, unless someone was busy meanwhile: the other end of
+    // the pipe or socket (a decoder child process writing the frame the step reads) is whom it waits on.
+    const bool io = !around.inner && (bi == BlockedIn::kRead || bi == BlockedIn::kWrite || bi == BlockedIn::kPoll);
     const WaitCall* waker = around.inner ? waker_of(f.wakes, *around.inner) : nullptr;
     const bool lockish = around.inner && (around.inner->point->kind == WaitKind::kLogging ||
                                           around.inner->point->kind == WaitKind::kLock);
@@ -186,14 +263,16 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
       if (is_profiler_thread(o.name)) continue;  // the step never waits on the profiler's own threads
       const double run = std::clamp(o.run_in(p.start, p.end) / L, 0.0, 1.0);
       const uint32_t tid = o.kind == Activity::Kind::kThread ? o.id : UINT32_MAX;
-      const double waiting = tid != UINT32_MAX ? covered(f.other_waits, tid, p.start, p.end, false, WaitKind::kQueue) / L : 0;
+      const double waiting = tid != UINT32_MAX ? covered(tid, p.start, p.end, false, WaitKind::kQueue) / L : 0;
       double a = run * (1.0 - std::min(1.0, waiting));
       if (waker && waker->thread == tid) a = std::max(a, 1.0 - std::min(1.0, waiting));
       if (lockish && tid != UINT32_MAX)
-        a = std::max(a, covered(f.other_waits, tid, p.start, p.end, true, around.inner->point->kind) / L);
+        a = std::max(a, covered(tid, p.start, p.end, true, around.inner->point->kind) / L);
       if (a < 0.02) continue;
-      const bool gil = !around.inner && o.python && act.step.python;
-      const Kind kind = gil ? Kind::kGil : Kind::kThreads;
+      // Outside wait points a Python thread on a CPU holds the GIL the step thread waits for, unless it is seen
+      // holding something else (threads_holding_locks) or the step thread sat in I/O.
+      const bool outside = !around.inner && !io && o.python && act.step.python;
+      const Kind kind = outside ? (lock_holders.count(o.id) ? Kind::kLock : Kind::kGil) : Kind::kThreads;
       cands.push_back({kind, party_key(kind, pool_name(o.name.empty() ? "thread " + std::to_string(o.os_id) : o.name)), &o, a});
       A += a;
     }
@@ -209,6 +288,10 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
     // own short preemptions and hand-backs: on the H100 recording of a GIL-bound producer thread it ran 41-68 % of
     // pieces in which the step thread waited in a futex throughout); below that, activity that small is as likely
     // coincidence, and they get at most their active time, min(b, A L).
+    if (io && A < kActiveForAll) {
+      add(Kind::kOwnIo, act.step.name, &act.step, b, 0, L, site, nullptr);
+      continue;
+    }
     const double given_total = A >= kActiveForAll ? b : std::min(b, A * L);
     const double scale = A > 0 ? given_total / (b * A) : 0;
     double given = 0, gil_part = 0;

@@ -27,6 +27,9 @@ struct Context;
 struct CounterSample;
 
 // ---------------------------------------------------------------- thread_activity.cpp
+/// A union of intervals, in time order.
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
 /// A level (not cumulative) series: the value holds from its sample until the next.
 struct LevelSeries {
   std::vector<std::pair<int64_t, int64_t>> points;  ///< (ns, value), in time order
@@ -55,6 +58,7 @@ struct ActivitySet {
   Activity step;                        ///< the step thread (run-queue credits moved back: credit_pending_waits)
   std::vector<Activity> others;         ///< the process's other threads with CPU samples
   std::vector<Activity> children;       ///< the processes it started
+  std::map<uint32_t, Intervals> cuda_calls;  ///< other dump threads' CUDA calls (a union, by start)
   double thread_sample_ms = 0;          ///< how often known threads were read (0: every round only)
   double round_ms = 0;                  ///< the system collector's round (0: unknown)
   bool measured() const { return step.run.points.size() >= 2; }
@@ -88,8 +92,6 @@ struct WaitStep {
   uint32_t step = 0;
   int64_t start = 0, end = 0;
 };
-/// Busy intervals (a union) of the GPU, in time order.
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 
 /// The pieces of `steps` (time order) in which the step thread was blocked outside `calls` (the step thread's CUDA
 /// calls, by start) while `gpu_busy` (by start, merged) had nothing running. Blocked shares under `min_blocked`
@@ -153,6 +155,8 @@ struct WaitParty {
     kOwnSleep,      ///< the step thread slept (time.sleep, a polling interval)
     kOwnIo,         ///< the step thread read, wrote or polled a file, pipe or socket
     kUnknown,       ///< blocked, and nobody else was seen working
+    kLock,          ///< a thread holding a lock the step thread waited for, outside any wait point: it ran, and sat in
+                    ///< CUDA calls (where torch releases the GIL) while the step thread stayed blocked
   };
   Kind kind = Kind::kUnknown;
   std::string name;                  ///< "producer", "pt_data_worker", "ThreadPoolExecutor-0_*"
@@ -199,6 +203,7 @@ struct WaitNaming {
   size_t typical_steps = 1;          ///< steps the pieces cover
   size_t steady_steps = 1;           ///< steps in [span_start, span_end)
   int64_t span_start = 0, span_end = 0;  ///< the steady steps' span (child processes' CPU per step)
+  std::vector<WaitStep> steps;       ///< the typical steps (lock holders are told from the GIL's over them)
   std::function<std::string(uint32_t)> code_name;   ///< a Python code id's qualified name
   std::function<std::string(uint32_t)> range_name;  ///< a range's name (string id)
   std::function<const WaitPoint*(uint32_t)> wait_point;  ///< the wait point a code id is, or nullptr

@@ -26,7 +26,21 @@ WaitAttribution find_waits(const Context& cx, const Ingested& in, const StepSet&
                            const StepSelection& sel, const std::string& pid) {
   std::vector<uint8_t> python(in.ts.size(), 0);
   for (size_t t = 0; t < in.ts.size(); ++t) python[t] = in.ts[t].py_calls > 0;
-  const ActivitySet act = read_activity(cx, in.counters, ss.step_thread, python);
+  ActivitySet act = read_activity(cx, in.counters, ss.step_thread, python);
+  for (const ApiOp& x : in.apis) {  // the other threads' CUDA calls, merged (a driver call inside a runtime call)
+    if (x.thread == std::min<uint32_t>(ss.step_thread, 0xffff)) continue;
+    Intervals& v = act.cuda_calls[x.thread];
+    v.emplace_back(x.start, x.end());
+  }
+  for (auto& [t, v] : act.cuda_calls) {
+    std::sort(v.begin(), v.end());
+    size_t k = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (k && v[i].first <= v[k - 1].second) v[k - 1].second = std::max(v[k - 1].second, v[i].second);
+      else v[k++] = v[i];
+    }
+    v.resize(k);
+  }
   WaitAttribution none;
   none.thread_sample_ms = act.thread_sample_ms;
   none.round_ms = act.round_ms;
@@ -49,6 +63,7 @@ WaitAttribution find_waits(const Context& cx, const Ingested& in, const StepSet&
   naming.steady_steps = size_t(std::count(sel.steady.begin(), sel.steady.end(), true));
   naming.span_start = ss.steps_s;
   naming.span_end = ss.steps_e;
+  naming.steps = typical;
   naming.code_name = [&](uint32_t code) { return cx.code_name(code); };
   naming.range_name = [&](uint32_t name) { return cx.name_of(name); };
   naming.wait_point = [&](uint32_t code) { return cx.wait_point(code); };
@@ -91,6 +106,7 @@ const char* kind_name(WaitParty::Kind k) {
     case WaitParty::Kind::kProcesses: return "processes";
     case WaitParty::Kind::kOwnSleep: return "own_sleep";
     case WaitParty::Kind::kOwnIo: return "own_io";
+    case WaitParty::Kind::kLock: return "lock";
     case WaitParty::Kind::kUnknown: break;
   }
   return "unknown";

@@ -180,10 +180,11 @@ void write_waits(const Analysis& a, std::ostream& out) {
     std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
                       : p.kind == "unknown" ? "nobody seen working" : p.name;
     if (p.kind == "gil") who += " (holding the GIL)";
+    if (p.kind == "lock") who += " (holding a lock)";
     if (p.members.size() > 1) who += " \u00d7" + std::to_string(p.members.size());
     std::string hot;
     for (size_t i = 0; i < p.hot.size() && i < 3; ++i) hot += (i ? ", " : "") + p.hot[i].first;
-    const bool busy = p.kind == "threads" || p.kind == "gil" || p.kind == "processes";
+    const bool busy = p.kind == "threads" || p.kind == "gil" || p.kind == "lock" || p.kind == "processes";
     t.rows.push_back({"<code>" + h(who) + "</code>", h(p.kind), fmt(p.ms_per_step, 3), fmt(p.share * 100, 1),
                       fmt(busy ? p.busy_share * 100 : 0.0, 0), std::to_string(p.wakeups),
                       "<code>" + h(p.site.empty() ? "-" : p.site) + "</code>", h(hot.empty() ? "-" : hot)});

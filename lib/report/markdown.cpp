@@ -171,11 +171,12 @@ void write_waits(const Analysis& a, std::ostream& out) {
     std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
                       : p.kind == "unknown" ? "nobody seen working" : code(p.name);
     if (p.kind == "gil") who += " (holding the GIL)";
+    if (p.kind == "lock") who += " (holding a lock)";
     if (p.members.size() > 1) who += " ×" + std::to_string(p.members.size());
     std::string hot;
     for (size_t i = 0; i < p.hot.size() && i < 3; ++i) hot += (i ? ", " : "") + code(p.hot[i].first);
     rows.push_back({who, p.kind, fmt(p.ms_per_step, 3), fmt(p.share * 100, 1),
-                    p.kind == "threads" || p.kind == "gil" || p.kind == "processes" ? fmt(p.busy_share * 100, 0) : "-",
+                    p.kind == "threads" || p.kind == "gil" || p.kind == "lock" || p.kind == "processes" ? fmt(p.busy_share * 100, 0) : "-",
                     std::to_string(p.wakeups), p.site.empty() ? "-" : code(p.site), hot.empty() ? "-" : hot});
   }
   table(out, {"waited on", "kind", "ms per step", "% of the wait", "busy % (each)", "woke the step", "step thread sat in", "it ran"},

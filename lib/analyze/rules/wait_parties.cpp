@@ -30,6 +30,10 @@ std::string hot_list(const detail::WaitParty& p, size_t most = 3) {
   return s;
 }
 
+// A pool of Python threads that used this many CPUs at once ran code that releases the GIL (one CPU at most
+// otherwise, less what the step thread itself took); 1.3 leaves room for sampling error around one CPU.
+constexpr double kParallelCpus = 1.3;
+
 // How many workers deliver one step's input within `target_ms`, when the work costs `cpu_ms` of CPU per step: at
 // least one more than now, at most `most`.
 int workers_needed(double cpu_ms, double target_ms, int now, int most) {
@@ -65,7 +69,8 @@ void suggest_more_hands(Finding& f, const RuleInput& in, const detail::WaitParty
             "may use beside the step thread, so more workers cannot help");
     return;
   }
-  const int n = workers_needed(cpu_ms, target, p.kind == Kind::kProcesses ? now : (p.python ? 0 : now), most);
+  const bool gil_bound = p.kind != Kind::kProcesses && p.python && p.busy_share() * double(now) < kParallelCpus;
+  const int n = workers_needed(cpu_ms, target, gil_bound ? 0 : now, most);
   const std::string ns = std::to_string(n);
   const replay::Change change = without_party(in, party_ms, cpu_ms / n);
   const std::string pace = "the " + fms(cpu_ms) + " of CPU per step that " + who + " spend" + (now == 1 ? "s" : "") +
@@ -79,6 +84,12 @@ void suggest_more_hands(Finding& f, const RuleInput& in, const detail::WaitParty
     suggest_replayed(f, in, "high", "Start more producer processes: " + ns + " instead of " + members_count(p) +
                      " (multiprocessing.Process or Pool(processes=" + ns + ")): " + who + " are busy through the wait "
                      "and need " + fms(cpu_ms) + " of CPU per step", change, pace.c_str());
+  } else if (p.python && now > 1 && p.busy_share() * double(now) >= kParallelCpus) {
+    // Python threads that ran on more than one CPU at once: their work releases the GIL (NumPy, torch on the
+    // CPU), so more threads do help.
+    suggest_replayed(f, in, "high", "Give the pool more threads: max_workers=" + ns + " instead of " + members_count(p) +
+                     " (" + who + " run " + hot + " on " + fmt("%.1f", p.busy_share() * double(now)) + " CPUs at once: "
+                     "its work releases the GIL)", change, pace.c_str());
   } else if (p.python) {
     suggest_replayed(f, in, "high", "Run the work of " + who + " (" + hot + ") in " + ns + " worker processes "
                      "(concurrent.futures.ProcessPoolExecutor(max_workers=" + ns + ") or multiprocessing.Pool, several "
@@ -131,6 +142,7 @@ std::string describe_party(const detail::WaitParty& p) {
       return n + " child process" + (p.members.size() == 1 ? "" : "es") + " '" + p.name + "'";
     case Kind::kThreads:
     case Kind::kGil:
+    case Kind::kLock:
       return p.members.size() > 1 ? "the " + n + " threads '" + p.name + "'" : "thread '" + p.name + "'";
     case Kind::kOwnSleep: return "its own sleep";
     case Kind::kOwnIo: return "its own I/O";
@@ -169,12 +181,12 @@ void add_party_evidence(Finding& f, const RuleInput& in, const PartyShare& ps, d
     f.evidence.push_back(who + " ended " + std::to_string(p.wakeups) + " of the step thread's waits (a Queue.put, "
                          "notify or Event.set of its own returned just before the step thread's wait did)");
   const double busy = p.busy_share();
-  if (p.kind == Kind::kThreads || p.kind == Kind::kGil || p.kind == Kind::kProcesses) {
+  if (p.kind == Kind::kThreads || p.kind == Kind::kGil || p.kind == Kind::kProcesses || p.kind == Kind::kLock) {
     const double cpus = busy * double(p.members.size());
     std::string line = "during these waits " + who + " " + (p.members.size() > 1 ? "were" : "was") + " on a CPU " +
                        fpct(std::min(1.0, busy) * 100) + " of the time" +
                        (p.members.size() > 1 ? " each (" + fmt("%.2f", cpus) + " CPUs in all)" : std::string());
-    if (p.members.size() > 1 && p.python && p.kind != Kind::kProcesses && cpus < 1.3)
+    if (p.members.size() > 1 && p.python && p.kind != Kind::kProcesses && cpus < kParallelCpus)
       line += ": Python threads run one at a time under the GIL";
     if (busy < 0.5 && p.off_cpu_in != BlockedIn::kUnknown && p.off_cpu_in != BlockedIn::kRunning)
       line += std::string("; off a CPU it was mostly blocked in ") + blocked_in_name(p.off_cpu_in);
@@ -187,7 +199,7 @@ void add_party_evidence(Finding& f, const RuleInput& in, const PartyShare& ps, d
   else if (p.kind == Kind::kProcesses)
     f.evidence.push_back("the processes were not recorded themselves: their CPU time comes from this process's counters "
                          "(run with iscope-run --follow-children to see the functions they run)");
-  if (p.cpu_per_step_ns > 0 && (p.kind == Kind::kProcesses || p.kind == Kind::kThreads))
+  if (p.cpu_per_step_ns > 0 && (p.kind == Kind::kProcesses || p.kind == Kind::kThreads || p.kind == Kind::kLock))
     f.evidence.push_back(who + " used " + fms(p.cpu_per_step_ns / 1e6) + " of CPU per step over the steady steps");
   f.metrics["party_ms"] = party_ms;
   f.metrics["party_share"] = ps.share;
@@ -212,6 +224,9 @@ void suggest_for_party(Finding& f, const RuleInput& in, const PartyShare& ps, do
                          "throttle it while the step runs", without_party(in, party_ms, 0), model);
       suggest(f, "medium", "Make " + hot + " release the GIL: do its heavy work in NumPy/torch ops or a C extension "
                            "instead of a pure-Python loop");
+      // A threading.Lock held by a running Python thread looks the same from outside (no GIL event exists).
+      suggest(f, "medium", "If " + who + " and the step share a lock (a threading.Lock around a model or a buffer), "
+                           "hold it only around what must be shared and run " + hot + " after releasing it");
       return;
     case Kind::kThreads:
     case Kind::kProcesses:
@@ -225,6 +240,13 @@ void suggest_for_party(Finding& f, const RuleInput& in, const PartyShare& ps, do
       else if (!p.hot.empty())
         suggest(f, "medium", "Make " + (hot.rfind("range ", 0) == 0 ? "the work in " + hot : hot) +
                              " cheaper: it is what the step waits for");
+      return;
+    case Kind::kLock:
+      suggest_replayed(f, in, "high", "Hold the lock the step shares with " + who + " only around what must be shared: " +
+                       who + " keeps it while it runs " + hot + "; release it before that work (copy what it needs "
+                       "under the lock), so the step no longer waits for it", without_party(in, party_ms, 0), model);
+      suggest(f, "medium", "Give each thread its own copy of what the lock guards (a model replica per thread, or a "
+                           "queue that one owner thread serves) if the shared part is large");
       return;
     case Kind::kOwnSleep:
       suggest_replayed(f, in, "high", "Remove the sleep from " + (p.site.empty() ? std::string("the step") : p.site) +
