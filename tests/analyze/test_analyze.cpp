@@ -3,6 +3,7 @@
 //
 // INFERSCOPE_UPDATE_GOLDENS=1 rewrites tests/fixtures/*.expected from the current analyzer (see
 // tests/analyze/update-goldens.sh); review the diff before committing it.
+#include "support/dump_builder.hpp"
 #include "support/files.hpp"
 #include "analyze/analyzer.hpp"
 #include "scenarios.hpp"
@@ -1146,4 +1147,134 @@ TEST_CASE("CLI: an option where a file name was due is refused, and nothing is w
   rc = std::system((cd + ISCOPE_ANALYZE_EXE + " " + good.string() + " --json ./-o 2>err.txt").c_str());
   CHECK((WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) == 0);
   CHECK(fs::exists(d / "-o"));
+}
+
+namespace {
+
+// A thread of `b` that runs `n` calls of `code` (each `len` long, `period` apart from `t0`), with a launch and a
+// kernel inside each when `launch`.
+void calls_on(dump::DumpBuilder& b, uint32_t thread, uint32_t gpu, uint32_t code, int n, int64_t t0, int64_t period,
+              int64_t len, bool launch, uint32_t& corr, uint32_t depth = 0) {
+  for (int i = 0; i < n; ++i) {
+    const int64_t s = t0 + i * period;
+    if (launch) {
+      b.api(thread, "cudaLaunchKernel", ++corr, s + 10'000, s + 15'000);
+      b.kernel(gpu, "k", corr, s + 20'000, s + 60'000);
+    }
+    b.pycall(thread, code, depth, s, s + len);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the step is the step thread's: 'step' and launching ranges win over a pool's busier range") {
+  const fs::path p = work_dir() / "step_ranges.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    const uint32_t main = b.thread("main", 1), w1 = b.thread("worker-1", 2), w2 = b.thread("worker-2", 3);
+    const uint32_t gpu = b.channel("cupti");
+    uint32_t corr = 0;
+    for (int i = 0; i < 10; ++i) {
+      const int64_t s = 1'000'000 + i * 10'000'000;
+      b.api(main, "cudaLaunchKernel", ++corr, s + 100'000, s + 110'000);
+      b.kernel(gpu, "k", corr, s + 120'000, s + 500'000);
+      b.range(main, "step", 0, s, s + 2'000'000);
+      // The workers' "preprocess" covers 9 ms of each 10, on two threads: far more than "step" in all.
+      b.range(w1, "preprocess", 0, s, s + 9'000'000);
+      b.range(w2, "preprocess", 0, s, s + 9'000'000);
+    }
+  }
+  CHECK(analyze::analyze_file(p.string(), {}).steps.name == "step");
+  const fs::path q = work_dir() / "step_ranges_launching.iscope";
+  {
+    dump::DumpBuilder b(q.string());
+    const uint32_t main = b.thread("main", 1), w1 = b.thread("worker-1", 2), gpu = b.channel("cupti");
+    uint32_t corr = 0;
+    for (int i = 0; i < 10; ++i) {
+      const int64_t s = 1'000'000 + i * 10'000'000;
+      b.api(main, "cudaLaunchKernel", ++corr, s + 100'000, s + 110'000);
+      b.kernel(gpu, "k", corr, s + 120'000, s + 500'000);
+      b.range(main, "handle", 0, s, s + 2'000'000);
+      b.range(w1, "work", 0, s, s + 9'000'000);  // covers more, launches nothing
+    }
+  }
+  const Analysis a = analyze::analyze_file(q.string(), {});
+  CHECK(a.steps.name == "handle");
+}
+
+TEST_CASE("the step is the launching thread's Python function, never a wait point or a pool's function") {
+  const fs::path p = work_dir() / "step_python_threads.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    const uint32_t main = b.thread("MainThread", 1), prod = b.thread("producer", 2), gpu = b.channel("cupti");
+    const uint32_t classify = b.code("classify", "/app/serve.py", 10);
+    const uint32_t get = b.code("Queue.get", "/usr/lib/python3.12/queue.py", 154);
+    const uint32_t tok = b.code("tokenize_word", "/app/serve.py", 40);
+    uint32_t corr = 0;
+    // The producer calls tokenize_word 40 times per step: far more Python calls than the main thread makes.
+    for (int i = 0; i < 12; ++i)
+      calls_on(b, prod, gpu, tok, 40, 1'000'000 + i * 10'000'000, 200'000, 150'000, false, corr, 1);
+    // The main thread waits 7 ms per step in Queue.get (more time than classify covers) and classifies 2 ms.
+    calls_on(b, main, gpu, get, 12, 1'000'000, 10'000'000, 7'000'000, false, corr, 1);
+    calls_on(b, main, gpu, classify, 12, 8'100'000, 10'000'000, 2'000'000, true, corr, 1);
+  }
+  const Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.name == "classify");
+  REQUIRE_FALSE(a.steps.spans.empty());
+  CHECK(a.steps.spans.front().thread == 1);
+}
+
+TEST_CASE("a Python function named step wins over the thread that makes the most CUDA calls") {
+  const fs::path p = work_dir() / "step_named_function.iscope";
+  {
+    dump::DumpBuilder b(p.string());
+    const uint32_t a_ = b.thread("worker-a", 1), b_ = b.thread("worker-b", 2), gpu = b.channel("cupti");
+    const uint32_t step = b.code("worker_a.<locals>.step", "/app/serve.py", 10);
+    const uint32_t run = b.code("WorkerB.run_once", "/app/serve.py", 30);
+    uint32_t corr = 0;
+    calls_on(b, a_, gpu, step, 10, 1'000'000, 10'000'000, 3'000'000, true, corr, 1);
+    calls_on(b, b_, gpu, run, 20, 1'000'000, 5'000'000, 4'000'000, true, corr, 1);  // more calls, more launches
+  }
+  const Analysis a = analyze::analyze_file(p.string(), {});
+  CHECK(a.steps.name == "worker_a.<locals>.step");
+}
+
+TEST_CASE("real multi-thread recordings (H100): the report names whom the step waited on and proposes the fix") {
+  // Recorded on an H100 from the third suite (samples/multithread, written by someone who had not read the
+  // analyzer) with the millisecond thread sampling; each program's fix was measured in-process there
+  // (docs/planted-bottlenecks.md, third suite). Per fixture: the finding, what its title names, and words of
+  // a high-priority suggestion that describes the measured fix.
+  struct Case {
+    const char* fixture;
+    const char* category;
+    const char* names;
+    const char* fix;
+  };
+  const Case cases[] = {
+      {"mt_dataloader_few_workers", "wait", "the DataLoader's 2 worker processes (pt_data_worker)", "num_workers from 2 to"},
+      {"mt_batcher_poll", "wait", "thread 'batcher'", "Stop polling"},
+      {"mt_logger_lock", "wait", "thread 'audit'", "QueueHandler"},
+      {"mt_mp_pipeline", "wait", "2 child processes", "more producer processes"},
+      {"mt_cv_server", "wait", "the 2 threads 'preproc-*'", "Add worker threads"},
+      {"mt_spin_queue_server", "wait", "the 2 threads 'producer-*'", "Add worker threads"},
+      {"mt_subprocess_decoder", "wait", "1 child process", "more producer processes"},
+      {"mt_gil_thread", "cpu_contention", "thread 'metrics' holding the GIL", "separate process"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.fixture);
+    const fs::path p = fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / (std::string(c.fixture) + ".iscope");
+    REQUIRE(fs::exists(p));
+    const Analysis a = analyze::analyze_file(p.string(), {});
+    const auto* f = find(a, c.category);
+    REQUIRE(f);
+    CAPTURE(f->title);
+    CHECK(f->primary);
+    CHECK(f->title.find(c.names) != std::string::npos);
+    bool fix = false;
+    for (const auto& s : f->suggestions) fix |= s.priority == "high" && s.action.find(c.fix) != std::string::npos;
+    CHECK(fix);
+    // Never templated advice beside a party that already feeds the step.
+    for (const auto& s : f->suggestions) CHECK(s.action.find("Fetch ahead") == std::string::npos);
+    CHECK_FALSE(a.waits.parties.empty());
+  }
 }

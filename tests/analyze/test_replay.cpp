@@ -482,3 +482,19 @@ TEST_CASE("saving_ns is scaled to the recorded step") {
   g.recorded_ns = 0;  // unknown: unscaled
   CHECK(saving_ns(g, c) == us(292));
 }
+
+TEST_CASE("min_step_ns: the changed step is no shorter than the floor, in the recorded step's time") {
+  // One 1000 us host gap, a 5 us launch of a 100 us kernel: the step takes 1105 us (GPU ends at 1105).
+  StepGraph g;
+  HostOp& op = call(g, OpKind::kLaunch, us(1000), us(5));
+  op.work.push_back(0);
+  g.gpu.push_back(kernel(us(100)));
+  g.recorded_ns = simulate(g);
+  Change c;
+  c.host_gap_scale = 0;  // the gap removed: 5 + 100 = 105 us, a saving of 1000 us
+  CHECK(saving_ns(g, c) == us(1000));
+  c.min_step_ns = us(400);  // but the producer delivers a step's input every 400 us
+  CHECK(saving_ns(g, c) == us(1105 - 400));
+  c.min_step_ns = us(5000);  // a floor above the recorded step: no saving, never negative
+  CHECK(saving_ns(g, c) == 0);
+}

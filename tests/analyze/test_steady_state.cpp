@@ -672,3 +672,49 @@ TEST_CASE("the steps' counter evidence takes its series by exact name and scope"
   CHECK(series("mem.rss_bytes.total", CounterScope::kProcess) == EvidenceSeries::kNone);
   CHECK(series("gpu.page_faults", CounterScope::kProcess) == EvidenceSeries::kNone);
 }
+
+TEST_CASE("steps that are not alike: two modes split at a real gap, typical all; one slow step stays an outlier") {
+  using analyze::find_modes;
+  using analyze::select_steps;
+  // A DataLoader that cannot keep up: 12 steps of ~3 ms, 10 of ~63 ms, after a warm-up.
+  std::vector<double> d = {900e6};
+  for (int i = 0; i < 22; ++i) d.push_back(i % 2 ? 63e6 + i * 1e5 : 2.8e6 + i * 1e4);
+  d.push_back(3.0e6);
+  d.push_back(2.9e6);
+  auto s = select_steps({d, {}}, {});
+  CHECK(s.warmup == 1);
+  REQUIRE(s.modes.two);
+  CHECK(s.modes.fast == 13);
+  CHECK(s.modes.slow == 11);
+  CHECK(s.modes.slow_median_ns == doctest::Approx(64.1e6).epsilon(0.01));  // 63.1 .. 65.1 ms
+  CHECK(s.not_alike);
+  CHECK(s.outliers.empty());  // a mode is not an outlier
+  CHECK(analyze::detail::typical_indexes(s).size() == d.size() - 1);
+  analyze::StepStats st;
+  std::vector<double> starts(d.size(), 0);
+  analyze::detail::fill_step_stats(st, d, s, starts);
+  CHECK_FALSE(st.alike);
+  CHECK(st.basis == "mean");
+  CHECK(st.spread.find("alternate between") != std::string::npos);
+  CHECK(st.slow_mode_steps == 11);
+
+  // One slow step among equal ones: no gap of 1.5x between groups of two or more, so one mode and an outlier.
+  std::vector<double> one = {9.7e6, 9.5e6, 9.6e6, 40e6, 9.4e6, 9.6e6, 9.9e6};
+  CHECK_FALSE(find_modes(one).two);
+  // Two groups, but too close (1.4x): one mode.
+  std::vector<double> close = {10e6, 10e6, 10e6, 14e6, 14e6, 14e6};
+  CHECK_FALSE(find_modes(close).two);
+  // Alike steps: median basis, no spread.
+  std::vector<double> flat = {10e6, 10.2e6, 9.9e6, 10.1e6, 10e6};
+  auto f = select_steps({flat, {}}, {0});
+  CHECK_FALSE(f.not_alike);
+  analyze::StepStats fs_;
+  analyze::detail::fill_step_stats(fs_, flat, f, std::vector<double>(flat.size(), 0));
+  CHECK(fs_.alike);
+  CHECK(fs_.basis == "median");
+  CHECK(fs_.spread.empty());
+  // Mean far from the median without two modes (a long tail): not alike either.
+  std::vector<double> tail = {10e6, 10e6, 10e6, 10e6, 10e6, 10e6, 10e6, 30e6, 31e6};
+  auto t = select_steps({tail, {}}, {0});
+  CHECK(t.not_alike);
+}
