@@ -82,8 +82,9 @@ void suggest_more_hands(Finding& f, const RuleInput& in, const detail::WaitParty
                      fms(target) + ")", change, pace.c_str());
   } else if (p.kind == Kind::kProcesses) {
     suggest_replayed(f, in, "high", "Start more producer processes: " + ns + " instead of " + members_count(p) +
-                     " (multiprocessing.Process or Pool(processes=" + ns + ")): " + who + " are busy through the wait "
-                     "and need " + fms(cpu_ms) + " of CPU per step", change, pace.c_str());
+                     " (multiprocessing.Process or Pool(processes=" + ns + ")): " + who + (now == 1 ? " is" : " are") +
+                     " busy through the wait and need" + (now == 1 ? "s " : " ") + fms(cpu_ms) + " of CPU per step",
+                     change, pace.c_str());
   } else if (p.python && now > 1 && p.busy_share() * double(now) >= kParallelCpus) {
     // Python threads that ran on more than one CPU at once: their work releases the GIL (NumPy, torch on the
     // CPU), so more threads do help.
@@ -97,7 +98,8 @@ void suggest_more_hands(Finding& f, const RuleInput& in, const detail::WaitParty
                      "it faster", change, pace.c_str());
   } else {
     suggest_replayed(f, in, "high", "Add worker threads: " + ns + " instead of " + members_count(p) + " (" + who +
-                     " are busy through the wait and need " + fms(cpu_ms) + " of CPU per step)", change, pace.c_str());
+                     (now == 1 ? " is busy through the wait and needs " : " are busy through the wait and need ") +
+                     fms(cpu_ms) + " of CPU per step)", change, pace.c_str());
   }
 }
 
