@@ -24,6 +24,26 @@ std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b, bool gpu_w
   return rows;
 }
 
+std::vector<BreakdownRow> cause_rows(const analyze::Breakdown& b, bool gpu_work) {
+  std::vector<BreakdownRow> rows;
+  if (gpu_work)
+    rows.insert(rows.end(), {{"GPU compute", "gpu_bound", b.gpu_compute_ms},
+                             {"host-to-device copies", "h2d_bound", b.h2d_ms},
+                             {"device-to-host copies", "d2h_bound", b.d2h_ms}});
+  rows.insert(rows.end(), {{"host work outside CUDA calls", "cpu_bound", b.host_running_ms},
+                           {"held off a CPU, or by the GIL", "cpu_contention", b.host_contention_ms},
+                           {"blocked by its own wait", "wait", b.host_waiting_ms}});
+  if (gpu_work)
+    rows.insert(rows.end(), {{"launching kernels", "launch_bound", b.gpu_idle_gaps_between_kernels_ms},
+                             {"at synchronizations", "sync_bound", b.gpu_idle_waiting_on_sync_ms},
+                             {"in allocations and frees", "memory_alloc", b.gpu_idle_in_memory_ms}});
+  double sum = 0;
+  for (const auto& r : rows) sum += r.ms;
+  const double rest = b.step_ms - sum;
+  if (std::isfinite(rest) && std::fabs(rest) > 1e-3) rows.push_back({"unattributed", "unattributed", rest});
+  return rows;
+}
+
 double pct_of(double ms, double step_ms) { return step_ms > 0 ? ms / step_ms * 100.0 : 0.0; }
 
 std::string fmt_bytes(uint64_t bytes) {

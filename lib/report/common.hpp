@@ -20,6 +20,11 @@ struct BreakdownRow {
 /// Without GPU work (a CPU-only program) only the host's parts.
 std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b, bool gpu_work = true);
 
+/// The step by cause, in the findings' categories (gpu_bound, h2d_bound, d2h_bound, cpu_bound, cpu_contention, wait,
+/// launch_bound, sync_bound, memory_alloc): the GPU's busy parts and each GPU-idle instant's one cause, so the
+/// rows add up to the step and each names the finding that reports it. Without GPU work only the host's causes.
+std::vector<BreakdownRow> cause_rows(const analyze::Breakdown& b, bool gpu_work = true);
+
 /// ms as percent of the step ("0.0" when there is no step time).
 double pct_of(double ms, double step_ms);
 

@@ -39,6 +39,16 @@ svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl
 )CSS";
 
 const char* breakdown_color(const std::string& key) {
+  // By cause (the bar), in the findings' categories.
+  if (key == "gpu_bound") return "#27ae60";
+  if (key == "h2d_bound") return "#e67e22";
+  if (key == "d2h_bound") return "#d35400";
+  if (key == "cpu_bound") return "#4f7cac";
+  if (key == "cpu_contention") return "#16a085";
+  if (key == "wait") return "#95a5a6";
+  if (key == "launch_bound") return "#8e44ad";
+  if (key == "sync_bound") return "#c0392b";
+  if (key == "memory_alloc") return "#b7950b";
   if (key == "cpu_preprocessing") return "#4f7cac";
   if (key == "h2d") return "#e67e22";
   if (key == "gpu_compute") return "#27ae60";
@@ -102,7 +112,8 @@ struct Table {
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
   out << "<section id=\"breakdown\"><h2>Timeline Breakdown</h2>\n";
-  const auto rows = breakdown_rows(b, a.gpu_work_recorded);
+  // The bar is by cause, in the findings' categories (the table below keeps the components).
+  const auto rows = cause_rows(b, a.gpu_work_recorded);
   double total = 0;
   for (const auto& r : rows) total += std::max(0.0, r.ms);
   const double width = html::kFigureW;
@@ -122,11 +133,14 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
     x += w;
   }
   out << "</svg>\n<div class=\"legend\">";
-  for (const auto& r : rows)
-    out << "<span><i class=\"sw\" style=\"background:" << breakdown_color(r.key) << "\"></i>" << r.label << "</span>";
+  for (const auto& r : rows)  // only the causes that occur
+    if (r.ms > 0)
+      out << "<span><i class=\"sw\" style=\"background:" << breakdown_color(r.key) << "\"></i><code>" << r.key
+          << "</code> " << r.label << "</span>";
   out << "</div>\n";
   Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}};
-  for (const auto& r : rows) t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
+  for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
+    t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   t.foot = {"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"};
   t.write(out);
   if (!a.gpu_work_recorded) {

@@ -124,6 +124,9 @@ json::object breakdown_json(const analyze::Breakdown& b) {
   o["host_contention_ms"] = num(b.host_contention_ms);
   o["host_waiting_ms"] = num(b.host_waiting_ms);
   o["host_state_measured"] = b.host_state_measured;
+  json::object by_cause;  // the findings' categories; they add up to step_ms (report-schema.md)
+  for (const auto& r : cause_rows(b, true)) by_cause[r.key] = num(r.ms);
+  o["by_cause"] = std::move(by_cause);
   return o;
 }
 

@@ -127,6 +127,17 @@ std::string wrap(const std::string& line, size_t width) {
   return out + (from ? pad : std::string()) + line.substr(from) + '\n';
 }
 
+// The step by cause, named as the findings name them: each row is the impact of that category's finding, were it
+// reported.
+void write_causes(const Analysis& a, std::ostream& out) {
+  const auto& b = a.breakdown;
+  out << "By cause, in the findings' categories:\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : cause_rows(b, a.gpu_work_recorded))
+    rows.push_back({code(r.key), r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
+  table(out, {"Cause", "What", "Time (ms)", "% of step"}, {false, false, true, true}, rows);
+}
+
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
   out << "## Timeline Breakdown\n\n";
@@ -142,6 +153,7 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
           << fmt(b.host_contention_ms, 3) << " ms and waited by its own choice (sleep, I/O, a queue) "
           << fmt(b.host_waiting_ms, 3) << " ms.";
     out << "\n\n";
+    write_causes(a, out);
     return;
   }
   out << "GPU utilization: " << fmt(b.gpu_utilization * 100.0, 1) << " % of the step. GPU idle "
@@ -154,6 +166,7 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
         << "other threads (CPU or GIL) " << fmt(b.host_contention_ms, 3) << " ms and waited by its own choice (sleep, I/O, "
         << "a queue) " << fmt(b.host_waiting_ms, 3) << " ms.";
   out << "\n\n";
+  write_causes(a, out);
 }
 
 // Whom the step thread waited on (Analysis::waits): a row per party, what it ran, where the step sat.

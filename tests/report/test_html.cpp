@@ -73,6 +73,22 @@ TEST_CASE("html names the GPU idle causes as the markdown does, memory included 
   CHECK(page.find("0.250 ms in allocations/frees") != std::string::npos);
 }
 
+TEST_CASE("html's breakdown bar is by cause, in the findings' categories, with a legend of the causes that occur") {
+  analyze::Analysis a = sample_analysis();
+  a.breakdown.gpu_idle_in_memory_ms = 0.25;
+  a.breakdown.gpu_idle_waiting_on_sync_ms = 0;
+  const std::string page = html(a);
+  const auto legend_at = page.find("<div class=\"legend\">");
+  REQUIRE(legend_at != std::string::npos);
+  const std::string legend = page.substr(legend_at, page.find("</div>", legend_at) - legend_at);
+  CHECK(legend.find("<code>gpu_bound</code>") != std::string::npos);
+  CHECK(legend.find("<code>memory_alloc</code> in allocations and frees") != std::string::npos);
+  CHECK(legend.find("sync_bound") == std::string::npos);  // 0 ms: no segment, no legend entry
+  CHECK(page.find("<title>in allocations and frees: 0.250 ms") != std::string::npos);
+  // The component table stays below the bar.
+  CHECK(page.find(">Sync wait</td>", legend_at) != std::string::npos);
+}
+
 TEST_CASE("html escapes every name taken from the trace") {
   const std::string page = html(sample_analysis(/*hostile=*/true));
   CHECK(is_valid_utf8(page));

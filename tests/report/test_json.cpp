@@ -59,7 +59,17 @@ TEST_CASE("json report has the documented keys in a fixed order") {
                                              "sync_wait_ms", "framework_overhead_ms", "idle_ms", "gpu_utilization",
                                              "gpu_idle_waiting_on_host_ms", "gpu_idle_gaps_between_kernels_ms",
                                              "gpu_idle_waiting_on_sync_ms", "gpu_idle_in_memory_ms", "host_running_ms",
-                                             "host_contention_ms", "host_waiting_ms", "host_state_measured"});
+                                             "host_contention_ms", "host_waiting_ms", "host_state_measured", "by_cause"});
+  {  // by cause, in the findings' categories, adding up to the step
+    const auto& c = b.at("by_cause").as_object();
+    std::vector<std::string> k = keys(c);
+    std::erase(k, std::string("unattributed"));
+    CHECK(k == std::vector<std::string>{"gpu_bound", "h2d_bound", "d2h_bound", "cpu_bound", "cpu_contention", "wait",
+                                        "launch_bound", "sync_bound", "memory_alloc"});
+    double sum = 0;
+    for (const auto& [k, v] : c) sum += v.to_number<double>();
+    CHECK(sum == doctest::Approx(b.at("step_ms").to_number<double>()).epsilon(1e-6));
+  }
   double sum = 0;
   for (const char* k : {"cpu_preprocessing_ms", "h2d_ms", "gpu_compute_ms", "d2h_ms", "sync_wait_ms",
                         "framework_overhead_ms", "idle_ms"})
