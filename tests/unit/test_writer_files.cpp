@@ -248,7 +248,8 @@ TEST_CASE("a second live session on the same output is refused; a lock left by a
   const std::string out = testutil::temp_path("shared.iscope");
   pid_t first = testutil::spawn({recorder(), "loop"}, {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out});
   REQUIRE(first > 0);
-  for (int i = 0; i < 200 && dump::output_lock_holder(out) != first; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Polls for the child's lock for up to 20 s: a loaded CI machine can take seconds to start it.
+  for (int i = 0; i < 2000 && dump::output_lock_holder(out) != first; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(dump::output_lock_holder(out) == first);
   for (BufferMode mode : {BufferMode::kStream, BufferMode::kRing}) CHECK_FALSE(start(config_for(out, mode)));
   // iscope-run refuses before running the program (exit 2): the program would print "recorded 5".
