@@ -63,8 +63,11 @@ def annotate(model, *, root=None, prefix="", leaves=True, max_depth=None):
             continue
         name = prefix + (path if path else (root or type(model).__name__))
         names[path] = name
-        hooks.append(module.register_forward_pre_hook(_pre_hook(name)))
-        hooks.append(_register_post_hook(module, _post_hook(name)))
+        if _has_always_call(module):
+            hooks.append(module.register_forward_pre_hook(_pre_hook(name)))
+            hooks.append(module.register_forward_hook(_post_hook(name), always_call=True))
+        else:
+            hooks.append(_WrappedForward(module, name))
     return AnnotationHandle(hooks, names)
 
 
@@ -86,10 +89,47 @@ def _post_hook(name):
     return post
 
 
-def _register_post_hook(module, hook):
-    # always_call (torch >= 2.1) runs the hook even when forward raises, so the range closes with the error;
-    # on older torch an unclosed range is closed by its parent's post-hook.
+def _has_always_call(module):
+    # register_forward_hook(always_call=True) (torch >= 2.1) runs the hook even when forward raises, so the
+    # range closes with the error.
+    import inspect
+
     try:
-        return module.register_forward_hook(hook, always_call=True)
-    except TypeError:
-        return module.register_forward_hook(hook)
+        return "always_call" in inspect.signature(module.register_forward_hook).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _WrappedForward:
+    """Older torch has no always_call: a forward that raises would skip its post-hook and leave its range, and
+    every range opened after it, open. So the module's forward is wrapped instead (an instance attribute, which
+    nn.Module.__call__ finds first), ending the range in a finally with the exception's type; remove() puts the
+    instance back as it was."""
+
+    def __init__(self, module, name):
+        self._module = module
+        self._had_own = "forward" in module.__dict__
+        self._own = module.__dict__.get("forward")
+        inner = module.forward
+        begin, end = _native._layer_begin, _native._layer_end
+
+        def forward(*args, **kwargs):
+            begin(name)
+            try:
+                out = inner(*args, **kwargs)
+            except BaseException as e:
+                end(name, type(e))
+                raise
+            end(name)
+            return out
+
+        module.forward = forward
+
+    def remove(self):
+        if self._module is None:
+            return
+        if self._had_own:
+            self._module.forward = self._own
+        else:
+            self._module.__dict__.pop("forward", None)
+        self._module = None
