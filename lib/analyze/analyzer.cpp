@@ -17,7 +17,6 @@
 #include "analyze/analyzer.hpp"
 
 #include "analyze/aggregate.hpp"
-#include "analyze/model.hpp"
 #include "analyze/rules/rule.hpp"
 #include "analyze/stages.hpp"
 #include "analyze/what_if.hpp"
@@ -123,24 +122,23 @@ void read_dump_state(const dump::DumpReader& r, Analysis& a) {
 
 }  // namespace
 
-// The stages in order (docs/analysis.md, "Analyzer stages"); each reads the structs of the ones before it.
+// The stages in order (docs/analysis.md, "Analyzer stages"); each takes the typed results of the ones before it
+// and returns its own (stage_results.hpp). Only this function writes the Analysis, from those results.
 Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) {
   Analysis a;
-  Model m;
   read_dump_state(r, a);
   const AnalyzeOptions opt = sampled_options(r, options);  // a sampled dump's step is the one it counted
   Context cx(r, opt);
   auto& phase = cx.phase;
 
-  Ingested in = ingest(cx, a);  // the stages below read it const; order_gpu only reorders the GPU activities
-  a.gpu_work_recorded = in.gpu.size() > 0;
+  Ingested in = ingest(cx);  // the stages below read it const; order_gpu only reorders the GPU activities
   phase("pass 1");
-  const StepSet ss = find_steps(cx, in, a, m);
-  describe_sampling(cx, in, ss, a);
+  const StepSet ss = find_steps(cx, in);
+  const Sampling sampling = describe_sampling(cx, in, ss);
   phase("steps");
   order_gpu(in.gpu, cx.W);
   const LaunchIndex li = index_launches(in.apis, in.cmin, in.cmax, cx.W);
-  Launchers who(cx, a.steps.name);
+  Launchers who(cx, ss.found.stats.name);
   phase("sort + index");
 
   // Attribution and alignment read only the arrays built above; they run beside pass 2, which reads the dump.
@@ -152,44 +150,89 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
     attributor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - attributor_t0).count();
   });
 
-  const HostWork hw = measure_host(cx, ss, in.py_agg.size(), a.steps.count, m);
+  const uint64_t steady = ss.found.stats.count;
+  const HostWork hw = measure_host(cx, ss, in.py_agg.size(), steady);
   if (cx.prog.on) std::fprintf(stderr, "iscope-analyze: measuring %zu steps\n", ss.steps.size());
   phase("pass 2");
 
   const std::vector<const ApiOp*> sapi = step_calls(in.apis, ss.step_thread, cx.W);
-  note_first_call(cx, ss, sapi, m);
-  std::vector<Sweep> sweeps = sweep_steps(ss, sapi, hw.cov, in.gpu, in.gpu_max_dur, m.host_frames, cx.W);
+  const FirstCall first = first_call(cx, ss, sapi);
+  std::vector<Sweep> sweeps = sweep_steps(ss, sapi, hw.cov, in.gpu, in.gpu_max_dur, hw.frames.visible, cx.W);
   // The attribution ran beside pass 2 and the sweep; the by-API tables below need its launcher labels.
   attributor.join();
   if (phase.on) std::fprintf(stderr, "iscope-analyze: (attribution beside pass 2 and the sweep: %.3f s)\n", attributor_s);
-  a.alignment = at.alignment;
-  if (!at.warning.empty()) a.warnings.push_back(at.warning);
-  join_sweeps(cx, sweeps, who, at, m);
+  SweptSteps swept = join_sweeps(cx, sweeps, who, at);
   phase("per-step sweep");
 
-  pcie_peak(a, m);
-  read_counters(cx, in, ss, hw, a.steps.count, m);
-  const WaitAttribution waits = find_waits(cx, in, ss, sapi, m.selection, a.process.count("pid") ? a.process.at("pid") : "");
-  split_waits(m.steps, waits);
+  const LinkPeak link = pcie_peak(a.process);
+  const CounterEvidence counters = read_counters(cx, in, ss, hw, steady);
+  HostSplitSteps split = split_host_state(cx, in, ss, hw, std::move(swept.steps));
+  const WaitAttribution waits = find_waits(cx, in, ss, sapi, ss.selection, a.process.count("pid") ? a.process.at("pid") : "");
+  const MeasuredSteps measured = split_waits(std::move(split), waits);
   phase("waits");
-  // The typical step.
-  m.typical = detail::typical_step(m.steps, detail::typical_indexes(m.selection));
-  a.breakdown = detail::breakdown_of(m.typical);
-  a.waits = describe_waits(waits, m.typical);
-  m.kernels_per_step = m.typical.kernels;
+  const TypicalStep typical = detail::typical_step(measured.steps, detail::typical_indexes(ss.selection));
+  std::vector<replay::StepGraph> graphs;
   {  // What-if: graphs of up to 64 typical steps (a median over 64 is stable to a sixth of the step-to-step spread).
     detail::GraphSource src{&sapi, in.gpu.empty() ? nullptr : &in.gpu[0], in.gpu.size(), in.gpu_max_dur,
                             [&li](uint32_t corr) { return li.launch_of(corr); }};
-    m.graphs = detail::build_step_graphs(src, m.steps, detail::typical_indexes(m.selection), 64);
+    graphs = detail::build_step_graphs(src, measured.steps, detail::typical_indexes(ss.selection), 64);
   }
   phase("counters");
 
-  build_tables(cx, in, at, who, m, a);
+  Tables tables = build_tables(cx, in, at, who, link);
   phase("tables");
-  build_timeline(cx, in, ss, hw, at.max_gpu_dur, a);
+  Timeline timeline = build_timeline(cx, in, ss, hw, at.max_gpu_dur);
   phase("timeline");
 
-  a.findings = rules::run_all(a, m, waits);
+  const Breakdown breakdown = detail::breakdown_of(typical);
+  const bool gpu_work = in.gpu.size() > 0;
+  const rules::RuleInput rule_input{.process = a.process,
+                                    .stats = ss.found.stats,
+                                    .selection = ss.selection,
+                                    .step_thread_name = ss.step_thread_name,
+                                    .sampling = sampling,
+                                    .gpu_work = gpu_work,
+                                    .host = hw.frames,
+                                    .first_call = first,
+                                    .launchers = swept.launchers,
+                                    .link = link,
+                                    .counters = counters,
+                                    .waits = waits,
+                                    .steps = measured.steps,
+                                    .t = typical,
+                                    .breakdown = breakdown,
+                                    .graphs = graphs,
+                                    .tables = tables,
+                                    .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative)};
+  std::vector<Finding> findings = rules::run_all(rule_input);
+
+  // The Analysis, from the stages' results.
+  a.events = in.facts.events;
+  a.trace_ms = in.facts.trace_ms;
+  a.partial |= in.facts.partial;
+  a.gpu_work_recorded = gpu_work;
+  a.warnings.insert(a.warnings.end(), in.facts.warnings.begin(), in.facts.warnings.end());
+  a.warnings.insert(a.warnings.end(), ss.found.warnings.begin(), ss.found.warnings.end());
+  a.steps = ss.found.stats;
+  a.end_to_end_ms = ss.found.end_to_end_ms;
+  a.representative.step = ss.found.representative;
+  a.sampling = sampling;
+  a.alignment = at.alignment;
+  if (!at.warning.empty()) a.warnings.push_back(at.warning);
+  a.breakdown = breakdown;
+  a.waits = describe_waits(waits, typical);
+  a.kernels = std::move(tables.kernels);
+  a.python = std::move(tables.python);
+  a.ranges = std::move(tables.ranges);
+  a.copies = std::move(tables.copies);
+  a.syncs = std::move(tables.syncs);
+  a.allocations = std::move(tables.allocations);
+  a.graph_launches = std::move(tables.graph_launches);
+  a.layers = std::move(tables.layers);
+  a.threads = std::move(tables.threads);
+  a.representative.lanes = std::move(timeline.lanes);
+  a.warnings.insert(a.warnings.end(), timeline.warnings.begin(), timeline.warnings.end());
+  a.findings = std::move(findings);
   if (cx.prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
   return a;
 }

@@ -1,6 +1,6 @@
 // Stage "counters": the PCIe peak, the system counters over the steady steps (CPU time, switches, memory,
-// other Python threads) and the host-state split of each step's GPU idle (host_state.cpp) (docs/analysis.md
-// section 4, docs/counters.md).
+// other Python threads, the cgroup's throttling) and the host-state split of each step's GPU idle
+// (host_state.cpp) (docs/analysis.md section 4, docs/counters.md).
 #include "analyze/stages.hpp"
 
 #include <inferscope/counter_names.hpp>
@@ -24,7 +24,7 @@ void grew_from_zero(const Context& cx, const dump::ThreadInfo& t, CumulativeSeri
 // cumulative series interpolated at the span's bounds: a first sample inside the span would drop the period
 // before it.
 void read_cgroup_throttling(const Context& cx, const std::vector<CounterSample>& counters, int64_t s, int64_t e,
-                            Model& m) {
+                            CounterEvidence& m) {
   namespace names = counter_names;
   CumulativeSeries periods, throttled, throttled_ns;
   for (const CounterSample& c : counters) {
@@ -90,12 +90,13 @@ std::unordered_map<uint32_t, std::vector<CounterSample>> thread_samples(const Co
 
 // PCIe peak: the link the system collector read from NVML (process info gpu.0.pcie_gen / pcie_width, the
 // maximum generation and the narrower of the maximum and trained width; docs/counters.md), else Gen5 x16.
-void pcie_peak(const Analysis& a, Model& m) {
+LinkPeak pcie_peak(const ProcessInfo& process) {
+  LinkPeak m;
   // Usable GB/s per lane after line encoding: 8b/10b (Gen1-2), 128b/130b (Gen3-5), FLIT (Gen6).
   static constexpr double per_lane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
   auto info = [&](const char* k) -> int {
-    auto it = a.process.find(k);
-    return it == a.process.end() ? 0 : std::atoi(it->second.c_str());
+    auto it = process.find(k);
+    return it == process.end() ? 0 : std::atoi(it->second.c_str());
   };
   const int g = info("gpu.0.pcie_gen"), w = info("gpu.0.pcie_width");
   if (g >= 1 && g <= 6 && w > 0 && w <= 32) {
@@ -109,10 +110,12 @@ void pcie_peak(const Analysis& a, Model& m) {
                   "link from NVML)";
   }
   m.pinned_gbps = m.peak_h2d_gbps;  // what the what-if of pinned copies assumes they reach
+  return m;
 }
 
-void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
-                   Model& m) {
+CounterEvidence read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw,
+                              uint64_t steady_count) {
+  CounterEvidence m;
   const size_t nstr = cx.nstr;
   const auto& counters = in.counters;
   const auto& ts = in.ts;
@@ -156,6 +159,16 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
     if (share > 0.2) ++m.other_busy_python_threads;
     m.other_python_busy_share = std::max(m.other_python_busy_share, share);
   }
+  read_cgroup_throttling(cx, counters, steps_s, steps_e, m);
+  return m;
+}
+
+HostSplitSteps split_host_state(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw,
+                                std::vector<StepMetrics> swept) {
+  const auto& counters = in.counters;
+  const auto& ts = in.ts;
+  const uint32_t step_thread = ss.step_thread;
+  const auto& other_py_busy = hw.other_py_busy;
   // The step thread's state while the GPU waited on it: running, contention or a wait of its own.
   auto series_of = [&](uint32_t thread) { return thread_counters(cx, counters, thread); };
   std::vector<detail::ThreadCounters> others;
@@ -166,8 +179,8 @@ void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, con
   const bool step_python = step_thread < ts.size() && ts[step_thread].py_calls > 0;
   detail::ThreadCounters st = series_of(step_thread);
   detail::credit_pending_waits(st);
-  detail::split_idle_host(m.steps, st, others, step_python);
-  read_cgroup_throttling(cx, counters, steps_s, steps_e, m);
+  detail::split_idle_host(swept, st, others, step_python);
+  return {std::move(swept)};
 }
 
 }  // namespace inferscope::analyze::detail

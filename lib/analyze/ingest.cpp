@@ -363,7 +363,8 @@ void join_threads(const Part& P, std::vector<ThreadState>& ts) {
 }
 
 // Joins the parts in file order.
-void join_parts(std::vector<Part>& parts, Ingested& in, Analysis& a) {
+void join_parts(std::vector<Part>& parts, Ingested& in) {
+  IngestFacts& a = in.facts;
   auto& ts = in.ts;
   auto& range_agg = in.range_agg;
   auto& py_agg = in.py_agg;
@@ -667,21 +668,21 @@ void frames_of_rehomed_calls(const Context& cx, Ingested& in) {
 
 }  // namespace
 
-Ingested ingest(const Context& cx, Analysis& a) {
+Ingested ingest(const Context& cx) {
   Ingested in;
   in.range_agg.resize(cx.nstr);
   in.kernel_count.assign(cx.nstr, 0);
   in.kernel_ns.assign(cx.nstr, 0);
   std::vector<Part> parts = read_parts(cx, in);
-  join_parts(parts, in, a);
+  join_parts(parts, in);
   fix_self_times(parts, in);
   fix_waiting_calls(cx, parts, in);
   if (drop_nested_driver_calls(in)) frames_of_rehomed_calls(cx, in);
-  if (a.events == 0 || in.t_first > in.t_last) {
+  if (in.facts.events == 0 || in.t_first > in.t_last) {
     in.t_first = in.t_last = 0;
-    a.warnings.push_back(cx.r.path() + ": the dump holds no events");
+    in.facts.warnings.push_back(cx.r.path() + ": the dump holds no events");
   }
-  a.trace_ms = ms(double(in.t_last - in.t_first));
+  in.facts.trace_ms = ms(double(in.t_last - in.t_first));
   return in;
 }
 

@@ -1,5 +1,6 @@
 // The analyzer's internal, compact form of a trace (not a public interface): what the passes over the dump
-// keep, and the per-step measurements the rules read. Memory: 24 bytes per GPU activity and 40 bytes per CUDA
+// keep, and the per-step measurements (StepMetrics) the later stages and the rules read. The stages' results are
+// in stage_results.hpp. Memory: 24 bytes per GPU activity and 40 bytes per CUDA
 // API call, 4 bytes per correlation id in the launch index; ranges, Python calls, marks and counters are
 // aggregated while streaming and cost nothing per event.
 #pragma once
@@ -96,50 +97,6 @@ struct TypicalStep {
   double kernel_ns = 0, launch_api_ns = 0, sync_api_ns = 0, alloc_api_ns = 0;
   double h2d_bytes = 0, d2h_bytes = 0, h2d_pageable_bytes = 0, d2h_pageable_bytes = 0;
   bool host_state_measured = false;  ///< most of the covered steps had counters for the host-state split
-};
-
-/// Everything the rules need beyond the Analysis tables.
-struct Model {
-  std::vector<StepMetrics> steps;  ///< every step, warm-up included
-  StepSelection selection;         ///< which of them are warm-up, steady, slow outliers
-  TypicalStep typical;             ///< the mean over the steady steps that are not outliers (aggregate.hpp)
-  std::vector<replay::StepGraph> graphs;  ///< sampled typical steps for the what-if savings (what_if.hpp)
-  double pinned_gbps = 0;          ///< what a pinned copy reaches on this link (the practical PCIe peak)
-  bool host_frames = false;  ///< the step thread has nested ranges or Python frames (host work is visible)
-  /// Host work inside the steady steps on the step thread, by its innermost frame: self ns per steady step.
-  struct HotFrame {
-    std::string label;
-    double ns = 0;
-    /// The program's own code: a range, or a Python function that is neither a model's forward nor in an
-    /// installed package or the standard library. Only such code can be moved to workers or vectorised by the user.
-    bool user = true;
-  };
-  std::vector<HotFrame> hot_host;  ///< descending, at most 10; wait points (Queue.get, ...) left out: they wait
-  // kernels: name -> total ns in steps, count; median kernel duration (ns)
-  double median_kernel_ns = 0;
-  double short_kernel_ns = 20000;  ///< AnalyzeOptions::launch_bound_max_kernel_us
-  double kernels_per_step = 0;
-  std::string top_kernel_launcher;  ///< most frequent launcher of kernels in steps
-  std::vector<std::pair<std::string, std::string>> top_copies;  ///< (description, launcher)
-  std::string top_sync_api, top_sync_caller;
-  std::string top_alloc_api, top_alloc_caller;
-  std::string first_api_name;   ///< the step thread's first CUDA call (it pays for creating the context)
-  double first_api_ms = 0;
-  bool first_api_in_steps = false;
-  double peak_h2d_gbps = 0;
-  bool peak_assumed = true;
-  std::string peak_note;
-  // cpu contention evidence
-  double step_thread_runqueue_share = 0;  ///< share of the steps the step thread was runnable but off-CPU
-  double involuntary_per_step = 0;
-  int other_busy_python_threads = 0;
-  double other_python_busy_share = 0; ///< busiest other Python thread's frame time / steps span
-  double rss_growth_bytes = 0, faults_per_step = 0;
-  // The cgroup CPU quota's throttling over the steady steps' span (counter_names.hpp, cgroup.cpu.*)
-  double cgroup_periods = 0, cgroup_throttled_periods = 0;
-  double cgroup_throttled_ns = 0;  ///< summed over the CPUs the group was throttled on
-  double steps_span_ns = 0;        ///< the steady steps' span they cover
-  std::string step_thread_name;
 };
 
 }  // namespace inferscope::analyze::detail

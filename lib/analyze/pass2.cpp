@@ -68,7 +68,7 @@ class HostFrames {
   Part2& P;
 };
 
-// The program's own Python code (Model::HotFrame::user): not a model's forward (torch's modules, or the user's own
+// The program's own Python code (HotFrame::user): not a model's forward (torch's modules, or the user's own
 // forward, which a CUDA graph or torch.compile speeds up rather than a worker), not a file of an installed package
 // or of the standard library (a path holding site-packages, dist-packages or lib/pythonX.Y).
 bool is_user_code(const Context& cx, uint32_t code) {
@@ -97,7 +97,7 @@ void read_host_part(const Context& cx, const StepSet& ss, const StepSelection& s
 
 }  // namespace
 
-HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_t steady_steps, Model& m) {
+HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_t steady_steps) {
   const size_t nstr = cx.nstr;
   HostWork hw;
   auto& cov = hw.cov;
@@ -109,7 +109,7 @@ HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_
     Part2& P = parts[w];
     P.begin = runs[w].first;
     P.end = runs[w].second;
-    read_host_part(cx, ss, m.selection, n_py, P);
+    read_host_part(cx, ss, ss.selection, n_py, P);
   });
   std::vector<int64_t> carry_range, carry_py;
   for (auto& P : parts) {
@@ -117,7 +117,7 @@ HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_
     for (size_t i = 0; i < P.hot_py.size(); ++i) hot_py[i] += P.hot_py[i];
     P.range_self.join_after(carry_range, [&](uint32_t nm, int64_t d) { hot_range[nm] += double(d); });
     P.py_self.join_after(carry_py, [&](uint32_t code, int64_t d) { hot_py[code] += double(d); });
-    m.host_frames |= P.host_frames;
+    hw.frames.visible |= P.host_frames;
     cov.insert(cov.end(), P.cov.begin(), P.cov.end());
     for (auto& x : P.rep_cpu) hw.rep_cpu.push_back(std::move(x));
     for (auto& [t, v] : P.other_py_busy) hw.other_py_busy[t] += v;
@@ -134,13 +134,13 @@ HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_
     cov.resize(k);
   }
   for (uint32_t i = 0; i < nstr; ++i)
-    if (hot_range[i] > 0) m.hot_host.push_back({"range " + cx.name_of(i), hot_range[i], true});
+    if (hot_range[i] > 0) hw.frames.hot.push_back({"range " + cx.name_of(i), hot_range[i], true});
   for (uint32_t i = 0; i < hot_py.size(); ++i)
-    if (hot_py[i] > 0 && !cx.wait_point(i)) m.hot_host.push_back({cx.code_name(i), hot_py[i], is_user_code(cx, i)});
-  std::sort(m.hot_host.begin(), m.hot_host.end(),
+    if (hot_py[i] > 0 && !cx.wait_point(i)) hw.frames.hot.push_back({cx.code_name(i), hot_py[i], is_user_code(cx, i)});
+  std::sort(hw.frames.hot.begin(), hw.frames.hot.end(),
             [](auto& x, auto& y) { return x.ns != y.ns ? x.ns > y.ns : x.label < y.label; });
-  if (m.hot_host.size() > 10) m.hot_host.resize(10);
-  for (auto& h : m.hot_host) h.ns /= double(std::max<uint64_t>(1, steady_steps));  // per steady step
+  if (hw.frames.hot.size() > 10) hw.frames.hot.resize(10);
+  for (auto& h : hw.frames.hot) h.ns /= double(std::max<uint64_t>(1, steady_steps));  // per steady step
   return hw;
 }
 

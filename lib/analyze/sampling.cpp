@@ -181,16 +181,17 @@ bool inside_full_window(const std::vector<std::pair<int64_t, int64_t>>& windows,
   return inside(windows, start, end);
 }
 
-void describe_sampling(const Context& cx, const Ingested& in, const StepSet& ss, Analysis& a) {
-  if (!cx.r.sampling()) return;
+Sampling describe_sampling(const Context& cx, const Ingested& in, const StepSet& ss) {
+  Sampling out;
+  if (!cx.r.sampling()) return out;
   const dump::SamplingData& d = *cx.r.sampling();
-  Sampling& out = a.sampling;
   out.sampled = true;
   coverage(cx, d.summary, out);
   for (auto& w : d.windows) out.windows.push_back(window_of(cx, w, in.t_first));
   out.windows_kept = static_cast<uint32_t>(d.windows.size());
   slow_steps_seen(cx, d, in.t_first, out);
   number_steps(cx, d, ss, out);
+  return out;
 }
 
 }  // namespace inferscope::analyze::detail

@@ -1,11 +1,13 @@
 // The analyzer's stages (docs/analysis.md, "Analyzer stages") and what they pass along: internal to
-// lib/analyze, not a public interface. analyze_dump (analyzer.cpp) runs them in order; each stage reads the
-// structs of the stages before it and fills its own.
+// lib/analyze, not a public interface. analyze_dump (analyzer.cpp) runs them in order; each stage takes the
+// typed results of the stages before it (const, or by value where it refines them) and returns its own
+// (stage_results.hpp); none writes into the Analysis, which analyze_dump assembles from the results.
 #pragma once
 
 #include "analyze/analyzer.hpp"
 #include "analyze/host_state.hpp"
 #include "analyze/model.hpp"
+#include "analyze/stage_results.hpp"
 #include "analyze/summary.hpp"
 #include "analyze/waits.hpp"
 #include "dump/clock_model.hpp"
@@ -388,11 +390,11 @@ struct Ingested {
   double clock_worst_ns = 0;
   int64_t gpu_max_dur = 0;  // longest GPU activity (saturated like GpuOp::dur)
   uint32_t cmin = UINT32_MAX, cmax = 0;  // correlation ids of the calls
+  IngestFacts facts;  ///< events, trace span, damage and warnings, for the Analysis
 };
 
-/// Pass 1 on cx.W workers joined in file order, then the fix-ups; adds events, warnings, partial and trace_ms
-/// to `a`.
-Ingested ingest(const Context& cx, Analysis& a);
+/// Pass 1 on cx.W workers joined in file order, then the fix-ups.
+Ingested ingest(const Context& cx);
 
 // ---------------------------------------------------------------- steps (steps.cpp)
 // The step instances in time order on one thread (no overlaps), the representative one and the steady span.
@@ -403,6 +405,9 @@ struct StepSet {
   size_t rep = 0;      ///< the representative step: the steady step closest to the median
   int64_t rep_s = 0, rep_e = 0;
   int64_t steps_s = 0, steps_e = 0;  ///< the steady steps' span: the first steady step's start to the last end
+  StepSelection selection;       ///< which steps are warm-up, steady, slow outliers (step_policy.hpp)
+  std::string step_thread_name;  ///< the step thread's name, or "thread N"
+  StepsFound found;              ///< the statistics, headline and warnings for the Analysis
   // Index of the step containing [s,e], -1 if none; `step_hint` is the last step found (records mostly come
   // in time order: try it first).
   long step_of(int64_t s, int64_t e, size_t& step_hint) const {
@@ -418,9 +423,8 @@ struct StepSet {
   }
 };
 
-/// Finds the steps, applies the step policy (m.selection, m.step_thread_name) and fills a.steps,
-/// a.end_to_end_ms and a.representative.step.
-StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m);
+/// Finds the steps and applies the step policy: the selection, the statistics and the representative step.
+StepSet find_steps(const Context& cx, const Ingested& in);
 
 // ---------------------------------------------------------------- sampled runs (sampling.cpp)
 /// The options for a sampled dump: with no step asked for, the step range the runtime counted.
@@ -428,8 +432,9 @@ AnalyzeOptions sampled_options(const dump::DumpReader& r, const AnalyzeOptions& 
 /// A sampled dump's full-detail windows, in ns (empty for any other dump).
 std::vector<std::pair<int64_t, int64_t>> full_windows_ns(const Context& cx);
 bool inside_full_window(const std::vector<std::pair<int64_t, int64_t>>& windows, int64_t start, int64_t end);
-/// a.sampling: the windows, the run's coverage, the slow steps the runtime caught, each step's number in the run.
-void describe_sampling(const Context& cx, const Ingested& in, const StepSet& ss, Analysis& a);
+/// The windows, the run's coverage, the slow steps the runtime caught, each step's number in the run (empty,
+/// `sampled` false, for a dump that was not sampled).
+Sampling describe_sampling(const Context& cx, const Ingested& in, const StepSet& ss);
 
 // ---------------------------------------------------------------- GPU order and launch index (launch.cpp)
 /// Sorts the GPU activities by start (by every field, a total order) unless they already are, on W threads.
@@ -504,16 +509,17 @@ struct HostWork {
   std::vector<Span> cov;  // step thread: frames inside steps, merged
   std::vector<CpuSpan> rep_cpu;  ///< ranges and Python frames overlapping the representative step
   std::map<uint32_t, double> other_py_busy;  // other threads' outermost Python time during the steps span
+  HostFrames frames;  ///< the step thread's host work by innermost frame, per steady step
 };
-/// Pass 2 on cx.W workers over the application threads' chunks, joined in file order like pass 1; fills
-/// m.host_frames and m.hot_host (per steady step). `n_py`: Python code ids counted (Ingested::py_agg's size).
-HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_t steady_steps, Model& m);
+/// Pass 2 on cx.W workers over the application threads' chunks, joined in file order like pass 1.
+/// `n_py`: Python code ids counted (Ingested::py_agg's size).
+HostWork measure_host(const Context& cx, const StepSet& ss, size_t n_py, uint64_t steady_steps);
 
 // ---------------------------------------------------------------- per-step sweep (sweep.cpp)
 /// The step thread's calls by start, the outermost where calls nest; picked out by blocks on W threads.
 std::vector<const ApiOp*> step_calls(const Slab<ApiOp>& apis, uint32_t step_thread, unsigned W);
-/// m.first_api_*: the step thread's first CUDA call (it creates the context), and whether a step holds it.
-void note_first_call(const Context& cx, const StepSet& ss, const std::vector<const ApiOp*>& sapi, Model& m);
+/// The step thread's first CUDA call (it creates the context), and whether a step holds it.
+FirstCall first_call(const Context& cx, const StepSet& ss, const std::vector<const ApiOp*>& sapi);
 
 struct Named {  // a sync or allocation call in a step: for the by-API tables, filled after the join in order
   const ApiOp* api;
@@ -531,13 +537,13 @@ struct Sweep {
 std::vector<Sweep> sweep_steps(const StepSet& ss, const std::vector<const ApiOp*>& sapi, const std::vector<Span>& cov,
                                const Slab<GpuOp>& gpu, int64_t gpu_max_dur, bool host_frames, unsigned W);
 
-/// After the attribution: m.steps in step order, the median kernel, and the top launchers of kernels, syncs,
+/// After the attribution: the steps in step order, the median kernel, and the top launchers of kernels, syncs,
 /// allocations and copies (the breakdown's and the rules' inputs).
-void join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, const Attribution& at, Model& m);
+SweptSteps join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, const Attribution& at);
 
 // ---------------------------------------------------------------- counters (counters.cpp)
-/// m.peak_h2d_gbps (and its note) from the PCIe link in the process info, else assumed; m.pinned_gbps.
-void pcie_peak(const Analysis& a, Model& m);
+/// The practical PCIe peak (and its note) from the link in the process info, else assumed.
+LinkPeak pcie_peak(const ProcessInfo& process);
 /// A thread's cumulative per-thread counters as series: schedstat's run time when the dump has it (ns
 /// resolution, on_cpu_exact), else user + system time (clock ticks); schedstat's run-queue wait beside. Samples
 /// under its dump id and under its OS thread id both count (the sampler uses the latter until the thread binds).
@@ -546,9 +552,13 @@ ThreadCounters thread_counters(const Context& cx, const std::vector<CounterSampl
 /// each thread's own list instead of the whole trace's.
 std::unordered_map<uint32_t, std::vector<CounterSample>> thread_samples(const Context& cx,
                                                                         const std::vector<CounterSample>& counters);
-/// The system counters over the steady steps into `m`, then the host-state split of m.steps' GPU idle.
-void read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, uint64_t steady_count,
-                   Model& m);
+/// The system counters over the steady steps: the evidence of contention and memory growth.
+CounterEvidence read_counters(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw,
+                              uint64_t steady_count);
+/// The host-state split of each step's GPU idle waiting on the host (host_state.hpp), from the step thread's
+/// and the other Python threads' counters.
+HostSplitSteps split_host_state(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw,
+                                std::vector<StepMetrics> swept);
 
 // ---------------------------------------------------------------- waits (waits_stage.cpp; waits.hpp)
 /// Whom the step thread waited on in the typical steps (docs/analysis.md, "Whom the step waits on"); `pid`: the
@@ -558,18 +568,16 @@ WaitAttribution find_waits(const Context& cx, const Ingested& in, const StepSet&
 /// Corrects each step's GPU-idle causes from the attribution: the GIL's part of the blocked host time (the
 /// host-state split alone spreads the other threads' CPU evenly over the step), and the blocked time in dispatch
 /// gaps, which moves from the launch path to the host time as wait or GIL.
-void split_waits(std::vector<StepMetrics>& steps, const WaitAttribution& waits);
+MeasuredSteps split_waits(HostSplitSteps steps, const WaitAttribution& waits);
 /// The report's section (Analysis::waits) of the attribution, per typical step.
 Waits describe_waits(const WaitAttribution& waits, const TypicalStep& typical);
 
 // ---------------------------------------------------------------- tables (tables.cpp)
-/// a.kernels, python, ranges, copies, syncs, allocations, graph_launches, layers and threads.
-void build_tables(const Context& cx, const Ingested& in, const Attribution& at, Launchers& who, const Model& m,
-                  Analysis& a);
+/// The kernels, python, ranges, copies, syncs, allocations, graph_launches, layers and threads tables.
+Tables build_tables(const Context& cx, const Ingested& in, const Attribution& at, Launchers& who, const LinkPeak& link);
 
 // ---------------------------------------------------------------- representative timeline (timeline.cpp)
-/// a.representative.lanes: the representative step's spans (a warning when they were cut to the longest).
-void build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur,
-                    Analysis& a);
+/// The representative step's spans (a warning when they were cut to the longest).
+Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur);
 
 }  // namespace inferscope::analyze::detail

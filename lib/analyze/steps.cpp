@@ -133,7 +133,7 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, u
 
 // No range and no Python: a plain C++ loop; its iterations, each ending at the blocking call (a sync or a
 // read-back) the loop makes once per iteration (sync_iterations.hpp).
-void take_sync_iterations(const Context& cx, const Ingested& in, uint32_t thread, Analysis& a, std::vector<Cand>& steps) {
+void take_sync_iterations(const Context& cx, const Ingested& in, uint32_t thread, StepsFound& a, std::vector<Cand>& steps) {
   std::vector<CallView> calls;
   for (const ApiOp& x : in.apis)
     if (x.thread == std::min<uint32_t>(thread, 0xffff)) calls.push_back({x.start, x.end(), x.name, x.kind});
@@ -142,8 +142,8 @@ void take_sync_iterations(const Context& cx, const Ingested& in, uint32_t thread
   if (it.spans.empty()) return;
   for (const auto& s : it.spans) steps.push_back({thread, it.boundary_name, s.start, s.end});
   const std::string sync = cx.name_of(it.boundary_name);
-  a.steps.name = "loop iterations ending at " + sync;
-  a.steps.detected = true;
+  a.stats.name = "loop iterations ending at " + sync;
+  a.stats.detected = true;
   a.warnings.push_back("no range and no Python functions: the steps are the loop iterations of the launching thread, "
                        "each ending at a " + sync + (it.period > 1 ? " (the last of the " + std::to_string(it.period) +
                        " blocking calls each iteration makes)" : std::string()) + "; wrap each step in ISCOPE_RANGE(\"step\") "
@@ -234,7 +234,7 @@ RangeStep detected_range(const Context& cx, const Ingested& in, bool nvtx) {
   return ranked.front();
 }
 
-void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
+void detect_steps(const Context& cx, const Ingested& in, StepsFound& a, std::vector<Cand>& steps) {
   const auto& top = in.top;
   // The repeated top-level range covering the most time on one thread (detected_range). The program's own ISCOPE
   // ranges come first; NVTX ranges may be a library's (CUB wraps each scan in one), so one only counts as the step
@@ -246,8 +246,8 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
     const uint32_t on = n == best ? own.thread : nvtx.thread;
     for (auto& c : top)
       if (c.name == n && c.thread == on) steps.push_back(c);
-    a.steps.name = cx.name_of(n & ~kNvtxCand);
-    a.steps.detected = true;
+    a.stats.name = cx.name_of(n & ~kNvtxCand);
+    a.stats.detected = true;
   };
   if (best_score.first >= 0) {
     take_range(best);
@@ -268,11 +268,11 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
     } else {
       const uint32_t bc = py.code;
       steps.insert(steps.end(), py.instances.begin(), py.instances.end());
-      a.steps.name = cx.code_name(bc);
-      a.steps.detected = true;
+      a.stats.name = cx.code_name(bc);
+      a.stats.detected = true;
       a.warnings.push_back(std::string("no repeated top-level range: the steps are the ") +
                            (py.iterations ? "loop iterations around the calls" : "calls") + " of the Python function '" +
-                           a.steps.name + "' (repeated, launching GPU work, covering the most time" +
+                           a.stats.name + "' (repeated, launching GPU work, covering the most time" +
                            (py.iterations ? "; over a tenth of the loop's time is spent outside it, so each step runs "
                                             "from one call to the next" : "") +
                            "); mark steps with inferscope_py.scope(\"step\") or pass --step to choose");
@@ -281,7 +281,7 @@ void detect_steps(const Context& cx, const Ingested& in, Analysis& a, std::vecto
 }
 
 // The step's instances: asked for or detected, on one thread (the one with the most instances), no overlaps.
-std::vector<Cand> step_instances(const Context& cx, const Ingested& in, Analysis& a) {
+std::vector<Cand> step_instances(const Context& cx, const Ingested& in, StepsFound& a) {
   const auto& opt = cx.opt;
   std::vector<Cand> steps;
   auto cand_name = [&](const Cand& c) {
@@ -289,7 +289,7 @@ std::vector<Cand> step_instances(const Context& cx, const Ingested& in, Analysis
   };
   if (!opt.step.empty()) {
     steps = in.asked;
-    a.steps.name = opt.step;
+    a.stats.name = opt.step;
     if (steps.empty())
       a.warnings.push_back("no range, scope or Python function named '" + opt.step +
                            "' in " + cx.r.path() + "; the whole trace is analysed as one step");
@@ -308,7 +308,7 @@ std::vector<Cand> step_instances(const Context& cx, const Ingested& in, Analysis
     steps.clear();
     for (auto& c : v)
       if (steps.empty() || c.start >= steps.back().end) steps.push_back(c);
-    if (a.steps.name.empty()) a.steps.name = cand_name(steps.front());
+    if (a.stats.name.empty()) a.stats.name = cand_name(steps.front());
   }
   return steps;
 }
@@ -329,20 +329,20 @@ uint32_t busiest_thread(const Context& cx, const Ingested& in) {
 }
 
 // No steps: the whole trace is one, on the application thread with the most CUDA calls (or records).
-Cand whole_trace_step(const Context& cx, const Ingested& in, Analysis& a) {
+Cand whole_trace_step(const Context& cx, const Ingested& in, StepsFound& a) {
   const int64_t t_first = in.t_first, t_last = in.t_last;
   const uint32_t step_thread = busiest_thread(cx, in);
-  a.steps.name = "(whole trace)";
-  a.steps.detected = false;
+  a.stats.name = "(whole trace)";
+  a.stats.detected = false;
   if (cx.opt.step.empty())
     a.warnings.push_back("no repeated top-level range or scope was found: the whole trace (" +
-                         std::to_string(a.trace_ms) + " ms) is analysed as one step; wrap each inference step in "
+                         std::to_string(in.facts.trace_ms) + " ms) is analysed as one step; wrap each inference step in "
                          "ISCOPE_RANGE(\"step\") or inferscope_py.scope(\"step\") for per-step statistics");
   return {step_thread, 0, t_first, std::max(t_last, t_first + 1)};
 }
 
-// Whether the host ran ahead of the GPU over the steady steps (gpu_pacing.hpp): a.steps' pace and a warning.
-void note_gpu_pacing(const Ingested& in, const StepSet& ss, const StepSelection& sel, Analysis& a) {
+// Whether the host ran ahead of the GPU over the steady steps (gpu_pacing.hpp): a.stats' pace and a warning.
+void note_gpu_pacing(const Ingested& in, const StepSet& ss, const StepSelection& sel, StepsFound& a) {
   std::vector<StepWindow> steady;
   for (size_t i = sel.warmup; i < ss.steps.size(); ++i) steady.push_back({ss.steps[i].start, ss.steps[i].end});
   std::vector<LaunchAt> launches;
@@ -353,10 +353,10 @@ void note_gpu_pacing(const Ingested& in, const StepSet& ss, const StepSelection&
   for (const GpuOp& g : in.gpu)
     if (g.corr) gpu.push_back({g.corr, g.end()});
   const GpuPacing p = gpu_pacing(steady, std::move(launches), gpu);
-  a.steps.gpu_paced_ms = p.paced_ns / 1e6;
-  for (double v : p.periods_ns) a.steps.completion_periods_ms.push_back(v / 1e6);
+  a.stats.gpu_paced_ms = p.paced_ns / 1e6;
+  for (double v : p.periods_ns) a.stats.completion_periods_ms.push_back(v / 1e6);
   if (!p.host_ahead) return;
-  a.steps.host_ahead = true;
+  a.stats.host_ahead = true;
   auto ms3 = [](double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.3f ms", v);
@@ -364,12 +364,14 @@ void note_gpu_pacing(const Ingested& in, const StepSet& ss, const StepSelection&
   };
   a.warnings.push_back("the host ran ahead of the GPU: a step's GPU work completed " + ms3(p.median_lag_ns / 1e6) +
                        " after its range ended (median), more than a step later, so the step durations (" +
-                       ms3(a.steps.p50_ms) + " median) measure the host, not the step's cost; the GPU completed one "
-                       "step every " + ms3(a.steps.gpu_paced_ms) + " (iscope-diff compares that pace)");
+                       ms3(a.stats.p50_ms) + " median) measure the host, not the step's cost; the GPU completed one "
+                       "step every " + ms3(a.stats.gpu_paced_ms) + " (iscope-diff compares that pace)");
 }
 
-// The step policy over ss.steps (m.selection, a.steps' statistics) and the representative step.
-void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysis& a, Model& m) {
+// The step policy over ss.steps (the selection, the statistics) and the representative step.
+void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss) {
+  StepsFound& a = ss.found;
+  StepSelection& sel = ss.selection;
   const auto& steps = ss.steps;
   const bool whole = ss.whole;
   const int64_t t_first = in.t_first;
@@ -383,42 +385,42 @@ void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss, Analysi
   // and the rules describe the steady state.
   {
     StepPolicyInput pin{durs, one_time_cost_steps(steps, in.apis, ss.step_thread)};
-    m.selection = whole ? StepSelection{0, {true}, {}, durs.front(), 0, false, "the whole trace is one step"}
+    sel = whole ? StepSelection{0, {true}, {}, durs.front(), 0, false, "the whole trace is one step"}
                         : select_steps(pin, {cx.opt.skip_steps});
-    if (whole) fill_whole_trace_stats(a.steps, durs.front());
-    else detail::fill_step_stats(a.steps, durs, m.selection, starts_ms);
-    a.end_to_end_ms = a.steps.alike ? a.steps.p50_ms : a.steps.mean_ms;
-    if (!whole) note_gpu_pacing(in, ss, m.selection, a);
+    if (whole) fill_whole_trace_stats(a.stats, durs.front());
+    else detail::fill_step_stats(a.stats, durs, sel, starts_ms);
+    a.end_to_end_ms = a.stats.alike ? a.stats.p50_ms : a.stats.mean_ms;
+    if (!whole) note_gpu_pacing(in, ss, sel, a);
   }
   // Representative step: the steady step closest to the median; with two modes, to the slow one's (where the
   // step waits: what a reader of the timeline has come to see).
-  size_t rep = m.selection.warmup;
+  size_t rep = sel.warmup;
   {
-    const double med = m.selection.modes.two ? m.selection.modes.slow_median_ns : m.selection.steady_median_ns;
+    const double med = sel.modes.two ? sel.modes.slow_median_ns : sel.steady_median_ns;
     double bestd = 1e300;
-    for (size_t i = m.selection.warmup; i < durs.size(); ++i)
+    for (size_t i = sel.warmup; i < durs.size(); ++i)
       if (std::fabs(durs[i] - med) < bestd) { bestd = std::fabs(durs[i] - med); rep = i; }
   }
   ss.rep = rep;
   ss.rep_s = steps[rep].start;
   ss.rep_e = steps[rep].end;
-  a.representative.step = {uint32_t(rep), rel(ss.rep_s), ms(double(ss.rep_e - ss.rep_s))};
-  ss.steps_s = steps[m.selection.warmup].start;  // the steady steps
+  a.representative = {uint32_t(rep), rel(ss.rep_s), ms(double(ss.rep_e - ss.rep_s))};
+  ss.steps_s = steps[sel.warmup].start;  // the steady steps
   ss.steps_e = steps.back().end;
 }
 
 // A sampled dump (docs/sampled-mode.md): the steps wholly inside a full window; a step cut by a window's edge,
 // and one kept only as ranges (a slow step's neighbours), has no GPU detail to describe. With none (timed windows
 // and no step range), each full window is one step: the time between windows holds no data at all.
-void keep_window_steps(const Context& cx, const Ingested& in, Analysis& a, std::vector<Cand>& steps) {
+void keep_window_steps(const Context& cx, const Ingested& in, StepsFound& a, std::vector<Cand>& steps) {
   const auto windows = full_windows_ns(cx);
   if (windows.empty()) return;
   std::erase_if(steps, [&](const Cand& c) { return !inside_full_window(windows, c.start, c.end); });
   if (!steps.empty()) return;
   const uint32_t thread = busiest_thread(cx, in);
   for (auto& [b, e] : windows) steps.push_back({thread, 0, b, std::max(e, b + 1)});
-  a.steps.name = "(sampled windows)";
-  a.steps.detected = false;
+  a.stats.name = "(sampled windows)";
+  a.stats.detected = false;
   a.warnings.push_back("sampled run without steps in its windows: each window of full detail is analysed as one step; "
                        "wrap each inference step in ISCOPE_RANGE(\"step\") or inferscope_py.scope(\"step\") for "
                        "windows counted in steps");
@@ -426,20 +428,21 @@ void keep_window_steps(const Context& cx, const Ingested& in, Analysis& a, std::
 
 }  // namespace
 
-StepSet find_steps(const Context& cx, const Ingested& in, Analysis& a, Model& m) {
+StepSet find_steps(const Context& cx, const Ingested& in) {
   StepSet ss;
+  StepsFound& a = ss.found;
   ss.steps = step_instances(cx, in, a);
   if (cx.r.is_sampled()) keep_window_steps(cx, in, a, ss.steps);
   ss.whole = ss.steps.empty();
-  for (const Cand& c : ss.steps) a.steps.spans.push_back({c.start, c.end, c.thread});
+  for (const Cand& c : ss.steps) a.stats.spans.push_back({c.start, c.end, c.thread});
   if (ss.whole) ss.steps.push_back(whole_trace_step(cx, in, a));
   ss.step_thread = ss.steps.front().thread;
   {
     auto it = cx.r.threads().find(ss.step_thread);
-    m.step_thread_name = it != cx.r.threads().end() && !it->second.name.empty() ? it->second.name
+    ss.step_thread_name = it != cx.r.threads().end() && !it->second.name.empty() ? it->second.name
                                                                                  : "thread " + std::to_string(ss.step_thread);
   }
-  select_steps_of(cx, in, ss, a, m);
+  select_steps_of(cx, in, ss);
   return ss;
 }
 

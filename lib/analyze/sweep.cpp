@@ -188,13 +188,15 @@ class StepSweeper {
 
 }  // namespace
 
-void note_first_call(const Context& cx, const StepSet& ss, const std::vector<const ApiOp*>& sapi, Model& m) {
+FirstCall first_call(const Context& cx, const StepSet& ss, const std::vector<const ApiOp*>& sapi) {
+  FirstCall first;
   if (!sapi.empty()) {
-    m.first_api_name = cx.name_of(sapi.front()->name);
-    m.first_api_ms = ms(sapi.front()->dur);
+    first.name = cx.name_of(sapi.front()->name);
+    first.ms = ms(sapi.front()->dur);
     size_t hint = 0;
-    m.first_api_in_steps = ss.step_of(sapi.front()->start, sapi.front()->end(), hint) >= 0 || ss.whole;
+    first.in_steps = ss.step_of(sapi.front()->start, sapi.front()->end(), hint) >= 0 || ss.whole;
   }
+  return first;
 }
 
 std::vector<const ApiOp*> step_calls(const Slab<ApiOp>& apis, uint32_t step_thread, unsigned W) {
@@ -245,17 +247,19 @@ std::vector<Sweep> sweep_steps(const StepSet& ss, const std::vector<const ApiOp*
   return sweeps;
 }
 
-void join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, const Attribution& at, Model& m) {
+SweptSteps join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, const Attribution& at) {
+  SweptSteps out;
+  LaunchSummary& m = out.launchers;
   const auto& kernels_by_launcher = at.kernels_by_launcher;
   const auto& copy_launchers = at.copy_launchers;
   const auto& labels = who.labels;
   size_t n = 0;  // steps
   for (auto& Z : sweeps) n += Z.steps.size();
-  m.steps.reserve(n);
+  out.steps.reserve(n);
   DurationStats kernel_stats;
   std::map<std::string, std::pair<double, std::map<std::string, uint64_t>>> sync_by_api, alloc_by_api;
   for (auto& Z : sweeps) {
-    m.steps.insert(m.steps.end(), Z.steps.begin(), Z.steps.end());
+    out.steps.insert(out.steps.end(), Z.steps.begin(), Z.steps.end());
     kernel_stats.merge(Z.kernel_stats);
     for (const Named& x : Z.named) {
       auto& s = (x.alloc ? alloc_by_api : sync_by_api)[cx.name_of(x.api->name)];
@@ -286,6 +290,7 @@ void join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, 
     std::sort(v.begin(), v.end(), [](auto& p, auto& q) { return p.first > q.first; });
     for (size_t i = 0; i < v.size() && i < 3; ++i) m.top_copies.push_back(v[i].second);
   }
+  return out;
 }
 
 }  // namespace inferscope::analyze::detail

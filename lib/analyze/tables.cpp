@@ -1,6 +1,6 @@
 // Stage "tables": kernels, Python functions, ranges, copies, syncs, allocations, graph launches, layers and
 // threads (docs/analysis.md section 7); lib/report formats them, and the rules read them (kernel names, copy
-// bandwidths, callers).
+// bandwidths, callers) as this stage's result, Tables.
 #include "analyze/stages.hpp"
 
 #include <inferscope/counter_names.hpp>
@@ -9,7 +9,7 @@ namespace inferscope::analyze::detail {
 namespace {
 
 void kernel_table(const Context& cx, const Ingested& in, const Attribution& at, const std::vector<std::string>& labels,
-                  Analysis& a) {
+                  Tables& a) {
   const size_t nstr = cx.nstr;
   const auto& kernel_count = in.kernel_count;
   const auto& kernel_ns = in.kernel_ns;
@@ -44,7 +44,7 @@ void kernel_table(const Context& cx, const Ingested& in, const Attribution& at, 
   if (a.kernels.size() > 50) a.kernels.resize(50);
 }
 
-void python_table(const Context& cx, const Ingested& in, Analysis& a) {
+void python_table(const Context& cx, const Ingested& in, Tables& a) {
   const auto& r = cx.r;
   const auto& py_agg = in.py_agg;
   for (uint32_t code = 0; code < py_agg.size(); ++code) {
@@ -68,7 +68,7 @@ void python_table(const Context& cx, const Ingested& in, Analysis& a) {
   if (a.python.size() > 50) a.python.resize(50);
 }
 
-void range_table(const Context& cx, const Ingested& in, Analysis& a) {
+void range_table(const Context& cx, const Ingested& in, Tables& a) {
   const size_t nstr = cx.nstr;
   const auto& range_agg = in.range_agg;
   for (uint32_t n = 0; n < nstr; ++n) {
@@ -89,7 +89,7 @@ void range_table(const Context& cx, const Ingested& in, Analysis& a) {
   if (a.ranges.size() > 50) a.ranges.resize(50);
 }
 
-void copy_table(const Ingested& in, const Model& m, Analysis& a) {
+void copy_table(const Ingested& in, const LinkPeak& m, Tables& a) {
   const auto& copies = in.copies;
   for (auto& [k, c] : copies) {
     CopyRow row;
@@ -108,7 +108,7 @@ void copy_table(const Ingested& in, const Model& m, Analysis& a) {
 }
 
 // The allocation rows start from pass 1's (the GPU memory records by op and memory) and get the API time.
-void api_tables(const Context& cx, const Ingested& in, Launchers& who, Analysis& a) {
+void api_tables(const Context& cx, const Ingested& in, Launchers& who, Tables& a) {
   const auto& apis = in.apis;
   const auto& labels = who.labels;
   std::map<std::pair<std::string, std::string>, AllocRow> allocs = in.allocs;  // a few rows
@@ -185,7 +185,7 @@ void api_tables(const Context& cx, const Ingested& in, Launchers& who, Analysis&
   std::sort(a.graph_launches.begin(), a.graph_launches.end(), [](auto& x, auto& y) { return x.api_ms > y.api_ms; });
 }
 
-void layer_table(const Context& cx, const Ingested& in, const Attribution& at, Analysis& a) {
+void layer_table(const Context& cx, const Ingested& in, const Attribution& at, Tables& a) {
   const auto& layer_count = in.layer_count;
   const auto& layer_cpu = in.layer_cpu;
   const auto& layer_gpu = at.layer_gpu;
@@ -228,7 +228,7 @@ std::map<uint32_t, double> involuntary_by_thread(const Context& cx, const Ingest
   return out;
 }
 
-void thread_table(const Context& cx, const Ingested& in, Analysis& a) {
+void thread_table(const Context& cx, const Ingested& in, Tables& a) {
   const auto& ts = in.ts;
   const auto samples = thread_samples(cx, in.counters);
   const auto inv_by_thread = involuntary_by_thread(cx, in);
@@ -248,15 +248,16 @@ void thread_table(const Context& cx, const Ingested& in, Analysis& a) {
 
 }  // namespace
 
-void build_tables(const Context& cx, const Ingested& in, const Attribution& at, Launchers& who, const Model& m,
-                  Analysis& a) {
+Tables build_tables(const Context& cx, const Ingested& in, const Attribution& at, Launchers& who, const LinkPeak& link) {
+  Tables a;
   kernel_table(cx, in, at, who.labels, a);
   python_table(cx, in, a);
   range_table(cx, in, a);
-  copy_table(in, m, a);
+  copy_table(in, link, a);
   api_tables(cx, in, who, a);
   layer_table(cx, in, at, a);
   thread_table(cx, in, a);
+  return a;
 }
 
 }  // namespace inferscope::analyze::detail

@@ -95,8 +95,8 @@ size_t merge_tiny(Lanes& lanes, double min_w) {
 
 }  // namespace
 
-void build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur,
-                    Analysis& a) {
+Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur) {
+  Timeline a;
   const auto& opt = cx.opt;
   const int64_t rep_s = ss.rep_s, rep_e = ss.rep_e;
   Lanes lanes = collect_lanes(cx, in, ss, hw, max_gpu_dur);
@@ -124,9 +124,10 @@ void build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, co
                          " longest spans");
   }
   for (auto& [n, L] : lanes)
-    if (!L.gpu) a.representative.lanes.push_back(std::move(L));
+    if (!L.gpu) a.lanes.push_back(std::move(L));
   for (auto& [n, L] : lanes)
-    if (L.gpu) a.representative.lanes.push_back(std::move(L));
+    if (L.gpu) a.lanes.push_back(std::move(L));
+  return a;
 }
 
 }  // namespace inferscope::analyze::detail

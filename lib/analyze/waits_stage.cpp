@@ -70,7 +70,8 @@ WaitAttribution find_waits(const Context& cx, const Ingested& in, const StepSet&
   return attribute_waits(w, f, act, child, naming);
 }
 
-void split_waits(std::vector<StepMetrics>& steps, const WaitAttribution& waits) {
+MeasuredSteps split_waits(HostSplitSteps split, const WaitAttribution& waits) {
+  std::vector<StepMetrics>& steps = split.steps;
   for (auto& [step, t] : waits.per_step) {
     if (step >= steps.size()) continue;
     StepMetrics& m = steps[step];
@@ -95,6 +96,7 @@ void split_waits(std::vector<StepMetrics>& steps, const WaitAttribution& waits) 
       m.host_wait += moved - gil;
     }
   }
+  return {std::move(steps)};
 }
 
 namespace {

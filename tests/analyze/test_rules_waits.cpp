@@ -4,6 +4,7 @@
 // step, and the rules every suggestion follows (low under 1 % of the step; above the impact only with a reason).
 #include "analyze/rules/rule.hpp"
 #include "analyze/waits.hpp"
+#include "rule_fixture.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,27 +19,23 @@ namespace {
 
 constexpr double ms = 1e6;
 
-struct Input {
-  Analysis a;
-  detail::Model m;
-  detail::WaitAttribution w;
-  rules::Thresholds th;
+struct Input : testing::RuleFixture {
+  detail::WaitAttribution& w = waits;
   Input() {
-    a.gpu_work_recorded = true;
-    a.steps.name = "step";
-    a.process["cpus_allowed"] = "16";
-    m.step_thread_name = "MainThread";
-    m.typical.steps = 20;
-    m.typical.dur = 30 * ms;
-    m.typical.host_state_measured = true;
-    m.typical.idle_host = 27 * ms;
-    m.typical.host_wait = 26 * ms;
-    m.typical.host_running = 1 * ms;
-    m.typical.host_out_api = 27 * ms;
+    gpu_work = true;
+    process["cpus_allowed"] = "16";
+    step_thread_name = "MainThread";
+    typical.steps = 20;
+    typical.dur = 30 * ms;
+    typical.host_state_measured = true;
+    typical.idle_host = 27 * ms;
+    typical.host_wait = 26 * ms;
+    typical.host_running = 1 * ms;
+    typical.host_out_api = 27 * ms;
     w.measured = true;
     w.thread_sample_ms = 1;
   }
-  rules::RuleInput in() const { return {a, m, m.typical, w, th, m.typical.dur / 1e6, 0}; }
+  rules::RuleInput in() const { return input(); }
   WaitParty& add(Kind k, const std::string& name, size_t members, double blocked_ms) {
     WaitParty p;
     p.kind = k;
@@ -81,10 +78,10 @@ TEST_CASE("wait names the DataLoader's workers and raises num_workers by their C
   CHECK_FALSE(any_action(*f, "Fetch ahead"));
   CHECK(f->suggestions.size() >= 3);
   // Four CPUs: at most 3 workers beside the step thread.
-  t.a.process["cpus_allowed"] = "4";
+  t.process["cpus_allowed"] = "4";
   CHECK(any_action(*rules::host_wait(t.in()), "num_workers from 2 to 3"));
   // Two CPUs: no worker to spare: make the work cheaper instead.
-  t.a.process["cpus_allowed"] = "2";
+  t.process["cpus_allowed"] = "2";
   const auto g = rules::host_wait(t.in());
   CHECK_FALSE(any_action(*g, "num_workers from"));
   CHECK(any_action(*g, "cheaper"));
@@ -156,9 +153,9 @@ TEST_CASE("wait with nobody to blame is uncertain and fetches ahead only where n
 
 TEST_CASE("cpu_contention names the GIL's holder and moves it out of the process") {
   Input t;
-  t.m.typical.host_wait = 1 * ms;
-  t.m.typical.host_contention = 20 * ms;
-  t.m.typical.host_gil = 20 * ms;
+  t.typical.host_wait = 1 * ms;
+  t.typical.host_contention = 20 * ms;
+  t.typical.host_gil = 20 * ms;
   WaitParty& p = t.add(Kind::kGil, "metrics", 1, 400);
   p.python = true;
   p.cpu_ns = 390 * ms;
@@ -172,8 +169,8 @@ TEST_CASE("cpu_contention names the GIL's holder and moves it out of the process
 
 TEST_CASE("suggestions: under 1 % of the step they are low; above their finding's impact they say why") {
   Input t;
-  t.m.graphs.resize(1);
-  replay::StepGraph& g = t.m.graphs.front();
+  t.graphs.resize(1);
+  replay::StepGraph& g = t.graphs.front();
   replay::HostOp op;
   op.kind = replay::OpKind::kLaunch;
   op.gap_before_ns = int64_t(10 * ms);

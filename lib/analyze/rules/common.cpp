@@ -22,16 +22,16 @@ std::string fpct(double v) { return fmt("%.0f %%", v); }
 std::string fmb(double bytes) { return bytes >= 1e9 ? fmt("%.2f GB", bytes / 1e9) : fmt("%.1f MB", bytes / 1e6); }
 
 bool reported(const RuleInput& in, double impact_ms) {
-  return in.step_ms > 0 && impact_ms / in.step_ms * 100 >= in.th.min_impact_pct;
+  return in.step_ms() > 0 && impact_ms / in.step_ms() * 100 >= in.th.min_impact_pct;
 }
 
-bool gpu_seen(const RuleInput& in) { return in.a.gpu_work_recorded; }
+bool gpu_seen(const RuleInput& in) { return in.gpu_work; }
 
 namespace {
 // A positive finite number from the process info, or 0 (absent, malformed). from_chars: no locale.
-double positive_process_value(const Analysis& a, const char* key) {
-  auto it = a.process.find(key);
-  if (it == a.process.end()) return 0;
+double positive_process_value(const detail::ProcessInfo& process, const char* key) {
+  auto it = process.find(key);
+  if (it == process.end()) return 0;
   double v = 0;
   const char* end = it->second.data() + it->second.size();
   const auto [at, ec] = std::from_chars(it->second.data(), end, v);
@@ -39,10 +39,10 @@ double positive_process_value(const Analysis& a, const char* key) {
 }
 }  // namespace
 
-double cpu_quota_cpus(const Analysis& a) { return positive_process_value(a, "cpu_quota"); }
+double cpu_quota_cpus(const detail::ProcessInfo& process) { return positive_process_value(process, "cpu_quota"); }
 
-double cpu_quota_period_ns(const Analysis& a) {
-  const double us = positive_process_value(a, "cpu_quota_period_us");
+double cpu_quota_period_ns(const detail::ProcessInfo& process) {
+  const double us = positive_process_value(process, "cpu_quota_period_us");
   return (us > 0 ? us : 100'000) * 1e3;
 }
 
@@ -55,7 +55,7 @@ Finding make_finding(const RuleInput& in, Category c, std::string title, double 
   f.category = category_name(c);
   f.title = std::move(title);
   f.impact_ms = impact_ms;
-  f.impact_pct = in.step_ms > 0 ? impact_ms / in.step_ms * 100 : 0;
+  f.impact_pct = in.step_ms() > 0 ? impact_ms / in.step_ms() * 100 : 0;
   f.confidence = std::clamp(confidence, 0.0, 1.0);
   f.uncertain = f.confidence < in.th.uncertain_below;
   return f;
@@ -64,11 +64,11 @@ Finding make_finding(const RuleInput& in, Category c, std::string title, double 
 void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
                       const replay::Change& change, const char* model) {
   // Steps that are not alike are described by their mean (the headline's basis), and so is what a fix saves.
-  const detail::SavingEstimate s = detail::estimate_saving(in.m.graphs, change, !in.a.steps.alike);
+  const detail::SavingEstimate s = detail::estimate_saving(in.graphs, change, !in.stats.alike);
   Suggestion g{std::move(action), priority, s.ms, s.estimated, s.estimated ? std::string("replay: ") + model : ""};
   if (s.estimated) {
     // A suggestion is high or medium only for a saving worth doing: at least kWorthwhileShare of the step.
-    if (s.ms < kWorthwhileShare * in.step_ms && g.priority != "low") g.priority = "low";
+    if (s.ms < kWorthwhileShare * in.step_ms() && g.priority != "low") g.priority = "low";
     // A saving above the finding's impact is possible (the change also removes time that other findings count,
     // or lets work overlap), but must say so.
     if (f.impact_ms > 0 && s.ms > 1.05 * f.impact_ms)
@@ -84,8 +84,8 @@ void suggest(Finding& f, const char* priority, std::string action) {
 
 void add_examples(Finding& f, const RuleInput& in, detail::Span detail::StepMetrics::*which, const std::string& what) {
   std::vector<const detail::StepMetrics*> v;  // from the typical steps: the ones the impact describes
-  for (size_t i : detail::typical_indexes(in.m.selection)) {
-    const auto& s = in.m.steps[i];
+  for (size_t i : detail::typical_indexes(in.selection)) {
+    const auto& s = in.steps[i];
     if ((s.*which).end > (s.*which).start) v.push_back(&s);
   }
   auto len = [&](const detail::StepMetrics* x) { return (x->*which).end - (x->*which).start; };

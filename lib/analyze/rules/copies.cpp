@@ -14,9 +14,9 @@ struct CopyTotals {
   double gbps() const { return busy_ms > 0 ? double(bytes) / (busy_ms * 1e6) : 0; }
 };
 
-CopyTotals totals(const Analysis& a, bool h2d) {
+CopyTotals totals(const std::vector<CopyRow>& copies, bool h2d) {
   CopyTotals c;
-  for (const auto& r : a.copies)
+  for (const auto& r : copies)
     if (r.direction == (h2d ? "h2d" : "d2h")) {
       c.bytes += r.bytes;
       c.busy_ms += r.total_ms;
@@ -25,8 +25,8 @@ CopyTotals totals(const Analysis& a, bool h2d) {
   return c;
 }
 
-std::string largest_copy(const detail::Model& m, bool h2d) {
-  for (const auto& [d, who] : m.top_copies)
+std::string largest_copy(const RuleInput& in, bool h2d) {
+  for (const auto& [d, who] : in.launchers.top_copies)
     if (d.rfind(h2d ? "H2D" : "D2H", 0) == 0) return d + " from " + who;
   return "";
 }
@@ -45,7 +45,7 @@ void unsaturated_suggestions(Finding& f, const RuleInput& in, bool h2d, const Co
   if (c.pageable) {
     replay::Change pin;
     pin.pin_copies = true;
-    pin.pinned_gbps = in.m.pinned_gbps;
+    pin.pinned_gbps = in.link.pinned_gbps;
     suggest_replayed(f, in, "high", "Pin the host buffers: " + what + " comes from pageable memory; use tensor.pin_memory() "
                      "(DataLoader(pin_memory=True)) and .to('cuda', non_blocking=True)", pin,
                      "pageable copies at the link's practical peak");
@@ -62,29 +62,28 @@ void unsaturated_suggestions(Finding& f, const RuleInput& in, bool h2d, const Co
 std::optional<Finding> copy_rule(const RuleInput& in, bool h2d) {
   const double t = (h2d ? in.t.h2d : in.t.d2h) / 1e6;
   if (!reported(in, t)) return std::nullopt;
-  const detail::Model& m = in.m;
-  const CopyTotals c = totals(in.a, h2d);
-  const double share = m.peak_h2d_gbps > 0 ? c.gbps() / m.peak_h2d_gbps : 0, pct = t / in.step_ms * 100;
+  const CopyTotals c = totals(in.tables.copies, h2d);
+  const double share = in.link.peak_h2d_gbps > 0 ? c.gbps() / in.link.peak_h2d_gbps : 0, pct = t / in.step_ms() * 100;
   const double per_step = h2d ? in.t.h2d_bytes : in.t.d2h_bytes;
   const double copies_per_step = h2d ? in.t.copies_h2d : in.t.copies_d2h;
   const char* dir = h2d ? "host-to-device" : "device-to-host";
   const bool saturated = share >= in.th.saturated_share;
   Finding f = saturated
       ? make_finding(in, Category::kPcieSaturation, std::string("The PCIe link is saturated by ") + dir + " copies", t,
-                     0.5 + 0.4 * std::min(1.0, (share - in.th.saturated_share) / 0.3) - (m.peak_assumed ? 0.1 : 0))
+                     0.5 + 0.4 * std::min(1.0, (share - in.th.saturated_share) / 0.3) - (in.link.peak_assumed ? 0.1 : 0))
       : make_finding(in, h2d ? Category::kH2dBound : Category::kD2hBound, std::string(dir) + " copies take " + fms(t) + " per step",
                      t, 0.5 + 0.3 * std::min(1.0, pct / 40) + (c.pageable * 2 > c.bytes ? 0.15 : 0));
   f.evidence.push_back(fmb(per_step) + fmt(" per step in %.0f copies", copies_per_step) + "; the GPU did nothing else for " +
                        fms(t) + " per step (" + fpct(pct) + " of the step)");
-  f.evidence.push_back(fmt("achieved %.1f GB/s", c.gbps()) + " against " + m.peak_note + fmt(" (%.0f %% of peak)", share * 100));
+  f.evidence.push_back(fmt("achieved %.1f GB/s", c.gbps()) + " against " + in.link.peak_note + fmt(" (%.0f %% of peak)", share * 100));
   if (c.pageable) f.evidence.push_back(fmb(double(c.pageable)) + " of the " + fmb(double(c.bytes)) +
                                        " were copied from pageable memory (staged through a driver buffer, slower and synchronous)");
-  const std::string largest = largest_copy(m, h2d);
+  const std::string largest = largest_copy(in, h2d);
   if (!largest.empty()) f.evidence.push_back("largest: " + largest);
   f.metrics["bytes_per_step"] = per_step;
   f.metrics["pageable_bytes_per_step"] = h2d ? in.t.h2d_pageable_bytes : in.t.d2h_pageable_bytes;
   f.metrics["bandwidth_gbps"] = c.gbps();
-  f.metrics["peak_bandwidth_gbps"] = m.peak_h2d_gbps;
+  f.metrics["peak_bandwidth_gbps"] = in.link.peak_h2d_gbps;
   f.metrics["copy_ms"] = t;
   const std::string what = largest.empty() ? std::string(h2d ? "the input copies" : "the output copies") : largest;
   if (saturated) saturated_suggestions(f, what);

@@ -9,28 +9,28 @@
 namespace inferscope::analyze::rules {
 namespace {
 
-std::string hot_list(const detail::Model& m) {
+std::string hot_list(const detail::HostFrames& host) {
   std::string s;
-  for (size_t i = 0; i < m.hot_host.size() && i < 3; ++i)
-    s += (i ? ", " : "") + m.hot_host[i].label + " " + fms(m.hot_host[i].ns / 1e6);
+  for (size_t i = 0; i < host.hot.size() && i < 3; ++i)
+    s += (i ? ", " : "") + host.hot[i].label + " " + fms(host.hot[i].ns / 1e6);
   return s;
 }
 
 /// The hottest frame that is the program's own code (HotFrame::user), when it holds at least a fifth of the named
 /// host work: only such code can be moved to workers or vectorised by the user; a model's forward or a library's
 /// function cannot (a CUDA graph or torch.compile is their fix). nullptr: none.
-const detail::Model::HotFrame* movable_work(const detail::Model& m) {
+const detail::HotFrame* movable_work(const detail::HostFrames& host) {
   double all = 0;
-  for (const auto& h : m.hot_host) all += h.ns;
-  for (const auto& h : m.hot_host)
+  for (const auto& h : host.hot) all += h.ns;
+  for (const auto& h : host.hot)
     if (h.user && h.ns >= 0.2 * all) return &h;
   return nullptr;
 }
 
 /// The CPUs the recording process may run on (`cpus_allowed` in the process info, its affinity); 0: unknown.
 int affinity_cpus(const RuleInput& in) {
-  auto it = in.a.process.find("cpus_allowed");
-  if (it == in.a.process.end()) return 0;
+  auto it = in.process.find("cpus_allowed");
+  if (it == in.process.end()) return 0;
   int cpus = 0;
   const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), cpus);
   return ec == std::errc{} && cpus >= 1 ? cpus : 0;
@@ -47,7 +47,7 @@ int suggested_workers(const RuleInput& in) {
 
 /// What limits the process to one CPU: its affinity, its cgroup's quota (under 2 CPUs of CPU time), or both.
 std::string one_cpu_limit(const RuleInput& in) {
-  const double quota = cpu_quota_cpus(in.a);
+  const double quota = cpu_quota_cpus(in.process);
   const bool by_quota = quota > 0 && quota < 2, by_affinity = affinity_cpus(in) == 1;
   std::string s = "This process";
   if (by_affinity || !by_quota) s += " may run on one CPU only (its CPU affinity)";
@@ -102,14 +102,13 @@ void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::strin
 }
 
 void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
-  const detail::Model& m = in.m;
-  const std::string step_work = "the host work in '" + in.a.steps.name + "'";
-  const std::string hottest = m.hot_host.empty() ? step_work : m.hot_host.front().label;
+  const std::string step_work = "the host work in '" + in.stats.name + "'";
+  const std::string hottest = in.host.hot.empty() ? step_work : in.host.hot.front().label;
   const bool graph_first =
-      gpu && detail::share_of_host_work_between_launches(m.graphs, in.th.dispatch_gap_ns) >= in.th.between_launches_share;
+      gpu && detail::share_of_host_work_between_launches(in.graphs, in.th.dispatch_gap_ns) >= in.th.between_launches_share;
   if (graph_first) suggest_graph_capture(f, in, hottest);
-  const detail::Model::HotFrame* own = movable_work(m);
-  if (own || m.hot_host.empty()) {
+  const detail::HotFrame* own = movable_work(in.host);
+  if (own || in.host.hot.empty()) {
     const std::string what = own ? own->label : step_work;
     suggest_workers(f, in, gpu, what);
     if (gpu)
@@ -136,23 +135,22 @@ void add_suggestions(Finding& f, const RuleInput& in, bool gpu) {
 std::optional<Finding> cpu_bound(const RuleInput& in) {
   const double impact = in.t.host_running / 1e6;
   if (!reported(in, impact)) return std::nullopt;
-  const detail::Model& m = in.m;
-  const Breakdown& b = in.a.breakdown;
-  const bool gpu = gpu_seen(in) && (b.gpu_utilization > 0 || m.kernels_per_step > 0);
-  const double pct = impact / in.step_ms * 100;
+  const Breakdown& b = in.breakdown;
+  const bool gpu = gpu_seen(in) && (b.gpu_utilization > 0 || in.t.kernels > 0);
+  const double pct = impact / in.step_ms() * 100;
   Finding f = make_finding(in, Category::kCpuBound,
                            gpu ? "The GPU waits " + fms(impact) + " per step for host work outside CUDA calls"
                                     : "Host work fills the step: " + fms(impact) + " per step, and no GPU work was recorded",
-                           impact, 0.45 + 0.4 * std::min(1.0, pct / 50) + (m.host_frames ? 0.1 : 0));
+                           impact, 0.45 + 0.4 * std::min(1.0, pct / 50) + (in.host.visible ? 0.1 : 0));
   if (gpu)
-    f.evidence.push_back("the GPU was idle " + fms(impact) + " per step (" + fpct(pct) + " of the " + fms(in.step_ms) +
-                         " step) while thread '" + m.step_thread_name + "' ran host code and had not launched the next work");
+    f.evidence.push_back("the GPU was idle " + fms(impact) + " per step (" + fpct(pct) + " of the " + fms(in.step_ms()) +
+                         " step) while thread '" + in.step_thread_name + "' ran host code and had not launched the next work");
   else
-    f.evidence.push_back("thread '" + m.step_thread_name + "' ran host code " + fms(impact) + " per step (" + fpct(pct) + ")");
+    f.evidence.push_back("thread '" + in.step_thread_name + "' ran host code " + fms(impact) + " per step (" + fpct(pct) + ")");
   if (b.host_state_measured)
     f.evidence.push_back("the thread was on a CPU for this time (system counters; waits and contention are counted apart: " +
                          fms(b.host_waiting_ms) + " waiting, " + fms(b.host_contention_ms) + " contended)");
-  if (std::string hot = hot_list(m); !hot.empty()) f.evidence.push_back("host self time per step inside the step: " + hot);
+  if (std::string hot = hot_list(in.host); !hot.empty()) f.evidence.push_back("host self time per step inside the step: " + hot);
   else f.evidence.push_back("no Python frames or nested ranges inside the step: the host work is not named; run with Python tracing or add ISCOPE_RANGEs");
   f.metrics["host_running_ms"] = impact;
   f.metrics["cpu_preprocessing_ms"] = b.cpu_preprocessing_ms;

@@ -20,33 +20,30 @@ struct Evidence {
 /// the CPUs the group was throttled on, and a throttle lasts at most the rest of its period: the wall time is at
 /// most throttled periods × period.
 double throttled_wall_share(const RuleInput& in) {
-  const detail::Model& m = in.m;
-  if (m.steps_span_ns <= 0) return 0;
-  return std::min(m.cgroup_throttled_ns, m.cgroup_throttled_periods * cpu_quota_period_ns(in.a)) / m.steps_span_ns;
+  if (in.counters.steps_span_ns <= 0) return 0;
+  return std::min(in.counters.cgroup_throttled_ns, in.counters.cgroup_throttled_periods * cpu_quota_period_ns(in.process)) / in.counters.steps_span_ns;
 }
 
 /// The run-queue wait is the CPU quota's doing when the cgroup was throttled during the steps and held its threads
 /// back for at least `quota_share_of_runqueue` of the step thread's run-queue wait over the same span: a throttled
 /// group's threads wait in the run queue until the next period, whatever else the machine runs.
 bool quota_throttled(const RuleInput& in, double quota_cpus) {
-  const detail::Model& m = in.m;
-  return quota_cpus > 0 && m.cgroup_throttled_periods > 0 && m.step_thread_runqueue_share > 0 &&
-         throttled_wall_share(in) >= in.th.quota_share_of_runqueue * m.step_thread_runqueue_share;
+  return quota_cpus > 0 && in.counters.cgroup_throttled_periods > 0 && in.counters.step_thread_runqueue_share > 0 &&
+         throttled_wall_share(in) >= in.th.quota_share_of_runqueue * in.counters.step_thread_runqueue_share;
 }
 
 Evidence measure(const RuleInput& in) {
-  const detail::Model& m = in.m;
   Evidence e;
   if (in.t.host_state_measured) {
     e.impact_ms = in.t.host_contention / 1e6;
     e.gil = in.t.host_gil * 2 > in.t.host_contention;
     const double share = in.t.host_out_api > 0 ? in.t.host_contention / in.t.host_out_api : 0;
     e.confidence = 0.55 + 0.25 * std::min(1.0, share / 0.5) +
-                   (m.involuntary_per_step > 1 || m.other_busy_python_threads ? 0.1 : 0);
-    e.quota_cpus = cpu_quota_cpus(in.a);
+                   (in.counters.involuntary_per_step > 1 || in.counters.other_busy_python_threads ? 0.1 : 0);
+    e.quota_cpus = cpu_quota_cpus(in.process);
     e.quota = !e.gil && quota_throttled(in, e.quota_cpus);
-  } else if (m.other_busy_python_threads > 0) {  // no counters: indirect, through the GIL
-    e.impact_ms = in.t.idle_host / 1e6 * std::min(0.5, m.other_python_busy_share);
+  } else if (in.counters.other_busy_python_threads > 0) {  // no counters: indirect, through the GIL
+    e.impact_ms = in.t.idle_host / 1e6 * std::min(0.5, in.counters.other_python_busy_share);
     e.gil = true;
     e.confidence = 0.35;
   }
@@ -54,9 +51,8 @@ Evidence measure(const RuleInput& in) {
 }
 
 void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
-  const detail::Model& m = in.m;
   if (in.t.host_state_measured) {
-    f.evidence.push_back(while_idle(in, "while the GPU waited on it") + ", thread '" + m.step_thread_name + "' was runnable but off a CPU " +
+    f.evidence.push_back(while_idle(in, "while the GPU waited on it") + ", thread '" + in.step_thread_name + "' was runnable but off a CPU " +
                          fms((in.t.host_contention - in.t.host_gil) / 1e6) + " per step and blocked while another "
                          "Python thread ran (the GIL) " + fms(in.t.host_gil / 1e6) + " per step (system counters)");
   } else {
@@ -68,33 +64,33 @@ void add_evidence(Finding& f, const RuleInput& in, const Evidence& e) {
       if (holders[i].party->kind == detail::WaitParty::Kind::kGil && (i == 0 || holders[i].share >= 0.2))
         add_party_evidence(f, in, holders[i], in.t.host_gil / 1e6 * holders[i].share);
   }
-  if (m.other_busy_python_threads > 0)
-    f.evidence.push_back(std::to_string(m.other_busy_python_threads) + " other Python thread(s) ran Python code during the "
-                         "steps (the busiest " + fpct(m.other_python_busy_share * 100) + " of the steps' span): they compete for the GIL");
-  if (m.step_thread_runqueue_share > 0.01)
-    f.evidence.push_back("the step thread waited in the run queue for a CPU " + fpct(m.step_thread_runqueue_share * 100) +
+  if (in.counters.other_busy_python_threads > 0)
+    f.evidence.push_back(std::to_string(in.counters.other_busy_python_threads) + " other Python thread(s) ran Python code during the "
+                         "steps (the busiest " + fpct(in.counters.other_python_busy_share * 100) + " of the steps' span): they compete for the GIL");
+  if (in.counters.step_thread_runqueue_share > 0.01)
+    f.evidence.push_back("the step thread waited in the run queue for a CPU " + fpct(in.counters.step_thread_runqueue_share * 100) +
                          " of the time (schedstat)");
-  if (m.involuntary_per_step > 0)
-    f.evidence.push_back(fmt("%.1f involuntary context switches of the step thread per step", m.involuntary_per_step));
-  if (m.cgroup_throttled_periods > 0)
+  if (in.counters.involuntary_per_step > 0)
+    f.evidence.push_back(fmt("%.1f involuntary context switches of the step thread per step", in.counters.involuntary_per_step));
+  if (in.counters.cgroup_throttled_periods > 0)
     f.evidence.push_back("the process's cgroup ran out of its CPU quota (" +
                          (e.quota_cpus > 0 ? fcpus(e.quota_cpus) + " CPUs" : std::string("quota not recorded")) +
-                         ") in " + fmt("%.0f", m.cgroup_throttled_periods) + " of " + fmt("%.0f", m.cgroup_periods) +
+                         ") in " + fmt("%.0f", in.counters.cgroup_throttled_periods) + " of " + fmt("%.0f", in.counters.cgroup_periods) +
                          " scheduling periods during the steps; its threads were held back " +
-                         fms(m.cgroup_throttled_ns / 1e6) + " in all (cgroup cpu.stat, summed over CPUs)");
+                         fms(in.counters.cgroup_throttled_ns / 1e6) + " in all (cgroup cpu.stat, summed over CPUs)");
   f.metrics["contention_ms"] = e.impact_ms;
   f.metrics["gil_wait_ms"] = in.t.host_gil / 1e6;
   f.metrics["runqueue_wait_ms"] = (in.t.host_contention - in.t.host_gil) / 1e6;
-  f.metrics["other_busy_python_threads"] = m.other_busy_python_threads;
-  f.metrics["involuntary_switches_per_step"] = m.involuntary_per_step;
-  f.metrics["runqueue_wait_share"] = m.step_thread_runqueue_share;
+  f.metrics["other_busy_python_threads"] = in.counters.other_busy_python_threads;
+  f.metrics["involuntary_switches_per_step"] = in.counters.involuntary_per_step;
+  f.metrics["runqueue_wait_share"] = in.counters.step_thread_runqueue_share;
   f.metrics["cpu_quota_cpus"] = e.quota_cpus;
-  f.metrics["cgroup_throttled_periods"] = m.cgroup_throttled_periods;
-  f.metrics["cgroup_throttled_ms"] = m.cgroup_throttled_ns / 1e6;
+  f.metrics["cgroup_throttled_periods"] = in.counters.cgroup_throttled_periods;
+  f.metrics["cgroup_throttled_ms"] = in.counters.cgroup_throttled_ns / 1e6;
 }
 
 std::string title(const RuleInput& in, const Evidence& e) {
-  const std::string who = "Thread '" + in.m.step_thread_name + "' is ";
+  const std::string who = "Thread '" + in.step_thread_name + "' is ";
   if (e.gil) {
     const std::vector<PartyShare> holders = parties_of(in, true);
     if (!holders.empty() && holders.front().share >= 0.5) {
@@ -112,7 +108,7 @@ void add_suggestions(Finding& f, const RuleInput& in, const Evidence& e) {
   replay::Change gone;  // the contended share of every host gap disappears
   gone.host_gap_scale = in.t.idle_host > 0 ? std::max(0.0, 1.0 - e.impact_ms * 1e6 / in.t.idle_host) : 1.0;
   const char* model = "the contended share of the host time removed";
-  const std::string step = in.a.steps.name;
+  const std::string step = in.stats.name;
   const std::vector<PartyShare> holders = e.gil ? parties_of(in, true) : std::vector<PartyShare>{};
   if (e.gil && !holders.empty() && holders.front().share >= 0.5) {
     suggest_for_party(f, in, holders.front(), in.t.host_gil / 1e6 * holders.front().share);

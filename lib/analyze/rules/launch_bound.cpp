@@ -9,22 +9,21 @@ namespace inferscope::analyze::rules {
 
 std::optional<Finding> launch_bound(const RuleInput& in) {
   const double impact = in.t.idle_gaps / 1e6;
-  const detail::Model& m = in.m;
   if (!reported(in, impact) || in.t.kernels < in.th.launch_min_kernels) return std::nullopt;
-  const double pct = impact / in.step_ms * 100;
-  const bool tiny = m.median_kernel_ns > 0 && m.median_kernel_ns < m.short_kernel_ns;
+  const double pct = impact / in.step_ms() * 100;
+  const bool tiny = in.launchers.median_kernel_ns > 0 && in.launchers.median_kernel_ns < in.launchers.short_kernel_ns;
   Finding f = make_finding(in, Category::kLaunchBound,
                            fmt("%.0f kernels per step", in.t.kernels) + " with short gaps: the host cannot launch them fast enough",
                            impact, 0.45 + 0.25 * std::min(1.0, pct / 30) + (tiny ? 0.2 : 0));
-  f.evidence.push_back(fmt("%.0f kernels per step, median kernel ", in.t.kernels) + fmt("%.1f us", m.median_kernel_ns / 1e3) +
+  f.evidence.push_back(fmt("%.0f kernels per step, median kernel ", in.t.kernels) + fmt("%.1f us", in.launchers.median_kernel_ns / 1e3) +
                        "; the GPU sat idle while the host was launching " + fms(impact) + " per step (" + fpct(pct) + " of the step)");
   const double launch_ms = in.t.launch_api_ns / 1e6;
   f.evidence.push_back("host time in launch calls: " + fms(launch_ms) + " per step (" +
                        fmt("%.1f us per kernel", in.t.kernels > 0 ? launch_ms * 1e3 / in.t.kernels : 0) + ")");
-  const bool named = !m.top_kernel_launcher.empty() && m.top_kernel_launcher != "-";
-  if (named) f.evidence.push_back("most kernels launched from " + m.top_kernel_launcher);
+  const bool named = !in.launchers.top_kernel_launcher.empty() && in.launchers.top_kernel_launcher != "-";
+  if (named) f.evidence.push_back("most kernels launched from " + in.launchers.top_kernel_launcher);
   f.metrics["kernels_per_step"] = in.t.kernels;
-  f.metrics["median_kernel_us"] = m.median_kernel_ns / 1e3;
+  f.metrics["median_kernel_us"] = in.launchers.median_kernel_ns / 1e3;
   f.metrics["gpu_idle_launching_ms"] = impact;
   f.metrics["launch_api_ms"] = launch_ms;
   replay::Change graph;
@@ -33,8 +32,8 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
   suggest_replayed(f, in, "high", "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) "
                    "so its " + fmt("%.0f launches", in.t.kernels) + " become one", graph,
                    "launches and the host code between them replaced by one graph launch");
-  const std::string k0 = in.a.kernels.empty() ? "-" : in.a.kernels.front().name;
-  suggest(f, "high", "Fuse the small kernels launched from " + (named ? m.top_kernel_launcher : std::string("the step")) +
+  const std::string k0 = in.tables.kernels.empty() ? "-" : in.tables.kernels.front().name;
+  suggest(f, "high", "Fuse the small kernels launched from " + (named ? in.launchers.top_kernel_launcher : std::string("the step")) +
                      " (torch.compile, fused optimizers/ops, a custom kernel), e.g. '" + k0 + "'");
   suggest(f, "medium", "Batch more work per launch (larger batch or sequence per step) so each kernel runs longer than its launch costs");
   suggest(f, "low", "Cut Python overhead between launches (no tensor creation or shape logic inside the loop)");

@@ -8,30 +8,28 @@ namespace inferscope::analyze::rules {
 namespace {
 
 void add_evidence(Finding& f, const RuleInput& in) {
-  const detail::Model& m = in.m;
   if (in.t.allocs > 0)
-    f.evidence.push_back(fmt("%.1f allocation/free calls per step", in.t.allocs) + " (mostly " + m.top_alloc_api + " from " +
-                         m.top_alloc_caller + "), " + fms(in.t.alloc_api_ns / 1e6) + " of host time per step; the GPU was "
+    f.evidence.push_back(fmt("%.1f allocation/free calls per step", in.t.allocs) + " (mostly " + in.launchers.top_alloc_api + " from " +
+                         in.launchers.top_alloc_caller + "), " + fms(in.t.alloc_api_ns / 1e6) + " of host time per step; the GPU was "
                          "idle " + fms(in.t.idle_memory / 1e6) + " per step in them and refilling after them (cudaFree "
                          "synchronizes the device)");
-  for (const auto& r : in.a.allocations)
+  for (const auto& r : in.tables.allocations)
     f.evidence.push_back(r.op + " " + r.memory + ": " + std::to_string(r.count) + " events, " + fmb(double(r.bytes)) + ", " +
                          fms(r.api_ms) + " in API calls over the trace");
-  if (std::string e = callers_evidence(in.a.allocations); !e.empty()) f.evidence.push_back(e);
-  if (m.rss_growth_bytes > 0) f.evidence.push_back("process RSS grew by " + fmb(m.rss_growth_bytes) + " over the steps");
-  if (m.faults_per_step > 0) f.evidence.push_back(fmt("%.0f page faults per step", m.faults_per_step));
+  if (std::string e = callers_evidence(in.tables.allocations); !e.empty()) f.evidence.push_back(e);
+  if (in.counters.rss_growth_bytes > 0) f.evidence.push_back("process RSS grew by " + fmb(in.counters.rss_growth_bytes) + " over the steps");
+  if (in.counters.faults_per_step > 0) f.evidence.push_back(fmt("%.0f page faults per step", in.counters.faults_per_step));
   f.metrics["alloc_calls_per_step"] = in.t.allocs;
   f.metrics["alloc_api_ms"] = in.t.alloc_api_ns / 1e6;
   f.metrics["gpu_idle_in_memory_ms"] = in.t.idle_memory / 1e6;
-  f.metrics["rss_growth_bytes"] = m.rss_growth_bytes;
+  f.metrics["rss_growth_bytes"] = in.counters.rss_growth_bytes;
 }
 
 }  // namespace
 
 std::optional<Finding> memory_alloc(const RuleInput& in) {
-  const detail::Model& m = in.m;
-  const double impact = in.t.idle_memory / 1e6, pct = impact / in.step_ms * 100;
-  const bool host_pressure = m.faults_per_step > in.th.host_pressure_faults || m.rss_growth_bytes > in.th.host_pressure_rss;
+  const double impact = in.t.idle_memory / 1e6, pct = impact / in.step_ms() * 100;
+  const bool host_pressure = in.counters.faults_per_step > in.th.host_pressure_faults || in.counters.rss_growth_bytes > in.th.host_pressure_rss;
   const bool device = reported(in, impact);
   if (!device && !host_pressure) return std::nullopt;
   Finding f = make_finding(in, Category::kMemoryAlloc,
@@ -41,18 +39,18 @@ std::optional<Finding> memory_alloc(const RuleInput& in) {
   add_evidence(f, in);
   // The first CUDA call creates the context (hundreds of ms): a one-time cost. It is inside the analysed steps
   // only when the warm-up could not be left out (the whole trace is one step, or --skip-steps 0).
-  const bool init = m.first_api_in_steps && m.selection.warmup == 0 && m.first_api_ms >= 20 &&
-                    m.first_api_ms >= 0.5 * impact * double(in.t.steps);
+  const bool init = in.first_call.in_steps && in.selection.warmup == 0 && in.first_call.ms >= 20 &&
+                    in.first_call.ms >= 0.5 * impact * double(in.t.steps);
   if (init) {
-    f.evidence.push_back("the step thread's first CUDA call, " + m.first_api_name + " (" + fms(m.first_api_ms) +
+    f.evidence.push_back("the step thread's first CUDA call, " + in.first_call.name + " (" + fms(in.first_call.ms) +
                          "), lies inside the analysed steps: most of it is creating the CUDA context, a one-time cost");
     f.confidence = std::max(0.0, f.confidence - 0.3);
     f.uncertain = f.confidence < in.th.uncertain_below;
   }
-  add_examples(f, in, &detail::StepMetrics::worst_alloc, "host in " + m.top_alloc_api);
+  add_examples(f, in, &detail::StepMetrics::worst_alloc, "host in " + in.launchers.top_alloc_api);
   replay::Change cached;
   cached.remove_allocs = true;
-  const std::string who = m.top_alloc_caller.empty() || m.top_alloc_caller == "-" ? "the step" : m.top_alloc_caller;
+  const std::string who = in.launchers.top_alloc_caller.empty() || in.launchers.top_alloc_caller == "-" ? "the step" : in.launchers.top_alloc_caller;
   const char* model = "allocations and frees served from a cache (no call, no synchronization)";
   suggest_replayed(f, in, "high", "Keep PyTorch's caching allocator on: do not call torch.cuda.empty_cache() in the step and "
                    "do not set PYTORCH_NO_CUDA_MEMORY_CACHING=1", cached, model);

@@ -22,21 +22,16 @@ std::span<const RuleEntry> registry() {
   return entries;
 }
 
-namespace {
-// The trace's time origin in ns: the representative step's start minus its offset in the Analysis.
-double trace_origin_ns(const Analysis& a, const detail::Model& m) {
-  if (m.steps.empty()) return 0;
-  const size_t rep = a.representative.step.index;
-  if (rep < m.steps.size()) return double(m.steps[rep].start) - a.representative.step.start_ms * 1e6;
-  return double(m.steps.front().start);
+double trace_origin_ns(const std::vector<detail::StepMetrics>& steps, const StepInstance& representative) {
+  if (steps.empty()) return 0;
+  const size_t rep = representative.index;
+  if (rep < steps.size()) return double(steps[rep].start) - representative.start_ms * 1e6;
+  return double(steps.front().start);
 }
-}  // namespace
 
-std::vector<Finding> run_all(const Analysis& a, const detail::Model& m, const detail::WaitAttribution& waits,
-                             const Thresholds& th) {
+std::vector<Finding> run_all(const RuleInput& in) {
   std::vector<Finding> out;
-  if (m.steps.empty() || m.typical.steps == 0 || m.typical.dur <= 0) return out;
-  const RuleInput in{a, m, m.typical, waits, th, m.typical.dur / 1e6, trace_origin_ns(a, m)};
+  if (in.steps.empty() || in.t.steps == 0 || in.t.dur <= 0) return out;
   for (const RuleEntry& e : registry())
     if (auto f = e.rule(in)) out.push_back(std::move(*f));
   std::stable_sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {

@@ -1,15 +1,17 @@
-// The bottleneck rules (docs/analysis.md, section 6). Each rule is one file with one function
-// over the shared attribution (the typical step, detail::TypicalStep, and the model's evidence); no rule reads
-// another rule's result, and the order they run in changes nothing but the order of equal-impact findings.
+// The bottleneck rules (docs/analysis.md, section 6). Each rule is one file with one function over RuleInput,
+// the stages' typed results (the typical step, detail::TypicalStep, and the evidence); no rule reads another
+// rule's result, and the order they run in changes nothing but the order of equal-impact findings.
 // Impacts come from the attribution (every idle instant has one cause, so impacts never add up past the step);
 // savings come from the what-if replay (what_if.hpp) or are marked "not estimated".
 //
-//   std::vector<Finding> f = rules::run_all(analysis, model, waits);   // ranked, primary first
+//   std::vector<Finding> f = rules::run_all(RuleInput{process, stats, ...});   // ranked, primary first
 #pragma once
 
 #include "analyze/analysis.hpp"
 #include "analyze/model.hpp"
 #include "analyze/replay.hpp"
+#include "analyze/stage_results.hpp"
+#include "analyze/step_policy.hpp"
 #include "analyze/waits.hpp"
 
 #include <optional>
@@ -46,15 +48,34 @@ struct Thresholds {
                                          ///< the CPU quota, not other threads, is what held the step thread back
 };
 
+/// What every rule receives: the typed results of the stages (stage_results.hpp), each named by the stage that
+/// returns it, never the Analysis the reports read. A rule test builds one from its own small results.
 struct RuleInput {
-  const Analysis& a;
-  const detail::Model& m;
-  const detail::TypicalStep& t;  ///< the typical step (ns, counts per step)
-  const detail::WaitAttribution& waits;  ///< whom the step thread waited on (waits.hpp)
-  const Thresholds& th;
-  double step_ms;                ///< the typical step in ms (what impact_pct divides by)
-  double trace_t0_ns;            ///< the trace's time origin, for example spans
+  const detail::ProcessInfo& process;            ///< the dump's process info (pid, cpus_allowed, cpu_quota, gpu.*)
+  const StepStats& stats;                        ///< steps: the step's name, statistics, whether steps are alike
+  const StepSelection& selection;                ///< steps: warm-up, steady and outlier steps
+  const std::string& step_thread_name;           ///< steps
+  const Sampling& sampling;                      ///< sampling: a sampled run's windows, each step's number in the run
+  bool gpu_work;                                 ///< ingest: any kernel, memset or copy was recorded
+  const detail::HostFrames& host;                ///< pass 2: the step thread's host work by innermost frame
+  const detail::FirstCall& first_call;           ///< sweep: the step thread's first CUDA call
+  const detail::LaunchSummary& launchers;        ///< sweep: the median kernel, the top launchers and callers
+  const detail::LinkPeak& link;                  ///< counters: the PCIe peak
+  const detail::CounterEvidence& counters;       ///< counters: contention, memory and quota evidence
+  const detail::WaitAttribution& waits;          ///< waits: whom the step thread waited on (waits.hpp)
+  const std::vector<detail::StepMetrics>& steps; ///< every step, measured to the end (MeasuredSteps)
+  const detail::TypicalStep& t;                  ///< the typical step (ns, counts per step)
+  const Breakdown& breakdown;                    ///< the typical step in ms, by part and by cause
+  const std::vector<replay::StepGraph>& graphs;  ///< typical steps as replayable graphs (what_if.hpp)
+  const detail::Tables& tables;                  ///< tables: kernels, copies, syncs, allocations (for names)
+  double trace_t0_ns = 0;                        ///< the trace's time origin, for example spans
+  Thresholds th = {};
+  /// The typical step in ms (what impact_pct divides by).
+  double step_ms() const { return t.dur / 1e6; }
 };
+
+/// The trace's time origin in ns: the representative step's start minus its offset from the origin.
+double trace_origin_ns(const std::vector<detail::StepMetrics>& steps, const StepInstance& representative);
 
 using Rule = std::optional<Finding> (*)(const RuleInput&);
 
@@ -65,9 +86,9 @@ struct RuleEntry {
 /// Every rule, in the order their findings are listed on equal impact.
 std::span<const RuleEntry> registry();
 
-/// Runs every rule, ranks the findings by impact (informational ones last) and marks the primary.
-std::vector<Finding> run_all(const Analysis& a, const detail::Model& m, const detail::WaitAttribution& waits,
-                             const Thresholds& th = {});
+/// Runs every rule, ranks the findings by impact (informational ones last) and marks the primary. No steps, or
+/// a typical step of no length: no findings.
+std::vector<Finding> run_all(const RuleInput& in);
 
 // ---- one function per rule (rules/<name>.cpp)
 std::optional<Finding> cpu_bound(const RuleInput& in);
@@ -110,9 +131,9 @@ bool gpu_seen(const RuleInput& in);
 /// "while the GPU waited on it" / "in the step": where a host-side cost happened, worded for the trace.
 std::string while_idle(const RuleInput& in, const char* gpu_wording);
 /// The CPU quota of the recording process's cgroup in CPUs (process info `cpu_quota`); 0 when none or unknown.
-double cpu_quota_cpus(const Analysis& a);
+double cpu_quota_cpus(const detail::ProcessInfo& process);
 /// Its enforcement period (`cpu_quota_period_us`; dumps without it: the kernel's default, 100 ms), in ns.
-double cpu_quota_period_ns(const Analysis& a);
+double cpu_quota_period_ns(const detail::ProcessInfo& process);
 /// "0.50", "2.00"; four decimals under 0.01 CPUs.
 std::string fcpus(double cpus);
 /// The CPUs the recording process may use: its affinity (`cpus_allowed`), no more than the whole CPUs of its

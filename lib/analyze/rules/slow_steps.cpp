@@ -32,25 +32,24 @@ std::pair<const char*, double> what_grew(const detail::StepMetrics& s, const det
 }  // namespace
 
 std::optional<Finding> slow_steps(const RuleInput& in) {
-  const detail::Model& m = in.m;
-  const auto& out = m.selection.outliers;
+  const auto& out = in.selection.outliers;
   if (out.empty()) return std::nullopt;
   Finding f = make_finding(in, Category::kSlowSteps,
-                           std::to_string(out.size()) + " steady step(s) slower than " + fms(m.selection.outlier_bound_ns / 1e6) +
-                               " (the median is " + fms(m.selection.steady_median_ns / 1e6) + ")",
+                           std::to_string(out.size()) + " steady step(s) slower than " + fms(in.selection.outlier_bound_ns / 1e6) +
+                               " (the median is " + fms(in.selection.steady_median_ns / 1e6) + ")",
                            0, 0.8);
   f.informational = true;
   std::vector<size_t> worst(out.begin(), out.end());
-  std::stable_sort(worst.begin(), worst.end(), [&](size_t x, size_t y) { return m.steps[x].dur > m.steps[y].dur; });
+  std::stable_sort(worst.begin(), worst.end(), [&](size_t x, size_t y) { return in.steps[x].dur > in.steps[y].dur; });
   // In a sampled run a step is also named by its number in the run (the windows hold a few of many).
   auto label = [&](size_t i) {
-    const auto& n = in.a.sampling.run_step;
+    const auto& n = in.sampling.run_step;
     std::string l = "step " + std::to_string(i);
     if (i < n.size() && n[i] >= 0) l += " (step " + std::to_string(n[i]) + " of the run)";
     return l;
   };
   for (size_t k = 0; k < worst.size() && k < 3; ++k) {
-    const auto& s = m.steps[worst[k]];
+    const auto& s = in.steps[worst[k]];
     auto [part, extra] = what_grew(s, in.t);
     f.evidence.push_back(label(worst[k]) + ": " + fms(double(s.dur) / 1e6) + "; most of the difference: " +
                          part + " (+" + fms(std::max(0.0, extra) / 1e6) + " against the typical step)");
@@ -58,7 +57,7 @@ std::optional<Finding> slow_steps(const RuleInput& in) {
                           "slow step " + std::to_string(worst[k])});
   }
   f.metrics["slow_steps"] = double(out.size());
-  f.metrics["outlier_bound_ms"] = m.selection.outlier_bound_ns / 1e6;
+  f.metrics["outlier_bound_ms"] = in.selection.outlier_bound_ns / 1e6;
   suggest(f, "high", "Open the slowest step in the timeline (--perfetto) and compare it with a typical one");
   suggest(f, "medium", "Check for periodic work inside the loop: garbage collection (gc.freeze() after start-up), logging, "
                        "checkpointing, new input shapes that trigger recompilation or autotuning");

@@ -10,22 +10,21 @@ std::optional<Finding> sync_bound(const RuleInput& in) {
   const double impact = in.t.idle_sync / 1e6;
   const double syncs = in.t.syncs;
   if (!reported(in, impact) || syncs < in.th.sync_min_per_step) return std::nullopt;
-  const detail::Model& m = in.m;
-  const double pct = impact / in.step_ms * 100;
+  const double pct = impact / in.step_ms() * 100;
   Finding f = make_finding(in, Category::kSyncBound, fmt("%.0f host-device synchronizations per step leave the GPU idle", syncs),
                            impact, 0.45 + 0.35 * std::min(1.0, pct / 30) + (syncs >= 2 ? 0.15 : 0));
-  f.evidence.push_back(fmt("%.1f synchronizing calls per step", syncs) + " (mostly " + m.top_sync_api + " from " +
-                       m.top_sync_caller + ")");
+  f.evidence.push_back(fmt("%.1f synchronizing calls per step", syncs) + " (mostly " + in.launchers.top_sync_api + " from " +
+                       in.launchers.top_sync_caller + ")");
   f.evidence.push_back("the GPU ran out of work at them and waited for the host to refill it: " + fms(impact) +
                        " per step (" + fpct(pct) + ")");
   f.evidence.push_back("host blocked in synchronizing calls: " + fms(in.t.sync_api_ns / 1e6) + " per step");
-  if (std::string e = callers_evidence(in.a.syncs); !e.empty()) f.evidence.push_back(e);
+  if (std::string e = callers_evidence(in.tables.syncs); !e.empty()) f.evidence.push_back(e);
   f.metrics["syncs_per_step"] = syncs;
   f.metrics["gpu_idle_after_sync_ms"] = impact;
   add_examples(f, in, &detail::StepMetrics::worst_sync_gap, "GPU idle around a synchronization");
   replay::Change no_syncs;
   no_syncs.remove_syncs = true;
-  const std::string who = m.top_sync_caller.empty() || m.top_sync_caller == "-" ? "the step" : m.top_sync_caller;
+  const std::string who = in.launchers.top_sync_caller.empty() || in.launchers.top_sync_caller == "-" ? "the step" : in.launchers.top_sync_caller;
   suggest_replayed(f, in, "high", "Remove the synchronizations in " + who + ": .item(), .cpu(), .tolist(), print(tensor) and "
                    "torch.cuda.synchronize() each wait for the GPU; keep values on the GPU until the step ends",
                    no_syncs, "every synchronization but the step's last no longer waits");

@@ -17,7 +17,7 @@ using Kind = detail::WaitParty::Kind;
 constexpr double kNamedShare = 0.5;
 
 std::string title(const RuleInput& in, const PartyShare* lead, double impact) {
-  const std::string thread = "Thread '" + in.m.step_thread_name + "'";
+  const std::string thread = "Thread '" + in.step_thread_name + "'";
   const std::string idle = gpu_seen(in) ? " while the GPU has nothing to do" : "";
   if (!lead) return thread + " waits " + fms(impact) + " per step (sleep, I/O, a queue or a lock)" + idle;
   const detail::WaitParty& p = *lead->party;
@@ -59,8 +59,7 @@ std::optional<Finding> host_wait(const RuleInput& in) {
   if (!in.t.host_state_measured) return std::nullopt;
   const double impact = in.t.host_wait / 1e6;
   if (!reported(in, impact)) return std::nullopt;
-  const detail::Model& m = in.m;
-  const double pct = impact / in.step_ms * 100;
+  const double pct = impact / in.step_ms() * 100;
   const std::vector<PartyShare> parties = parties_of(in, false);
   const PartyShare* lead = nullptr;
   if (!parties.empty() && parties.front().party->kind != Kind::kUnknown && parties.front().share >= kNamedShare)
@@ -88,10 +87,10 @@ std::optional<Finding> host_wait(const RuleInput& in) {
     }
     add_party_evidence(f, in, ps, impact * ps.share);
   }
-  if (m.step_thread_runqueue_share <= 0.01)
+  if (in.counters.step_thread_runqueue_share <= 0.01)
     f.evidence.push_back("no measurable run-queue delay: other threads did not take its CPU");
   f.metrics["wait_ms"] = impact;
-  f.metrics["runqueue_wait_share"] = m.step_thread_runqueue_share;
+  f.metrics["runqueue_wait_share"] = in.counters.step_thread_runqueue_share;
   add_examples(f, in, &detail::StepMetrics::worst_host_gap,
                gpu_seen(in) ? "GPU idle while the host thread waited" : "the host thread waiting");
   if (lead) {

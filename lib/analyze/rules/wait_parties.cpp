@@ -59,7 +59,7 @@ replay::Change without_party(const RuleInput& in, double party_ms, double floor_
 // would deliver.
 void suggest_more_hands(Finding& f, const RuleInput& in, const detail::WaitParty& p, double party_ms) {
   const double cpu_ms = p.cpu_per_step_ns / 1e6;
-  const double target = std::max(0.05, in.step_ms - party_ms);
+  const double target = std::max(0.05, in.step_ms() - party_ms);
   const int now = int(p.members.size());
   const int most = worker_cpus(in);
   const std::string who = describe_party(p);
@@ -155,8 +155,8 @@ std::string describe_party(const detail::WaitParty& p) {
 
 int usable_cpus(const RuleInput& in) {
   int cpus = 0;
-  if (auto it = in.a.process.find("cpus_allowed"); it != in.a.process.end()) cpus = std::max(0, std::atoi(it->second.c_str()));
-  if (const double quota = cpu_quota_cpus(in.a); quota > 0) {
+  if (auto it = in.process.find("cpus_allowed"); it != in.process.end()) cpus = std::max(0, std::atoi(it->second.c_str()));
+  if (const double quota = cpu_quota_cpus(in.process); quota > 0) {
     const int whole = std::max(1, int(std::min(quota, 1e6)));
     cpus = cpus ? std::min(cpus, whole) : whole;
   }

@@ -31,28 +31,27 @@ void add_suggestions(Finding& f, const RuleInput& in) {
 }  // namespace
 
 std::optional<Finding> warmup(const RuleInput& in) {
-  const detail::Model& m = in.m;
-  const size_t n = m.selection.warmup;
-  if (n == 0 || m.steps.size() <= n) return std::nullopt;
+  const size_t n = in.selection.warmup;
+  if (n == 0 || in.steps.size() <= n) return std::nullopt;
   double total = 0;
-  for (size_t i = 0; i < n; ++i) total += double(m.steps[i].dur);
-  const double steady = m.selection.steady_median_ns;
+  for (size_t i = 0; i < n; ++i) total += double(in.steps[i].dur);
+  const double steady = in.selection.steady_median_ns;
   Finding f = make_finding(in, Category::kWarmup,
                            "Warm-up: the first " + std::to_string(n) + " step(s) took " + fms(total / 1e6) + " (a steady step: " +
                                fms(steady / 1e6) + "); left out of every number above",
                            0, 0.9);
   f.informational = true;
-  f.evidence.push_back(m.selection.reason);
-  for (size_t i = 0; i < n && i < 5; ++i) f.evidence.push_back("step " + std::to_string(i) + " " + spent(in, m.steps[i]));
-  if (m.first_api_in_steps && !m.first_api_name.empty())
-    f.evidence.push_back("the step thread's first CUDA call, " + m.first_api_name + " (" + fms(m.first_api_ms) +
+  f.evidence.push_back(in.selection.reason);
+  for (size_t i = 0; i < n && i < 5; ++i) f.evidence.push_back("step " + std::to_string(i) + " " + spent(in, in.steps[i]));
+  if (in.first_call.in_steps && !in.first_call.name.empty())
+    f.evidence.push_back("the step thread's first CUDA call, " + in.first_call.name + " (" + fms(in.first_call.ms) +
                          "), lies in a step: a first call creates the CUDA context, a one-time cost");
   f.metrics["warmup_steps"] = double(n);
   f.metrics["warmup_ms"] = total / 1e6;
   f.metrics["steady_step_ms"] = steady / 1e6;
   for (size_t i = 0; i < n && i < 3; ++i)
-    f.examples.push_back({(double(m.steps[i].start) - in.trace_t0_ns) / 1e6,
-                          (double(m.steps[i].start + m.steps[i].dur) - in.trace_t0_ns) / 1e6, "warm-up step " + std::to_string(i)});
+    f.examples.push_back({(double(in.steps[i].start) - in.trace_t0_ns) / 1e6,
+                          (double(in.steps[i].start + in.steps[i].dur) - in.trace_t0_ns) / 1e6, "warm-up step " + std::to_string(i)});
   add_suggestions(f, in);
   return f;
 }
