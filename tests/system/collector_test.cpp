@@ -644,7 +644,7 @@ TEST_CASE("child processes and their children are found and sampled under their 
     p.put(d + "stat", std::to_string(pid) + " (" + comm + ") R 1 1 1 0 -1 0 10 0 0 0 " + std::to_string(ticks) +
                           " 2 0 0 20 0 1 0 5 1000 50\n");
     p.put(d + "schedstat", std::to_string(run_ns) + " 300 7\n");
-    p.put(d + "cmdline", std::string("python3\0-c\0work", 17));
+    p.put(d + "cmdline", std::string("python3\0-c\0work", 16));
     p.put(d + "task/" + std::to_string(pid) + "/children", kids);
   };
   child(4711, "pt_data_worker", 50, 400'000'000, "4712");
