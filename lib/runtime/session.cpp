@@ -11,6 +11,7 @@
 #include "dump/path.hpp"
 #include "runtime/crash_dump.hpp"
 #include "runtime/dump_file.hpp"
+#include "runtime/rank_info.hpp"
 #include "runtime/sampler.hpp"
 
 #include <inferscope/scope.hpp>
@@ -32,6 +33,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -314,6 +316,7 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   if (inferscope_cgroup_cpu_process_info)
     inferscope_cgroup_cpu_process_info(
         [](void* to, const char* k, const char* v) { static_cast<ChunkBuilder*>(to)->add_key_value(k, v); }, &b);
+  for (const auto& [k, v] : detail::rank_info(std::getenv)) b.add_key_value(k, v);
   std::ifstream cl("/proc/self/cmdline", std::ios::binary);
   std::string cmd((std::istreambuf_iterator<char>(cl)), std::istreambuf_iterator<char>());
   while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();

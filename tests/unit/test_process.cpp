@@ -98,6 +98,38 @@ TEST_CASE("a normal return writes every range, with the chosen clock") {
   }
 }
 
+TEST_CASE("a rank of a multi-process job is in the process info, from its launcher's environment") {
+  struct Case {
+    std::vector<std::string> env;
+    std::string rank, source, world, local;
+  };
+  const Case cases[] = {
+      {{"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1"}, "1", "torchrun", "2", "1"},
+      {{"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4"}, "3", "openmpi", "4", ""},
+      // torchrun's own variables win over the MPI launcher that started its agent
+      {{"OMPI_COMM_WORLD_RANK=0", "RANK=5", "WORLD_SIZE=8"}, "5", "torchrun", "8", ""},
+      {{"RANK=one", "SLURM_PROCID=2", "SLURM_NTASKS=x"}, "2", "slurm", "", ""},  // not numbers: skipped
+      {{}, "", "", "", ""},
+  };
+  // The empty case means something only when this test's own environment names no rank (spawn inherits it).
+  const bool clean_env = !std::getenv("RANK") && !std::getenv("OMPI_COMM_WORLD_RANK") && !std::getenv("PMI_RANK") &&
+                         !std::getenv("SLURM_PROCID");
+  int i = 0;
+  for (const Case& c : cases) {
+    CAPTURE(i);
+    if (c.env.empty() && !clean_env) continue;
+    std::string out = testutil::temp_path("rank-" + std::to_string(i++) + ".iscope");
+    pid_t pid = testutil::spawn({recorder(), "count", "10"}, env_for(out, c.env));
+    int st = testutil::wait_status(pid);
+    REQUIRE(WIFEXITED(st));
+    dump::DumpReader r(out);
+    CHECK(r.process_value("rank") == c.rank);
+    CHECK(r.process_value("rank_source") == c.source);
+    CHECK(r.process_value("world_size") == c.world);
+    CHECK(r.process_value("local_rank") == c.local);
+  }
+}
+
 TEST_CASE("a bad setting in the environment starts nothing and the program runs unchanged") {
   std::string out = testutil::temp_path("bad-config.iscope");
   pid_t pid = testutil::spawn({recorder(), "exit-code", "5"}, env_for(out, {"INFERSCOPE_TRACE_SIZE_MB=lots"}));

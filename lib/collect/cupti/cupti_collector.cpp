@@ -678,6 +678,10 @@ bool write_device_info(State& s) {
     runtime::set_process_info(k + "name", name);
     runtime::set_process_info(k + "compute_capability", std::to_string(major) + "." + std::to_string(minor));
     runtime::set_process_info(k + "memory_bytes", std::to_string(mem));
+    // How many SMs: the share an NCCL kernel's blocks take from compute beside it (ranks.cpp, overlap).
+    int sms = 0;
+    if (api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d) == CUDA_SUCCESS && sms > 0)
+      runtime::set_process_info(k + "sm_count", std::to_string(sms));
   }
   runtime::set_cuda_device_locations(std::move(locations));
   return true;
