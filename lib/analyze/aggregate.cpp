@@ -25,7 +25,7 @@ double median_sorted(const std::vector<double>& v) {
 
 void add(TypicalStep& t, const StepMetrics& s) {
   t.dur += double(s.dur);
-  t.compute += s.compute; t.h2d += s.h2d; t.d2h += s.d2h;
+  t.compute += s.compute; t.comm += s.comm; t.h2d += s.h2d; t.d2h += s.d2h;
   t.sync_wait += s.sync_wait; t.framework += s.framework; t.cpu += s.cpu; t.idle += s.idle;
   t.idle_host += s.idle_host; t.idle_gaps += s.idle_gaps; t.idle_sync += s.idle_sync; t.idle_memory += s.idle_memory;
   t.host_running += s.host_running; t.host_contention += s.host_contention; t.host_gil += s.host_gil;
@@ -40,7 +40,7 @@ void add(TypicalStep& t, const StepMetrics& s) {
 }
 
 void scale(TypicalStep& t, double k) {
-  for (double* f : {&t.dur, &t.compute, &t.h2d, &t.d2h, &t.sync_wait, &t.framework, &t.cpu, &t.idle, &t.idle_host,
+  for (double* f : {&t.dur, &t.compute, &t.comm, &t.h2d, &t.d2h, &t.sync_wait, &t.framework, &t.cpu, &t.idle, &t.idle_host,
                     &t.idle_gaps, &t.idle_sync, &t.idle_memory, &t.host_running, &t.host_contention, &t.host_gil,
                     &t.host_wait, &t.host_out_api, &t.kernels, &t.copies_h2d, &t.copies_d2h, &t.syncs,
                     &t.allocs, &t.kernel_ns, &t.launch_api_ns, &t.sync_api_ns, &t.alloc_api_ns, &t.h2d_bytes,
@@ -85,6 +85,7 @@ Breakdown breakdown_of(const TypicalStep& t) {
   b.cpu_preprocessing_ms = ms(t.cpu);
   b.h2d_ms = ms(t.h2d);
   b.gpu_compute_ms = ms(t.compute);
+  b.gpu_comm_ms = ms(t.comm);
   b.d2h_ms = ms(t.d2h);
   b.sync_wait_ms = ms(t.sync_wait);
   b.framework_overhead_ms = ms(t.framework);
@@ -97,7 +98,7 @@ Breakdown breakdown_of(const TypicalStep& t) {
   b.host_contention_ms = ms(t.host_contention);
   b.host_waiting_ms = ms(t.host_wait);
   b.host_state_measured = t.host_state_measured;
-  b.gpu_utilization = t.dur > 0 ? (t.compute + t.h2d + t.d2h) / t.dur : 0;
+  b.gpu_utilization = t.dur > 0 ? (t.compute + t.comm + t.h2d + t.d2h) / t.dur : 0;
   return b;
 }
 

@@ -17,7 +17,7 @@ namespace inferscope::analyze {
 /// (informational: never primary) come after them.
 inline constexpr const char* kCategories[] = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound",
                                               "gpu_bound", "memory_alloc", "cpu_contention", "pcie_saturation",
-                                              "wait", "warmup", "slow_steps"};
+                                              "wait", "communication", "warmup", "slow_steps"};
 
 /// An example interval from this trace that supports a finding.
 struct TimeSpan {
@@ -55,6 +55,7 @@ struct Breakdown {
   double cpu_preprocessing_ms = 0;  ///< host work outside CUDA calls before the GPU is fed
   double h2d_ms = 0;                ///< host-to-device copies on the critical path
   double gpu_compute_ms = 0;        ///< kernels (and memsets) on the critical path
+  double gpu_comm_ms = 0;           ///< NCCL collectives with no compute beside them (0 without collectives)
   double d2h_ms = 0;
   double sync_wait_ms = 0;          ///< host blocked in synchronizing calls beyond GPU work
   double framework_overhead_ms = 0; ///< host time inside CUDA API calls (launch overhead)
@@ -322,6 +323,48 @@ struct Waits {
   std::vector<ChildGroup> children;
 };
 
+// ---- the ranks of one multi-process run (ranks.hpp, docs/multi-gpu.md)
+
+/// One rank in the run's table; times are means per matched step, in ms.
+struct RankRow {
+  int rank = -1;
+  uint64_t pid = 0;
+  std::string path, hostname, devices;  ///< devices: "0" or "0,1"
+  std::string primary;                  ///< its own analysis's primary finding ("" = none)
+  double step_ms = 0;
+  double compute_ms = 0, comm_ms = 0, overlap_ms = 0;
+  double wait_ms = 0;      ///< in collectives, waiting for a later rank to arrive
+  double transfer_ms = 0;  ///< in collectives, the rest: moving data once every rank had arrived
+  double late_ms = 0;      ///< how much it delayed collectives by arriving last
+};
+
+/// One kind of collective across the run.
+struct CollectiveRow {
+  std::string op;
+  double per_step = 0;     ///< how many in a step
+  double transfer_ms = 0;  ///< per step, once all ranks arrived (the median rank's)
+  double wait_ms = 0;      ///< per step, summed over the ranks that waited, divided by the ranks
+  int last_rank = -1;      ///< the rank that arrived last most often, of those where one arrived late
+  double last_share = 0;   ///< how often it did, of those, [0, 1]
+  double waited_share = 0; ///< collectives where one rank arrived late (over 20 us after the others), [0, 1]
+};
+
+/// Finding categories of the run (RunAnalysis::findings), next to analysis.hpp's kCategories of one process.
+inline constexpr const char* kRunCategories[] = {"collective_wait", "communication"};
+
+struct RunAnalysis {
+  std::vector<RankRow> ranks;             ///< by rank
+  std::vector<CollectiveRow> collectives; ///< by transfer + wait, descending
+  uint64_t steps_matched = 0;             ///< steps every rank has (matched by their index)
+  uint64_t hosts = 1;
+  double step_ms = 0;          ///< the run's step: the slowest rank's mean matched step
+  double imbalance_pct = 0;    ///< (slowest rank's compute - mean compute) / mean compute * 100
+  int straggler = -1;          ///< the rank the others wait for most (-1: none worth naming)
+  std::string straggler_did;   ///< what it did while the others waited ("" when not found)
+  std::vector<Finding> findings;  ///< categories from kRunCategories, by impact, primary first
+  std::vector<std::string> warnings;
+};
+
 struct Analysis {
   std::string source;                            ///< input path
   std::string source_format;                     ///< "dump" | "json"
@@ -352,6 +395,12 @@ struct Analysis {
   std::vector<ChildProcess> children;  ///< child dumps beside this one (iscope-analyze fills it; children.hpp)
   Sampling sampling;                   ///< a sampled run: its windows and coverage (sampling.sampled false otherwise)
   Waits waits;                         ///< whom the step thread waited on (empty without per-thread CPU counters)
+  /// The run across ranks: this dump's children that are ranks, or the dumps named together on the command line
+  /// (ranks empty otherwise).
+  RunAnalysis run;
+  /// This process launched the ranks and did no GPU work itself (torchrun, mpirun, a Python parent): its own
+  /// findings describe its idle loop, so the analyzer leaves them out and the report points to the ranks.
+  bool launcher = false;
 };
 
 }  // namespace inferscope::analyze

@@ -1,5 +1,6 @@
 #include "analyze/children.hpp"
 
+#include "analyze/ranks.hpp"
 #include "dump/reader.hpp"
 
 #include <algorithm>
@@ -24,7 +25,23 @@ uint64_t child_pid_of(const std::string& file, const std::string& stem_name) {
   return std::stoull(digits);
 }
 
-ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptions& options) {
+// The ranks among the dumps summarised: each one's trace and analysis, for analyze_ranks.
+struct RankCollector {
+  std::vector<RankTrace> traces;
+  std::vector<Analysis> analyses;
+
+  RunAnalysis run() const {
+    std::vector<const Analysis*> a;
+    for (const Analysis& x : analyses) a.push_back(&x);
+    return traces.size() >= 2 ? analyze_ranks(traces, a) : RunAnalysis{};
+  }
+};
+
+// A rank of a multi-process job: its launcher said so (process info `rank`), or it did GPU work (a parent that
+// spawns its GPU workers itself sets no rank variable).
+bool is_rank(const dump::DumpReader& r, const Analysis& a) { return !r.process_value("rank").empty() || a.gpu_work_recorded; }
+
+ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptions& options, RankCollector* ranks) {
   ChildProcess c;
   c.path = path;
   c.pid = pid;
@@ -32,12 +49,21 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
     dump::DumpReader r(path);
     c.cmdline = r.process_value("cmdline");
     c.complete = r.complete();
+    if (!c.pid) {
+      const std::string p = r.process_value("pid");
+      if (!p.empty() && p.size() < 20 && std::all_of(p.begin(), p.end(), ::isdigit)) c.pid = std::stoull(p);
+    }
     Analysis a = analyze_dump(r, options);
+    a.source = path;
     c.events = a.events;
     c.steps = a.steps.count;
     c.step_ms = a.end_to_end_ms;
     for (const Finding& f : a.findings)
       if (f.primary) c.primary = f.category;
+    if (ranks && is_rank(r, a)) {
+      ranks->traces.push_back(read_rank_trace(r, a));
+      ranks->analyses.push_back(std::move(a));
+    }
   } catch (const std::exception& e) {
     c.error = e.what();
   }
@@ -79,7 +105,8 @@ std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string
 }
 
 std::vector<ChildProcess> find_children(const std::string& parent_path, const Analysis& parent,
-                                        const AnalyzeOptions& options) {
+                                        const AnalyzeOptions& options, RunAnalysis* run) {
+  RankCollector ranks;
   std::vector<ChildProcess> out;
   auto pid_it = parent.process.find("pid");
   if (pid_it == parent.process.end() || pid_it->second.empty()) return out;
@@ -91,8 +118,18 @@ std::vector<ChildProcess> find_children(const std::string& parent_path, const An
     } catch (const std::exception&) {
       // unreadable: listed with its error below only when its name says it is one of ours
     }
-    out.push_back(summarise(path, pid, options));
+    out.push_back(summarise(path, pid, options, run ? &ranks : nullptr));
   }
+  if (run) *run = ranks.run();
+  return out;
+}
+
+std::vector<ChildProcess> analyze_rank_dumps(const std::vector<std::string>& paths, const AnalyzeOptions& options,
+                                             RunAnalysis& run) {
+  RankCollector ranks;
+  std::vector<ChildProcess> out;
+  for (const std::string& path : paths) out.push_back(summarise(path, 0, options, &ranks));
+  run = ranks.run();
   return out;
 }
 

@@ -23,9 +23,16 @@ std::vector<std::string> child_dump_candidates(const std::string& parent_path);
 
 /// The child dumps of the dump at `parent_path` whose analysis is `parent`: files `<stem>.<digits>.iscope` in
 /// its directory (stem: the path without `.iscope`) whose `ppid` is the parent's `pid`, in pid order, each
-/// analysed with `options`. A child that cannot be read is listed with its error, never fatal.
+/// analysed with `options`. A child that cannot be read is listed with its error, never fatal. With `run`, the
+/// children that are ranks of a multi-process job (a `rank` in their process info, or GPU work) are analysed
+/// together into it (ranks.hpp); fewer than two leave it empty.
 std::vector<ChildProcess> find_children(const std::string& parent_path, const Analysis& parent,
-                                        const AnalyzeOptions& options);
+                                        const AnalyzeOptions& options, RunAnalysis* run = nullptr);
+
+/// The dumps of one run's ranks named together (iscope-analyze r0.iscope r1.iscope): each analysed and summarised
+/// (as a child is), and the run across those that are ranks into `run`.
+std::vector<ChildProcess> analyze_rank_dumps(const std::vector<std::string>& paths, const AnalyzeOptions& options,
+                                             RunAnalysis& run);
 
 /// The dumps beside `parent_path` named like its children's (`<stem>.<pid>.iscope`) whose process info names
 /// `parent_pid` as their `ppid`: (pid, path), in pid order. Unreadable ones are left out.

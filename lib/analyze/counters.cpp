@@ -118,7 +118,6 @@ CounterEvidence read_counters(const Context& cx, const Ingested& in, const StepS
   CounterEvidence m;
   const size_t nstr = cx.nstr;
   const auto& counters = in.counters;
-  const auto& ts = in.ts;
   const uint32_t step_thread = ss.step_thread;
   const int64_t steps_s = ss.steps_s, steps_e = ss.steps_e;
   const auto& other_py_busy = hw.other_py_busy;

@@ -4,6 +4,7 @@
 // the order they END, so the first range (or Python frame) to arrive that contains a pending API call's start
 // is the innermost one around it; each thread keeps a stack of API calls still waiting for their innermost
 // Python frame, range and layer.
+#include "analyze/ranks.hpp"
 #include "analyze/stages.hpp"
 
 #include <unordered_map>
@@ -29,6 +30,7 @@ struct Part {
   std::vector<NameAgg> range_agg, py_agg;
   std::vector<uint64_t> kernel_count;
   std::vector<int64_t> kernel_ns;
+  std::vector<int8_t> kernel_collective;  // by name id: -1 not yet classified, 1 an NCCL kernel
   std::map<uint32_t, GraphRuns> graph_runs;  // by graph id
   std::vector<int8_t> dotted, api_kind;  // lazily classified names
   std::vector<Cand> top, asked;
@@ -198,10 +200,14 @@ class Pass1 {
     if (nm >= P.kernel_count.size()) {
       P.kernel_count.resize(size_t(nm) + 1, 0);
       P.kernel_ns.resize(size_t(nm) + 1, 0);
+      P.kernel_collective.resize(size_t(nm) + 1, -1);
     }
     ++P.kernel_count[nm];
     P.kernel_ns[nm] += e - s;
-    gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, nm, detail::kKernel, 0, static_cast<uint16_t>(rec.stream)};
+    int8_t& collective = P.kernel_collective[nm];
+    if (collective < 0) collective = nm < cx.sname.size() && is_collective_kernel(cx.sname[nm]) ? 1 : 0;
+    gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, nm, collective ? detail::kCollective : detail::kKernel, 0,
+                            static_cast<uint16_t>(rec.stream)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
   void on(const GpuGraphLaunchRecord& rec, const dump::RecordContext&) {

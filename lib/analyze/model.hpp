@@ -24,9 +24,13 @@ inline constexpr int64_t kDispatchGapNs = 100'000;
 
 /// kGraph: a whole CUDA graph launch traced at graph level (one record with the graph's GPU start and end, its
 /// nodes not traced one by one); name_or_bytes holds the graph id. Counted as GPU compute, like a kernel.
-enum GpuKind : uint8_t { kKernel = 0, kMemset = 1, kH2D = 2, kD2H = 3, kOtherCopy = 4, kGraph = 5 };
-/// Kernels and whole graph launches: GPU compute launched by a launch call.
-inline bool is_compute_launch(uint8_t kind) { return kind == kKernel || kind == kGraph; }
+/// kCollective: an NCCL kernel (ranks.hpp's is_collective_kernel). Launched like a kernel, but its time is
+/// communication (moving data, or waiting for the other ranks), not compute: the breakdown's gpu_comm_ms.
+enum GpuKind : uint8_t { kKernel = 0, kMemset = 1, kH2D = 2, kD2H = 3, kOtherCopy = 4, kGraph = 5, kCollective = 6 };
+/// Kernels, collectives and whole graph launches: GPU work launched by a launch call.
+inline bool is_compute_launch(uint8_t kind) { return kind == kKernel || kind == kGraph || kind == kCollective; }
+/// A kernel of its own, compute or collective (not a graph, copy or memset).
+inline bool is_kernel(uint8_t kind) { return kind == kKernel || kind == kCollective; }
 /// The key a kernel or graph launch is tallied under by launcher: kernels by name id, graphs by id with the
 /// top bit set (string ids stay far below it).
 inline uint32_t launch_work_key(uint8_t kind, uint32_t name_or_bytes) {
@@ -73,6 +77,7 @@ struct Span {
 struct StepMetrics {
   int64_t start = 0, dur = 0;
   double compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
+  double comm = 0;  ///< collectives running, no compute (a GPU-busy part, between compute and the copies)
   /// GPU idle, one cause per instant (idle_attribution.hpp): host code, launch path, syncs and their refill,
   /// allocations/frees and their refill. They add up to the step minus the GPU-busy parts.
   double idle_host = 0, idle_gaps = 0, idle_sync = 0, idle_memory = 0;
@@ -90,6 +95,7 @@ struct StepMetrics {
 struct TypicalStep {
   size_t steps = 0;  ///< how many steps the mean covers
   double dur = 0, compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
+  double comm = 0;
   double idle_host = 0, idle_gaps = 0, idle_sync = 0, idle_memory = 0;
   double host_running = 0, host_contention = 0, host_gil = 0, host_wait = 0;
   double host_out_api = 0;

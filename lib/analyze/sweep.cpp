@@ -96,8 +96,8 @@ class StepSweeper {
     sm.host_out_api = double(sm.dur) - api_in_step;
   }
   void gpu_busy(Sweep& Z, int64_t S, int64_t E, StepMetrics& sm, Gaps& gaps) const {
-    // GPU: unions by precedence (compute > H2D > D2H) and the idle gaps between busy periods.
-    Union uk, ukh, uall;
+    // GPU: unions by precedence (compute > collectives > H2D > D2H) and the idle gaps between busy periods.
+    Union uk, ukc, ukh, uall;
     int64_t busy_end = S;
     bool any = false;
     // The activities that overlap [S, E) in start order: those carried over (started earlier, still running
@@ -114,12 +114,15 @@ class StepSweeper {
       if (s > busy_end) gaps.emplace_back(busy_end, s);
       busy_end = std::max(busy_end, e);
       any = true;
-      bool compute = detail::is_compute_launch(it->kind) || it->kind == detail::kMemset || it->kind == detail::kOtherCopy;
+      const bool collective = it->kind == detail::kCollective;
+      const bool compute = (detail::is_compute_launch(it->kind) && !collective) || it->kind == detail::kMemset ||
+                           it->kind == detail::kOtherCopy;
       if (compute) uk.add(s, e);
-      if (compute || it->kind == detail::kH2D) ukh.add(s, e);
+      if (compute || collective) ukc.add(s, e);
+      if (compute || collective || it->kind == detail::kH2D) ukh.add(s, e);
       uall.add(s, e);
       if (it->start < S) return;  // counted in the step it started in
-      if (it->kind == detail::kKernel) {
+      if (detail::is_kernel(it->kind)) {
         ++sm.kernels;
         sm.kernel_ns += it->dur;
         Z.kernel_stats.add(it->dur);
@@ -142,9 +145,11 @@ class StepSweeper {
       if (gpu[Z.gpu_cursor].end() > E) Z.carry.push_back(uint32_t(Z.gpu_cursor));
     }
     if (busy_end < E) gaps.emplace_back(busy_end, E);
-    const double kc = double(uk.finish()), khc = double(ukh.finish()), allc = double(uall.finish());
+    const double kc = double(uk.finish()), kcc = double(ukc.finish()), khc = double(ukh.finish()),
+                 allc = double(uall.finish());
     sm.compute = kc;
-    sm.h2d = khc - kc;
+    sm.comm = kcc - kc;
+    sm.h2d = khc - kcc;
     sm.d2h = allc - khc;
   }
   void gap_breakdown(Sweep& Z, size_t i, const Gaps& gaps, StepMetrics& sm) const {

@@ -35,8 +35,8 @@ Lanes collect_lanes(const Context& cx, const Ingested& in, const StepSet& ss, co
   auto first = std::lower_bound(gpu.begin(), gpu.end(), rep_s - max_gpu_dur, [](const GpuOp& x, int64_t v) { return x.start < v; });
   for (auto it = first; it != gpu.end() && it->start < rep_e; ++it) {
     if (it->end() <= rep_s) continue;
-    static const char* cats[] = {"kernel", "memset", "h2d", "d2h", "copy", "graph"};
-    std::string label = it->kind == detail::kKernel  ? cx.name_of(it->name_or_bytes)
+    static const char* cats[] = {"kernel", "memset", "h2d", "d2h", "copy", "graph", "collective"};
+    std::string label = detail::is_kernel(it->kind) ? cx.name_of(it->name_or_bytes)
                         : it->kind == detail::kGraph ? graph_work_name(it->name_or_bytes)
                                                      : std::string(cats[it->kind]) + " " + std::to_string(it->name_or_bytes) + " B";
     add("GPU stream " + std::to_string(it->stream), true, it->start, it->end(), std::move(label), cats[it->kind], 0);

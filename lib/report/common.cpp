@@ -15,6 +15,8 @@ std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b, bool gpu_w
                              {"GPU compute", "gpu_compute", b.gpu_compute_ms},
                              {"D2H copies", "d2h", b.d2h_ms},
                              {"Sync wait", "sync_wait", b.sync_wait_ms}});
+  if (b.gpu_comm_ms > 0)  // NCCL collectives with no compute beside them: a rank of a multi-GPU run
+    rows.insert(rows.begin() + 3, {"Collectives (NCCL)", "gpu_comm", b.gpu_comm_ms});
   rows.insert(rows.end(), {{"Framework overhead", "framework_overhead", b.framework_overhead_ms},
                            {"Idle", "idle", b.idle_ms}});
   double sum = 0;
@@ -30,6 +32,8 @@ std::vector<BreakdownRow> cause_rows(const analyze::Breakdown& b, bool gpu_work)
     rows.insert(rows.end(), {{"GPU compute", "gpu_bound", b.gpu_compute_ms},
                              {"host-to-device copies", "h2d_bound", b.h2d_ms},
                              {"device-to-host copies", "d2h_bound", b.d2h_ms}});
+  if (gpu_work && b.gpu_comm_ms > 0)  // a rank: the run across ranks splits it (waiting vs moving data)
+    rows.push_back({"NCCL collectives", "communication", b.gpu_comm_ms});
   rows.insert(rows.end(), {{"host work outside CUDA calls", "cpu_bound", b.host_running_ms},
                            {"held off a CPU, or by the GIL", "cpu_contention", b.host_contention_ms},
                            {"blocked by its own wait", "wait", b.host_waiting_ms}});

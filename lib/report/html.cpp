@@ -49,6 +49,7 @@ const char* breakdown_color(const std::string& key) {
   if (key == "launch_bound") return "#8e44ad";
   if (key == "sync_bound") return "#c0392b";
   if (key == "memory_alloc") return "#b7950b";
+  if (key == "communication" || key == "gpu_comm") return "#2c3e50";
   if (key == "cpu_preprocessing") return "#4f7cac";
   if (key == "h2d") return "#e67e22";
   if (key == "gpu_compute") return "#27ae60";
@@ -232,11 +233,9 @@ void write_sampling(const Analysis& a, std::ostream& out) {
   out << "</section>\n";
 }
 
-void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  out << "<section id=\"findings\"><h2>Findings (ranked by impact)</h2>\n";
-  if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
+void write_finding_list(const std::vector<analyze::Finding>& findings, const KernelNames& names, std::ostream& out) {
   size_t rank = 1;
-  for (const auto& f : a.findings) {
+  for (const auto& f : findings) {
     out << "<div class=\"finding" << (f.primary ? " primary" : "") << (f.uncertain ? " uncertain" : "") << "\">\n";
     out << "<h3>" << rank++ << ". " << prose(names, f.title) << "</h3>\n<p>";
     if (f.primary) out << "<span class=\"badge primary\">primary</span>";
@@ -281,6 +280,13 @@ void write_findings(const Analysis& a, const KernelNames& names, std::ostream& o
     }
     out << "</div>\n";
   }
+}
+
+void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
+  out << "<section id=\"findings\"><h2>"
+      << (a.run.ranks.size() >= 2 ? "Findings of this dump's process alone" : "Findings") << " (ranked by impact)</h2>\n";
+  if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
+  write_finding_list(a.findings, names, out);
   out << "</section>\n";
 }
 
@@ -289,6 +295,45 @@ void section(std::ostream& out, const char* id, const char* title, const Table& 
   out << "<section id=\"" << id << "\"><h2>" << title << "</h2>\n";
   t.write(out);
   if (!note.empty()) out << "<p class=\"muted\">" << h(note) << "</p>";
+  out << "</section>\n";
+}
+
+// The ranks of a multi-process run analysed together (docs/multi-gpu.md).
+void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
+  const analyze::RunAnalysis& run = a.run;
+  if (run.ranks.size() < 2) return;
+  out << "<section id=\"run\"" << (a.launcher ? " data-launcher=\"1\"" : "") << "><h2>The run across ranks</h2>\n";
+  if (a.launcher)
+    out << "<p>This process launched " << run.ranks.size() << " ranks and did no GPU work itself; its own steps are its "
+           "idle loop, so its findings are left out.</p>\n";
+  if (run.steps_matched > 0)
+    out << "<p>" << run.steps_matched << " steps matched on every rank; the run's step is the slowest rank's: <b>"
+        << fmt(run.step_ms, 3) << " ms</b>. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
+        << (run.straggler >= 0 ? " The other ranks wait for <b>rank " + std::to_string(run.straggler) + "</b>" +
+                                     (run.straggler_did.empty() ? std::string(".") : ": " + h(run.straggler_did) + ".")
+                               : std::string())
+        << "</p>\n";
+  Table t{{"rank", "pid", "GPUs", "step (ms)", "compute", "collectives", "waiting", "moving data", "overlap",
+           "delayed others", "its own primary", "dump"},
+          {true, true, false, true, true, true, true, true, true, true, false, false}, {}};
+  for (const auto& r : run.ranks)
+    t.rows.push_back({std::to_string(r.rank), std::to_string(r.pid), h(r.devices.empty() ? "-" : r.devices),
+                      fmt(r.step_ms, 3), fmt(r.compute_ms, 3), fmt(r.comm_ms, 3), fmt(r.wait_ms, 3),
+                      fmt(r.transfer_ms, 3), fmt(r.overlap_ms, 3), fmt(r.late_ms, 3),
+                      h(r.primary.empty() ? "-" : r.primary), h(r.path)});
+  t.write(out);
+  out << "<p class=\"muted\">Per matched step, in ms. Waiting: inside a collective until the last rank arrived; "
+         "moving data: the rest of it; delayed others: how long the collectives waited for this rank.</p>\n";
+  if (!run.collectives.empty()) {
+    Table c{{"collective", "per step", "moving data (ms)", "waiting (ms)", "last to arrive, of those late", "% with one late"},
+            {false, true, true, true, false, true}, {}};
+    for (const auto& x : run.collectives)
+      c.rows.push_back({h(x.op), fmt(x.per_step, 1), fmt(x.transfer_ms, 3), fmt(x.wait_ms, 3),
+                        x.last_rank < 0 ? "-" : std::to_string(x.last_rank) + " (" + fmt(x.last_share * 100, 0) + " %)", fmt(x.waited_share * 100, 0)});
+    c.write(out);
+  }
+  for (const auto& w : run.warnings) out << "<p class=\"muted\">Note: " << h(w) << "</p>\n";
+  write_finding_list(run.findings, names, out);
   out << "</section>\n";
 }
 
@@ -409,13 +454,16 @@ void write_html(const Analysis& a, std::ostream& out) {
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       << "<title>InferScope report: " << h(report_subject(a)) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
-  out << "<header><h1>End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms</h1>\n<p class=\"muted\">";
-  if (a.steps.count > 0)
+  out << "<header><h1>End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3)
+      << " ms</h1>\n<p class=\"muted\">";
+  if (a.launcher)
+    out << "The slowest of " << a.run.ranks.size() << " ranks, per matched step: this process is their launcher. ";
+  else if (a.steps.count > 0)
     out << (a.steps.alike ? "Median" : "Mean") << " of " << a.steps.count << " steady steps of <code>" << h(a.steps.name)
         << "</code> (" << (a.steps.alike ? "mean " + fmt(a.steps.mean_ms, 3) : "median " + fmt(a.steps.p50_ms, 3))
         << ", p90 " << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
         << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << "). "
-        << (a.steps.spread.empty() ? std::string() : "<strong>Steps not alike:</strong> " + h(a.steps.spread) + ". ");
+        << (a.steps.spread.empty() || a.launcher ? std::string() : "<strong>Steps not alike:</strong> " + h(a.steps.spread) + ". ");
   else
     out << "Whole trace: no steps found. ";
   out << "Source <code>" << h(a.source) << "</code>";
@@ -426,7 +474,12 @@ void write_html(const Analysis& a, std::ostream& out) {
   if (a.partial)
     out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
            "were read (see Warnings).</p>\n";
-  if (!a.findings.empty()) {
+  if (!a.run.findings.empty() && (a.launcher || a.findings.empty() ||
+                                   a.run.findings.front().impact_ms >= a.findings.front().impact_ms)) {
+    const auto& p = a.run.findings.front();
+    out << "<p>Primary bottleneck of the run: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title)
+        << " (" << fmt(p.impact_ms, 3) << " ms, " << fmt(p.impact_pct, 1) << " % of the step)</p>\n";
+  } else if (!a.findings.empty()) {
     const auto& p = a.findings.front();
     out << "<p>Primary bottleneck: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title) << " ("
         << fmt(p.impact_ms, 3) << " ms, " << fmt(p.impact_pct, 1) << " % of the step)</p>\n";
@@ -438,12 +491,15 @@ void write_html(const Analysis& a, std::ostream& out) {
   out << "</header>\n";
   const KernelNames names = kernel_names(a);
   write_quality(a, names, out);
-  write_breakdown(a, out);
-  write_waits(a, out);
-  html::write_timeline(a, names, out);
-  write_steps(a, out);
-  write_sampling(a, out);
-  write_findings(a, names, out);
+  write_run(a, names, out);
+  if (!a.launcher) {  // a launcher's own step, breakdown and findings describe its idle loop
+    write_breakdown(a, out);
+    write_waits(a, out);
+    html::write_timeline(a, names, out);
+    write_steps(a, out);
+    write_sampling(a, out);
+    write_findings(a, names, out);
+  }
   write_tables(a, names, out);
   write_children(a, out);
   write_process(a, out);

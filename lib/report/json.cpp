@@ -105,12 +105,16 @@ json::object waits_json(const analyze::Waits& w) {
   return o;
 }
 
+// The run across ranks (docs/report-schema.md, "run"): written only when two ranks or more were analysed together.
+json::object run_json(const analyze::RunAnalysis& run, bool launcher);
+
 json::object breakdown_json(const analyze::Breakdown& b) {
   json::object o;
   o["step_ms"] = num(b.step_ms);
   o["cpu_preprocessing_ms"] = num(b.cpu_preprocessing_ms);
   o["h2d_ms"] = num(b.h2d_ms);
   o["gpu_compute_ms"] = num(b.gpu_compute_ms);
+  o["gpu_comm_ms"] = num(b.gpu_comm_ms);
   o["d2h_ms"] = num(b.d2h_ms);
   o["sync_wait_ms"] = num(b.sync_wait_ms);
   o["framework_overhead_ms"] = num(b.framework_overhead_ms);
@@ -467,11 +471,48 @@ void write_json(const Analysis& a, std::ostream& out) {
     children.push_back(std::move(x));
   }
   root["children"] = std::move(children);
+  if (a.run.ranks.size() >= 2) root["run"] = run_json(a.run, a.launcher);
   root["representative"] = representative_json(a.representative);
   std::string text;
   put(text, root, 0);
   text += '\n';
   out << text;
 }
+
+namespace {
+
+json::object run_json(const analyze::RunAnalysis& run, bool launcher) {
+  json::object o;
+  o["launcher"] = launcher;
+  o["steps_matched"] = num(run.steps_matched);
+  o["hosts"] = num(run.hosts);
+  o["step_ms"] = num(run.step_ms);
+  o["imbalance_pct"] = num(run.imbalance_pct);
+  o["straggler"] = num(double(run.straggler));
+  o["straggler_did"] = str(run.straggler_did);
+  json::array ranks;
+  for (const auto& r : run.ranks)
+    ranks.push_back(json::object{{"rank", num(double(r.rank))}, {"pid", num(r.pid)}, {"path", str(r.path)},
+                                 {"hostname", str(r.hostname)}, {"devices", str(r.devices)}, {"primary", str(r.primary)},
+                                 {"step_ms", num(r.step_ms)}, {"compute_ms", num(r.compute_ms)}, {"comm_ms", num(r.comm_ms)},
+                                 {"overlap_ms", num(r.overlap_ms)}, {"wait_ms", num(r.wait_ms)},
+                                 {"transfer_ms", num(r.transfer_ms)}, {"late_ms", num(r.late_ms)}});
+  o["ranks"] = std::move(ranks);
+  json::array collectives;
+  for (const auto& c : run.collectives)
+    collectives.push_back(json::object{{"op", str(c.op)}, {"per_step", num(c.per_step)}, {"transfer_ms", num(c.transfer_ms)},
+                                       {"wait_ms", num(c.wait_ms)}, {"last_rank", num(double(c.last_rank))},
+                                       {"last_share", num(c.last_share)}, {"waited_share", num(c.waited_share)}});
+  o["collectives"] = std::move(collectives);
+  json::array findings;
+  for (const auto& f : run.findings) findings.push_back(finding_json(f));
+  o["findings"] = std::move(findings);
+  json::array warnings;
+  for (const auto& w : run.warnings) warnings.push_back(str(w));
+  o["warnings"] = std::move(warnings);
+  return o;
+}
+
+}  // namespace
 
 }  // namespace inferscope::report

@@ -295,7 +295,8 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
 }
 
 void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  out << "## Findings (ranked by impact)\n\n";
+  if (a.run.ranks.size() >= 2) out << "## Findings of this dump's process alone (ranked by impact)\n\n";
+  else out << "## Findings (ranked by impact)\n\n";
   if (a.findings.empty()) {
     out << "No bottleneck found with enough evidence.\n\n";
     return;
@@ -425,6 +426,45 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
 /// Every recorded process fact, at the end. Names of threads the session never saw (os_thread.*) are in the
 /// threads table's terms already, so only their number is given.
 // The child processes recorded beside this dump (iscope-run --follow-children), each analysed on its own.
+// The ranks of a multi-process run analysed together (docs/multi-gpu.md): who waits for whom in the
+// collectives, how much of them moves data, and the run's own findings.
+void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
+  const analyze::RunAnalysis& run = a.run;
+  if (run.ranks.size() < 2) return;
+  out << "## The run across ranks\n\n";
+  if (a.launcher)
+    out << "This process launched " << run.ranks.size() << " ranks and did no GPU work itself; its own steps are its "
+        << "idle loop, so its findings are left out. The run is described below.\n\n";
+  if (run.steps_matched > 0)
+    out << run.steps_matched << " steps matched on every rank (by their index); the run's step is the slowest rank's: "
+        << fmt(run.step_ms, 3) << " ms. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
+        << (run.straggler >= 0 ? " The other ranks wait for **rank " + std::to_string(run.straggler) + "**" +
+                                     (run.straggler_did.empty() ? std::string(".") : ": " + md_escape(run.straggler_did) + ".")
+                               : std::string())
+        << "\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : run.ranks)
+    rows.push_back({std::to_string(r.rank), std::to_string(r.pid), cell(r.devices.empty() ? "-" : r.devices),
+                    fmt(r.step_ms, 3), fmt(r.compute_ms, 3), fmt(r.comm_ms, 3), fmt(r.wait_ms, 3), fmt(r.transfer_ms, 3),
+                    fmt(r.overlap_ms, 3), fmt(r.late_ms, 3), cell(r.primary.empty() ? "-" : r.primary), cell(r.path)});
+  table(out, {"rank", "pid", "GPUs", "step (ms)", "compute", "collectives", "waiting", "moving data", "overlap",
+              "delayed others", "its own primary", "dump"},
+        {true, true, false, true, true, true, true, true, true, true, false, false}, rows);
+  out << "Times are per matched step in ms. Waiting: inside a collective until the last rank arrived; moving data: "
+         "the rest of it; delayed others: how long the collectives waited for this rank, arriving last.\n\n";
+  if (!run.collectives.empty()) {
+    rows.clear();
+    for (const auto& c : run.collectives)
+      rows.push_back({cell(c.op), fmt(c.per_step, 1), fmt(c.transfer_ms, 3), fmt(c.wait_ms, 3),
+                      c.last_rank < 0 ? "-" : std::to_string(c.last_rank) + " (" + fmt(c.last_share * 100, 0) + " %)", fmt(c.waited_share * 100, 0)});
+    table(out, {"collective", "per step", "moving data (ms)", "waiting (ms)", "last to arrive, of those late", "% with one late"},
+          {false, true, true, true, false, true}, rows);
+  }
+  for (const auto& w : run.warnings) out << "- Note: " << md_escape(w) << "\n";
+  if (!run.warnings.empty()) out << "\n";
+  for (size_t i = 0; i < run.findings.size(); ++i) write_finding(run.findings[i], i + 1, names, out);
+}
+
 void write_children(const Analysis& a, std::ostream& out) {
   if (a.children.empty()) return;
   out << "## Child processes\n\n";
@@ -467,8 +507,10 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   std::ostringstream out;
   const std::string subject = report_subject(a);
   out << "# InferScope report" << (subject.empty() ? "" : ": " + md_escape(truncate(subject, 200))) << "\n\n";
-  out << "End-to-end latency: " << fmt(a.end_to_end_ms, 3) << " ms";
-  if (a.steps.count > 0)
+  out << "End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3) << " ms";
+  if (a.launcher)
+    out << " (the slowest of " << a.run.ranks.size() << " ranks, per matched step: this process is their launcher)";
+  else if (a.steps.count > 0)
     out << " (" << a.steps.basis << " of " << a.steps.count << " steady steps of " << code(a.steps.name) << "; "
         << (a.steps.alike ? "mean " + fmt(a.steps.mean_ms, 3) : "median " + fmt(a.steps.p50_ms, 3)) << ", p90 "
         << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
@@ -476,7 +518,7 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   else
     out << " (whole trace, no steps found)";
   out << "\n\n";
-  if (!a.steps.spread.empty())
+  if (!a.steps.spread.empty() && !a.launcher)
     out << "**Steps not alike**: " << md_escape(a.steps.spread) << ". The latency above is their mean, and every "
         << "\"per step\" below is of that mean.\n\n";
   if (a.sampling.sampled)
@@ -486,7 +528,12 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   out << "Source: " << code(a.source);
   if (!a.source_format.empty()) out << " (" << code(a.source_format) << ")";
   out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.";
-  if (!a.findings.empty()) {
+  if (!a.run.findings.empty() && (a.launcher || a.findings.empty() ||
+                                   a.run.findings.front().impact_ms >= a.findings.front().impact_ms)) {
+    const auto& p = a.run.findings.front();
+    out << " Primary bottleneck of the run: " << md_code(p.category) << ", " << fmt(p.impact_ms, 3) << " ms per step ("
+        << fmt(p.impact_pct, 1) << " %).";
+  } else if (!a.findings.empty()) {
     const auto& p = a.findings.front();
     out << " Primary bottleneck: " << md_code(p.category) << ", " << fmt(p.impact_ms, 3) << " ms per step ("
         << fmt(p.impact_pct, 1) << " %).";
@@ -498,11 +545,14 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
     ran += std::string(ran.empty() ? "" : ", ") + k + " " + code(truncate(v, 120));
   if (!ran.empty()) out << "Process: " << ran << "\n\n";
   write_quality(a, names, out);
-  write_breakdown(a, out);
-  write_waits(a, out);
-  write_steps(a, out);
-  write_sampling(a, out);
-  write_findings(a, names, out);
+  write_run(a, names, out);
+  if (!a.launcher) {  // a launcher's own step, breakdown and findings describe its idle loop
+    write_breakdown(a, out);
+    write_waits(a, out);
+    write_steps(a, out);
+    write_sampling(a, out);
+    write_findings(a, names, out);
+  }
   write_tables(a, names, out);
   write_children(a, out);
   write_process(a, out);

@@ -1124,6 +1124,23 @@ TEST_CASE("several outputs in one run, format by extension") {
   CHECK(fs::exists(d / "j.md"));
 }
 
+TEST_CASE("CLI: several dumps are one run's ranks; anything else among them is refused") {
+  const std::string r0 = (fixtures() / "mg_straggler_rank.1334.iscope").string();
+  const std::string r1 = (fixtures() / "mg_straggler_rank.1335.iscope").string();
+  const fs::path json = work_dir() / "ranks.json";
+  std::string err;
+  REQUIRE(run_cli(r0 + " " + r1 + " --json " + json.string(), &err) == 0);
+  const std::string j = read(json);
+  CHECK(j.find("\"run\"") != std::string::npos);
+  CHECK(j.find("\"straggler\": 1") != std::string::npos);
+  CHECK(j.find("collective_wait") != std::string::npos);
+  CHECK(run_cli(r0 + " " + (fixtures() / "kineto_sync_bound.json").string() + " -o " + (work_dir() / "x.md").string(), &err) == 2);
+  CHECK(err.find("only InferScope dumps") != std::string::npos);
+  CHECK(run_cli(r0 + " " + (work_dir() / "missing.iscope").string() + " -o " + (work_dir() / "x.md").string(), &err) == 1);
+  CHECK(err.find("missing.iscope") != std::string::npos);
+  CHECK(run_cli(r0 + " " + r1 + " --summary", &err) == 2);
+}
+
 TEST_CASE("CLI: an option where a file name was due is refused, and nothing is written") {
   std::string err;
   fs::path d = work_dir() / "option_as_file";

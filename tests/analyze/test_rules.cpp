@@ -1098,9 +1098,44 @@ TEST_CASE("run_all: a healthy GPU-bound step makes gpu_bound primary; nothing ru
   CHECK(rules::run_all(none.in()).empty());
 }
 
+TEST_CASE("communication: a rank's collectives alone on the GPU, at 5 % of the step; no saving claimed") {
+  Input t;
+  t.breakdown.gpu_comm_ms = 4.99;
+  CHECK_FALSE(rules::communication(t.in()));
+  t.breakdown.gpu_comm_ms = 5;
+  t.tables.kernels.push_back(KernelRow{});
+  t.tables.kernels.back().name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  t.tables.kernels.back().count = 40;
+  auto f = rules::communication(t.in());
+  REQUIRE(f);
+  CHECK(f->impact_ms == doctest::Approx(5));
+  CHECK(f->impact_pct == doctest::Approx(5));
+  CHECK(any_evidence(*f, "ncclDevKernel_AllReduce"));
+  check_suggestions(*f);
+  for (const auto& s : f->suggestions) {
+    CHECK_FALSE(s.estimated);
+    CHECK(s.priority != "high");  // nothing here is estimated: no high suggestion
+  }
+  CHECK(suggestion(*f, "ranks together"));
+}
+
+TEST_CASE("gpu_bound: time inside NCCL collectives is not busy computing") {
+  Input t;
+  // 60 ms compute + 35 ms collectives: 95 % busy, but computing only 60 %.
+  t.breakdown.gpu_compute_ms = 60;
+  t.breakdown.gpu_comm_ms = 35;
+  t.breakdown.gpu_utilization = 0.95;
+  CHECK_FALSE(rules::gpu_bound(t.in()));
+  t.breakdown.gpu_comm_ms = 10;  // 85 % computing or copying
+  auto f = rules::gpu_bound(t.in());
+  REQUIRE(f);
+  CHECK(f->metrics.at("gpu_utilization") == doctest::Approx(0.85));
+}
+
 TEST_CASE("the registry lists every rule once, in the documented order") {
   std::vector<std::string> names;
   for (const auto& e : rules::registry()) names.push_back(rules::category_name(e.category));
   CHECK(names == std::vector<std::string>{"cpu_contention", "wait", "cpu_bound", "launch_bound", "sync_bound",
-                                          "h2d_bound", "d2h_bound", "memory_alloc", "gpu_bound", "warmup", "slow_steps"});
+                                          "h2d_bound", "d2h_bound", "memory_alloc", "gpu_bound", "communication", "warmup",
+                                          "slow_steps"});
 }

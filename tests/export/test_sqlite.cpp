@@ -131,6 +131,12 @@ void check_gpu_idle_per_step(const std::vector<Row>& rows, const Analysis& a) {
     idle += rows[i][2].num;
     ++typical;
   }
+  // StepStats lists at most 20 outliers: with more (a launcher's idle-loop "steps", mg_*.iscope), the typical steps
+  // cannot be told from the rows here, only bounded.
+  if (a.steps.outliers.size() >= 20) {
+    CHECK(typical >= double(a.steps.typical));
+    return;
+  }
   REQUIRE(typical == double(a.steps.typical));
   const auto& b = a.breakdown;
   CHECK(near(dur / typical, b.step_ms));

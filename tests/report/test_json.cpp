@@ -55,7 +55,7 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(steps.at("slowest").at(0).at("index").to_number<uint64_t>() == 41);
 
   const auto& b = root.at("breakdown").as_object();
-  CHECK(keys(b) == std::vector<std::string>{"step_ms", "cpu_preprocessing_ms", "h2d_ms", "gpu_compute_ms", "d2h_ms",
+  CHECK(keys(b) == std::vector<std::string>{"step_ms", "cpu_preprocessing_ms", "h2d_ms", "gpu_compute_ms", "gpu_comm_ms", "d2h_ms",
                                              "sync_wait_ms", "framework_overhead_ms", "idle_ms", "gpu_utilization",
                                              "gpu_idle_waiting_on_host_ms", "gpu_idle_gaps_between_kernels_ms",
                                              "gpu_idle_waiting_on_sync_ms", "gpu_idle_in_memory_ms", "host_running_ms",

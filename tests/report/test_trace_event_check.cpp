@@ -96,7 +96,10 @@ TEST_CASE("the Perfetto trace of every real dump in tests/fixtures is valid trac
     const auto c = check_trace_events(out.str());
     CHECK_MESSAGE(c.violation_count == 0, c.violation_count << " violations, the first:\n" << listed(c));
     CHECK(c.events > 500);
-    CHECK(c.flows > 0);
+    // launch-to-kernel flows wherever the dump has GPU work (a launcher of ranks, mg_*.iscope, has none)
+    bool gpu_work = false;
+    r.for_each_record([&](uint32_t, const RecordHeader& h, const uint8_t*) { gpu_work |= h.kind == RecordKind::kGpuKernel; });
+    if (gpu_work) CHECK(c.flows > 0);
     MESSAGE(name << ": " << out.str().size() << " bytes, " << c.events << " events, " << c.flows << " flows, "
                  << c.counter_tracks << " counter tracks, " << c.counter_samples << " counter samples");
   }

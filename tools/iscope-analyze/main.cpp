@@ -12,6 +12,7 @@
 #include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/children.hpp"
+#include "analyze/ranks.hpp"
 #include "analyze/summary.hpp"
 #include "dump/files.hpp"
 #include "dump/path.hpp"
@@ -172,9 +173,10 @@ cxxopts::Options make_options() {
       ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)", boolean_flag(), "BOOL")
       ("h,help", "show this help")
       ("version", "print the version and exit")
-      ("dump", "the dump or JSON trace", cxxopts::value<std::string>());
+      ("dump", "the dump or JSON trace; several dumps: the ranks of one multi-process run, analysed together",
+       cxxopts::value<std::vector<std::string>>());
   opts.parse_positional({"dump"});
-  opts.positional_help("DUMP");
+  opts.positional_help("DUMP [DUMP...]");
   return opts;
 }
 
@@ -245,15 +247,15 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
 // message) for an output that is an input (the dump or, unless `children` is false, a child dump beside it), is
 // an option, or has an unknown extension; else 0. An output that cannot be written (a missing directory; for
 // --sqlite also a device node, FIFO or socket) is found when it is written: exit 1, the others still written.
-int check_outputs(const std::string& path, const Requested& r, bool children) {
+int check_outputs(const std::vector<std::string>& paths, const Requested& r, bool children) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
   written.insert(written.end(), r.unknown.begin(), r.unknown.end());
   if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
   written.push_back(r.sqlite);
-  std::vector<std::string> inputs{path};
+  std::vector<std::string> inputs = paths;
   if (children)
-    for (auto& c : inferscope::analyze::child_dump_candidates(path)) inputs.push_back(c);
+    for (auto& c : inferscope::analyze::child_dump_candidates(paths.front())) inputs.push_back(c);
   if (refuses_input_as_output(inputs, written)) return 2;
   if (!r.unknown.empty()) {
     const std::string ext = extension(r.unknown.front());
@@ -363,11 +365,29 @@ int main(int argc, char** argv) {
     std::cerr << "iscope-analyze: no dump given\n" << opts.help() << "\n";
     return 2;
   }
-  const std::string path = args["dump"].as<std::string>();
-  if (flags.on("summary")) return print_summary_of(path);
-
+  const std::vector<std::string> paths = args["dump"].as<std::vector<std::string>>();
+  const std::string& path = paths.front();
+  if (flags.on("summary")) {
+    if (paths.size() > 1) {
+      std::cerr << "iscope-analyze: --summary takes one dump, not " << paths.size() << "\n";
+      return 2;
+    }
+    return print_summary_of(path);
+  }
   const Requested requested = requested_outputs(args, flags.on("findings"));
-  if (int status = check_outputs(path, requested, !flags.on("no-children"))) return status;
+  const bool children = paths.size() == 1 && !flags.on("no-children");
+  if (int status = check_outputs(paths, requested, children)) return status;
+  if (paths.size() > 1)
+    for (const auto& p : paths) {
+      try {
+        if (inferscope::analyze::input_format(p) == inferscope::analyze::InputFormat::kDump) continue;
+        std::cerr << "iscope-analyze: " << p << ": only InferScope dumps (.iscope) are analysed together as ranks\n";
+        return 2;
+      } catch (const std::exception& e) {
+        std::cerr << "iscope-analyze: " << e.what() << "\n";
+        return 1;
+      }
+    }
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);
@@ -382,8 +402,12 @@ int main(int argc, char** argv) {
   Analysis a;
   std::optional<inferscope::dump::DumpReader> reader;
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
-  if (!flags.on("no-children") && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
-    a.children = inferscope::analyze::find_children(path, a, o);
+  if (paths.size() > 1) {
+    a.children = inferscope::analyze::analyze_rank_dumps(paths, o, a.run);
+  } else if (children && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
+    a.children = inferscope::analyze::find_children(path, a, o, &a.run);
+    inferscope::analyze::mark_launcher(a);
+  }
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
   const bool ok = write_outputs(requested, a, reader);
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written

@@ -8,17 +8,20 @@ namespace inferscope::analyze::rules {
 
 std::optional<Finding> gpu_bound(const RuleInput& in) {
   const Breakdown& b = in.breakdown;
-  if (b.gpu_utilization < in.th.gpu_bound_util || b.gpu_compute_ms / in.step_ms() < in.th.gpu_bound_compute) return std::nullopt;
+  // Busy computing or copying: a GPU inside an NCCL collective is waiting for other ranks or moving data
+  // (communication's), which no faster kernel shortens.
+  const double busy = std::max(0.0, b.gpu_utilization - b.gpu_comm_ms / in.step_ms());
+  if (busy < in.th.gpu_bound_util || b.gpu_compute_ms / in.step_ms() < in.th.gpu_bound_compute) return std::nullopt;
   const double impact = b.gpu_compute_ms;
-  Finding f = make_finding(in, Category::kGpuBound, "The GPU is busy " + fpct(b.gpu_utilization * 100) +
+  Finding f = make_finding(in, Category::kGpuBound, "The GPU is busy " + fpct(busy * 100) +
                                                         " of the step (healthy; the kernels themselves set the pace)",
-                           impact, std::min(0.95, b.gpu_utilization));
+                           impact, std::min(0.95, busy));
   const auto& k = in.tables.kernels;
   for (size_t i = 0; i < k.size() && i < 3; ++i)
     f.evidence.push_back("kernel '" + k[i].name + "': " + fpct(k[i].share * 100) + " of GPU time, " +
                          fmt("%.1f us mean", k[i].mean_us) + " x " + std::to_string(k[i].count) + ", launched by " + k[i].launched_by);
   f.evidence.push_back("GPU compute " + fms(b.gpu_compute_ms) + " of the " + fms(in.step_ms()) + " step");
-  f.metrics["gpu_utilization"] = b.gpu_utilization;
+  f.metrics["gpu_utilization"] = busy;
   f.metrics["gpu_compute_ms"] = b.gpu_compute_ms;
   const std::string k0 = k.empty() ? "-" : k.front().name;
   // A graph traced at graph level hides which of its kernels take the time: say so, and how to see them.

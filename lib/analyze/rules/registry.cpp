@@ -16,7 +16,8 @@ std::span<const RuleEntry> registry() {
       {Category::kCpuBound, &cpu_bound},           {Category::kLaunchBound, &launch_bound},
       {Category::kSyncBound, &sync_bound},         {Category::kH2dBound, &h2d_bound},
       {Category::kD2hBound, &d2h_bound},           {Category::kMemoryAlloc, &memory_alloc},
-      {Category::kGpuBound, &gpu_bound},           {Category::kWarmup, &warmup},
+      {Category::kGpuBound, &gpu_bound},           {Category::kCommunication, &communication},
+      {Category::kWarmup, &warmup},
       {Category::kSlowSteps, &slow_steps},
   };
   return entries;

@@ -1,0 +1,582 @@
+#include "analyze/ranks.hpp"
+
+#include "dump/clock_model.hpp"
+#include "dump/visit.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace inferscope::analyze {
+namespace {
+
+using Interval = std::pair<int64_t, int64_t>;
+
+// A cause under this share of the run's step is not reported: the same floor the rules of one process use
+// (rules::Thresholds::min_impact_pct), so a run finding and a rank's finding are held to one bar.
+constexpr double kMinImpactShare = 0.05;
+// A suggestion is "high" when it saves at least this share of the step (again the floor of a reported cause).
+constexpr double kHighShare = 0.05;
+// Collectives whose ranks arrived within this of each other: nobody waited (a kernel's start jitters by a few us
+// on an idle GPU; 20 us is several times that and under any collective's transfer time on NVLink).
+constexpr int64_t kSameArrivalNs = 20'000;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+std::string ms2(double v) { return fmt("%.2f", v); }
+std::string pct0(double v) { return fmt("%.0f", v); }
+
+// Sorted, merged intervals.
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& i : v) {
+    if (i.second <= i.first) continue;
+    if (!out.empty() && i.first <= out.back().second) out.back().second = std::max(out.back().second, i.second);
+    else out.push_back(i);
+  }
+  return out;
+}
+double length(const std::vector<Interval>& v) {
+  double n = 0;
+  for (const auto& i : v) n += double(i.second - i.first);
+  return n;
+}
+// The time both merged lists cover.
+double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double n = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) n += double(hi - lo);
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return n;
+}
+
+// The GPU work of a dump on the host-wide clock.
+struct GpuWorkVisitor {
+  const dump::DumpReader& r;
+  const dump::ClockModel& clock;
+  std::vector<CollectiveKernel> collectives;
+  std::vector<Interval> compute;
+  std::set<uint32_t> devices;
+  std::map<uint32_t, std::pair<bool, std::string>> names;  // string id -> (collective, name)
+
+  const std::pair<bool, std::string>& name_of(uint32_t id) {
+    auto it = names.find(id);
+    if (it == names.end()) {
+      std::string n = r.string_at(id);
+      it = names.emplace(id, std::make_pair(is_collective_kernel(n), std::move(n))).first;
+    }
+    return it->second;
+  }
+  void on(const GpuKernelRecord& k, const dump::RecordContext&) {
+    const int64_t s = clock.to_ns(k.start), e = clock.to_ns(k.end);
+    devices.insert(k.device);
+    const auto& [collective, name] = name_of(k.name);
+    if (collective) collectives.push_back({collective_op(name), name, s, e, k.device, k.grid[0] * k.grid[1] * k.grid[2]});
+    else compute.emplace_back(s, e);
+  }
+  void on(const GpuMemcpyRecord& c, const dump::RecordContext&) {
+    devices.insert(c.device);
+    compute.emplace_back(clock.to_ns(c.start), clock.to_ns(c.end));
+  }
+  void on(const GpuMemsetRecord& m, const dump::RecordContext&) {
+    devices.insert(m.device);
+    compute.emplace_back(clock.to_ns(m.start), clock.to_ns(m.end));
+  }
+};
+
+// The intervals of `sorted` (by start) that overlap [lo, hi), clipped to it.
+std::vector<Interval> clipped(const std::vector<Interval>& sorted, int64_t lo, int64_t hi) {
+  std::vector<Interval> out;
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), Interval{lo, lo},
+                             [](const Interval& a, const Interval& b) { return a.second < b.first; });
+  // intervals are merged: once one ends at or before lo, every earlier one does too
+  for (; it != sorted.end() && it->first < hi; ++it)
+    if (it->second > lo) out.emplace_back(std::max(it->first, lo), std::min(it->second, hi));
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
+
+}  // namespace
+
+bool is_collective_kernel(std::string_view kernel_name) {
+  return lower(kernel_name).find("nccl") != std::string::npos;
+}
+
+std::string collective_op(std::string_view kernel_name) {
+  const std::string n = lower(kernel_name);
+  // longest first: "reducescatter" holds "reduce", "allreduce" holds "reduce"
+  static constexpr std::pair<const char*, const char*> kOps[] = {
+      {"allreduce", "AllReduce"}, {"reducescatter", "ReduceScatter"}, {"allgather", "AllGather"},
+      {"alltoall", "AllToAll"},   {"broadcast", "Broadcast"},         {"sendrecv", "SendRecv"},
+      {"send", "SendRecv"},       {"recv", "SendRecv"},               {"reduce", "Reduce"}};
+  for (const auto& [key, op] : kOps)
+    if (n.find(key) != std::string::npos) return op;
+  return "collective";
+}
+
+// (ranks.hpp) The saving of overlapping the exposed transfer X with the compute C not yet beside it, when NCCL's blocks take
+// a share s of the SMs: the overlapped compute runs on the rest, C / (1 - s), so the pair takes
+// max(C / (1 - s), X) instead of C + X. s < 0: unknown (an ideal overlap is assumed, and said).
+double overlap_saving(double compute_free, double exposed, double sm_share) {
+  if (sm_share < 0) return std::min(compute_free, exposed);
+  const double slowed = compute_free / (1 - std::min(sm_share, 0.9));
+  return std::clamp(compute_free + exposed - std::max(slowed, exposed), 0.0, std::min(compute_free, exposed));
+}
+
+uint32_t known_sm_count(std::string_view gpu_name) {
+  const std::string n = lower(gpu_name);
+  if (n.find("h100") != std::string::npos) return n.find("pcie") != std::string::npos ? 114 : 132;
+  if (n.find("h200") != std::string::npos || n.find("gh200") != std::string::npos) return 132;
+  if (n.find("a100") != std::string::npos) return 108;
+  if (n.find("l40s") != std::string::npos) return 142;
+  return 0;
+}
+
+RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
+  RankTrace t;
+  t.path = a.source.empty() ? r.path() : a.source;
+  const std::string rank = r.process_value("rank");
+  if (!rank.empty() && rank.size() < 10 && std::all_of(rank.begin(), rank.end(), ::isdigit)) t.rank = std::stoi(rank);
+  const std::string pid = r.process_value("pid");
+  if (!pid.empty() && pid.size() < 20 && std::all_of(pid.begin(), pid.end(), ::isdigit)) t.pid = std::stoull(pid);
+  t.hostname = r.process_value("hostname");
+
+  const dump::ClockModel clock(r.calibration());
+  GpuWorkVisitor v{r, clock, {}, {}, {}, {}};
+  dump::visit_records(r, v);
+  t.devices.assign(v.devices.begin(), v.devices.end());
+  if (!t.devices.empty()) {
+    const std::string key = "gpu." + std::to_string(t.devices.front()) + ".";
+    const std::string sms = r.process_value(key + "sm_count");
+    if (!sms.empty() && sms.size() < 6 && std::all_of(sms.begin(), sms.end(), ::isdigit)) t.sm_count = uint32_t(std::stoul(sms));
+    else t.sm_count = known_sm_count(r.process_value(key + "name"));
+  }
+  std::sort(v.collectives.begin(), v.collectives.end(),
+            [](const CollectiveKernel& x, const CollectiveKernel& y) { return x.start_ns < y.start_ns; });
+  std::vector<Interval> comm_all;
+  for (const auto& c : v.collectives) comm_all.emplace_back(c.start_ns, c.end_ns);
+  const std::vector<Interval> compute = merged(std::move(v.compute)), comm = merged(std::move(comm_all));
+
+  // The steady steps: the last `count` of every step found (warm-up steps come first).
+  const auto& spans = a.steps.spans;
+  const size_t steady = std::min<size_t>(a.steps.count, spans.size());
+  for (size_t i = spans.size() - steady; i < spans.size(); ++i) {
+    RankStep s;
+    s.index = i;
+    s.start_ns = spans[i].start_ns;
+    s.end_ns = spans[i].end_ns;
+    auto first = std::lower_bound(v.collectives.begin(), v.collectives.end(), s.start_ns,
+                                  [](const CollectiveKernel& c, int64_t t0) { return c.start_ns < t0; });
+    for (auto it = first; it != v.collectives.end() && it->start_ns < s.end_ns; ++it) s.collectives.push_back(*it);
+    const auto cw = clipped(compute, s.start_ns, s.end_ns), mw = clipped(comm, s.start_ns, s.end_ns);
+    s.compute_ns = length(cw);
+    s.comm_ns = length(mw);
+    s.overlap_ns = intersection(cw, mw);
+    t.steps.push_back(std::move(s));
+  }
+  return t;
+}
+
+namespace {
+
+// The per-step sums of one rank over the matched steps.
+struct RankSums {
+  double step = 0, compute = 0, comm = 0, overlap = 0, wait = 0, transfer = 0, late = 0;
+};
+
+struct OpSums {
+  uint64_t count = 0;
+  double wait = 0;                  // summed over ranks
+  std::vector<double> transfers;    // per collective, the median rank's
+  std::map<int, uint64_t> last;     // rank -> times it arrived last (of the collectives that waited)
+  uint64_t waited = 0;              // collectives whose ranks did not arrive together
+};
+
+// What the straggler did that the others did not, per step: the largest excess of a Python function, a range
+// or a kernel over the most any other rank spent in it.
+struct Excess {
+  std::string kind;  // "Python function", "range", "kernel"
+  std::string name;
+  double ms = 0;
+  std::string what() const { return kind.empty() ? "" : kind + " " + name; }
+};
+
+template <class Row, class Name, class Ms>
+void largest_excess(const std::vector<const Analysis*>& analyses, size_t straggler, Name name, Ms ms_of,
+                    const std::vector<Row> Analysis::*table, const char* kind, Excess& best) {
+  auto per_step = [](const Analysis& a) { return double(std::max<uint64_t>(1, a.steps.total)); };
+  std::map<std::string, double> others;
+  for (size_t i = 0; i < analyses.size(); ++i) {
+    if (i == straggler) continue;
+    for (const Row& row : analyses[i]->*table) {
+      double& m = others[name(row)];
+      m = std::max(m, ms_of(row) / per_step(*analyses[i]));
+    }
+  }
+  const Analysis& s = *analyses[straggler];
+  for (const Row& row : s.*table) {
+    const std::string n = name(row);
+    const double excess = ms_of(row) / per_step(s) - (others.count(n) ? others[n] : 0.0);
+    if (excess > best.ms) best = {kind, n, excess};
+  }
+}
+
+Excess straggler_excess(const std::vector<const Analysis*>& analyses, size_t straggler) {
+  Excess best;
+  largest_excess<PythonRow>(
+      analyses, straggler, [](const PythonRow& p) { return p.qualname + (p.file.empty() ? "" : " (" + p.file + ":" + std::to_string(p.line) + ")"); },
+      [](const PythonRow& p) { return p.self_ms; }, &Analysis::python, "Python function", best);
+  Excess range;
+  largest_excess<RangeRow>(
+      analyses, straggler, [](const RangeRow& r) { return r.name; }, [](const RangeRow& r) { return r.self_ms; },
+      &Analysis::ranges, "range", range);
+  Excess kernel;
+  largest_excess<KernelRow>(
+      analyses, straggler, [](const KernelRow& k) { return k.name; }, [](const KernelRow& k) { return k.total_ms; },
+      &Analysis::kernels, "kernel", kernel);
+  // a range's self time holds the Python calls inside it: the function, more precise, wins when near
+  if (range.ms > best.ms * 1.25) best = range;
+  if (kernel.ms > best.ms) best = kernel;
+  return best;
+}
+
+Suggestion suggestion(std::string action, double saving_ms, double step_ms, std::string model) {
+  Suggestion s;
+  s.action = std::move(action);
+  s.estimated = !model.empty();
+  s.impact_ms = s.estimated ? saving_ms : 0;
+  s.model = std::move(model);
+  s.priority = s.estimated && saving_ms >= kHighShare * step_ms ? "high" : s.estimated ? "medium" : "low";
+  return s;
+}
+
+void finish(Finding& f, double step_ms) {
+  f.impact_pct = step_ms > 0 ? f.impact_ms / step_ms * 100 : 0;
+  std::stable_sort(f.suggestions.begin(), f.suggestions.end(), [](const Suggestion& a, const Suggestion& b) {
+    auto rank = [](const std::string& p) { return p == "high" ? 0 : p == "medium" ? 1 : 2; };
+    return rank(a.priority) != rank(b.priority) ? rank(a.priority) < rank(b.priority) : a.impact_ms > b.impact_ms;
+  });
+}
+
+Finding collective_wait(const RunAnalysis& run, const RankRow& straggler, double late_share, const Excess& did,
+                        const std::string& straggler_primary) {
+  Finding f;
+  f.category = "collective_wait";
+  std::string waiters;
+  double max_wait = 0;
+  for (const auto& r : run.ranks)
+    if (r.rank != straggler.rank) {
+      waiters += (waiters.empty() ? "" : ", ") + rank_name(r.rank);
+      max_wait = std::max(max_wait, r.wait_ms);
+    }
+  f.impact_ms = straggler.late_ms;
+  f.title = "The other ranks wait for " + rank_name(straggler.rank) + " in NCCL collectives: " + waiters + " " +
+            (run.ranks.size() > 2 ? "wait up to " : "waits ") + ms2(max_wait) + " ms per step";
+  f.confidence = 0.5 + 0.5 * late_share;
+  f.evidence.push_back(rank_name(straggler.rank) + " arrived last at the collectives that waited, and delayed them by " +
+                       ms2(straggler.late_ms) + " ms per step (" + pct0(late_share * 100) +
+                       " % of all the delay of the run's collectives)");
+  for (const auto& r : run.ranks)
+    f.evidence.push_back(rank_name(r.rank) + ": step " + ms2(r.step_ms) + " ms, GPU compute " + ms2(r.compute_ms) +
+                         " ms, in collectives " + ms2(r.comm_ms) + " ms (" + ms2(r.wait_ms) + " ms waiting for a later rank, " +
+                         ms2(r.transfer_ms) + " ms moving data)");
+  if (!did.kind.empty())
+    f.evidence.push_back("What " + rank_name(straggler.rank) + " did instead: its " + did.what() + " took " + ms2(did.ms) +
+                         " ms per step more than on any other rank");
+  if (!straggler_primary.empty())
+    f.evidence.push_back(rank_name(straggler.rank) + "'s own report: primary " + straggler_primary);
+  f.metrics = {{"late_ms", straggler.late_ms}, {"late_share", late_share}, {"max_wait_ms", max_wait},
+               {"straggler_rank", straggler.rank}, {"excess_ms", did.ms}};
+  const std::string model = "ranks: " + rank_name(straggler.rank) + " arrives with the others";
+  if (!did.kind.empty() && did.ms >= 0.5 * straggler.late_ms) {
+    const std::string& name = did.name;
+    if (did.kind == "kernel")
+      f.suggestions.push_back(suggestion("Give " + rank_name(straggler.rank) + " the same GPU work as the others: its kernel " +
+                                             name + " runs " + ms2(did.ms) + " ms per step longer; split that work evenly across the ranks",
+                                         straggler.late_ms, run.step_ms, model));
+    else
+      f.suggestions.push_back(suggestion("Take " + name + " off " + rank_name(straggler.rank) +
+                                             "'s step, or give every rank an equal share of it (vectorise it, or run it in a worker "
+                                             "before the step): the other ranks wait in NCCL while it runs",
+                                         straggler.late_ms, run.step_ms, model));
+  } else {
+    f.suggestions.push_back(suggestion("Find what makes " + rank_name(straggler.rank) + " late to its collectives (" +
+                                           (straggler_primary.empty() ? std::string("its own report") : "its report says " + straggler_primary) +
+                                           ") and remove it: the other ranks wait for it",
+                                       straggler.late_ms, run.step_ms, model));
+  }
+  f.suggestions.push_back(suggestion("Do independent work while waiting: launch the collective with async_op=True as soon as "
+                                     "its input is ready and wait() only where its result is used",
+                                     0, run.step_ms, ""));
+  f.suggestions.push_back(suggestion("Read " + rank_name(straggler.rank) + "'s own report (" + straggler.path +
+                                         ") for the cause of its extra time",
+                                     0, run.step_ms, ""));
+  finish(f, run.step_ms);
+  return f;
+}
+
+Finding communication(const RunAnalysis& run, const RankRow& typical, double exposed_ms, bool f32, double per_step,
+                      double sm_share) {
+  Finding f;
+  f.category = "communication";
+  f.impact_ms = exposed_ms;
+  const double overlap_share = typical.comm_ms > 0 ? typical.overlap_ms / typical.comm_ms : 0;
+  f.title = "Communication: " + ms2(exposed_ms) + " ms per step moving data in NCCL collectives with no compute beside it";
+  f.confidence = run.steps_matched >= 5 ? 0.85 : 0.6;
+  f.evidence.push_back("Per step on " + rank_name(typical.rank) + ": " + ms2(typical.comm_ms) + " ms in collectives, of which " +
+                       ms2(typical.transfer_ms) + " ms moving data and " + ms2(typical.wait_ms) +
+                       " ms waiting for another rank; " + pct0(overlap_share * 100) + " % of it overlaps compute");
+  f.evidence.push_back("GPU compute per step " + ms2(typical.compute_ms) + " ms; " + fmt("%.1f", per_step) +
+                       " collectives per step");
+  for (const auto& c : run.collectives)
+    f.evidence.push_back(c.op + ": " + fmt("%.1f", c.per_step) + " per step, " + ms2(c.transfer_ms) + " ms moving data");
+  f.metrics = {{"exposed_ms", exposed_ms}, {"overlap_share", overlap_share}, {"compute_ms", typical.compute_ms},
+               {"collectives_per_step", per_step}};
+  const double free_compute = std::max(0.0, typical.compute_ms - typical.overlap_ms);
+  const double overlap = overlap_saving(free_compute, exposed_ms, sm_share);
+  const std::string overlap_model =
+      sm_share < 0 ? "ranks: collectives beside the compute not yet overlapped, NCCL's SM share unknown"
+                   : "ranks: collectives beside the compute not yet overlapped, which runs on the " +
+                         pct0((1 - std::min(sm_share, 0.9)) * 100) + " % of SMs NCCL leaves it";
+  f.suggestions.push_back(suggestion(
+      "Overlap the collectives with compute that does not need their result (another micro-batch, an independent "
+      "branch): launch all_reduce with async_op=True (or on a side stream) as soon as its tensor is ready and wait() "
+      "only where the result is used; today " + pct0(overlap_share * 100) + " % of the collective time overlaps compute",
+      overlap, run.step_ms, overlap > 0 ? overlap_model : ""));
+  if (f32)
+    f.suggestions.push_back(suggestion("Send half the bytes: reduce in bfloat16 instead of float32 (cast before the collective, "
+                                       "or a bf16 compression hook)",
+                                       exposed_ms / 2, run.step_ms, "ranks: transfer time proportional to the bytes"));
+  else
+    f.suggestions.push_back(suggestion("Send fewer bytes: reduce only what the next layer needs, in the narrowest dtype it accepts",
+                                       0, run.step_ms, ""));
+  f.suggestions.push_back(suggestion(per_step >= 4 ? "Bucket the per-layer collectives into fewer, larger ones (one collective "
+                                                     "over a flattened buffer)"
+                                                   : "Check the interconnect: NCCL_DEBUG=INFO shows whether the ranks use "
+                                                     "NVLink or fall back to PCIe or sockets",
+                                     0, run.step_ms, ""));
+  finish(f, run.step_ms);
+  return f;
+}
+
+}  // namespace
+
+RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::vector<const Analysis*>& analyses_in) {
+  RunAnalysis run;
+  // ranks in rank order; a dump that does not say its rank comes after those that do, in the given order
+  std::vector<size_t> order(traces_in.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int ra = traces_in[a].rank < 0 ? 1 << 30 : traces_in[a].rank, rb = traces_in[b].rank < 0 ? 1 << 30 : traces_in[b].rank;
+    return ra < rb;
+  });
+  std::vector<const RankTrace*> traces;
+  std::vector<const Analysis*> analyses;
+  std::set<int> used;
+  for (size_t i : order) {
+    traces.push_back(&traces_in[i]);
+    analyses.push_back(analyses_in[i]);
+  }
+  std::set<std::string> hosts;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    RankRow row;
+    row.rank = traces[i]->rank >= 0 && !used.count(traces[i]->rank) ? traces[i]->rank : int(i);
+    used.insert(row.rank);
+    row.pid = traces[i]->pid;
+    row.path = traces[i]->path;
+    row.hostname = traces[i]->hostname;
+    for (uint32_t d : traces[i]->devices) row.devices += (row.devices.empty() ? "" : ",") + std::to_string(d);
+    for (const Finding& f : analyses[i]->findings)
+      if (f.primary) row.primary = f.category;
+    hosts.insert(row.hostname);
+    run.ranks.push_back(row);
+  }
+  run.hosts = std::max<size_t>(1, hosts.size());
+  if (traces.size() < 2) return run;
+  if (run.hosts > 1) {
+    run.warnings.push_back("the ranks ran on " + std::to_string(run.hosts) +
+                           " hosts, whose clocks are not aligned here: their steps and collectives are not matched");
+    return run;
+  }
+
+  // Steps every rank has, by index.
+  std::vector<std::map<uint64_t, const RankStep*>> by_index(traces.size());
+  for (size_t r = 0; r < traces.size(); ++r)
+    for (const auto& s : traces[r]->steps) by_index[r][s.index] = &s;
+  std::vector<uint64_t> matched;
+  for (const auto& [index, s] : by_index[0]) {
+    bool all = true;
+    for (size_t r = 1; r < traces.size() && all; ++r) all = by_index[r].count(index) > 0;
+    if (all) matched.push_back(index);
+  }
+  run.steps_matched = matched.size();
+  if (matched.empty()) {
+    run.warnings.push_back("no step index is steady on every rank: the ranks' steps are not matched");
+    return run;
+  }
+
+  const size_t n = traces.size();
+  std::vector<RankSums> sums(n);
+  std::map<std::string, OpSums> ops;
+  bool counts_differ = false, f32 = false;
+  double collectives = 0;
+  for (uint64_t index : matched) {
+    std::vector<const RankStep*> st(n);
+    size_t k = SIZE_MAX;
+    for (size_t r = 0; r < n; ++r) {
+      st[r] = by_index[r][index];
+      k = std::min(k, st[r]->collectives.size());
+      if (st[r]->collectives.size() != st[0]->collectives.size()) counts_differ = true;
+      sums[r].step += double(st[r]->end_ns - st[r]->start_ns);
+      sums[r].compute += st[r]->compute_ns;
+      sums[r].comm += st[r]->comm_ns;
+      sums[r].overlap += st[r]->overlap_ns;
+    }
+    collectives += double(k);
+    for (size_t i = 0; i < k; ++i) {
+      int64_t last = INT64_MIN, second = INT64_MIN;
+      size_t last_r = 0;
+      for (size_t r = 0; r < n; ++r) {
+        const int64_t s = st[r]->collectives[i].start_ns;
+        if (s > last) {
+          second = last;
+          last = s;
+          last_r = r;
+        } else if (s > second) {
+          second = s;
+        }
+      }
+      const CollectiveKernel& c0 = st[0]->collectives[i];
+      OpSums& op = ops[c0.op];
+      ++op.count;
+      if (lower(c0.kernel).find("f32") != std::string::npos) f32 = true;
+      std::vector<double> transfer(n);
+      for (size_t r = 0; r < n; ++r) {
+        const CollectiveKernel& c = st[r]->collectives[i];
+        const double wait = double(last - c.start_ns), dur = double(c.end_ns - c.start_ns);
+        sums[r].wait += std::min(wait, dur);
+        transfer[r] = std::max(0.0, dur - wait);
+        sums[r].transfer += transfer[r];
+        op.wait += std::min(wait, dur) / double(n);
+      }
+      op.transfers.push_back(median(transfer));
+      if (last - second > kSameArrivalNs) {
+        sums[last_r].late += double(last - second);
+        ++op.last[run.ranks[last_r].rank];
+        ++op.waited;
+      }
+    }
+  }
+  if (counts_differ)
+    run.warnings.push_back("the ranks ran different numbers of collectives in some steps: only the first ones of "
+                           "each step, as many as every rank ran, are matched (in their order)");
+
+  const double m = double(matched.size());
+  for (size_t r = 0; r < n; ++r) {
+    RankRow& row = run.ranks[r];
+    row.step_ms = sums[r].step / m / 1e6;
+    row.compute_ms = sums[r].compute / m / 1e6;
+    row.comm_ms = sums[r].comm / m / 1e6;
+    row.overlap_ms = sums[r].overlap / m / 1e6;
+    row.wait_ms = sums[r].wait / m / 1e6;
+    row.transfer_ms = sums[r].transfer / m / 1e6;
+    row.late_ms = sums[r].late / m / 1e6;
+    run.step_ms = std::max(run.step_ms, row.step_ms);
+  }
+  for (auto& [name, op] : ops) {
+    CollectiveRow c;
+    c.op = name;
+    c.per_step = double(op.count) / m;
+    double transfer = 0;
+    for (double t : op.transfers) transfer += t;
+    c.transfer_ms = transfer / m / 1e6;
+    c.wait_ms = op.wait / m / 1e6;
+    uint64_t most = 0;
+    for (const auto& [rank, times] : op.last)
+      if (times > most) most = times, c.last_rank = rank;
+    c.last_share = op.waited ? double(most) / double(op.waited) : 0;
+    c.waited_share = op.count ? double(op.waited) / double(op.count) : 0;
+    run.collectives.push_back(c);
+  }
+  std::sort(run.collectives.begin(), run.collectives.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
+    return a.transfer_ms + a.wait_ms > b.transfer_ms + b.wait_ms;
+  });
+
+  double compute_sum = 0, compute_max = 0;
+  for (const auto& r : run.ranks) compute_sum += r.compute_ms, compute_max = std::max(compute_max, r.compute_ms);
+  const double compute_mean = compute_sum / double(n);
+  run.imbalance_pct = compute_mean > 0 ? (compute_max - compute_mean) / compute_mean * 100 : 0;
+
+  // The straggler: the rank whose late arrivals delayed the run's collectives most, when that is a cause worth
+  // reporting (the floor of any cause) and most of the delay is its (over half: one rank is the story).
+  double late_total = 0;
+  size_t straggler = 0;
+  for (size_t r = 0; r < n; ++r) {
+    late_total += run.ranks[r].late_ms;
+    if (run.ranks[r].late_ms > run.ranks[straggler].late_ms) straggler = r;
+  }
+  const RankRow& s = run.ranks[straggler];
+  if (late_total > 0 && s.late_ms >= kMinImpactShare * run.step_ms && s.late_ms / late_total > 0.5) {
+    run.straggler = s.rank;
+    const Excess did = straggler_excess(analyses, straggler);
+    if (did.ms > 0) run.straggler_did = did.what() + ", " + ms2(did.ms) + " ms per step more than on any other rank";
+    run.findings.push_back(collective_wait(run, s, s.late_ms / late_total, did, s.primary));
+  }
+
+  // Communication nobody overlapped: on the median rank by exposed transfer, the collective time beside no compute,
+  // less the wait (that is collective_wait's).
+  std::vector<std::pair<double, size_t>> exposed;
+  for (size_t r = 0; r < n; ++r) {
+    const RankRow& row = run.ranks[r];
+    exposed.emplace_back(std::max(0.0, row.comm_ms - row.overlap_ms - row.wait_ms), r);
+  }
+  std::sort(exposed.begin(), exposed.end());
+  const auto [exposed_ms, typical] = exposed[(n - 1) / 2];
+  if (exposed_ms >= kMinImpactShare * run.step_ms) {
+    // NCCL's share of the SMs: its kernels' median grid over the GPU's SMs
+    std::vector<double> blocks;
+    for (const RankStep& st : traces[typical]->steps)
+      for (const CollectiveKernel& k : st.collectives) blocks.push_back(k.blocks);
+    const uint32_t sms = traces[typical]->sm_count;
+    const double share = sms > 0 && !blocks.empty() ? median(blocks) / sms : -1;
+    run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, f32, collectives / m, share));
+  }
+
+  std::stable_sort(run.findings.begin(), run.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.impact_ms > b.impact_ms; });
+  if (!run.findings.empty()) run.findings.front().primary = true;
+  return run;
+}
+
+void mark_launcher(Analysis& a) {
+  if (a.run.ranks.size() < 2 || a.gpu_work_recorded) return;
+  a.launcher = true;
+  a.findings.clear();
+}
+
+}  // namespace inferscope::analyze

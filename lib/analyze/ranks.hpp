@@ -1,0 +1,82 @@
+// The ranks of one multi-process run analysed together (docs/multi-gpu.md): one dump per rank (torchrun, MPI,
+// a Python parent that spawns workers), each already analysed alone, are read once more for their NCCL
+// collectives and compute kernels, and the ranks' steps and collectives are matched to say what a rank's
+// collective time is made of (waiting for the slowest rank, or moving data), which rank the others wait for
+// and what it did instead, and how much communication overlaps compute.
+//
+//   std::vector<RankTrace> t;
+//   for (each rank's dump r and its Analysis a) t.push_back(read_rank_trace(r, a));
+//   RunAnalysis run = analyze_ranks(t, analyses);   // analyses[i] is t[i]'s Analysis
+//
+// Clock: every dump's times are on its host's CLOCK_MONOTONIC (the reader fits the session clock to it), so
+// the ranks of one host are on one clock to within the fits' residuals; ranks of different hosts are not
+// matched (RunAnalysis::hosts says so).
+#pragma once
+
+#include "analyze/analysis.hpp"
+#include "dump/reader.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inferscope::analyze {
+
+/// An NCCL kernel: a collective (or a send/receive) the GPU ran for this rank.
+bool is_collective_kernel(std::string_view kernel_name);
+/// "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "SendRecv"; "collective" when the name
+/// says none of them.
+std::string collective_op(std::string_view kernel_name);
+
+/// One collective kernel, on the host-wide clock (ns).
+struct CollectiveKernel {
+  std::string op;
+  std::string kernel;  ///< its full name (e.g. ncclDevKernel_AllReduce_Sum_f32_RING_LL)
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t device = 0;
+  uint32_t blocks = 0;  ///< its grid: NCCL runs one block per channel, each on an SM of its own
+};
+
+/// One steady step of one rank.
+struct RankStep {
+  uint64_t index = 0;  ///< among all its steps, warm-up included (StepStats::spans)
+  int64_t start_ns = 0, end_ns = 0;
+  std::vector<CollectiveKernel> collectives;  ///< by start
+  double compute_ns = 0;  ///< time with a non-collective kernel, memset or copy running on this rank's GPUs
+  double comm_ns = 0;     ///< time with a collective running (their union)
+  double overlap_ns = 0;  ///< time with both
+};
+
+/// What the run analysis reads of one rank's dump (stage "rank trace").
+struct RankTrace {
+  std::string path;
+  int rank = -1;            ///< from the process info's `rank` (torchrun, MPI, Slurm); -1: not said
+  uint64_t pid = 0;
+  std::string hostname;
+  std::vector<uint32_t> devices;  ///< the GPUs its kernels ran on
+  uint32_t sm_count = 0;          ///< SMs of its first GPU (process info gpu.N.sm_count, else known by name; 0: unknown)
+  std::vector<RankStep> steps;    ///< its steady steps, in time order
+};
+
+/// The SMs of a GPU model known by its name (H100, H200, A100, L40S), for dumps recorded before gpu.N.sm_count was
+/// written; 0 when the name is not one of them.
+uint32_t known_sm_count(std::string_view gpu_name);
+
+/// The time saved per step by overlapping `exposed` ms of collectives with `compute_free` ms of compute not yet
+/// beside them, when NCCL's blocks take `sm_share` of the SMs (the compute then runs on the rest); sm_share < 0:
+/// unknown, an ideal overlap (the smaller of the two).
+double overlap_saving(double compute_free, double exposed, double sm_share);
+
+/// Reads the steady steps of `a` (the dump's analysis) out of `r` with the GPU work inside each.
+RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a);
+
+/// The run across its ranks; `analyses[i]` is the analysis of `traces[i]`. Fewer than two ranks with steps:
+/// ranks listed, nothing matched, no finding.
+RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses);
+
+/// Marks `a` as a launcher when its run has two ranks or more and it did no GPU work itself (torchrun's agent,
+/// mpirun, a Python parent): its own findings, about its idle loop, are taken out; the report is the run's.
+void mark_launcher(Analysis& a);
+
+}  // namespace inferscope::analyze

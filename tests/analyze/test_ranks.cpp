@@ -1,0 +1,341 @@
+// The run across ranks (lib/analyze/ranks.hpp) on two-rank dumps written by hand, on one clock: each rank's
+// steps hold its compute kernel and then one NCCL all_reduce per layer, which ends for every rank a fixed
+// transfer time after the last rank's kernel started, as NCCL's do. The expected waits, transfers and delays
+// follow from the construction (the comments give them).
+#include "analyze/analyzer.hpp"
+#include "analyze/children.hpp"
+#include "analyze/ranks.hpp"
+#include "dump/builder.hpp"
+#include "dump/reader.hpp"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace inferscope;
+using namespace inferscope::analyze;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+std::string temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("iscope_ranks_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+// One rank's program: per step, host work (plus `extra_ms` in a Python function `postprocess_shard` on the
+// straggler), then per layer a compute kernel of `compute_ms` and an all_reduce. `ready` receives, per step and
+// layer, the time this rank's all_reduce kernel started; `end_of` gives its end (from every rank's start).
+struct RankPlan {
+  int rank = 0;
+  double extra_ms = 0;
+};
+
+struct TwoRanks {
+  std::vector<std::string> paths;
+  // start of every all_reduce kernel: [rank][step * layers + layer]
+  std::vector<std::vector<int64_t>> starts;
+};
+
+// Writes two ranks' dumps of `steps` steps with `layers` all_reduces each, lock-stepped the way NCCL makes them:
+// a collective ends `transfer_ms` after the later rank's kernel started.
+TwoRanks write_two_ranks(const std::string& tag, double extra_ms_rank1, double compute_ms, double transfer_ms,
+                         const char* kernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL", int steps = 12, int layers = 4,
+                         bool with_rank = true) {
+  TwoRanks out;
+  out.starts.assign(2, {});
+  // Simulate both ranks' clocks together.
+  struct Clock {
+    int64_t host = 10 * kMs;   // host time
+    int64_t gpu = 10 * kMs;    // the stream is free from
+  } clk[2];
+  struct Step {
+    int64_t s = 0, e = 0;
+  };
+  std::vector<std::vector<Step>> step_spans(2);
+  struct K {
+    int64_t s, e;
+    bool nccl;
+  };
+  std::vector<std::vector<K>> kernels(2);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> extra(2);
+  for (int st = 0; st < steps; ++st) {
+    int64_t step_start[2];
+    for (int r = 0; r < 2; ++r) {
+      step_start[r] = clk[r].host;
+      clk[r].host += kMs / 2;  // 0.5 ms of host work
+      if (r == 1 && extra_ms_rank1 > 0) {
+        extra[r].emplace_back(clk[r].host, clk[r].host + int64_t(extra_ms_rank1 * kMs));
+        clk[r].host += int64_t(extra_ms_rank1 * kMs);
+      }
+    }
+    for (int l = 0; l < layers; ++l) {
+      int64_t start[2];
+      for (int r = 0; r < 2; ++r) {
+        const int64_t ks = std::max(clk[r].gpu, clk[r].host + 5'000);
+        kernels[r].push_back({ks, ks + int64_t(compute_ms * kMs), false});
+        clk[r].gpu = ks + int64_t(compute_ms * kMs);
+        clk[r].host += 10'000;
+        start[r] = std::max(clk[r].gpu, clk[r].host + 5'000);
+        clk[r].host += 10'000;
+      }
+      const int64_t end = std::max(start[0], start[1]) + int64_t(transfer_ms * kMs);
+      for (int r = 0; r < 2; ++r) {
+        kernels[r].push_back({start[r], end, true});
+        out.starts[r].push_back(start[r]);
+        clk[r].gpu = end;
+      }
+    }
+    for (int r = 0; r < 2; ++r) {  // the step ends with a synchronize
+      clk[r].host = std::max(clk[r].host, clk[r].gpu) + 5'000;
+      step_spans[r].push_back({step_start[r], clk[r].host});
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::string path = temp(tag + "_rank" + std::to_string(r) + ".iscope");
+    dump::DumpBuilder b(path);
+    b.process("pid", std::to_string(5000 + r));
+    b.process("hostname", "node0");
+    if (with_rank) b.process("rank", std::to_string(r));
+    const uint32_t t = b.thread("MainThread", 5000 + r);
+    const uint32_t ch = b.channel("cupti activity");
+    const uint32_t code = b.code("postprocess_shard", "tp.py", 40);
+    for (const auto& [s, e] : extra[r]) b.pycall(t, code, 1, s, e);
+    uint32_t corr = 0;
+    for (const K& k : kernels[r]) {
+      ++corr;
+      b.api(t, "cudaLaunchKernel", corr, k.s - 8'000, k.s - 3'000);
+      b.kernel(ch, k.nccl ? kernel : "gemm_bf16_tn", corr, k.s, k.e, 7, uint32_t(r));
+    }
+    for (const Step& s : step_spans[r]) b.range(t, "step", 0, s.s, s.e);
+    b.finish();
+    out.paths.push_back(path);
+  }
+  return out;
+}
+
+RunAnalysis run_of(const TwoRanks& t, std::vector<ChildProcess>* summaries = nullptr) {
+  RunAnalysis run;
+  auto s = analyze_rank_dumps(t.paths, AnalyzeOptions{}, run);
+  if (summaries) *summaries = s;
+  return run;
+}
+
+const Finding* finding(const RunAnalysis& run, const std::string& category) {
+  for (const auto& f : run.findings)
+    if (f.category == category) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("collective kernels are told apart by name, and their operation read from it") {
+  CHECK(is_collective_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+  CHECK(is_collective_kernel("ncclKernel_AllGather_RING_LL_Sum_int8_t"));
+  CHECK_FALSE(is_collective_kernel("ampere_bf16_s16816gemm_bf16_128x64"));
+  CHECK(collective_op("ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "AllReduce");
+  CHECK(collective_op("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "ReduceScatter");
+  CHECK(collective_op("ncclKernel_AllGather_RING_LL_Sum_int8_t") == "AllGather");
+  CHECK(collective_op("ncclDevKernel_SendRecv") == "SendRecv");
+  CHECK(collective_op("ncclDevKernel_Broadcast_RING_LL") == "Broadcast");
+  CHECK(collective_op("ncclDevKernel_Generic") == "collective");
+}
+
+TEST_CASE("overlap saves the smaller of compute and transfer, less what NCCL's SMs take from the compute") {
+  CHECK(overlap_saving(4, 2, -1) == doctest::Approx(2));    // unknown share: ideal
+  CHECK(overlap_saving(1, 8, -1) == doctest::Approx(1));
+  // 24 of 132 SMs: 4.5 ms of compute takes 5.5 ms beside NCCL; with 2.4 ms of transfer 6.9 ms become 5.5.
+  CHECK(overlap_saving(4.5, 2.4, 24.0 / 132) == doctest::Approx(4.5 + 2.4 - 4.5 / (1 - 24.0 / 132)));
+  CHECK(overlap_saving(1, 8, 0.2) == doctest::Approx(1));  // the transfer is longer anyway: all the compute hides
+  CHECK(overlap_saving(4, 0.5, 0.5) == doctest::Approx(0));  // half the SMs gone costs more than it hides
+  CHECK(known_sm_count("NVIDIA H100 80GB HBM3") == 132);
+  CHECK(known_sm_count("NVIDIA H100 PCIe") == 114);
+  CHECK(known_sm_count("NVIDIA A100-SXM4-80GB") == 108);
+  CHECK(known_sm_count("Tesla T4") == 0);
+}
+
+TEST_CASE("a rank with extra host work is named as the straggler, with what it did and the saving") {
+  // Rank 1 runs postprocess_shard for 3 ms before its first layer; every layer computes 1 ms and then reduces
+  // (0.2 ms of transfer). Rank 0 reaches its first all_reduce 3 ms before rank 1 and waits there; later layers
+  // start together. So per step: rank 0 waits 3 ms, rank 1 delayed the run by 3 ms, rank 1 waits ~0.
+  const TwoRanks t = write_two_ranks("straggler", 3.0, 1.0, 0.2);
+  std::vector<ChildProcess> summaries;
+  const RunAnalysis run = run_of(t, &summaries);
+  REQUIRE(run.ranks.size() == 2);
+  CHECK(summaries.size() == 2);
+  CHECK(run.steps_matched >= 8);
+  CHECK(run.ranks[0].rank == 0);
+  CHECK(run.ranks[1].rank == 1);
+  CHECK(run.ranks[0].wait_ms == doctest::Approx(3.0).epsilon(0.02));
+  CHECK(run.ranks[1].wait_ms < 0.05);
+  CHECK(run.ranks[1].late_ms == doctest::Approx(3.0).epsilon(0.02));
+  CHECK(run.ranks[0].late_ms < 0.05);
+  CHECK(run.ranks[0].transfer_ms == doctest::Approx(0.8).epsilon(0.02));  // 4 layers x 0.2 ms
+  CHECK(run.straggler == 1);
+  CHECK(run.straggler_did.find("postprocess_shard") != std::string::npos);
+  REQUIRE(run.collectives.size() == 1);
+  CHECK(run.collectives[0].op == "AllReduce");
+  CHECK(run.collectives[0].per_step == doctest::Approx(4));
+  CHECK(run.collectives[0].last_rank == 1);
+
+  const Finding* f = finding(run, "collective_wait");
+  REQUIRE(f);
+  CHECK(f->primary);
+  CHECK(f->impact_ms == doctest::Approx(3.0).epsilon(0.02));
+  CHECK(f->title.find("rank 1") != std::string::npos);
+  REQUIRE(f->suggestions.size() >= 3);
+  const Suggestion& top = f->suggestions.front();
+  CHECK(top.priority == "high");
+  CHECK(top.estimated);
+  CHECK(top.impact_ms == doctest::Approx(3.0).epsilon(0.02));
+  CHECK(top.action.find("postprocess_shard") != std::string::npos);
+  CHECK(top.action.find("rank 1") != std::string::npos);
+  for (const auto& s : f->suggestions)
+    if (!s.estimated) CHECK(s.priority != "high");  // never a high suggestion without a saving
+  // 0.8 ms of transfer in a ~8.3 ms step, none overlapped: communication is reported too, below the wait.
+  const Finding* c = finding(run, "communication");
+  REQUIRE(c);
+  CHECK_FALSE(c->primary);
+}
+
+TEST_CASE("a run that mostly moves data is communication-bound; the savings follow the bytes and the compute") {
+  // Each layer: 0.25 ms of compute, then an fp32 all_reduce moving data for 2 ms, no rank late. Per step 4 layers:
+  // 8 ms exposed transfer, 1 ms compute not overlapped.
+  const TwoRanks t = write_two_ranks("comm", 0, 0.25, 2.0);
+  const RunAnalysis run = run_of(t);
+  CHECK(run.straggler == -1);
+  CHECK(finding(run, "collective_wait") == nullptr);
+  const Finding* f = finding(run, "communication");
+  REQUIRE(f);
+  CHECK(f->primary);
+  CHECK(f->impact_ms == doctest::Approx(8.0).epsilon(0.03));
+  const Suggestion* bf16 = nullptr;
+  const Suggestion* overlap = nullptr;
+  for (const auto& s : f->suggestions) {
+    if (s.action.find("bfloat16") != std::string::npos) bf16 = &s;
+    if (s.action.find("async_op=True") != std::string::npos) overlap = &s;
+  }
+  REQUIRE(bf16);
+  CHECK(bf16->priority == "high");
+  CHECK(bf16->impact_ms == doctest::Approx(4.0).epsilon(0.03));  // half of the 8 ms
+  REQUIRE(overlap);
+  CHECK(overlap->impact_ms == doctest::Approx(1.0).epsilon(0.05));  // only 1 ms of compute to hide it behind
+  CHECK(f->suggestions.front().action.find("bfloat16") != std::string::npos);  // the larger saving first
+
+  // Already in bf16: no halving is promised.
+  const RunAnalysis bf = run_of(write_two_ranks("comm_bf16", 0, 0.25, 2.0, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"));
+  const Finding* g = finding(bf, "communication");
+  REQUIRE(g);
+  for (const auto& s : g->suggestions) CHECK(s.action.find("bfloat16") == std::string::npos);
+}
+
+TEST_CASE("compute-heavy ranks in step: no run finding") {
+  // 4 ms of compute and 0.05 ms of transfer per layer: communication is 1 % of the step.
+  const RunAnalysis run = run_of(write_two_ranks("healthy", 0, 4.0, 0.05));
+  CHECK(run.steps_matched >= 8);
+  CHECK(run.findings.empty());
+  CHECK(run.imbalance_pct < 1);
+}
+
+TEST_CASE("dumps without a rank are ranks by their order; one rank alone is no run") {
+  const TwoRanks t = write_two_ranks("norank", 3.0, 1.0, 0.2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 12, 4, false);
+  RunAnalysis run = run_of(t);
+  REQUIRE(run.ranks.size() == 2);
+  CHECK(run.ranks[1].rank == 1);
+  CHECK(run.straggler == 1);
+
+  RunAnalysis one;
+  analyze_rank_dumps({t.paths[0]}, AnalyzeOptions{}, one);
+  CHECK(one.ranks.empty());
+}
+
+TEST_CASE("a launcher with rank children: its own findings are left out") {
+  Analysis a;
+  a.findings.push_back(Finding{});
+  a.findings.back().category = "cpu_bound";
+  mark_launcher(a);  // no run: nothing changes
+  CHECK_FALSE(a.launcher);
+  CHECK(a.findings.size() == 1);
+  a.run.ranks.resize(2);
+  a.gpu_work_recorded = true;  // a rank itself, not a launcher
+  mark_launcher(a);
+  CHECK_FALSE(a.launcher);
+  a.gpu_work_recorded = false;
+  mark_launcher(a);
+  CHECK(a.launcher);
+  CHECK(a.findings.empty());
+}
+
+// ---- real recordings: samples/multigpu under iscope-run --follow-children on 2 H100s (torchrun, NCCL), 40 steps
+// each; the launcher's dump is tests/fixtures/mg_NAME.iscope and its ranks' are mg_NAME.<pid>.iscope beside it.
+
+namespace {
+
+Analysis launcher_of(const std::string& name) {
+  const std::string path = (std::filesystem::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / (name + ".iscope")).string();
+  Analysis a = analyze_file(path, {});
+  a.children = find_children(path, a, {}, &a.run);
+  mark_launcher(a);
+  return a;
+}
+
+const Suggestion* high_with(const Finding& f, const std::string& word) {
+  for (const auto& s : f.suggestions)
+    if (s.priority == "high" && s.action.find(word) != std::string::npos) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("H100 x2: the launcher of a straggler run points to rank 1 and what it ran") {
+  const Analysis a = launcher_of("mg_straggler_rank");
+  CHECK(a.launcher);
+  CHECK(a.findings.empty());  // torchrun's own idle loop is not diagnosed
+  REQUIRE(a.run.ranks.size() == 2);
+  CHECK(a.run.ranks[0].rank == 0);
+  CHECK(a.run.ranks[1].rank == 1);
+  CHECK(a.run.steps_matched >= 20);
+  CHECK(a.run.straggler == 1);
+  CHECK(a.run.straggler_did.find("postprocess_batch") != std::string::npos);
+  REQUIRE_FALSE(a.run.findings.empty());
+  const Finding& f = a.run.findings.front();
+  CHECK(f.category == "collective_wait");
+  CHECK(f.primary);
+  CHECK(a.run.ranks[0].wait_ms > 0.25 * a.run.step_ms);  // rank 0 waits about 4.8 of 13 ms
+  CHECK(a.run.ranks[1].wait_ms < 0.05 * a.run.step_ms);
+  const Suggestion* s = high_with(f, "postprocess_batch");
+  REQUIRE(s);
+  CHECK(s->estimated);
+  CHECK(s->impact_ms == doctest::Approx(a.run.ranks[1].late_ms));
+  // rank 0's own report no longer calls its NCCL wait GPU compute
+  CHECK(a.run.ranks[0].primary != "gpu_bound");
+}
+
+TEST_CASE("H100 x2: fp32 all_reduces that dominate the step are communication; bf16 halves them") {
+  const Analysis a = launcher_of("mg_comm_bound");
+  CHECK(a.launcher);
+  CHECK(a.run.straggler == -1);
+  REQUIRE_FALSE(a.run.findings.empty());
+  const Finding& f = a.run.findings.front();
+  CHECK(f.category == "communication");
+  CHECK(f.impact_pct > 30);
+  const Suggestion* bf16 = high_with(f, "bfloat16");
+  REQUIRE(bf16);
+  CHECK(bf16->impact_ms == doctest::Approx(f.impact_ms / 2));
+}
+
+TEST_CASE("H100 x2: blocking all_reduces beside independent compute: overlap, less NCCL's SMs") {
+  const Analysis a = launcher_of("mg_no_overlap");
+  REQUIRE_FALSE(a.run.findings.empty());
+  const Finding& f = a.run.findings.front();
+  CHECK(f.category == "communication");
+  const Suggestion* overlap = high_with(f, "async_op=True");
+  REQUIRE(overlap);
+  // NCCL's 24 blocks of the H100's 132 SMs slow the compute beside it: less than the ideal min(compute, transfer)
+  CHECK(overlap->impact_ms < f.impact_ms);
+  CHECK(overlap->model.find("% of SMs") != std::string::npos);
+  for (const auto& s : f.suggestions) CHECK(s.action.find("bfloat16") == std::string::npos);  // already bf16
+}
