@@ -345,7 +345,8 @@ void write_children(const Analysis& a, std::ostream& out) {
   for (const auto& c : a.children)
     t.rows.push_back({std::to_string(c.pid), h(c.cmdline), h(c.path), c.complete ? "yes" : "no", std::to_string(c.steps),
                       fmt(c.step_ms, 3), h(!c.error.empty() ? "unreadable: " + c.error : c.primary.empty() ? "-" : c.primary)});
-  out << "<section id=\"children\"><h2>Child processes</h2>\n";
+  const bool named = a.run.ranks.size() >= 2 && !a.launcher && a.children.front().path == a.source;
+  out << "<section id=\"children\"><h2>" << (named ? "Dumps of the run" : "Child processes") << "</h2>\n";
   t.write(out);
   out << "<p class=\"muted\">Analyse one with <code>iscope-analyze DUMP</code> for its full report.</p></section>\n";
 }

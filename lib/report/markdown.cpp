@@ -467,7 +467,9 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
 
 void write_children(const Analysis& a, std::ostream& out) {
   if (a.children.empty()) return;
-  out << "## Child processes\n\n";
+  // several dumps named together are the run's ranks, not this process's children
+  out << (a.run.ranks.size() >= 2 && !a.launcher && a.children.front().path == a.source ? "## Dumps of the run\n\n"
+                                                                                         : "## Child processes\n\n");
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : a.children) {
     const std::string verdict = !c.error.empty() ? "unreadable: " + truncate(c.error, 80)
