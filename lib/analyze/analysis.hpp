@@ -17,7 +17,8 @@ namespace inferscope::analyze {
 /// (informational: never primary) come after them.
 inline constexpr const char* kCategories[] = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound",
                                               "gpu_bound", "memory_alloc", "cpu_contention", "pcie_saturation",
-                                              "wait", "communication", "warmup", "slow_steps"};
+                                              "wait", "communication", "pipeline_bubble", "warmup",
+                                              "slow_steps"};
 
 /// An example interval from this trace that supports a finding.
 struct TimeSpan {

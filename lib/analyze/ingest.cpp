@@ -207,7 +207,7 @@ class Pass1 {
     int8_t& collective = P.kernel_collective[nm];
     if (collective < 0) collective = nm < cx.sname.size() && is_collective_kernel(cx.sname[nm]) ? 1 : 0;
     gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, nm, collective ? detail::kCollective : detail::kKernel, 0,
-                            static_cast<uint16_t>(rec.stream)};
+                            static_cast<uint16_t>(rec.stream), device_of(rec.device)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
   void on(const GpuGraphLaunchRecord& rec, const dump::RecordContext&) {
@@ -215,7 +215,8 @@ class Pass1 {
     auto& g = P.graph_runs[rec.graph_id];
     ++g.count;
     g.ns += e - s;
-    gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, rec.graph_id, detail::kGraph, 0, static_cast<uint16_t>(rec.stream)};
+    gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, rec.graph_id, detail::kGraph, 0, static_cast<uint16_t>(rec.stream),
+                            device_of(rec.device)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
   void on(const GpuMemcpyRecord& rec, const dump::RecordContext& rc) {
@@ -228,13 +229,13 @@ class Pass1 {
     c.bytes += rec.bytes;
     c.ns += e - s;
     gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
-                            kind, host, static_cast<uint16_t>(rec.stream)};
+                            kind, host, static_cast<uint16_t>(rec.stream), device_of(rec.device)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
   void on(const GpuMemsetRecord& rec, const dump::RecordContext&) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
     gpu[P.gpu_at++] = GpuOp{s, sat32(e - s), rec.correlation, sat32(int64_t(std::min<uint64_t>(rec.bytes, UINT32_MAX))),
-                            detail::kMemset, 0, static_cast<uint16_t>(rec.stream)};
+                            detail::kMemset, 0, static_cast<uint16_t>(rec.stream), device_of(rec.device)};
     P.gpu_max_dur = std::max<int64_t>(P.gpu_max_dur, sat32(e - s));
   }
   void on(const GpuMemoryRecord& rec, const dump::RecordContext& rc) {

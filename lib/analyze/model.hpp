@@ -50,6 +50,7 @@ struct GpuOp {
   uint8_t kind;            ///< GpuKind
   uint8_t host_mem;        ///< MemoryKind of the host side of a copy
   uint16_t stream;
+  uint8_t device = 0;      ///< the GPU it ran on (saturating at 255)
   int64_t end() const { return start + dur; }
 };
 struct ApiOp {
@@ -65,7 +66,7 @@ struct ApiOp {
   uint8_t pad = 0;
   int64_t end() const { return start + dur; }
 };
-static_assert(sizeof(GpuOp) == 24);
+static_assert(sizeof(GpuOp) == 32);
 static_assert(sizeof(ApiOp) == 40);
 
 struct Span {
@@ -78,6 +79,11 @@ struct StepMetrics {
   int64_t start = 0, dur = 0;
   double compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
   double comm = 0;  ///< collectives running, no compute (a GPU-busy part, between compute and the copies)
+  /// Each GPU's own busy time (several GPUs in one process): how many did work, the busiest one's time and
+  /// which, and the sum over them (sum / the union of busy time: how much they work at once, 1 = in turns).
+  uint32_t devices = 0;
+  uint8_t busiest_device = 0;
+  double device_busy_max = 0, device_busy_sum = 0;
   /// GPU idle, one cause per instant (idle_attribution.hpp): host code, launch path, syncs and their refill,
   /// allocations/frees and their refill. They add up to the step minus the GPU-busy parts.
   double idle_host = 0, idle_gaps = 0, idle_sync = 0, idle_memory = 0;
@@ -96,6 +102,7 @@ struct TypicalStep {
   size_t steps = 0;  ///< how many steps the mean covers
   double dur = 0, compute = 0, h2d = 0, d2h = 0, sync_wait = 0, framework = 0, cpu = 0, idle = 0;
   double comm = 0;
+  double devices = 0, device_busy_max = 0, device_busy_sum = 0;  ///< StepMetrics' per-GPU busy time, averaged
   double idle_host = 0, idle_gaps = 0, idle_sync = 0, idle_memory = 0;
   double host_running = 0, host_contention = 0, host_gil = 0, host_wait = 0;
   double host_out_api = 0;

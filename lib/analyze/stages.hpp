@@ -40,6 +40,8 @@ namespace inferscope::analyze::detail {
 
 // ---------------------------------------------------------------- shared helpers
 inline uint32_t sat32(int64_t v) { return v <= 0 ? 0 : v >= int64_t(UINT32_MAX) ? UINT32_MAX : uint32_t(v); }
+/// A GPU ordinal as GpuOp keeps it (saturating at 255).
+inline uint8_t device_of(uint32_t device) { return device > 255 ? uint8_t(255) : uint8_t(device); }
 inline double ms(double ns) { return ns / 1e6; }
 
 inline const char* memory_name(uint8_t k) { return memory_kind_name(static_cast<MemoryKind>(k)); }

@@ -4,9 +4,14 @@
 #include "analyze/idle_attribution.hpp"
 #include "analyze/stages.hpp"
 
+#include <array>
+
 namespace inferscope::analyze::detail {
 namespace {
 
+
+// GPUs measured apart in a step's busy time; a process on more shares the last count with the rest.
+constexpr size_t kDevicesApart = 8;
 
 // Union length of intervals fed in start order, clipped to a window.
 struct Union {
@@ -98,6 +103,8 @@ class StepSweeper {
   void gpu_busy(Sweep& Z, int64_t S, int64_t E, StepMetrics& sm, Gaps& gaps) const {
     // GPU: unions by precedence (compute > collectives > H2D > D2H) and the idle gaps between busy periods.
     Union uk, ukc, ukh, uall;
+    std::array<Union, kDevicesApart> per_device;  // each GPU's busy time (the last one holds the rest)
+    unsigned devices_seen = 0;
     int64_t busy_end = S;
     bool any = false;
     // The activities that overlap [S, E) in start order: those carried over (started earlier, still running
@@ -121,6 +128,9 @@ class StepSweeper {
       if (compute || collective) ukc.add(s, e);
       if (compute || collective || it->kind == detail::kH2D) ukh.add(s, e);
       uall.add(s, e);
+      const size_t d = std::min<size_t>(it->device, kDevicesApart - 1);
+      per_device[d].add(s, e);
+      devices_seen |= 1u << d;
       if (it->start < S) return;  // counted in the step it started in
       if (detail::is_kernel(it->kind)) {
         ++sm.kernels;
@@ -149,6 +159,13 @@ class StepSweeper {
                  allc = double(uall.finish());
     sm.compute = kc;
     sm.comm = kcc - kc;
+    for (size_t d = 0; d < kDevicesApart; ++d) {
+      if (!(devices_seen & (1u << d))) continue;
+      const double busy = double(per_device[d].finish());
+      ++sm.devices;
+      sm.device_busy_sum += busy;
+      if (busy > sm.device_busy_max) sm.device_busy_max = busy, sm.busiest_device = uint8_t(d);
+    }
     sm.h2d = khc - kcc;
     sm.d2h = allc - khc;
   }

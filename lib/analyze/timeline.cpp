@@ -33,13 +33,21 @@ Lanes collect_lanes(const Context& cx, const Ingested& in, const StepSet& ss, co
     if (x.end() > rep_s && x.start < rep_e)
       add(lane_name(x.thread), false, x.start, x.end(), cx.name_of(x.name), x.kind == detail::kSync || x.kind == detail::kCopySync ? "sync" : "api", 0);
   auto first = std::lower_bound(gpu.begin(), gpu.end(), rep_s - max_gpu_dur, [](const GpuOp& x, int64_t v) { return x.start < v; });
+  // Several GPUs in the step: a lane per GPU and stream ("GPU 1 stream 7"); one GPU keeps "GPU stream 7".
+  bool several_gpus = false;
+  int seen_device = -1;
+  for (auto it = first; it != gpu.end() && it->start < rep_e && !several_gpus; ++it) {
+    if (it->end() <= rep_s) continue;
+    if (seen_device < 0) seen_device = it->device;
+    several_gpus = it->device != seen_device;
+  }
   for (auto it = first; it != gpu.end() && it->start < rep_e; ++it) {
     if (it->end() <= rep_s) continue;
     static const char* cats[] = {"kernel", "memset", "h2d", "d2h", "copy", "graph", "collective"};
     std::string label = detail::is_kernel(it->kind) ? cx.name_of(it->name_or_bytes)
                         : it->kind == detail::kGraph ? graph_work_name(it->name_or_bytes)
                                                      : std::string(cats[it->kind]) + " " + std::to_string(it->name_or_bytes) + " B";
-    add("GPU stream " + std::to_string(it->stream), true, it->start, it->end(), std::move(label), cats[it->kind], 0);
+    add((several_gpus ? "GPU " + std::to_string(it->device) + " stream " : std::string("GPU stream ")) + std::to_string(it->stream), true, it->start, it->end(), std::move(label), cats[it->kind], 0);
   }
   return lanes;
 }

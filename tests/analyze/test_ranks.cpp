@@ -339,3 +339,26 @@ TEST_CASE("H100 x2: blocking all_reduces beside independent compute: overlap, le
   CHECK(overlap->model.find("% of SMs") != std::string::npos);
   for (const auto& s : f.suggestions) CHECK(s.action.find("bfloat16") == std::string::npos);  // already bf16
 }
+
+TEST_CASE("H100 x2: two pipeline stages in one process take turns; pipelining saves the busy union less the busiest") {
+  const std::string path =
+      (std::filesystem::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / "mg_pipeline_two_gpus.iscope").string();
+  const Analysis a = analyze_file(path, {});
+  REQUIRE_FALSE(a.findings.empty());
+  const Finding& f = a.findings.front();
+  CHECK(f.category == "pipeline_bubble");  // not gpu_bound: each GPU idles about half the step
+  CHECK(f.primary);
+  CHECK(f.metrics.at("gpus_at_once") < 1.2);
+  CHECK(f.impact_pct > 30);
+  const Suggestion* s = high_with(f, "micro-batch");
+  REQUIRE(s);
+  CHECK(s->impact_ms == doctest::Approx(f.impact_ms));
+  bool peer = false;
+  for (const auto& x : f.suggestions) peer |= x.action.find("peer copy") != std::string::npos;
+  CHECK(peer);  // the activations cross the host
+  for (const auto& x : a.findings) CHECK(x.category != "gpu_bound");
+  // the timeline has a lane per GPU
+  int gpu_lanes = 0;
+  for (const auto& l : a.representative.lanes) gpu_lanes += l.gpu && l.name.rfind("GPU 0 ", 0) == 0 ? 1 : l.gpu && l.name.rfind("GPU 1 ", 0) == 0 ? 1 : 0;
+  CHECK(gpu_lanes >= 2);
+}

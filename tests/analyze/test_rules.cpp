@@ -64,7 +64,8 @@ void check_suggestions(const Finding& f) {
     CAPTURE(s.action);
     CHECK((s.priority == "high" || s.priority == "medium" || s.priority == "low"));
     if (s.estimated) {
-      CHECK(has(s.model, "replay: "));
+      // the what-if replay's, or the device model's (pipeline_bubble: the busiest GPU sets the pace)
+      CHECK((has(s.model, "replay: ") || has(s.model, "devices: ")));
     } else {
       CHECK(s.impact_ms == 0);
       CHECK(s.model.empty());
@@ -1132,10 +1133,51 @@ TEST_CASE("gpu_bound: time inside NCCL collectives is not busy computing") {
   CHECK(f->metrics.at("gpu_utilization") == doctest::Approx(0.85));
 }
 
+TEST_CASE("pipeline_bubble: two GPUs taking turns; the saving is their busy union less the busiest one's") {
+  Input t;
+  // 90 ms of GPU work in the 100 ms step: cuda:0 works 40 ms, then cuda:1 50 ms, never together.
+  t.typical.compute = 90 * ms;
+  t.typical.device_busy_max = 50 * ms;
+  t.typical.device_busy_sum = 90 * ms;
+  t.typical.devices = 1;  // one GPU: nothing to pipeline
+  CHECK_FALSE(rules::pipeline_bubble(t.in()));
+  t.typical.devices = 2;
+  detail::StepMetrics m;
+  m.busiest_device = 1;
+  t.steps.assign(3, m);
+  auto f = rules::pipeline_bubble(t.in());
+  REQUIRE(f);
+  CHECK(f->impact_ms == doctest::Approx(40));  // 90 - 50
+  CHECK(f->title.find("cuda:1") != std::string::npos);
+  CHECK(f->metrics.at("gpus_at_once") == doctest::Approx(1));
+  check_suggestions(*f);
+  REQUIRE(f->suggestions.front().estimated);
+  CHECK(f->suggestions.front().priority == "high");
+  CHECK(f->suggestions.front().impact_ms == doctest::Approx(40));
+  CHECK(suggestion(*f, "micro-batch"));
+  CHECK_FALSE(suggestion(*f, "peer copy"));  // no data crosses the host
+  t.typical.h2d_bytes = t.typical.d2h_bytes = 16e6;
+  CHECK(suggestion(*rules::pipeline_bubble(t.in()), "peer copy"));
+  // Working together most of the time: 90 ms of work on each GPU over 95 ms leaves 5 % (the floor) at most.
+  t.typical.device_busy_max = 85.01 * ms;
+  CHECK_FALSE(rules::pipeline_bubble(t.in()));
+}
+
+TEST_CASE("gpu_bound: with several GPUs, the busiest one's share, not their union") {
+  Input t;
+  t.breakdown.gpu_compute_ms = 90;
+  t.breakdown.gpu_utilization = 0.9;
+  t.typical.devices = 2;
+  t.typical.device_busy_max = 50 * ms;  // each GPU idles half the step
+  CHECK_FALSE(rules::gpu_bound(t.in()));
+  t.typical.device_busy_max = 85 * ms;
+  CHECK(rules::gpu_bound(t.in()));
+}
+
 TEST_CASE("the registry lists every rule once, in the documented order") {
   std::vector<std::string> names;
   for (const auto& e : rules::registry()) names.push_back(rules::category_name(e.category));
   CHECK(names == std::vector<std::string>{"cpu_contention", "wait", "cpu_bound", "launch_bound", "sync_bound",
-                                          "h2d_bound", "d2h_bound", "memory_alloc", "gpu_bound", "communication", "warmup",
-                                          "slow_steps"});
+                                          "h2d_bound", "d2h_bound", "memory_alloc", "gpu_bound", "communication",
+                                          "pipeline_bubble", "warmup", "slow_steps"});
 }

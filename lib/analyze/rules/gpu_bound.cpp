@@ -10,7 +10,10 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
   const Breakdown& b = in.breakdown;
   // Busy computing or copying: a GPU inside an NCCL collective is waiting for other ranks or moving data
   // (communication's), which no faster kernel shortens.
-  const double busy = std::max(0.0, b.gpu_utilization - b.gpu_comm_ms / in.step_ms());
+  double busy = std::max(0.0, b.gpu_utilization - b.gpu_comm_ms / in.step_ms());
+  // Several GPUs in one process: busy is the busiest one's share, not their union (two GPUs taking turns are each
+  // idle half the step: pipeline_bubble's).
+  if (in.t.devices >= 1.5 && in.t.dur > 0) busy = std::min(busy, in.t.device_busy_max / in.t.dur);
   if (busy < in.th.gpu_bound_util || b.gpu_compute_ms / in.step_ms() < in.th.gpu_bound_compute) return std::nullopt;
   const double impact = b.gpu_compute_ms;
   Finding f = make_finding(in, Category::kGpuBound, "The GPU is busy " + fpct(busy * 100) +

@@ -23,7 +23,7 @@ namespace inferscope::analyze::rules {
 
 enum class Category {
   kCpuBound, kLaunchBound, kSyncBound, kH2dBound, kD2hBound, kGpuBound, kMemoryAlloc, kCpuContention,
-  kPcieSaturation, kWait, kCommunication, kWarmup, kSlowSteps
+  kPcieSaturation, kWait, kCommunication, kPipelineBubble, kWarmup, kSlowSteps
 };
 /// The JSON name (analysis.hpp's kCategories).
 const char* category_name(Category c);
@@ -100,6 +100,7 @@ std::optional<Finding> h2d_bound(const RuleInput& in);  ///< h2d_bound or pcie_s
 std::optional<Finding> d2h_bound(const RuleInput& in);  ///< d2h_bound or pcie_saturation
 std::optional<Finding> memory_alloc(const RuleInput& in);
 std::optional<Finding> communication(const RuleInput& in);
+std::optional<Finding> pipeline_bubble(const RuleInput& in);
 std::optional<Finding> gpu_bound(const RuleInput& in);
 std::optional<Finding> warmup(const RuleInput& in);
 std::optional<Finding> slow_steps(const RuleInput& in);
