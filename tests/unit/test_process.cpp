@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -25,11 +26,26 @@ std::vector<std::string> env_for(const std::string& out, std::vector<std::string
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
+// Starts the recorder's "loop" and returns once it has said "ready" (its session is recording), so a signal sent
+// next finds the session running however slow the machine (an ASan build under a loaded ctest took over 300 ms).
+pid_t spawn_loop(const std::vector<std::string>& env, const std::string& tag) {
+  const std::string said = testutil::temp_path(tag + ".stdout");
+  std::filesystem::remove(said);
+  pid_t pid = testutil::spawn({recorder(), "loop"}, env, said);
+  for (int i = 0; i < 3000; ++i) {  // up to 60 s
+    std::ifstream f(said);
+    std::string line;
+    if (std::getline(f, line) && line == "ready") break;
+    sleep_ms(20);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TEST_CASE("kill -9 mid-run: the dump is readable up to its last whole chunk") {
   std::string out = testutil::temp_path("killed.iscope");
-  pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out));
+  pid_t pid = spawn_loop(env_for(out), "killed");
   REQUIRE(pid > 0);
   sleep_ms(400);
   ::kill(pid, SIGKILL);
@@ -46,7 +62,7 @@ TEST_CASE("SIGTERM and SIGINT write a complete dump, then the signal's default a
   for (int sig : {SIGTERM, SIGINT}) {
     CAPTURE(sig);
     std::string out = testutil::temp_path("signal-" + std::to_string(sig) + ".iscope");
-    pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out));
+    pid_t pid = spawn_loop(env_for(out), "signal-" + std::to_string(sig));
     REQUIRE(pid > 0);
     sleep_ms(300);
     ::kill(pid, sig);
@@ -141,7 +157,7 @@ TEST_CASE("a bad setting in the environment starts nothing and the program runs 
 
 TEST_CASE("ring mode: SIGUSR2 writes a snapshot and recording goes on") {
   std::string out = testutil::temp_path("ring-signal.iscope");
-  pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out, {"INFERSCOPE_BUFFER_MODE=ring"}));
+  pid_t pid = spawn_loop(env_for(out, {"INFERSCOPE_BUFFER_MODE=ring"}), "ring-signal");
   sleep_ms(300);
   ::kill(pid, SIGUSR2);
   std::string snap = testutil::temp_path("ring-signal.flush1.iscope");
@@ -162,8 +178,9 @@ TEST_CASE("ring mode: SIGUSR2 writes a snapshot and recording goes on") {
 
 TEST_CASE("sampled mode from the environment: SIGUSR2 writes the ring, the process goes on, SIGTERM completes it") {
   std::string out = testutil::temp_path("sampled-signal.iscope");
-  pid_t pid = testutil::spawn({recorder(), "loop"}, env_for(out, {"INFERSCOPE_MODE=sampled", "INFERSCOPE_WINDOW_MS=20",
-                                                                   "INFERSCOPE_WINDOW_EVERY_MS=100"}));
+  pid_t pid = spawn_loop(env_for(out, {"INFERSCOPE_MODE=sampled", "INFERSCOPE_WINDOW_MS=20",
+                                       "INFERSCOPE_WINDOW_EVERY_MS=100"}),
+                         "sampled-signal");
   sleep_ms(300);
   ::kill(pid, SIGUSR2);  // its default action would end the process: ours replaced it
   std::string snap = testutil::temp_path("sampled-signal.flush1.iscope");
