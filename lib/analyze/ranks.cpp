@@ -85,7 +85,7 @@ struct GpuWorkVisitor {
     return it->second;
   }
   void on(const GpuKernelRecord& k, const dump::RecordContext&) {
-    const int64_t s = clock.to_ns(k.start), e = clock.to_ns(k.end);
+    const int64_t s = clock.to_ns(k.start), e = std::max(s, clock.to_ns(k.end));  // a damaged end: no length
     devices.insert(k.device);
     const auto& [collective, name] = name_of(k.name);
     if (collective) collectives.push_back({collective_op(name), name, s, e, k.device, k.grid[0] * k.grid[1] * k.grid[2]});
@@ -93,11 +93,11 @@ struct GpuWorkVisitor {
   }
   void on(const GpuMemcpyRecord& c, const dump::RecordContext&) {
     devices.insert(c.device);
-    compute.emplace_back(clock.to_ns(c.start), clock.to_ns(c.end));
+    compute.emplace_back(clock.to_ns(c.start), std::max(clock.to_ns(c.start), clock.to_ns(c.end)));
   }
   void on(const GpuMemsetRecord& m, const dump::RecordContext&) {
     devices.insert(m.device);
-    compute.emplace_back(clock.to_ns(m.start), clock.to_ns(m.end));
+    compute.emplace_back(clock.to_ns(m.start), std::max(clock.to_ns(m.start), clock.to_ns(m.end)));
   }
 };
 
@@ -139,13 +139,9 @@ std::string collective_op(std::string_view kernel_name) {
   return "collective";
 }
 
-// (ranks.hpp) The saving of overlapping the exposed transfer X with the compute C not yet beside it, when NCCL's blocks take
-// a share s of the SMs: the overlapped compute runs on the rest, C / (1 - s), so the pair takes
-// max(C / (1 - s), X) instead of C + X. s < 0: unknown (an ideal overlap is assumed, and said).
 double overlap_saving(double compute_free, double exposed, double sm_share) {
-  if (sm_share < 0) return std::min(compute_free, exposed);
-  const double slowed = compute_free / (1 - std::min(sm_share, 0.9));
-  return std::clamp(compute_free + exposed - std::max(slowed, exposed), 0.0, std::min(compute_free, exposed));
+  if (sm_share < 0) return std::max(0.0, std::min(compute_free, exposed));
+  return std::max(0.0, std::min(compute_free, exposed * (1 - std::clamp(sm_share, 0.0, 1.0))));
 }
 
 uint32_t known_sm_count(std::string_view gpu_name) {
@@ -165,6 +161,9 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   const std::string pid = r.process_value("pid");
   if (!pid.empty() && pid.size() < 20 && std::all_of(pid.begin(), pid.end(), ::isdigit)) t.pid = std::stoull(pid);
   t.hostname = r.process_value("hostname");
+  const std::string world = r.process_value("world_size");
+  if (!world.empty() && world.size() < 10 && std::all_of(world.begin(), world.end(), ::isdigit)) t.world_size = std::stoi(world);
+  t.step_name = a.steps.name;
 
   const dump::ClockModel clock(r.calibration());
   GpuWorkVisitor v{r, clock, {}, {}, {}, {}};
@@ -271,7 +270,7 @@ Suggestion suggestion(std::string action, double saving_ms, double step_ms, std:
   s.estimated = !model.empty();
   s.impact_ms = s.estimated ? saving_ms : 0;
   s.model = std::move(model);
-  s.priority = s.estimated && saving_ms >= kHighShare * step_ms ? "high" : s.estimated ? "medium" : "low";
+  s.priority = s.estimated && saving_ms >= kHighShare * step_ms ? "high" : s.estimated && saving_ms > 0 ? "medium" : "low";
   return s;
 }
 
@@ -279,7 +278,7 @@ void finish(Finding& f, double step_ms) {
   f.impact_pct = step_ms > 0 ? f.impact_ms / step_ms * 100 : 0;
   std::stable_sort(f.suggestions.begin(), f.suggestions.end(), [](const Suggestion& a, const Suggestion& b) {
     auto rank = [](const std::string& p) { return p == "high" ? 0 : p == "medium" ? 1 : 2; };
-    return rank(a.priority) != rank(b.priority) ? rank(a.priority) < rank(b.priority) : a.impact_ms > b.impact_ms;
+    return rank(a.priority) < rank(b.priority);  // within a priority, the order written: the surest first
   });
 }
 
@@ -294,7 +293,7 @@ Finding collective_wait(const RunAnalysis& run, const RankRow& straggler, double
       waiters += (waiters.empty() ? "" : ", ") + rank_name(r.rank);
       max_wait = std::max(max_wait, r.wait_ms);
     }
-  f.impact_ms = straggler.late_ms;
+  f.impact_ms = std::min(straggler.late_ms, run.step_ms);
   f.title = "The other ranks wait for " + rank_name(straggler.rank) + " in NCCL collectives: " + waiters + " " +
             (run.ranks.size() > 2 ? "wait up to " : "waits ") + ms2(max_wait) + " ms per step";
   f.confidence = 0.5 + 0.5 * late_share;
@@ -321,8 +320,8 @@ Finding collective_wait(const RunAnalysis& run, const RankRow& straggler, double
                                          straggler.late_ms, run.step_ms, model));
     else
       f.suggestions.push_back(suggestion("Take " + name + " off " + rank_name(straggler.rank) +
-                                             "'s step, or give every rank an equal share of it (vectorise it, or run it in a worker "
-                                             "before the step): the other ranks wait in NCCL while it runs",
+                                             "'s step (vectorise it, or run it in a worker before the step): the other ranks wait "
+                                             "in NCCL while it runs; sharing it evenly across the ranks saves less",
                                          straggler.late_ms, run.step_ms, model));
   } else {
     f.suggestions.push_back(suggestion("Find what makes " + rank_name(straggler.rank) + " late to its collectives (" +
@@ -362,12 +361,9 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
   const std::string overlap_model =
       sm_share < 0 ? "ranks: collectives beside the compute not yet overlapped, NCCL's SM share unknown"
                    : "ranks: collectives beside the compute not yet overlapped, which runs on the " +
-                         pct0((1 - std::min(sm_share, 0.9)) * 100) + " % of SMs NCCL leaves it";
-  f.suggestions.push_back(suggestion(
-      "Overlap the collectives with compute that does not need their result (another micro-batch, an independent "
-      "branch): launch all_reduce with async_op=True (or on a side stream) as soon as its tensor is ready and wait() "
-      "only where the result is used; today " + pct0(overlap_share * 100) + " % of the collective time overlaps compute",
-      overlap, run.step_ms, overlap > 0 ? overlap_model : ""));
+                         pct0((1 - std::clamp(sm_share, 0.0, 1.0)) * 100) + " % of SMs NCCL leaves it while it runs";
+  // The bytes first: their saving holds whatever the code does; the overlap's needs compute that does not wait
+  // for the collective's result, which the trace cannot show.
   if (f32)
     f.suggestions.push_back(suggestion("Send half the bytes: reduce in bfloat16 instead of float32 (cast before the collective, "
                                        "or a bf16 compression hook)",
@@ -375,6 +371,11 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
   else
     f.suggestions.push_back(suggestion("Send fewer bytes: reduce only what the next layer needs, in the narrowest dtype it accepts",
                                        0, run.step_ms, ""));
+  f.suggestions.push_back(suggestion(
+      "Overlap the collectives with compute that does not need their result (another micro-batch, an independent "
+      "branch): launch all_reduce with async_op=True (or on a side stream) as soon as its tensor is ready and wait() "
+      "only where the result is used; today " + pct0(overlap_share * 100) + " % of the collective time overlaps compute",
+      overlap, run.step_ms, overlap_model));
   f.suggestions.push_back(suggestion(per_step >= 4 ? "Bucket the per-layer collectives into fewer, larger ones (one collective "
                                                      "over a flattened buffer)"
                                                    : "Check the interconnect: NCCL_DEBUG=INFO shows whether the ranks use "
@@ -397,16 +398,32 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::ve
   });
   std::vector<const RankTrace*> traces;
   std::vector<const Analysis*> analyses;
-  std::set<int> used;
+  std::set<std::pair<std::string, uint64_t>> processes;  // (host, pid): one process named twice counts once
   for (size_t i : order) {
-    traces.push_back(&traces_in[i]);
+    const RankTrace& t = traces_in[i];
+    if (t.pid && !processes.insert({t.hostname, t.pid}).second) {
+      run.warnings.push_back(t.path + " is the same process (host " + t.hostname + ", pid " + std::to_string(t.pid) +
+                             ") as another dump: left out");
+      continue;
+    }
+    traces.push_back(&t);
     analyses.push_back(analyses_in[i]);
   }
+  std::set<int> used;
+  for (const RankTrace* t : traces)
+    if (t->rank >= 0) used.insert(t->rank);
   std::set<std::string> hosts;
+  std::set<int> taken;
+  int next_free = 0;
   for (size_t i = 0; i < traces.size(); ++i) {
     RankRow row;
-    row.rank = traces[i]->rank >= 0 && !used.count(traces[i]->rank) ? traces[i]->rank : int(i);
-    used.insert(row.rank);
+    if (traces[i]->rank >= 0 && !taken.count(traces[i]->rank)) {
+      row.rank = traces[i]->rank;
+    } else {  // no rank said (or one said twice): the smallest number no dump claims
+      while (used.count(next_free) || taken.count(next_free)) ++next_free;
+      row.rank = next_free;
+    }
+    taken.insert(row.rank);
     row.pid = traces[i]->pid;
     row.path = traces[i]->path;
     row.hostname = traces[i]->hostname;
@@ -417,7 +434,19 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::ve
     run.ranks.push_back(row);
   }
   run.hosts = std::max<size_t>(1, hosts.size());
+  int world = 0;
+  for (const RankTrace* t : traces) world = std::max(world, t->world_size);
+  if (world > int(traces.size()))
+    run.warnings.push_back("only " + std::to_string(traces.size()) + " of the run's " + std::to_string(world) +
+                           " ranks were analysed: the rank the others wait for may be one not read");
   if (traces.size() < 2) return run;
+  for (const RankTrace* t : traces)
+    if (t->step_name != traces.front()->step_name) {
+      run.warnings.push_back("the ranks' steps differ (" + traces.front()->step_name + " on " + traces.front()->path +
+                             ", " + t->step_name + " on " + t->path + "): not one run's ranks, or mark the step "
+                             "(--step): their steps are not matched");
+      return run;
+    }
   if (run.hosts > 1) {
     run.warnings.push_back("the ranks ran on " + std::to_string(run.hosts) +
                            " hosts, whose clocks are not aligned here: their steps and collectives are not matched");
@@ -428,15 +457,26 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::ve
   std::vector<std::map<uint64_t, const RankStep*>> by_index(traces.size());
   for (size_t r = 0; r < traces.size(); ++r)
     for (const auto& s : traces[r]->steps) by_index[r][s.index] = &s;
+  // Steps of one index that do not overlap in time are not the same step of one run (dumps of different runs,
+  // or a rank that skipped a step): not matched.
   std::vector<uint64_t> matched;
+  uint64_t apart = 0;
   for (const auto& [index, s] : by_index[0]) {
-    bool all = true;
-    for (size_t r = 1; r < traces.size() && all; ++r) all = by_index[r].count(index) > 0;
-    if (all) matched.push_back(index);
+    bool all = true, together = true;
+    for (size_t r = 1; r < traces.size() && all; ++r) {
+      auto it = by_index[r].find(index);
+      all = it != by_index[r].end();
+      if (all) together = together && it->second->start_ns < s->end_ns && s->start_ns < it->second->end_ns;
+    }
+    if (all && together) matched.push_back(index);
+    else if (all) ++apart;
   }
   run.steps_matched = matched.size();
+  if (apart > 0)
+    run.warnings.push_back(std::to_string(apart) + " steps of one index did not overlap in time on every rank: left "
+                           "unmatched");
   if (matched.empty()) {
-    run.warnings.push_back("no step index is steady on every rank: the ranks' steps are not matched");
+    run.warnings.push_back("no step is steady on every rank at the same time: the ranks' steps are not matched");
     return run;
   }
 
@@ -486,7 +526,14 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::ve
       }
       op.transfers.push_back(median(transfer));
       if (last - second > kSameArrivalNs) {
-        sums[last_r].late += double(last - second);
+        // a collective cannot have waited longer than the waiting ranks' kernels lasted
+        double longest_wait = 0;
+        for (size_t r = 0; r < n; ++r)
+          if (r != last_r) {
+            const CollectiveKernel& c = st[r]->collectives[i];
+            longest_wait = std::max(longest_wait, double(c.end_ns - c.start_ns));
+          }
+        sums[last_r].late += std::min(double(last - second), longest_wait);
         ++op.last[run.ranks[last_r].rank];
         ++op.waited;
       }
@@ -574,9 +621,12 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::ve
 }
 
 void mark_launcher(Analysis& a) {
-  if (a.run.ranks.size() < 2 || a.gpu_work_recorded) return;
+  if (a.run.ranks.empty() || a.gpu_work_recorded) return;
   a.launcher = true;
   a.findings.clear();
+  // its own steps are its idle loop: the headline is the run's, and no advice on marking the launcher's steps
+  if (a.run.step_ms > 0) a.end_to_end_ms = a.run.step_ms;
+  std::erase_if(a.warnings, [](const std::string& w) { return w.find("no repeated top-level range") != std::string::npos; });
 }
 
 }  // namespace inferscope::analyze

@@ -52,6 +52,8 @@ struct RankStep {
 struct RankTrace {
   std::string path;
   int rank = -1;            ///< from the process info's `rank` (torchrun, MPI, Slurm); -1: not said
+  int world_size = 0;       ///< from the process info's `world_size`; 0: not said
+  std::string step_name;    ///< its steps' name: ranks of one run step the same range
   uint64_t pid = 0;
   std::string hostname;
   std::vector<uint32_t> devices;  ///< the GPUs its kernels ran on
@@ -64,8 +66,9 @@ struct RankTrace {
 uint32_t known_sm_count(std::string_view gpu_name);
 
 /// The time saved per step by overlapping `exposed` ms of collectives with `compute_free` ms of compute not yet
-/// beside them, when NCCL's blocks take `sm_share` of the SMs (the compute then runs on the rest); sm_share < 0:
-/// unknown, an ideal overlap (the smaller of the two).
+/// beside them, when NCCL's blocks take `sm_share` of the SMs while it runs: in the transfer's time the compute
+/// gets through exposed * (1 - sm_share) of its work, so that much (at most all of it) is hidden;
+/// sm_share < 0: unknown, an ideal overlap (the smaller of the two).
 double overlap_saving(double compute_free, double exposed, double sm_share);
 
 /// Reads the steady steps of `a` (the dump's analysis) out of `r` with the GPU work inside each.
@@ -75,8 +78,9 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a);
 /// ranks listed, nothing matched, no finding.
 RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses);
 
-/// Marks `a` as a launcher when its run has two ranks or more and it did no GPU work itself (torchrun's agent,
-/// mpirun, a Python parent): its own findings, about its idle loop, are taken out; the report is the run's.
+/// Marks `a` as a launcher when its run has a rank and it did no GPU work itself (torchrun's agent, mpirun, a
+/// Python parent): its own findings, about its idle loop, are taken out, its headline latency becomes the run's
+/// step (the slowest rank's), and the report is the run's.
 void mark_launcher(Analysis& a);
 
 }  // namespace inferscope::analyze

@@ -15,7 +15,7 @@ std::vector<BreakdownRow> breakdown_rows(const analyze::Breakdown& b, bool gpu_w
                              {"GPU compute", "gpu_compute", b.gpu_compute_ms},
                              {"D2H copies", "d2h", b.d2h_ms},
                              {"Sync wait", "sync_wait", b.sync_wait_ms}});
-  if (b.gpu_comm_ms > 0)  // NCCL collectives with no compute beside them: a rank of a multi-GPU run
+  if (gpu_work && b.gpu_comm_ms > 0)  // NCCL collectives with no compute beside them: a rank of a multi-GPU run
     rows.insert(rows.begin() + 3, {"Collectives (NCCL)", "gpu_comm", b.gpu_comm_ms});
   rows.insert(rows.end(), {{"Framework overhead", "framework_overhead", b.framework_overhead_ms},
                            {"Idle", "idle", b.idle_ms}});

@@ -284,7 +284,7 @@ void write_finding_list(const std::vector<analyze::Finding>& findings, const Ker
 
 void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
   out << "<section id=\"findings\"><h2>"
-      << (a.run.ranks.size() >= 2 ? "Findings of this dump's process alone" : "Findings") << " (ranked by impact)</h2>\n";
+      << (!a.run.ranks.empty() ? "Findings of this dump's process alone" : "Findings") << " (ranked by impact)</h2>\n";
   if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
   write_finding_list(a.findings, names, out);
   out << "</section>\n";
@@ -301,7 +301,7 @@ void section(std::ostream& out, const char* id, const char* title, const Table& 
 // The ranks of a multi-process run analysed together (docs/multi-gpu.md).
 void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const analyze::RunAnalysis& run = a.run;
-  if (run.ranks.size() < 2) return;
+  if (run.ranks.empty()) return;
   out << "<section id=\"run\"" << (a.launcher ? " data-launcher=\"1\"" : "") << "><h2>The run across ranks</h2>\n";
   if (a.launcher)
     out << "<p>This process launched " << run.ranks.size() << " ranks and did no GPU work itself; its own steps are its "
@@ -345,7 +345,7 @@ void write_children(const Analysis& a, std::ostream& out) {
   for (const auto& c : a.children)
     t.rows.push_back({std::to_string(c.pid), h(c.cmdline), h(c.path), c.complete ? "yes" : "no", std::to_string(c.steps),
                       fmt(c.step_ms, 3), h(!c.error.empty() ? "unreadable: " + c.error : c.primary.empty() ? "-" : c.primary)});
-  const bool named = a.run.ranks.size() >= 2 && !a.launcher && a.children.front().path == a.source;
+  const bool named = !a.run.ranks.empty() && !a.launcher && a.children.front().path == a.source;
   out << "<section id=\"children\"><h2>" << (named ? "Dumps of the run" : "Child processes") << "</h2>\n";
   t.write(out);
   out << "<p class=\"muted\">Analyse one with <code>iscope-analyze DUMP</code> for its full report.</p></section>\n";
@@ -475,8 +475,7 @@ void write_html(const Analysis& a, std::ostream& out) {
   if (a.partial)
     out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
            "were read (see Warnings).</p>\n";
-  if (!a.run.findings.empty() && (a.launcher || a.findings.empty() ||
-                                   a.run.findings.front().impact_ms >= a.findings.front().impact_ms)) {
+  if (!a.run.findings.empty()) {  // the run's diagnosis outranks one rank's view of it
     const auto& p = a.run.findings.front();
     out << "<p>Primary bottleneck of the run: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title)
         << " (" << fmt(p.impact_ms, 3) << " ms, " << fmt(p.impact_pct, 1) << " % of the step)</p>\n";

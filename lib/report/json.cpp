@@ -471,7 +471,7 @@ void write_json(const Analysis& a, std::ostream& out) {
     children.push_back(std::move(x));
   }
   root["children"] = std::move(children);
-  if (a.run.ranks.size() >= 2) root["run"] = run_json(a.run, a.launcher);
+  if (!a.run.ranks.empty()) root["run"] = run_json(a.run, a.launcher);
   root["representative"] = representative_json(a.representative);
   std::string text;
   put(text, root, 0);

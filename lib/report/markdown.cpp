@@ -295,7 +295,7 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
 }
 
 void write_findings(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  if (a.run.ranks.size() >= 2) out << "## Findings of this dump's process alone (ranked by impact)\n\n";
+  if (!a.run.ranks.empty()) out << "## Findings of this dump's process alone (ranked by impact)\n\n";
   else out << "## Findings (ranked by impact)\n\n";
   if (a.findings.empty()) {
     out << "No bottleneck found with enough evidence.\n\n";
@@ -430,7 +430,7 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
 // collectives, how much of them moves data, and the run's own findings.
 void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const analyze::RunAnalysis& run = a.run;
-  if (run.ranks.size() < 2) return;
+  if (run.ranks.empty()) return;
   out << "## The run across ranks\n\n";
   if (a.launcher)
     out << "This process launched " << run.ranks.size() << " ranks and did no GPU work itself; its own steps are its "
@@ -468,7 +468,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
 void write_children(const Analysis& a, std::ostream& out) {
   if (a.children.empty()) return;
   // several dumps named together are the run's ranks, not this process's children
-  out << (a.run.ranks.size() >= 2 && !a.launcher && a.children.front().path == a.source ? "## Dumps of the run\n\n"
+  out << (!a.run.ranks.empty() && !a.launcher && a.children.front().path == a.source ? "## Dumps of the run\n\n"
                                                                                          : "## Child processes\n\n");
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : a.children) {
@@ -530,8 +530,7 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   out << "Source: " << code(a.source);
   if (!a.source_format.empty()) out << " (" << code(a.source_format) << ")";
   out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.";
-  if (!a.run.findings.empty() && (a.launcher || a.findings.empty() ||
-                                   a.run.findings.front().impact_ms >= a.findings.front().impact_ms)) {
+  if (!a.run.findings.empty()) {  // the run's diagnosis outranks one rank's view of it
     const auto& p = a.run.findings.front();
     out << " Primary bottleneck of the run: " << md_code(p.category) << ", " << fmt(p.impact_ms, 3) << " ms per step ("
         << fmt(p.impact_pct, 1) << " %).";

@@ -147,10 +147,11 @@ TEST_CASE("collective kernels are told apart by name, and their operation read f
 TEST_CASE("overlap saves the smaller of compute and transfer, less what NCCL's SMs take from the compute") {
   CHECK(overlap_saving(4, 2, -1) == doctest::Approx(2));    // unknown share: ideal
   CHECK(overlap_saving(1, 8, -1) == doctest::Approx(1));
-  // 24 of 132 SMs: 4.5 ms of compute takes 5.5 ms beside NCCL; with 2.4 ms of transfer 6.9 ms become 5.5.
-  CHECK(overlap_saving(4.5, 2.4, 24.0 / 132) == doctest::Approx(4.5 + 2.4 - 4.5 / (1 - 24.0 / 132)));
-  CHECK(overlap_saving(1, 8, 0.2) == doctest::Approx(1));  // the transfer is longer anyway: all the compute hides
-  CHECK(overlap_saving(4, 0.5, 0.5) == doctest::Approx(0));  // half the SMs gone costs more than it hides
+  // 24 of 132 SMs taken while the 2.4 ms transfer runs: the compute gets through 2.4 * (1 - 24/132) ms of its
+  // work in that time, and that much is hidden.
+  CHECK(overlap_saving(4.5, 2.4, 24.0 / 132) == doctest::Approx(2.4 * (1 - 24.0 / 132)));
+  CHECK(overlap_saving(1, 8, 0.2) == doctest::Approx(1));       // the transfer is longer anyway: all the compute hides
+  CHECK(overlap_saving(4, 0.5, 0.5) == doctest::Approx(0.25));  // half the SMs: half the transfer's time is hidden
   CHECK(known_sm_count("NVIDIA H100 80GB HBM3") == 132);
   CHECK(known_sm_count("NVIDIA H100 PCIe") == 114);
   CHECK(known_sm_count("NVIDIA A100-SXM4-80GB") == 108);
@@ -249,7 +250,9 @@ TEST_CASE("dumps without a rank are ranks by their order; one rank alone is no r
 
   RunAnalysis one;
   analyze_rank_dumps({t.paths[0]}, AnalyzeOptions{}, one);
-  CHECK(one.ranks.empty());
+  CHECK(one.ranks.size() == 1);  // listed, nothing to match
+  CHECK(one.steps_matched == 0);
+  CHECK(one.findings.empty());
 }
 
 TEST_CASE("a launcher with rank children: its own findings are left out") {
@@ -361,4 +364,30 @@ TEST_CASE("H100 x2: two pipeline stages in one process take turns; pipelining sa
   int gpu_lanes = 0;
   for (const auto& l : a.representative.lanes) gpu_lanes += l.gpu && l.name.rfind("GPU 0 ", 0) == 0 ? 1 : l.gpu && l.name.rfind("GPU 1 ", 0) == 0 ? 1 : 0;
   CHECK(gpu_lanes >= 2);
+}
+
+TEST_CASE("dumps that are not one run's ranks are not matched, and one process named twice counts once") {
+  const auto fixture = [](const std::string& name) {
+    return (std::filesystem::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / (name + ".iscope")).string();
+  };
+  // rank 0 of one run and rank 1 of another, on the same host: their step 7s are minutes apart
+  RunAnalysis mixed;
+  analyze_rank_dumps({fixture("mg_straggler_rank.1334"), fixture("mg_comm_bound.1770")}, {}, mixed);
+  REQUIRE(mixed.ranks.size() == 2);
+  CHECK(mixed.steps_matched == 0);
+  CHECK(mixed.findings.empty());
+  bool said = false;
+  for (const auto& w : mixed.warnings) said |= w.find("not matched") != std::string::npos;
+  CHECK(said);
+
+  RunAnalysis twice;
+  analyze_rank_dumps({fixture("mg_straggler_rank.1334"), fixture("mg_straggler_rank.1334")}, {}, twice);
+  CHECK(twice.ranks.size() == 1);
+  said = false;
+  for (const auto& w : twice.warnings) said |= w.find("same process") != std::string::npos;
+  CHECK(said);
+  // and the run's world size says a rank is missing
+  said = false;
+  for (const auto& w : twice.warnings) said |= w.find("only 1 of the run's 2 ranks") != std::string::npos;
+  CHECK(said);
 }

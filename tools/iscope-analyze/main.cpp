@@ -377,6 +377,12 @@ int main(int argc, char** argv) {
   const Requested requested = requested_outputs(args, flags.on("findings"));
   const bool children = paths.size() == 1 && !flags.on("no-children");
   if (int status = check_outputs(paths, requested, children)) return status;
+  for (size_t i = 0; i < paths.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (paths[i] == paths[j]) {
+        std::cerr << "iscope-analyze: " << paths[i] << " is named twice: each rank's dump once\n";
+        return 2;
+      }
   if (paths.size() > 1)
     for (const auto& p : paths) {
       try {
@@ -404,6 +410,7 @@ int main(int argc, char** argv) {
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
   if (paths.size() > 1) {
     a.children = inferscope::analyze::analyze_rank_dumps(paths, o, a.run);
+    inferscope::analyze::mark_launcher(a);  // the launcher's dump named with its ranks
   } else if (children && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
     a.children = inferscope::analyze::find_children(path, a, o, &a.run);
     inferscope::analyze::mark_launcher(a);

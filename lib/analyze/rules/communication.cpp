@@ -2,6 +2,7 @@
 // them. One rank's dump cannot tell waiting for a slower rank from moving data, so this finding estimates no
 // saving: it says how much, which collectives, and how to get the split (the run across ranks, ranks.hpp, which
 // names the rank the others wait for and estimates the savings).
+#include "analyze/ranks.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -18,7 +19,7 @@ std::optional<Finding> communication(const RuleInput& in) {
                        " of the " + fms(in.step_ms()) + " step");
   int shown = 0;
   for (const auto& k : in.tables.kernels)
-    if (k.name.find("nccl") != std::string::npos && shown++ < 3)
+    if (is_collective_kernel(k.name) && shown++ < 3)
       f.evidence.push_back("kernel '" + k.name + "': " + fmt("%.1f us mean", k.mean_us) + " x " + std::to_string(k.count) +
                            ", launched by " + k.launched_by);
   f.evidence.push_back("This dump is one rank: part of a collective's time may be waiting for another rank to arrive, "
