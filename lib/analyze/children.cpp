@@ -49,10 +49,7 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
     dump::DumpReader r(path);
     c.cmdline = r.process_value("cmdline");
     c.complete = r.complete();
-    if (!c.pid) {
-      const std::string p = r.process_value("pid");
-      if (!p.empty() && p.size() < 20 && std::all_of(p.begin(), p.end(), ::isdigit)) c.pid = std::stoull(p);
-    }
+    if (!c.pid) c.pid = process_number(r.process_value("pid"), UINT64_MAX).value_or(0);
     Analysis a = analyze_dump(r, options);
     a.source = path;
     c.events = a.events;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -74,21 +75,27 @@ struct GpuWorkVisitor {
   std::vector<CollectiveKernel> collectives;
   std::vector<Interval> compute;
   std::set<uint32_t> devices;
-  std::map<uint32_t, std::pair<bool, std::string>> names;  // string id -> (collective, name)
+  struct KernelName {
+    bool collective = false, fp32 = false;
+    std::string op;
+  };
+  std::map<uint32_t, KernelName> names;  // by string id, read once
 
-  const std::pair<bool, std::string>& name_of(uint32_t id) {
+  const KernelName& name_of(uint32_t id) {
     auto it = names.find(id);
     if (it == names.end()) {
-      std::string n = r.string_at(id);
-      it = names.emplace(id, std::make_pair(is_collective_kernel(n), std::move(n))).first;
+      const std::string n = r.string_at(id);
+      const bool collective = is_collective_kernel(n);
+      it = names.emplace(id, KernelName{collective, collective && lower(n).find("f32") != std::string::npos,
+                                         collective ? collective_op(n) : std::string()}).first;
     }
     return it->second;
   }
   void on(const GpuKernelRecord& k, const dump::RecordContext&) {
     const int64_t s = clock.to_ns(k.start), e = std::max(s, clock.to_ns(k.end));  // a damaged end: no length
     devices.insert(k.device);
-    const auto& [collective, name] = name_of(k.name);
-    if (collective) collectives.push_back({collective_op(name), name, s, e, k.device, k.grid[0] * k.grid[1] * k.grid[2]});
+    const KernelName& name = name_of(k.name);
+    if (name.collective) collectives.push_back({name.op, name.fp32, s, e, k.device, k.grid[0] * k.grid[1] * k.grid[2]});
     else compute.emplace_back(s, e);
   }
   void on(const GpuMemcpyRecord& c, const dump::RecordContext&) {
@@ -123,6 +130,13 @@ std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
 
 }  // namespace
 
+std::optional<uint64_t> process_number(std::string_view text, uint64_t max) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max) return std::nullopt;
+  return v;
+}
+
 bool is_collective_kernel(std::string_view kernel_name) {
   return lower(kernel_name).find("nccl") != std::string::npos;
 }
@@ -156,13 +170,10 @@ uint32_t known_sm_count(std::string_view gpu_name) {
 RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   RankTrace t;
   t.path = a.source.empty() ? r.path() : a.source;
-  const std::string rank = r.process_value("rank");
-  if (!rank.empty() && rank.size() < 10 && std::all_of(rank.begin(), rank.end(), ::isdigit)) t.rank = std::stoi(rank);
-  const std::string pid = r.process_value("pid");
-  if (!pid.empty() && pid.size() < 20 && std::all_of(pid.begin(), pid.end(), ::isdigit)) t.pid = std::stoull(pid);
+  if (auto rank = process_number(r.process_value("rank"), INT32_MAX)) t.rank = int(*rank);
+  t.pid = process_number(r.process_value("pid"), UINT64_MAX).value_or(0);
   t.hostname = r.process_value("hostname");
-  const std::string world = r.process_value("world_size");
-  if (!world.empty() && world.size() < 10 && std::all_of(world.begin(), world.end(), ::isdigit)) t.world_size = std::stoi(world);
+  t.world_size = int(process_number(r.process_value("world_size"), INT32_MAX).value_or(0));
   t.step_name = a.steps.name;
 
   const dump::ClockModel clock(r.calibration());
@@ -171,9 +182,8 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   t.devices.assign(v.devices.begin(), v.devices.end());
   if (!t.devices.empty()) {
     const std::string key = "gpu." + std::to_string(t.devices.front()) + ".";
-    const std::string sms = r.process_value(key + "sm_count");
-    if (!sms.empty() && sms.size() < 6 && std::all_of(sms.begin(), sms.end(), ::isdigit)) t.sm_count = uint32_t(std::stoul(sms));
-    else t.sm_count = known_sm_count(r.process_value(key + "name"));
+    const auto sms = process_number(r.process_value(key + "sm_count"), 100'000);
+    t.sm_count = sms ? uint32_t(*sms) : known_sm_count(r.process_value(key + "name"));
   }
   std::sort(v.collectives.begin(), v.collectives.end(),
             [](const CollectiveKernel& x, const CollectiveKernel& y) { return x.start_ns < y.start_ns; });
@@ -387,175 +397,200 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
 
 }  // namespace
 
-RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::vector<const Analysis*>& analyses_in) {
-  RunAnalysis run;
-  // ranks in rank order; a dump that does not say its rank comes after those that do, in the given order
-  std::vector<size_t> order(traces_in.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const int ra = traces_in[a].rank < 0 ? 1 << 30 : traces_in[a].rank, rb = traces_in[b].rank < 0 ? 1 << 30 : traces_in[b].rank;
-    return ra < rb;
-  });
+namespace {
+
+// The dumps in rank order (one not saying its rank after those that do, in the given order), each process once.
+struct RankInputs {
   std::vector<const RankTrace*> traces;
   std::vector<const Analysis*> analyses;
+};
+RankInputs distinct_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses,
+                          std::vector<std::string>& warnings) {
+  std::vector<size_t> order(traces.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](size_t i) { return traces[i].rank < 0 ? 1 << 30 : traces[i].rank; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  RankInputs in;
   std::set<std::pair<std::string, uint64_t>> processes;  // (host, pid): one process named twice counts once
   for (size_t i : order) {
-    const RankTrace& t = traces_in[i];
+    const RankTrace& t = traces[i];
     if (t.pid && !processes.insert({t.hostname, t.pid}).second) {
-      run.warnings.push_back(t.path + " is the same process (host " + t.hostname + ", pid " + std::to_string(t.pid) +
-                             ") as another dump: left out");
+      warnings.push_back(t.path + " is the same process (host " + t.hostname + ", pid " + std::to_string(t.pid) +
+                         ") as another dump: left out");
       continue;
     }
-    traces.push_back(&t);
-    analyses.push_back(analyses_in[i]);
+    in.traces.push_back(&t);
+    in.analyses.push_back(analyses[i]);
   }
-  std::set<int> used;
-  for (const RankTrace* t : traces)
-    if (t->rank >= 0) used.insert(t->rank);
-  std::set<std::string> hosts;
-  std::set<int> taken;
+  return in;
+}
+
+// A row per rank, before any matching: its number (the one it said, else the smallest no dump claims), process,
+// GPUs and its own primary.
+std::vector<RankRow> rank_rows(const RankInputs& in) {
+  std::set<int> said, taken;
+  for (const RankTrace* t : in.traces)
+    if (t->rank >= 0) said.insert(t->rank);
   int next_free = 0;
-  for (size_t i = 0; i < traces.size(); ++i) {
+  std::vector<RankRow> rows;
+  for (size_t i = 0; i < in.traces.size(); ++i) {
+    const RankTrace& t = *in.traces[i];
     RankRow row;
-    if (traces[i]->rank >= 0 && !taken.count(traces[i]->rank)) {
-      row.rank = traces[i]->rank;
-    } else {  // no rank said (or one said twice): the smallest number no dump claims
-      while (used.count(next_free) || taken.count(next_free)) ++next_free;
+    if (t.rank >= 0 && !taken.count(t.rank)) {
+      row.rank = t.rank;
+    } else {
+      while (said.count(next_free) || taken.count(next_free)) ++next_free;
       row.rank = next_free;
     }
     taken.insert(row.rank);
-    row.pid = traces[i]->pid;
-    row.path = traces[i]->path;
-    row.hostname = traces[i]->hostname;
-    for (uint32_t d : traces[i]->devices) row.devices += (row.devices.empty() ? "" : ",") + std::to_string(d);
-    for (const Finding& f : analyses[i]->findings)
+    row.pid = t.pid;
+    row.path = t.path;
+    row.hostname = t.hostname;
+    for (uint32_t d : t.devices) row.devices += (row.devices.empty() ? "" : ",") + std::to_string(d);
+    for (const Finding& f : in.analyses[i]->findings)
       if (f.primary) row.primary = f.category;
-    hosts.insert(row.hostname);
-    run.ranks.push_back(row);
+    rows.push_back(std::move(row));
   }
-  run.hosts = std::max<size_t>(1, hosts.size());
+  return rows;
+}
+
+// Whether the ranks can be matched at all (two or more, one step name, one host); says why not.
+bool matchable(const std::vector<const RankTrace*>& traces, const RunAnalysis& run, std::vector<std::string>& warnings) {
   int world = 0;
   for (const RankTrace* t : traces) world = std::max(world, t->world_size);
   if (world > int(traces.size()))
-    run.warnings.push_back("only " + std::to_string(traces.size()) + " of the run's " + std::to_string(world) +
-                           " ranks were analysed: the rank the others wait for may be one not read");
-  if (traces.size() < 2) return run;
+    warnings.push_back("only " + std::to_string(traces.size()) + " of the run's " + std::to_string(world) +
+                       " ranks were analysed: the rank the others wait for may be one not read");
+  if (traces.size() < 2) return false;
   for (const RankTrace* t : traces)
     if (t->step_name != traces.front()->step_name) {
-      run.warnings.push_back("the ranks' steps differ (" + traces.front()->step_name + " on " + traces.front()->path +
-                             ", " + t->step_name + " on " + t->path + "): not one run's ranks, or mark the step "
-                             "(--step): their steps are not matched");
-      return run;
+      warnings.push_back("the ranks' steps differ (" + traces.front()->step_name + " on " + traces.front()->path + ", " +
+                         t->step_name + " on " + t->path + "): not one run's ranks, or mark the step (--step): their "
+                         "steps are not matched");
+      return false;
     }
   if (run.hosts > 1) {
-    run.warnings.push_back("the ranks ran on " + std::to_string(run.hosts) +
-                           " hosts, whose clocks are not aligned here: their steps and collectives are not matched");
-    return run;
+    warnings.push_back("the ranks ran on " + std::to_string(run.hosts) +
+                       " hosts, whose clocks are not aligned here: their steps and collectives are not matched");
+    return false;
   }
+  return true;
+}
 
-  // Steps every rank has, by index.
+// The steps every rank has under one index, each rank's, when they overlap in time: steps of one index that do
+// not are not the same step of one run (dumps of different runs, or a rank that skipped a step).
+std::vector<std::vector<const RankStep*>> matched_steps(const std::vector<const RankTrace*>& traces,
+                                                        std::vector<std::string>& warnings) {
   std::vector<std::map<uint64_t, const RankStep*>> by_index(traces.size());
   for (size_t r = 0; r < traces.size(); ++r)
     for (const auto& s : traces[r]->steps) by_index[r][s.index] = &s;
-  // Steps of one index that do not overlap in time are not the same step of one run (dumps of different runs,
-  // or a rank that skipped a step): not matched.
-  std::vector<uint64_t> matched;
+  std::vector<std::vector<const RankStep*>> matched;
   uint64_t apart = 0;
   for (const auto& [index, s] : by_index[0]) {
-    bool all = true, together = true;
-    for (size_t r = 1; r < traces.size() && all; ++r) {
+    std::vector<const RankStep*> step{s};
+    bool together = true;
+    for (size_t r = 1; r < traces.size() && step.size() == r; ++r) {
       auto it = by_index[r].find(index);
-      all = it != by_index[r].end();
-      if (all) together = together && it->second->start_ns < s->end_ns && s->start_ns < it->second->end_ns;
+      if (it == by_index[r].end()) break;
+      step.push_back(it->second);
+      together = together && it->second->start_ns < s->end_ns && s->start_ns < it->second->end_ns;
     }
-    if (all && together) matched.push_back(index);
-    else if (all) ++apart;
+    if (step.size() < traces.size()) continue;
+    if (together) matched.push_back(std::move(step));
+    else ++apart;
   }
-  run.steps_matched = matched.size();
   if (apart > 0)
-    run.warnings.push_back(std::to_string(apart) + " steps of one index did not overlap in time on every rank: left "
-                           "unmatched");
-  if (matched.empty()) {
-    run.warnings.push_back("no step is steady on every rank at the same time: the ranks' steps are not matched");
-    return run;
-  }
+    warnings.push_back(std::to_string(apart) + " steps of one index did not overlap in time on every rank: left "
+                       "unmatched");
+  if (matched.empty())
+    warnings.push_back("no step is steady on every rank at the same time: the ranks' steps are not matched");
+  return matched;
+}
 
-  const size_t n = traces.size();
-  std::vector<RankSums> sums(n);
+// The matched steps summed per rank and per kind of collective.
+struct RunSums {
+  std::vector<RankSums> ranks;
   std::map<std::string, OpSums> ops;
   bool counts_differ = false, f32 = false;
   double collectives = 0;
-  for (uint64_t index : matched) {
-    std::vector<const RankStep*> st(n);
+};
+
+// One collective matched across the ranks (the i-th of step `st` on each): who waited, how long it moved data,
+// and which rank arrived last and delayed it.
+void add_collective(const std::vector<const RankStep*>& st, size_t i, const std::vector<RankRow>& rows, RunSums& sums) {
+  const size_t n = st.size();
+  int64_t last = INT64_MIN, second = INT64_MIN;
+  size_t last_r = 0;
+  for (size_t r = 0; r < n; ++r) {
+    const int64_t s = st[r]->collectives[i].start_ns;
+    if (s > last) {
+      second = last;
+      last = s;
+      last_r = r;
+    } else if (s > second) {
+      second = s;
+    }
+  }
+  const CollectiveKernel& c0 = st[0]->collectives[i];
+  OpSums& op = sums.ops[c0.op];
+  ++op.count;
+  if (c0.fp32) sums.f32 = true;
+  std::vector<double> transfer(n);
+  for (size_t r = 0; r < n; ++r) {
+    const CollectiveKernel& c = st[r]->collectives[i];
+    const double wait = double(last - c.start_ns), dur = double(c.end_ns - c.start_ns);
+    sums.ranks[r].wait += std::min(wait, dur);
+    transfer[r] = std::max(0.0, dur - wait);
+    sums.ranks[r].transfer += transfer[r];
+    op.wait += std::min(wait, dur) / double(n);
+  }
+  op.transfers.push_back(median(transfer));
+  if (last - second <= kSameArrivalNs) return;
+  // a collective cannot have waited longer than the waiting ranks' kernels lasted
+  double longest_wait = 0;
+  for (size_t r = 0; r < n; ++r)
+    if (r != last_r)
+      longest_wait = std::max(longest_wait, double(st[r]->collectives[i].end_ns - st[r]->collectives[i].start_ns));
+  sums.ranks[last_r].late += std::min(double(last - second), longest_wait);
+  ++op.last[rows[last_r].rank];
+  ++op.waited;
+}
+
+RunSums sum_matched(const std::vector<std::vector<const RankStep*>>& matched, const std::vector<RankRow>& rows) {
+  const size_t n = rows.size();
+  RunSums sums;
+  sums.ranks.resize(n);
+  for (const auto& st : matched) {
     size_t k = SIZE_MAX;
     for (size_t r = 0; r < n; ++r) {
-      st[r] = by_index[r][index];
       k = std::min(k, st[r]->collectives.size());
-      if (st[r]->collectives.size() != st[0]->collectives.size()) counts_differ = true;
-      sums[r].step += double(st[r]->end_ns - st[r]->start_ns);
-      sums[r].compute += st[r]->compute_ns;
-      sums[r].comm += st[r]->comm_ns;
-      sums[r].overlap += st[r]->overlap_ns;
+      sums.counts_differ |= st[r]->collectives.size() != st[0]->collectives.size();
+      sums.ranks[r].step += double(st[r]->end_ns - st[r]->start_ns);
+      sums.ranks[r].compute += st[r]->compute_ns;
+      sums.ranks[r].comm += st[r]->comm_ns;
+      sums.ranks[r].overlap += st[r]->overlap_ns;
     }
-    collectives += double(k);
-    for (size_t i = 0; i < k; ++i) {
-      int64_t last = INT64_MIN, second = INT64_MIN;
-      size_t last_r = 0;
-      for (size_t r = 0; r < n; ++r) {
-        const int64_t s = st[r]->collectives[i].start_ns;
-        if (s > last) {
-          second = last;
-          last = s;
-          last_r = r;
-        } else if (s > second) {
-          second = s;
-        }
-      }
-      const CollectiveKernel& c0 = st[0]->collectives[i];
-      OpSums& op = ops[c0.op];
-      ++op.count;
-      if (lower(c0.kernel).find("f32") != std::string::npos) f32 = true;
-      std::vector<double> transfer(n);
-      for (size_t r = 0; r < n; ++r) {
-        const CollectiveKernel& c = st[r]->collectives[i];
-        const double wait = double(last - c.start_ns), dur = double(c.end_ns - c.start_ns);
-        sums[r].wait += std::min(wait, dur);
-        transfer[r] = std::max(0.0, dur - wait);
-        sums[r].transfer += transfer[r];
-        op.wait += std::min(wait, dur) / double(n);
-      }
-      op.transfers.push_back(median(transfer));
-      if (last - second > kSameArrivalNs) {
-        // a collective cannot have waited longer than the waiting ranks' kernels lasted
-        double longest_wait = 0;
-        for (size_t r = 0; r < n; ++r)
-          if (r != last_r) {
-            const CollectiveKernel& c = st[r]->collectives[i];
-            longest_wait = std::max(longest_wait, double(c.end_ns - c.start_ns));
-          }
-        sums[last_r].late += std::min(double(last - second), longest_wait);
-        ++op.last[run.ranks[last_r].rank];
-        ++op.waited;
-      }
-    }
+    sums.collectives += double(k);
+    for (size_t i = 0; i < k; ++i) add_collective(st, i, rows, sums);
   }
-  if (counts_differ)
-    run.warnings.push_back("the ranks ran different numbers of collectives in some steps: only the first ones of "
-                           "each step, as many as every rank ran, are matched (in their order)");
+  return sums;
+}
 
-  const double m = double(matched.size());
-  for (size_t r = 0; r < n; ++r) {
+// The per-step means of the sums into the run's rows and tables.
+void fill_means(const RunSums& sums, double m, RunAnalysis& run) {
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
     RankRow& row = run.ranks[r];
-    row.step_ms = sums[r].step / m / 1e6;
-    row.compute_ms = sums[r].compute / m / 1e6;
-    row.comm_ms = sums[r].comm / m / 1e6;
-    row.overlap_ms = sums[r].overlap / m / 1e6;
-    row.wait_ms = sums[r].wait / m / 1e6;
-    row.transfer_ms = sums[r].transfer / m / 1e6;
-    row.late_ms = sums[r].late / m / 1e6;
+    const RankSums& x = sums.ranks[r];
+    row.step_ms = x.step / m / 1e6;
+    row.compute_ms = x.compute / m / 1e6;
+    row.comm_ms = x.comm / m / 1e6;
+    row.overlap_ms = x.overlap / m / 1e6;
+    row.wait_ms = x.wait / m / 1e6;
+    row.transfer_ms = x.transfer / m / 1e6;
+    row.late_ms = x.late / m / 1e6;
     run.step_ms = std::max(run.step_ms, row.step_ms);
   }
-  for (auto& [name, op] : ops) {
+  for (const auto& [name, op] : sums.ops) {
     CollectiveRow c;
     c.op = name;
     c.per_step = double(op.count) / m;
@@ -573,30 +608,33 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::ve
   std::sort(run.collectives.begin(), run.collectives.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
     return a.transfer_ms + a.wait_ms > b.transfer_ms + b.wait_ms;
   });
-
   double compute_sum = 0, compute_max = 0;
   for (const auto& r : run.ranks) compute_sum += r.compute_ms, compute_max = std::max(compute_max, r.compute_ms);
-  const double compute_mean = compute_sum / double(n);
+  const double compute_mean = compute_sum / double(run.ranks.size());
   run.imbalance_pct = compute_mean > 0 ? (compute_max - compute_mean) / compute_mean * 100 : 0;
+}
 
-  // The straggler: the rank whose late arrivals delayed the run's collectives most, when that is a cause worth
-  // reporting (the floor of any cause) and most of the delay is its (over half: one rank is the story).
+// The straggler: the rank whose late arrivals delayed the run's collectives most, when that is a cause worth
+// reporting (the floor of any cause) and most of the delay is its (over half: one rank is the story).
+void add_straggler(const std::vector<const Analysis*>& analyses, RunAnalysis& run) {
   double late_total = 0;
   size_t straggler = 0;
-  for (size_t r = 0; r < n; ++r) {
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
     late_total += run.ranks[r].late_ms;
     if (run.ranks[r].late_ms > run.ranks[straggler].late_ms) straggler = r;
   }
   const RankRow& s = run.ranks[straggler];
-  if (late_total > 0 && s.late_ms >= kMinImpactShare * run.step_ms && s.late_ms / late_total > 0.5) {
-    run.straggler = s.rank;
-    const Excess did = straggler_excess(analyses, straggler);
-    if (did.ms > 0) run.straggler_did = did.what() + ", " + ms2(did.ms) + " ms per step more than on any other rank";
-    run.findings.push_back(collective_wait(run, s, s.late_ms / late_total, did, s.primary));
-  }
+  if (late_total <= 0 || s.late_ms < kMinImpactShare * run.step_ms || s.late_ms / late_total <= 0.5) return;
+  run.straggler = s.rank;
+  const Excess did = straggler_excess(analyses, straggler);
+  if (did.ms > 0) run.straggler_did = did.what() + ", " + ms2(did.ms) + " ms per step more than on any other rank";
+  run.findings.push_back(collective_wait(run, s, s.late_ms / late_total, did, s.primary));
+}
 
-  // Communication nobody overlapped: on the median rank by exposed transfer, the collective time beside no compute,
-  // less the wait (that is collective_wait's).
+// Communication nobody overlapped: on the median rank by exposed transfer, the collective time beside no compute,
+// less the wait (that is collective_wait's).
+void add_communication(const std::vector<const RankTrace*>& traces, const RunSums& sums, double m, RunAnalysis& run) {
+  const size_t n = run.ranks.size();
   std::vector<std::pair<double, size_t>> exposed;
   for (size_t r = 0; r < n; ++r) {
     const RankRow& row = run.ranks[r];
@@ -604,16 +642,38 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces_in, const std::ve
   }
   std::sort(exposed.begin(), exposed.end());
   const auto [exposed_ms, typical] = exposed[(n - 1) / 2];
-  if (exposed_ms >= kMinImpactShare * run.step_ms) {
-    // NCCL's share of the SMs: its kernels' median grid over the GPU's SMs
-    std::vector<double> blocks;
-    for (const RankStep& st : traces[typical]->steps)
-      for (const CollectiveKernel& k : st.collectives) blocks.push_back(k.blocks);
-    const uint32_t sms = traces[typical]->sm_count;
-    const double share = sms > 0 && !blocks.empty() ? median(blocks) / sms : -1;
-    run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, f32, collectives / m, share));
-  }
+  if (exposed_ms < kMinImpactShare * run.step_ms) return;
+  // NCCL's share of the SMs: its kernels' median grid over the GPU's SMs
+  std::vector<double> blocks;
+  for (const RankStep& st : traces[typical]->steps)
+    for (const CollectiveKernel& k : st.collectives) blocks.push_back(k.blocks);
+  const uint32_t sms = traces[typical]->sm_count;
+  const double share = sms > 0 && !blocks.empty() ? median(blocks) / sms : -1;
+  run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, sums.f32, sums.collectives / m, share));
+}
 
+}  // namespace
+
+RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses) {
+  RunAnalysis run;
+  const RankInputs in = distinct_ranks(traces, analyses, run.warnings);
+  run.ranks = rank_rows(in);
+  std::set<std::string> hosts;
+  for (const RankRow& r : run.ranks) hosts.insert(r.hostname);
+  run.hosts = std::max<size_t>(1, hosts.size());
+  if (!matchable(in.traces, run, run.warnings)) return run;
+  const auto matched = matched_steps(in.traces, run.warnings);
+  run.steps_matched = matched.size();
+  if (matched.empty()) return run;
+
+  const RunSums sums = sum_matched(matched, run.ranks);
+  if (sums.counts_differ)
+    run.warnings.push_back("the ranks ran different numbers of collectives in some steps: only the first ones of "
+                           "each step, as many as every rank ran, are matched (in their order)");
+  const double m = double(matched.size());
+  fill_means(sums, m, run);
+  add_straggler(in.analyses, run);
+  add_communication(in.traces, sums, m, run);
   std::stable_sort(run.findings.begin(), run.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.impact_ms > b.impact_ms; });
   if (!run.findings.empty()) run.findings.front().primary = true;

@@ -17,11 +17,16 @@
 #include "dump/reader.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace inferscope::analyze {
+
+/// A whole number the process info holds (pid, rank, world_size, sm_count); nullopt when absent, not a number,
+/// or over `max`.
+std::optional<uint64_t> process_number(std::string_view text, uint64_t max = UINT32_MAX);
 
 /// An NCCL kernel: a collective (or a send/receive) the GPU ran for this rank.
 bool is_collective_kernel(std::string_view kernel_name);
@@ -32,7 +37,7 @@ std::string collective_op(std::string_view kernel_name);
 /// One collective kernel, on the host-wide clock (ns).
 struct CollectiveKernel {
   std::string op;
-  std::string kernel;  ///< its full name (e.g. ncclDevKernel_AllReduce_Sum_f32_RING_LL)
+  bool fp32 = false;   ///< its name says it reduces float32 (ncclDevKernel_AllReduce_Sum_f32_RING_LL)
   int64_t start_ns = 0, end_ns = 0;
   uint32_t device = 0;
   uint32_t blocks = 0;  ///< its grid: NCCL runs one block per channel, each on an SM of its own
