@@ -86,7 +86,17 @@ enum class BlockedIn : uint8_t {
   kOther = 7,      ///< another system call (ioctl: a GPU driver wait, ...)
   kNoSyscall = 8,  ///< off a CPU outside any system call (a page fault, a stopped task)
   kUnknown = 9,
+  /// futex with a timeout: a timed lock, condition or queue wait, or the GIL (CPython waits for it a switch
+  /// interval at a time). Dumps before these two values write kLock for every futex.
+  kLockTimed = 10,
+  /// futex without a timeout: `with lock:`, a blocking acquire, an untimed condition or queue wait, a std::mutex
+  kLockUntimed = 11,
 };
+
+/// A futex wait, whatever its timeout (or with the timeout not recorded).
+constexpr bool is_futex_wait(BlockedIn b) {
+  return b == BlockedIn::kLock || b == BlockedIn::kLockTimed || b == BlockedIn::kLockUntimed;
+}
 
 /// "sleep", "lock", "poll", ...: the name reports use for a BlockedIn value.
 constexpr const char* blocked_in_name(BlockedIn b) {
@@ -94,6 +104,8 @@ constexpr const char* blocked_in_name(BlockedIn b) {
     case BlockedIn::kRunning: return "running";
     case BlockedIn::kSleep: return "sleep";
     case BlockedIn::kLock: return "lock";
+    case BlockedIn::kLockTimed: return "timed wait";
+    case BlockedIn::kLockUntimed: return "lock";
     case BlockedIn::kPoll: return "poll";
     case BlockedIn::kRead: return "read";
     case BlockedIn::kWrite: return "write";

@@ -123,6 +123,41 @@ void spin_for(std::chrono::milliseconds d) {
 
 }  // namespace
 
+TEST_CASE("a running thread's run time is exact at every read: never more CPU time than wall time between two") {
+  Config c = base_config(temp_dump("exact-run"));
+  c.thread_sample_us = 1000;
+  REQUIRE(start(c));
+  const uint64_t t0 = detail::now();
+  const auto w0 = std::chrono::steady_clock::now();
+  std::thread spinner([] {
+    set_thread_name("spinner");
+    spin_for(300ms);
+  });
+  spinner.join();
+  const uint64_t t1 = detail::now();
+  const double wall_ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - w0).count());
+  REQUIRE(stop());
+  Loaded l = load(c.output);
+  REQUIRE(l.thread_by_name.count("spinner"));
+  const double ns_per_tick = wall_ns / double(t1 - t0);
+  std::vector<const Sample*> run;
+  for (const Sample* s : named(l, std::string(counter_names::kThreadSchedRunNs)))
+    if (s->scope == CounterScope::kThread && s->target == l.thread_by_name["spinner"]) run.push_back(s);
+  // Read every millisecond, written as corners: exact, a steady spin is a straight line of few corners; lagging
+  // and catching up, a zigzag of hundreds.
+  REQUIRE(run.size() >= 2);
+  CHECK(run.back()->i - run.front()->i > 30'000'000);  // it spun (some of 300 ms, however loaded the machine)
+  // schedstat alone accounts a running thread only at a tick or a switch: read every millisecond it lagged, then
+  // credited several milliseconds in one. The thread's CPU clock is exact: CPU time never exceeds wall time.
+  int ahead = 0;
+  for (size_t i = 1; i < run.size(); ++i) {
+    const double cpu = double(run[i]->i - run[i - 1]->i);
+    const double wall = double(run[i]->ts - run[i - 1]->ts) * ns_per_tick;
+    if (cpu > wall + 100'000) ++ahead;
+  }
+  CHECK(ahead == 0);
+}
+
 TEST_CASE("busy threads gain CPU time, a sleeper gains voluntary switches") {
   const std::string out = temp_dump("threads");
   REQUIRE(start(base_config(out)));
@@ -739,7 +774,7 @@ TEST_CASE("fast rounds read busy threads between rounds and write only where the
   CHECK(s3.fast_every_us() == 0);
 }
 
-TEST_CASE("what a known thread is blocked in: a sleep, a lock; and a child process's CPU time") {
+TEST_CASE("what a known thread is blocked in: a sleep, a lock, a timed wait; and a child process's CPU time") {
   Config c = base_config(temp_dump("blocked"));
   c.thread_sample_us = 1000;
   REQUIRE(start(c));
@@ -754,6 +789,11 @@ TEST_CASE("what a known thread is blocked in: a sleep, a lock; and a child proce
     set_thread_name("waiter");
     std::unique_lock lk(mu);
     cv.wait(lk, [&] { return go; });
+  });
+  std::thread timed_waiter([&] {  // a wait with a deadline, as CPython waits for the GIL
+    set_thread_name("timed-waiter");
+    std::unique_lock lk(mu);
+    cv.wait_for(lk, 10s, [&] { return go; });
   });
   const pid_t child = ::fork();
   if (child == 0) {  // spins 300 ms of CPU time and leaves without running the parent's atexit work
@@ -775,11 +815,13 @@ TEST_CASE("what a known thread is blocked in: a sleep, a lock; and a child proce
   }
   cv.notify_all();
   waiter.join();
+  timed_waiter.join();
   REQUIRE(stop());
   ::waitpid(child, &status, 0);
   Loaded l = load(c.output);
   REQUIRE(l.thread_by_name.count("sleeper"));
   REQUIRE(l.thread_by_name.count("waiter"));
+  REQUIRE(l.thread_by_name.count("timed-waiter"));
   auto saw = [&](const std::string& thread, inferscope::BlockedIn b) {
     for (auto& s : l.samples)
       if (s.name == counter_names::kThreadBlockedIn && s.scope == CounterScope::kThread &&
@@ -788,7 +830,9 @@ TEST_CASE("what a known thread is blocked in: a sleep, a lock; and a child proce
     return false;
   };
   CHECK(saw("sleeper", inferscope::BlockedIn::kSleep));
-  CHECK(saw("waiter", inferscope::BlockedIn::kLock));
+  CHECK(saw("waiter", inferscope::BlockedIn::kLockUntimed));
+  CHECK(saw("timed-waiter", inferscope::BlockedIn::kLockTimed));
+  CHECK_FALSE(saw("waiter", inferscope::BlockedIn::kLockTimed));
   int64_t child_run = 0;
   for (auto& s : l.samples)
     if (s.name == counter_names::kChildSchedRunNs && s.scope == CounterScope::kChildProcess &&

@@ -172,6 +172,28 @@ TEST_CASE("syscall: the call a blocked task sits in, 'running', or -1 outside an
   CHECK_FALSE(parse_syscall("-7 0x1\n", &err));
 }
 
+TEST_CASE("syscall text: a futex wait with a timeout (the GIL's) is told from one without (a lock)") {
+  std::string err;
+  // glibc's pthread_cond_timedwait (CPython's take_gil): FUTEX_WAIT_BITSET|PRIVATE|CLOCK_REALTIME, a deadline.
+  CHECK(blocked_in_of_syscall_text("202 0x55d0c8a0 0x189 0x0 0x7ffd1234 0x0 0xffffffff 0x7ffc 0x7f01\n", &err) ==
+        inferscope::BlockedIn::kLockTimed);
+  // sem_wait (a blocking Lock.acquire, `with lock:`): the same operation with no deadline.
+  CHECK(blocked_in_of_syscall_text("202 0x7f1200 0x189 0x0 0x0 0x0 0xffffffff 0x7ffc 0x7f01\n", &err) ==
+        inferscope::BlockedIn::kLockUntimed);
+  // FUTEX_WAIT|PRIVATE with a relative timeout, and without.
+  CHECK(blocked_in_of_syscall_text("202 0x7f1200 0x80 0x2 0x7ffd0010 0x0 0x0 0x7ffc 0x7f01\n", &err) ==
+        inferscope::BlockedIn::kLockTimed);
+  CHECK(blocked_in_of_syscall_text("202 0x7f1200 0x80 0x2 0x0 0x0 0x0 0x7ffc 0x7f01\n", &err) ==
+        inferscope::BlockedIn::kLockUntimed);
+  // Not a futex: the number alone decides; arguments missing or unreadable: a futex of unknown kind.
+  CHECK(blocked_in_of_syscall_text("230 0x1 0x0 0x7ffd0010 0x0 0x0 0x0 0x7ffc 0x7f01\n", &err) ==
+        inferscope::BlockedIn::kSleep);
+  CHECK(blocked_in_of_syscall_text("202\n", &err) == inferscope::BlockedIn::kLock);
+  CHECK(blocked_in_of_syscall_text("202 0x7f1200 zz 0x0 0x0\n", &err) == inferscope::BlockedIn::kLock);
+  CHECK(blocked_in_of_syscall_text("running\n", &err) == inferscope::BlockedIn::kRunning);
+  CHECK_FALSE(blocked_in_of_syscall_text("sleeping 0x1\n", &err));
+}
+
 TEST_CASE("syscall numbers map to what the task waits for") {
   CHECK(blocked_in_of_syscall(kSyscallRunning) == inferscope::BlockedIn::kRunning);
   CHECK(blocked_in_of_syscall(-1) == inferscope::BlockedIn::kNoSyscall);

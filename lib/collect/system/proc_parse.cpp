@@ -4,6 +4,8 @@
 
 #include <sys/syscall.h>
 
+#include <charconv>
+
 namespace inferscope::sys {
 namespace {
 
@@ -300,6 +302,50 @@ BlockedIn blocked_in_of_syscall(int64_t nr) {
     default:
       return nr >= 0 ? BlockedIn::kOther : BlockedIn::kUnknown;
   }
+}
+
+namespace {
+
+// A system call argument as /proc/<pid>/task/<tid>/syscall writes it: "0x" and lower-case hex.
+std::optional<uint64_t> parse_hex_arg(std::string_view s) {
+  if (s.size() < 3 || s[0] != '0' || s[1] != 'x') return std::nullopt;
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), v, 16);
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Whether a futex call (op, the timeout argument) waits with a timeout. The wait operations take the timeout
+// (or, for FUTEX_WAIT_BITSET and the PI ones, a deadline) in arg4; 0 waits until woken.
+bool futex_waits_timed(uint64_t op, uint64_t timeout) {
+  constexpr uint64_t kCmdMask = ~uint64_t(128 | 256);  // FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME
+  switch (op & kCmdMask) {
+    case 0:   // FUTEX_WAIT
+    case 6:   // FUTEX_LOCK_PI
+    case 9:   // FUTEX_WAIT_BITSET
+    case 11:  // FUTEX_WAIT_REQUEUE_PI
+    case 13:  // FUTEX_LOCK_PI2
+      return timeout != 0;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::optional<BlockedIn> blocked_in_of_syscall_text(std::string_view text, std::string* error) {
+  const auto nr = parse_syscall(text, error);
+  if (!nr) return std::nullopt;
+  const BlockedIn b = blocked_in_of_syscall(*nr);
+  if (b != BlockedIn::kLock) return b;
+  const auto t = split_ws(text);  // t[k] is arg k (1-based)
+  if (t.size() < 5) return b;     // arguments not shown: the kind of wait stays unknown
+  const auto op = parse_hex_arg(t[2]), timeout = parse_hex_arg(t[4]);
+  if (!op || !timeout) return b;
+#ifdef SYS_futex_waitv
+  if (*nr == SYS_futex_waitv) return *timeout ? BlockedIn::kLockTimed : BlockedIn::kLockUntimed;
+#endif
+  return futex_waits_timed(*op, *timeout) ? BlockedIn::kLockTimed : BlockedIn::kLockUntimed;
 }
 
 std::optional<std::vector<uint32_t>> parse_pid_list(std::string_view text, std::string* error) {

@@ -99,6 +99,12 @@ inline constexpr int64_t kSyscallRunning = -2;
 std::optional<int64_t> parse_syscall(std::string_view text, std::string* error);
 /// What a task blocked in system call `nr` (of this machine's ABI, as parse_syscall returns it) waits for.
 BlockedIn blocked_in_of_syscall(int64_t nr);
+/// The same from the whole of /proc/<pid>/task/<tid>/syscall ("nr arg1 ... arg6 sp pc", the arguments in hex):
+/// a futex wait is told apart by its timeout argument (arg4): kLockTimed with one, kLockUntimed without. CPython
+/// waits for the GIL a switch interval at a time (a timed condition wait), while `with lock:`, a blocking
+/// Lock.acquire(), a std::mutex or an untimed condition wait passes no timeout. nullopt when the text is none of
+/// the forms parse_syscall takes.
+std::optional<BlockedIn> blocked_in_of_syscall_text(std::string_view text, std::string* error);
 
 /// /proc/<pid>/task/<tid>/children: the process ids of that thread's children, space separated (may be empty).
 std::optional<std::vector<uint32_t>> parse_pid_list(std::string_view text, std::string* error);

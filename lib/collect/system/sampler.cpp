@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace inferscope::sys {
 namespace {
@@ -138,6 +139,7 @@ SystemSampler::SystemSampler(SamplerOptions options, Sink sink, ThreadLookup loo
   const long ps = ::sysconf(_SC_PAGESIZE);
   page_size_ = ps > 0 ? static_cast<uint64_t>(ps) : 4096;
   self_ = opt_.proc_root + "/self";
+  live_proc_ = opt_.proc_root == "/proc";  // tests point proc_root at a made-up tree: its threads are not ours
 }
 
 SystemSampler::~SystemSampler() {
@@ -467,14 +469,13 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
   if (have_schedstat_) {
     if (read_file(t.schedstat, dir + "/schedstat", keep, buf_)) {
       if (auto s = parse_schedstat(buf_, &err)) {
+        exact_run_time(tid, *s);
         moved = t.full_read_ns < 0 || s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
                 s->timeslices != t.sched.timeslices;
         if (moved) t.moved_round = round_;
-        const bool ran = s->run_ns != t.fast_run_ns;
         t.sched = *s;
-        t.fast_run_ns = s->run_ns;
         emit_sched(t.series, scope, target, ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
-        if (t.dump_id) sample_blocked_in(tid, t, ts, ran);
+        if (t.dump_id) sample_blocked_in(tid, t, ts);
       } else {
         skip(err);
       }
@@ -585,27 +586,37 @@ void SystemSampler::fast_round() {
     if (!read_file(t.schedstat, "", false, buf_)) continue;
     auto s = parse_schedstat(buf_, &err);
     if (!s) continue;  // counted by the round's own read
-    const bool ran = s->run_ns != t.fast_run_ns;
-    t.fast_run_ns = s->run_ns;
+    exact_run_time(tid, *s);
     emit_sched(t.series, scope, target, ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
-    if (t.dump_id) sample_blocked_in(tid, t, ts, ran);
+    if (t.dump_id) sample_blocked_in(tid, t, ts);
   }
 }
 
-// What a thread the session knows is blocked in: the system call it sits in, when it did not run since the last
-// read. A thread on a CPU answers "running" at once; a blocked one is read where it sleeps.
-void SystemSampler::sample_blocked_in(uint32_t tid, Task& t, uint64_t ts, bool ran) {
-  BlockedIn b = BlockedIn::kRunning;
-  if (!ran) {
-    const bool keep = held_fds_ < kMaxHeldFds;
-    std::string text;
-    if (read_file(t.syscall, self_ + "/task/" + std::to_string(tid) + "/syscall", keep, text)) {
-      if (auto nr = parse_syscall(text, nullptr)) b = blocked_in_of_syscall(*nr);
-      else b = BlockedIn::kUnknown;
-    } else {
-      b = BlockedIn::kUnknown;  // not readable here (e.g. a kernel without it): says nothing either way
-    }
-  }
+// schedstat's run time is the scheduler's own accounting, brought up to date only at a tick or a context switch:
+// a thread on a CPU reads up to a tick (1-4 ms) behind, then ahead at the next read, so a thread that runs without
+// a pause looked blocked for a millisecond and then ran 2.4 ms in one (H100 host, a kernel-launching step
+// thread). The thread's CPU-time clock accounts the running slice first and is exact to the nanosecond; it can be
+// read for any thread of this process (not of a child), so the threads of the process the sampler runs in take
+// their run time from it.
+void SystemSampler::exact_run_time(uint32_t tid, SchedStat& s) const {
+  if (!live_proc_) return;
+  // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED), as pthread_getcpuclockid builds it: ~tid << 3 | per-thread | sched.
+  const clockid_t clock = static_cast<clockid_t>((~tid << 3) | 6u);
+  timespec now{};
+  if (::clock_gettime(clock, &now) == 0) s.run_ns = uint64_t(now.tv_sec) * 1'000'000'000ull + uint64_t(now.tv_nsec);
+}
+
+// What a thread the session knows is blocked in at this read: the system call it sits in. A thread on a CPU
+// answers "running" at once; a blocked one is read where it sleeps. Read whether or not it ran since the last
+// read: a thread that alternates between running and waiting (for the GIL between two kernel launches) is caught
+// waiting at some reads, and what it waits in (a timed futex: the GIL; an untimed one: a lock) is what tells the
+// two apart.
+void SystemSampler::sample_blocked_in(uint32_t tid, Task& t, uint64_t ts) {
+  BlockedIn b = BlockedIn::kUnknown;  // not readable here (e.g. a kernel without it): says nothing either way
+  const bool keep = held_fds_ < kMaxHeldFds;
+  std::string text;
+  if (read_file(t.syscall, self_ + "/task/" + std::to_string(tid) + "/syscall", keep, text))
+    b = blocked_in_of_syscall_text(text, nullptr).value_or(BlockedIn::kUnknown);
   emit_int(CounterNames::get().thread_blocked_in, CounterScope::kThread, t.dump_id, ts, static_cast<int64_t>(b));
 }
 

@@ -99,7 +99,6 @@ class SystemSampler {
     uint64_t born_after = 0;        // ticks of the listing before the one that first saw it (0: there at start)
     SchedSeries series;
     uint64_t moved_round = 0;       // the last round in which its schedstat moved (fast rounds read it for a while)
-    uint64_t fast_run_ns = ~0ull;   // run time at the last fast read (unchanged: it did not run since)
   };
   /// A process this one started (or one of those started): DataLoader workers, pool processes.
   struct Child {
@@ -131,7 +130,8 @@ class SystemSampler {
   void sample_threads();
   void sample_task(uint32_t tid, Task& t);
   bool fast_tier(const Task& t) const;
-  void sample_blocked_in(uint32_t tid, Task& t, uint64_t ts, bool ran);
+  void sample_blocked_in(uint32_t tid, Task& t, uint64_t ts);
+  void exact_run_time(uint32_t tid, SchedStat& s) const;
   void emit_sched(SchedSeries& s, CounterScope scope, uint32_t target, uint64_t ts, const SchedStat& v,
                   uint32_t run_name, uint32_t wait_name);
   void flush_sched(SchedSeries& s, uint32_t run_name, uint32_t wait_name);
@@ -168,6 +168,7 @@ class SystemSampler {
   double ns_per_tick_ = 1e7;
   uint64_t page_size_ = 4096;
   std::string self_;            // "<proc_root>/self"
+  bool live_proc_ = false;      // proc_root is this process's /proc: its threads' CPU clocks can be read
   int task_dir_ = -1;
   int statm_ = -1;
   int cgroup_stat_ = -1;  // cpu.stat of the level whose CPU quota binds (-1: no quota)
