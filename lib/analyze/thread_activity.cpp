@@ -15,6 +15,20 @@ int64_t LevelSeries::at(int64_t t, int64_t none) const {
   return it == points.begin() ? none : std::prev(it)->second;
 }
 
+double LevelSeries::time_at_value(int64_t a, int64_t b, int64_t value) const {
+  if (b <= a) return 0;
+  auto it = std::upper_bound(points.begin(), points.end(), a, [](int64_t v, const auto& p) { return v < p.first; });
+  if (it != points.begin()) --it;  // the sample holding at a
+  double sum = 0;
+  for (; it != points.end() && it->first < b; ++it) {
+    if (it->second != value) continue;
+    const int64_t from = std::max(a, it->first);
+    const int64_t to = std::next(it) == points.end() ? b : std::min(b, std::next(it)->first);
+    if (to > from) sum += double(to - from);
+  }
+  return sum;
+}
+
 double Activity::run_in(int64_t a, int64_t b) const { return run.points.size() >= 2 ? run.delta(a, b) : 0; }
 
 namespace {

@@ -131,7 +131,6 @@ constexpr double kActiveForAll = 0.25;
 // wait calls of its own, it waits for something that thread holds across them: a lock (two inference threads
 // sharing a model under a threading.Lock). Long: at least kLongCudaCallNs; launches and async copies return in
 // microseconds, too short for the step thread's samples (1 ms) to say anything about.
-constexpr int64_t kLongCudaCallNs = 200'000;
 constexpr double kLockBlockedShare = 0.5;
 constexpr int64_t kLockEvidenceNs = 2'000'000;  // at least this much long-call time in the typical steps
 
@@ -151,6 +150,17 @@ struct PartyAcc {
   std::map<uint32_t, std::string> names;  // member -> its own name
   size_t last_piece = SIZE_MAX;  // the pieces' wall time counts once per piece, whatever the members
 };
+
+// What the step thread's reads found it blocked in during a piece, when they found it in a futex with the
+// timeout read (thread.blocked_in, dumps that tell the two apart): an untimed futex is a lock (`with lock:`, a
+// blocking acquire), never the GIL, which CPython waits for a switch interval at a time (a timed wait).
+enum class FutexSeen : uint8_t { kNotSeen, kTimed, kUntimed };
+FutexSeen futex_seen(const LevelSeries& s, int64_t a, int64_t b) {
+  const double timed = s.time_at_value(a, b, int64_t(BlockedIn::kLockTimed));
+  const double untimed = s.time_at_value(a, b, int64_t(BlockedIn::kLockUntimed));
+  if (timed <= 0 && untimed <= 0) return FutexSeen::kNotSeen;
+  return untimed > timed ? FutexSeen::kUntimed : FutexSeen::kTimed;
+}
 
 std::string party_key(Kind k, const std::string& name) { return std::to_string(int(k)) + ":" + name; }
 
@@ -243,6 +253,7 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
     const Around around = sweep.at(mid);
     const std::string site = site_name(k, around);
     const BlockedIn bi = BlockedIn(act.step.blocked_in.at(mid, int64_t(BlockedIn::kUnknown)));
+    const FutexSeen futex = futex_seen(act.step.blocked_in, p.start, p.end);
     auto& step_total = out.per_step[p.step];
     (p.dispatch_gap ? step_total.gap_blocked : step_total.blocked) += b;
     out.blocked_ns += b;
@@ -257,27 +268,37 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
     const WaitCall* waker = around.inner ? waker_of(f.wakes, *around.inner) : nullptr;
     const bool lockish = around.inner && (around.inner->point->kind == WaitKind::kLogging ||
                                           around.inner->point->kind == WaitKind::kLock);
+    // Activity is measured over the step thread's sample interval around the piece: its blocked time is known at
+    // that resolution only (a GIL wait and the holder's burst that caused it lie somewhere in the same
+    // millisecond, not necessarily in this piece of it), and so is every other thread's CPU time.
+    const int64_t s0 = p.sample_end > p.sample_start ? p.sample_start : p.start;
+    const int64_t s1 = p.sample_end > p.sample_start ? p.sample_end : p.end;
+    const double S = double(s1 - s0);
     std::vector<Candidate> cands;
     double A = 0;
     for (const Activity& o : act.others) {
       if (is_profiler_thread(o.name)) continue;  // the step never waits on the profiler's own threads
-      const double run = std::clamp(o.run_in(p.start, p.end) / L, 0.0, 1.0);
+      const double run = std::clamp(o.run_in(s0, s1) / S, 0.0, 1.0);
       const uint32_t tid = o.kind == Activity::Kind::kThread ? o.id : UINT32_MAX;
-      const double waiting = tid != UINT32_MAX ? covered(tid, p.start, p.end, false, WaitKind::kQueue) / L : 0;
-      double a = run * (1.0 - std::min(1.0, waiting));
-      if (waker && waker->thread == tid) a = std::max(a, 1.0 - std::min(1.0, waiting));
+      const double waiting = tid != UINT32_MAX ? std::min(1.0, covered(tid, s0, s1, false, WaitKind::kQueue) / S) : 0;
+      // Its CPU time lies outside its own wait calls (a thread in Queue.get or Event.wait is off a CPU): active
+      // for its CPU share, at most the share it spent outside them.
+      double a = std::min(run, 1.0 - waiting);
+      if (waker && waker->thread == tid) a = std::max(a, 1.0 - waiting);
       if (lockish && tid != UINT32_MAX)
-        a = std::max(a, covered(tid, p.start, p.end, true, around.inner->point->kind) / L);
+        a = std::max(a, covered(tid, s0, s1, true, around.inner->point->kind) / S);
       if (a < 0.02) continue;
-      // Outside wait points a Python thread on a CPU holds the GIL the step thread waits for, unless it is seen
-      // holding something else (threads_holding_locks) or the step thread sat in I/O.
+      // Outside wait points a Python thread on a CPU holds the GIL the step thread waits for, unless the step
+      // thread sat in an untimed futex (a lock: futex_seen), or that thread is seen holding something else
+      // (threads_holding_locks, for dumps that do not tell the futex waits apart), or the step thread sat in I/O.
       const bool outside = !around.inner && !io && o.python && act.step.python;
-      const Kind kind = outside ? (lock_holders.count(o.id) ? Kind::kLock : Kind::kGil) : Kind::kThreads;
+      const bool lock = futex == FutexSeen::kUntimed || (futex == FutexSeen::kNotSeen && lock_holders.count(o.id));
+      const Kind kind = outside ? (lock ? Kind::kLock : Kind::kGil) : Kind::kThreads;
       cands.push_back({kind, party_key(kind, pool_name(o.name.empty() ? "thread " + std::to_string(o.os_id) : o.name)), &o, a});
       A += a;
     }
     for (const Activity& c : act.children) {
-      const double a = std::clamp(c.run_in(p.start, p.end) / L, 0.0, 1.0);
+      const double a = std::clamp(c.run_in(s0, s1) / S, 0.0, 1.0);
       if (a < 0.02) continue;
       cands.push_back({Kind::kProcesses, party_key(Kind::kProcesses, c.name.empty() ? "process" : c.name), &c, a});
       A += a;

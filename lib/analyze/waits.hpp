@@ -35,6 +35,8 @@ struct LevelSeries {
   std::vector<std::pair<int64_t, int64_t>> points;  ///< (ns, value), in time order
   /// The value at t (the latest sample at or before t); `none` before the first.
   int64_t at(int64_t t, int64_t none) const;
+  /// How long within [a, b) the series held `value`.
+  double time_at_value(int64_t a, int64_t b, int64_t value) const;
 };
 
 /// When one thread or process of the run was on a CPU.
@@ -69,6 +71,11 @@ struct ActivitySet {
 ActivitySet read_activity(const Context& cx, const std::vector<CounterSample>& counters, uint32_t step_thread,
                           const std::vector<uint8_t>& python_threads);
 
+/// A CUDA call at least this long may block its thread (a synchronization, a blocking copy; torch makes those
+/// without the GIL); launches and async copies return in microseconds, on a CPU. Long calls tell a lock's holder
+/// from the GIL's (wait_attribution.cpp); short ones hold none of a thread's blocked time (wait_windows.cpp).
+inline constexpr int64_t kLongCudaCallNs = 200'000;
+
 // ---------------------------------------------------------------- wait_windows.cpp
 /// An interval of a typical step in which the GPU was idle, the step thread was outside CUDA calls, and it was
 /// blocked (off a CPU and not waiting for one) for the share `blocked` of the time.
@@ -79,6 +86,9 @@ struct WaitPiece {
   /// It lies in a host gap shorter than kDispatchGapNs between two CUDA calls, which the idle attribution gives
   /// to the launch path (launch_bound) unless the step thread was blocked there (split_waits).
   bool dispatch_gap = false;
+  /// The step thread's samples around it: the resolution at which its blocked time is known (both 0: the piece's
+  /// own bounds). Other threads' activity is measured over the same interval (attribute_waits).
+  int64_t sample_start = 0, sample_end = 0;
   double blocked_ns() const { return double(end - start) * blocked; }
 };
 

@@ -131,6 +131,27 @@ TEST_CASE("wait windows: blocked shares between samples, outside calls, while th
   CHECK_FALSE(find_wait_windows({{0, 50 * ms, 60 * ms}}, st, {}, {}).measured);
 }
 
+TEST_CASE("wait windows: blocked time lies outside short CUDA calls, not spread over launches") {
+  // Step [0, 10 ms), the thread blocked 30 % of every millisecond; launches (short calls) fill 40 % of each.
+  Activity st = thread(1, "main", series({{0, 0.7}}, 10 * ms));
+  Intervals calls;
+  for (int64_t t = 0; t < 10 * ms; t += 100 * us) calls.emplace_back(t, t + 40 * us);
+  const WaitWindows w = find_wait_windows({{0, 0, 10 * ms}}, st, calls, {}, 0.05, 10 * us);
+  double blocked = 0, outside = 0;
+  for (const auto& p : w.pieces) {
+    blocked += p.blocked_ns();
+    outside += double(p.end - p.start);
+    CHECK(p.blocked == doctest::Approx(0.5));  // 0.3 of the time over the 0.6 outside the launches
+  }
+  CHECK(outside == doctest::Approx(6 * ms));
+  CHECK(blocked == doctest::Approx(3 * ms));  // all of the thread's blocked time, none lost inside launches
+  // Long calls (a synchronization) may block: they keep their share, and the rest keeps the even spread.
+  Intervals syncs;
+  for (int64_t t = 0; t < 10 * ms; t += 1 * ms) syncs.emplace_back(t, t + 400 * us);
+  const WaitWindows l = find_wait_windows({{0, 0, 10 * ms}}, st, syncs, {}, 0.05, 10 * us);
+  for (const auto& p : l.pieces) CHECK(p.blocked == doctest::Approx(0.3));
+}
+
 TEST_CASE("attribution: the thread whose Queue.put ended the wait, busy or not, gets it") {
   OnePiece t;
   const WaitPoint* get = point("queue", "Queue.get");
@@ -206,6 +227,46 @@ TEST_CASE("attribution: through a thread's long CUDA calls the step stayed block
   // Launches only (microseconds): no evidence either way, so the GIL.
   t.act.cuda_calls[2] = {{2 * ms, 2 * ms + 5 * us}, {5 * ms, 5 * ms + 5 * us}};
   CHECK(party(t.run(), Kind::kGil));
+}
+
+TEST_CASE("attribution: blocked in an untimed futex the step waits for a lock; in a timed one, for the GIL") {
+  OnePiece t;
+  t.act.step.python = true;
+  t.act.others.push_back(thread(2, "worker-b", series({{0, 0.9}}, 20 * ms)));
+  // `with lock:` passes no timeout: the running Python thread holds a lock, not (only) the GIL.
+  t.act.step.blocked_in.points = {{0, int64_t(BlockedIn::kRunning)}, {2 * ms, int64_t(BlockedIn::kLockUntimed)},
+                                  {12 * ms, int64_t(BlockedIn::kRunning)}};
+  const WaitAttribution a = t.run();
+  REQUIRE(party(a, Kind::kLock));
+  CHECK(party(a, Kind::kLock)->name == "worker-b");
+  CHECK(party(a, Kind::kLock)->blocked_ns == doctest::Approx(10 * ms));
+  CHECK_FALSE(party(a, Kind::kGil));
+  CHECK(a.per_step.at(0).gil == 0);
+  // CPython waits for the GIL a switch interval at a time: a timed futex.
+  t.act.step.blocked_in.points[1].second = int64_t(BlockedIn::kLockTimed);
+  const WaitAttribution g = t.run();
+  REQUIRE(party(g, Kind::kGil));
+  CHECK_FALSE(party(g, Kind::kLock));
+  CHECK(g.per_step.at(0).gil == doctest::Approx(10 * ms));
+  // Mostly timed, briefly untimed (the GIL taken back after a lock): the longer one decides.
+  t.act.step.blocked_in.points = {{0, int64_t(BlockedIn::kRunning)}, {2 * ms, int64_t(BlockedIn::kLockUntimed)},
+                                  {3 * ms, int64_t(BlockedIn::kLockTimed)}, {12 * ms, int64_t(BlockedIn::kRunning)}};
+  CHECK(party(t.run(), Kind::kGil));
+  // A futex seen with its timeout overrides the long-CUDA-call evidence, which older dumps still use.
+  t.act.cuda_calls[2] = {{2 * ms, 3 * ms}, {5 * ms, 7 * ms}};
+  CHECK(party(t.run(), Kind::kGil));
+  t.act.step.blocked_in.points = {{0, int64_t(BlockedIn::kRunning)}, {2 * ms, int64_t(BlockedIn::kLock)}};
+  CHECK(party(t.run(), Kind::kLock));
+}
+
+TEST_CASE("level series: the time a value held within an interval") {
+  LevelSeries s;
+  s.points = {{0, 0}, {2, 10}, {5, 11}, {6, 10}};
+  CHECK(s.time_at_value(0, 10, 10) == doctest::Approx(3 + 4));  // [2,5) and [6,10)
+  CHECK(s.time_at_value(3, 7, 10) == doctest::Approx(2 + 1));
+  CHECK(s.time_at_value(3, 7, 11) == doctest::Approx(1));
+  CHECK(s.time_at_value(7, 7, 10) == 0);
+  CHECK(LevelSeries{}.time_at_value(0, 10, 10) == 0);
 }
 
 TEST_CASE("attribution: its own sleep; a read is its own unless the other end is busy") {
