@@ -6,6 +6,7 @@
 #include "dump/files.hpp"
 #include "runtime/runtime.hpp"
 #include "test_util.hpp"
+#include "support/files.hpp"
 
 #include <inferscope/scope.hpp>
 
@@ -311,6 +312,39 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
   auto c = testutil::read_all(dump::DumpReader(out));
   CHECK(testutil::count_named(c.ranges, "counted") == 7);
   CHECK(testutil::count_named(c.ranges, "first") == 0);
+}
+
+// Two runs started together on one output both pass iscope-run's check (no session holds it yet); then one
+// session takes the output and the other's runtime says "not recording". Here the order is forced: the program
+// waits without recording (enable=0) until this test's session holds the output, then execs the recorder, which
+// is refused. The file at the output is new since the run started, but it is this test's dump, not the run's.
+TEST_CASE("a run whose session lost the output to another session never claims that one's dump") {
+  const std::string out = testutil::temp_path("race.iscope");
+  const std::string ready = testutil::temp_path("race.ready"), go = testutil::temp_path("race.go");
+  const std::string log = testutil::temp_path("race-run.err");
+  const std::string script = "touch '" + ready + "'; while [ ! -e '" + go +
+                             "' ]; do sleep 0.01; done; exec env INFERSCOPE_ENABLE=1 \"$0\" count 5";
+  pid_t run = testutil::spawn({"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out, "--set", "enable=0", "--",
+                               "/bin/sh", "-c", script, recorder()},
+                              {}, log);
+  REQUIRE(run > 0);
+  for (int i = 0; i < 2000 && !fs::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(fs::exists(ready));
+  REQUIRE(start(config_for(out)));
+  RECORD("other", 100);
+  testsupport::write(go, "");
+  const int st = testutil::wait_status_within(run, 20000);
+  CHECK(stop());
+  const std::string said = testutil::read_file(log);
+  CAPTURE(said);
+  CHECK(said.find("not recording") != std::string::npos);  // the run's session was refused
+  CHECK(said.find("recorded 5") != std::string::npos);     // and its program ran to the end
+  CHECK(said.find("iscope-run: dump written to") == std::string::npos);
+  CHECK(said.find("no dump written to " + out + " by this run: the file there is the dump of another process, pid " +
+                  std::to_string(::getpid())) != std::string::npos);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 125);
+  CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "other") == 100);
 }
 
 // --- ring mode on abnormal exits ---------------------------------------------------------------------------
