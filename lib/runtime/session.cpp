@@ -388,6 +388,11 @@ void append_calibration(SessionState& s, std::vector<uint8_t>& out, bool all) {
   if (!b.empty()) b.finish_into(out);
 }
 
+// The drop reasons the writer itself counts. They are interned when the session starts: current_drops() runs
+// after a buffer's string table is built, so a reason first interned there would be missing from that buffer (a
+// dump whose only successful append after failed ones was the last named its write_failed drops "<string N>").
+constexpr const char* kDropReasons[] = {"buffer_full", "ring_overwritten", "write_failed"};
+
 std::vector<dump::DropEntry> current_drops(SessionState& s) {
   std::vector<dump::DropEntry> d;
   const uint32_t full = intern("buffer_full");
@@ -1177,6 +1182,7 @@ uint64_t cuda_device_locations_generation() {
 void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, uint64_t bytes) {
   SessionState* s = G().session;
   if (!s) return;
+  intern(reason);  // now, so the next buffer's string table names it (see kDropReasons)
   std::lock_guard lk(s->meta_mu);
   auto& c = s->extra_drops[{thread_id, std::string(reason)}];
   c.first += records;
@@ -1400,6 +1406,7 @@ ExitGuard::~ExitGuard() {
 // when nothing is there; ring: a temporary beside it, preopened for crash dumps). Then the first calibration
 // points and the head of the dump (stream) or of the crash image (ring).
 bool open_dump(SessionState& s) {
+  for (const char* reason : kDropReasons) intern(reason);
   std::string why;
   if (!s.file.open(s.output, /*in_place=*/!s.ring_mode, why)) {
     log(LogLevel::kError, "start: " + why + "; not recording");
