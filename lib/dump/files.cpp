@@ -1,6 +1,8 @@
 #include "dump/files.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -167,6 +169,40 @@ int create_temp_beside(const std::string& path, std::string& temp) {
 
 namespace {
 
+sigset_t file_size_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGXFSZ);
+  return set;
+}
+
+bool file_size_signal_pending() {
+  sigset_t pending;
+  return ::sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+}
+
+}  // namespace
+
+HoldFileSizeSignal::HoldFileSizeSignal() {
+  const sigset_t xfsz = file_size_signal();
+  ::pthread_sigmask(SIG_BLOCK, &xfsz, &old_mask_);
+  was_pending_ = file_size_signal_pending();
+}
+
+HoldFileSizeSignal::~HoldFileSizeSignal() {
+  const int saved_errno = errno;  // the caller reads the failed write's errno after this scope
+  if (!was_pending_ && file_size_signal_pending()) {
+    const sigset_t xfsz = file_size_signal();
+    const timespec now{0, 0};
+    while (::sigtimedwait(&xfsz, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  errno = saved_errno;
+}
+
+namespace {
+
 pid_t read_pid(int fd) {
   char buf[32] = {};
   const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
@@ -212,6 +248,7 @@ bool OutputLock::acquire(const std::string& output) {
       continue;
     }
     const std::string pid = std::to_string(::getpid()) + "\n";
+    const HoldFileSizeSignal hold;  // under ulimit -f 0 the pid is not written; the program runs on
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
       // The lock holds without the pid; only the message of a refused session is poorer.
     }

@@ -199,6 +199,54 @@ TEST_CASE("a real full disk (a small tmpfs that fills, then frees space) leaves 
   ::umount2(dir.c_str(), MNT_DETACH);
 }
 
+// A file-size limit (ulimit -f, RLIMIT_FSIZE) smaller than the dump: the kernel raises SIGXFSZ on the write that
+// reaches it, whose default action ended the program (exit 153 from a shell) with a torn last chunk. Our writes
+// hold the signal back, so they fail with EFBIG like any failed append; the program's own writes still get it.
+TEST_CASE("a file-size limit: our writes fail with EFBIG and the program runs on; its own writes still get SIGXFSZ") {
+  // 256 blocks of 512 bytes (dash's unit; bash counts 1024): far below the dump of 50,000 ranges.
+  auto limited = [](std::vector<std::string> argv) {
+    std::vector<std::string> a{"/bin/sh", "-c", "ulimit -f 256 && exec \"$@\"", "sh"};
+    a.insert(a.end(), argv.begin(), argv.end());
+    return a;
+  };
+  for (const std::string mode : {"stream", "ring"}) {
+    CAPTURE(mode);
+    const std::string out = testutil::temp_path("fsize-" + mode + ".iscope");
+    const std::string log = testutil::temp_path("fsize-" + mode + ".out");
+    pid_t pid = testutil::spawn(limited({recorder(), "paced", "50000"}),
+                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_BUFFER_MODE=" + mode,
+                                 "INFERSCOPE_THREAD_BUFFER_KB=64",  // chunks small enough that some fit
+                                 "INFERSCOPE_CUPTI=0", "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0"},
+                                log);
+    const int st = testutil::wait_status_within(pid, 60000);
+    REQUIRE(st != -1);
+    CHECK_FALSE(WIFSIGNALED(st));
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(testutil::read_file(log).find("recorded 50000") != std::string::npos);
+    if (mode == "ring") continue;  // the window is larger than the limit: no snapshot fits
+    dump::DumpReader r(out);
+    CHECK_FALSE(r.damage());  // no torn chunk: the failed append was cut back
+    const uint64_t in_file = testutil::count_named(testutil::read_all(r).ranges, "counted");
+    const uint64_t lost = drops_for(r, "write_failed");
+    CAPTURE(in_file);
+    CHECK(in_file > 0);   // the dump holds what fitted, in whole chunks
+    CHECK(r.complete());  // END fits under the limit once the large appends have failed
+    CHECK(lost > 0);
+    CHECK(in_file + lost + drops_for(r, "buffer_full") >= 50000);  // every range in the file or counted
+    CHECK(accounting(r).count("lost_in_file") == 0);
+    CHECK(static_cast<uint64_t>(fs::file_size(out)) <= 256 * 1024);
+  }
+  // The program's own write past the limit ends it by SIGXFSZ, as without us.
+  const std::string own = testutil::temp_path("fsize-own.bin");
+  pid_t pid = testutil::spawn(limited({recorder(), "own-write", "1000", own, "1000000"}),
+                              {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + testutil::temp_path("fsize-own.iscope"),
+                               "INFERSCOPE_CUPTI=0", "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0"});
+  const int st = testutil::wait_status_within(pid, 60000);
+  REQUIRE(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGXFSZ);
+}
+
 // --- what is at the output ------------------------------------------------------------------------------
 
 TEST_CASE("special files, directories and symlinks at the output are refused in both modes, untouched") {
