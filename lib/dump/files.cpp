@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,6 +143,14 @@ bool AtomicOutput::commit() {
     return false;
   }
   return true;
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::vector<char> cwd(PATH_MAX);
+  if (!::getcwd(cwd.data(), cwd.size())) return path;
+  const std::string dir = cwd.data();
+  return dir + (dir == "/" ? "" : "/") + path;
 }
 
 std::optional<std::string> unusable_output(const std::string& path) {

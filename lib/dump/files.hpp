@@ -78,6 +78,11 @@ class AtomicOutput {
   bool direct_ = false, done_ = false;
 };
 
+/// `path` made absolute against the working directory now ("out/run.iscope" -> "/home/u/out/run.iscope"), so that
+/// it names the same file after the process changes its directory; as given when it is empty or absolute, or the
+/// working directory cannot be read.
+std::string absolute_path(const std::string& path);
+
 /// Why `path` cannot be a dump's output: it is a symbolic link ("refusing to follow it"), a directory, FIFO,
 /// device or socket. Empty when nothing is there or it is a regular file. Uses lstat(), never opens it.
 std::optional<std::string> unusable_output(const std::string& path);

@@ -8,6 +8,7 @@
 #include "runtime/session.hpp"
 
 #include "collect/system/cgroup_cpu.hpp"
+#include "dump/files.hpp"
 #include "dump/path.hpp"
 #include "runtime/crash_dump.hpp"
 #include "runtime/dump_file.hpp"
@@ -1489,11 +1490,13 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   if (s->cfg.flush_period_ms == 0) s->cfg.flush_period_ms = 1;
   if (s->cfg.calibration_period_ms == 0) s->cfg.calibration_period_ms = 1000;
   if (s->cfg.trace_size_mb == 0) s->cfg.trace_size_mb = 1;
-  s->output = config.output.empty() ? default_output_path() : config.output;
+  // Absolute from here on: a program that calls chdir() must not move its dump, temporary, lock file or report.
+  s->output = dump::absolute_path(config.output.empty() ? default_output_path() : config.output);
+  s->cfg.report = dump::absolute_path(config.report);
   // Sampled mode keeps its windows in memory and writes them whole, as ring mode does.
   s->ring_mode = config.buffer_mode == BufferMode::kRing || config.mode == CaptureMode::kSampled;
   s->from_env = from_env;
-  s->family_output = family_output.empty() ? s->output : family_output;
+  s->family_output = family_output.empty() ? s->output : dump::absolute_path(family_output);
   s->sampled = config.mode == CaptureMode::kSampled;
   if (!open_dump(*s)) {
     delete s;

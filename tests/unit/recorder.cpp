@@ -126,6 +126,19 @@ int main(int argc, char** argv) {
   if (mode == "abort" || mode == "segv" || mode == "bus" || mode == "segv-handled")
     return crash(mode, argc > 2 ? std::atol(argv[2]) : 1000, argc > 3 ? argv[3] : "");
   if (mode == "exit-code") return argc > 2 ? std::atoi(argv[2]) : 0;
+  if (mode == "chdir") {  // records N ranges, changes its working directory to DIR, records N more, returns
+    if (argc < 4) return 2;
+    const long n = std::atol(argv[3]);
+    for (long i = 0; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    if (::chdir(argv[2]) != 0) return 3;
+    for (long i = 0; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    std::printf("recorded %ld\n", 2 * n);
+    return 0;
+  }
   if (mode == "paced") {  // records N ranges at a pace the writer keeps up with (1 ms pause every 100)
     long n = argc > 2 ? std::atol(argv[2]) : 1000;
     for (long i = 0; i < n; ++i) {

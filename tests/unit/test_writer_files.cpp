@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -289,6 +290,80 @@ TEST_CASE("a symlink or FIFO planted at <out>.tmp or <out>.lock is never followe
     CHECK_FALSE(fs::exists(out));
   }
   CHECK(testutil::read_file(victim) == "precious");
+}
+
+// --- a relative output and a program that changes its working directory ---------------------------------
+
+namespace {
+
+// The process's working directory while alive, then the one before (a failing check must not move the next
+// test case).
+struct InDirectory {
+  fs::path before = fs::current_path();
+  explicit InDirectory(const fs::path& dir) { fs::current_path(dir); }
+  ~InDirectory() { fs::current_path(before); }
+};
+
+// The names of the files in `dir`, sorted, joined by spaces: what a session left there (a lock file, a
+// temporary) shows in a failed check.
+std::string files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::string joined;
+  for (const auto& n : names) joined += (joined.empty() ? "" : " ") + n;
+  return joined;
+}
+
+}  // namespace
+
+// A relative output is where it names from the directory the session started in: a program that calls chdir()
+// afterwards used to leave a ring dump, or a stream dump replacing an earlier one, in its temporary (the rename
+// at stop resolved the relative names from the new directory), stop() false and the lock file behind.
+TEST_CASE("a relative output stays where it was named when the program changes its working directory") {
+  for (const std::string mode : {"stream", "stream over an earlier dump", "ring"}) {
+    CAPTURE(mode);
+    const fs::path started = testutil::temp_path("chdir-from-" + std::to_string(mode.size()));
+    const fs::path moved = testutil::temp_path("chdir-to-" + std::to_string(mode.size()));
+    fs::create_directories(started);
+    fs::create_directories(moved);
+    if (mode == "stream over an earlier dump") testsupport::write(started / "rel.iscope", "earlier");
+    {
+      InDirectory in(started);
+      REQUIRE(start(config_for("rel.iscope", mode == "ring" ? BufferMode::kRing : BufferMode::kStream)));
+      fs::current_path(moved);
+      RECORD("after_chdir", 100);
+      CHECK(stop());
+    }
+    CHECK(files_in(started) == "rel.iscope");  // no lock file, no temporary left
+    CHECK(files_in(moved) == "");
+    dump::DumpReader r((started / "rel.iscope").string());
+    CHECK(r.complete());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "after_chdir") == 100);
+  }
+}
+
+TEST_CASE("INFERSCOPE_OUTPUT relative, then chdir(): the dump is where it was named from, in both modes") {
+  for (const std::string mode : {"stream", "ring"}) {
+    CAPTURE(mode);
+    const fs::path started = testutil::temp_path("env-chdir-from-" + mode);
+    const fs::path moved = testutil::temp_path("env-chdir-to-" + mode);
+    fs::create_directories(started);
+    fs::create_directories(moved);
+    testsupport::write(started / "rel.iscope", "earlier");  // stream mode then writes beside it and renames
+    pid_t pid = testutil::spawn({"/bin/sh", "-c", "cd \"$1\" && exec \"$2\" chdir \"$3\" 500", "sh", started.string(),
+                                 recorder(), moved.string()},
+                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=rel.iscope", "INFERSCOPE_BUFFER_MODE=" + mode,
+                                 "INFERSCOPE_CUPTI=0", "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0"});
+    const int st = testutil::wait_status_within(pid, 20000);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(files_in(started) == "rel.iscope");  // no lock file, no temporary left
+    CHECK(files_in(moved) == "");
+    dump::DumpReader r((started / "rel.iscope").string());
+    CHECK(r.complete());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 1000);
+  }
 }
 
 // --- two runs, one output ----------------------------------------------------------------------------------
