@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -189,6 +190,14 @@ std::string unwritable(const std::string& path) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return "its directory " + dir + " cannot be written: " + std::strerror(errno);
   return "";
+}
+
+// Whether two paths name one file: the same absolute path once "." and ".." are resolved, or one existing file
+// (through a link or a hard link).
+bool names_one_file(const std::string& a, const std::string& b) {
+  const std::filesystem::path na = std::filesystem::path(absolute(a)).lexically_normal();
+  const std::filesystem::path nb = std::filesystem::path(absolute(b)).lexically_normal();
+  return na == nb || inferscope::dump::same_file(a, b);
 }
 
 // A setting from the command line, checked by the same table the runtime uses, with the flag the user typed
@@ -364,6 +373,8 @@ int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
   if (args.count("report")) {
     const std::string report = args["report"].as<std::string>();
     if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
+    else if (!plan.output.empty() && names_one_file(plan.output, report))  // the report would replace the dump
+      problems.push_back("--report " + report + ": is the dump's own file (-o " + plan.output + "); name another file");
   }
   if (!problems.empty()) {
     for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
