@@ -65,7 +65,8 @@ INFERSCOPE_API bool start(const Config& config = Config{});
 INFERSCOPE_API bool stop();
 /// Whether a session is recording.
 INFERSCOPE_API bool is_active() noexcept;
-/// Path of the dump the running (or last) session writes.
+/// Path of the dump the running (or last) session writes, made absolute when it started (a relative output is
+/// resolved against the working directory of that moment, so chdir() afterwards does not move it).
 INFERSCOPE_API std::string output_path();
 /// Ring or sampled mode: writes what the ring holds (the flight recorder's window, or the kept sampled windows)
 /// to "<output stem>.flush<N>.iscope" and returns that path; recording goes on. SIGUSR2 does the same. Returns ""

@@ -1,11 +1,14 @@
 #include "dump/files.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,6 +145,14 @@ bool AtomicOutput::commit() {
   return true;
 }
 
+std::string absolute_path(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  std::vector<char> cwd(PATH_MAX);
+  if (!::getcwd(cwd.data(), cwd.size())) return path;
+  const std::string dir = cwd.data();
+  return dir + (dir == "/" ? "" : "/") + path;
+}
+
 std::optional<std::string> unusable_output(const std::string& path) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;  // nothing there (or unreachable: open says why)
@@ -163,6 +174,40 @@ int create_temp_beside(const std::string& path, std::string& temp) {
   ::umask(mask);
   ::fchmod(fd, 0644 & ~mask);
   return fd;
+}
+
+namespace {
+
+sigset_t file_size_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGXFSZ);
+  return set;
+}
+
+bool file_size_signal_pending() {
+  sigset_t pending;
+  return ::sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+}
+
+}  // namespace
+
+HoldFileSizeSignal::HoldFileSizeSignal() {
+  const sigset_t xfsz = file_size_signal();
+  ::pthread_sigmask(SIG_BLOCK, &xfsz, &old_mask_);
+  was_pending_ = file_size_signal_pending();
+}
+
+HoldFileSizeSignal::~HoldFileSizeSignal() {
+  const int saved_errno = errno;  // the caller reads the failed write's errno after this scope
+  if (!was_pending_ && file_size_signal_pending()) {
+    const sigset_t xfsz = file_size_signal();
+    const timespec now{0, 0};
+    while (::sigtimedwait(&xfsz, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  errno = saved_errno;
 }
 
 namespace {
@@ -212,6 +257,7 @@ bool OutputLock::acquire(const std::string& output) {
       continue;
     }
     const std::string pid = std::to_string(::getpid()) + "\n";
+    const HoldFileSizeSignal hold;  // under ulimit -f 0 the pid is not written; the program runs on
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
       // The lock holds without the pid; only the message of a refused session is poorer.
     }

@@ -12,8 +12,10 @@
 //   if (auto why = dump::unusable_output("run.iscope")) ...   // "run.iscope: is a symbolic link; ..."
 //   dump::OutputLock lock("run.iscope");                      // flock on "run.iscope.lock": one session per output
 //   if (!lock.ok()) ... lock.error() ...                      // "... is being written by another session (pid 4242)"
+//   { dump::HoldFileSizeSignal hold; ::pwrite(...); }         // past ulimit -f: EFBIG, not death by SIGXFSZ
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <fstream>
@@ -76,6 +78,11 @@ class AtomicOutput {
   bool direct_ = false, done_ = false;
 };
 
+/// `path` made absolute against the working directory now ("out/run.iscope" -> "/home/u/out/run.iscope"), so that
+/// it names the same file after the process changes its directory; as given when it is empty or absolute, or the
+/// working directory cannot be read.
+std::string absolute_path(const std::string& path);
+
 /// Why `path` cannot be a dump's output: it is a symbolic link ("refusing to follow it"), a directory, FIFO,
 /// device or socket. Empty when nothing is there or it is a regular file. Uses lstat(), never opens it.
 std::optional<std::string> unusable_output(const std::string& path);
@@ -108,6 +115,23 @@ class OutputLock {
  private:
   std::string path_, error_;
   int fd_ = -1;
+};
+
+/// While alive, a SIGXFSZ raised by this thread's writes (a file-size limit: ulimit -f, RLIMIT_FSIZE) is held
+/// back and then discarded, so such a write fails with EFBIG instead of ending the process by the signal's default
+/// action. For the profiler's own writes into a program: the program's writes, on its threads and outside this
+/// scope, still get SIGXFSZ as without us; one already pending when the scope began is left pending. Only
+/// async-signal-safe calls (pthread_sigmask, sigpending, sigtimedwait): a crash handler may use it.
+class HoldFileSizeSignal {
+ public:
+  HoldFileSizeSignal();
+  ~HoldFileSizeSignal();
+  HoldFileSizeSignal(const HoldFileSizeSignal&) = delete;
+  HoldFileSizeSignal& operator=(const HoldFileSizeSignal&) = delete;
+
+ private:
+  sigset_t old_mask_;
+  bool was_pending_ = false;
 };
 
 /// The pid of the live process that holds `output`'s lock, 0 when none does (-1: held, pid not yet written).

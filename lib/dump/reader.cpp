@@ -621,4 +621,41 @@ void report_file_accounting(const DumpReader& r, std::vector<std::string>& warni
   }
 }
 
+namespace {
+
+// The file header and the first chunk's header, checked; false when they are not a dump's with a process-info
+// chunk of a sane size first.
+bool read_leading_chunk_header(int fd, ChunkHeader& h) {
+  FileHeader fh{};
+  if (::pread(fd, &fh, sizeof(fh), 0) != static_cast<ssize_t>(sizeof(fh))) return false;
+  if (std::memcmp(fh.magic, kMagic, sizeof(kMagic)) != 0 || fh.version_major != kVersionMajor) return false;
+  if (::pread(fd, &h, sizeof(h), sizeof(fh)) != static_cast<ssize_t>(sizeof(h))) return false;
+  constexpr uint64_t kMaxProcessInfo = uint64_t(1) << 20;
+  return h.header_crc == crc32c(&h, offsetof(ChunkHeader, header_crc)) &&
+         h.type == static_cast<uint32_t>(ChunkType::kProcessInfo) && h.length <= kMaxProcessInfo;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::pair<std::string, std::string>>> leading_process_info(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::vector<std::pair<std::string, std::string>>> info;
+  struct stat st{};
+  ChunkHeader h{};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_leading_chunk_header(fd, h)) {
+    std::vector<uint8_t> payload(h.length);
+    const off_t at = sizeof(FileHeader) + sizeof(ChunkHeader);
+    if (::pread(fd, payload.data(), payload.size(), at) == static_cast<ssize_t>(payload.size()) &&
+        h.payload_crc == crc32c(payload.data(), payload.size())) {
+      try {
+        info = parse_key_values(payload.data(), payload.size(), h.count, at);
+      } catch (const DumpError&) {
+      }
+    }
+  }
+  ::close(fd);
+  return info;
+}
+
 }  // namespace inferscope::dump

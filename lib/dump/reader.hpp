@@ -258,4 +258,9 @@ namespace inferscope::dump {
 void report_file_accounting(const DumpReader& r, std::vector<std::string>& warnings,
                             std::map<std::string, uint64_t>& drops);
 
+/// The process info that opens the dump at `path` (the writer puts it first, in every mode), read without
+/// walking the rest of the file: what iscope-run needs to tell its own program's dump from another process's.
+/// Empty when the file is not a regular file that starts with a dump header and a whole process-info chunk.
+std::optional<std::vector<std::pair<std::string, std::string>>> leading_process_info(const std::string& path);
+
 }  // namespace inferscope::dump

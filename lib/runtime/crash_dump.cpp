@@ -1,5 +1,6 @@
 #include "runtime/crash_dump.hpp"
 
+#include "dump/files.hpp"
 #include "dump/format.hpp"
 
 #include <inferscope/internal/hot_path.hpp>
@@ -63,6 +64,7 @@ bool write_end(int fd, const Image& img) {
 
 // The whole image into its file, then renamed over the output (unless a special file or a symlink is there).
 void write_image(const Image& img) {
+  const dump::HoldFileSizeSignal hold;  // past a file-size limit: a torn image left at the temporary, not SIGXFSZ
   if (img.fd < 0 || ::lseek(img.fd, 0, SEEK_SET) != 0 || ::ftruncate(img.fd, 0) != 0) return;
   bool ok = true;
   for (const auto& seg : img.meta) ok = ok && write_whole(img.fd, seg.data(), seg.size());

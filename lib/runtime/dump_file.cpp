@@ -23,7 +23,10 @@ ssize_t plain_pwrite(int fd, const void* data, size_t size, off_t offset) { retu
 // Writes all `size` bytes at `offset`: EINTR and EAGAIN are retried (EAGAIN after a short pause, a bounded
 // number of times), a short write continues where it stopped. False (errno set) on any other failure, or a
 // write that makes no progress.
+// A file-size limit makes the write that reaches it fail with EFBIG here (its SIGXFSZ held back): a failed
+// append like any other, never the end of the program.
 bool write_whole_at(int fd, const uint8_t* p, size_t size, uint64_t offset) {
+  const dump::HoldFileSizeSignal hold;
   const WriteAtFn write_at = dump_write_function();
   int again = 0;
   size_t done = 0;

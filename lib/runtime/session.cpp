@@ -8,6 +8,7 @@
 #include "runtime/session.hpp"
 
 #include "collect/system/cgroup_cpu.hpp"
+#include "dump/files.hpp"
 #include "dump/path.hpp"
 #include "runtime/crash_dump.hpp"
 #include "runtime/dump_file.hpp"
@@ -387,6 +388,11 @@ void append_calibration(SessionState& s, std::vector<uint8_t>& out, bool all) {
   if (!all) s.calib_written = s.calib.size();
   if (!b.empty()) b.finish_into(out);
 }
+
+// The drop reasons the writer itself counts. They are interned when the session starts: current_drops() runs
+// after a buffer's string table is built, so a reason first interned there would be missing from that buffer (a
+// dump whose only successful append after failed ones was the last named its write_failed drops "<string N>").
+constexpr const char* kDropReasons[] = {"buffer_full", "ring_overwritten", "write_failed"};
 
 std::vector<dump::DropEntry> current_drops(SessionState& s) {
   std::vector<dump::DropEntry> d;
@@ -1177,6 +1183,7 @@ uint64_t cuda_device_locations_generation() {
 void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, uint64_t bytes) {
   SessionState* s = G().session;
   if (!s) return;
+  intern(reason);  // now, so the next buffer's string table names it (see kDropReasons)
   std::lock_guard lk(s->meta_mu);
   auto& c = s->extra_drops[{thread_id, std::string(reason)}];
   c.first += records;
@@ -1400,6 +1407,7 @@ ExitGuard::~ExitGuard() {
 // when nothing is there; ring: a temporary beside it, preopened for crash dumps). Then the first calibration
 // points and the head of the dump (stream) or of the crash image (ring).
 bool open_dump(SessionState& s) {
+  for (const char* reason : kDropReasons) intern(reason);
   std::string why;
   if (!s.file.open(s.output, /*in_place=*/!s.ring_mode, why)) {
     log(LogLevel::kError, "start: " + why + "; not recording");
@@ -1482,11 +1490,13 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   if (s->cfg.flush_period_ms == 0) s->cfg.flush_period_ms = 1;
   if (s->cfg.calibration_period_ms == 0) s->cfg.calibration_period_ms = 1000;
   if (s->cfg.trace_size_mb == 0) s->cfg.trace_size_mb = 1;
-  s->output = config.output.empty() ? default_output_path() : config.output;
+  // Absolute from here on: a program that calls chdir() must not move its dump, temporary, lock file or report.
+  s->output = dump::absolute_path(config.output.empty() ? default_output_path() : config.output);
+  s->cfg.report = dump::absolute_path(config.report);
   // Sampled mode keeps its windows in memory and writes them whole, as ring mode does.
   s->ring_mode = config.buffer_mode == BufferMode::kRing || config.mode == CaptureMode::kSampled;
   s->from_env = from_env;
-  s->family_output = family_output.empty() ? s->output : family_output;
+  s->family_output = family_output.empty() ? s->output : dump::absolute_path(family_output);
   s->sampled = config.mode == CaptureMode::kSampled;
   if (!open_dump(*s)) {
     delete s;

@@ -682,3 +682,23 @@ def test_importing_the_package_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("buffer_mode", ["stream", "ring"])
+def test_a_relative_output_stays_where_it_was_named_when_the_program_changes_directory(tmp_path, monkeypatch, buffer_mode):
+    started, moved = tmp_path / "started", tmp_path / "moved"
+    started.mkdir()
+    moved.mkdir()
+    monkeypatch.chdir(started)
+    assert isc.start(output="rel.iscope", buffer_mode=buffer_mode, python=False)
+    try:
+        os.chdir(moved)
+        with isc.scope("after_chdir"):
+            pass
+    finally:
+        stopped = isc.stop()
+    assert stopped
+    assert sorted(os.listdir(started)) == ["rel.iscope"]  # no temporary, no lock file
+    assert os.listdir(moved) == []
+    assert isc.output_path() == str(started / "rel.iscope")
+    assert [r["name"] for r in of_kind(isc._native._read_dump(str(started / "rel.iscope")), "range")] == ["after_chdir"]

@@ -126,5 +126,40 @@ int main(int argc, char** argv) {
   if (mode == "abort" || mode == "segv" || mode == "bus" || mode == "segv-handled")
     return crash(mode, argc > 2 ? std::atol(argv[2]) : 1000, argc > 3 ? argv[3] : "");
   if (mode == "exit-code") return argc > 2 ? std::atoi(argv[2]) : 0;
+  if (mode == "chdir") {  // records N ranges, changes its working directory to DIR, records N more, returns
+    if (argc < 4) return 2;
+    const long n = std::atol(argv[3]);
+    for (long i = 0; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    if (::chdir(argv[2]) != 0) return 3;
+    for (long i = 0; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    std::printf("recorded %ld\n", 2 * n);
+    return 0;
+  }
+  if (mode == "paced") {  // records N ranges at a pace the writer keeps up with (1 ms pause every 100)
+    long n = argc > 2 ? std::atol(argv[2]) : 1000;
+    for (long i = 0; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+      if (i % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::printf("recorded %ld\n", n);
+    return 0;
+  }
+  if (mode == "own-write") {  // records N ranges, then writes BYTES to FILE itself (a file-size limit ends it)
+    if (argc < 5) return 2;
+    for (long i = 0, n = std::atol(argv[2]); i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    std::vector<char> bytes(static_cast<size_t>(std::atol(argv[4])), 'x');
+    FILE* f = std::fopen(argv[3], "wb");
+    if (!f) return 3;
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+    std::printf("wrote %zu\n", bytes.size());
+    return 0;
+  }
   return 2;
 }

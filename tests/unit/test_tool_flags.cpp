@@ -124,3 +124,20 @@ TEST_CASE("iscope-analyze: --no-children=false reads the children, --summary=no 
   CHECK(bad.exit == 2);
   CHECK(bad.err.find("--progress=maybe: 'maybe' is not a boolean") != std::string::npos);
 }
+
+// The dump and the report at exit are two files: `-o x.json --report x.json` (however spelt) would have the report
+// written over the dump it is made from. Refused before the program runs, naming both flags.
+TEST_CASE("iscope-run: --report naming the dump's own file is refused before the program runs") {
+  const std::string dump = testutil::temp_path("same.json");
+  const std::string dir = dump.substr(0, dump.rfind('/'));
+  for (const std::string& report : {dump, dir + "/./same.json"}) {
+    CAPTURE(report);
+    testutil::ToolLimits lim;
+    const testutil::ToolRun run =
+        testutil::run_tool("tools/iscope-run/iscope-run", {"-o", dump, "--report", report, "--", "/usr/bin/env"}, lim);
+    CHECK(run.exit == 2);
+    CHECK(run.err.find("--report " + report + ": is the dump's own file (-o " + dump + ")") != std::string::npos);
+    CHECK(run.out.find("INFERSCOPE_") == std::string::npos);  // the program did not run
+    CHECK_FALSE(fs::exists(dump));
+  }
+}

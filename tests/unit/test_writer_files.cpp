@@ -6,12 +6,14 @@
 #include "dump/files.hpp"
 #include "runtime/runtime.hpp"
 #include "test_util.hpp"
+#include "support/files.hpp"
 
 #include <inferscope/scope.hpp>
 
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -198,6 +200,54 @@ TEST_CASE("a real full disk (a small tmpfs that fills, then frees space) leaves 
   ::umount2(dir.c_str(), MNT_DETACH);
 }
 
+// A file-size limit (ulimit -f, RLIMIT_FSIZE) smaller than the dump: the kernel raises SIGXFSZ on the write that
+// reaches it, whose default action ended the program (exit 153 from a shell) with a torn last chunk. Our writes
+// hold the signal back, so they fail with EFBIG like any failed append; the program's own writes still get it.
+TEST_CASE("a file-size limit: our writes fail with EFBIG and the program runs on; its own writes still get SIGXFSZ") {
+  // 256 blocks of 512 bytes (dash's unit; bash counts 1024): far below the dump of 50,000 ranges.
+  auto limited = [](std::vector<std::string> argv) {
+    std::vector<std::string> a{"/bin/sh", "-c", "ulimit -f 256 && exec \"$@\"", "sh"};
+    a.insert(a.end(), argv.begin(), argv.end());
+    return a;
+  };
+  for (const std::string mode : {"stream", "ring"}) {
+    CAPTURE(mode);
+    const std::string out = testutil::temp_path("fsize-" + mode + ".iscope");
+    const std::string log = testutil::temp_path("fsize-" + mode + ".out");
+    pid_t pid = testutil::spawn(limited({recorder(), "paced", "50000"}),
+                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_BUFFER_MODE=" + mode,
+                                 "INFERSCOPE_THREAD_BUFFER_KB=64",  // chunks small enough that some fit
+                                 "INFERSCOPE_CUPTI=0", "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0"},
+                                log);
+    const int st = testutil::wait_status_within(pid, 60000);
+    REQUIRE(st != -1);
+    CHECK_FALSE(WIFSIGNALED(st));
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(testutil::read_file(log).find("recorded 50000") != std::string::npos);
+    if (mode == "ring") continue;  // the window is larger than the limit: no snapshot fits
+    dump::DumpReader r(out);
+    CHECK_FALSE(r.damage());  // no torn chunk: the failed append was cut back
+    const uint64_t in_file = testutil::count_named(testutil::read_all(r).ranges, "counted");
+    const uint64_t lost = drops_for(r, "write_failed");
+    CAPTURE(in_file);
+    CHECK(in_file > 0);   // the dump holds what fitted, in whole chunks
+    CHECK(r.complete());  // END fits under the limit once the large appends have failed
+    CHECK(lost > 0);
+    CHECK(in_file + lost + drops_for(r, "buffer_full") >= 50000);  // every range in the file or counted
+    CHECK(accounting(r).count("lost_in_file") == 0);
+    CHECK(static_cast<uint64_t>(fs::file_size(out)) <= 256 * 1024);
+  }
+  // The program's own write past the limit ends it by SIGXFSZ, as without us.
+  const std::string own = testutil::temp_path("fsize-own.bin");
+  pid_t pid = testutil::spawn(limited({recorder(), "own-write", "1000", own, "1000000"}),
+                              {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + testutil::temp_path("fsize-own.iscope"),
+                               "INFERSCOPE_CUPTI=0", "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0"});
+  const int st = testutil::wait_status_within(pid, 60000);
+  REQUIRE(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGXFSZ);
+}
+
 // --- what is at the output ------------------------------------------------------------------------------
 
 TEST_CASE("special files, directories and symlinks at the output are refused in both modes, untouched") {
@@ -240,6 +290,80 @@ TEST_CASE("a symlink or FIFO planted at <out>.tmp or <out>.lock is never followe
     CHECK_FALSE(fs::exists(out));
   }
   CHECK(testutil::read_file(victim) == "precious");
+}
+
+// --- a relative output and a program that changes its working directory ---------------------------------
+
+namespace {
+
+// The process's working directory while alive, then the one before (a failing check must not move the next
+// test case).
+struct InDirectory {
+  fs::path before = fs::current_path();
+  explicit InDirectory(const fs::path& dir) { fs::current_path(dir); }
+  ~InDirectory() { fs::current_path(before); }
+};
+
+// The names of the files in `dir`, sorted, joined by spaces: what a session left there (a lock file, a
+// temporary) shows in a failed check.
+std::string files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::string joined;
+  for (const auto& n : names) joined += (joined.empty() ? "" : " ") + n;
+  return joined;
+}
+
+}  // namespace
+
+// A relative output is where it names from the directory the session started in: a program that calls chdir()
+// afterwards used to leave a ring dump, or a stream dump replacing an earlier one, in its temporary (the rename
+// at stop resolved the relative names from the new directory), stop() false and the lock file behind.
+TEST_CASE("a relative output stays where it was named when the program changes its working directory") {
+  for (const std::string mode : {"stream", "stream over an earlier dump", "ring"}) {
+    CAPTURE(mode);
+    const fs::path started = testutil::temp_path("chdir-from-" + std::to_string(mode.size()));
+    const fs::path moved = testutil::temp_path("chdir-to-" + std::to_string(mode.size()));
+    fs::create_directories(started);
+    fs::create_directories(moved);
+    if (mode == "stream over an earlier dump") testsupport::write(started / "rel.iscope", "earlier");
+    {
+      InDirectory in(started);
+      REQUIRE(start(config_for("rel.iscope", mode == "ring" ? BufferMode::kRing : BufferMode::kStream)));
+      fs::current_path(moved);
+      RECORD("after_chdir", 100);
+      CHECK(stop());
+    }
+    CHECK(files_in(started) == "rel.iscope");  // no lock file, no temporary left
+    CHECK(files_in(moved) == "");
+    dump::DumpReader r((started / "rel.iscope").string());
+    CHECK(r.complete());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "after_chdir") == 100);
+  }
+}
+
+TEST_CASE("INFERSCOPE_OUTPUT relative, then chdir(): the dump is where it was named from, in both modes") {
+  for (const std::string mode : {"stream", "ring"}) {
+    CAPTURE(mode);
+    const fs::path started = testutil::temp_path("env-chdir-from-" + mode);
+    const fs::path moved = testutil::temp_path("env-chdir-to-" + mode);
+    fs::create_directories(started);
+    fs::create_directories(moved);
+    testsupport::write(started / "rel.iscope", "earlier");  // stream mode then writes beside it and renames
+    pid_t pid = testutil::spawn({"/bin/sh", "-c", "cd \"$1\" && exec \"$2\" chdir \"$3\" 500", "sh", started.string(),
+                                 recorder(), moved.string()},
+                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=rel.iscope", "INFERSCOPE_BUFFER_MODE=" + mode,
+                                 "INFERSCOPE_CUPTI=0", "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0"});
+    const int st = testutil::wait_status_within(pid, 20000);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(files_in(started) == "rel.iscope");  // no lock file, no temporary left
+    CHECK(files_in(moved) == "");
+    dump::DumpReader r((started / "rel.iscope").string());
+    CHECK(r.complete());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 1000);
+  }
 }
 
 // --- two runs, one output ----------------------------------------------------------------------------------
@@ -311,6 +435,39 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
   auto c = testutil::read_all(dump::DumpReader(out));
   CHECK(testutil::count_named(c.ranges, "counted") == 7);
   CHECK(testutil::count_named(c.ranges, "first") == 0);
+}
+
+// Two runs started together on one output both pass iscope-run's check (no session holds it yet); then one
+// session takes the output and the other's runtime says "not recording". Here the order is forced: the program
+// waits without recording (enable=0) until this test's session holds the output, then execs the recorder, which
+// is refused. The file at the output is new since the run started, but it is this test's dump, not the run's.
+TEST_CASE("a run whose session lost the output to another session never claims that one's dump") {
+  const std::string out = testutil::temp_path("race.iscope");
+  const std::string ready = testutil::temp_path("race.ready"), go = testutil::temp_path("race.go");
+  const std::string log = testutil::temp_path("race-run.err");
+  const std::string script = "touch '" + ready + "'; while [ ! -e '" + go +
+                             "' ]; do sleep 0.01; done; exec env INFERSCOPE_ENABLE=1 \"$0\" count 5";
+  pid_t run = testutil::spawn({"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out, "--set", "enable=0", "--",
+                               "/bin/sh", "-c", script, recorder()},
+                              {}, log);
+  REQUIRE(run > 0);
+  for (int i = 0; i < 2000 && !fs::exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(fs::exists(ready));
+  REQUIRE(start(config_for(out)));
+  RECORD("other", 100);
+  testsupport::write(go, "");
+  const int st = testutil::wait_status_within(run, 20000);
+  CHECK(stop());
+  const std::string said = testutil::read_file(log);
+  CAPTURE(said);
+  CHECK(said.find("not recording") != std::string::npos);  // the run's session was refused
+  CHECK(said.find("recorded 5") != std::string::npos);     // and its program ran to the end
+  CHECK(said.find("iscope-run: dump written to") == std::string::npos);
+  CHECK(said.find("no dump written to " + out + " by this run: the file there is the dump of another process, pid " +
+                  std::to_string(::getpid())) != std::string::npos);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 125);
+  CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "other") == 100);
 }
 
 // --- ring mode on abnormal exits ---------------------------------------------------------------------------

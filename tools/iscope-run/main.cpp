@@ -11,6 +11,7 @@
 // docs/cli.md lists the exit statuses of every tool.
 #include "config/settings.hpp"
 #include "dump/files.hpp"
+#include "dump/reader.hpp"
 
 #include <inferscope/version.hpp>
 
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -188,6 +190,14 @@ std::string unwritable(const std::string& path) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return "its directory " + dir + " cannot be written: " + std::strerror(errno);
   return "";
+}
+
+// Whether two paths name one file: the same absolute path once "." and ".." are resolved, or one existing file
+// (through a link or a hard link).
+bool names_one_file(const std::string& a, const std::string& b) {
+  const std::filesystem::path na = std::filesystem::path(absolute(a)).lexically_normal();
+  const std::filesystem::path nb = std::filesystem::path(absolute(b)).lexically_normal();
+  return na == nb || inferscope::dump::same_file(a, b);
 }
 
 // A setting from the command line, checked by the same table the runtime uses, with the flag the user typed
@@ -363,6 +373,8 @@ int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
   if (args.count("report")) {
     const std::string report = args["report"].as<std::string>();
     if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
+    else if (!plan.output.empty() && names_one_file(plan.output, report))  // the report would replace the dump
+      problems.push_back("--report " + report + ": is the dump's own file (-o " + plan.output + "); name another file");
   }
   if (!problems.empty()) {
     for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
@@ -412,17 +424,34 @@ std::string injected_library(const Plan& plan) {
   ::_exit(kCannotStart);
 }
 
+// Why the file at `dump` is not this run's dump ("" when nothing is there), or nullopt when it is: new since the
+// program started, and written by the program's own process. A file that is new but opens with another pid is
+// another session's: two runs started together on one output both pass output_usable(), then one session takes
+// the output and the other's runtime records nothing.
+std::optional<std::string> not_this_runs(const std::string& dump, const FileVersion& before, const timespec& launched,
+                                         pid_t program) {
+  const FileVersion now = version_of(dump);
+  if (!now.exists) return "";
+  if (!written_since(before, now, launched)) return ": the file there is from an earlier run";
+  const auto info = inferscope::dump::leading_process_info(dump);
+  if (!info) return ": the file there does not start as a dump";
+  const auto pid = std::find_if(info->begin(), info->end(), [](const auto& kv) { return kv.first == "pid"; });
+  if (pid != info->end() && pid->second == std::to_string(program)) return std::nullopt;
+  return ": the file there is the dump of another process" + (pid != info->end() ? ", pid " + pid->second : std::string());
+}
+
 // The closing line and the exit status: the program's when this run wrote the dump, else kNoDump.
-int finish(const std::string& dump, const FileVersion& before, const timespec& launched, int status, bool quiet) {
+int finish(const std::string& dump, const FileVersion& before, const timespec& launched, pid_t program, int status,
+           bool quiet) {
   const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-  if (written_since(before, version_of(dump), launched)) {
+  const std::optional<std::string> why_not = not_this_runs(dump, before, launched, program);
+  if (!why_not) {
     if (!quiet) std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
     return program_status;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == kCannotStart) return kCannotStart;  // exec failed: said above
   std::fprintf(stderr, "iscope-run: no dump written to %s by this run%s (the program ended with status %d; its stderr "
-               "may say why)\n", dump.c_str(), version_of(dump).exists ? ": the file there is from an earlier run" : "",
-               program_status);
+               "may say why)\n", dump.c_str(), why_not->c_str(), program_status);
   return kNoDump;
 }
 
@@ -464,7 +493,7 @@ int run_program(const Plan& plan, char** program, const std::string& library, co
       return kCannotStart;
     }
   }
-  return finish(dump, before, launched, status, plan.quiet);
+  return finish(dump, before, launched, pid, status, plan.quiet);
 }
 
 }  // namespace
