@@ -53,6 +53,15 @@ void scale(TypicalStep& t, double k) {
 
 std::vector<size_t> typical_indexes(const StepSelection& sel) {
   std::vector<size_t> out;
+  // Steps that are not alike are summed up by their mean, which is the headline: their typical step is the mean
+  // of every steady step, the slow ones included, so that each finding's "per step" has the headline's base and
+  // a saving predicted for the slow steps (a CUDA graph removes their slow launches too) is counted. The slow
+  // steps are still listed (slow_steps).
+  if (sel.not_alike) {
+    for (size_t i = 0; i < sel.steady.size(); ++i)
+      if (sel.steady[i]) out.push_back(i);
+    return out;
+  }
   size_t o = 0;
   for (size_t i = 0; i < sel.steady.size(); ++i) {
     while (o < sel.outliers.size() && sel.outliers[o] < i) ++o;
