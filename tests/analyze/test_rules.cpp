@@ -166,7 +166,17 @@ TEST_CASE("cpu_bound fires from min_impact_pct of the step on, with its confiden
   f = rules::cpu_bound(t.in());
   REQUIRE(f);
   CHECK(f->confidence == doctest::Approx(0.95));  // 0.45 + 0.4 (capped) + 0.1
-  CHECK(any_evidence(*f, "host self time per step inside the step: tokenize 40.0 ms, collate 15.0 ms"));
+  CHECK(any_evidence(*f, "host self time per step inside the step, less the time blocked there: tokenize 40.0 ms, collate 15.0 ms"));
+  // A frame that sat blocked (a lock's acquire inside it) is host work only for the time it ran: 'detect' holds
+  // 45 ms of self time per step, 40 of them blocked; 'tokenize' is the work to move.
+  t.host.hot = {{"detect", 45 * ms, true}, {"tokenize", 40 * ms, true}, {"collate", 15 * ms, true}};
+  t.typical.steps = 2;
+  t.waits.sites = {{"detect", 80 * ms}};  // over the 2 typical steps
+  f = rules::cpu_bound(t.in());
+  REQUIRE(f);
+  CHECK(any_evidence(*f, "less the time blocked there: tokenize 40.0 ms, collate 15.0 ms, detect 5.00 ms"));
+  CHECK(suggestion(*f, "Move tokenize off the step's critical path"));
+  CHECK_FALSE(suggestion(*f, "Move detect"));
 }
 
 TEST_CASE("cpu_bound without counters: all the host time runs; the work moves to max_suggested_workers workers") {
