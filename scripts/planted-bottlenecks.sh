@@ -9,7 +9,7 @@
 #   scripts/planted-bottlenecks.sh [OUT.md | OUTDIR]
 #   env: BUILD or BUILD_DIR (build dir, default build), PYTHON (default python3), WORK (dumps, reports and logs,
 #        default $BUILD/planted), ONLY="sync_bound h2d_bound" to run a subset, TIMEOUT per program (default 60 s),
-#        AB_ROUNDS (default 5; 0: no A/B)
+#        AB_ROUNDS (default 5; 0: no A/B), REUSE=1 (analyse the dumps and A/B logs already in WORK: run nothing)
 # Exit status: 0 when every program ran and every primary matched, 1 otherwise.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +19,7 @@ python=${PYTHON:-python3}
 # shellcheck source=scripts/lib/savings.sh
 . "$root/scripts/lib/savings.sh"
 ab_rounds=${AB_ROUNDS:-5}
+reuse=${REUSE:-}  # 1: analyse the dumps and A/B logs already in WORK (recorded on another machine), run nothing
 work=${WORK:-$build/planted}
 timeout_s=${TIMEOUT:-60}
 run=$build/tools/iscope-run/iscope-run
@@ -47,7 +48,7 @@ compare_saving() {
   pred=$(pred_for "$1" "$(preds_of "$python" "$work/$1.json")")
   meas=n/a
   if [ "$ab_rounds" -gt 0 ] && [ "$(has_fix "$python" "$root/samples/planted/$1.py")" = True ]; then
-    timeout "$timeout_s" "$python" "$root/samples/planted/$1.py" --ab "$ab_rounds" >"$work/$1.ab.log" 2>&1
+    [ -n "$reuse" ] || timeout "$timeout_s" "$python" "$root/samples/planted/$1.py" --ab "$ab_rounds" >"$work/$1.ab.log" 2>&1
     meas=$(ab_saving "$work/$1.ab.log")
     [ -n "$meas" ] || meas=FAILED
   fi
@@ -63,10 +64,10 @@ fmt='%-16s %-16s %-16s %-6s %-5s %7s %7s %7s %-5s %s\n'
 printf "$fmt" program expected primary match conf "pred %" "meas %" diff "±20" "impact"
 for name in $names; do
   dump=$work/$name.iscope
-  rm -f "$dump"
+  [ -n "$reuse" ] || rm -f "$dump"
   start=$(date +%s.%N)
-  timeout "$timeout_s" "$run" -o "$dump" -- "$python" "$root/samples/planted/$name.py" >"$work/$name.run.log" 2>&1
-  rc=$?
+  rc=0
+  [ -n "$reuse" ] || { timeout "$timeout_s" "$run" -o "$dump" -- "$python" "$root/samples/planted/$name.py" >"$work/$name.run.log" 2>&1; rc=$?; }
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
   if [ "$rc" = 77 ]; then
     printf '%-16s %-16s %s\n' "$name" "$name" "skipped: $(tail -1 "$work/$name.run.log")"

@@ -17,7 +17,8 @@
 #   env: BUILD or BUILD_DIR (build dir, default build), PYTHON (default python3), WORK (dumps, reports, logs;
 #        default $BUILD/validate), ONLY="decode_item io_wait" for a subset, TIMEOUT per run (default 120 s),
 #        STEPS (passed as --steps; default: each program's own), AB_ROUNDS (default 8), NVCC, CUDA_ARCH
-#        (default sm_90)
+#        (default sm_90), REUSE=1 (analyse the dumps and A/B logs already in WORK, recorded on another machine:
+#        record, build and run nothing)
 # Exit status: 0 when every program ran (matched or not: the table is the result), 1 when something failed to
 # run (no dump, analyzer error, no AB line, build failure).
 set -u
@@ -94,6 +95,8 @@ truth_of() {
 }
 
 
+reuse=${REUSE:-}
+
 cmd_of() {  # the program's command line
   if [ "$1" = cuda_graph_app ]; then echo "$work/cuda_graph_app"; else echo "$python $src/$1.py"; fi
 }
@@ -106,8 +109,9 @@ for name in $names; do
   read -r exp has_fix <<<"$(expected "$name")"
   log=$work/$name.run.log
   dump=$work/$name.iscope
-  rm -f "$dump" "$work/$name.json" "$work/$name.md"
-  if [ "$name" = cuda_graph_app ]; then
+  [ -n "$reuse" ] || rm -f "$dump"
+  rm -f "$work/$name.json" "$work/$name.md"
+  if [ "$name" = cuda_graph_app ] && [ -z "$reuse" ]; then
     nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     if [ ! -x "$nvcc" ]; then
       printf "$fmt" "$name" "$exp" skipped - - - - - "no nvcc"
@@ -122,9 +126,9 @@ for name in $names; do
       continue
     fi
   fi
+  rc=0
   # shellcheck disable=SC2046
-  timeout "$timeout_s" "$run" -o "$dump" -- $(cmd_of "$name") "${steps_arg[@]}" >"$log" 2>&1
-  rc=$?
+  [ -n "$reuse" ] || { timeout "$timeout_s" "$run" -o "$dump" -- $(cmd_of "$name") "${steps_arg[@]}" >"$log" 2>&1; rc=$?; }
   if [ "$rc" = 77 ]; then
     printf "$fmt" "$name" "$exp" skipped - - - - - "$(tail -1 "$log")"
     rows+=("| $name | $exp | skipped | - | - | - | - | - | $(tail -1 "$log" | tr '|' '/') |")
@@ -148,9 +152,9 @@ for name in $names; do
   # (b) the in-process A/B, without the profiler: the planted fix and any competing fix the program measures
   meas=n/a truth=$exp
   if [ "$has_fix" = True ]; then
+    abrc=0
     # shellcheck disable=SC2046
-    timeout "$timeout_s" $(cmd_of "$name") --ab "$ab_rounds" >"$work/$name.ab.log" 2>&1
-    abrc=$?
+    [ -n "$reuse" ] || { timeout "$timeout_s" $(cmd_of "$name") --ab "$ab_rounds" >"$work/$name.ab.log" 2>&1; abrc=$?; }
     abline=$(grep -E '^AB(_ALT)? ' "$work/$name.ab.log" | tr '\n' ';')
     meas=$(grep '^AB ' "$work/$name.ab.log" | tail -1 | sed -n 's/.*saving_pct=\([-0-9.]*\).*/\1/p')
     if [ "$abrc" = 77 ]; then

@@ -1276,6 +1276,8 @@ TEST_CASE("real multi-thread recordings (H100): the report names whom the step w
       {"mt_spin_queue_server", "wait", "the 2 threads 'producer-*'", "Add worker threads"},
       {"mt_subprocess_decoder", "wait", "1 child process", "more producer processes"},
       {"mt_gil_thread", "cpu_contention", "thread 'metrics' holding the GIL", "separate process"},
+      // Recorded with the futex's timeout (thread.blocked_in 11): a threading.Lock held across NumPy, not the GIL.
+      {"mt_shared_model_lock", "wait", "thread 'worker-b' (pairwise_iou)", "Hold the lock the step shares with thread 'worker-b'"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.fixture);
