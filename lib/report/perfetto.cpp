@@ -217,16 +217,57 @@ class Scan {
   uint64_t first_ = ~0ull;
 };
 
+/// One dump's share of a run's trace (write_perfetto_run): its events on a time origin shared by every dump,
+/// its GPUs and flow ids in a range of their own, its process named with its rank; the envelope written once.
+struct Part {
+  bool alone = true;          ///< the whole trace: header and footer written here
+  bool follows = false;       ///< events of earlier dumps precede these in the stream
+  int64_t origin_ns = 0;      ///< shared origin (monotonic ns), when !alone
+  int64_t gpu_pid_base = kGpuPidBase;
+  uint64_t flow_id_base = 0;  ///< added to correlation ids: each process numbers its own from 1
+  std::string label;          ///< "rank 1": put before the process's name
+  int64_t pid = 0;            ///< the pid its CPU tracks use instead of the process's (another dump had it)
+};
+
 class TraceWriter {
  public:
-  TraceWriter(const DumpReader& r, std::ostream& out) : r_(r), clock_(r.calibration()), w_(out), counters_(w_) {}
+  TraceWriter(const DumpReader& r, std::ostream& out, Part part = {})
+      : r_(r), clock_(r.calibration()), w_(out), counters_(w_), part_(std::move(part)) {
+    if (part_.follows) w_.follow_earlier_events();
+  }
 
   void run() {
     scan();
-    header();
+    if (part_.alone) header();
     name_cpu_threads();
     dump::visit_records(r_, *this);
-    footer();
+    if (part_.alone) footer();
+    else w_.flush();
+  }
+
+  /// The process id the CPU tracks use: the process info's, else the first thread's, else 1.
+  static int64_t process_pid(const DumpReader& r) {
+    int64_t pid = 1;
+    for (const auto& [id, t] : r.threads())
+      if (!t.is_channel() && t.pid) {
+        pid = t.pid;
+        break;
+      }
+    if (auto v = r.process_value("pid"); !v.empty()) {
+      char* end = nullptr;
+      long long p = std::strtoll(v.c_str(), &end, 10);
+      if (end && *end == 0 && p > 0 && p < kGpuPidBase) pid = p;
+    }
+    return pid;
+  }
+
+  /// The monotonic ns of the dump's first record (0: none), the origin a run's trace takes the earliest of.
+  static int64_t first_record_ns(const DumpReader& r) {
+    LaunchFlows flows;
+    KernelLabels kernels;
+    Scan scan(r, flows, kernels);
+    dump::visit_records(r, scan);
+    return scan.first() == ~0ull ? 0 : dump::ClockModel(r.calibration()).to_ns(scan.first());
   }
 
   // --- pass two: one writer per record kind (the visitor visit_records calls) -------------------------
@@ -403,17 +444,9 @@ class TraceWriter {
   void scan() {
     Scan scan(r_, flows_, kernels_);
     dump::visit_records(r_, scan);
-    origin_ns_ = scan.first() == ~0ull ? 0 : clock_.to_ns(scan.first());
-    for (const auto& [id, t] : r_.threads())
-      if (!t.is_channel() && t.pid) {
-        pid_ = t.pid;
-        break;
-      }
-    if (auto v = r_.process_value("pid"); !v.empty()) {
-      char* end = nullptr;
-      long long p = std::strtoll(v.c_str(), &end, 10);
-      if (end && *end == 0 && p > 0 && p < kGpuPidBase) pid_ = p;
-    }
+    origin_ns_ = !part_.alone ? part_.origin_ns : scan.first() == ~0ull ? 0 : clock_.to_ns(scan.first());
+    pid_ = process_pid(r_);
+    if (part_.pid) pid_ = part_.pid;
     name_os_threads();
     kernels_.shorten(r_);
   }
@@ -469,9 +502,12 @@ class TraceWriter {
     return int64_t(0x40000000) + thread;  // clear of real tids, which Linux keeps below 2^22
   }
   int64_t pid_of(uint32_t thread) const {
+    if (part_.pid) return part_.pid;
     auto it = r_.threads().find(thread);
     return it != r_.threads().end() && it->second.pid && !it->second.is_channel() ? it->second.pid : pid_;
   }
+
+  std::string labelled(const std::string& name) const { return part_.label.empty() ? name : part_.label + " · " + name; }
 
   void metadata(const char* what, int64_t pid, int64_t tid, std::string_view name) {
     w_.begin('M', what, "", pid, tid);
@@ -501,10 +537,10 @@ class TraceWriter {
   }
 
   int64_t gpu_pid(uint32_t device) {
-    const int64_t pid = kGpuPidBase + device;
+    const int64_t pid = part_.gpu_pid_base + device;
     if (named_.insert({pid, -1}).second) {
-      metadata("process_name", pid, 0, "GPU " + std::to_string(device));
-      sort_index("process_sort_index", pid, 0, 1000 + int64_t(device));
+      metadata("process_name", pid, 0, labelled("GPU " + std::to_string(device)));
+      sort_index("process_sort_index", pid, 0, 1000 + (part_.gpu_pid_base - kGpuPidBase) + int64_t(device));
     }
     return pid;
   }
@@ -543,7 +579,7 @@ class TraceWriter {
   void flow(char ph, uint32_t correlation, int64_t pid, int64_t tid, uint64_t start, uint64_t end) {
     w_.begin(ph, "launch", "launch", pid, tid);
     w_.field_us("ts", rel_ns(start) + dur_ns(start, end) / 2);
-    w_.field_raw("id", std::to_string(correlation));
+    w_.field_raw("id", std::to_string(part_.flow_id_base + correlation));
     if (ph == 'f') w_.field_str("bp", "e");
     w_.end();
   }
@@ -584,8 +620,8 @@ class TraceWriter {
     std::string pname = r_.process_value("name");
     if (pname.empty()) pname = r_.process_value("cmdline");
     if (pname.empty()) pname = "process " + std::to_string(pid_);
-    metadata("process_name", pid_, 0, pname);
-    sort_index("process_sort_index", pid_, 0, 0);
+    metadata("process_name", pid_, 0, labelled(pname));
+    sort_index("process_sort_index", pid_, 0, (part_.gpu_pid_base - kGpuPidBase) / 1000 * 2);
     named_.insert({pid_, -1});
     for (const auto& [id, t] : r_.threads()) {
       if (t.is_channel()) continue;  // named when something lands on their track
@@ -638,6 +674,7 @@ class TraceWriter {
   KernelLabels kernels_;
   CounterTracks counters_;
   std::map<int64_t, std::string> os_names_;  ///< OS tid -> thread name, for counter tracks
+  Part part_;
   int64_t origin_ns_ = 0;
   int64_t pid_ = 1;
   std::set<std::pair<int64_t, int64_t>> named_;  ///< (pid, tid) tracks named so far; tid -1: the process
@@ -650,5 +687,37 @@ class TraceWriter {
 }  // namespace
 
 void write_perfetto(const DumpReader& reader, std::ostream& out) { TraceWriter(reader, out).run(); }
+
+void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& out) {
+  if (parts.size() == 1 && parts.front().reader) return write_perfetto(*parts.front().reader, out);
+  // One origin for all: the processes of one host share CLOCK_MONOTONIC, which every dump's calibration maps to.
+  int64_t origin = 0;
+  for (const RunTracePart& p : parts) {
+    const int64_t first = TraceWriter::first_record_ns(*p.reader);
+    if (first && (!origin || first < origin)) origin = first;
+  }
+  std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"iscope-analyze\",\"sources\":[";
+  for (size_t i = 0; i < parts.size(); ++i) head += (i ? "," : "") + json_quote(parts[i].reader->path());
+  head += "],\"time_origin_monotonic_ns\":" + std::to_string(origin) + "},\n\"traceEvents\":[";
+  out << head;
+  std::set<int64_t> pids;  // ranks on several hosts (or containers) may share a pid: the later ones get another
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Part part;
+    const int64_t pid = TraceWriter::process_pid(*parts[i].reader);
+    if (!pids.insert(pid).second) {
+      part.pid = kGpuPidBase - 1 - int64_t(i);
+      pids.insert(part.pid);
+    }
+    part.alone = false;
+    part.follows = i > 0;
+    part.origin_ns = origin;
+    part.gpu_pid_base = kGpuPidBase + int64_t(i) * 1000;  // each process numbers its GPUs from 0
+    part.flow_id_base = uint64_t(i) << 32;                 // and its correlation ids from 1
+    part.label = parts[i].label;
+    TraceWriter(*parts[i].reader, out, part).run();
+  }
+  out << "\n]}\n";
+  out.flush();
+}
 
 }  // namespace inferscope::report

@@ -33,6 +33,8 @@ class EventWriter {
   ~EventWriter() { flush(); }
 
   std::string& raw() { return buf_; }
+  /// The events written here follow others already in the stream (a run's trace, one writer per dump).
+  void follow_earlier_events() { first_ = false; }
   /// Opens an event: {"ph":"X","name":"...","cat":"...","pid":..,"tid":..  (no closing brace).
   void begin(char ph, const Name& name, std::string_view cat, int64_t pid, int64_t tid) {
     open(ph, name);

@@ -13,6 +13,8 @@
 #include "dump/reader.hpp"
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 namespace inferscope::report {
 
@@ -39,5 +41,15 @@ void write_json(const analyze::Analysis& a, std::ostream& out);
 /// Throws dump::DumpError on a malformed record before writing anything (every record is checked in a first
 /// pass that also finds the time origin).
 void write_perfetto(const dump::DumpReader& reader, std::ostream& out);
+
+/// One dump of a run's trace and the label its tracks carry ("rank 1").
+struct RunTracePart {
+  const dump::DumpReader* reader = nullptr;
+  std::string label;
+};
+/// The dumps of one multi-process run (the ranks of a torchrun job) as one trace: one time line (the processes of
+/// one host share CLOCK_MONOTONIC), each process and each of its GPUs a lane named with its label, flow arrows
+/// kept within their process. One part writes what write_perfetto writes.
+void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& out);
 
 }  // namespace inferscope::report

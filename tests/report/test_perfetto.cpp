@@ -506,3 +506,67 @@ TEST_CASE("perfetto rates carry the decimals that tell one count from the next, 
   CHECK(text.find("\"value\":0.0001}") != std::string::npos);  // 3 ns in 30 ms: 5 decimals, one count 0.0000333
   CHECK(counter_tracks(root).at("cpu.system_ns [ms/s]") == Samples{{0, 500.0001}, {10'000, 0.0001}, {40'000, 0}});
 }
+
+TEST_CASE("perfetto run trace: the ranks of one run on one time line, a lane per rank, flows kept apart") {
+  // Two ranks, each numbering its GPUs and its correlation ids from 0 and 1; rank 1 launches 5 us after rank 0.
+  auto rank_dump = [](const char* name, const char* rank, uint32_t pid, int64_t at) {
+    const std::string path = temp_path(name);
+    dump::DumpBuilder b(path);
+    b.process("rank", rank);
+    const uint32_t main = b.thread("MainThread", pid);
+    const uint32_t gpu = b.channel("cupti");
+    b.api(main, "cudaLaunchKernel", 21, at, at + 50);
+    b.range(main, "step", 0, at - 100, at + 1200);
+    b.kernel(gpu, std::string("allreduce r") + rank, 21, at + 100, at + 1100);
+    b.finish();
+    return path;
+  };
+  const std::string a = rank_dump("rank0.iscope", "0", 100, 1000), b = rank_dump("rank1.iscope", "1", 200, 6000);
+  dump::DumpReader ra(a), rb(b);
+  std::ostringstream out;
+  report::write_perfetto_run({{&ra, "rank 0"}, {&rb, "rank 1"}}, out);
+  const json::value root = json::parse(out.str());
+  CHECK(root.at("otherData").at("sources").as_array().size() == 2);
+  const auto& ev = root.at("traceEvents").as_array();
+  std::map<int64_t, std::string> process;
+  for (const auto& e : ev)
+    if (str(e.at("ph")) == "M" && str(e.at("name")) == "process_name")
+      process[e.at("pid").to_number<int64_t>()] = str(e.at("args").at("name"));
+  // The builder gives both processes' threads pid 4242, as two containers may: the second gets another pid.
+  std::set<std::string> cpu_lanes;
+  for (auto& [pid, name] : process)
+    if (!name.ends_with("GPU 0")) cpu_lanes.insert(name.substr(0, 6));
+  CHECK(cpu_lanes == std::set<std::string>{"rank 0", "rank 1"});
+  const auto* k0 = find_event(ev, "X", "allreduce r0");
+  const auto* k1 = find_event(ev, "X", "allreduce r1");
+  REQUIRE(k0);
+  REQUIRE(k1);
+  // Both ranks' device 0, each its own lane, named with its rank.
+  const int64_t g0 = k0->at("pid").to_number<int64_t>(), g1 = k1->at("pid").to_number<int64_t>();
+  CHECK(g0 != g1);
+  CHECK(process.at(g0) == "rank 0 · GPU 0");
+  CHECK(process.at(g1) == "rank 1 · GPU 0");
+  // One origin: rank 1's kernel 5 us after rank 0's, as recorded (each trace alone would start both at 0).
+  CHECK(num(k1->at("ts")) - num(k0->at("ts")) == doctest::Approx(5.0));
+  // Correlation id 21 in both processes: two arrows, each from its own launch to its own kernel.
+  std::map<int64_t, std::set<int64_t>> pids_of_flow;
+  for (const auto& e : ev) {
+    const std::string ph = str(e.at("ph"));
+    if (ph == "s" || ph == "f") pids_of_flow[e.at("id").to_number<int64_t>()].insert(e.at("pid").to_number<int64_t>());
+  }
+  REQUIRE(pids_of_flow.size() == 2);
+  for (auto& [id, pids] : pids_of_flow) {  // each arrow joins a rank's CPU lane to the same rank's GPU lane
+    REQUIRE(pids.size() == 2);
+    const int64_t cpu = *pids.begin(), gpu = *pids.rbegin();
+    REQUIRE(process.count(cpu));
+    REQUIRE(process.count(gpu));
+    CHECK(process.at(cpu).substr(0, 6) == process.at(gpu).substr(0, 6));
+  }
+  // One dump: the run trace is that dump's own trace.
+  std::ostringstream one, alone;
+  report::write_perfetto_run({{&ra, "rank 0"}}, one);
+  report::write_perfetto(ra, alone);
+  CHECK(one.str() == alone.str());
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+}

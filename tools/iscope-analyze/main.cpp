@@ -29,8 +29,10 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sys/stat.h>
 
@@ -161,7 +163,7 @@ cxxopts::Options make_options() {
        cxxopts::value<std::vector<std::string>>())
       ("html", "also write the HTML report here", cxxopts::value<std::string>())
       ("json", "also write the JSON report here", cxxopts::value<std::string>())
-      ("perfetto", "write a Chrome/Perfetto trace (dump input only)", cxxopts::value<std::string>())
+      ("perfetto", "write a Chrome/Perfetto trace (dump input only; several dumps: one trace, a lane per rank)", cxxopts::value<std::string>())
       ("sqlite", "write the records and the analysis into this SQLite database (dump input only)", cxxopts::value<std::string>())
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
@@ -289,8 +291,26 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
   return 1;
 }
 
-// The reports and traces; false when one could not be written (each said why).
-bool write_outputs(const Requested& r, const Analysis& a, const std::optional<inferscope::dump::DumpReader>& reader) {
+#ifdef INFERSCOPE_HAVE_REPORT
+// The Perfetto trace of the dumps named together (the ranks of one run) on one time line, each process labelled
+// with its rank ("rank 1"; the launcher, which has none, by its file name). `first` is the first dump, open.
+void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first, std::ostream& s) {
+  std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;
+  std::vector<inferscope::report::RunTracePart> parts;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const inferscope::dump::DumpReader* r = &first;
+    if (i) r = more.emplace_back(std::make_unique<inferscope::dump::DumpReader>(paths[i])).get();
+    const std::string rank = r->process_value("rank");
+    parts.push_back({r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank});
+  }
+  inferscope::report::write_perfetto_run(parts, s);
+}
+#endif
+
+// The reports and traces; false when one could not be written (each said why). `paths`: the dumps named on the
+// command line (several: the ranks of one run, in one Perfetto trace).
+bool write_outputs(const Requested& r, const Analysis& a, const std::optional<inferscope::dump::DumpReader>& reader,
+                   const std::vector<std::string>& paths) {
   bool ok = true;
   if (r.findings) std::cout << inferscope::analyze::findings_digest(a);
 #ifdef INFERSCOPE_HAVE_REPORT
@@ -309,7 +329,10 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
       continue;
     }
     try {
-      ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_perfetto(*reader, s); });
+      ok &= write_to(p, [&](std::ostream& s) {
+        if (paths.size() > 1) write_run_trace(paths, *reader, s);
+        else inferscope::report::write_perfetto(*reader, s);
+      });
     } catch (const inferscope::dump::DumpError& e) {
       std::cerr << "iscope-analyze: " << e.what() << "\n";
       ok = false;
@@ -416,7 +439,7 @@ int main(int argc, char** argv) {
     inferscope::analyze::mark_launcher(a);
   }
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
-  const bool ok = write_outputs(requested, a, reader);
+  const bool ok = write_outputs(requested, a, reader, paths);
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
 }
