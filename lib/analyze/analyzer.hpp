@@ -60,6 +60,22 @@ Analysis analyze_file(const std::string& path, const AnalyzeOptions& options);
 void json_trace_to_dump(const std::string& json_path, const std::string& dump_path,
                         std::vector<std::string>& warnings);
 
+/// A JSON trace converted into a dump in a temporary file (in $TMPDIR, else /tmp), removed when this goes. Throws
+/// as json_trace_to_dump does, or InputError when no temporary file can be made.
+class ConvertedTrace {
+ public:
+  explicit ConvertedTrace(const std::string& json_path);
+  ~ConvertedTrace();
+  ConvertedTrace(const ConvertedTrace&) = delete;
+  ConvertedTrace& operator=(const ConvertedTrace&) = delete;
+  const std::string& dump_path() const { return dump_path_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  std::string dump_path_;
+  std::vector<std::string> warnings_;
+};
+
 /// One line per finding, canonical and stable for golden tests:
 /// "category primary=0|1 impact_ms=X.XX impact_pct=X confidence=X.X suggestions=N uncertain=0|1".
 std::string findings_digest(const Analysis& a);

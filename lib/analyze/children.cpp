@@ -7,6 +7,7 @@
 #include <cctype>
 #include <exception>
 #include <filesystem>
+#include <optional>
 
 namespace inferscope::analyze {
 namespace {
@@ -41,9 +42,12 @@ struct RankCollector {
 // spawns its GPU workers itself sets no rank variable).
 bool is_rank(const dump::DumpReader& r, const Analysis& a) { return !r.process_value("rank").empty() || a.gpu_work_recorded; }
 
-ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptions& options, RankCollector* ranks) {
+// `path` is read; `shown` (empty: `path`) names it in the reports: the torch.profiler trace a temporary dump was
+// converted from.
+ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptions& options, RankCollector* ranks,
+                       const std::string& shown = {}) {
   ChildProcess c;
-  c.path = path;
+  c.path = shown.empty() ? path : shown;
   c.pid = pid;
   try {
     dump::DumpReader r(path);
@@ -51,7 +55,7 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
     c.complete = r.complete();
     if (!c.pid) c.pid = process_number(r.process_value("pid"), UINT64_MAX).value_or(0);
     Analysis a = analyze_dump(r, options);
-    a.source = path;
+    a.source = c.path;
     c.events = a.events;
     c.steps = a.steps.count;
     c.step_ms = a.end_to_end_ms;
@@ -125,7 +129,21 @@ std::vector<ChildProcess> analyze_rank_dumps(const std::vector<std::string>& pat
                                              RunAnalysis& run) {
   RankCollector ranks;
   std::vector<ChildProcess> out;
-  for (const std::string& path : paths) out.push_back(summarise(path, 0, options, &ranks));
+  for (const std::string& path : paths) {
+    // A torch.profiler trace per rank (Kineto's JSON) is read as the dump it converts to; a file that cannot be
+    // read is listed with its error, as a damaged dump is.
+    std::optional<ConvertedTrace> converted;
+    try {
+      if (input_format(path) == InputFormat::kJsonTrace) converted.emplace(path);
+    } catch (const std::exception& e) {
+      ChildProcess c;
+      c.path = path;
+      c.error = e.what();
+      out.push_back(std::move(c));
+      continue;
+    }
+    out.push_back(summarise(converted ? converted->dump_path() : path, 0, options, &ranks, converted ? path : std::string()));
+  }
   run = ranks.run();
   return out;
 }

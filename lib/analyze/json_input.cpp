@@ -218,12 +218,10 @@ InputFormat input_format(const std::string& path) {
                    "the file starts with \"" + shown + "\"");
 }
 
-Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
-  if (input_format(path) == InputFormat::kDump) {
-    dump::DumpReader r(path);
-    return analyze_dump(r, opt);
-  }
-  std::vector<std::string> warnings;
+namespace {
+
+// An empty temporary file for a converted trace, by its path.
+std::string make_temp_dump() {
   const char* tmp = std::getenv("TMPDIR");
   std::string tpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/iscope-json-XXXXXX";
   std::vector<char> name(tpl.begin(), tpl.end());
@@ -231,7 +229,29 @@ Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
   int fd = ::mkstemp(name.data());
   if (fd < 0) throw InputError(std::string("cannot create a temporary file in ") + (tmp ? tmp : "/tmp") + ": " + std::strerror(errno));
   ::close(fd);
-  std::string dump_path(name.data());
+  return name.data();
+}
+
+}  // namespace
+
+ConvertedTrace::ConvertedTrace(const std::string& json_path) : dump_path_(make_temp_dump()) {
+  try {
+    json_trace_to_dump(json_path, dump_path_, warnings_);
+  } catch (...) {
+    ::unlink(dump_path_.c_str());
+    throw;
+  }
+}
+
+ConvertedTrace::~ConvertedTrace() { ::unlink(dump_path_.c_str()); }
+
+Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
+  if (input_format(path) == InputFormat::kDump) {
+    dump::DumpReader r(path);
+    return analyze_dump(r, opt);
+  }
+  std::vector<std::string> warnings;
+  std::string dump_path = make_temp_dump();
   try {
     json_trace_to_dump(path, dump_path, warnings);
     dump::DumpReader r(dump_path);

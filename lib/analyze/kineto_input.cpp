@@ -500,6 +500,17 @@ void ChromeTraceConverter::write_process_info(const json::object& root, dump::Du
   if (dialect_ != Dialect::kKineto) return;
   b.process("pid", main_pid());
   b.process("cmdline", "(not recorded by torch.profiler)");
+  // The ns the dump's time zero stands for: the trace's first event, on the clock its ts count from
+  // (baseTimeNanoseconds plus ts, where torch.profiler writes a base), so that the ranks of one run line up.
+  int64_t base = 0;
+  if (auto* v = root.if_contains("baseTimeNanoseconds"); v && v->is_number()) base = v->to_number<int64_t>();
+  if (any_) b.process("time_shift_ns", std::to_string(base + min_ns_));
+  // A distributed run's rank, as torch.profiler records it ("distributedInfo": {"rank", "world_size", "backend"}).
+  if (auto* d = root.if_contains("distributedInfo"); d && d->is_object()) {
+    for (const char* k : {"rank", "world_size"})
+      if (auto* v = d->as_object().if_contains(k); v && v->is_int64() && v->as_int64() >= 0) b.process(k, std::to_string(v->as_int64()));
+    if (auto* v = d->as_object().if_contains("backend"); v && v->is_string()) b.process("kineto.backend", string_of(v));
+  }
   for (const char* k : {"schemaVersion", "cupti_version", "cuda_runtime_version", "cuda_driver_version", "trace_id"})
     if (auto* v = root.if_contains(k)) b.process(std::string("kineto.") + k, string_of(v));
   const json::value* props = root.if_contains("deviceProperties");

@@ -208,6 +208,18 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     s.overlap_ns = intersection(cw, mw);
     t.steps.push_back(std::move(s));
   }
+  // A dump converted from a torch.profiler trace starts its times at zero; its process info says where that
+  // lies on the trace's own clock, which the ranks of one run share.
+  if (const auto shift = process_number(r.process_value("time_shift_ns"), uint64_t(INT64_MAX) / 2)) {
+    for (RankStep& s : t.steps) {
+      s.start_ns += int64_t(*shift);
+      s.end_ns += int64_t(*shift);
+      for (CollectiveKernel& c : s.collectives) {
+        c.start_ns += int64_t(*shift);
+        c.end_ns += int64_t(*shift);
+      }
+    }
+  }
   return t;
 }
 

@@ -296,10 +296,16 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
 // with its rank ("rank 1"; the launcher, which has none, by its file name). `first` is the first dump, open.
 void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first, std::ostream& s) {
   std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;
+  std::vector<std::unique_ptr<inferscope::analyze::ConvertedTrace>> converted;  // torch.profiler traces, as dumps
   std::vector<inferscope::report::RunTracePart> parts;
   for (size_t i = 0; i < paths.size(); ++i) {
     const inferscope::dump::DumpReader* r = &first;
-    if (i) r = more.emplace_back(std::make_unique<inferscope::dump::DumpReader>(paths[i])).get();
+    if (i) {
+      std::string read = paths[i];
+      if (inferscope::analyze::input_format(read) == inferscope::analyze::InputFormat::kJsonTrace)
+        read = converted.emplace_back(std::make_unique<inferscope::analyze::ConvertedTrace>(paths[i]))->dump_path();
+      r = more.emplace_back(std::make_unique<inferscope::dump::DumpReader>(read)).get();
+    }
     const std::string rank = r->process_value("rank");
     parts.push_back({r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank});
   }
@@ -406,12 +412,10 @@ int main(int argc, char** argv) {
         std::cerr << "iscope-analyze: " << paths[i] << " is named twice: each rank's dump once\n";
         return 2;
       }
-  if (paths.size() > 1)
+  if (paths.size() > 1)  // InferScope dumps and torch.profiler traces (one JSON per rank), each readable
     for (const auto& p : paths) {
       try {
-        if (inferscope::analyze::input_format(p) == inferscope::analyze::InputFormat::kDump) continue;
-        std::cerr << "iscope-analyze: " << p << ": only InferScope dumps (.iscope) are analysed together as ranks\n";
-        return 2;
+        (void)inferscope::analyze::input_format(p);
       } catch (const std::exception& e) {
         std::cerr << "iscope-analyze: " << e.what() << "\n";
         return 1;
