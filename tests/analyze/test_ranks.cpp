@@ -272,6 +272,32 @@ TEST_CASE("a launcher with rank children: its own findings are left out") {
   CHECK(a.findings.empty());
 }
 
+TEST_CASE("a rank analysed with its run: its communication finding points to the run, not to running it") {
+  const std::string r0 = (std::filesystem::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / "mg_comm_bound.1769.iscope").string();
+  const std::string r1 = (std::filesystem::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / "mg_comm_bound.1770.iscope").string();
+  Analysis a = analyze_file(r0, {});
+  auto comm = [](const Analysis& x) -> const Finding* {
+    for (const Finding& f : x.findings)
+      if (f.category == "communication") return &f;
+    return nullptr;
+  };
+  REQUIRE(comm(a));
+  auto asks_for_run = [](const Finding& f) {
+    for (const Suggestion& s : f.suggestions)
+      if (s.action.find("Analyse the ranks together") != std::string::npos) return true;
+    return false;
+  };
+  CHECK(asks_for_run(*comm(a)));  // alone, it says how to get the split
+  a.children = analyze_rank_dumps({r0, r1}, {}, a.run);
+  mark_launcher(a);
+  REQUIRE(comm(a));
+  CHECK_FALSE(asks_for_run(*comm(a)));
+  bool points = false;
+  for (const std::string& e : comm(a)->evidence) points |= e.find("the section on the run across ranks") != std::string::npos;
+  CHECK(points);
+  CHECK_FALSE(a.launcher);
+}
+
 // ---- real recordings: samples/multigpu under iscope-run --follow-children on 2 H100s (torchrun, NCCL), 40 steps
 // each; the launcher's dump is tests/fixtures/mg_NAME.iscope and its ranks' are mg_NAME.<pid>.iscope beside it.
 
