@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <variant>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -322,6 +323,21 @@ void check_combinations(const Resolved& resolved, Problems& problems) {
   smaller("window_ms", c.window_ms, "window_every_ms", c.window_every_ms);
 }
 
+// The fields a program set in code: those that differ from a default Config. They win over the environment and
+// the file, which still set every field the code left alone (issue 25, item 9).
+void apply_code(const Config& code, Resolved& resolved) {
+  const Config defaults;
+  for (const KeyDef& def : detail::key_defs()) {
+    std::visit(
+        [&](auto member) {
+          if (code.*member == defaults.*member) return;
+          resolved.config.*member = code.*member;
+          resolved.origin[std::string(def.key)] = "code";
+        },
+        def.member);
+  }
+}
+
 Resolved defaults() {
   Resolved resolved;
   for (const KeyDef& def : detail::key_defs()) resolved.origin[std::string(def.key)] = "default";
@@ -344,6 +360,7 @@ Resolved resolve(const ResolveOptions& options) {
   }
   if (options.read_environment) read_environment(resolved, from_sources);
   resolved.ignored = std::move(source_problems.messages);
+  if (options.code) apply_code(*options.code, resolved);
   for (const auto& [key, value] : options.flags) {
     const std::string flag = spell_flag(options.flag_spelling, key);
     const KeyDef* def = detail::find_key(key);
