@@ -218,3 +218,26 @@ TEST_CASE("a session started in code in a child of iscope-run: an output from ou
   CHECK(dumps[0] != "family.iscope");
   CHECK(r.out == "session started " + dir + "/" + dumps[0] + "\n");
 }
+
+// yaml-cpp 0.7 never returns from LoadAll on a ',' outside a [ ] or { } collection: it adds an empty document per
+// turn until memory runs out (found by fuzz_config, issue 25). A 1-byte config file hung every tool and every
+// recorded program; now it is a syntax error naming its line and column.
+TEST_CASE("a stray ',' in the config file is a syntax error naming its line, never a hang") {
+  const std::string dir = fresh_dir("stray-comma");
+  const std::vector<std::pair<std::string, std::string>> files{
+      {",", ":1:1: YAML syntax error"}, {"- a\n,\n- b\n", ":2:1: YAML syntax error"},
+      {"enable: true\n---\n,\n", ":3: a config file holds one YAML document"}};  // refused before the ','
+  int n = 0;
+  for (const auto& [text, where] : files) {
+    const std::string path = dir + "/c" + std::to_string(n++) + ".yaml";
+    std::ofstream(path) << text;
+    CAPTURE(text);
+    const testutil::ToolRun v = run("tools/iscope-config/iscope-config", {"validate", path}, {});
+    CHECK(v.exit == 1);  // -1: it hung and was killed at the deadline, or ran out of address space
+    CHECK(said(v, path + where));
+    const testutil::ToolRun p = run("tests/unit/iscope_test_recorder", {"exit-code", "7"},
+                                    {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + dir + "/x.iscope", "INFERSCOPE_CONFIG=" + path});
+    CHECK(p.exit == 7);
+    CHECK(said(p, path + where));
+  }
+}
