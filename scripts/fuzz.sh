@@ -16,8 +16,8 @@
 #
 # Each target names what it needs in its first lines:
 #   // fuzz-sources: lib/dump/reader.cpp ...     (relative to the repository root; globs such as lib/dump/*.cpp)
-#   // fuzz-seeds: dump | json                   (dump: small valid dumps from fuzz/make_seeds.cpp;
-#                                                  json: fuzz/seeds/json/)
+#   // fuzz-seeds: dump | json | config          (dump: small valid dumps from fuzz/make_seeds.cpp;
+#                                                  json, config: fuzz/seeds/json/, fuzz/seeds/config/)
 #   // fuzz-flags: -fno-sanitize=...             (optional: a known finding switched off, with the reason)
 # A target whose sources are not all in this checkout is skipped with a note (e.g. the analyzer targets on a
 # branch without lib/analyze/analyzer.cpp).
@@ -54,7 +54,10 @@ SAN=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-om
 echo "fuzz.sh: seed corpus in $OUT/seeds"
 "$CXX" "${CXXFLAGS[@]}" "$ROOT/fuzz/make_seeds.cpp" "$ROOT/lib/dump/format.cpp" -o "$OUT/bin/make_seeds"
 "$OUT/bin/make_seeds" "$OUT/seeds/dump" >/dev/null
-cp "$ROOT"/fuzz/seeds/json/* "$OUT/seeds/json/" 2>/dev/null || true
+for kind in "$ROOT"/fuzz/seeds/*/; do  # json, config, ...: the folder a target names in its fuzz-seeds line
+  mkdir -p "$OUT/seeds/$(basename "$kind")"
+  cp "$kind"* "$OUT/seeds/$(basename "$kind")/" 2>/dev/null || true
+done
 
 # Temporary files some targets create (the JSON importer converts through a temporary dump) go to memory.
 export TMPDIR=${FUZZ_TMPDIR:-/dev/shm}

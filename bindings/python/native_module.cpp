@@ -20,6 +20,7 @@
 #include "dump/reader.hpp"
 #include "dump/visit.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/tree_outputs.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -675,8 +676,9 @@ bool set_list(std::string& out, PyObject* v, const char* key, const char* fn) {
 // start(**config): every setting that .inferscope.yaml and INFERSCOPE_* accept is a keyword (lib/config's
 // table, docs/configuration.md). The Python type is checked here, since a str where a bool belongs is a
 // mistake rather than the word "yes"; the value then goes through config::resolve like a command-line flag,
-// so ranges, choices and their error messages are the config file's. Only the keywords apply: like C++
-// inferscope::start(Config{}), the environment and the config file are not read.
+// so ranges, choices and their error messages are the config file's. A keyword wins over the environment and the
+// config file, which set every setting not given (as C++ inferscope::start does for the fields the code left
+// alone); the runtime then starts exactly that configuration.
 const std::map<std::string, std::string>& setting_types() {
   static const std::map<std::string, std::string> types = [] {
     std::map<std::string, std::string> m;
@@ -717,8 +719,6 @@ bool keyword_text(const std::string& key, const std::string& type, PyObject* v, 
 
 bool resolve_keywords(PyObject* kwargs, inferscope::Config& out) {
   inferscope::config::ResolveOptions ro;
-  ro.read_environment = false;
-  ro.read_file = false;
   ro.flag_noun = "start()";
   ro.flag_spelling = "keyword argument";
   bool unknown = false;
@@ -738,7 +738,9 @@ bool resolve_keywords(PyObject* kwargs, inferscope::Config& out) {
     }
   }
   try {
-    out = inferscope::config::resolve(ro).config;
+    const inferscope::config::Resolved resolved = inferscope::config::resolve(ro);
+    out = resolved.config;
+    inferscope::runtime::own_files_below_root(resolved, out);
     return true;
   } catch (const inferscope::config::ConfigError& e) {
     // An unknown keyword is a TypeError, as Python raises for any function's unexpected keyword.
@@ -760,7 +762,7 @@ PyObject* py_start(PyObject*, PyObject* args, PyObject* kwargs) {
   if (inferscope::is_active()) Py_RETURN_FALSE;  // the running session (e.g. INFERSCOPE_ENABLE=1) goes on
   bool ok;
   Py_BEGIN_ALLOW_THREADS
-  ok = inferscope::start(cfg);
+  ok = inferscope::start_exactly(cfg);  // already resolved: a keyword equal to a default must not yield to the env
   Py_END_ALLOW_THREADS
   if (!ok) {
     PyErr_Format(PyExc_RuntimeError, "inferscope: could not start recording to '%s' (the reason is on stderr)",

@@ -9,6 +9,9 @@
 //   cfg.output = "serve.iscope";
 //   cfg.buffer_mode = inferscope::BufferMode::kRing;
 //   inferscope::Session session(cfg);       // records until `session` goes out of scope
+//
+// A session started in code takes the fields the code changed from their defaults; every other setting comes from
+// the environment, then .inferscope.yaml, then the defaults (inferscope::start_exactly reads neither).
 #pragma once
 
 #include <cstdint>

@@ -56,10 +56,16 @@ struct Attribute {
 
 #ifndef ISCOPE_DISABLE
 
-/// Starts recording with `config` (its `enable` field is ignored: calling start is the intent). Returns
-/// false, with one line on stderr saying why, when a session is already running or the output cannot be
-/// opened.
+/// Starts recording with `config` (its `enable` field is ignored: calling start is the intent). Every field the
+/// code set (one that differs from a default Config) wins; every other setting comes from the environment
+/// (INFERSCOPE_*), then .inferscope.yaml, then the defaults, so an operator can redirect or reconfigure the
+/// program without a rebuild (docs/configuration.md, "Sessions started in code"). Returns false, with one line on
+/// stderr saying why, when a session is already running, a setting from outside is invalid, or the output
+/// cannot be opened.
 INFERSCOPE_API bool start(const Config& config = Config{});
+/// Starts recording with exactly `config`: nothing is read from the environment or .inferscope.yaml. For a
+/// program that must not be reconfigured from outside, or that resolved its settings itself.
+INFERSCOPE_API bool start_exactly(const Config& config);
 /// Stops recording and writes a complete dump. Returns false when no session was running, or when the dump
 /// could not be written whole (a full disk, an END chunk that failed): stderr says which.
 INFERSCOPE_API bool stop();
@@ -212,6 +218,7 @@ class AsyncRange {
 #else  // ISCOPE_DISABLE: the same API, inline and empty; no library symbol is referenced.
 
 inline bool start(const Config& = Config{}) { return false; }
+inline bool start_exactly(const Config&) { return false; }
 inline bool stop() { return false; }
 inline bool is_active() noexcept { return false; }
 inline std::string output_path() { return {}; }

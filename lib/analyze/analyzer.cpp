@@ -109,6 +109,10 @@ void read_dump_state(const dump::DumpReader& r, Analysis& a) {
   } else if (!r.complete()) {
     a.warnings.push_back(r.path() + ": no end chunk (the process did not stop cleanly); the analysis covers what was written");
   }
+  for (const std::string& skipped : r.skipped_chunks()) {
+    a.warnings.push_back("the dump is corrupt: " + skipped + "; the analysis covers every other chunk");
+    a.partial = true;
+  }
   uint64_t dropped = 0;
   for (auto& d : r.drops()) {
     a.drops[d.reason] += d.records;

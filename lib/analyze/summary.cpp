@@ -220,6 +220,7 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
   out << "- status: " << (r.complete() ? "complete" : "INCOMPLETE (no end chunk: the process did not stop cleanly)")
       << "\n";
   if (r.damage()) out << "- damage: " << r.damage()->message << "\n";
+  for (const std::string& skipped : r.skipped_chunks()) out << "- skipped: " << skipped << "\n";
   for (const char* k : {"cmdline", "pid", "hostname", "clock", "buffer_mode"}) {
     std::string v = r.process_value(k);
     if (!v.empty()) out << "- " << k << ": " << v << "\n";

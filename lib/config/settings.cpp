@@ -5,6 +5,7 @@
 
 #include "config/key_table.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <sstream>
+#include <variant>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -174,15 +177,60 @@ std::optional<std::string> read_config_text(const std::string& path, const std::
   return text;
 }
 
+// Records where each document starts and where its root node is; nothing else of the events is needed.
+struct DocumentMarks : YAML::EventHandler {
+  std::vector<YAML::Mark> starts, roots;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { root(mark); }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    root(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    root(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void root(const YAML::Mark& mark) {
+    if (roots.size() < starts.size()) roots.push_back(mark);
+  }
+};
+
+// The file's one document; a second one is refused rather than ignored (its root's mark in `second`). Not
+// YAML::LoadAll: yaml-cpp 0.7 never returns from it on a ',' outside a [ ] or { } collection (",", "- a\n,\n- b"),
+// whose parser stops advancing while LoadAll adds an empty document per turn until memory runs out; fuzz_config
+// found a 1-byte config file hanging every tool. So the documents are walked with the event parser, at most three,
+// and one that starts where the one before it started is the syntax error it is. Throws YAML::ParserException.
+YAML::Node load_one_document(const std::string& source, std::optional<YAML::Mark>& second) {
+  std::istringstream in(source);
+  YAML::Parser parser(in);
+  DocumentMarks marks;
+  while (marks.starts.size() < 3 && parser.HandleNextDocument(marks)) {
+    const std::vector<YAML::Mark>& s = marks.starts;
+    if (s.size() >= 2 && s[s.size() - 1].pos == s[s.size() - 2].pos) {
+      const char c = static_cast<size_t>(s.back().pos) < source.size() ? source[s.back().pos] : ' ';
+      throw YAML::ParserException(s.back(), std::string("unexpected '") + c + "'" +
+                                                (c == ',' ? " (a comma separates items only inside [ ] or { })" : ""));
+    }
+  }
+  if (marks.roots.size() > 1) second = marks.roots[1];
+  return YAML::Load(source);
+}
+
 void read_file(const std::string& path, const std::string& named_by, Resolved& resolved, Problems& problems) {
   const std::optional<std::string> text = read_config_text(path, named_by, problems);
   if (!text) return;
   const std::string& source = *text;
   resolved.config_file = path;
 
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
+  std::optional<YAML::Mark> second;
   try {
-    documents = YAML::LoadAll(source);
+    root = load_one_document(source, second);
   } catch (const YAML::ParserException& e) {
     problems.messages.push_back(path + ":" + std::to_string(e.mark.line + 1) + ":" +
                                 std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
@@ -192,13 +240,12 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
     return;
   }
   // A second document ("---") would be ignored by a single-document read: refuse it rather than drop it.
-  if (documents.size() > 1) {
-    problems.messages.push_back(path + ":" + std::to_string(documents[1].Mark().line + 1) +
+  if (second) {
+    problems.messages.push_back(path + ":" + std::to_string(second->line + 1) +
                                 ": a config file holds one YAML document; this is a second one");
     return;
   }
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
-  if (root.IsNull()) return;  // an empty file (or only comments) sets nothing
+  if (!root || root.IsNull()) return;  // an empty file (or only comments) sets nothing
   if (!root.IsMap()) {
     problems.messages.push_back(path + ":" + std::to_string(root.Mark().line + 1) +
                                 ": expected settings as 'key: value' lines, got " + std::string(node_kind(root)));
@@ -322,6 +369,21 @@ void check_combinations(const Resolved& resolved, Problems& problems) {
   smaller("window_ms", c.window_ms, "window_every_ms", c.window_every_ms);
 }
 
+// The fields a program set in code: those that differ from a default Config. They win over the environment and
+// the file, which still set every field the code left alone (issue 25, item 9).
+void apply_code(const Config& code, Resolved& resolved) {
+  const Config defaults;
+  for (const KeyDef& def : detail::key_defs()) {
+    std::visit(
+        [&](auto member) {
+          if (code.*member == defaults.*member) return;
+          resolved.config.*member = code.*member;
+          resolved.origin[std::string(def.key)] = "code";
+        },
+        def.member);
+  }
+}
+
 Resolved defaults() {
   Resolved resolved;
   for (const KeyDef& def : detail::key_defs()) resolved.origin[std::string(def.key)] = "default";
@@ -344,6 +406,7 @@ Resolved resolve(const ResolveOptions& options) {
   }
   if (options.read_environment) read_environment(resolved, from_sources);
   resolved.ignored = std::move(source_problems.messages);
+  if (options.code) apply_code(*options.code, resolved);
   for (const auto& [key, value] : options.flags) {
     const std::string flag = spell_flag(options.flag_spelling, key);
     const KeyDef* def = detail::find_key(key);

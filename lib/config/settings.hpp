@@ -81,10 +81,14 @@ struct ResolveOptions {
   /// keys keeping their defaults (flags still throw). For tools that record nothing (iscope-analyze), whose
   /// run must not be stopped by a stale recording setting.
   bool lenient_sources = false;
+  /// A Config a program set in code (inferscope::start): each field that differs from a default Config is
+  /// taken from it, above the environment and the file (below flags), with the origin "code"; every field it
+  /// left at its default comes from the other sources. Null: no code settings.
+  const Config* code = nullptr;
 };
 
 /// Where an effective value came from: "default", "file:/path/.inferscope.yaml:12", "env:INFERSCOPE_X",
-/// "flag:--x". `origin` has an entry for every key.
+/// "code", "flag:--x". `origin` has an entry for every key.
 struct Resolved {
   Config config;
   std::map<std::string, std::string> origin;  ///< key -> source description

@@ -52,7 +52,7 @@ std::string join(std::span<const std::string_view> names, std::string_view separ
 }
 
 std::string check_cupti_activities(std::string_view value) {
-  if (value.empty()) return "the list is empty";
+  size_t named = 0;  // items that are not empty: ",,," names nothing, as "" does
   size_t begin = 0;
   while (begin <= value.size()) {
     size_t end = value.find(',', begin);
@@ -63,9 +63,10 @@ std::string check_cupti_activities(std::string_view value) {
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     if (!item.empty() && !contains(kCuptiPresets, item) && !contains(kCuptiActivityKinds, item))
       return "'" + std::string(item) + "' is not a CUPTI preset or activity kind";
+    named += !item.empty();
     begin = end + 1;
   }
-  return "";
+  return named ? "" : "the list is empty";
 }
 
 constexpr std::string_view kCuptiActivitiesAllowed =

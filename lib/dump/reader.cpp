@@ -116,6 +116,12 @@ void DumpReader::read_header() {
          8);
 }
 
+// A chunk whose checksums hold but whose contents contradict its header: what it held up to the contradiction
+// is kept (a STRINGS chunk's earlier entries), the rest of it is not read, and every other chunk still is.
+void DumpReader::skip_chunk(uint64_t where, const std::string& what) {
+  skipped_chunks_.push_back(at(path_, where) + what + "; the rest of that chunk was skipped");
+}
+
 void DumpReader::damaged(uint64_t where, const std::string& what, bool truncated) {
   damage_ = Damage{where, size_ - where,
                    at(path_, where) + what + "; " + std::to_string(size_ - where) + " bytes from there on were not read",
@@ -225,7 +231,10 @@ void DumpReader::parse_valid(const std::vector<Walked>& walked, size_t first_bad
     const uint64_t coff = walked[i].off, payload_off = coff + sizeof(ChunkHeader);
     const auto type = static_cast<ChunkType>(h.type);
     if (type == ChunkType::kEvents) {  // records are read later, by visitors; only the thread is needed now
-      if (h.length < sizeof(EventsHeader)) fail(at(path_, payload_off) + "events chunk shorter than its header", payload_off);
+      if (h.length < sizeof(EventsHeader)) {
+        skip_chunk(payload_off, "events chunk shorter than its header");
+        continue;
+      }
       EventsHeader eh{};
       try {
         read_at(payload_off, &eh, sizeof(eh));
@@ -244,16 +253,22 @@ void DumpReader::parse_valid(const std::vector<Walked>& walked, size_t first_bad
     }
     const uint8_t* p = payload.data();
     if (type == ChunkType::kCodeTable) {
-      if (h.length != uint64_t(h.count) * sizeof(CodeEntry)) fail(at(path_, coff) + "bad code table size", coff);
+      if (h.length != uint64_t(h.count) * sizeof(CodeEntry)) {
+        skip_chunk(coff, "bad code table size");
+        continue;
+      }
       for (uint32_t k = 0; k < h.count; ++k) raw_code.push_back(load<CodeEntry>(p + k * sizeof(CodeEntry)));
     } else if (type == ChunkType::kThreads) {
-      if (h.length != uint64_t(h.count) * sizeof(ThreadEntry)) fail(at(path_, coff) + "bad thread table size", coff);
+      if (h.length != uint64_t(h.count) * sizeof(ThreadEntry)) {
+        skip_chunk(coff, "bad thread table size");
+        continue;
+      }
       for (uint32_t k = 0; k < h.count; ++k) raw_threads.push_back(load<ThreadEntry>(p + k * sizeof(ThreadEntry)));
     } else {
       try {
         parse_chunk(h, p, payload_off);
-      } catch (const DumpError& e) {
-        fail(at(path_, e.offset()) + e.what(), e.offset());
+      } catch (const DumpError& e) {  // the payload is in memory: this is its contents, not the file, failing
+        skip_chunk(e.offset(), e.what());
       }
     }
   }

@@ -167,6 +167,11 @@ class DumpReader {
   bool complete() const { return end_.has_value(); }
   const std::optional<EndEntry>& end() const { return end_; }
   const std::optional<Damage>& damage() const { return damage_; }
+  /// Chunks whose checksums hold but whose contents contradict their header (a 2-byte EVENTS chunk, a STRINGS
+  /// count above its entries, a table that is not a whole number of entries), one message each naming the file
+  /// and offset: each was skipped from the contradiction on, and every other chunk was read. The dump is corrupt
+  /// (an analysis of it is partial), not unreadable.
+  const std::vector<std::string>& skipped_chunks() const { return skipped_chunks_; }
 
   /// Visits every record in file order as bytes: f(thread_id, header, record_bytes). Pads and kinds this
   /// reader does not know are skipped; a malformed record throws DumpError naming its offset. Readers of
@@ -210,6 +215,7 @@ class DumpReader {
   };
   void open_regular();
   [[noreturn]] void fail(const std::string& msg, uint64_t off);
+  void skip_chunk(uint64_t where, const std::string& what);
   void read_header();
   std::vector<Walked> walk_chunks();
   size_t first_bad_payload(const std::vector<Walked>& walked) const;
@@ -244,6 +250,7 @@ class DumpReader {
   uint64_t record_count_ = 0;
   std::optional<EndEntry> end_;
   std::optional<Damage> damage_;
+  std::vector<std::string> skipped_chunks_;  // contents that contradict their header (skip_chunk)
   std::optional<SamplingData> sampling_;
 };
 

@@ -1,12 +1,15 @@
 // Starting without code changes: INFERSCOPE_ENABLE=1 in the environment starts a session when the library
-// loads (an application linked with it, LD_PRELOAD by iscope-run, or the CUDA injection entry point).
+// loads (an application linked with it, LD_PRELOAD by iscope-run, or the CUDA injection entry point). A session
+// started in code takes from the same sources every setting the code did not set.
 #include "config/settings.hpp"
 #include "dump/path.hpp"
 #include "runtime/session.hpp"
+#include "runtime/tree_outputs.hpp"
 
 #include <unistd.h>
 
 #include <cstdlib>
+#include <exception>
 #include <string>
 
 // Collectors built into this library define these; a build without one simply lacks the symbol.
@@ -23,8 +26,6 @@ void ensure_builtin_collectors() {
   }();
   (void)done;
 }
-
-std::string with_pid_suffix(const std::string& path) { return dump::insert_suffix(path, std::to_string(::getpid())); }
 
 // A program exec'd by a recorded process: that process completed its dump at `path` just before the exec
 // (lib/runtime/process_hooks.cpp). This image records to the same path, so the earlier dump moves aside to
@@ -44,6 +45,11 @@ void keep_pre_exec_dump(const std::string& path) {
   }
 }
 
+void log_configuration_error(const std::exception& e) {
+  // Nothing starts with a half-understood configuration.
+  log(LogLevel::kError, std::string("configuration error: ") + e.what() + "; not recording");
+}
+
 bool autostart_from_environment() {
   if (!std::getenv("INFERSCOPE_ENABLE")) return false;
   try {
@@ -51,9 +57,9 @@ bool autostart_from_environment() {
     if (!r.config.enable) return false;
     Config cfg = r.config;
     const std::string family = cfg.output.empty() ? default_output_path() : cfg.output;
-    // iscope-run names the process it started. Its children inherit the environment: they record only
-    // when asked to (follow_children), each into its own file, so nobody overwrites the parent's dump.
-    if (const char* root = std::getenv("INFERSCOPE_ROOT_PID"); root && std::atol(root) != ::getpid()) {
+    // Children record only when asked to (follow_children), each into its own file, so nobody overwrites the
+    // parent's dump.
+    if (below_recorded_root()) {
       if (!cfg.follow_children) return false;
       cfg.output = with_pid_suffix(family);
       if (!cfg.report.empty()) cfg.report = with_pid_suffix(cfg.report);
@@ -61,10 +67,24 @@ bool autostart_from_environment() {
     keep_pre_exec_dump(cfg.output.empty() ? default_output_path() : cfg.output);
     return start_from_environment(cfg, family);
   } catch (const std::exception& e) {
-    // Nothing starts with a half-understood configuration.
-    log(LogLevel::kError, std::string("configuration error: ") + e.what() + "; not recording");
+    log_configuration_error(e);
     return false;
   }
+}
+
+bool start_from_code(const Config& code) {
+  Config cfg;
+  try {
+    config::ResolveOptions options;
+    options.code = &code;
+    const config::Resolved r = config::resolve(options);
+    cfg = r.config;
+    own_files_below_root(r, cfg);
+  } catch (const std::exception& e) {
+    log_configuration_error(e);
+    return false;
+  }
+  return start_session(cfg, false, {}, false);
 }
 
 }  // namespace inferscope::runtime

@@ -1560,7 +1560,9 @@ using runtime::G;
 
 std::string default_output_path() { return "inferscope-" + std::to_string(::getpid()) + ".iscope"; }
 
-bool start(const Config& config) { return runtime::start_session(config, false, {}, false); }
+bool start(const Config& config) { return runtime::start_from_code(config); }
+
+bool start_exactly(const Config& config) { return runtime::start_session(config, false, {}, false); }
 
 bool stop() {
   // False when no session was running, and when its dump could not be written whole (the log says why).

@@ -25,6 +25,11 @@ bool start_from_environment(const Config& config, const std::string& family_outp
 /// start() and start_from_environment(); `fork_child`: called from fork's child handler (no Python collector).
 bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child);
 
+/// inferscope::start(config): every field `code` set (one that differs from a default Config) wins; every other
+/// setting comes from the environment, .inferscope.yaml and the defaults, as for INFERSCOPE_ENABLE=1. A
+/// configuration error is logged ("configuration error: ...; not recording") and nothing starts.
+bool start_from_code(const Config& code);
+
 /// Registers the collectors compiled into this library (once).
 void ensure_builtin_collectors();
 /// Starts a session if INFERSCOPE_ENABLE asks for one; false otherwise (or on a configuration error).

@@ -450,6 +450,9 @@ TEST_CASE("cupti_activities accepts presets and activity kinds only") {
   CHECK(cfg::resolve(with_flags({{"cupti_activities", "kernel, memcpy,"}})).config.cupti_activities == "kernel, memcpy,");
   CHECK(contains(resolve_error(with_flags({{"cupti_activities", "kernel, gpu "}})), "'gpu' is not a CUPTI preset"));
   CHECK(contains(resolve_error(with_flags({{"cupti_activities", ""}})), "the list is empty"));
+  // A list of empty items names nothing either (it was accepted while "" was refused).
+  CHECK(contains(resolve_error(with_flags({{"cupti_activities", ",,,"}})), "the list is empty"));
+  CHECK(contains(resolve_error(with_flags({{"cupti_activities", " , "}})), "the list is empty"));
 }
 
 TEST_CASE("report must name a format by its extension") {

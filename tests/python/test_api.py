@@ -702,3 +702,67 @@ def test_a_relative_output_stays_where_it_was_named_when_the_program_changes_dir
     assert os.listdir(moved) == []
     assert isc.output_path() == str(started / "rel.iscope")
     assert [r["name"] for r in of_kind(isc._native._read_dump(str(started / "rel.iscope")), "range")] == ["after_chdir"]
+
+
+# Issue 25, item 9: a keyword given to start() wins; every setting not given comes from INFERSCOPE_* and
+# .inferscope.yaml, so an operator redirects or reconfigures a program without changing it. start() used to read
+# neither: the dump went to ./inferscope-<pid>.iscope whatever the environment said.
+def _started_output(**config):
+    assert isc.start(python=False, system=False, **config)
+    try:
+        return isc.output_path(), isc.flush_ring()  # flush_ring: a path in ring mode, None in stream mode
+    finally:
+        isc.stop()
+
+
+def test_start_takes_the_output_from_inferscope_output_when_no_keyword_gives_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INFERSCOPE_OUTPUT", str(tmp_path / "from-env.iscope"))
+    path, _ = _started_output()
+    assert path == str(tmp_path / "from-env.iscope")
+    assert sorted(p.name for p in tmp_path.glob("*.iscope")) == ["from-env.iscope"]
+
+
+def test_an_output_keyword_wins_over_inferscope_output(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INFERSCOPE_OUTPUT", str(tmp_path / "from-env.iscope"))
+    path, _ = _started_output(output=tmp_path / "from-code.iscope")
+    assert path == str(tmp_path / "from-code.iscope")
+    assert sorted(p.name for p in tmp_path.glob("*.iscope")) == ["from-code.iscope"]
+
+
+def test_a_keyword_equal_to_the_default_still_wins_over_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("INFERSCOPE_BUFFER_MODE", "ring")
+    _, snapshot = _started_output(output=tmp_path / "ring.iscope")
+    assert snapshot  # ring mode from the environment
+    _, snapshot = _started_output(output=tmp_path / "stream.iscope", buffer_mode="stream")
+    assert snapshot is None  # the keyword's stream mode
+
+
+def test_the_yaml_output_applies_when_no_variable_sets_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("INFERSCOPE_OUTPUT", raising=False)
+    (tmp_path / ".inferscope.yaml").write_text("output: from-yaml.iscope\n")
+    path, _ = _started_output()
+    assert path == str(tmp_path / "from-yaml.iscope")
+    monkeypatch.setenv("INFERSCOPE_OUTPUT", str(tmp_path / "from-env.iscope"))
+    path, _ = _started_output()
+    assert path == str(tmp_path / "from-env.iscope")
+
+
+def test_a_bad_environment_value_raises_the_message_the_tools_give(tmp_path, monkeypatch):
+    import subprocess
+
+    monkeypatch.setenv("INFERSCOPE_BUFFER_MODE", "bogus")
+    tool = os.environ.get("ISCOPE_CONFIG")
+    if not tool or not os.access(tool, os.X_OK):
+        pytest.skip("ISCOPE_CONFIG is not set to the iscope-config binary (run through ctest)")
+    shown = subprocess.run([tool, "show"], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 1
+    problem = shown.stderr.splitlines()[0]
+    assert problem.startswith("environment variable INFERSCOPE_BUFFER_MODE: buffer_mode: 'bogus'")
+    with pytest.raises(ValueError) as raised:
+        isc.start(output=tmp_path / "x.iscope", python=False)
+    assert str(raised.value) == problem
+    assert not isc.is_active()
+    assert not (tmp_path / "x.iscope").exists()

@@ -114,6 +114,21 @@ INFERENCE = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("env", [{}, {"INFERSCOPE_BUFFER_MODE": "bogus"}], ids=["unwritable-output", "bad-setting"])
+def test_run_that_cannot_start_recording_says_why_in_one_line_and_runs_nothing(tmp_path, env):
+    # It used to end in the runner's own traceback (RuntimeError from start()), exit 1.
+    (tmp_path / "script.py").write_text("print('the script ran')\n")
+    output = str(tmp_path / "no" / "such" / "dir" / "x.iscope") if not env else str(tmp_path / "x.iscope")
+    out = run(["-m", "inferscope_py", "run", "-o", output, "script.py"], tmp_path, **env)
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "the script ran" not in out.stdout
+    ours = [line for line in out.stderr.splitlines() if line.startswith("python -m inferscope_py run: ")]
+    assert len(ours) == 1, out.stderr
+    assert (output if not env else "INFERSCOPE_BUFFER_MODE") in ours[0]
+    assert not os.path.exists(output)
+
+
 @pytest.mark.parametrize("preload", [False, True], ids=["import", "ld_preload"])
 def test_enable_from_environment_records_scopes_and_calls_until_exit(tmp_path, preload):
     (tmp_path / "infer.py").write_text(INFERENCE)

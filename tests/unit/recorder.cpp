@@ -92,6 +92,22 @@ int crash(const std::string& how, long n, const char* out) {
   return 3;
 }
 
+// `inferscope::Session` started in code, as the README shows: the collectors off (set in code), the output OUT
+// when one is given ("-": none, left to the environment and .inferscope.yaml). Records N ranges and prints whether
+// the session started and where it wrote; the exit status is 0 either way (a session that did not start is the
+// program's business, not a failure of the program).
+int code_session(const char* out, long n) {
+  inferscope::Config c;
+  if (std::strcmp(out, "-") != 0) c.output = out;
+  c.cupti = c.python = c.system = false;
+  inferscope::Session session(c);
+  for (long i = 0; i < n; ++i) {
+    ISCOPE_RANGE("counted");
+  }
+  std::printf("session %s %s\n", session.ok() ? "started" : "not-started", inferscope::output_path().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +141,7 @@ int main(int argc, char** argv) {
   if (mode == "exec-self") return exec_self(argv[0], argc > 2 ? argv[2] : "7");
   if (mode == "abort" || mode == "segv" || mode == "bus" || mode == "segv-handled")
     return crash(mode, argc > 2 ? std::atol(argv[2]) : 1000, argc > 3 ? argv[3] : "");
+  if (mode == "code-session") return code_session(argc > 2 ? argv[2] : "-", argc > 3 ? std::atol(argv[3]) : 100);
   if (mode == "exit-code") return argc > 2 ? std::atoi(argv[2]) : 0;
   if (mode == "chdir") {  // records N ranges, changes its working directory to DIR, records N more, returns
     if (argc < 4) return 2;

@@ -7,7 +7,9 @@
 #include <inferscope/scope.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -173,4 +175,66 @@ TEST_CASE("iscope-analyze exits non-zero with the file named for bad input, zero
   spit(p, b, b.size());
   CHECK(run(p) == 3);
   CHECK(run(sample_dump()) == 0);
+}
+
+// A chunk whose checksums hold but whose contents contradict its header (issue 25, item 10): a 2-byte EVENTS
+// chunk, a STRINGS chunk counting more entries than it holds, a thread table whose length is not its count of
+// entries. Such a chunk used to reject the whole dump (exit 1); now it alone is skipped, named with its offset,
+// and the rest is read and analysed (exit 3: partial).
+namespace {
+
+std::vector<uint8_t> inconsistent_chunk(const std::string& kind) {
+  if (kind == "2-byte events") {
+    dump::ChunkBuilder b(dump::ChunkType::kEvents);
+    const uint8_t two[2] = {1, 0};
+    b.append(two, sizeof(two));
+    return b.finish();
+  }
+  if (kind == "strings count above its entries") {
+    dump::ChunkBuilder b(dump::ChunkType::kStrings);
+    b.add_string(1, "piece");
+    b.add_count(4);  // says 5, holds 1
+    return b.finish();
+  }
+  dump::ChunkBuilder b(dump::ChunkType::kThreads);  // 3 bytes: not a whole number of entries
+  const uint8_t three[3] = {1, 2, 3};
+  b.append(three, sizeof(three));
+  b.add_count(1);
+  return b.finish();
+}
+
+int analyze_exit(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{testutil::binary("tools/iscope-analyze/iscope-analyze")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const int st = testutil::wait_status(testutil::spawn(argv, {}));
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("one well-formed but inconsistent chunk is skipped, named by its offset; the rest is analysed with exit 3") {
+  const auto full = slurp(sample_dump());
+  const auto offs = chunk_offsets(full);
+  const size_t all_pieces = testutil::read_all(dump::DumpReader(sample_dump())).ranges.size();
+  REQUIRE(all_pieces == 3000);
+  for (const std::string kind : {"2-byte events", "strings count above its entries", "thread table of 3 bytes"}) {
+    CAPTURE(kind);
+    const size_t at = offs[offs.size() / 2];  // between two whole chunks
+    auto b = full;
+    const auto bad = inconsistent_chunk(kind);
+    b.insert(b.begin() + static_cast<std::ptrdiff_t>(at), bad.begin(), bad.end());
+    const std::string p = testutil::temp_path("inconsistent.iscope");
+    spit(p, b, b.size());
+
+    std::unique_ptr<dump::DumpReader> r;
+    REQUIRE_NOTHROW(r = std::make_unique<dump::DumpReader>(p));
+    REQUIRE(r->skipped_chunks().size() == 1);
+    CHECK(r->skipped_chunks()[0].find(p + ": offset ") == 0);
+    CHECK(testutil::read_all(*r).ranges.size() == all_pieces);  // every other chunk was read
+    CHECK(analyze_exit({p, "--summary"}) == 3);
+    const std::string report = testutil::temp_path("inconsistent.md");
+    std::filesystem::remove(report);
+    CHECK(analyze_exit({p, "-o", report}) == 3);
+    CHECK(std::filesystem::exists(report));
+  }
 }

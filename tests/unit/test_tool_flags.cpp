@@ -141,3 +141,14 @@ TEST_CASE("iscope-run: --report naming the dump's own file is refused before the
     CHECK_FALSE(fs::exists(dump));
   }
 }
+
+TEST_CASE("iscope-run: --cupti-activities naming nothing is refused, '' and ',,,' alike, naming the flag") {
+  // ',,,' (only commas and spaces) used to be accepted and '' refused: both name no activity to record.
+  for (const std::string& value : {std::string(""), std::string(",,,"), std::string(" , ")}) {
+    CAPTURE(value);
+    Launched l = launch({"--cupti-activities", value});
+    CHECK(l.run.exit == 2);
+    CHECK(l.run.err.find("flag --cupti-activities: cupti_activities: the list is empty") != std::string::npos);
+    CHECK(l.env.empty());  // the program did not run
+  }
+}

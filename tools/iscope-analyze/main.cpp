@@ -187,13 +187,15 @@ int print_summary_of(const std::string& path) {
   try {
     inferscope::dump::DumpReader reader(path);
     if (reader.damage()) std::cerr << "iscope-analyze: warning: " << reader.damage()->message << "\n";
+    for (const std::string& skipped : reader.skipped_chunks()) std::cerr << "iscope-analyze: warning: " << skipped << "\n";
     std::vector<std::string> warnings;
     std::map<std::string, uint64_t> drops;
     inferscope::dump::report_file_accounting(reader, warnings, drops);
     for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
     auto summary = inferscope::analyze::summarize(reader);
     inferscope::analyze::print_summary(reader, summary, std::cout);
-    return reader.damage() && !reader.damage()->truncated ? 3 : 0;
+    const bool corrupt = (reader.damage() && !reader.damage()->truncated) || !reader.skipped_chunks().empty();
+    return corrupt ? 3 : 0;
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
     return 1;

@@ -2,7 +2,8 @@
 
 Profiles an unmodified Python program: starts a session, switches Python call tracing on, runs the script as
 __main__ with sys.argv set, and completes the dump when it ends. The script's exit status is preserved; an
-uncaught exception prints its traceback and exits with status 1, as Python itself does.
+uncaught exception prints its traceback and exits with status 1, as Python itself does. When no session can
+start (an output that cannot be written, a bad setting), one line says why, the script is not run, exit 2.
 """
 
 import argparse
@@ -45,6 +46,21 @@ def _print_exception(exc):
     traceback.print_exception(type(exc), exc, tb)
 
 
+def _start(config):
+    """inferscope_py.start(**config): True, False when INFERSCOPE_ENABLE=1 already started a session (the
+    script records into it), or None after one line saying why nothing can record (an output that cannot be
+    written, a bad INFERSCOPE_* value or .inferscope.yaml): the runner's failure, not the script's, so no
+    traceback."""
+    try:
+        return inferscope_py.start(**config)
+    except (RuntimeError, ValueError, TypeError) as e:
+        message = str(e)
+        if message.startswith("inferscope: "):
+            message = message[len("inferscope: "):]
+        print(f"python -m inferscope_py run: {message}", file=sys.stderr)
+        return None
+
+
 def _run(args):
     if args.module is None and not args.target:
         print("python -m inferscope_py run: no script given", file=sys.stderr)
@@ -54,7 +70,9 @@ def _run(args):
         config["output"] = args.output
     if args.report:
         config["report"] = args.report
-    started = inferscope_py.start(**config)  # False: INFERSCOPE_ENABLE=1 already started one; record into it
+    started = _start(config)
+    if started is None:
+        return 2
     filters = {k: v for k, v in (("mode", args.mode), ("include", args.include), ("exclude", args.exclude),
                                  ("max_depth", args.max_depth)) if v is not None}
     try:
