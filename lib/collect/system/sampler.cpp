@@ -474,8 +474,9 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
                 s->timeslices != t.sched.timeslices;
         if (moved) t.moved_round = round_;
         t.sched = *s;
-        emit_sched(t.series, scope, target, ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
-        if (t.dump_id) sample_blocked_in(tid, t, ts);
+        const uint64_t run_ts = detail::now();  // right after the clock read: the run time is exact at this instant
+        emit_sched(t.series, scope, target, run_ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
+        if (t.dump_id) sample_blocked_in(tid, t, run_ts);
       } else {
         skip(err);
       }
@@ -582,11 +583,11 @@ void SystemSampler::fast_round() {
     ++read;
     const CounterScope scope = t.dump_id ? CounterScope::kThread : CounterScope::kOsThread;
     const uint32_t target = t.dump_id ? t.dump_id : tid;
-    const uint64_t ts = detail::now();
     if (!read_file(t.schedstat, "", false, buf_)) continue;
     auto s = parse_schedstat(buf_, &err);
     if (!s) continue;  // counted by the round's own read
     exact_run_time(tid, *s);
+    const uint64_t ts = detail::now();  // right after the clock read: the run time is exact at this instant
     emit_sched(t.series, scope, target, ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
     if (t.dump_id) sample_blocked_in(tid, t, ts);
   }
