@@ -194,6 +194,83 @@ std::set<uint32_t> threads_holding_locks(const WaitFrames& f, const ActivitySet&
   return out;
 }
 
+// Every other thread and child process active while the step thread was blocked in `p`, with its activity a in
+// [0, 1] and the kind of party it is (docs/analysis.md gives the rules), and the sum of a.
+struct Candidates {
+  std::vector<Candidate> list;
+  double total = 0;
+};
+Candidates candidates_in(const WaitPiece& p, const ActivitySet& act,
+                         const std::unordered_map<uint32_t, ThreadWaits>& waits_of, const Around& around,
+                         const WaitCall* waker, bool io, FutexSeen futex, const std::set<uint32_t>& lock_holders) {
+  auto covered = [&](uint32_t thread, int64_t a, int64_t b, bool same_kind, WaitKind kind) {
+    auto it = waits_of.find(thread);
+    return it == waits_of.end() ? 0.0 : it->second.covered(a, b, same_kind, kind);
+  };
+  const bool lockish = around.inner && (around.inner->point->kind == WaitKind::kLogging ||
+                                        around.inner->point->kind == WaitKind::kLock);
+  // Activity is measured over the step thread's sample interval around the piece: its blocked time is known at
+  // that resolution only (a GIL wait and the holder's burst that caused it lie somewhere in the same
+  // millisecond, not necessarily in this piece of it), and so is every other thread's CPU time.
+  const int64_t s0 = p.sample_end > p.sample_start ? p.sample_start : p.start;
+  const int64_t s1 = p.sample_end > p.sample_start ? p.sample_end : p.end;
+  const double S = double(s1 - s0);
+  Candidates out;
+  for (const Activity& o : act.others) {
+    if (is_profiler_thread(o.name)) continue;  // the step never waits on the profiler's own threads
+    const double run = std::clamp(o.run_in(s0, s1) / S, 0.0, 1.0);
+    const uint32_t tid = o.kind == Activity::Kind::kThread ? o.id : UINT32_MAX;
+    const double waiting = tid != UINT32_MAX ? std::min(1.0, covered(tid, s0, s1, false, WaitKind::kQueue) / S) : 0;
+    // Its CPU time lies outside its own wait calls (a thread in Queue.get or Event.wait is off a CPU): active
+    // for its CPU share, at most the share it spent outside them.
+    double a = std::min(run, 1.0 - waiting);
+    if (waker && waker->thread == tid) a = std::max(a, 1.0 - waiting);
+    if (lockish && tid != UINT32_MAX)
+      a = std::max(a, covered(tid, s0, s1, true, around.inner->point->kind) / S);
+    if (a < 0.02) continue;
+    // Outside wait points a Python thread on a CPU holds the GIL the step thread waits for, unless the step
+    // thread sat in an untimed futex (a lock: futex_seen), or that thread is seen holding something else
+    // (threads_holding_locks, for dumps that do not tell the futex waits apart), or the step thread sat in I/O.
+    const bool outside = !around.inner && !io && o.python && act.step.python;
+    const bool lock = futex == FutexSeen::kUntimed || (futex == FutexSeen::kNotSeen && lock_holders.count(o.id));
+    const Kind kind = outside ? (lock ? Kind::kLock : Kind::kGil) : Kind::kThreads;
+    out.list.push_back({kind, party_key(kind, pool_name(o.name.empty() ? "thread " + std::to_string(o.os_id) : o.name)), &o, a});
+    out.total += a;
+  }
+  for (const Activity& c : act.children) {
+    const double a = std::clamp(c.run_in(s0, s1) / S, 0.0, 1.0);
+    if (a < 0.02) continue;
+    out.list.push_back({Kind::kProcesses, party_key(Kind::kProcesses, c.name.empty() ? "process" : c.name), &c, a});
+    out.total += a;
+  }
+  return out;
+}
+
+// What a party's members ran during the waits, by self time, the five hottest: their recorded Python functions
+// and ranges (a wait point is where a member idled, not its work), a child process's from its own dump. None for
+// the step thread's own sleep or I/O, or nobody.
+std::vector<std::pair<std::string, double>> hot_frames_of(const WaitParty& party, const WaitFrames& f,
+                                                          const std::unordered_map<uint32_t, const ChildFrames*>& child_of,
+                                                          const WaitNaming& nm) {
+  std::vector<std::pair<std::string, double>> out;
+  if (party.kind == Kind::kOwnSleep || party.kind == Kind::kOwnIo || party.kind == Kind::kUnknown) return out;
+  std::map<std::string, double> hot;
+  for (uint32_t m : party.members) {
+    if (party.kind == Kind::kProcesses) {
+      if (auto it = child_of.find(m); it != child_of.end())
+        for (auto& [name, ns] : it->second->hot_ns) hot[name] += ns;
+    } else if (auto it = f.others.find(m); it != f.others.end()) {
+      for (auto& [code, ns] : it->second.py_ns)
+        if (!nm.wait_point(code)) hot[nm.code_name(code)] += ns;
+      for (auto& [name, ns] : it->second.range_ns) hot["range " + nm.range_name(name)] += ns;
+    }
+  }
+  for (auto& [name, ns] : hot) out.emplace_back(name, ns);
+  std::sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+  if (out.size() > 5) out.resize(5);
+  return out;
+}
+
 }  // namespace
 
 WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const ActivitySet& act,
@@ -239,10 +316,6 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
   std::unordered_map<uint32_t, ThreadWaits> waits_of;  // other threads' own wait calls
   for (const WaitCall& c : f.other_waits) waits_of[c.thread].add(c);
   for (auto& [t, tw] : waits_of) tw.finish();
-  auto covered = [&](uint32_t thread, int64_t a, int64_t b, bool same_kind, WaitKind kind) {
-    auto it = waits_of.find(thread);
-    return it == waits_of.end() ? 0.0 : it->second.covered(a, b, same_kind, kind);
-  };
   WaitCallSweep sweep(f.step_waits);
   for (size_t k = 0; k < w.pieces.size(); ++k) {
     piece = k;
@@ -266,43 +339,7 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
     // the pipe or socket (a decoder child process writing the frame the step reads) is whom it waits on.
     const bool io = !around.inner && (bi == BlockedIn::kRead || bi == BlockedIn::kWrite || bi == BlockedIn::kPoll);
     const WaitCall* waker = around.inner ? waker_of(f.wakes, *around.inner) : nullptr;
-    const bool lockish = around.inner && (around.inner->point->kind == WaitKind::kLogging ||
-                                          around.inner->point->kind == WaitKind::kLock);
-    // Activity is measured over the step thread's sample interval around the piece: its blocked time is known at
-    // that resolution only (a GIL wait and the holder's burst that caused it lie somewhere in the same
-    // millisecond, not necessarily in this piece of it), and so is every other thread's CPU time.
-    const int64_t s0 = p.sample_end > p.sample_start ? p.sample_start : p.start;
-    const int64_t s1 = p.sample_end > p.sample_start ? p.sample_end : p.end;
-    const double S = double(s1 - s0);
-    std::vector<Candidate> cands;
-    double A = 0;
-    for (const Activity& o : act.others) {
-      if (is_profiler_thread(o.name)) continue;  // the step never waits on the profiler's own threads
-      const double run = std::clamp(o.run_in(s0, s1) / S, 0.0, 1.0);
-      const uint32_t tid = o.kind == Activity::Kind::kThread ? o.id : UINT32_MAX;
-      const double waiting = tid != UINT32_MAX ? std::min(1.0, covered(tid, s0, s1, false, WaitKind::kQueue) / S) : 0;
-      // Its CPU time lies outside its own wait calls (a thread in Queue.get or Event.wait is off a CPU): active
-      // for its CPU share, at most the share it spent outside them.
-      double a = std::min(run, 1.0 - waiting);
-      if (waker && waker->thread == tid) a = std::max(a, 1.0 - waiting);
-      if (lockish && tid != UINT32_MAX)
-        a = std::max(a, covered(tid, s0, s1, true, around.inner->point->kind) / S);
-      if (a < 0.02) continue;
-      // Outside wait points a Python thread on a CPU holds the GIL the step thread waits for, unless the step
-      // thread sat in an untimed futex (a lock: futex_seen), or that thread is seen holding something else
-      // (threads_holding_locks, for dumps that do not tell the futex waits apart), or the step thread sat in I/O.
-      const bool outside = !around.inner && !io && o.python && act.step.python;
-      const bool lock = futex == FutexSeen::kUntimed || (futex == FutexSeen::kNotSeen && lock_holders.count(o.id));
-      const Kind kind = outside ? (lock ? Kind::kLock : Kind::kGil) : Kind::kThreads;
-      cands.push_back({kind, party_key(kind, pool_name(o.name.empty() ? "thread " + std::to_string(o.os_id) : o.name)), &o, a});
-      A += a;
-    }
-    for (const Activity& c : act.children) {
-      const double a = std::clamp(c.run_in(s0, s1) / S, 0.0, 1.0);
-      if (a < 0.02) continue;
-      cands.push_back({Kind::kProcesses, party_key(Kind::kProcesses, c.name.empty() ? "process" : c.name), &c, a});
-      A += a;
-    }
+    const auto [cands, A] = candidates_in(p, act, waits_of, around, waker, io, futex, lock_holders);
     // Whom the step waits on is busy while it waits (a GIL holder runs while the step thread queues for the GIL;
     // workers compute while the step waits for their batch), so the two coincide, never independent: candidates
     // active for at least kActiveForAll of the piece get all of b (a holder keeps the GIL or the lock through its
@@ -350,21 +387,7 @@ WaitAttribution attribute_waits(const WaitWindows& w, const WaitFrames& f, const
     for (auto& [id, n] : acc.names) party.member_names.push_back(n);
     if (party.members.size() == 1 && !party.member_names.empty() && !party.member_names[0].empty())
       party.name = party.member_names[0];  // a pool of one is that thread
-    std::map<std::string, double> hot;
-    for (uint32_t m : party.members) {
-      if (party.kind == Kind::kProcesses) {
-        if (auto it = child_of.find(m); it != child_of.end())
-          for (auto& [name, ns] : it->second->hot_ns) hot[name] += ns;
-      } else if (auto it = f.others.find(m); it != f.others.end()) {
-        for (auto& [code, ns] : it->second.py_ns)
-          if (!nm.wait_point(code)) hot[nm.code_name(code)] += ns;  // a wait point is where it idled, not its work
-        for (auto& [name, ns] : it->second.range_ns) hot["range " + nm.range_name(name)] += ns;
-      }
-    }
-    if (party.kind == Kind::kOwnSleep || party.kind == Kind::kOwnIo || party.kind == Kind::kUnknown) hot.clear();
-    for (auto& [name, ns] : hot) party.hot.emplace_back(name, ns);
-    std::sort(party.hot.begin(), party.hot.end(), [](auto& x, auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
-    if (party.hot.size() > 5) party.hot.resize(5);
+    party.hot = hot_frames_of(party, f, child_of, nm);
     auto off = std::max_element(acc.off_cpu.begin(), acc.off_cpu.end(), [](auto& x, auto& y) { return x.second < y.second; });
     if (off != acc.off_cpu.end() && party.span_ns > 0) {
       party.off_cpu_in = BlockedIn(off->first);
