@@ -17,14 +17,7 @@
 #include <fstream>
 #include <thread>
 
-// Built with AddressSanitizer (GCC says so with __SANITIZE_ADDRESS__, Clang with __has_feature).
-#if defined(__SANITIZE_ADDRESS__)
-#define ISCOPE_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ISCOPE_TEST_ASAN 1
-#endif
-#endif
+#include "support/sanitizers.hpp"  // ISCOPE_TEST_ASAN: built with AddressSanitizer
 
 // A forked child has only the thread that called fork(); the parent's writer thread, and whatever its stack
 // held at that instant (a buffer being filled, a snapshot being written), exist in the child as unreachable

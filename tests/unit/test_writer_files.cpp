@@ -7,6 +7,7 @@
 #include "runtime/runtime.hpp"
 #include "test_util.hpp"
 #include "support/files.hpp"
+#include "support/sanitizers.hpp"
 
 #include <inferscope/scope.hpp>
 
@@ -446,20 +447,8 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
 // iscope-run preloads the library into /bin/sh here; a sanitizer build's library cannot be preloaded into an
 // uninstrumented program (the runtime must come first), so that build skips this case, as it skips the tests
 // labelled `preload`.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizedBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizedBuild = true;
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
-#else
-constexpr bool kSanitizedBuild = false;
-#endif
-
 TEST_CASE("a run whose session lost the output to another session never claims that one's dump" *
-          doctest::skip(kSanitizedBuild)) {
+          doctest::skip(testsupport::kSanitizedBuild)) {
   const std::string out = testutil::temp_path("race.iscope");
   const std::string ready = testutil::temp_path("race.ready"), go = testutil::temp_path("race.go");
   const std::string log = testutil::temp_path("race-run.err");
