@@ -4,8 +4,8 @@
 #include "config/settings.hpp"
 
 #include "config/key_table.hpp"
+#include "config/yaml_file.hpp"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -67,37 +67,6 @@ void apply(Resolved& resolved, Problems& problems, const KeyDef& def, std::strin
   resolved.origin[std::string(def.key)] = std::move(origin);
 }
 
-std::string_view node_kind(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a sequence";
-    case YAML::NodeType::Null: return "nothing";
-    default: return "a single value";
-  }
-}
-
-// yaml-cpp 0.7 accepts a quoted scalar left open at the end of the file, silently swallowing every line after
-// the quote into one string ("step: \"open" then "enable: true" becomes step = "open enable: true"). Re-scan
-// the source from the node's opening quote to find its closing one.
-bool is_unterminated_quote(const std::string& source, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (!node.IsScalar() || mark.pos < 0 || static_cast<size_t>(mark.pos) >= source.size()) return false;
-  const char quote = source[mark.pos];
-  if (quote != '"' && quote != '\'') return false;
-  for (size_t i = mark.pos + 1; i < source.size(); ++i) {
-    if (quote == '"' && source[i] == '\\') {
-      ++i;  // an escaped character, possibly an escaped quote
-    } else if (source[i] == quote) {
-      if (quote == '\'' && i + 1 < source.size() && source[i + 1] == '\'') {
-        ++i;  // '' is an escaped single quote
-      } else {
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
 // The text of a setting's value node, or a problem. A list setting also accepts a YAML sequence of words.
 bool value_text_of(const KeyDef& def, const YAML::Node& value, std::string& text, std::string& problem) {
   if (value.IsScalar()) {
@@ -112,7 +81,7 @@ bool value_text_of(const KeyDef& def, const YAML::Node& value, std::string& text
     text.clear();
     for (const YAML::Node& item : value) {
       if (!item.IsScalar()) {
-        problem = "a list item is " + std::string(node_kind(item)) + ", not a word";
+        problem = "a list item is " + std::string(yaml_node_kind(item)) + ", not a word";
         return false;
       }
       if (!text.empty()) text += ',';
@@ -120,105 +89,18 @@ bool value_text_of(const KeyDef& def, const YAML::Node& value, std::string& text
     }
     return true;
   }
-  problem = "expected a single value, got " + std::string(node_kind(value));
+  problem = "expected a single value, got " + std::string(yaml_node_kind(value));
   return false;
 }
 
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
-// The text of the config file at `path`, or nullopt after adding a problem naming it. Only a regular file of at
-// most kMaxConfigFileBytes is read. A FIFO named by INFERSCOPE_CONFIG blocked every tool, and every program
-// started with INFERSCOPE_ENABLE=1, until some writer came; /dev/zero was read until memory ran out (then
-// std::bad_alloc ended the process); a directory read as an empty config. The file is opened O_NONBLOCK and its
-// kind taken from the open descriptor, so no FIFO can block and nothing can be swapped in after the check.
+// The text of the config file at `path`, or nullopt after adding a problem naming it (config::read_small_file).
 std::optional<std::string> read_config_text(const std::string& path, const std::string& named_by, Problems& problems) {
-  const std::string what = "config file '" + path + "'" + named_by;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    problems.messages.push_back("cannot read " + what + ": " + std::strerror(errno));
-    return std::nullopt;
-  }
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int e = errno;
-    ::close(fd);
-    problems.messages.push_back(st.st_mode ? what + ": is " + kind_of(st.st_mode) + ", not a regular file (name a YAML file)"
-                                           : "cannot read " + what + ": " + std::strerror(e));
-    return std::nullopt;
-  }
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      problems.messages.push_back("cannot read " + what + ": " + std::strerror(e));
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > kMaxConfigFileBytes) {  // a file still growing is stopped here too
-      ::close(fd);
-      problems.messages.push_back(what + ": larger than " + std::to_string(kMaxConfigFileBytes >> 20) +
-                                  " MiB; a config file holds a few settings (is it the right file?)");
-      return std::nullopt;
-    }
-  }
-  ::close(fd);
+  std::string problem;
+  std::optional<std::string> text = read_small_file(path, "config file '" + path + "'" + named_by, kMaxConfigFileBytes,
+                                                    "a config file holds a few settings (is it the right file?)", problem);
+  if (!text) problems.messages.push_back(std::move(problem));
   return text;
-}
-
-// Records where each document starts and where its root node is; nothing else of the events is needed.
-struct DocumentMarks : YAML::EventHandler {
-  std::vector<YAML::Mark> starts, roots;
-  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { root(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { root(mark); }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    root(mark);
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    root(mark);
-  }
-  void OnMapEnd() override {}
-
- private:
-  void root(const YAML::Mark& mark) {
-    if (roots.size() < starts.size()) roots.push_back(mark);
-  }
-};
-
-// The file's one document; a second one is refused rather than ignored (its root's mark in `second`). Not
-// YAML::LoadAll: yaml-cpp 0.7 never returns from it on a ',' outside a [ ] or { } collection (",", "- a\n,\n- b"),
-// whose parser stops advancing while LoadAll adds an empty document per turn until memory runs out; fuzz_config
-// found a 1-byte config file hanging every tool. So the documents are walked with the event parser, at most three,
-// and one that starts where the one before it started is the syntax error it is. Throws YAML::ParserException.
-YAML::Node load_one_document(const std::string& source, std::optional<YAML::Mark>& second) {
-  std::istringstream in(source);
-  YAML::Parser parser(in);
-  DocumentMarks marks;
-  while (marks.starts.size() < 3 && parser.HandleNextDocument(marks)) {
-    const std::vector<YAML::Mark>& s = marks.starts;
-    if (s.size() >= 2 && s[s.size() - 1].pos == s[s.size() - 2].pos) {
-      const char c = static_cast<size_t>(s.back().pos) < source.size() ? source[s.back().pos] : ' ';
-      throw YAML::ParserException(s.back(), std::string("unexpected '") + c + "'" +
-                                                (c == ',' ? " (a comma separates items only inside [ ] or { })" : ""));
-    }
-  }
-  if (marks.roots.size() > 1) second = marks.roots[1];
-  return YAML::Load(source);
 }
 
 void read_file(const std::string& path, const std::string& named_by, Resolved& resolved, Problems& problems) {
@@ -248,7 +130,7 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
   if (!root || root.IsNull()) return;  // an empty file (or only comments) sets nothing
   if (!root.IsMap()) {
     problems.messages.push_back(path + ":" + std::to_string(root.Mark().line + 1) +
-                                ": expected settings as 'key: value' lines, got " + std::string(node_kind(root)));
+                                ": expected settings as 'key: value' lines, got " + std::string(yaml_node_kind(root)));
     return;
   }
 
@@ -266,7 +148,7 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
     const std::string where = path + ":" + std::to_string(line);
     if (!entry.first.IsScalar()) {
       problems.messages.push_back(where + ": a key must be a single word, got " +
-                                  std::string(node_kind(entry.first)));
+                                  std::string(yaml_node_kind(entry.first)));
       continue;
     }
     const std::string key = entry.first.Scalar();

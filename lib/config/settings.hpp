@@ -42,6 +42,7 @@ class ConfigError : public std::runtime_error {
 /// starts using a new internal variable.
 inline constexpr std::array kNonSettingEnvironment = {
     std::string_view("INFERSCOPE_CONFIG"),           // names the YAML file to read
+    std::string_view("INFERSCOPE_RULES"),            // iscope-analyze, iscope-diff: names the rule file (docs/rules.md)
     std::string_view("INFERSCOPE_CLOCK"),            // runtime: forces the clock source (tests use monotonic)
     std::string_view("INFERSCOPE_CHILD"),            // set by iscope-run in processes it starts
     std::string_view("INFERSCOPE_ROOT_PID"),         // iscope-run: the pid of the process it started

@@ -1,5 +1,6 @@
 // The settings table and the generic parsing/formatting it drives. Adding a setting means adding a field to
 // inferscope::Config and one row here; the file, environment, flags, `iscope-config` and the docs follow.
+#include "config/edit_distance.hpp"
 #include "config/key_table.hpp"
 #include "config/settings.hpp"
 
@@ -383,24 +384,10 @@ std::string closest_key(std::string_view typed) {
   // Keys are lower case; "Trace_Size_MB" is one mistake (the case), not five.
   std::string unknown(typed);
   std::transform(unknown.begin(), unknown.end(), unknown.begin(), [](unsigned char c) { return std::tolower(c); });
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = above;
-      }
-    }
-    return row[b.size()];
-  };
   std::string best;
   size_t best_distance = SIZE_MAX;
   for (const KeyDef& def : kKeys) {
-    size_t d = distance(unknown, def.key);
+    size_t d = edit_distance(unknown, def.key);
     // A key the user typed only part of ("buffer" for buffer_mode) is as good a guess as a one-letter typo.
     if (unknown.size() >= 3 && def.key.find(unknown) != std::string_view::npos) d = std::min<size_t>(d, 1);
     if (d < best_distance) {
@@ -408,9 +395,7 @@ std::string closest_key(std::string_view typed) {
       best = def.key;
     }
   }
-  // Beyond about a third of the word, the "closest" key is a guess that misleads more than it helps.
-  size_t limit = std::max<size_t>(2, unknown.size() / 3);
-  return best_distance <= limit ? best : std::string();
+  return best_distance <= close_name_limit(unknown) ? best : std::string();
 }
 
 }  // namespace inferscope::config::detail

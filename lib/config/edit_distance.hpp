@@ -1,0 +1,30 @@
+// Edit distance for "did you mean" in messages about names the user typed: settings keys (settings_table.cpp) and
+// the metrics of rule files (analyze/rules/metrics.cpp). Header-only: the analyzer uses it without linking config.
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+namespace inferscope::config {
+
+/// Insertions, deletions and substitutions that turn `a` into `b`.
+inline size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// Beyond about a third of the word, the "closest" name is a guess that misleads more than it helps.
+inline size_t close_name_limit(std::string_view typed) { return std::max<size_t>(2, typed.size() / 3); }
+
+}  // namespace inferscope::config
