@@ -36,7 +36,11 @@ struct Suggestion {
 };
 
 struct Finding {
-  std::string category;   ///< one of kCategories
+  /// One of kCategories; a rule file's finding: "custom:<its rule's name>".
+  std::string category;
+  /// The rule that made it: a built-in rule's name (registry: h2d_bound also makes pcie_saturation findings), the
+  /// name a rule file disables it by; or the rule file's rule.
+  std::string rule;
   std::string title;      ///< one line
   double confidence = 0;  ///< [0, 1]
   bool uncertain = false; ///< confidence below the threshold: shown, marked, never hidden

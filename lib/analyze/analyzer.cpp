@@ -18,6 +18,7 @@
 
 #include "analyze/aggregate.hpp"
 #include "analyze/rules/rule.hpp"
+#include "analyze/rules/rule_settings.hpp"
 #include "analyze/stages.hpp"
 #include "analyze/what_if.hpp"
 
@@ -208,7 +209,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
                                     .graphs = graphs,
                                     .tables = tables,
                                     .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative)};
-  std::vector<Finding> findings = rules::run_all(rule_input);
+  rules::RulesResult ranked = rules::run_rules(rule_input, opt.rules ? *opt.rules : rules::RuleSettings{});
 
   // The Analysis, from the stages' results.
   a.events = in.facts.events;
@@ -234,9 +235,13 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   a.graph_launches = std::move(tables.graph_launches);
   a.layers = std::move(tables.layers);
   a.threads = std::move(tables.threads);
+  if (a.kernels.size() > kTableRows) a.kernels.resize(kTableRows);
+  if (a.python.size() > kTableRows) a.python.resize(kTableRows);
+  if (a.ranges.size() > kTableRows) a.ranges.resize(kTableRows);
   a.representative.lanes = std::move(timeline.lanes);
   a.warnings.insert(a.warnings.end(), timeline.warnings.begin(), timeline.warnings.end());
-  a.findings = std::move(findings);
+  a.findings = std::move(ranked.findings);
+  a.warnings.insert(a.warnings.end(), ranked.warnings.begin(), ranked.warnings.end());
   if (cx.prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
   return a;
 }

@@ -11,11 +11,16 @@
 #include "analyze/analysis.hpp"
 #include "dump/reader.hpp"
 
+#include <memory>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 
 namespace inferscope::analyze {
+
+namespace rules {
+struct RuleSettings;  // rules/rule_settings.hpp
+}
 
 struct AnalyzeOptions {
   std::string step;              ///< step range/scope (or Python function) name; empty = detect
@@ -26,6 +31,9 @@ struct AnalyzeOptions {
   /// Worker threads; 0: INFERSCOPE_ANALYZE_THREADS, else the hardware threads (capped at 32). The analysis is
   /// the same whatever the number.
   unsigned threads = 0;
+  /// A rule file's settings (lib/rulefile, docs/rules.md): built-in rules disabled or re-thresholded, and its own
+  /// rules ranked with them. Null: the built-in rules as they are.
+  std::shared_ptr<const rules::RuleSettings> rules;
 };
 
 /// A bad input that yields no analysis at all: the message names the file and the offset/line/field.

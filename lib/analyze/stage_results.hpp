@@ -100,7 +100,11 @@ struct MeasuredSteps {
   std::vector<StepMetrics> steps;
 };
 
-/// The tables stage's result: what the reports list, and the rules quote.
+/// Rows of the kernel, Python and range tables the reports show (the largest first); the rules read every row.
+inline constexpr size_t kTableRows = 50;
+
+/// The tables stage's result: what the reports list, and the rules quote. The kernel, Python and range tables hold every row, largest first (custom rules look names up
+/// in them); the Analysis keeps the first kTableRows.
 struct Tables {
   std::vector<KernelRow> kernels;
   std::vector<PythonRow> python;

@@ -41,7 +41,6 @@ void kernel_table(const Context& cx, const Ingested& in, const Attribution& at, 
   for (auto& [id, g] : in.graph_runs)
     if (g.count) add_row(detail::graph_work_name(id), g.count, g.ns, detail::launch_work_key(detail::kGraph, id));
   std::sort(a.kernels.begin(), a.kernels.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
-  if (a.kernels.size() > 50) a.kernels.resize(50);
 }
 
 void python_table(const Context& cx, const Ingested& in, Tables& a) {
@@ -65,7 +64,6 @@ void python_table(const Context& cx, const Ingested& in, Tables& a) {
     a.python.push_back(std::move(row));
   }
   std::sort(a.python.begin(), a.python.end(), [](auto& x, auto& y) { return x.self_ms > y.self_ms; });
-  if (a.python.size() > 50) a.python.resize(50);
 }
 
 void range_table(const Context& cx, const Ingested& in, Tables& a) {
@@ -86,7 +84,6 @@ void range_table(const Context& cx, const Ingested& in, Tables& a) {
     a.ranges.push_back(std::move(row));
   }
   std::sort(a.ranges.begin(), a.ranges.end(), [](auto& x, auto& y) { return x.total_ms > y.total_ms; });
-  if (a.ranges.size() > 50) a.ranges.resize(50);
 }
 
 void copy_table(const Ingested& in, const LinkPeak& m, Tables& a) {

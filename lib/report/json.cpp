@@ -137,6 +137,7 @@ json::object breakdown_json(const analyze::Breakdown& b) {
 json::object finding_json(const analyze::Finding& f) {
   json::object o;
   o["bottleneck_type"] = str(f.category);
+  o["rule"] = str(f.rule.empty() ? f.category : f.rule);  // the run's findings (ranks.cpp) are their category's rule
   o["title"] = str(f.title);
   o["confidence"] = num(f.confidence);
   o["uncertain"] = f.uncertain;

@@ -3,6 +3,7 @@
 // grew), the reports say the run was sampled and how much of it the windows cover; a dump without windows reads
 // as before. Dumps are made with the dump builder, as the runtime would have written them.
 #include "analyze/analyzer.hpp"
+#include "analyze/rules/rule_settings.hpp"
 #include "analyze/summary.hpp"
 #include "report/report.hpp"
 #include "support/dump_builder.hpp"
@@ -161,6 +162,42 @@ TEST_CASE("sampled dump: the steps are those wholly inside full windows, numbere
   CHECK(a.sampling.run_step[14] == 154);
   // The ring's dropped window is sampling, not a loss: no "records were dropped" warning.
   for (auto& w : a.warnings) CHECK_FALSE(contains(w, "records were dropped"));
+}
+
+// A rule file's rule as the analysis sees it (lib/rulefile compiles them; here one written by hand): it reads the
+// steps of the sampled analysis, and its finding is ranked with the built-in ones.
+struct StepCountRule : analyze::rules::CustomRule {
+  std::string n = "sampled_steps";
+  const std::string& name() const override { return n; }
+  std::optional<analyze::Finding> evaluate(const analyze::rules::RuleInput& in, std::vector<std::string>&) const override {
+    analyze::Finding f;
+    f.category = "custom:" + n;
+    f.rule = n;
+    f.title = std::to_string(in.stats.total) + " steps analysed";
+    f.suggestions.push_back({"nothing", "low", 0, false, ""});
+    return f;
+  }
+};
+
+TEST_CASE("sampled dump: custom rules run over the sampled analysis, built-in rules can be disabled") {
+  analyze::AnalyzeOptions o;
+  auto settings = std::make_shared<analyze::rules::RuleSettings>();
+  settings->custom.push_back(std::make_shared<StepCountRule>());
+  settings->disabled.insert("slow_steps");
+  o.rules = settings;
+  const Analysis a = analyze::analyze_file(make_sampled_dump(), o);
+  REQUIRE(a.sampling.sampled);
+  const analyze::Finding* custom = nullptr;
+  for (const analyze::Finding& f : a.findings) {
+    CHECK(f.category != "slow_steps");
+    if (f.category == "custom:sampled_steps") custom = &f;
+  }
+  REQUIRE(custom);
+  CHECK(custom->title == "15 steps analysed");  // the steps of the full windows, as the analysis counts them
+  const Analysis plain = analyze::analyze_file(make_sampled_dump(), {});
+  bool slow = false;
+  for (const analyze::Finding& f : plain.findings) slow |= f.category == "slow_steps";
+  CHECK(slow);  // the slow step is there to be reported when the rule is not disabled
 }
 
 TEST_CASE("sampled dump: the slow step in a window is explained; the one outside is named with the range that grew") {

@@ -79,9 +79,10 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   const auto& findings = root.at("findings").as_array();
   REQUIRE(findings.size() == 2);
   const auto& f = findings[0].as_object();
-  CHECK(keys(f) == std::vector<std::string>{"bottleneck_type", "title", "confidence", "uncertain", "primary",
+  CHECK(keys(f) == std::vector<std::string>{"bottleneck_type", "rule", "title", "confidence", "uncertain", "primary",
                                              "informational", "impact", "evidence", "metrics", "examples", "suggestions"});
   CHECK(f.at("bottleneck_type").as_string() == "launch_bound");
+  CHECK(f.at("rule").as_string() == "launch_bound");  // the finding was made without a rule name: its category's
   CHECK(f.at("primary").as_bool());
   CHECK_FALSE(f.at("uncertain").as_bool());
   CHECK(f.at("impact").at("ms").as_double() == 5.5);

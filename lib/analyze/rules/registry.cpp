@@ -1,7 +1,7 @@
 // The rule registry and the ranking of their findings.
 #include "analyze/rules/rule.hpp"
+#include "analyze/rules/rule_settings.hpp"
 
-#include <algorithm>
 #include <iterator>
 
 namespace inferscope::analyze::rules {
@@ -31,17 +31,6 @@ double trace_origin_ns(const std::vector<detail::StepMetrics>& steps, const Step
   return double(steps.front().start);
 }
 
-std::vector<Finding> run_all(const RuleInput& in) {
-  std::vector<Finding> out;
-  if (in.steps.empty() || in.t.steps == 0 || in.t.dur <= 0) return out;
-  for (const RuleEntry& e : registry())
-    if (auto f = e.rule(in)) out.push_back(std::move(*f));
-  std::stable_sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {
-    if (x.informational != y.informational) return !x.informational;
-    return x.impact_ms > y.impact_ms;
-  });
-  if (!out.empty() && !out.front().informational) out.front().primary = true;
-  return out;
-}
+std::vector<Finding> run_all(const RuleInput& in) { return run_rules(in, RuleSettings{}).findings; }
 
 }  // namespace inferscope::analyze::rules
