@@ -6,6 +6,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       doctest-dev libcxxopts-dev libyaml-cpp-dev libbenchmark-dev
       zlib1g-dev                                  # gzipped torch.profiler traces (iscope-analyze)
       libsqlite3-dev                              # iscope-analyze --sqlite
+      libmuparser-dev                             # rule files: their expressions (docs/rules.md)
       nodejs                                      # runs the HTML report's sort script in a test
       chromium python3-websocket                  # the HTML reports in a real browser (tests/report/browser_check.py)
       python3 python3-dev python3-pytest

@@ -17,6 +17,9 @@
 #include "dump/files.hpp"
 #include "dump/path.hpp"
 #include "dump/reader.hpp"
+#include "analyze/rules/metrics.hpp"
+#include "analyze/rules/rule_settings.hpp"
+#include "rulefile/rule_file.hpp"
 #ifdef INFERSCOPE_HAVE_REPORT
 #include "report/report.hpp"
 #endif
@@ -132,7 +135,7 @@ std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::stri
 // The flags declared with boolean_flag(); on() answers for them after parse() checked every value.
 class BooleanFlags {
  public:
-  static constexpr const char* kNames[] = {"no-children", "summary", "findings", "progress"};
+  static constexpr const char* kNames[] = {"no-children", "summary", "findings", "progress", "no-rules"};
   /// Empty, or the message for the first value that is not a boolean.
   std::string parse(const cxxopts::ParseResult& args) {
     for (const char* name : kNames) {
@@ -155,6 +158,18 @@ class BooleanFlags {
   std::map<std::string, bool> on_;
 };
 
+// --check-rules FILE: 0 and what it sets, or 1 and every problem with its line and column.
+int check_rule_file(const std::string& path) {
+  try {
+    const auto settings = inferscope::rulefile::load_rule_file(path);
+    std::cout << path << ": ok\n" << inferscope::rulefile::describe(*settings);
+    return 0;
+  } catch (const inferscope::rulefile::RuleFileError& e) {
+    std::cerr << "iscope-analyze: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-analyze", "Explains an InferScope dump (or a JSON event trace, or a torch.profiler trace, gzipped or not): why each step takes the time it takes.");
   opts.add_options()
@@ -170,6 +185,11 @@ cxxopts::Options make_options() {
       ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
       ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)",
        boolean_flag(), "BOOL")
+      ("rules", "the rule file: your own rules, built-in rules disabled or re-thresholded (docs/rules.md; default: "
+                "INFERSCOPE_RULES, else ./.inferscope_rules.yaml when present)", cxxopts::value<std::string>())
+      ("no-rules", "analyse with the built-in rules only, whatever rule file is found", boolean_flag(), "BOOL")
+      ("check-rules", "check a rule file and say what it sets; nothing is analysed", cxxopts::value<std::string>())
+      ("list-metrics", "print the metrics, built-in rules and thresholds a rule file can name (Markdown)")
       ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality", boolean_flag(), "BOOL")
       ("findings", "print the findings digest (one line per finding) on stdout", boolean_flag(), "BOOL")
       ("progress", "print progress on stderr (default: on a terminal for inputs over 256 MiB)", boolean_flag(), "BOOL")
@@ -392,6 +412,11 @@ int main(int argc, char** argv) {
     std::cout << "iscope-analyze " INFERSCOPE_VERSION_STRING "\n";
     return 0;
   }
+  if (args.count("list-metrics")) {
+    std::cout << inferscope::analyze::rules::metrics_markdown() << "\n" << inferscope::analyze::rules::thresholds_markdown();
+    return 0;
+  }
+  if (args.count("check-rules")) return check_rule_file(args["check-rules"].as<std::string>());
   if (!args.count("dump")) {
     std::cerr << "iscope-analyze: no dump given\n" << opts.help() << "\n";
     return 2;
@@ -426,8 +451,13 @@ int main(int argc, char** argv) {
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);
+    o.rules = inferscope::rulefile::rules_for_tool(args.count("rules") ? args["rules"].as<std::string>() : "",
+                                                   flags.on("no-rules"));
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << "iscope-analyze: configuration error:\n" << e.what() << "\n";
+    return 2;
+  } catch (const inferscope::rulefile::RuleFileError& e) {
+    std::cerr << "iscope-analyze: " << e.what() << "\n";
     return 2;
   }
   struct stat st{};

@@ -13,6 +13,7 @@
 #include "dump/files.hpp"
 #include "dump/path.hpp"
 #include "report/diff.hpp"
+#include "rulefile/rule_file.hpp"
 
 #include <cxxopts.hpp>
 #include <inferscope/version.hpp>
@@ -130,6 +131,9 @@ cxxopts::Options make_options() {
        cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up in both runs, or auto (default: the setting 'skip_steps')",
        cxxopts::value<std::string>())
+      ("rules", "the rule file, for both runs (docs/rules.md; default: INFERSCOPE_RULES, else "
+                "./.inferscope_rules.yaml when present)", cxxopts::value<std::string>())
+      ("no-rules", "compare with the built-in rules only, whatever rule file is found")
       ("h,help", "show this help")
       ("version", "print the version and exit")
       ("inputs", "BEFORE and AFTER", cxxopts::value<std::vector<std::string>>());
@@ -161,8 +165,13 @@ int main(int argc, char** argv) {
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);
+    o.rules = inferscope::rulefile::rules_for_tool(args.count("rules") ? args["rules"].as<std::string>() : "",
+                                                   args.count("no-rules") && args["no-rules"].as<bool>());
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << kTool << ": configuration error:\n" << e.what() << "\n";
+    return 2;
+  } catch (const inferscope::rulefile::RuleFileError& e) {
+    std::cerr << kTool << ": " << e.what() << "\n";
     return 2;
   }
   const auto before = analyse(inputs[0], o);
