@@ -368,6 +368,10 @@ struct RunAnalysis {
   std::string straggler_did;   ///< what it did while the others waited ("" when not found)
   std::vector<Finding> findings;  ///< categories from kRunCategories, by impact, primary first
   std::vector<std::string> warnings;
+  /// One matched step across the ranks (the median one by the slowest rank's time): per rank a lane "rank R"
+  /// (its step) and "rank R GPU" (compute; each collective as "collective_wait" for the last rank to arrive,
+  /// then "collective"); ms from the earliest rank's start of that step. step.index: the step's index.
+  RepresentativeStep timeline;
 };
 
 struct Analysis {

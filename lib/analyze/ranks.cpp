@@ -206,6 +206,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     s.compute_ns = length(cw);
     s.comm_ns = length(mw);
     s.overlap_ns = intersection(cw, mw);
+    s.compute = cw;
     t.steps.push_back(std::move(s));
   }
   // A dump converted from a torch.profiler trace starts its times at zero; its process info says where that
@@ -218,6 +219,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
         c.start_ns += int64_t(*shift);
         c.end_ns += int64_t(*shift);
       }
+      for (auto& [lo, hi] : s.compute) lo += int64_t(*shift), hi += int64_t(*shift);
     }
   }
   return t;
@@ -686,6 +688,7 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vecto
   fill_means(sums, m, run);
   add_straggler(in.analyses, run);
   add_communication(in.traces, sums, m, run);
+  run.timeline = run_timeline(matched, run.ranks);
   std::stable_sort(run.findings.begin(), run.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.impact_ms > b.impact_ms; });
   if (!run.findings.empty()) run.findings.front().primary = true;

@@ -51,6 +51,8 @@ struct RankStep {
   double compute_ns = 0;  ///< time with a non-collective kernel, memset or copy running on this rank's GPUs
   double comm_ns = 0;     ///< time with a collective running (their union)
   double overlap_ns = 0;  ///< time with both
+  /// The non-collective GPU work inside the step, merged and clipped to it (for the run's timeline).
+  std::vector<std::pair<int64_t, int64_t>> compute;
 };
 
 /// What the run analysis reads of one rank's dump (stage "rank trace").
@@ -82,6 +84,12 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a);
 /// The run across its ranks; `analyses[i]` is the analysis of `traces[i]`. Fewer than two ranks with steps:
 /// ranks listed, nothing matched, no finding.
 RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses);
+
+/// One matched step drawn across the ranks (RunAnalysis::timeline): the one whose slowest rank took the median
+/// time of the matched steps. Per rank a lane with its step and one with its GPU work: compute, and each
+/// collective split into the wait for the last rank to arrive and the transfer after. Times in ms from the
+/// earliest rank's start of that step, on the host-wide clock the ranks share. `matched[k][r]` is rank r's step k.
+RepresentativeStep run_timeline(const std::vector<std::vector<const RankStep*>>& matched, const std::vector<RankRow>& rows);
 
 /// Marks `a` as a launcher when its run has a rank and it did no GPU work itself (torchrun's agent, mpirun, a
 /// Python parent): its own findings, about its idle loop, are taken out, its headline latency becomes the run's

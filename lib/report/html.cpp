@@ -332,6 +332,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
                         x.last_rank < 0 ? "-" : std::to_string(x.last_rank) + " (" + fmt(x.last_share * 100, 0) + " %)", fmt(x.waited_share * 100, 0)});
     c.write(out);
   }
+  html::write_run_timeline(run, names, out);
   for (const auto& w : run.warnings) out << "<p class=\"muted\">Note: " << h(w) << "</p>\n";
   write_finding_list(run.findings, names, out);
   out << "</section>\n";

@@ -23,5 +23,7 @@ const char* span_color(const std::string& category);
 
 /// The representative step, one lane per thread and GPU stream, zoomable (kTimelineScript).
 void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
+/// The run's timeline (RunAnalysis::timeline): one step across the ranks, a lane per rank and its GPU.
+void write_run_timeline(const analyze::RunAnalysis& run, const KernelNames& names, std::ostream& out);
 
 }  // namespace inferscope::report::html

@@ -1,5 +1,5 @@
-// The HTML report's timeline of the representative step: one lane per thread and GPU stream, spans in rows by
-// depth, short GPU spans as a density strip. The page is drawn for the whole step (and reads so without a
+// The HTML report's timelines: the representative step's, one lane per thread and GPU stream, and the run's (one
+// step across the ranks, a lane per rank and its GPU). Spans in rows by depth, short GPU spans as a density strip. The page is drawn for the whole step (and reads so without a
 // script); every span carries its times and label, from which kTimelineScript (html_script.hpp) redraws the
 // view at any zoom: positions, labels that now fit, and the strip for what is still too short to draw.
 #include "report/common.hpp"
@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,9 +68,10 @@ double nice_step(double span) {
   return 10 * p;
 }
 
-/// The ticks for the whole step; kTimelineScript replaces them with the visible range's.
-void write_ticks(const Layout& lay, std::ostream& out) {
-  out << "<g id=\"tl-ticks\">";
+/// The ticks for the whole step (in <g id=ticks_id>); kTimelineScript replaces the zoomable timeline's with the
+/// visible range's.
+void write_ticks(const Layout& lay, const char* ticks_id, std::ostream& out) {
+  out << "<g id=\"" << ticks_id << "\">";
   const double step = nice_step(lay.span);
   for (double t = 0; t <= lay.span + 1e-9; t += step) {
     const double x = kLabelW + t / lay.span * kPlotW;
@@ -199,6 +201,29 @@ void write_lane(const LaneContext& c, const TimelineLane& l, std::ostream& out) 
   out << "</g></svg></g>\n";
 }
 
+
+/// The lanes of `rep` as one SVG: the step timeline's (#tl-svg, which kTimelineScript zooms) or another (the run's).
+void write_lanes(const analyze::RepresentativeStep& rep, const KernelNames& names, const char* svg_id,
+                 const char* ticks_id, const char* label, std::ostream& out) {
+  const Layout lay = layout(rep);
+  out << "<svg id=\"" << svg_id << "\" tabindex=\"0\" role=\"img\" aria-label=\"" << label << "\" width=\""
+      << kFigureW << "\" height=\"" << fmt(lay.height, 0) << "\" viewBox=\"0 0 " << kFigureW << ' '
+      << fmt(lay.height, 0) << "\" data-span=\"" << fmt(lay.span, 6) << "\" data-x0=\"" << kLabelW << "\" data-w=\""
+      << kPlotW << "\" data-h=\"" << fmt(lay.height, 0) << "\" data-min-gpu-px=\"" << kMinGpuPx
+      << "\" data-min-opacity=\"" << fmt(static_cast<double>(kMinOpacity) / 100.0, 2) << "\">\n";
+  write_ticks(lay, ticks_id, out);
+  for (size_t li = 0; li < rep.lanes.size(); ++li)
+    write_lane({lay, names, lay.lane_y[li], lay.lane_rows[li], rep.lanes[li].gpu}, rep.lanes[li], out);
+  out << "</svg>\n";
+}
+
+void write_legend(std::initializer_list<const char*> categories, std::ostream& out) {
+  out << "<div class=\"legend\">";
+  for (const char* c : categories)
+    out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
+  out << "</div>";
+}
+
 }  // namespace
 
 void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::ostream& out) {
@@ -210,20 +235,22 @@ void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::o
   }
   out << "<p class=\"muted\">Step " << rep.step.index << " at " << fmt(rep.step.start_ms, 3) << " ms, lasting "
       << fmt(rep.step.duration_ms, 3) << " ms. Hover a span for its name and times.</p>\n";
-  const Layout lay = layout(rep);
   write_controls(out);
-  out << "<svg id=\"tl-svg\" tabindex=\"0\" role=\"img\" aria-label=\"timeline of the representative step\" width=\""
-      << kFigureW << "\" height=\"" << fmt(lay.height, 0) << "\" viewBox=\"0 0 " << kFigureW << ' '
-      << fmt(lay.height, 0) << "\" data-span=\"" << fmt(lay.span, 6) << "\" data-x0=\"" << kLabelW << "\" data-w=\""
-      << kPlotW << "\" data-h=\"" << fmt(lay.height, 0) << "\" data-min-gpu-px=\"" << kMinGpuPx
-      << "\" data-min-opacity=\"" << fmt(static_cast<double>(kMinOpacity) / 100.0, 2) << "\">\n";
-  write_ticks(lay, out);
-  for (size_t li = 0; li < rep.lanes.size(); ++li)
-    write_lane({lay, names, lay.lane_y[li], lay.lane_rows[li], rep.lanes[li].gpu}, rep.lanes[li], out);
-  out << "</svg>\n<div class=\"legend\">";
-  for (const char* c : {"range", "python", "api", "sync", "kernel", "graph", "h2d", "d2h", "copy", "memset"})
-    out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
-  out << "</div></section>\n";
+  write_lanes(rep, names, "tl-svg", "tl-ticks", "timeline of the representative step", out);
+  write_legend({"range", "python", "api", "sync", "kernel", "graph", "h2d", "d2h", "copy", "memset"}, out);
+  out << "</section>\n";
+}
+
+void write_run_timeline(const analyze::RunAnalysis& run, const KernelNames& names, std::ostream& out) {
+  const auto& rep = run.timeline;
+  if (rep.lanes.empty()) return;
+  out << "<h3>One step across the ranks</h3>\n<p class=\"muted\">Step " << rep.step.index << " on every rank, on the "
+      << "clock the ranks share, from the first rank's start (" << fmt(rep.step.duration_ms, 3) << " ms to the last "
+      << "rank's end): the step whose slowest rank took the median time. Each collective is split into the wait for the "
+      << "last rank to arrive and the transfer after. Hover a span for its name and times.</p>\n";
+  write_lanes(rep, names, "run-svg", "run-ticks", "one step across the ranks", out);
+  write_legend({"range", "kernel", "collective_wait", "collective"}, out);
+  out << "\n";
 }
 
 const char* span_color(const std::string& category) {
@@ -238,6 +265,9 @@ const char* span_color(const std::string& category) {
   if (category == "memset") return "#16a085";
   if (category == "copy") return "#f39c12";
   if (category == "memory" || category == "alloc") return "#f1c40f";
+  if (category == "collective") return "#2471a3";       // NCCL moving data once every rank arrived
+  if (category == "collective_wait") return "#e74c3c";  // NCCL waiting for the last rank
+
   return "#95a5a6";
 }
 

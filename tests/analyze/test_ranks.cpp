@@ -343,6 +343,64 @@ TEST_CASE("H100 x2: the launcher of a straggler run points to rank 1 and what it
   CHECK(a.run.ranks[0].primary != "gpu_bound");
 }
 
+TEST_CASE("the run's timeline: the median step, a lane per rank and its GPU, each collective split at the last arrival") {
+  // Three matched steps of two ranks; the slowest rank takes 10, 30 and 20 ms: the 20 ms step is drawn.
+  std::vector<RankStep> r0(3), r1(3);
+  const int64_t ms = 1'000'000;
+  for (int k = 0; k < 3; ++k) {
+    const int64_t t0 = k * 100 * ms, len = (k == 0 ? 10 : k == 1 ? 30 : 20) * ms;
+    r0[k].index = r1[k].index = uint64_t(k + 3);
+    r0[k].start_ns = t0, r0[k].end_ns = t0 + len;
+    r1[k].start_ns = t0 + 1 * ms, r1[k].end_ns = t0 + len;
+    r0[k].compute = {{t0, t0 + 2 * ms}};
+    // rank 0 arrives at 2 ms, rank 1 at 6 ms; both finish at 8 ms.
+    r0[k].collectives = {{"AllReduce", false, t0 + 2 * ms, t0 + 8 * ms, 0, 4}};
+    r1[k].collectives = {{"AllReduce", false, t0 + 6 * ms, t0 + 8 * ms, 1, 4}};
+  }
+  std::vector<std::vector<const RankStep*>> matched = {{&r0[0], &r1[0]}, {&r0[1], &r1[1]}, {&r0[2], &r1[2]}};
+  std::vector<RankRow> rows(2);
+  rows[0].rank = 0, rows[1].rank = 1;
+  const RepresentativeStep t = run_timeline(matched, rows);
+  CHECK(t.step.index == 5);  // the third step: 20 ms, the median of 10, 30, 20
+  CHECK(t.step.duration_ms == doctest::Approx(20));
+  REQUIRE(t.lanes.size() == 4);
+  CHECK(t.lanes[0].name == "rank 0");
+  CHECK_FALSE(t.lanes[0].gpu);
+  CHECK(t.lanes[1].name == "rank 0 GPU");
+  CHECK(t.lanes[1].gpu);
+  CHECK(t.lanes[2].name == "rank 1");
+  REQUIRE(t.lanes[2].spans.size() == 1);
+  CHECK(t.lanes[2].spans[0].start_ms == doctest::Approx(1));  // from the earliest rank's start
+  CHECK(t.lanes[2].spans[0].label == "step 5");
+  const auto& g0 = t.lanes[1].spans;
+  REQUIRE(g0.size() == 3);  // compute, the wait, the transfer
+  CHECK(g0[0].category == "kernel");
+  CHECK(g0[1].category == "collective_wait");
+  CHECK(g0[1].start_ms == doctest::Approx(2));
+  CHECK(g0[1].end_ms == doctest::Approx(6));
+  CHECK(g0[1].label == "AllReduce: waiting 4.000 ms for rank 1");
+  CHECK(g0[2].category == "collective");
+  CHECK(g0[2].start_ms == doctest::Approx(6));
+  CHECK(g0[2].end_ms == doctest::Approx(8));
+  const auto& g1 = t.lanes[3].spans;  // rank 1 arrived last: no wait, all transfer
+  REQUIRE(g1.size() == 1);
+  CHECK(g1[0].category == "collective");
+  CHECK(run_timeline({}, rows).lanes.empty());
+}
+
+TEST_CASE("H100 x2: the straggler run's timeline shows rank 0 waiting for rank 1 at the all_reduce") {
+  const Analysis a = launcher_of("mg_straggler_rank");
+  const RepresentativeStep& t = a.run.timeline;
+  REQUIRE(t.lanes.size() == 4);
+  double waited0 = 0, waited1 = 0;
+  for (const auto& s : t.lanes[1].spans)
+    if (s.category == "collective_wait") waited0 += s.end_ms - s.start_ms;
+  for (const auto& s : t.lanes[3].spans)
+    if (s.category == "collective_wait") waited1 += s.end_ms - s.start_ms;
+  CHECK(waited0 > 3.0);   // about 4.8 ms of the 13 ms step
+  CHECK(waited1 < 0.5);
+}
+
 TEST_CASE("H100 x2: fp32 all_reduces that dominate the step are communication; bf16 halves them") {
   const Analysis a = launcher_of("mg_comm_bound");
   CHECK(a.launcher);

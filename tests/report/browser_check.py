@@ -426,6 +426,13 @@ class Timeline:
             # a launcher of ranks has no step of its own to draw: its page is the run's tables
             if self.b.evaluate("!!document.querySelector('#run[data-launcher]')"):
                 self.skipped = "a launcher's page: no timeline of its own"
+                # the run's timeline instead: a lane per rank and per rank's GPU, with spans drawn in it
+                names = self.b.evaluate("[...document.querySelectorAll('#run-svg text')].map(t => t.textContent)") or []
+                spans = self.b.evaluate("document.querySelectorAll('#run-svg rect').length") or 0
+                if self.b.evaluate("!!document.querySelector('#run-svg')"):
+                    return (self.expect("rank 0" in names and "rank 1 GPU" in names,
+                                        f"the run's timeline has no lane per rank: {names[:8]}")
+                            and self.expect(spans > 4, f"the run's timeline draws {spans} span(s)"))
                 return True
             return self.expect(False, "no svg#tl-svg on the page")
         if not self.expect(self.probe("button", "in"), "the zoom buttons are missing or hidden"):
