@@ -142,6 +142,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   const Sampling sampling = describe_sampling(cx, in, ss);
   phase("steps");
   order_gpu(in.gpu, cx.W);
+  const HostBounces bounces = find_host_bounces({in.gpu.begin(), in.gpu.size()});
   const LaunchIndex li = index_launches(in.apis, in.cmin, in.cmax, cx.W);
   Launchers who(cx, ss.found.stats.name);
   phase("sort + index");
@@ -208,6 +209,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
                                     .breakdown = breakdown,
                                     .graphs = graphs,
                                     .tables = tables,
+                                    .bounces = bounces,
                                     .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative)};
   rules::RulesResult ranked = rules::run_rules(rule_input, opt.rules ? *opt.rules : rules::RuleSettings{});
 

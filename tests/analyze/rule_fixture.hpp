@@ -28,6 +28,7 @@ struct RuleFixture {
   Breakdown breakdown;
   std::vector<replay::StepGraph> graphs;
   detail::Tables tables;
+  detail::HostBounces bounces;
   rules::Thresholds th;
   StepInstance representative;
 
@@ -51,6 +52,7 @@ struct RuleFixture {
             .breakdown = breakdown,
             .graphs = graphs,
             .tables = tables,
+            .bounces = bounces,
             .trace_t0_ns = rules::trace_origin_ns(steps, representative),
             .th = th};
   }

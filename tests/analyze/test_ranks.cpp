@@ -448,6 +448,13 @@ TEST_CASE("H100 x2: two pipeline stages in one process take turns; pipelining sa
   int gpu_lanes = 0;
   for (const auto& l : a.representative.lanes) gpu_lanes += l.gpu && l.name.rfind("GPU 0 ", 0) == 0 ? 1 : l.gpu && l.name.rfind("GPU 1 ", 0) == 0 ? 1 : 0;
   CHECK(gpu_lanes >= 2);
+  // h.cpu().to("cuda:1"): its copies are a GPU-to-GPU copy through host memory; a peer copy, not pinning, comes first
+  for (const auto& x : a.findings) {
+    if (x.category != "h2d_bound" && x.category != "d2h_bound") continue;
+    CHECK(x.metrics.at("bounced_share") > 0.9);
+    CHECK(x.suggestions.front().action.rfind("Copy GPU to GPU directly: x.to(\"cuda:1\"", 0) == 0);
+    for (const auto& sg : x.suggestions) CHECK(sg.action.find("Pin the host buffers") == std::string::npos);
+  }
 }
 
 TEST_CASE("dumps that are not one run's ranks are not matched, and one process named twice counts once") {

@@ -512,6 +512,37 @@ TEST_CASE("h2d_bound below saturated_share of the peak, pcie_saturation from it 
   CHECK_FALSE(rules::h2d_bound(t.in()));
 }
 
+TEST_CASE("copies that carry data GPU to GPU through host memory: a peer copy first, not pinning") {
+  Input t;
+  t.link.peak_h2d_gbps = 20;
+  t.link.pinned_gbps = 20;
+  t.typical.h2d = 20 * ms;
+  t.typical.h2d_bytes = 4e8;
+  t.typical.h2d_pageable_bytes = 4e8;
+  t.typical.copies_h2d = 2;
+  t.tables.copies = {copy_row("h2d", 1'000'000'000, 100, "pageable")};
+  t.graphs = {pageable_copy()};
+  t.bounces.pairs = 10;
+  t.bounces.bytes = 500'000'000;  // exactly half of the host-to-device bytes: kBouncedShare
+  t.bounces.h2d_bytes = 1'000'000'000;
+  t.bounces.from_device = 0;
+  t.bounces.to_device = 1;
+  auto f = rules::h2d_bound(t.in());
+  REQUIRE(f);
+  CHECK(any_evidence(*f, "50 % of the host-to-device bytes are one half of a copy from cuda:0 to cuda:1 through host memory"));
+  const Suggestion* peer = suggestion(*f, "Copy GPU to GPU directly: x.to(\"cuda:1\", non_blocking=True) on a tensor on cuda:0");
+  REQUIRE(peer);
+  CHECK(peer->priority == "high");
+  not_estimated(peer);
+  CHECK_FALSE(suggestion(*f, "Pin the host buffers"));
+  check_suggestions(*f);
+  // Under half: the pageable copies are the story again.
+  t.bounces.bytes = 499'999'999;
+  f = rules::h2d_bound(t.in());
+  CHECK(suggestion(*f, "Pin the host buffers"));
+  CHECK_FALSE(suggestion(*f, "Copy GPU to GPU directly"));
+}
+
 TEST_CASE("h2d_bound from pageable memory: confidence, evidence and the pinned-copy replay") {
   Input t;
   t.link.peak_h2d_gbps = 20;

@@ -8,6 +8,10 @@
 namespace inferscope::analyze::rules {
 namespace {
 
+/// From this share of a direction's bytes in GPU-to-GPU copies through host memory, that is what the copies are:
+/// half or more, so the advice for the rest (pinning) is not the first thing to do.
+constexpr double kBouncedShare = 0.5;
+
 struct CopyTotals {
   uint64_t bytes = 0, pageable = 0;
   double busy_ms = 0;
@@ -40,9 +44,27 @@ void saturated_suggestions(Finding& f, const std::string& what) {
   suggest(f, "low", "Check the slot: nvidia-smi -q shows the negotiated PCIe generation and width");
 }
 
+// Most of the direction's bytes go from one GPU to another through host memory: copy GPU to GPU instead.
+bool bounced(const RuleInput& in, bool h2d) { return in.bounces.pairs > 0 && in.bounces.share(h2d) >= kBouncedShare; }
+
+void bounce_evidence(Finding& f, const RuleInput& in, bool h2d) {
+  const detail::HostBounces& b = in.bounces;
+  f.evidence.push_back(fpct(b.share(h2d) * 100) + " of the " + (h2d ? "host-to-device" : "device-to-host") +
+                       " bytes are one half of a copy from cuda:" + std::to_string(b.from_device) + " to cuda:" +
+                       std::to_string(b.to_device) + " through host memory (" + std::to_string(b.pairs) +
+                       " device-to-host copies each followed by a host-to-device copy of the same bytes to the other GPU)");
+  f.metrics["bounced_share"] = b.share(h2d);
+}
+
 void unsaturated_suggestions(Finding& f, const RuleInput& in, bool h2d, const CopyTotals& c, const std::string& what,
                              double copies_per_step) {
-  if (c.pageable) {
+  if (bounced(in, h2d)) {
+    // Pinning speeds up both halves but keeps both, and the synchronous .cpu() between them.
+    suggest(f, "high", "Copy GPU to GPU directly: x.to(\"cuda:" + std::to_string(in.bounces.to_device) +
+                       "\", non_blocking=True) on a tensor on cuda:" + std::to_string(in.bounces.from_device) +
+                       " is one peer copy (NVLink or PCIe), where .cpu() then .to() crosses host memory twice and waits "
+                       "for the first copy on the host");
+  } else if (c.pageable) {
     replay::Change pin;
     pin.pin_copies = true;
     pin.pinned_gbps = in.link.pinned_gbps;
@@ -78,6 +100,7 @@ std::optional<Finding> copy_rule(const RuleInput& in, bool h2d) {
   f.evidence.push_back(fmt("achieved %.1f GB/s", c.gbps()) + " against " + in.link.peak_note + fmt(" (%.0f %% of peak)", share * 100));
   if (c.pageable) f.evidence.push_back(fmb(double(c.pageable)) + " of the " + fmb(double(c.bytes)) +
                                        " were copied from pageable memory (staged through a driver buffer, slower and synchronous)");
+  if (bounced(in, h2d)) bounce_evidence(f, in, h2d);
   const std::string largest = largest_copy(in, h2d);
   if (!largest.empty()) f.evidence.push_back("largest: " + largest);
   f.metrics["bytes_per_step"] = per_step;

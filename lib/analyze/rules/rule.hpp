@@ -8,6 +8,7 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
+#include "analyze/host_bounce.hpp"
 #include "analyze/model.hpp"
 #include "analyze/replay.hpp"
 #include "analyze/stage_results.hpp"
@@ -68,6 +69,7 @@ struct RuleInput {
   const Breakdown& breakdown;                    ///< the typical step in ms, by part and by cause
   const std::vector<replay::StepGraph>& graphs;  ///< typical steps as replayable graphs (what_if.hpp)
   const detail::Tables& tables;                  ///< tables: kernels, copies, syncs, allocations (for names)
+  const detail::HostBounces& bounces;            ///< host bounces: GPU-to-GPU copies made through host memory
   double trace_t0_ns = 0;                        ///< the trace's time origin, for example spans
   Thresholds th = {};
   /// The typical step in ms (what impact_pct divides by).
