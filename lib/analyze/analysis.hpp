@@ -17,8 +17,8 @@ namespace inferscope::analyze {
 /// (informational: never primary) come after them.
 inline constexpr const char* kCategories[] = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound",
                                               "gpu_bound", "memory_alloc", "cpu_contention", "pcie_saturation",
-                                              "wait", "communication", "pipeline_bubble", "warmup",
-                                              "slow_steps"};
+                                              "wait", "communication", "pipeline_bubble", "gemm_fallback",
+                                              "warmup", "slow_steps"};
 
 /// An example interval from this trace that supports a finding.
 struct TimeSpan {
@@ -131,6 +131,15 @@ struct KernelRow {
   double total_ms = 0, mean_us = 0, share = 0;  ///< share of GPU kernel time in [0, 1]
   std::string launched_by;  ///< innermost Python function, ISCOPE range or layer that launched most of them
   bool whole_graph = false; ///< a CUDA graph's launches traced at graph level ("CUDA graph N"), not one kernel
+};
+
+/// Kernel time of one family (kernel_traits.hpp): GEMM, attention, elementwise, reduction, copy, NCCL, other.
+struct KernelFamilyRow {
+  std::string family;
+  uint64_t kernels = 0;          ///< launches
+  double total_ms = 0;
+  double share = 0;              ///< of all kernel time, [0, 1]
+  double tensor_core_share = 0;  ///< of this family's time, in tensor-core kernels, [0, 1]
 };
 
 struct PythonRow {
@@ -384,6 +393,8 @@ struct Analysis {
   Breakdown breakdown;
   std::vector<Finding> findings;                 ///< ranked by impact, primary first
   std::vector<KernelRow> kernels;
+  std::vector<KernelFamilyRow> kernel_families;  ///< kernel time by family, largest first (kernel_traits.hpp)
+  double tensor_core_share = 0;  ///< of all kernel time, in tensor-core kernels, [0, 1]
   std::vector<PythonRow> python;
   std::vector<RangeRow> ranges;
   std::vector<CopyRow> copies;

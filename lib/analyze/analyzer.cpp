@@ -17,6 +17,7 @@
 #include "analyze/analyzer.hpp"
 
 #include "analyze/aggregate.hpp"
+#include "analyze/kernel_traits.hpp"
 #include "analyze/rules/rule.hpp"
 #include "analyze/rules/rule_settings.hpp"
 #include "analyze/stages.hpp"
@@ -228,6 +229,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   if (!at.warning.empty()) a.warnings.push_back(at.warning);
   a.breakdown = breakdown;
   a.waits = describe_waits(waits, typical);
+  a.kernel_families = kernel_families(tables.kernels);
+  for (const KernelFamilyRow& fam : a.kernel_families) a.tensor_core_share += fam.share * fam.tensor_core_share;
   a.kernels = std::move(tables.kernels);
   a.python = std::move(tables.python);
   a.ranges = std::move(tables.ranges);

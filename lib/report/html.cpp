@@ -359,6 +359,11 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
     k.rows.push_back({kernel(names, r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.mean_us, 1),
                       fmt(r.share * 100.0, 1), h(r.launched_by)});
   section(out, "kernels", "Top kernels", k);
+  Table fam{{"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, {}};
+  for (const auto& f : a.kernel_families)
+    fam.rows.push_back({h(f.family), std::to_string(f.kernels), fmt(f.total_ms, 3), fmt(f.share * 100.0, 1),
+                        fmt(f.tensor_core_share * 100.0, 1)});
+  section(out, "kernel-families", "Kernel time by family", fam);
   Table p{{"function", "where", "calls", "total (ms)", "self (ms)"}, {false, false, true, true, true}, {}};
   for (const auto& r : a.python)
     p.rows.push_back({h(r.qualname), h(r.file) + ":" + std::to_string(r.line), std::to_string(r.count),

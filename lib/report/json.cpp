@@ -210,6 +210,14 @@ json::object tables_json(const Analysis& a) {
     o["launched_by"] = str(r.launched_by);
     if (r.whole_graph) o["whole_graph"] = true;  // a CUDA graph's launches recorded at graph level
   });
+  t["kernel_families"] = rows(a.kernel_families, [](const analyze::KernelFamilyRow& r, json::object& o) {
+    o["family"] = str(r.family);
+    o["kernels"] = num(r.kernels);
+    o["total_ms"] = num(r.total_ms);
+    o["share"] = num(r.share);
+    o["tensor_core_share"] = num(r.tensor_core_share);
+  });
+  t["tensor_core_share"] = num(a.tensor_core_share);
   t["python"] = rows(a.python, [](const analyze::PythonRow& r, json::object& o) {
     o["qualname"] = str(r.qualname);
     o["file"] = str(r.file);

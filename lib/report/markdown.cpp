@@ -316,6 +316,16 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
     out << "Kernel names are shortened (template arguments and namespaces elided); the JSON report has each full "
            "name.\n\n";
   }
+  if (!a.kernel_families.empty()) {
+    out << "## Kernel time by family\n\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& f : a.kernel_families)
+      rows.push_back({f.family, std::to_string(f.kernels), fmt(f.total_ms, 3), fmt(f.share * 100.0, 1),
+                      fmt(f.tensor_core_share * 100.0, 1)});
+    table(out, {"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, rows);
+    out << fmt(a.tensor_core_share * 100.0, 1) << " % of kernel time ran on tensor cores. Families and tensor-core use "
+           "are read from the kernels' names (docs/analysis.md, \"Kernel families\").\n\n";
+  }
   if (!a.python.empty()) {
     out << "## Python functions\n\n";
     std::vector<std::vector<std::string>> rows;

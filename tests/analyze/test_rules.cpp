@@ -765,6 +765,79 @@ TEST_CASE("memory_alloc: a first CUDA call of 20 ms or more inside steps without
 
 // ================================================================================================ gpu_bound
 
+TEST_CASE("launch_bound's kernel to fuse is a short one launched often, not the kernel with the most time") {
+  Input t;
+  t.typical.idle_gaps = 15 * ms;
+  t.typical.kernels = 200;
+  t.launchers.short_kernel_ns = 20'000;
+  KernelRow big, small_rare, small_often;
+  big.name = "cutlass_75_tensorop_f16_s1688gemm_f16_256x128_32x3_nn_align1";
+  big.count = 10, big.mean_us = 3000;
+  small_rare.name = "fill_kernel", small_rare.count = 5, small_rare.mean_us = 2;
+  small_often.name = "vectorized_elementwise_kernel", small_often.count = 180, small_often.mean_us = 4.5;
+  t.tables.kernels = {big, small_rare, small_often};
+  auto f = rules::launch_bound(t.in());
+  REQUIRE(f);
+  CHECK(suggestion(*f, "e.g. 'vectorized_elementwise_kernel' (4.5 us x 180)"));
+  CHECK_FALSE(suggestion(*f, "cutlass_75"));
+  t.tables.kernels = {big};  // no short kernel: no example
+  f = rules::launch_bound(t.in());
+  CHECK(suggestion(*f, "Fuse the small kernels launched from the step (torch.compile, fused optimizers/ops, a custom kernel)"));
+  CHECK_FALSE(suggestion(*f, "e.g."));
+}
+
+TEST_CASE("gemm_fallback: a 1-element-aligned or pre-Ampere GEMM on an H100, named with its launcher and the padding") {
+  Input t;
+  t.process["gpu.0.compute_capability"] = "9.0";
+  t.typical.kernel_ns = 50 * ms;
+  KernelRow head, ok;
+  head.name = "cutlass_75_tensorop_f16_s1688gemm_f16_256x128_32x3_nn_align1";
+  head.count = 40, head.mean_us = 3370, head.share = 0.44, head.launched_by = "GPT2LMHeadModel.forward / layer lm_head";
+  ok.name = "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel";
+  ok.count = 400, ok.share = 0.5;
+  t.tables.kernels = {head, ok};
+  auto f = rules::gemm_fallback(t.in());
+  REQUIRE(f);
+  CHECK(f->category == "gemm_fallback");
+  CHECK(f->impact_ms == doctest::Approx(11));  // half of 44 % of 50 ms of kernel time (kFallbackSlowdown 2)
+  CHECK(f->confidence == doctest::Approx(0.9));  // 0.6 + 0.3·min(1, 0.44/0.3)
+  CHECK(f->title == "GEMMs on a fallback kernel take 44 % of GPU time: align1");
+  CHECK(any_evidence(*f, "the fallback kernels take 22.0 ms of the 50.0 ms of kernel time per step; an aligned shape lets "
+                         "the library pick its fast kernels, at least 2x faster: 11.0 ms per step"));
+  CHECK(any_evidence(*f, "align1: its operands are aligned to 1 element, so one of M, N, K (or a leading dimension) is not a "
+                         "multiple of 8; built for sm75 on a GPU of compute capability 9.0, without the newer tensor-core paths"));
+  const Suggestion* pad = suggestion(*f, "Pad the vocabulary to a multiple of 64");
+  REQUIRE(pad);
+  CHECK(pad->priority == "high");
+  not_estimated(pad);  // the step is not GPU-paced here (utilization 0)
+  check_suggestions(*f);
+  t.breakdown.gpu_utilization = 0.9;  // GPU-paced: the kernels' time saved is the step's
+  f = rules::gemm_fallback(t.in());
+  estimated(suggestion(*f, "Pad the vocabulary to a multiple of 64"), 11, "high");
+  t.breakdown.gpu_utilization = 0;
+  // Launched by something else: pad "the dimension", not the vocabulary.
+  t.tables.kernels[0].launched_by = "MLP.forward (model.py:40)";
+  f = rules::gemm_fallback(t.in());
+  CHECK(suggestion(*f, "Pad the dimension of the GEMMs launched by MLP.forward (model.py:40) that is not a multiple of 8"));
+  // Under min_impact_pct of the step: nothing.
+  t.tables.kernels[0].share = 0.199;  // half of 9.95 ms: 4.975 ms of the 100 ms step
+  CHECK_FALSE(rules::gemm_fallback(t.in()));
+  // An sm80 kernel on a Hopper is cuBLAS's ordinary choice; align8 of fp16 is aligned; an older GPU: no fallback.
+  t.tables.kernels[0] = head;
+  t.tables.kernels[0].name = "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_align8";
+  CHECK_FALSE(rules::gemm_fallback(t.in()));
+  t.tables.kernels[0].name = "cutlass_75_tensorop_f16_s1688gemm_f16_256x128_32x3_nn_align8";
+  t.process["gpu.0.compute_capability"] = "7.5";
+  CHECK_FALSE(rules::gemm_fallback(t.in()));
+  // fp32 SIMT kernels have no faster path to lose: align1 is not a fallback there (a torch.profiler trace of an fp32
+  // decoder on the H100 runs Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>).
+  t.process["gpu.0.compute_capability"] = "9.0";
+  t.tables.kernels[0].name = "Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>";
+  CHECK_FALSE(rules::gemm_fallback(t.in()));
+  t.tables.kernels[0].name = "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align2";
+  CHECK(rules::gemm_fallback(t.in()));
+}
+
 TEST_CASE("gpu_bound fires from gpu_bound_util busy with gpu_bound_compute of the step in kernels") {
   Input t;
   t.breakdown.gpu_utilization = 0.80;  // exactly gpu_bound_util
@@ -1220,5 +1293,5 @@ TEST_CASE("the registry lists every rule once, in the documented order") {
   for (const auto& e : rules::registry()) names.push_back(rules::category_name(e.category));
   CHECK(names == std::vector<std::string>{"cpu_contention", "wait", "cpu_bound", "launch_bound", "sync_bound",
                                           "h2d_bound", "d2h_bound", "memory_alloc", "gpu_bound", "communication",
-                                          "pipeline_bubble", "warmup", "slow_steps"});
+                                          "pipeline_bubble", "gemm_fallback", "warmup", "slow_steps"});
 }

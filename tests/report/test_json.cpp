@@ -101,8 +101,8 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(findings[1].at("uncertain").as_bool());
 
   const auto& t = root.at("tables").as_object();
-  CHECK(keys(t) == std::vector<std::string>{"kernels", "python", "ranges", "copies", "syncs", "allocations",
-                                             "graph_launches", "layers", "threads"});
+  CHECK(keys(t) == std::vector<std::string>{"kernels", "kernel_families", "tensor_core_share", "python", "ranges",
+                                             "copies", "syncs", "allocations", "graph_launches", "layers", "threads"});
   // Syncs, allocations and graph launches name their callers like kernels name their launcher.
   const auto& sync_caller = t.at("syncs").at(0).at("callers").at(0).as_object();
   CHECK(keys(sync_caller) == std::vector<std::string>{"api", "called_from", "count", "total_ms"});

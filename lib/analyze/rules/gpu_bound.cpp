@@ -1,5 +1,6 @@
 // gpu_bound (informational in tone, ranked like any other): the GPU is busy most of the step; name the kernels
 // that take its time. No saving is estimated: how much faster a kernel can run is not in the trace.
+#include "analyze/kernel_traits.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -24,6 +25,18 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
     f.evidence.push_back("kernel '" + k[i].name + "': " + fpct(k[i].share * 100) + " of GPU time, " +
                          fmt("%.1f us mean", k[i].mean_us) + " x " + std::to_string(k[i].count) + ", launched by " + k[i].launched_by);
   f.evidence.push_back("GPU compute " + fms(b.gpu_compute_ms) + " of the " + fms(in.step_ms()) + " step");
+  // What the GPU time is made of: families and tensor-core use (kernel_traits.hpp).
+  const std::vector<KernelFamilyRow> families = kernel_families(k);
+  if (!families.empty()) {
+    std::string line = "kernel time by family: ";
+    double tc = 0;
+    for (size_t i = 0; i < families.size(); ++i) {
+      line += (i ? ", " : "") + families[i].family + " " + fpct(families[i].share * 100);
+      tc += families[i].share * families[i].tensor_core_share;
+    }
+    f.evidence.push_back(line + "; " + fpct(tc * 100) + " of it in tensor-core kernels");
+    f.metrics["tensor_core_share"] = tc;
+  }
   f.metrics["gpu_utilization"] = busy;
   f.metrics["gpu_compute_ms"] = b.gpu_compute_ms;
   const std::string k0 = k.empty() ? "-" : k.front().name;

@@ -32,9 +32,13 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
   suggest_replayed(f, in, "high", "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) "
                    "so its " + fmt("%.0f launches", in.t.kernels) + " become one", graph,
                    "launches and the host code between them replaced by one graph launch");
-  const std::string k0 = in.tables.kernels.empty() ? "-" : in.tables.kernels.front().name;
+  // The example to fuse is a short kernel launched often, not the kernel with the most time (a large GEMM).
+  const KernelRow* k0 = nullptr;
+  for (const KernelRow& k : in.tables.kernels)
+    if (k.mean_us * 1e3 < in.launchers.short_kernel_ns && !k.whole_graph && (!k0 || k.count > k0->count)) k0 = &k;
   suggest(f, "high", "Fuse the small kernels launched from " + (named ? in.launchers.top_kernel_launcher : std::string("the step")) +
-                     " (torch.compile, fused optimizers/ops, a custom kernel), e.g. '" + k0 + "'");
+                     " (torch.compile, fused optimizers/ops, a custom kernel)" +
+                     (k0 ? ", e.g. '" + k0->name + "' (" + fmt("%.1f us", k0->mean_us) + " x " + std::to_string(k0->count) + ")" : std::string()));
   suggest(f, "medium", "Batch more work per launch (larger batch or sequence per step) so each kernel runs longer than its launch costs");
   suggest(f, "low", "Cut Python overhead between launches (no tensor creation or shape logic inside the loop)");
   return f;

@@ -17,7 +17,7 @@ std::span<const RuleEntry> registry() {
       {Category::kSyncBound, &sync_bound},         {Category::kH2dBound, &h2d_bound},
       {Category::kD2hBound, &d2h_bound},           {Category::kMemoryAlloc, &memory_alloc},
       {Category::kGpuBound, &gpu_bound},           {Category::kCommunication, &communication},
-      {Category::kPipelineBubble, &pipeline_bubble},
+      {Category::kPipelineBubble, &pipeline_bubble}, {Category::kGemmFallback, &gemm_fallback},
       {Category::kWarmup, &warmup},
       {Category::kSlowSteps, &slow_steps},
   };

@@ -24,7 +24,7 @@ namespace inferscope::analyze::rules {
 
 enum class Category {
   kCpuBound, kLaunchBound, kSyncBound, kH2dBound, kD2hBound, kGpuBound, kMemoryAlloc, kCpuContention,
-  kPcieSaturation, kWait, kCommunication, kPipelineBubble, kWarmup, kSlowSteps
+  kPcieSaturation, kWait, kCommunication, kPipelineBubble, kGemmFallback, kWarmup, kSlowSteps
 };
 /// The JSON name (analysis.hpp's kCategories).
 const char* category_name(Category c);
@@ -104,6 +104,7 @@ std::optional<Finding> memory_alloc(const RuleInput& in);
 std::optional<Finding> communication(const RuleInput& in);
 std::optional<Finding> pipeline_bubble(const RuleInput& in);
 std::optional<Finding> gpu_bound(const RuleInput& in);
+std::optional<Finding> gemm_fallback(const RuleInput& in);
 std::optional<Finding> warmup(const RuleInput& in);
 std::optional<Finding> slow_steps(const RuleInput& in);
 

@@ -10,7 +10,7 @@ namespace {
 
 constexpr const char* kImpactRules =
     "cpu_contention, wait, cpu_bound, launch_bound, sync_bound, h2d_bound, d2h_bound, memory_alloc, communication, "
-    "pipeline_bubble";
+    "pipeline_bubble, gemm_fallback";
 
 const ThresholdDef kThresholds[] = {
     {"min_impact_pct", "a cause under this share of the step (%) is not reported", &Thresholds::min_impact_pct, kImpactRules},
