@@ -178,6 +178,13 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   const MeasuredSteps measured = split_waits(std::move(split), waits);
   phase("waits");
   const TypicalStep typical = detail::typical_step(measured.steps, detail::typical_indexes(ss.selection));
+  const KernelChains chains = [&] {
+    std::vector<Span> windows;
+    for (size_t i : detail::typical_indexes(ss.selection))
+      if (i < measured.steps.size()) windows.push_back({measured.steps[i].start, measured.steps[i].start + measured.steps[i].dur, 0});
+    return find_kernel_chains({in.gpu.begin(), in.gpu.size()}, windows,
+                              [&](uint32_t id) -> const std::string& { return cx.name_of(id); });
+  }();
   std::vector<replay::StepGraph> graphs;
   {  // What-if: graphs of up to 64 typical steps (a median over 64 is stable to a sixth of the step-to-step spread).
     detail::GraphSource src{&sapi, in.gpu.empty() ? nullptr : &in.gpu[0], in.gpu.size(), in.gpu_max_dur,
@@ -211,6 +218,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
                                     .graphs = graphs,
                                     .tables = tables,
                                     .bounces = bounces,
+                                    .chains = chains,
                                     .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative)};
   rules::RulesResult ranked = rules::run_rules(rule_input, opt.rules ? *opt.rules : rules::RuleSettings{});
 

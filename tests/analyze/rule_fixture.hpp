@@ -29,6 +29,7 @@ struct RuleFixture {
   std::vector<replay::StepGraph> graphs;
   detail::Tables tables;
   detail::HostBounces bounces;
+  detail::KernelChains chains;
   rules::Thresholds th;
   StepInstance representative;
 
@@ -53,6 +54,7 @@ struct RuleFixture {
             .graphs = graphs,
             .tables = tables,
             .bounces = bounces,
+            .chains = chains,
             .trace_t0_ns = rules::trace_origin_ns(steps, representative),
             .th = th};
   }

@@ -786,6 +786,29 @@ TEST_CASE("launch_bound's kernel to fuse is a short one launched often, not the 
   CHECK_FALSE(suggestion(*f, "e.g."));
 }
 
+TEST_CASE("gpu_bound: chains of elementwise kernels are named, and fusing them is priced") {
+  Input t;
+  t.breakdown.gpu_utilization = 0.95;
+  t.breakdown.gpu_compute_ms = 90;
+  t.typical.kernel_ns = 90 * ms;
+  t.chains.chains_per_step = 12;
+  t.chains.kernels_per_step = 48;            // 4 kernels per chain
+  t.chains.ns_per_step = 20 * ms;            // 22 % of the kernel time
+  t.chains.longest = 6;
+  t.chains.most_frequent = "mul -> tanh -> add -> mul";
+  t.chains.most_frequent_per_step = 8;
+  auto f = rules::gpu_bound(t.in());
+  REQUIRE(f);
+  CHECK(any_evidence(*f, "12 chains of elementwise kernels per step (48 kernels, 20.0 ms of kernel time; the longest 6 "
+                         "kernels); most frequent: mul -> tanh -> add -> mul (8 per step)"));
+  // Fused, each chain takes one kernel's mean time: 20 x (1 - 12/48) = 15 ms.
+  estimated(suggestion(*f, "Fuse the chains of elementwise kernels (mul -> tanh -> add -> mul, ...)"), 15, "high");
+  // Under 5 % of the kernel time: not worth a line.
+  t.chains.ns_per_step = 4.4 * ms;
+  f = rules::gpu_bound(t.in());
+  CHECK_FALSE(suggestion(*f, "Fuse the chains"));
+}
+
 TEST_CASE("gemm_fallback: a 1-element-aligned or pre-Ampere GEMM on an H100, named with its launcher and the padding") {
   Input t;
   t.process["gpu.0.compute_capability"] = "9.0";

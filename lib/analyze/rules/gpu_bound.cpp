@@ -6,6 +6,13 @@
 #include <algorithm>
 
 namespace inferscope::analyze::rules {
+namespace {
+
+/// Chains of elementwise kernels worth a suggestion: 5 % of the step's kernel time, the floor of every rule's
+/// impact, so a chain fused away saves something a reader could see.
+constexpr double kChainShare = 0.05;
+
+}  // namespace
 
 std::optional<Finding> gpu_bound(const RuleInput& in) {
   const Breakdown& b = in.breakdown;
@@ -49,6 +56,19 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
   }
   suggest(f, "high", "Speed up '" + k0 + "': use lower precision (bf16/fp16 autocast, FP8 where supported) and tensor-core "
                      "friendly shapes (multiples of 8/16)");
+  const detail::KernelChains& c = in.chains;
+  if (c.chains_per_step >= 1 && c.ns_per_step >= kChainShare * in.t.kernel_ns) {
+    f.evidence.push_back(fmt("%.0f chains of elementwise kernels per step", c.chains_per_step) + fmt(" (%.0f kernels, ", c.kernels_per_step) +
+                         fms(c.ns_per_step / 1e6) + " of kernel time; the longest " + std::to_string(c.longest) +
+                         " kernels); most frequent: " + c.most_frequent + fmt(" (%.0f per step)", c.most_frequent_per_step));
+    f.metrics["elementwise_chain_ms"] = c.ns_per_step / 1e6;
+    // Fused, a chain reads and writes its tensors once: about the time of one of its kernels.
+    const double saving = c.ns_per_step / 1e6 * (1 - c.chains_per_step / c.kernels_per_step);
+    f.suggestions.push_back({"Fuse the chains of elementwise kernels (" + c.most_frequent + ", ...): torch.compile the "
+                             "module, or use fused ops (F.gelu, nn.LayerNorm, F.scaled_dot_product_attention) for "
+                             "hand-written formulas",
+                             "high", saving, true, "each chain fused into one kernel of its kernels' mean time, GPU-paced step"});
+  }
   suggest(f, "medium", "Fuse memory-bound kernels around '" + k0 + "' (torch.compile, FlashAttention/SDPA for attention)");
   suggest(f, "medium", "Raise the batch size if latency allows: a busy GPU gains throughput from larger batches");
   suggest(f, "low", "Check the kernels with Nsight Compute for occupancy and memory-bandwidth limits");

@@ -38,7 +38,10 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
     if (k.mean_us * 1e3 < in.launchers.short_kernel_ns && !k.whole_graph && (!k0 || k.count > k0->count)) k0 = &k;
   suggest(f, "high", "Fuse the small kernels launched from " + (named ? in.launchers.top_kernel_launcher : std::string("the step")) +
                      " (torch.compile, fused optimizers/ops, a custom kernel)" +
-                     (k0 ? ", e.g. '" + k0->name + "' (" + fmt("%.1f us", k0->mean_us) + " x " + std::to_string(k0->count) + ")" : std::string()));
+                     (k0 ? ", e.g. '" + k0->name + "' (" + fmt("%.1f us", k0->mean_us) + " x " + std::to_string(k0->count) + ")" : std::string()) +
+                     (in.chains.chains_per_step >= 1 ? fmt("; %.0f chains of elementwise kernels per step", in.chains.chains_per_step) +
+                                                           " to fuse, most often " + in.chains.most_frequent
+                                                     : std::string()));
   suggest(f, "medium", "Batch more work per launch (larger batch or sequence per step) so each kernel runs longer than its launch costs");
   suggest(f, "low", "Cut Python overhead between launches (no tensor creation or shape logic inside the loop)");
   return f;

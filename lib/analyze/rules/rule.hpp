@@ -9,6 +9,7 @@
 
 #include "analyze/analysis.hpp"
 #include "analyze/host_bounce.hpp"
+#include "analyze/kernel_chains.hpp"
 #include "analyze/model.hpp"
 #include "analyze/replay.hpp"
 #include "analyze/stage_results.hpp"
@@ -70,6 +71,7 @@ struct RuleInput {
   const std::vector<replay::StepGraph>& graphs;  ///< typical steps as replayable graphs (what_if.hpp)
   const detail::Tables& tables;                  ///< tables: kernels, copies, syncs, allocations (for names)
   const detail::HostBounces& bounces;            ///< host bounces: GPU-to-GPU copies made through host memory
+  const detail::KernelChains& chains;            ///< kernel chains: runs of elementwise kernels in the typical steps
   double trace_t0_ns = 0;                        ///< the trace's time origin, for example spans
   Thresholds th = {};
   /// The typical step in ms (what impact_pct divides by).
