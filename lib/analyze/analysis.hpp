@@ -48,6 +48,7 @@ struct Finding {
   bool informational = false;  ///< describes the run (warm-up, slow steps), never ranked as primary
   double impact_ms = 0;   ///< estimated time per step this bottleneck costs
   double impact_pct = 0;  ///< impact_ms / mean step time * 100
+  bool impact_estimated = true;  ///< false: a rule file's rule that gives no impact (impact_ms is then 0)
   std::vector<std::string> evidence;       ///< sentences with numbers from this trace
   std::map<std::string, double> metrics;   ///< the numbers behind the evidence (name -> value)
   std::vector<TimeSpan> examples;          ///< example spans from this trace
@@ -407,6 +408,9 @@ struct Analysis {
   RepresentativeStep representative;
   std::map<std::string, uint64_t> drops;         ///< reason -> records dropped
   std::vector<std::string> warnings;             ///< damage, drops, alignment, unknown event types ...
+  /// The rule file the analysis used, in a line: "team.yaml (named by --rules): 2 rules; built-in rules disabled:
+  /// warmup" ("" = none; docs/rules.md).
+  std::string rule_file;
   uint64_t events = 0;
   bool partial = false;  ///< added by the analyzer: corrupt input, only the data before the damage were read
   /// Any kernel, memset or copy in the trace. Without, the reports and findings say nothing about a GPU (no

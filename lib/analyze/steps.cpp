@@ -82,6 +82,8 @@ struct CallsOf {
 // `only`: the one code to consider (a function named step, step_named_function), 0: every candidate.
 PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, uint32_t only = 0) {
   constexpr size_t kCandidates = 8;
+  // Calls from which a function gives statistics of its own: a median, a p90 and a warm-up to leave out.
+  constexpr uint64_t kMinRepeats = 8;
   PythonStep out;
   if (thread >= in.ts.size()) return out;
   const auto& shallow = in.ts[thread].shallow_py;
@@ -123,6 +125,16 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, u
   if (!launches.empty())
     for (size_t k = 0; k < ranked.size(); ++k)
       if (launching(calls_of[ranked[k].second])) { pick = k; break; }
+  // A function called a few times that covers the run is an outer loop (a warm-up loop, then a timed one), and a
+  // few steps give no statistics: a launching candidate repeated kMinRepeats times or more that covers at least
+  // half as much is the step instead (the model's call inside that loop).
+  if (!launches.empty() && ranked[pick].first.second < kMinRepeats)
+    for (size_t k = 0; k < ranked.size(); ++k)
+      if (ranked[k].first.second >= kMinRepeats && ranked[k].first.first * 2 >= ranked[pick].first.first &&
+          launching(calls_of[ranked[k].second])) {
+        pick = k;
+        break;
+      }
   if (only && (launches.empty() || !launching(calls_of[ranked[pick].second]))) return out;  // a step launches GPU work
   out.code = ranked[pick].second;
   out.total = ranked[pick].first.first;

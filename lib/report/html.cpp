@@ -243,6 +243,8 @@ void write_finding_list(const std::vector<analyze::Finding>& findings, const Ker
     if (f.uncertain) out << "<span class=\"badge uncertain\">uncertain</span>";
     if (f.informational)
       out << "informational: describes the run, not a per-step cost</p>\n";
+    else if (!f.impact_estimated)
+      out << "confidence " << fmt(f.confidence, 2) << " · impact not estimated</p>\n";
     else
       out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << fmt(f.impact_ms, 3) << " ms</b> per step ("
           << fmt(f.impact_pct, 1) << " % of the step)</p>\n";

@@ -145,6 +145,7 @@ json::object finding_json(const analyze::Finding& f) {
   o["informational"] = f.informational;
   json::object impact;
   impact["ms"] = num(f.impact_ms);
+  if (!f.impact_estimated) impact["estimated"] = false;  // a rule file's rule without impact_ms (docs/rules.md)
   impact["pct"] = num(f.impact_pct);
   o["impact"] = std::move(impact);
   json::array evidence;

@@ -260,6 +260,7 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
   out << "- Confidence: " << fmt(f.confidence, 2) << (f.uncertain ? " (**uncertain**: shown for completeness)" : "")
       << "\n";
   if (f.informational) out << "- Informational: describes the run, not a per-step cost\n\n";
+  else if (!f.impact_estimated) out << "- Impact: not estimated\n\n";
   else out << "- Impact: " << fmt(f.impact_ms, 3) << " ms per step (" << fmt(f.impact_pct, 1) << " % of the step)\n\n";
   if (!f.evidence.empty()) {
     out << "Evidence:\n\n";

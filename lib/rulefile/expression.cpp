@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 
 #if INFERSCOPE_HAVE_MUPARSER
 #include <muParser.h>
@@ -51,6 +52,54 @@ std::string did_you_mean(const std::string& unknown) {
   return out + "?";
 }
 
+// A control character (a NUL from a binary file, a tab is fine) or a non-ASCII one outside a quoted name (a
+// no-break or zero-width space pasted from a web page): muparser would report an invisible "unexpected token".
+void refuse_invisible(const std::string& text) {
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '"') in_string = !in_string;
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      char b[8];
+      std::snprintf(b, sizeof(b), "0x%02x", c);
+      throw ExpressionError(i, std::string("a control character (") + b + ")");
+    }
+    if (c >= 0x80 && !in_string)
+      throw ExpressionError(i, "a character that is not ASCII (a no-break or zero-width space pasted with the text?); "
+                               "expressions are ASCII outside quoted names");
+  }
+}
+
+// Every name that is no metric, in one message: a typo, a named metric without its name, a number out of range.
+void refuse_unknown(const std::string& text, const std::vector<std::string>& used) {
+  std::string message;
+  size_t first = std::string::npos;
+  for (const std::string& name : used) {
+    if (rules::find_metric(name)) continue;
+    std::string one;
+    if (rules::find_named_metric(name)) one = name + " takes a name in double quotes, e.g. " + name + "(\"tokenize\")";
+    else if (std::isdigit(static_cast<unsigned char>(name[0]))) one = "'" + name + "' is not a number it can read (out of range?)";
+    else one = "unknown metric '" + name + "'" + did_you_mean(name);
+    message += (message.empty() ? "" : "; ") + one;
+    first = std::min(first, offset_of_word(text, name));
+  }
+  if (!message.empty()) throw ExpressionError(first == std::string::npos ? 0 : first, message);
+}
+
+// The offset of the first ',' outside parentheses and quotes.
+size_t first_top_level_comma(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"') in_string = !in_string;
+    if (in_string) continue;
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')') --depth;
+    if (text[i] == ',' && depth == 0) return i;
+  }
+  return 0;
+}
+
 #if INFERSCOPE_HAVE_MUPARSER
 
 // What one evaluation's named-metric callbacks read and write (muparser's user data).
@@ -86,12 +135,61 @@ double call_named(void* data, const char* key) {
   return v.value;
 }
 
+// Set when an operator met or made a value that is not finite (x/0, sqrt(-1) compared, log(0)): muparser's own
+// operators would carry it on silently, and `h2d_ms / d2h_ms > 3` would hold with nothing copied back. One flag per
+// thread: each evaluation clears it first, and the analyses of several ranks evaluate on threads of their own.
+thread_local bool t_not_finite = false;
+double seen(double v) {
+  if (!std::isfinite(v)) t_not_finite = true;
+  return v;
+}
+#define ISCOPE_OPERATOR(fn, expr) \
+  double fn(double a, double b) {       \
+    seen(a);                            \
+    seen(b);                            \
+    return seen(expr);                  \
+  }
+ISCOPE_OPERATOR(op_add, a + b)
+ISCOPE_OPERATOR(op_sub, a - b)
+ISCOPE_OPERATOR(op_mul, a * b)
+ISCOPE_OPERATOR(op_div, a / b)
+ISCOPE_OPERATOR(op_pow, std::pow(a, b))
+ISCOPE_OPERATOR(op_lt, double(a < b))
+ISCOPE_OPERATOR(op_gt, double(a > b))
+ISCOPE_OPERATOR(op_le, double(a <= b))
+ISCOPE_OPERATOR(op_ge, double(a >= b))
+ISCOPE_OPERATOR(op_eq, double(a == b))
+ISCOPE_OPERATOR(op_ne, double(a != b))
+ISCOPE_OPERATOR(op_and, double(a != 0 && b != 0))
+ISCOPE_OPERATOR(op_or, double(a != 0 || b != 0))
+#undef ISCOPE_OPERATOR
+
+// muparser's binary operators replaced by ones that notice non-finite values; the ternary ?: and the signs stay
+// muparser's, '=' (assignment) is gone.
+void define_operators(mu::Parser& p) {
+  p.EnableBuiltInOprt(false);
+  p.DefineOprt("+", op_add, mu::prADD_SUB);
+  p.DefineOprt("-", op_sub, mu::prADD_SUB);
+  p.DefineOprt("*", op_mul, mu::prMUL_DIV);
+  p.DefineOprt("/", op_div, mu::prMUL_DIV);
+  p.DefineOprt("^", op_pow, mu::prPOW, mu::oaRIGHT);
+  p.DefineOprt("<", op_lt, mu::prCMP);
+  p.DefineOprt(">", op_gt, mu::prCMP);
+  p.DefineOprt("<=", op_le, mu::prCMP);
+  p.DefineOprt(">=", op_ge, mu::prCMP);
+  p.DefineOprt("==", op_eq, mu::prCMP);
+  p.DefineOprt("!=", op_ne, mu::prCMP);
+  p.DefineOprt("&&", op_and, mu::prLAND);
+  p.DefineOprt("||", op_or, mu::prLOR);
+}
+
 // A parser with the named metrics defined against `state`, the given metrics bound to `values` (same order).
 struct BoundParser {
   mu::Parser parser;
   std::vector<NamedCall> calls;
   BoundParser(const std::string& text, EvalState& state, const std::vector<std::string>& names, std::vector<double>& values)
       : calls(rules::named_metrics().size()) {
+    define_operators(parser);
     size_t i = 0;
     for (const rules::NamedMetric& m : rules::named_metrics()) {
       calls[i] = {&m, &state};
@@ -140,6 +238,9 @@ Expression Expression::compile(const std::string& text) {
   e.text_ = text;
   if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }))
     throw ExpressionError(0, "the expression is empty");
+  if (text.size() > kMaxExpressionChars)
+    throw ExpressionError(0, "longer than " + std::to_string(kMaxExpressionChars) + " characters");
+  refuse_invisible(text);
   refuse_assignment(text);
   std::vector<std::string> used;
   EvalState state;  // compiling: the callbacks read nothing
@@ -152,16 +253,15 @@ Expression Expression::compile(const std::string& text) {
   } catch (const mu::ParserError& x) {
     throw ExpressionError(offset_of(x, text), friendly(x));
   }
-  for (const std::string& name : used) {
-    if (rules::find_metric(name)) continue;
-    if (rules::find_named_metric(name))
-      throw ExpressionError(offset_of_word(text, name), name + " takes a name in double quotes, e.g. " + name + "(\"tokenize\")");
-    throw ExpressionError(offset_of_word(text, name), "unknown metric '" + name + "'" + did_you_mean(name));
-  }
+  refuse_unknown(text, used);
   try {  // a full parse with every metric defined: what GetUsedVar tolerates (a string where a number goes)
     std::vector<double> zeros(used.size(), 1.0);
     BoundParser p(text, state, used, zeros);
     p.parser.Eval();
+    // muparser reads "a, b" as two results and answers the last: a condition of two parts would test only one.
+    if (p.parser.GetNumResults() > 1)
+      throw ExpressionError(first_top_level_comma(text), "a comma separates a function's arguments only; join two "
+                                                         "conditions with && or ||");
   } catch (const mu::ParserError& x) {
     throw ExpressionError(offset_of(x, text), friendly(x));
   }
@@ -171,6 +271,7 @@ Expression Expression::compile(const std::string& text) {
 
 Evaluation Expression::evaluate(const rules::RuleInput& in) const {
   Evaluation out;
+  t_not_finite = false;
   std::vector<double> values;
   for (const std::string& name : metrics_) {
     const rules::Metric* m = rules::find_metric(name);
@@ -180,6 +281,7 @@ Evaluation Expression::evaluate(const rules::RuleInput& in) const {
   EvalState state{&in, &out};
   BoundParser p(text_, state, metrics_, values);
   out.value = p.parser.Eval();
+  out.not_finite = t_not_finite || !std::isfinite(out.value);
   return out;
 }
 

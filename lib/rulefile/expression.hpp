@@ -33,14 +33,20 @@ struct InputValue {
 
 struct Evaluation {
   double value = 0;
+  bool not_finite = false;           ///< a value on the way was not finite (x/0, sqrt(-1), log(0)): no answer
   std::vector<InputValue> inputs;    ///< what it read, in the order first read
   std::vector<std::string> missing;  ///< named metrics whose name matched nothing in the trace (read as 0)
 };
 
+/// The longest expression read: a condition is a line or two; a longer one is a generated file gone wrong.
+inline constexpr size_t kMaxExpressionChars = 4096;
+
 class Expression {
  public:
-  /// Parses `text`; throws ExpressionError for a syntax error, an unknown metric or function (with the closest
-  /// known names), a named metric without a quoted name, or '=' where '==' was meant.
+  /// Parses `text`; throws ExpressionError for a syntax error, unknown metrics or functions (every one, with the
+  /// closest known names), a named metric without a quoted name, '=' where '==' was meant, a comma outside a
+  /// function's arguments, a control or non-ASCII character outside a quoted name, or more than
+  /// kMaxExpressionChars.
   static Expression compile(const std::string& text);
   Evaluation evaluate(const analyze::rules::RuleInput& in) const;
   const std::string& text() const { return text_; }

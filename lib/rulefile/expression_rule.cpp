@@ -25,22 +25,48 @@ std::string placeholder_text(const Expression& e, const Evaluation& v) {
   return b;
 }
 
-// The title with each {expression} replaced by its value.
-std::string fill_title(const RuleSpec& spec, const rules::RuleInput& in) {
+// The title with each {expression} replaced by its value ("{{" and "}}" are literal braces); what its placeholders
+// could not read goes to `missing`.
+std::string fill_title(const RuleSpec& spec, const rules::RuleInput& in, std::vector<std::string>& missing) {
   if (spec.title.empty()) return "Rule '" + spec.name + "': " + spec.condition.text();
   std::string out;
   size_t part = 0;
-  for (size_t i = 0; i < spec.title.size(); ++i) {
-    const size_t close = spec.title[i] == '{' ? spec.title.find('}', i) : std::string::npos;
+  const std::string& t = spec.title;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if ((t[i] == '{' || t[i] == '}') && i + 1 < t.size() && t[i + 1] == t[i]) {
+      out += t[i++];
+      continue;
+    }
+    const size_t close = t[i] == '{' ? t.find('}', i) : std::string::npos;
     if (close == std::string::npos || part >= spec.title_parts.size()) {
-      out += spec.title[i];
+      out += t[i];
       continue;
     }
     const Expression& e = spec.title_parts[part++];
-    out += placeholder_text(e, e.evaluate(in));
+    const Evaluation v = e.evaluate(in);
+    missing.insert(missing.end(), v.missing.begin(), v.missing.end());
+    out += placeholder_text(e, v);
     i = close;
   }
   return out;
+}
+
+// An impact or a saving read from the rule file: a number of ms in [0, step], or nullopt (with a warning) when
+// it has no value here; a negative one counts as 0, with a warning.
+std::optional<double> ms_value(const Expression& e, const rules::RuleInput& in, const std::string& who, const char* key,
+                               std::vector<std::string>& warnings) {
+  const Evaluation v = e.evaluate(in);
+  for (const std::string& m : v.missing) warnings.push_back(who + ": " + key + ": " + m + "; it reads 0");
+  if (v.not_finite) {
+    warnings.push_back(who + ": " + key + " `" + e.text() + "` has no value on this trace (a division by zero?): not estimated");
+    return std::nullopt;
+  }
+  if (v.value < 0) {
+    warnings.push_back(who + ": " + key + " `" + e.text() + "` is negative on this trace (" + format_value(v.value, rules::MetricUnit::kMs) +
+                       "): counted as 0");
+    return 0.0;
+  }
+  return std::min(v.value, in.step_ms());
 }
 
 void add_inputs(Finding& f, const Evaluation& v) {
@@ -85,9 +111,9 @@ std::optional<Finding> ExpressionRule::evaluate(const rules::RuleInput& in, std:
     return std::nullopt;
   }
   for (const std::string& m : cond.missing) warnings.push_back(who + ": " + m + "; it reads 0");
-  if (!std::isfinite(cond.value)) {
-    warnings.push_back(who + ": its condition `" + spec_.condition.text() + "` has no value on this trace (a division by "
-                       "zero?); the rule did not fire");
+  if (cond.not_finite) {
+    warnings.push_back(who + ": its condition `" + spec_.condition.text() + "` met a value that is not finite on this "
+                       "trace (a division by zero, sqrt or log of a value out of range); the rule did not fire");
     return std::nullopt;
   }
   if (!holds(cond.value)) return std::nullopt;
@@ -97,23 +123,29 @@ std::optional<Finding> ExpressionRule::evaluate(const rules::RuleInput& in, std:
   f.rule = spec_.name;
   const double step_ms = in.step_ms();
   if (spec_.impact_ms) {
-    const double impact = spec_.impact_ms->evaluate(in).value;
-    f.impact_ms = std::isfinite(impact) ? std::clamp(impact, 0.0, step_ms) : 0;
+    const std::optional<double> impact = ms_value(*spec_.impact_ms, in, who, "impact_ms", warnings);
+    f.impact_ms = impact.value_or(0);
+    f.impact_estimated = impact.has_value();
+  } else {
+    f.impact_estimated = false;
   }
   f.impact_pct = step_ms > 0 ? f.impact_ms / step_ms * 100 : 0;
   f.confidence = std::min(1.0, kCustomBaseConfidence * spec_.confidence_weight);
   f.uncertain = f.confidence < in.th.uncertain_below;
-  f.title = fill_title(spec_, in);
+  std::vector<std::string> title_missing;
+  f.title = fill_title(spec_, in, title_missing);
+  for (const std::string& m : title_missing) warnings.push_back(who + ": title: " + m + "; it reads 0");
   f.evidence.push_back("the rule file's condition holds: " + spec_.condition.text());
   add_inputs(f, cond);
-  if (!spec_.impact_ms)
-    f.evidence.push_back("impact not estimated: the rule gives no impact_ms, so it is listed after the findings that cost "
-                         "a known share of the step");
+  if (!f.impact_estimated)
+    f.evidence.push_back(spec_.impact_ms ? "impact not estimated: impact_ms has no value on this trace"
+                                         : "impact not estimated: the rule gives no impact_ms, so it is listed after the "
+                                           "findings that cost a known share of the step");
   for (const RuleSuggestion& s : spec_.suggestions) {
     analyze::Suggestion out{s.action, s.priority, 0, false, ""};
-    if (s.saving_ms) {
-      const double saving = s.saving_ms->evaluate(in).value;
-      out.impact_ms = std::isfinite(saving) ? std::clamp(saving, 0.0, step_ms) : 0;
+    const std::optional<double> saving = s.saving_ms ? ms_value(*s.saving_ms, in, who, "saving_ms", warnings) : std::nullopt;
+    if (saving) {
+      out.impact_ms = *saving;
       out.estimated = true;
       out.model = "rule file: " + s.saving_ms->text();
       // The built-in rules' rule: a saving nobody would see is never more than low priority.

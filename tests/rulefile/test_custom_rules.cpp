@@ -210,21 +210,47 @@ TEST_CASE("named metrics: ranges by name, functions by their last part, kernels 
   CHECK(v.missing[0] == "no range named \"tokenise\" in this trace (closest: \"tokenize\")");
 }
 
-TEST_CASE("a name that matches nothing warns and reads 0; comparisons follow IEEE arithmetic") {
+TEST_CASE("a name that matches nothing warns and reads 0; a value that is not finite on the way stops the rule") {
   Input t;
   auto r = rules::run_rules(t.input(), *load(R"(bottleneck_rules:
   - {name: a, condition: 'range_max_ms("tokenise") < 1', suggestion: x}
   - {name: b, condition: 'h2d_ms / (d2h_ms - d2h_ms) > 1', suggestion: x}
   - {name: c, condition: '0 / 0 > 1 || 0 / 0 < 1', suggestion: x}
-  - {name: d, condition: '(h2d_ms > 1) / 0', suggestion: x}
+  - {name: d, condition: 'sqrt(-1) != 5', suggestion: x}
+  - {name: e, condition: 'min(h2d_ms, 1 / 0) >= 0', suggestion: x}
 )"));
-  REQUIRE(r.findings.size() == 2);
+  REQUIRE(r.findings.size() == 1);
   CHECK(r.findings[0].category == "custom:a");
-  CHECK(r.findings[1].category == "custom:b");  // 40 / 0 is infinite, and infinity > 1
-  REQUIRE(r.warnings.size() == 2);
+  REQUIRE(r.warnings.size() == 5);
   CHECK(r.warnings[0] == "rule 'a': no range named \"tokenise\" in this trace (closest: \"tokenize\"); it reads 0");
-  // c: NaN compares false, no finding. d: the condition itself is infinite, which is no answer.
-  CHECK(has(r.warnings[1], "rule 'd': its condition `(h2d_ms > 1) / 0` has no value on this trace"));
+  // 40 / 0 is infinite and would be > 1; NaN compares false; sqrt(-1) != 5 would hold: each is no answer here.
+  for (const char* rule : {"rule 'b'", "rule 'c'", "rule 'd'", "rule 'e'"}) {
+    bool warned = false;
+    for (const std::string& w : r.warnings) warned |= has(w, std::string(rule) + ": its condition") && has(w, "not finite");
+    CHECK_MESSAGE(warned, rule);
+  }
+}
+
+TEST_CASE("impact_ms and saving_ms: not finite is not estimated, negative is 0, each with a warning") {
+  Input t;
+  auto r = rules::run_rules(t.input(), *load(R"(bottleneck_rules:
+  - name: a
+    condition: step_ms > 1
+    impact_ms: step_ms / 0
+    suggestions:
+      - {action: x, saving_ms: '1 / 0'}
+      - {action: y, saving_ms: '-5'}
+)"));
+  REQUIRE(r.findings.size() == 1);
+  const Finding& f = r.findings[0];
+  CHECK_FALSE(f.impact_estimated);
+  CHECK(f.impact_ms == 0);
+  CHECK_FALSE(f.suggestions[0].estimated);
+  CHECK(f.suggestions[1].estimated);
+  CHECK(f.suggestions[1].impact_ms == 0);
+  CHECK(r.warnings.size() == 3);
+  CHECK(has(r.warnings[0], "rule 'a': impact_ms `step_ms / 0` has no value on this trace"));
+  CHECK(has(r.warnings[2], "rule 'a': saving_ms `-5` is negative on this trace (-5.000 ms): counted as 0"));
 }
 
 TEST_CASE("confidence: 0.75 x the weight, at most 1; uncertain under the uncertain mark") {

@@ -97,8 +97,11 @@ RulesResult run_rules(const RuleInput& in, const RuleSettings& settings) {
       out.findings.push_back(std::move(*f));
     }
   }
+  // A rule file's own rules read the thresholds every rule reads (uncertain_below), set for all of them.
+  RuleInput custom_input = in;
+  custom_input.th = thresholds_for(in.th, settings, "custom");
   for (const auto& rule : settings.custom)
-    if (auto f = rule->evaluate(in, out.warnings)) out.findings.push_back(std::move(*f));
+    if (auto f = rule->evaluate(custom_input, out.warnings)) out.findings.push_back(std::move(*f));
   std::stable_sort(out.findings.begin(), out.findings.end(), comes_first);
   // A custom rule without an impact sorts after every finding with one; alone, it is not the primary cause either.
   if (!out.findings.empty() && !out.findings.front().informational && out.findings.front().impact_ms > 0)
