@@ -424,6 +424,7 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
         << "violation " << fmt(al.max_violation_us, 3) << " us, " << al.violations_over_1us << " over 1 us ("
         << fmt(al.violation_pct, 2) << " %).";
   if (!al.note.empty()) out << ' ' << h(al.note);
+  if (!a.rule_file.empty()) out << "</li>\n<li id=\"rule-file\">Rule file: " << h(a.rule_file) << ".";
   out << "</li>\n<li id=\"drops\">Dropped records: ";
   if (a.drops.empty()) {
     out << "none.";

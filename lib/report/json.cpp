@@ -461,6 +461,7 @@ void write_json(const Analysis& a, std::ostream& out) {
   json::object drops;
   for (const auto& [reason, n] : a.drops) drops[valid_utf8(reason)] = num(n);
   root["drops"] = std::move(drops);
+  if (!a.rule_file.empty()) root["rule_file"] = str(a.rule_file);  // docs/rules.md
   json::array warnings;
   for (const auto& w : a.warnings) warnings.push_back(str(w));
   root["warnings"] = std::move(warnings);

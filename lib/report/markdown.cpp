@@ -424,6 +424,7 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
     }
     out << "- Dropped records: " << total << " (" << by << "); the numbers may be slightly low.\n";
   }
+  if (!a.rule_file.empty()) out << "- Rule file: " << md_escape(a.rule_file) << " (docs/rules.md).\n";
   const auto& s = a.steps;
   if (s.count == 0)
     out << "- Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).\n";

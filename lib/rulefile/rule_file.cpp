@@ -37,6 +37,9 @@ std::string closest(std::string_view typed, const std::vector<std::string>& know
   return best_d <= config::close_name_limit(typed) ? best : std::string();
 }
 
+// An expression as a message quotes it: at most 80 characters of it.
+std::string shortened(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
+
 std::string list(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
@@ -126,7 +129,7 @@ class Reader {
     try {
       return Expression::compile(text);
     } catch (const ExpressionError& e) {
-      problem_in_scalar(n, e.offset(), key + ": " + e.what() + " (in `" + text + "`)");
+      problem_in_scalar(n, e.offset(), key + ": " + e.what() + " (in `" + shortened(text) + "`)");
       return std::nullopt;
     }
   }
@@ -173,11 +176,12 @@ class Reader {
     const size_t before = problems.size();
     std::optional<std::string> name;
     std::optional<Expression> condition, impact;
-    bool has_condition = false;
+    bool has_condition = false, has_name = false;
     RuleSpec spec{.name = "", .condition = Expression()};
     bool has_suggestion = false;
     for (const auto& [key, v, key_node] : unique_entries(item)) {
       if (key == "name") {
+        has_name = true;
         name = scalar(v, key);
         if (name && !valid_name(*name)) {
           problem(v, "name: '" + *name + "': use letters, digits, '_', '-' and '.' (at most 64)");
@@ -208,10 +212,15 @@ class Reader {
         unknown(key_node, "rule key '" + key + "'", key, {"name", "condition", "title", "suggestion", "suggestions", "confidence_weight", "impact_ms"});
       }
     }
-    if (!name && problems.size() == before) problem(item, "a rule needs a name");
-    if (!has_condition && problems.size() == before) problem(item, "rule '" + name.value_or("?") + "' needs a condition");
-    if (!has_suggestion && problems.size() == before)
-      problem(item, "rule '" + name.value_or("?") + "' needs a suggestion: what to do when it holds");
+    std::vector<std::string> missing;
+    if (!name && !has_name) missing.push_back("a name");
+    if (!has_condition) missing.push_back("a condition");
+    if (!has_suggestion) missing.push_back("a suggestion (what to do when it holds)");
+    if (!missing.empty()) {
+      std::string what = (name ? "rule '" + *name + "'" : std::string("a rule")) + " needs ";
+      for (size_t i = 0; i < missing.size(); ++i) what += (i ? i + 1 == missing.size() ? " and " : ", " : "") + missing[i];
+      problem(item, what);
+    }
     if (problems.size() != before || !name || !condition) return std::nullopt;
     spec.name = *name;
     spec.condition = std::move(*condition);
@@ -219,14 +228,22 @@ class Reader {
     return spec;
   }
 
+  static bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
   static bool valid_name(const std::string& s) {
     if (s.empty() || s.size() > 64) return false;
     return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-' || c == '.'; });
   }
 
+  // Placeholders {expression}; "{{" and "}}" are literal braces.
   void read_title(const YAML::Node& v, const std::string& text, RuleSpec& spec) {
     spec.title = text;
-    for (size_t i = text.find('{'); i != std::string::npos; i = text.find('{', i + 1)) {
+    for (size_t i = 0; i < text.size(); ++i) {
+      if ((text[i] == '{' || text[i] == '}') && i + 1 < text.size() && text[i + 1] == text[i]) {
+        ++i;
+        continue;
+      }
+      if (text[i] != '{') continue;
       const size_t close = text.find('}', i);
       if (close == std::string::npos) return problem_in_scalar(v, i, "title: a '{' without its '}'");
       try {
@@ -239,11 +256,15 @@ class Reader {
   }
 
   void read_suggestions(const YAML::Node& v, const std::string& key, RuleSpec& spec) {
-    if (v.IsScalar()) return spec.suggestions.push_back({v.Scalar(), "medium", std::nullopt});
+    if (v.IsScalar()) {
+      if (blank(v.Scalar())) return problem(v, key + ": empty; say what to do");
+      return spec.suggestions.push_back({v.Scalar(), "medium", std::nullopt});
+    }
     if (!v.IsSequence()) return problem(v, key + ": expected a sentence or a list of them, got " + std::string(config::yaml_node_kind(v)));
     for (const YAML::Node& s : v) {
       if (s.IsScalar()) {
-        spec.suggestions.push_back({s.Scalar(), "medium", std::nullopt});
+        if (blank(s.Scalar())) problem(s, key + ": an empty suggestion; say what to do");
+        else spec.suggestions.push_back({s.Scalar(), "medium", std::nullopt});
         continue;
       }
       if (!s.IsMap()) {
@@ -264,7 +285,7 @@ class Reader {
           unknown(key_node, "suggestion key '" + k + "'", k, {"action", "priority", "saving_ms"});
         }
       }
-      if (out.action.empty()) problem(s, key + ": a suggestion needs an action: what to do");
+      if (blank(out.action)) problem(s, key + ": a suggestion needs an action: what to do");
       else spec.suggestions.push_back(std::move(out));
     }
     if (spec.suggestions.empty() && v.IsSequence()) problem(v, key + ": the list is empty");
@@ -327,8 +348,12 @@ class Reader {
     auto value = number(v, name);
     if (!value) return;
     const bool whole = !std::holds_alternative<double rules::Thresholds::*>(def->member);
-    if (*value < 0 || (whole && *value != std::floor(*value)))
-      return problem(v, name + ": " + v.Scalar() + (whole ? " is not a whole number of at least 0" : " is negative"));
+    if (whole && *value != std::floor(*value)) return problem(v, name + ": " + v.Scalar() + " is not a whole number");
+    if (*value < def->min || *value > def->max) {
+      char range[96];
+      std::snprintf(range, sizeof(range), "%g to %g", def->min, def->max);
+      return problem(v, name + ": " + v.Scalar() + " is outside " + range + " (" + def->unit + ")");
+    }
     out.thresholds[rule][name] = *value;
   }
 };
@@ -383,7 +408,10 @@ std::shared_ptr<const rules::RuleSettings> rules_for_tool(const std::string& exp
   const std::string path = find_rule_file(explicit_path, &named_by);
   if (path.empty()) return nullptr;
   try {
-    return load_rule_file(path);
+    auto loaded = load_rule_file(path);
+    auto named = std::make_shared<rules::RuleSettings>(*loaded);
+    named->named_by = "named by " + named_by;
+    return named;
   } catch (const RuleFileError& e) {
     std::vector<std::string> lines = {"the rule file " + path + " (named by " + named_by + ") cannot be used" +
                                       (named_by == "the working directory" ? " (--no-rules analyses without it)" : "") + ":"};

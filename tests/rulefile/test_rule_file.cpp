@@ -139,7 +139,10 @@ TEST_CASE("a rule needs a name, a condition and a suggestion") {
   CHECK(problems_of("bottleneck_rules:\n  - condition: step_ms > 1\n    suggestion: x\n") == "r.yaml:2:5: a rule needs a name\n");
   CHECK(problems_of("bottleneck_rules:\n  - name: f\n    suggestion: x\n") == "r.yaml:2:5: rule 'f' needs a condition\n");
   CHECK(has(problems_of("bottleneck_rules:\n  - name: f\n    condition: step_ms > 1\n"),
-            "r.yaml:2:5: rule 'f' needs a suggestion: what to do when it holds"));
+            "r.yaml:2:5: rule 'f' needs a suggestion (what to do when it holds)"));
+  // Everything missing at once.
+  CHECK(problems_of("bottleneck_rules:\n  - title: t\n") ==
+        "r.yaml:2:5: a rule needs a name, a condition and a suggestion (what to do when it holds)\n");
   CHECK(has(problems_of("bottleneck_rules:\n  - name: f\n    conditon: step_ms > 1\n    suggestion: x\n"),
             "r.yaml:3:5: unknown rule key 'conditon'; did you mean 'condition'?"));
 }
@@ -199,8 +202,11 @@ TEST_CASE("builtin_rules and thresholds: unknown names, values and thresholds a 
             "r.yaml:2:18: launch_bound does not read gpu_bound_util; it is read by gpu_bound"));
   CHECK(has(problems_of("builtin_rules:\n  launch_bound: [a]\n"), "launch_bound: expected off, on, or a mapping of thresholds"));
   CHECK(has(problems_of("thresholds:\n  min_impact: 3\n"), "r.yaml:2:3: unknown threshold 'min_impact'; did you mean 'min_impact_pct'?"));
-  CHECK(has(problems_of("thresholds:\n  min_impact_pct: -1\n"), "min_impact_pct: -1 is negative"));
+  CHECK(has(problems_of("thresholds:\n  min_impact_pct: -1\n"), "min_impact_pct: -1 is outside 0 to 100 (percent of the step)"));
+  CHECK(has(problems_of("thresholds:\n  gpu_bound_util: 90\n"), "gpu_bound_util: 90 is outside 0 to 1 (a share, 0 to 1)"));
+  CHECK(has(problems_of("thresholds:\n  max_suggested_workers: 0\n"), "max_suggested_workers: 0 is outside 1 to 1024"));
   CHECK(has(problems_of("thresholds:\n  max_suggested_workers: 2.5\n"), "max_suggested_workers: 2.5 is not a whole number"));
+  CHECK(has(problems_of("bottleneck_rules:\n  - {name: e, condition: step_ms > 1, suggestion: ''}\n"), "suggestion: empty; say what to do"));
   CHECK(has(problems_of("thresholds:\n  min_impact_pct: high\n"), "min_impact_pct: expected a number, got 'high'"));
   CHECK(has(problems_of("thresholds: 3\n"), "r.yaml:1:13: thresholds: expected 'name: value' lines"));
   CHECK(has(problems_of("bottleneck_rule:\n  - name: x\n"), "r.yaml:1:1: unknown key 'bottleneck_rule'; did you mean 'bottleneck_rules'?"));

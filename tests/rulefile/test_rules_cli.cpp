@@ -90,6 +90,7 @@ TEST_CASE("./.inferscope_rules.yaml is found in the working directory; --no-rule
   const std::string other = write("other.yaml", "builtin_rules: {h2d_bound: off}\n");
   r = testutil::run_tool(kAnalyze, {kFixture, "--findings"}, {.env = {"INFERSCOPE_RULES=" + other}, .cwd = dir});
   REQUIRE(r.exit == 0);
+  CHECK(has(r.err, "iscope-analyze: using the rule file " + other + " (named by INFERSCOPE_RULES)"));
   CHECK_FALSE(has(r.out, "custom:"));
   CHECK_FALSE(has(r.out, "h2d_bound"));
 }
@@ -113,6 +114,28 @@ TEST_CASE("a broken rule file stops the analysis with every problem, exit 2, bef
   const auto missing = testutil::run_tool(kAnalyze, {kFixture, "--rules", testutil::temp_path("absent.yaml")});
   CHECK(missing.exit == 2);
   CHECK(has(missing.err, "cannot read rule file"));
+}
+
+TEST_CASE("one rule file: --rules twice, empty, or with --no-rules is refused; --check-rules checks every file named") {
+  const std::string good = write("one.yaml", kRules), bad = write("two.yaml", "thresholds: {gpu_bound_util: 90}\n");
+  auto r = testutil::run_tool(kAnalyze, {kFixture, "--rules", good, "--rules", good});
+  CHECK(r.exit == 2);
+  CHECK(has(r.err, "--rules is given 2 times: one rule file is read"));
+  r = testutil::run_tool(kAnalyze, {kFixture, "--rules", ""});
+  CHECK(r.exit == 2);
+  r = testutil::run_tool(kAnalyze, {kFixture, "--rules", good, "--no-rules"});
+  CHECK(r.exit == 2);
+  CHECK(has(r.err, "--rules and --no-rules contradict each other"));
+  r = testutil::run_tool(kAnalyze, {"--check-rules", good, bad});
+  CHECK(r.exit == 1);  // the second file is broken: a CI check of rules/*.yaml fails
+  CHECK(has(r.out, "one.yaml: ok"));
+  CHECK(has(r.err, "two.yaml:1:30: gpu_bound_util: 90 is outside 0 to 1 (a share, 0 to 1)"));
+  // The report names the rule file it used and what it changed.
+  const std::string md = testutil::temp_path("named.md");
+  r = testutil::run_tool(kAnalyze, {kFixture, "--rules", good, "-o", md});
+  REQUIRE(r.exit == 0);
+  CHECK(has(testutil::read_file(md), "- Rule file: " + good + " (named by --rules): 2 rules: high_memory_overhead, step_budget; "
+                                      "built-in rules disabled: slow_steps"));
 }
 
 TEST_CASE("iscope-diff reads the same rule file for both runs") {

@@ -158,6 +158,22 @@ class BooleanFlags {
   std::map<std::string, bool> on_;
 };
 
+// One rule file, named once and not empty, and not with --no-rules; "" when the flags are fine.
+std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules) {
+  if (args.count("rules") > 1) return "--rules is given " + std::to_string(args.count("rules")) + " times: one rule file is read (put the rules in one file)";
+  if (args.count("rules") && args["rules"].as<std::string>().empty()) return "--rules: an empty file name";
+  if (args.count("rules") && no_rules) return "--rules and --no-rules contradict each other: give one";
+  return "";
+}
+
+// The rule file the analysis used, in a line for the reports and stderr ("" when none).
+std::string rule_file_line(const inferscope::analyze::rules::RuleSettings* s) {
+  if (!s) return "";
+  std::string d = inferscope::rulefile::describe(*s);
+  for (size_t at = d.find('\n'); at != std::string::npos; at = d.find('\n', at)) d.replace(at, 1, at + 1 == d.size() ? "" : "; ");
+  return s->source + " (" + s->named_by + "): " + d;
+}
+
 // --check-rules FILE: 0 and what it sets, or 1 and every problem with its line and column.
 int check_rule_file(const std::string& path) {
   try {
@@ -188,7 +204,8 @@ cxxopts::Options make_options() {
       ("rules", "the rule file: your own rules, built-in rules disabled or re-thresholded (docs/rules.md; default: "
                 "INFERSCOPE_RULES, else ./.inferscope_rules.yaml when present)", cxxopts::value<std::string>())
       ("no-rules", "analyse with the built-in rules only, whatever rule file is found", boolean_flag(), "BOOL")
-      ("check-rules", "check a rule file and say what it sets; nothing is analysed", cxxopts::value<std::string>())
+      ("check-rules", "check rule files (--check-rules A B C) and say what each sets; nothing is analysed",
+       cxxopts::value<std::vector<std::string>>())
       ("list-metrics", "print the metrics, built-in rules and thresholds a rule file can name (Markdown)")
       ("summary", "print what the dump holds: threads, ranges, marks, drops, clock quality", boolean_flag(), "BOOL")
       ("findings", "print the findings digest (one line per finding) on stdout", boolean_flag(), "BOOL")
@@ -416,7 +433,18 @@ int main(int argc, char** argv) {
     std::cout << inferscope::analyze::rules::metrics_markdown() << "\n" << inferscope::analyze::rules::thresholds_markdown();
     return 0;
   }
-  if (args.count("check-rules")) return check_rule_file(args["check-rules"].as<std::string>());
+  if (args.count("check-rules")) {  // --check-rules A B C: every file named after it is a rule file to check
+    std::vector<std::string> files = args["check-rules"].as<std::vector<std::string>>();
+    if (args.count("dump"))
+      for (const std::string& f : args["dump"].as<std::vector<std::string>>()) files.push_back(f);
+    int status = 0;
+    for (const std::string& f : files) status = std::max(status, check_rule_file(f));
+    return status;
+  }
+  if (const std::string bad = rules_flags_problem(args, flags.on("no-rules")); !bad.empty()) {
+    std::cerr << "iscope-analyze: " << bad << "\n";
+    return 2;
+  }
   if (!args.count("dump")) {
     std::cerr << "iscope-analyze: no dump given\n" << opts.help() << "\n";
     return 2;
@@ -453,6 +481,8 @@ int main(int argc, char** argv) {
     o = analysis_settings(args);
     o.rules = inferscope::rulefile::rules_for_tool(args.count("rules") ? args["rules"].as<std::string>() : "",
                                                    flags.on("no-rules"));
+    if (o.rules && o.rules->named_by != "named by --rules")  // a file not named on this command line: say so
+      std::cerr << "iscope-analyze: using the rule file " << rule_file_line(o.rules.get()) << "\n";
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << "iscope-analyze: configuration error:\n" << e.what() << "\n";
     return 2;
@@ -474,6 +504,7 @@ int main(int argc, char** argv) {
     a.children = inferscope::analyze::find_children(path, a, o, &a.run);
     inferscope::analyze::mark_launcher(a);
   }
+  a.rule_file = rule_file_line(o.rules.get());
   for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
   const bool ok = write_outputs(requested, a, reader, paths);
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written

@@ -162,6 +162,11 @@ int main(int argc, char** argv) {
   }
   std::vector<std::pair<std::string, std::string>> outputs;
   if (int rc = parse_outputs(args, inputs, outputs)) return rc;
+  if (args.count("rules") > 1 || (args.count("rules") && args["rules"].as<std::string>().empty()) ||
+      (args.count("rules") && args.count("no-rules") && args["no-rules"].as<bool>())) {
+    std::cerr << kTool << ": --rules: one rule file, named once and not empty, and not with --no-rules\n";
+    return 2;
+  }
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = analysis_settings(args);

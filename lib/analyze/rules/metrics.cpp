@@ -6,6 +6,7 @@
 #include "config/edit_distance.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <utility>
 
@@ -135,13 +136,34 @@ Summed functions_named(const RuleInput& in, std::string_view key) {
     if (function_matches(r, key)) s.count += r.count, s.total_ms += r.total_ms, s.self_ms += r.self_ms, s.found = true;
   return s;
 }
-// Kernels: every kernel whose name holds the key (kernel names are long: "gemm", "flash_fwd"); summed.
+std::string lowered(std::string_view v) {
+  std::string out(v);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+// Kernels: every kernel whose name holds the key, in any case (kernel names are long: "gemm", "flash_fwd"); summed.
 Summed kernels_named(const RuleInput& in, std::string_view key) {
   Summed s;
   if (key.empty()) return s;
+  const std::string k = lowered(key);
   for (const KernelRow& r : in.tables.kernels)
-    if (r.name.find(key) != std::string::npos) s.count += r.count, s.total_ms += r.total_ms, s.share += r.share, s.found = true;
+    if (lowered(r.name).find(k) != std::string::npos)
+      s.count += r.count, s.total_ms += r.total_ms, s.share += r.share, s.found = true;
   return s;
+}
+// The part of a name a typed one is compared with: a function's last part, a kernel's name before its arguments.
+std::string_view comparable(std::string_view kind, std::string_view name) {
+  if (kind == "function") {
+    const size_t dot = name.rfind('.');
+    return dot == std::string_view::npos ? name : name.substr(dot + 1);
+  }
+  if (kind == "kernel") {
+    name = name.substr(0, name.find_first_of("<("));
+    if (name.rfind("void ", 0) == 0) name.remove_prefix(5);
+    const size_t colon = name.rfind("::");
+    return colon == std::string_view::npos ? name : name.substr(colon + 2);
+  }
+  return name;
 }
 double mean_ms(const Summed& s) { return s.count ? s.total_ms / double(s.count) : 0; }
 
@@ -235,23 +257,37 @@ std::vector<std::string> closest_metric_names(std::string_view unknown, size_t n
 }
 
 std::vector<std::string> closest_trace_names(const RuleInput& in, std::string_view kind, std::string_view key, size_t n) {
-  std::vector<std::string_view> names;
+  std::vector<std::string_view> full;
   if (kind == "range")
-    for (const RangeRow& r : in.tables.ranges) names.emplace_back(r.name);
+    for (const RangeRow& r : in.tables.ranges) full.emplace_back(r.name);
   if (kind == "function")
-    for (const PythonRow& r : in.tables.python) names.emplace_back(r.qualname);
+    for (const PythonRow& r : in.tables.python) full.emplace_back(r.qualname);
   if (kind == "kernel")
-    for (const KernelRow& r : in.tables.kernels) names.emplace_back(r.name);
-  return closest_of(key, names, n);
+    for (const KernelRow& r : in.tables.kernels) full.emplace_back(r.name);
+  // Compared by their comparable part in lower case ("clasify" with Classifier.classify, "GEMM" with sm90_gemm),
+  // shown whole.
+  std::vector<std::string> parts;
+  for (std::string_view f : full) parts.push_back(lowered(comparable(kind, f)));
+  std::vector<std::string_view> views(parts.begin(), parts.end());
+  std::vector<std::string> out;
+  for (const std::string& c : closest_of(lowered(key), views, n))
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (parts[i] == c && std::find(out.begin(), out.end(), std::string(comparable(kind, full[i]))) == out.end()) {
+        out.emplace_back(kind == "range" ? full[i] : comparable(kind, full[i]));
+        break;
+      }
+  return out;
 }
 
 std::string metrics_markdown() {
   std::string out = "| metric | unit | meaning |\n| --- | --- | --- |\n";
   for (const Metric& m : kMetrics) out += "| `" + std::string(m.name) + "` | " + unit_name(m.unit) + " | " + m.meaning + " |\n";
   out += "\nA function, range or kernel by name: `range_mean_ms(\"tokenize\")`. Ranges match their name exactly, Python "
-         "functions their qualified name or its last part (`\"tokenize\"` matches `Tokenizer.tokenize`), kernels "
-         "every kernel whose name contains the text (summed). A name that matches nothing in the trace reads 0, with a "
-         "warning naming the closest names the trace has. Whole-trace figures, warm-up included.\n\n";
+         "functions their qualified name or its last part (`\"tokenize\"` matches `Tokenizer.tokenize`; every function "
+         "so named is summed, nested calls of one function too), kernels every kernel whose name contains the text in "
+         "any case (summed). A name that matches nothing in the trace reads 0, with a warning naming the closest names "
+         "the trace has. Whole-trace figures, warm-up included; range percentiles come from the duration histogram "
+         "(within 0.8 %), so `range_p50_ms(\"step\")` can differ from `step_p50_ms` in the last digits.\n\n";
   out += "| function | unit | names a | meaning |\n| --- | --- | --- | --- |\n";
   for (const NamedMetric& m : kNamedMetrics)
     out += "| `" + std::string(m.name) + "(\"name\")` | " + unit_name(m.unit) + " | " + m.kind + " | " + m.meaning + " |\n";

@@ -13,25 +13,25 @@ constexpr const char* kImpactRules =
     "pipeline_bubble, gemm_fallback";
 
 const ThresholdDef kThresholds[] = {
-    {"min_impact_pct", "a cause under this share of the step (%) is not reported", &Thresholds::min_impact_pct, kImpactRules},
+    {"min_impact_pct", "a cause under this share of the step (%) is not reported", &Thresholds::min_impact_pct, kImpactRules, 0, 100, "percent of the step"},
     {"uncertain_below", "a finding with a confidence under this is marked uncertain", &Thresholds::uncertain_below, "*"},
     {"gpu_bound_util", "GPU busy share of the step from which it is GPU-bound", &Thresholds::gpu_bound_util, "gpu_bound"},
     {"gpu_bound_compute", "... with kernels at least this share of the step", &Thresholds::gpu_bound_compute, "gpu_bound"},
     {"saturated_share", "achieved / peak PCIe bandwidth from which the link is the limit", &Thresholds::saturated_share,
      "h2d_bound, d2h_bound"},
     {"launch_min_kernels", "kernels per step under which launch overhead is not the story", &Thresholds::launch_min_kernels,
-     "launch_bound"},
+     "launch_bound", 0, 1e9, "kernels per step"},
     {"sync_min_per_step", "synchronizing calls per step from which sync_bound is considered", &Thresholds::sync_min_per_step,
-     "sync_bound"},
+     "sync_bound", 0, 1e9, "calls per step"},
     {"graph_launch_ns", "host cost of one CUDA graph launch in the replay of a graph capture (ns)", &Thresholds::graph_launch_ns,
-     "cpu_bound, launch_bound"},
-    {"max_suggested_workers", "worker processes cpu_bound suggests at most", &Thresholds::max_suggested_workers, "cpu_bound"},
+     "cpu_bound, launch_bound", 0, 1e9, "ns"},
+    {"max_suggested_workers", "worker processes cpu_bound suggests at most", &Thresholds::max_suggested_workers, "cpu_bound", 1, 1024, "processes"},
     {"between_launches_share", "share of cpu_bound's host work between launches from which a CUDA graph is its first fix",
      &Thresholds::between_launches_share, "cpu_bound"},
     {"host_pressure_faults", "page faults per step that mean host memory pressure", &Thresholds::host_pressure_faults,
-     "memory_alloc"},
+     "memory_alloc", 0, 1e12, "page faults per step"},
     {"host_pressure_rss", "RSS growth over the steps (bytes) that means host memory pressure", &Thresholds::host_pressure_rss,
-     "memory_alloc"},
+     "memory_alloc", 0, 1e15, "bytes"},
     {"quota_share_of_runqueue", "cgroup throttled time / the step thread's run-queue wait from which the CPU quota is the "
      "cause", &Thresholds::quota_share_of_runqueue, "cpu_contention"},
 };
@@ -113,13 +113,15 @@ std::string thresholds_markdown() {
   std::string out = "Built-in rules, by the name a rule file disables or re-thresholds them with: ";
   const std::vector<std::string> names = builtin_rule_names();
   for (size_t i = 0; i < names.size(); ++i) out += (i ? ", `" : "`") + names[i] + "`";
-  out += ".\n\n| threshold | default | read by | meaning |\n| --- | --- | --- | --- |\n";
+  out += ".\n\n| threshold | default | allowed | read by | meaning |\n| --- | --- | --- | --- | --- |\n";
   const Thresholds defaults;
   for (const ThresholdDef& d : kThresholds) {
     char value[64];
     std::visit([&](auto member) { std::snprintf(value, sizeof(value), "%g", double(defaults.*member)); }, d.member);
     const std::string read_by = std::string_view(d.read_by) == "*" ? "every rule" : d.read_by;
-    out += "| `" + std::string(d.name) + "` | " + value + " | " + read_by + " | " + d.meaning + " |\n";
+    char allowed[128];
+    std::snprintf(allowed, sizeof(allowed), "%g to %g (%s)", d.min, d.max, d.unit);
+    out += "| `" + std::string(d.name) + "` | " + value + " | " + allowed + " | " + read_by + " | " + d.meaning + " |\n";
   }
   return out;
 }

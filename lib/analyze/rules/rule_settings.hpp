@@ -36,6 +36,7 @@ struct RuleSettings {
   std::map<std::string, std::map<std::string, double>> thresholds;
   std::vector<std::shared_ptr<const CustomRule>> custom;  ///< in the file's order
   std::string source;  ///< the rule file these came from ("" = none)
+  std::string named_by;  ///< who named it: "--rules", "INFERSCOPE_RULES", "the working directory"
 };
 
 struct RulesResult {
@@ -53,6 +54,8 @@ struct ThresholdDef {
   const char* meaning;
   std::variant<double Thresholds::*, int64_t Thresholds::*, int Thresholds::*> member;
   const char* read_by;  ///< the built-in rules that read it, ", "-separated; "*": every rule
+  double min = 0, max = 1;  ///< the values a rule file may set
+  const char* unit = "a share, 0 to 1";
 };
 std::span<const ThresholdDef> threshold_table();
 const ThresholdDef* find_threshold(std::string_view name);
