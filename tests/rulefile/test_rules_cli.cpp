@@ -138,6 +138,20 @@ TEST_CASE("one rule file: --rules twice, empty, or with --no-rules is refused; -
                                       "built-in rules disabled: slow_steps"));
 }
 
+TEST_CASE("every example in samples/rules passes --check-rules, and the example of the docs fires on its fixture") {
+  std::vector<std::string> args = {"--check-rules"};
+  for (const auto& e : std::filesystem::directory_iterator(std::string(INFERSCOPE_SOURCE_DIR) + "/samples/rules"))
+    if (e.path().extension() == ".yaml") args.push_back(e.path().string());
+  REQUIRE(args.size() >= 7);  // the docs' example and at least five of a team's own
+  const auto r = testutil::run_tool(kAnalyze, args);
+  CHECK(r.exit == 0);
+  CHECK(r.err.empty());
+  const auto f = testutil::run_tool(kAnalyze, {kFixture, "--findings", "--rules",
+                                               std::string(INFERSCOPE_SOURCE_DIR) + "/samples/rules/high_memory_overhead.yaml"});
+  REQUIRE(f.exit == 0);
+  CHECK(has(f.out, "custom:high_memory_overhead"));
+}
+
 TEST_CASE("iscope-diff reads the same rule file for both runs") {
   const std::string rules = write("diff.yaml", kRules);
   const std::string out = testutil::temp_path("diff.md");
