@@ -5,7 +5,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libboost1.81-dev libboost-json1.81-dev   # Debian 12's default Boost (1.74) has no Boost.JSON
       doctest-dev libcxxopts-dev libyaml-cpp-dev libbenchmark-dev
       zlib1g-dev                                  # gzipped torch.profiler traces (iscope-analyze)
-      libsqlite3-dev                              # iscope-analyze --sqlite
+      libsqlite3-dev sqlite3                      # iscope-analyze --sqlite; its tests read the database back
       libmuparser-dev                             # rule files: their expressions (docs/rules.md)
       nodejs                                      # runs the HTML report's sort script in a test
       chromium python3-websocket                  # the HTML reports in a real browser (tests/report/browser_check.py)

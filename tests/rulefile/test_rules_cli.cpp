@@ -76,6 +76,18 @@ TEST_CASE("iscope-analyze --rules: the rules' findings in every report format, r
   CHECK(budget < overhead);
 }
 
+TEST_CASE("the rules' findings in the SQLite export too") {
+  REQUIRE_MESSAGE(std::system("command -v sqlite3 >/dev/null 2>&1") == 0, "the sqlite3 command (scripts/deps.sh installs it)");
+  const std::string db = testutil::temp_path("rules.db");
+  const auto r = testutil::run_tool(kAnalyze, {kFixture, "--rules", write("sq.yaml", kRules), "--sqlite", db});
+  REQUIRE(r.exit == 0);
+  const std::string out = testutil::temp_path("rules.txt");
+  REQUIRE(std::system(("sqlite3 " + db + " \"SELECT category FROM findings ORDER BY id\" > " + out).c_str()) == 0);
+  const std::string rows = testutil::read_file(out);
+  CHECK(has(rows, "custom:step_budget\n"));
+  CHECK(has(rows, "custom:high_memory_overhead\n"));
+}
+
 TEST_CASE("./.inferscope_rules.yaml is found in the working directory; --no-rules leaves it out") {
   const std::string dir = testutil::temp_path("project");
   std::filesystem::create_directories(dir);
