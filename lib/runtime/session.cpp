@@ -165,6 +165,11 @@ void register_collector(std::function<std::unique_ptr<Collector>()> factory) {
   G().factories.push_back(std::move(factory));
 }
 
+void register_process_info_source(ProcessInfoSource source) {
+  std::lock_guard lk(G().factories_mu);
+  G().info_sources.push_back(source);
+}
+
 bool attach_collector(std::unique_ptr<Collector> collector) {
   Global& g = G();
   std::lock_guard ctl(g.control);

@@ -123,6 +123,7 @@ struct Global {
   uint32_t next_epoch = 1;
   uint32_t next_thread_id = 1;
   std::vector<std::function<std::unique_ptr<Collector>()>> factories;
+  std::vector<ProcessInfoSource> info_sources;  // register_process_info_source, under factories_mu
   std::mutex factories_mu;  // register_collector; held across fork
   // The writer's wake-up pipe belongs to `owner_pid`: a forked child closes its copy and makes its own, and
   // nothing (a signal handler included) ever writes to a pipe made by another process.

@@ -19,12 +19,6 @@
 #include <cstring>
 #include <fstream>
 
-// The system collector's cgroup CPU quota reader: weak, as the collectors' registration in autostart.cpp (the
-// runtime does not depend on the collectors; a build without the system collector writes no quota). The header
-// is included for its declaration only, so a changed signature fails to compile here.
-extern "C" void inferscope_cgroup_cpu_process_info(void (*add)(void* ctx, const char* key, const char* value),
-                                                   void* ctx) __attribute__((weak));
-
 namespace inferscope::runtime {
 
 const char* const kDropReasons[3] = {"buffer_full", "ring_overwritten", "write_failed"};
@@ -114,11 +108,13 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0) b.add_key_value("cpus_allowed", std::to_string(CPU_COUNT(&allowed)));
-  // A container's CPU limit (a cgroup quota), which the affinity above does not show: cpu_quota,
-  // cpu_quota_period_us, cpu_quota_source.
-  if (inferscope_cgroup_cpu_process_info)
-    inferscope_cgroup_cpu_process_info(
-        [](void* to, const char* k, const char* v) { static_cast<ChunkBuilder*>(to)->add_key_value(k, v); }, &b);
+  // What collectors add from the start (register_process_info_source): the system collector's container CPU
+  // limit (a cgroup quota: cpu_quota, cpu_quota_period_us, cpu_quota_source), which the affinity above does not show.
+  {
+    std::lock_guard lk(G().factories_mu);
+    for (ProcessInfoSource source : G().info_sources)
+      for (const auto& [k, v] : source()) b.add_key_value(k, v);
+  }
   for (const auto& [k, v] : detail::rank_info(std::getenv)) b.add_key_value(k, v);
   std::ifstream cl("/proc/self/cmdline", std::ios::binary);
   std::string cmd((std::istreambuf_iterator<char>(cl)), std::istreambuf_iterator<char>());
