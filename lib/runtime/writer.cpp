@@ -7,6 +7,8 @@
 #include "dump/path.hpp"
 #include "runtime/rank_info.hpp"
 
+#include <inferscope/version.hpp>
+
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -128,7 +130,7 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   b.add_key_value("buffer_mode", s.ring_mode ? "ring" : "stream");
   b.add_key_value("trace_size_mb", std::to_string(s.cfg.trace_size_mb));
   b.add_key_value("thread_buffer_kb", std::to_string(s.cfg.thread_buffer_kb));
-  b.add_key_value("inferscope_version", "0.1.0");
+  b.add_key_value("inferscope_version", INFERSCOPE_VERSION_STRING);
   b.add_key_value("session_epoch", std::to_string(s.epoch));
   if (s.sampler)
     for (auto& [k, v] : s.sampler->process_info()) b.add_key_value(k, v);
