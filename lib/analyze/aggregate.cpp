@@ -1,5 +1,7 @@
 #include "analyze/aggregate.hpp"
 
+#include "analyze/order_stats.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,13 +11,6 @@ namespace inferscope::analyze::detail {
 namespace {
 
 double ms(double ns) { return ns / 1e6; }
-
-// Nearest rank on a sorted list.
-double percentile_sorted(const std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  size_t k = size_t(std::ceil(q * double(v.size())));
-  return v[std::min(v.size() - 1, k ? k - 1 : 0)];
-}
 
 double median_sorted(const std::vector<double>& v) {
   if (v.empty()) return 0;

@@ -8,7 +8,7 @@
 #include "analyze/host_state.hpp"
 #include "analyze/model.hpp"
 #include "analyze/stage_results.hpp"
-#include "analyze/summary.hpp"
+#include "analyze/duration_stats.hpp"
 #include "analyze/waits.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/visit.hpp"

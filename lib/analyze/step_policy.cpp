@@ -1,5 +1,7 @@
 #include "analyze/step_policy.hpp"
 
+#include "analyze/order_stats.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -33,15 +35,7 @@ size_t detect_warmup(const StepPolicyInput& in, double bound, size_t cap) {
 
 }  // namespace
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + long(mid), v.end());
-  double hi = v[mid];
-  if (v.size() % 2) return hi;
-  double lo = *std::max_element(v.begin(), v.begin() + long(mid));
-  return (lo + hi) / 2;
-}
+double median_of(std::vector<double> v) { return median_in_place(v); }
 
 double slow_step_bound(std::vector<double> d) {
   if (d.empty()) return 0;

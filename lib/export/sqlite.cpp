@@ -78,6 +78,7 @@ SqliteStats write_sqlite(const dump::DumpReader& reader, const analyze::Analysis
             "PRAGMA cache_size=-65536;");
     db.exec("BEGIN");
     db.exec(detail::kSchema);
+    db.exec(detail::breakdown_schema());
     detail::write_trace(db, reader, analysis, info);
     rows = info.rows + detail::write_analysis(db, analysis, info);
     db.exec(detail::kIndexes);

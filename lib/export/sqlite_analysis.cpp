@@ -1,7 +1,10 @@
 // The analysis as rows: what the reports print, so that queries over the records can be checked against it.
 #include "export/sqlite_internal.hpp"
 
+#include "analyze/breakdown_fields.hpp"
+
 #include <optional>
+#include <string>
 
 namespace inferscope::exporter::detail {
 namespace {
@@ -41,10 +44,10 @@ uint64_t write_steps_and_breakdown(Db& db, const analyze::Analysis& a) {
   st << s.name << s.detected << s.count << s.mean_ms << s.p50_ms << s.p90_ms << s.p99_ms << s.max_ms << s.min_ms;
   st.row();
   const auto& b = a.breakdown;
-  Stmt bd(db, "INSERT INTO breakdown VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-  bd << b.step_ms << b.cpu_preprocessing_ms << b.h2d_ms << b.gpu_compute_ms << b.d2h_ms << b.sync_wait_ms
-     << b.framework_overhead_ms << b.idle_ms << b.gpu_utilization << b.gpu_idle_waiting_on_host_ms
-     << b.gpu_idle_gaps_between_kernels_ms << b.gpu_idle_waiting_on_sync_ms;
+  std::string marks;
+  analyze::for_each_breakdown_field(b, [&marks](const char*, const auto&) { marks += marks.empty() ? "?" : ",?"; });
+  Stmt bd(db, "INSERT INTO breakdown VALUES (" + marks + ")");
+  analyze::for_each_breakdown_field(b, [&bd](const char*, const auto& value) { bd << value; });
   bd.row();
   Stmt k(db, "INSERT INTO kernel_summary VALUES (?,?,?,?,?,?,?)");
   int64_t rank = 0;

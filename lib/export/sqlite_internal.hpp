@@ -13,6 +13,8 @@
 namespace inferscope::exporter::detail {
 
 extern const char* const kSchema;
+/// CREATE TABLE breakdown: its columns from the analysis's breakdown field list.
+std::string breakdown_schema();
 extern const char* const kIndexes;
 
 /// What writing the records learned that the meta table reports.

@@ -2,6 +2,10 @@
 // raise kSqliteSchemaVersion when a column changes meaning or goes away.
 #include "export/sqlite_internal.hpp"
 
+#include "analyze/breakdown_fields.hpp"
+
+#include <type_traits>
+
 namespace inferscope::exporter::detail {
 
 // Times: *_ns are CLOCK_MONOTONIC nanoseconds (the dump's clock model); *_ms are milliseconds from the trace's
@@ -56,9 +60,6 @@ const char* const kSchema =
     "gpu_idle_ns INTEGER, kernels INTEGER, kernel_ns INTEGER, phase TEXT);"
     "CREATE TABLE step_summary (name TEXT, detected INTEGER, count INTEGER, mean_ms REAL, p50_ms REAL, "
     "p90_ms REAL, p99_ms REAL, max_ms REAL, min_ms REAL);"
-    "CREATE TABLE breakdown (step_ms REAL, cpu_preprocessing_ms REAL, h2d_ms REAL, gpu_compute_ms REAL, "
-    "d2h_ms REAL, sync_wait_ms REAL, framework_overhead_ms REAL, idle_ms REAL, gpu_utilization REAL, "
-    "gpu_idle_waiting_on_host_ms REAL, gpu_idle_gaps_between_kernels_ms REAL, gpu_idle_waiting_on_sync_ms REAL);"
     "CREATE TABLE kernel_summary (rank INTEGER PRIMARY KEY, name TEXT, count INTEGER, total_ms REAL, "
     "mean_us REAL, share REAL, launched_by TEXT);"
     "CREATE TABLE findings (id INTEGER PRIMARY KEY, category TEXT, title TEXT, impact_ms REAL, impact_pct REAL, "
@@ -80,5 +81,17 @@ const char* const kIndexes =
     "CREATE INDEX copies_step ON copies(step);";
 
 #undef ISCOPE_LAUNCHER_COLUMNS
+
+// The breakdown table: one column per field of the analysis's breakdown list (analyze/breakdown_fields.hpp),
+// REAL, and INTEGER for the flag.
+std::string breakdown_schema() {
+  std::string cols;
+  const analyze::Breakdown none;
+  analyze::for_each_breakdown_field(none, [&cols](const char* name, const auto& value) {
+    const bool flag = std::is_same_v<std::decay_t<decltype(value)>, bool>;
+    cols += (cols.empty() ? "" : ", ") + std::string(name) + (flag ? " INTEGER" : " REAL");
+  });
+  return "CREATE TABLE breakdown (" + cols + ");";
+}
 
 }  // namespace inferscope::exporter::detail

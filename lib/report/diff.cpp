@@ -2,6 +2,7 @@
 // step-to-step spread comes from StepStats::steady_durations_ms.
 #include "report/diff.hpp"
 
+#include "analyze/order_stats.hpp"
 #include "report/common.hpp"
 #include "report/names.hpp"
 
@@ -19,29 +20,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double pct_change(double before, double after) { return before != 0 ? (after - before) / before * 100.0 : kNaN; }
 
-// Median of v (reordered in place).
-double median_of(std::vector<double>& v) {
-  if (v.empty()) return 0;
-  const size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(m), v.end());
-  const double hi = v[m];
-  if (v.size() % 2) return hi;
-  return (*std::max_element(v.begin(), v.begin() + std::ptrdiff_t(m)) + hi) / 2;
-}
-
 // The median of a resample (with replacement) of `from`, drawn into `scratch`. `rng() % n` rather than
 // std::uniform_int_distribution, whose output differs between standard libraries: the interval must be
 // the same bytes everywhere.
 double resampled_median(const std::vector<double>& from, std::mt19937_64& rng, std::vector<double>& scratch) {
   scratch.resize(from.size());
   for (auto& x : scratch) x = from[size_t(rng() % from.size())];
-  return median_of(scratch);
-}
-
-// Nearest rank on a sorted list.
-double quantile_sorted(const std::vector<double>& v, double q) {
-  const size_t k = size_t(std::ceil(q * double(v.size())));
-  return v[std::min(v.size() - 1, k ? k - 1 : 0)];
+  return analyze::median_in_place(scratch);
 }
 
 StepSide side_of(const analyze::StepStats& s) { return {s.name, s.count, s.mean_ms, s.p50_ms, s.p90_ms}; }
@@ -51,8 +36,8 @@ StepSide side_of(const analyze::StepStats& s) { return {s.name, s.count, s.mean_
 StepSide paced_side_of(const analyze::StepStats& s) {
   std::vector<double> v = s.completion_periods_ms;
   std::sort(v.begin(), v.end());
-  const double p90 = v.empty() ? 0 : quantile_sorted(v, 0.9);  // before median_of, which reorders
-  const double p50 = v.empty() ? 0 : median_of(v);
+  const double p90 = analyze::percentile_sorted(v, 0.9);  // before the median, which reorders
+  const double p50 = analyze::median_in_place(v);
   return {s.name, s.count, s.gpu_paced_ms, p50, p90};
 }
 
@@ -197,8 +182,8 @@ MedianInterval median_difference_interval(const std::vector<double>& before, con
   std::sort(diffs.begin(), diffs.end());
   iv.available = true;
   iv.resamples = resamples;
-  iv.low_ms = quantile_sorted(diffs, (1 - level) / 2);
-  iv.high_ms = quantile_sorted(diffs, 1 - (1 - level) / 2);
+  iv.low_ms = analyze::percentile_sorted(diffs, (1 - level) / 2);
+  iv.high_ms = analyze::percentile_sorted(diffs, 1 - (1 - level) / 2);
   iv.note = "bootstrap of the difference of medians: " + std::to_string(resamples) +
             " resamples of the steady steps, percentile interval, seed " + std::to_string(seed);
   return iv;

@@ -2,6 +2,7 @@
 // keeps insertion order), so the same analysis always gives the same bytes. Field names follow
 // analyze::Analysis, except a finding's category, which the schema calls "bottleneck_type", and its impact,
 // grouped as {"ms", "pct"}.
+#include "analyze/breakdown_fields.hpp"
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/json_text.hpp"
@@ -11,6 +12,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <type_traits>
 #include <string>
 
 namespace inferscope::report {
@@ -110,24 +112,10 @@ json::object run_json(const analyze::RunAnalysis& run, bool launcher);
 
 json::object breakdown_json(const analyze::Breakdown& b) {
   json::object o;
-  o["step_ms"] = num(b.step_ms);
-  o["cpu_preprocessing_ms"] = num(b.cpu_preprocessing_ms);
-  o["h2d_ms"] = num(b.h2d_ms);
-  o["gpu_compute_ms"] = num(b.gpu_compute_ms);
-  o["gpu_comm_ms"] = num(b.gpu_comm_ms);
-  o["d2h_ms"] = num(b.d2h_ms);
-  o["sync_wait_ms"] = num(b.sync_wait_ms);
-  o["framework_overhead_ms"] = num(b.framework_overhead_ms);
-  o["idle_ms"] = num(b.idle_ms);
-  o["gpu_utilization"] = num(b.gpu_utilization);
-  o["gpu_idle_waiting_on_host_ms"] = num(b.gpu_idle_waiting_on_host_ms);
-  o["gpu_idle_gaps_between_kernels_ms"] = num(b.gpu_idle_gaps_between_kernels_ms);
-  o["gpu_idle_waiting_on_sync_ms"] = num(b.gpu_idle_waiting_on_sync_ms);
-  o["gpu_idle_in_memory_ms"] = num(b.gpu_idle_in_memory_ms);
-  o["host_running_ms"] = num(b.host_running_ms);
-  o["host_contention_ms"] = num(b.host_contention_ms);
-  o["host_waiting_ms"] = num(b.host_waiting_ms);
-  o["host_state_measured"] = b.host_state_measured;
+  analyze::for_each_breakdown_field(b, [&o](const char* name, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>) o[name] = value;
+    else o[name] = num(value);
+  });
   json::object by_cause;  // the findings' categories; they add up to step_ms (report-schema.md)
   for (const auto& r : cause_rows(b, true)) by_cause[r.key] = num(r.ms);
   o["by_cause"] = std::move(by_cause);

@@ -75,6 +75,12 @@ bool attach_collector(std::unique_ptr<Collector> collector);
 /// Replaces (or adds) the one-line status of a collector in the dump, e.g. after a late failure.
 void set_collector_status(const std::string& collector, const std::string& status);
 
+/// Keys the dump's process info carries from its head on (e.g. the system collector's cgroup CPU quota),
+/// read each time the head is written. The runtime knows no collector: one that has such keys registers a
+/// source with its factory (register_collector), and a build without it writes none of its keys.
+using ProcessInfoSource = std::vector<std::pair<std::string, std::string>> (*)();
+void register_process_info_source(ProcessInfoSource source);
+
 /// Adds a key/value to the dump's process info (e.g. "gpu.0.name"). Later values for a key win.
 void set_process_info(const std::string& key, const std::string& value);
 

@@ -1,6 +1,7 @@
 // NVTX without a GPU: ranges and marks the application emits are captured through the injection
 // (NVTX_INJECTION64_PATH = libinferscope.so), and with nvtx_emit the ISCOPE ranges are pushed to NVTX too,
-// without being recorded twice and without changing the ranges InferScope records.
+// without being recorded twice and without changing the ranges InferScope records. That the emitted ranges
+// arrive at an NVTX tool is checked by test_nvtx_emit (NVTX loads one tool per process; here it is us).
 #include "dump/reader.hpp"
 
 #include <inferscope/scope.hpp>

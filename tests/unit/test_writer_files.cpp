@@ -6,12 +6,12 @@
 #include "dump/files.hpp"
 #include "runtime/runtime.hpp"
 #include "test_util.hpp"
+#include "writer_test_support.hpp"
 #include "support/files.hpp"
 #include "support/sanitizers.hpp"
 
 #include <inferscope/scope.hpp>
 
-#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -23,48 +23,10 @@
 #include <thread>
 
 using namespace inferscope;
+using namespace inferscope::writer_test;
 namespace fs = std::filesystem;
 
 namespace {
-
-Config config_for(const std::string& path, BufferMode mode = BufferMode::kStream) {
-  Config c;
-  c.output = path;
-  c.buffer_mode = mode;
-  c.cupti = c.python = c.system = false;
-  return c;
-}
-
-// Records `n` ranges named `name` in batches the writer keeps up with (no buffer_full drops).
-template <class F>
-void record_with(F one_range, int n) {
-  for (int i = 0; i < n; ++i) {
-    one_range();
-    if (i % 500 == 499) {
-      runtime::flush_now();
-      std::this_thread::sleep_for(std::chrono::milliseconds(3));
-    }
-  }
-  runtime::flush_now();
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
-}
-
-#define RECORD(name, n) record_with([] { ISCOPE_RANGE(name); }, n)
-
-uint64_t drops_for(const dump::DumpReader& r, const std::string& reason) {
-  uint64_t n = 0;
-  for (const auto& d : r.drops())
-    if (d.reason == reason) n += d.records;
-  return n;
-}
-
-// What the analyzer would say about the END chunk's counts against the file.
-std::map<std::string, uint64_t> accounting(const dump::DumpReader& r) {
-  std::vector<std::string> warnings;
-  std::map<std::string, uint64_t> drops;
-  dump::report_file_accounting(r, warnings, drops);
-  return drops;
-}
 
 // A disk that fills: while `g_full` is set every write puts half of what it is given on disk (down to 64
 // bytes), then fails with ENOSPC, as a write that reaches the end of the space does. `g_interrupt`: every other
@@ -94,22 +56,6 @@ struct WriteHook {
   }
   ~WriteHook() { runtime::set_dump_write_for_testing(nullptr); }
 };
-
-// Checks a dump written through a disk that filled and freed: whole chunks only, complete, every range either
-// in the file or counted (write_failed), and the END chunk agrees with the file.
-void check_torn_free(const std::string& path, int recorded, const char* name) {
-  dump::DumpReader r(path);
-  CHECK_FALSE(r.damage());
-  CHECK(r.complete());
-  const uint64_t in_file = testutil::count_named(testutil::read_all(r).ranges, name);
-  const uint64_t lost = drops_for(r, "write_failed");
-  CHECK(lost > 0);
-  CHECK(in_file + lost + drops_for(r, "buffer_full") == static_cast<uint64_t>(recorded));
-  CHECK(r.end()->records_dropped >= lost);
-  auto acc = accounting(r);
-  CHECK(acc.count("lost_in_file") == 0);
-  CHECK(acc.count("dropped_unlisted") == 0);
-}
 
 std::string recorder() { return testutil::binary("tests/unit/iscope_test_recorder"); }
 std::string iscope_run() { return testutil::binary("tools/iscope-run/iscope-run"); }
@@ -172,33 +118,6 @@ TEST_CASE("the END chunk cannot be written: stop() returns false, and ring mode 
   CHECK_FALSE(fs::exists(ring));
   for (const auto& e : fs::directory_iterator(fs::path(ring).parent_path()))
     CHECK(e.path().filename().string().rfind("no-end-ring.iscope.tmp", 0) != 0);  // no temporary left
-}
-
-TEST_CASE("a real full disk (a small tmpfs that fills, then frees space) leaves no torn chunk") {
-  const std::string dir = testutil::temp_path("tmpfs");
-  fs::create_directories(dir);
-  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
-    MESSAGE("SKIPPED: cannot mount a tmpfs here (" << std::strerror(errno)
-                                                    << "); the injected-ENOSPC test covers the same path");
-    return;
-  }
-  const std::string filler = dir + "/filler";
-  {
-    std::FILE* f = std::fopen(filler.c_str(), "wb");
-    REQUIRE(f);
-    std::vector<char> block(4096, 'x');
-    for (int i = 0; i < 44; ++i) std::fwrite(block.data(), 1, block.size(), f);  // 176 KiB of 256
-    std::fclose(f);
-  }
-  const std::string out = dir + "/full.iscope";
-  REQUIRE(start(config_for(out)));
-  RECORD("tick", 6000);  // ~6000 * 24 bytes: more than the 80 KiB left
-  fs::remove(filler);
-  RECORD("tick", 3000);
-  const bool stopped = stop();
-  check_torn_free(out, 9000, "tick");
-  CHECK(stopped);
-  ::umount2(dir.c_str(), MNT_DETACH);
 }
 
 // A file-size limit (ulimit -f, RLIMIT_FSIZE) smaller than the dump: the kernel raises SIGXFSZ on the write that

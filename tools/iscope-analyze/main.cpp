@@ -27,6 +27,8 @@
 #include "export/sqlite.hpp"
 #endif
 
+#include "tool_options.hpp"
+
 #include <cxxopts.hpp>
 #include <inferscope/version.hpp>
 
@@ -38,6 +40,9 @@
 #include <memory>
 #include <optional>
 #include <sys/stat.h>
+
+using inferscope::tools::boolean_flag;
+using inferscope::tools::BooleanFlags;
 
 namespace {
 
@@ -101,62 +106,6 @@ bool refuses_input_as_output(const std::vector<std::string>& inputs, const std::
   }
   return false;
 }
-
-// The analyzer's settings (step, launch_bound_max_kernel_us) from the same model as everything else: flags
-// here > INFERSCOPE_* > .inferscope.yaml > defaults. iscope-analyze records nothing, so a file or variable it
-// cannot use (a stale recording key, a bad INFERSCOPE_* value) is reported once and skipped; a bad flag of
-// its own is still an error (ConfigError).
-inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult& args) {
-  inferscope::analyze::AnalyzeOptions o;
-  inferscope::config::ResolveOptions ro;
-  ro.lenient_sources = true;
-  if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
-  if (args.count("launch-bound-max-kernel-us"))
-    ro.flags.emplace_back("launch_bound_max_kernel_us", std::to_string(args["launch-bound-max-kernel-us"].as<double>()));
-  if (args.count("skip-steps")) ro.flags.emplace_back("skip_steps", args["skip-steps"].as<std::string>());
-  const auto resolved = inferscope::config::resolve(ro);
-  if (!resolved.ignored.empty()) {
-    std::cerr << "iscope-analyze: warning: ignoring settings it cannot use (" << resolved.ignored.size()
-              << " problem" << (resolved.ignored.size() == 1 ? "" : "s") << "; `iscope-config validate` lists them): "
-              << resolved.ignored.front() << "\n";
-  }
-  o.step = resolved.config.step;
-  o.launch_bound_max_kernel_us = resolved.config.launch_bound_max_kernel_us;
-  o.skip_steps = resolved.config.skip_steps == "auto" ? -1 : std::stoi(resolved.config.skip_steps);
-  return o;
-}
-
-
-// A flag that is on when given bare (--no-children) and takes a value written with '=' (--no-children=false,
-// =0, =no), spelt as the settings spell booleans. A string rather than cxxopts' bool: its bool counts
-// --no-children=false as given and refuses =no. With an implicit value the next argument is never its value.
-std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
-
-// The flags declared with boolean_flag(); on() answers for them after parse() checked every value.
-class BooleanFlags {
- public:
-  static constexpr const char* kNames[] = {"no-children", "summary", "findings", "progress", "no-rules"};
-  /// Empty, or the message for the first value that is not a boolean.
-  std::string parse(const cxxopts::ParseResult& args) {
-    for (const char* name : kNames) {
-      if (!args.count(name)) continue;
-      const std::string v = args[name].as<std::string>();
-      const std::optional<bool> b = inferscope::config::parse_boolean(v);
-      if (!b)
-        return std::string("--") + name + "=" + v + ": '" + v + "' is not a boolean (" +
-               std::string(inferscope::config::kBooleanSpellings) + ")";
-      on_[name] = *b;
-    }
-    return "";
-  }
-  bool on(const std::string& name) const {
-    auto it = on_.find(name);
-    return it != on_.end() && it->second;
-  }
-
- private:
-  std::map<std::string, bool> on_;
-};
 
 // One rule file, named once and not empty, and not with --no-rules; "" when the flags are fine.
 std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules) {
@@ -416,7 +365,7 @@ int main(int argc, char** argv) {
     std::cerr << "iscope-analyze: " << e.what() << "\n" << opts.help() << "\n";
     return 2;
   }
-  BooleanFlags flags;
+  BooleanFlags flags({"no-children", "summary", "findings", "progress", "no-rules"});
   if (const std::string bad = flags.parse(args); !bad.empty()) {
     std::cerr << "iscope-analyze: " << bad << "\n" << opts.help() << "\n";
     return 2;
@@ -478,9 +427,7 @@ int main(int argc, char** argv) {
     }
   inferscope::analyze::AnalyzeOptions o;
   try {
-    o = analysis_settings(args);
-    o.rules = inferscope::rulefile::rules_for_tool(args.count("rules") ? args["rules"].as<std::string>() : "",
-                                                   flags.on("no-rules"));
+    o = inferscope::tools::analysis_options(args, "iscope-analyze", flags.on("no-rules"));
     if (o.rules && o.rules->named_by != "named by --rules")  // a file not named on this command line: say so
       std::cerr << "iscope-analyze: using the rule file " << rule_file_line(o.rules.get()) << "\n";
   } catch (const inferscope::config::ConfigError& e) {

@@ -15,6 +15,8 @@
 #include "report/diff.hpp"
 #include "rulefile/rule_file.hpp"
 
+#include "tool_options.hpp"
+
 #include <cxxopts.hpp>
 #include <inferscope/version.hpp>
 
@@ -56,24 +58,6 @@ bool write_to(const std::string& path, const std::string& fmt, const inferscope:
     return false;
   }
   return true;
-}
-
-// The analyzer's settings from the same model as iscope-analyze (flags > INFERSCOPE_* > .inferscope.yaml >
-// defaults), applied to both runs alike. Settings it cannot use are reported once and skipped.
-inferscope::analyze::AnalyzeOptions analysis_settings(const cxxopts::ParseResult& args) {
-  inferscope::config::ResolveOptions ro;
-  ro.lenient_sources = true;
-  if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
-  if (args.count("skip-steps")) ro.flags.emplace_back("skip_steps", args["skip-steps"].as<std::string>());
-  const auto resolved = inferscope::config::resolve(ro);
-  if (!resolved.ignored.empty())
-    std::cerr << kTool << ": warning: ignoring settings it cannot use (`iscope-config validate` lists them): "
-              << resolved.ignored.front() << "\n";
-  inferscope::analyze::AnalyzeOptions o;
-  o.step = resolved.config.step;
-  o.launch_bound_max_kernel_us = resolved.config.launch_bound_max_kernel_us;
-  o.skip_steps = resolved.config.skip_steps == "auto" ? -1 : std::stoi(resolved.config.skip_steps);
-  return o;
 }
 
 // One run's analysis; nullopt (after naming the file and the reason) when it cannot be read.
@@ -133,7 +117,8 @@ cxxopts::Options make_options() {
        cxxopts::value<std::string>())
       ("rules", "the rule file, for both runs (docs/rules.md; default: INFERSCOPE_RULES, else "
                 "./.inferscope_rules.yaml when present)", cxxopts::value<std::string>())
-      ("no-rules", "compare with the built-in rules only, whatever rule file is found")
+      ("no-rules", "compare with the built-in rules only, whatever rule file is found", inferscope::tools::boolean_flag(),
+       "BOOL")
       ("h,help", "show this help")
       ("version", "print the version and exit")
       ("inputs", "BEFORE and AFTER", cxxopts::value<std::vector<std::string>>());
@@ -154,6 +139,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.count("help")) return std::cout << opts.help() << "\n", 0;
+  inferscope::tools::BooleanFlags flags({"no-rules"});
+  if (const std::string bad = flags.parse(args); !bad.empty()) {
+    std::cerr << kTool << ": " << bad << "\n" << opts.help() << "\n";
+    return 2;
+  }
   if (args.count("version")) return std::cout << "iscope-diff " INFERSCOPE_VERSION_STRING "\n", 0;
   const auto inputs = args.count("inputs") ? args["inputs"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (inputs.size() != 2) {
@@ -169,9 +159,7 @@ int main(int argc, char** argv) {
   }
   inferscope::analyze::AnalyzeOptions o;
   try {
-    o = analysis_settings(args);
-    o.rules = inferscope::rulefile::rules_for_tool(args.count("rules") ? args["rules"].as<std::string>() : "",
-                                                   args.count("no-rules") && args["no-rules"].as<bool>());
+    o = inferscope::tools::analysis_options(args, kTool, flags.on("no-rules"));
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << kTool << ": configuration error:\n" << e.what() << "\n";
     return 2;

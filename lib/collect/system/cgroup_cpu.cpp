@@ -400,8 +400,3 @@ std::vector<std::pair<std::string, std::string>> cgroup_cpu_process_info(const s
 }
 
 }  // namespace inferscope::sys
-
-extern "C" void inferscope_cgroup_cpu_process_info(void (*add)(void* ctx, const char* key, const char* value),
-                                                   void* ctx) {
-  for (const auto& [k, v] : inferscope::sys::cgroup_cpu_process_info("/proc", "")) add(ctx, k.c_str(), v.c_str());
-}

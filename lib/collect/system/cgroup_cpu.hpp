@@ -103,9 +103,3 @@ std::vector<std::pair<std::string, std::string>> cgroup_cpu_process_info(const s
                                                                          const std::string& fs_root);
 
 }  // namespace inferscope::sys
-
-/// cgroup_cpu_process_info("/proc", "") by C name, for the runtime: it declares this weak, as the collectors'
-/// registration functions (lib/runtime/autostart.cpp), so a build without the system collector writes no quota;
-/// a C function redeclared with other parameters does not compile, where a C++ one would silently not match.
-extern "C" void inferscope_cgroup_cpu_process_info(void (*add)(void* ctx, const char* key, const char* value),
-                                                   void* ctx);

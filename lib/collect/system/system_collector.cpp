@@ -2,6 +2,7 @@
 // counters, and the time each round took, through the runtime channel "system". Between rounds, every
 // Config::thread_sample_us, it reads the busy and known threads' schedstat (SystemSampler::fast_round); the time
 // those reads take is added up and written as one overhead record per round.
+#include "collect/system/cgroup_cpu.hpp"
 #include "collect/system/sampler.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/session.hpp"
@@ -157,5 +158,7 @@ class SystemCollector final : public runtime::Collector {
 }  // namespace inferscope::sys
 
 extern "C" void inferscope_register_system_collector() {
+  // The container's CPU limit goes into the dump's head (cpu_quota, cpu_quota_period_us, cpu_quota_source).
+  inferscope::runtime::register_process_info_source([] { return inferscope::sys::cgroup_cpu_process_info("/proc", ""); });
   inferscope::runtime::register_collector([] { return std::make_unique<inferscope::sys::SystemCollector>(); });
 }

@@ -1,0 +1,174 @@
+// The session's state, shared by the runtime's session files (internal): the per-thread ring entries, one
+// session's state, the process-wide registry, and what each of the session files offers the others.
+//
+//   session.cpp      start and stop, collectors, channels, the public API
+//   writer.cpp       the writer thread: draining the rings, writing the dump (stream, ring and sampled modes)
+//   signals.cpp      SIGINT/SIGTERM/SIGUSR2 handlers, chained to what they replaced
+//   fork.cpp         the runtime made whole in a forked child
+//   exit_report.cpp  INFERSCOPE_REPORT: iscope-analyze run once the dump is written
+//   threads.cpp      the thread table: binding a thread to its ring, names, OS thread ids, thread exit
+#pragma once
+
+#include "runtime/crash_dump.hpp"
+#include "runtime/dump_file.hpp"
+#include "runtime/sampler.hpp"
+#include "runtime/session.hpp"
+
+#include <inferscope/scope.hpp>
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace inferscope::runtime {
+
+uint32_t os_tid();
+
+struct RingEntry : detail::ThreadRing {
+  uint32_t thread_id = 0;
+  uint32_t epoch = 0;
+  bool channel = false;
+  std::atomic<bool> retired{false};
+  std::unique_ptr<uint8_t[]> storage;
+};
+
+RingEntry* make_ring(uint64_t bytes);
+
+enum Command : uint8_t { kCmdWake = 'W', kCmdFinish = 'F', kCmdSnapshot = 'S' };
+
+// Set by the SIGUSR2 handler (lock-free, so async-signal-safe) beside the byte it writes to the writer's pipe: a
+// snapshot is not lost when that byte cannot be written. The writer clears it; a forked child starts clear.
+extern std::atomic<int> g_snapshot_signal;
+
+struct SessionState {
+  Config cfg;
+  uint32_t epoch = 0;
+  std::string output;
+  bool ring_mode = false;
+  bool from_env = false;
+  // The path forked children's dumps are named after (<stem>.<pid>.iscope): the output before any pid suffix.
+  std::string family_output;
+  DumpFile file;             // stream: the dump; ring: the final snapshot's file, preopened for crash dumps
+  bool write_failing = false;  // stream: the last append failed (logged once per run of failures)
+  bool dump_written = false;   // the dump is complete at `output` (stop() returns it)
+  std::thread writer;
+
+  // Guarded by Global::registry.
+  std::map<uint32_t, dump::ThreadEntry> threads;
+  std::set<uint32_t> dirty_threads;
+  std::vector<std::unique_ptr<Channel>> channels;
+  // Entries thread_for_os_tid made for threads that have not recorded themselves yet (os_tid -> thread id):
+  // bind_thread gives such a thread this entry instead of a second one.
+  std::map<uint32_t, uint32_t> unbound_threads;
+  // Names given from outside (name_os_thread) to threads that have not recorded yet (os_tid -> string id): a
+  // thread takes its own when it binds, unless it named itself (set_thread_name).
+  std::map<uint32_t, uint32_t> waiting_names;
+
+  // Guarded by meta_mu.
+  std::mutex meta_mu;
+  std::vector<std::pair<std::string, std::string>> status;
+  std::vector<std::pair<std::string, std::string>> process_extra;
+  bool meta_dirty = false;
+  std::map<std::pair<uint32_t, std::string>, std::pair<uint64_t, uint64_t>> extra_drops;
+
+  // Writer thread only (and stop(), after the writer has finished).
+  std::vector<dump::CalibrationPoint> calib;
+  size_t calib_written = 0;
+  uint32_t strings_written = 0;
+  uint32_t code_written = 0;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> ring_drops;  // thread -> cumulative (records, bytes)
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> overwritten;
+  std::deque<std::vector<uint8_t>> retained;  // ring mode: whole EVENTS chunks, oldest first
+  uint64_t retained_bytes = 0;
+  uint64_t records_written = 0;
+  uint64_t drops_written_total = ~0ull;
+  bool resend_threads = false;  // stream: a failed append took thread entries with it
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> write_lost;  // thread -> records, bytes of dropped appends
+  crash::Image crash;           // ring mode: what a SIGABRT/SIGSEGV/SIGBUS handler writes
+  std::vector<std::unique_ptr<Collector>> collectors;  // appended under collectors_mu (the writer reads it)
+  std::mutex collectors_mu;
+
+  // Snapshot requests (ring mode).
+  std::mutex snap_mu;
+  std::condition_variable snap_cv;
+  uint64_t snaps_requested = 0;
+  uint64_t snaps_done = 0;
+  std::string last_snapshot;
+  uint32_t flush_index = 0;
+  std::atomic<int> pending_signal{0};
+
+  // Sampled mode (mode: sampled): set at start, never changed; shared with application threads that end a step.
+  bool sampled = false;
+  std::shared_ptr<Sampler> sampler;
+  uint32_t step_name_id = 0;
+};
+
+struct Global {
+  std::mutex control;   // start / stop / flush_ring
+  std::mutex registry;  // rings, thread tables, binding
+  std::vector<RingEntry*> rings;
+  SessionState* session = nullptr;  // the running or the last session
+  uint32_t next_epoch = 1;
+  uint32_t next_thread_id = 1;
+  std::vector<std::function<std::unique_ptr<Collector>()>> factories;
+  std::vector<ProcessInfoSource> info_sources;  // register_process_info_source, under factories_mu
+  std::mutex factories_mu;  // register_collector; held across fork
+  // The writer's wake-up pipe belongs to `owner_pid`: a forked child closes its copy and makes its own, and
+  // nothing (a signal handler included) ever writes to a pipe made by another process.
+  int pipe_r = -1, pipe_w = -1;
+  std::atomic<pid_t> owner_pid{0};
+  bool atfork_registered = false;
+  std::string last_output;
+  LogLevel log_level = LogLevel::kWarn;
+  bool atexit_registered = false;
+  std::atomic<uint64_t> threads_generation{0};  // bumped when a thread binds (session_threads_generation)
+};
+
+// Never destroyed: application threads may record while the process exits.
+Global& G();
+
+void send_command(uint8_t c);
+
+extern thread_local std::string t_thread_name;
+extern thread_local bool t_is_writer;  // the writer waits for nobody: only it makes room in the rings
+extern thread_local bool t_exiting;
+
+// --- writer.cpp
+void writer_main(SessionState* s);
+// The last writer cycle (on the writer thread, or the thread that stops from a signal): the final
+// calibration point, the last drain, and END. True when the dump is complete at the output.
+bool finish_writing(SessionState& s);
+std::string snapshot_path(SessionState& s, bool final);
+void append_process_info(SessionState& s, std::vector<uint8_t>& out);
+// The drop reasons the writer itself counts, interned when the session starts (see writer.cpp).
+extern const char* const kDropReasons[3];
+
+// --- signals.cpp
+void install_session_handlers(const SessionState& s);
+void restore_handlers_in_child();
+void reraise(int sig);
+
+// --- fork.cpp
+void register_fork_handlers(Global& g);
+std::mutex& device_locations_mutex();
+
+// --- exit_report.cpp
+void write_report_at_exit(const std::string& dump_path, const std::string& report, const std::string& step);
+
+// --- session.cpp
+bool stop_impl(bool from_writer, int signal_number, bool* written = nullptr);
+bool start_collector(SessionState& s, std::unique_ptr<Collector> c);
+
+}  // namespace inferscope::runtime

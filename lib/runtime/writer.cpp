@@ -1,0 +1,516 @@
+// The writer thread: one per session, it wakes every flush period, drains all rings into EVENTS chunks and
+// either appends them to the dump (stream mode) or keeps them in a bounded in-memory window (ring mode, oldest
+// dropped first); sampled mode hands them to the sampler's windows.
+#include "runtime/session_state.hpp"
+
+#include "dump/files.hpp"
+#include "dump/path.hpp"
+#include "runtime/rank_info.hpp"
+
+#include <inferscope/version.hpp>
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace inferscope::runtime {
+
+const char* const kDropReasons[3] = {"buffer_full", "ring_overwritten", "write_failed"};
+
+namespace {
+
+using dump::ChunkBuilder;
+using dump::ChunkType;
+
+struct Drained {
+  std::vector<std::vector<uint8_t>> chunks;  // complete EVENTS chunks (header included)
+};
+
+// Copies one ring's published records into an EVENTS chunk; returns false when there was nothing new.
+bool drain_ring(RingEntry* e, std::vector<uint8_t>& chunk, uint64_t& records) {
+  const uint64_t pub = e->published.load(std::memory_order_acquire);
+  const uint64_t tail = e->tail.load(std::memory_order_relaxed);
+  if (pub == tail) return false;
+  ChunkBuilder b(ChunkType::kEvents);
+  dump::EventsHeader eh{e->thread_id, 0};
+  b.append(&eh, sizeof(eh));
+  uint64_t pos = tail;
+  uint32_t n = 0;
+  while (pos < pub) {
+    const uint64_t off = pos & e->mask;
+    const uint64_t seg = std::min<uint64_t>(pub - pos, e->capacity - off);
+    const uint8_t* p = e->data + off;
+    // Count records (pads excluded: they are filler) while copying the segment.
+    for (uint64_t o = 0; o < seg;) {
+      RecordHeader h;
+      std::memcpy(&h, p + o, sizeof(h));
+      if (h.kind != RecordKind::kPad) ++n;
+      o += h.size ? h.size : seg;  // a zero size cannot happen; never loop forever on a corrupt ring
+    }
+    b.append(p, seg);
+    pos += seg;
+  }
+  e->tail.store(pub, std::memory_order_release);
+  b.add_count(n);
+  records += n;
+  chunk = b.finish();
+  return true;
+}
+
+void drain_all(SessionState& s, Drained& out) {
+  Global& g = G();
+  std::vector<RingEntry*> mine;
+  {
+    std::lock_guard lk(g.registry);
+    for (RingEntry* e : g.rings)
+      if (e->epoch == s.epoch) mine.push_back(e);
+  }
+  std::vector<RingEntry*> done;
+  for (RingEntry* e : mine) {
+    // Read `retired` before draining: a retired ring gets no more records, so once drained it can go.
+    const bool retired = e->retired.load(std::memory_order_acquire);
+    std::vector<uint8_t> chunk;
+    if (drain_ring(e, chunk, s.records_written)) out.chunks.push_back(std::move(chunk));
+    s.ring_drops[e->thread_id] = {e->dropped_records.load(std::memory_order_relaxed),
+                                  e->dropped_bytes.load(std::memory_order_relaxed)};
+    if (retired && !e->channel) done.push_back(e);
+  }
+  std::lock_guard lk(g.registry);
+  const uint32_t current = detail::g_session.load(std::memory_order_relaxed);
+  auto gone = [&](RingEntry* e) {
+    bool mine_done = std::find(done.begin(), done.end(), e) != done.end();
+    bool stale = e->retired.load(std::memory_order_acquire) && e->epoch != s.epoch && e->epoch != current;
+    if (mine_done || stale) {
+      delete e;
+      return true;
+    }
+    return false;
+  };
+  g.rings.erase(std::remove_if(g.rings.begin(), g.rings.end(), gone), g.rings.end());
+}
+
+}  // namespace
+
+void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
+  ChunkBuilder b(ChunkType::kProcessInfo);
+  b.add_key_value("pid", std::to_string(::getpid()));
+  b.add_key_value("ppid", std::to_string(::getppid()));
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  b.add_key_value("hostname", host);
+  // The CPUs this process may run on (affinity, not the machine's count): what worker suggestions can use.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0) b.add_key_value("cpus_allowed", std::to_string(CPU_COUNT(&allowed)));
+  // What collectors add from the start (register_process_info_source): the system collector's container CPU
+  // limit (a cgroup quota: cpu_quota, cpu_quota_period_us, cpu_quota_source), which the affinity above does not show.
+  {
+    std::lock_guard lk(G().factories_mu);
+    for (ProcessInfoSource source : G().info_sources)
+      for (const auto& [k, v] : source()) b.add_key_value(k, v);
+  }
+  for (const auto& [k, v] : detail::rank_info(std::getenv)) b.add_key_value(k, v);
+  std::ifstream cl("/proc/self/cmdline", std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(cl)), std::istreambuf_iterator<char>());
+  while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  b.add_key_value("cmdline", cmd);
+  char exe[4096] = {};
+  if (::readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) b.add_key_value("exe", exe);
+  b.add_key_value("clock", clock_name());
+  b.add_key_value("start_realtime_ns", s.calib.empty() ? "0" : std::to_string(s.calib.front().realtime_ns));
+  b.add_key_value("buffer_mode", s.ring_mode ? "ring" : "stream");
+  b.add_key_value("trace_size_mb", std::to_string(s.cfg.trace_size_mb));
+  b.add_key_value("thread_buffer_kb", std::to_string(s.cfg.thread_buffer_kb));
+  b.add_key_value("inferscope_version", INFERSCOPE_VERSION_STRING);
+  b.add_key_value("session_epoch", std::to_string(s.epoch));
+  if (s.sampler)
+    for (auto& [k, v] : s.sampler->process_info()) b.add_key_value(k, v);
+  b.finish_into(out);
+}
+
+namespace {
+
+void append_meta_kv(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  std::lock_guard lk(s.meta_mu);
+  if (!all && !s.meta_dirty) return;
+  if (!all) s.meta_dirty = false;
+  if (!s.status.empty()) {
+    ChunkBuilder b(ChunkType::kCollectorStatus);
+    for (auto& [k, v] : s.status) b.add_key_value(k, v);
+    b.finish_into(out);
+  }
+  if (!s.process_extra.empty()) {
+    ChunkBuilder b(ChunkType::kProcessInfo);
+    for (auto& [k, v] : s.process_extra) b.add_key_value(k, v);
+    b.finish_into(out);
+  }
+}
+
+// Strings and code entries new since the cursors (or all of them for a ring snapshot).
+void append_tables(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  uint32_t first = all ? 1 : std::max<uint32_t>(1, s.strings_written);
+  ChunkBuilder sb(ChunkType::kStrings);
+  uint32_t next = 0;
+  strings_since(first, [&](uint32_t id, std::string_view v) { sb.add_string(id, v); }, &next);
+  if (!sb.empty()) sb.finish_into(out);
+  if (!all) s.strings_written = next;
+  ChunkBuilder cb(ChunkType::kCodeTable);
+  code_since(all ? 0 : s.code_written, [&](const dump::CodeEntry& c) { cb.add(c); }, &next);
+  if (!cb.empty()) cb.finish_into(out);
+  if (!all) s.code_written = next;
+}
+
+void append_threads(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  ChunkBuilder b(ChunkType::kThreads);
+  {
+    std::lock_guard lk(G().registry);
+    if (all || s.resend_threads) {
+      for (auto& [id, t] : s.threads) b.add(t);
+      if (!all) s.dirty_threads.clear(), s.resend_threads = false;
+    } else {
+      for (uint32_t id : s.dirty_threads) b.add(s.threads[id]);
+      s.dirty_threads.clear();
+    }
+  }
+  if (!b.empty()) b.finish_into(out);
+}
+
+void append_calibration(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  ChunkBuilder b(ChunkType::kCalibration);
+  for (size_t i = all ? 0 : s.calib_written; i < s.calib.size(); ++i) b.add(s.calib[i]);
+  if (!all) s.calib_written = s.calib.size();
+  if (!b.empty()) b.finish_into(out);
+}
+
+// The drop reasons the writer itself counts. They are interned when the session starts: current_drops() runs
+// after a buffer's string table is built, so a reason first interned there would be missing from that buffer (a
+// dump whose only successful append after failed ones was the last named its write_failed drops "<string N>").
+
+std::vector<dump::DropEntry> current_drops(SessionState& s) {
+  std::vector<dump::DropEntry> d;
+  const uint32_t full = intern("buffer_full");
+  for (auto& [tid, c] : s.ring_drops)
+    if (c.first) d.push_back({tid, full, c.first, c.second});
+  const uint32_t over = intern("ring_overwritten");
+  for (auto& [tid, c] : s.overwritten) d.push_back({tid, over, c.first, c.second});
+  const uint32_t lost = s.write_lost.empty() ? 0 : intern("write_failed");
+  for (auto& [tid, c] : s.write_lost) d.push_back({tid, lost, c.first, c.second});
+  if (s.sampler)
+    for (auto& [tid, reason, records, bytes] : s.sampler->drops()) d.push_back({tid, intern(reason), records, bytes});
+  std::lock_guard lk(s.meta_mu);
+  for (auto& [key, c] : s.extra_drops) d.push_back({key.first, intern(key.second), c.first, c.second});
+  return d;
+}
+
+uint64_t total_drops(const std::vector<dump::DropEntry>& d) {
+  uint64_t n = 0;
+  for (auto& e : d) n += e.records;
+  return n;
+}
+
+void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
+  auto d = current_drops(s);
+  uint64_t total = total_drops(d);
+  // Drop counts are cumulative; write them when they change (and in every snapshot).
+  if (!all && total == s.drops_written_total) return;
+  if (!all) s.drops_written_total = total;
+  if (d.empty()) return;
+  ChunkBuilder b(ChunkType::kDrops);
+  for (auto& e : d) b.add(e);
+  b.finish_into(out);
+}
+
+void append_end(SessionState& s, std::vector<uint8_t>& out) {
+  // Sampled mode writes the windows' records only: what was sampled out is in the SAMPLING chunk, not dropped.
+  const uint64_t written = s.sampler ? s.sampler->records_kept() : s.records_written;
+  dump::EndEntry end{detail::now(), written, total_drops(current_drops(s))};
+  ChunkBuilder b(ChunkType::kEnd);
+  b.add(end);
+  b.finish_into(out);
+}
+
+// Where the stream's metadata cursors stood before a buffer was built. A buffer that cannot be written is
+// dropped whole, and what it carried besides records (new strings, code, calibration, drops) goes again.
+struct Cursors {
+  uint32_t strings = 0, code = 0;
+  size_t calib = 0;
+  uint64_t drops_total = 0;
+};
+
+Cursors cursors_of(const SessionState& s) {
+  return {s.strings_written, s.code_written, s.calib_written, s.drops_written_total};
+}
+
+// The records of the EVENTS chunks in `buf` (whole chunks) are lost to a failed write: counted per thread as
+// "write_failed" drops and taken out of the records written, so END says they were dropped, not in the file.
+void count_lost(SessionState& s, const std::vector<uint8_t>& buf) {
+  size_t off = 0;
+  while (off + sizeof(dump::ChunkHeader) + sizeof(dump::EventsHeader) <= buf.size()) {
+    dump::ChunkHeader h;
+    std::memcpy(&h, buf.data() + off, sizeof(h));
+    if (h.type == static_cast<uint32_t>(ChunkType::kEvents)) {
+      dump::EventsHeader eh;
+      std::memcpy(&eh, buf.data() + off + sizeof(h), sizeof(eh));
+      auto& c = s.write_lost[eh.thread_id];
+      c.first += h.count;
+      c.second += h.length;
+      s.records_written -= std::min<uint64_t>(h.count, s.records_written);
+    }
+    off += sizeof(h) + h.length;
+  }
+}
+
+// Appends `buf` whole, or drops it whole (DumpFile truncates a partial write away) and counts what it held.
+void stream_write(SessionState& s, std::vector<uint8_t>& buf, const Cursors& before) {
+  if (buf.empty() || !s.file.is_open()) return buf.clear();
+  if (s.file.append(buf.data(), buf.size())) {
+    if (s.write_failing)
+      log(LogLevel::kWarn, "writing " + s.file.written_path() + " works again; what could not be written is "
+                           "counted as dropped (write_failed)");
+    s.write_failing = false;
+    return buf.clear();
+  }
+  const int err = errno;
+  count_lost(s, buf);
+  s.strings_written = before.strings;
+  s.code_written = before.code;
+  s.calib_written = before.calib;
+  s.drops_written_total = before.drops_total;
+  s.resend_threads = true;
+  {
+    std::lock_guard lk(s.meta_mu);
+    s.meta_dirty = true;
+  }
+  if (!s.write_failing)
+    log(LogLevel::kError, "writing " + s.file.written_path() + " failed: " + std::strerror(err) +
+                              "; records that cannot be written are dropped whole and counted (write_failed), "
+                              "the dump keeps whole chunks only, and writing is tried again every flush");
+  s.write_failing = true;
+  buf.clear();
+}
+
+// Ring mode: keep the newest chunks within the budget; what falls out is counted per thread.
+void retain(SessionState& s, std::vector<uint8_t>&& chunk) {
+  const uint64_t budget = s.cfg.trace_size_mb * 1024 * 1024;
+  s.retained_bytes += chunk.size();
+  s.retained.push_back(std::move(chunk));
+  while (s.retained_bytes > budget && s.retained.size() > 1) {
+    auto& old = s.retained.front();
+    dump::ChunkHeader h;
+    std::memcpy(&h, old.data(), sizeof(h));
+    dump::EventsHeader eh;
+    std::memcpy(&eh, old.data() + sizeof(h), sizeof(eh));
+    auto& c = s.overwritten[eh.thread_id];
+    c.first += h.count;
+    c.second += h.length;
+    s.retained_bytes -= old.size();
+    s.retained.pop_front();
+  }
+}
+
+}  // namespace
+
+std::string snapshot_path(SessionState& s, bool final) {
+  if (final) return s.output;
+  return dump::insert_suffix(s.output, "flush" + std::to_string(++s.flush_index), ".iscope");
+}
+
+namespace {
+
+// Ring mode: a whole dump of the current window.
+std::vector<uint8_t> snapshot_bytes(SessionState& s) {
+  std::vector<uint8_t> out;
+  auto fh = dump::make_file_header(dump::kFileRingSnapshot | (s.sampler ? dump::kFileSampled : 0u));
+  out.insert(out.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
+  append_process_info(s, out);
+  append_meta_kv(s, out, true);
+  append_tables(s, out, true);
+  append_threads(s, out, true);
+  append_calibration(s, out, true);
+  if (s.sampler) s.sampler->write(out, s.step_name_id);
+  for (auto& c : s.retained) out.insert(out.end(), c.begin(), c.end());
+  append_drops(s, out, true);
+  append_end(s, out);
+  return out;
+}
+
+// A ring snapshot (flush_ring, SIGUSR2): written to a temporary beside `path` and renamed over it.
+bool write_snapshot(SessionState& s, const std::string& path) {
+  const std::vector<uint8_t> out = snapshot_bytes(s);
+  DumpFile f;
+  std::string error;
+  if (f.open(path, /*in_place=*/false, error, /*lock=*/false) && f.rewrite(out.data(), out.size()) && f.commit(error))
+    return true;
+  if (error.empty()) error = "cannot write " + f.written_path() + ": " + std::strerror(errno);
+  log(LogLevel::kError, "ring snapshot: " + error);
+  f.discard();
+  return false;
+}
+
+// Ring mode, each cycle: the drained chunks join the window, and the crash image follows (what a SIGABRT,
+// SIGSEGV or SIGBUS handler writes): new metadata appended, the drop table and counts replaced.
+void keep_in_window(SessionState& s, Drained& d) {
+  std::vector<uint8_t> meta;
+  append_meta_kv(s, meta, false);
+  append_tables(s, meta, false);
+  append_threads(s, meta, false);
+  append_calibration(s, meta, false);
+  if (!crash::begin_update()) return;  // a crash dump is being written from the image: change nothing
+  for (auto& c : d.chunks) retain(s, std::move(c));
+  if (!meta.empty()) s.crash.meta.push_back(std::move(meta));
+  crash::end_update();
+  // The drop table takes locks (meta_mu, the string table): built outside the update, swapped in after.
+  std::vector<uint8_t> drops;
+  append_drops(s, drops, true);
+  const uint64_t dropped = total_drops(current_drops(s));
+  if (!crash::begin_update()) return;
+  s.crash.drops.swap(drops);
+  s.crash.records_written = s.records_written;
+  s.crash.records_dropped = dropped;
+  crash::end_update();
+}
+
+// The collectors started so far. They start after the writer, so the list may grow while it runs; they are
+// never removed before the writer has finished, so the pointers stay valid outside the lock.
+std::vector<Collector*> collectors_of(SessionState& s) {
+  std::vector<Collector*> cs;
+  std::lock_guard lk(s.collectors_mu);
+  for (auto& c : s.collectors) cs.push_back(c.get());
+  return cs;
+}
+
+// Sampled mode, each cycle: windows open and close first (so the pre-roll a slow step reaches back to is still
+// there), then the drained records go to the window their time falls in.
+void sample(SessionState& s, Drained& d, bool finishing) {
+  s.sampler->before_drain(collectors_of(s), finishing);
+  drain_all(s, d);
+  s.sampler->route(d.chunks);
+}
+
+// One writer cycle: drain, then hand the chunks to the sink. Strings are written after the drain so every
+// id a drained record uses is already in the table (it was interned before the record was written).
+// `finishing`: the last cycle of a stopping session (collectors are stopped: nothing is switched).
+void cycle(SessionState& s, std::vector<uint8_t>& buf, bool finishing = false) {
+  const Cursors before = cursors_of(s);
+  Drained d;
+  if (s.sampler) return sample(s, d, finishing);
+  drain_all(s, d);
+  if (s.ring_mode) return keep_in_window(s, d);
+  append_meta_kv(s, buf, false);
+  append_tables(s, buf, false);
+  append_threads(s, buf, false);
+  append_calibration(s, buf, false);
+  for (auto& c : d.chunks) buf.insert(buf.end(), c.begin(), c.end());
+  append_drops(s, buf, false);
+  stream_write(s, buf, before);
+}
+
+// Stream mode: the last metadata, the drop table and END; the file renamed into place when it is a
+// temporary beside an earlier dump (only when END was written: an incomplete dump never replaces one).
+bool finish_stream(SessionState& s) {
+  const Cursors before = cursors_of(s);
+  std::vector<uint8_t> buf;
+  append_meta_kv(s, buf, false);
+  append_tables(s, buf, false);
+  append_threads(s, buf, false);
+  append_calibration(s, buf, false);
+  append_drops(s, buf, true);
+  append_end(s, buf);
+  stream_write(s, buf, before);
+  const bool ended = !s.write_failing;
+  std::string error;
+  const bool committed = s.file.commit(error, /*replace=*/ended);
+  if (!ended) log(LogLevel::kError, "the dump " + s.file.written_path() + " is not complete (END could not be written)");
+  if (!committed) log(LogLevel::kError, error);
+  return ended && committed;
+}
+
+// Ring mode: the window into the file preopened at start (no crash dump can use it from here on), renamed
+// over the output.
+bool finish_ring(SessionState& s) {
+  const std::vector<uint8_t> out = snapshot_bytes(s);
+  if (!crash::begin_update()) return false;
+  crash::arm(nullptr);
+  crash::end_update();
+  std::string error;
+  if (!s.file.rewrite(out.data(), out.size())) {
+    log(LogLevel::kError, "cannot write " + s.file.written_path() + ": " + std::strerror(errno) + "; no dump at " +
+                              s.output);
+    s.file.discard();
+    return false;
+  }
+  if (!s.file.commit(error)) {
+    log(LogLevel::kError, error);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// The last writer cycle (on the writer thread, or the thread that stops from a signal): the final
+// calibration point, the last drain, and END. True when the dump is complete at the output.
+bool finish_writing(SessionState& s) {
+  s.calib.push_back(take_calibration_point());
+  std::vector<uint8_t> buf;
+  cycle(s, buf, /*finishing=*/true);
+  s.dump_written = s.ring_mode ? finish_ring(s) : finish_stream(s);
+  return s.dump_written;
+}
+
+void writer_main(SessionState* s) {
+  Global& g = G();
+  std::vector<uint8_t> buf;
+  auto next_calib = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.calibration_period_ms);
+  for (;;) {
+    pollfd p{g.pipe_r, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(s->cfg.flush_period_ms));
+    bool finish = false, snapshot = false;
+    int sig = 0;
+    if (r > 0) {
+      uint8_t cmds[64];
+      ssize_t n = ::read(g.pipe_r, cmds, sizeof(cmds));
+      for (ssize_t i = 0; i < n; ++i) {
+        if (cmds[i] == kCmdFinish) finish = true;
+        else if (cmds[i] == kCmdSnapshot) snapshot = true;
+        else if (cmds[i] == SIGINT || cmds[i] == SIGTERM) sig = cmds[i];
+        else if (cmds[i] == SIGUSR2) snapshot = true;
+      }
+    }
+    if (finish) break;
+    if (sig) {
+      // Runs the same stop as the application would, then lets the signal's default action happen. If the
+      // application is stopping right now, it re-raises the signal once the dump is written.
+      if (stop_impl(true, sig)) return;
+      s->pending_signal.store(sig);
+    }
+    for (Collector* c : collectors_of(*s)) c->flush();
+    // SIGUSR2's flag: set even when the handler's byte could not be written (a full pipe).
+    if (g_snapshot_signal.exchange(0, std::memory_order_acq_rel)) snapshot = true;
+    if (std::chrono::steady_clock::now() >= next_calib) {
+      s->calib.push_back(take_calibration_point());
+      next_calib += std::chrono::milliseconds(s->cfg.calibration_period_ms);
+    }
+    cycle(*s, buf);
+    if (snapshot && s->ring_mode) {
+      std::string path = snapshot_path(*s, false);
+      bool ok = write_snapshot(*s, path);
+      std::lock_guard lk(s->snap_mu);
+      s->last_snapshot = ok ? path : std::string();
+      s->snaps_done = s->snaps_requested ? s->snaps_requested : s->snaps_done + 1;
+      s->snap_cv.notify_all();
+    }
+  }
+  finish_writing(*s);
+}
+
+}  // namespace inferscope::runtime
