@@ -10,6 +10,7 @@
 // own; iscope-run writes to stderr only its own errors and one closing line naming the dump (unless -q).
 // docs/cli.md lists the exit statuses of every tool.
 #include "outcome.hpp"
+#include "signals.hpp"
 
 #include "config/settings.hpp"
 #include "dump/files.hpp"
@@ -157,11 +158,6 @@ void preload(const std::string& library) {
 std::string env_key(std::string key) {
   for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return "INFERSCOPE_" + key;
-}
-
-pid_t g_child = 0;
-void forward(int sig) {
-  if (g_child > 0) ::kill(g_child, sig);
 }
 
 std::string directory_of(const std::string& absolute_path) {
@@ -400,16 +396,9 @@ std::string injected_library(const Plan& plan) {
 
 // Forks, execs the program with the injection set up, forwards termination signals, waits and reports.
 int run_program(const Plan& plan, char** program, const std::string& library, const std::string& python_dir) {
-  // SIGINT/SIGQUIT from the terminal reach the whole process group, the program included: iscope-run waits
-  // for the program to write its dump instead of dying first (as system() does). Other termination
-  // signals sent to iscope-run alone are passed on.
-  struct sigaction ign{}, fwd{}, old_int{}, old_quit{};
-  ign.sa_handler = SIG_IGN;
-  fwd.sa_handler = forward;
-  sigemptyset(&fwd.sa_mask);
-  ::sigaction(SIGINT, &ign, &old_int);
-  ::sigaction(SIGQUIT, &ign, &old_quit);
-
+  // iscope-run waits for the program to write its dump instead of dying first; a signal sent to it alone is
+  // passed on (signals.hpp), one from the terminal reached the program already.
+  iscope_run::SignalForwarding signals;
   const std::string name = program[0];
   const std::string base = name.substr(name.rfind('/') + 1);
   iscope_run::FileVersion before;
@@ -422,14 +411,12 @@ int run_program(const Plan& plan, char** program, const std::string& library, co
     return kCannotStart;
   }
   if (pid == 0) {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    signals.in_program();
     exec_program(program, plan.output, base, library, python_dir);
   }
-  g_child = pid;
+  signals.forward_to(pid);
   const std::string dump = absolute(plan.output.empty() ? base + "." + std::to_string(pid) + ".iscope" : plan.output);
   if (plan.output.empty()) before = iscope_run::version_of(dump);  // a leftover of an earlier process with this pid
-  for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &fwd, nullptr);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
@@ -437,6 +424,7 @@ int run_program(const Plan& plan, char** program, const std::string& library, co
       return kCannotStart;
     }
   }
+  signals.program_ended();
   return iscope_run::finish(dump, before, launched, pid, status, plan.quiet);
 }
 
