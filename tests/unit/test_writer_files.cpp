@@ -440,6 +440,63 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
   CHECK(testutil::count_named(c.ranges, "first") == 0);
 }
 
+// A run over an earlier dump writes beside it, in <out>.tmpXXXXXX, and renames only a complete dump over it. When
+// that cannot happen (the program is killed; something that is not a regular file appeared at the output), the
+// run's data stays in that temporary, and iscope-run said only "no dump written to OUT by this run": now it names
+// the temporary, and the runtime's own message names it too.
+TEST_CASE("a run whose dump could not replace an earlier one names the temporary it was left in") {
+  for (const std::string how : {"killed", "fifo at the output"}) {
+    CAPTURE(how);
+    const std::string out = testutil::temp_path("left-" + std::to_string(how.size()) + ".iscope");
+    REQUIRE(start(config_for(out)));
+    RECORD("earlier", 100);
+    REQUIRE(stop());
+    const std::string log = testutil::temp_path("left-" + std::to_string(how.size()) + ".err");
+    const pid_t run = testutil::spawn({"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out, "--", recorder(),
+                                       "loop"}, {}, log);
+    REQUIRE(run > 0);
+    // The program's temporary, once its process info (the pid) is in it and the program runs main() (its
+    // session's signal handlers are in place).
+    std::string temp;
+    pid_t program = 0;
+    for (int i = 0; i < 3000 && testutil::read_file(log).find("ready") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 3000 && !program; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const auto temps = dump::temporaries_beside(out);
+      if (temps.size() != 1) continue;
+      if (const auto info = dump::leading_process_info(temps[0]))
+        for (const auto& [k, v] : *info)
+          if (k == "pid") temp = temps[0], program = std::atoi(v.c_str());
+    }
+    REQUIRE(program > 0);
+    if (how == "killed") {
+      ::kill(program, SIGKILL);
+    } else {
+      fs::remove(out);
+      REQUIRE(::mkfifo(out.c_str(), 0644) == 0);
+      ::kill(program, SIGTERM);  // the runtime completes the dump, then cannot rename it over a FIFO
+    }
+    const int st = testutil::wait_status_within(run, 20000);
+    const std::string said = testutil::read_file(log);
+    CAPTURE(said);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 125);
+    CHECK(fs::exists(temp));
+    if (how == "killed") {
+      CHECK(said.find("no dump written to " + out + " by this run: the file there is from an earlier run") !=
+            std::string::npos);
+      CHECK(said.find("; this run's dump is left at " + temp + " (incomplete: no END chunk)") != std::string::npos);
+      CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "earlier") == 100);
+    } else {
+      CHECK(said.find("the dump is left at " + temp) != std::string::npos);  // the runtime's line
+      CHECK(said.find("; this run's dump is left at " + temp + " (complete, but it did not replace " + out + ")") !=
+            std::string::npos);
+      CHECK(dump::DumpReader(temp).complete());
+    }
+  }
+}
+
 // Two runs started together on one output both pass iscope-run's check (no session holds it yet); then one
 // session takes the output and the other's runtime says "not recording". Here the order is forced: the program
 // waits without recording (enable=0) until this test's session holds the output, then execs the recorder, which
