@@ -416,19 +416,8 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
         << "violation " << fmt(al.max_violation_us, 3) << " us, " << al.violations_over_1us << " over 1 us ("
         << fmt(al.violation_pct, 2) << " %).";
   if (!al.note.empty()) out << ' ' << h(al.note);
-  out << "</li>\n<li id=\"drops\">Dropped records: ";
-  if (a.drops.empty()) {
-    out << "none.";
-  } else {
-    uint64_t total = 0;
-    std::string by;
-    for (const auto& [reason, n] : a.drops) {
-      total += n;
-      by += (by.empty() ? "" : ", ") + ("<code>" + h(reason) + "</code> ") + std::to_string(n);
-    }
-    out << total << " (" << by << "); the numbers may be slightly low.";
-  }
-  out << "</li>\n";
+  out << "</li>\n<li id=\"drops\">Dropped records: "
+      << drops_text(a, [](const std::string& reason) { return "<code>" + h(reason) + "</code>"; }) << "</li>\n";
   const auto& s = a.steps;
   if (s.count == 0)
     out << "<li>Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).</li>\n";

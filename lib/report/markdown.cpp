@@ -402,17 +402,7 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
   }
   if (!al.note.empty()) out << ' ' << md_escape(al.note);
   out << '\n';
-  if (a.drops.empty()) {
-    out << "- Dropped records: none.\n";
-  } else {
-    uint64_t total = 0;
-    std::string by;
-    for (const auto& [reason, n] : a.drops) {
-      total += n;
-      by += (by.empty() ? "" : ", ") + code(reason) + " " + std::to_string(n);
-    }
-    out << "- Dropped records: " << total << " (" << by << "); the numbers may be slightly low.\n";
-  }
+  out << "- Dropped records: " << drops_text(a, [](const std::string& reason) { return code(reason); }) << '\n';
   const auto& s = a.steps;
   if (s.count == 0)
     out << "- Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).\n";

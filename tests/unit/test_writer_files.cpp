@@ -6,6 +6,7 @@
 #include "dump/files.hpp"
 #include "runtime/runtime.hpp"
 #include "test_util.hpp"
+#include "tool_run.hpp"
 #include "support/files.hpp"
 #include "support/sanitizers.hpp"
 
@@ -111,6 +112,20 @@ void check_torn_free(const std::string& path, int recorded, const char* name) {
   CHECK(acc.count("dropped_unlisted") == 0);
 }
 
+// This process's stderr goes to a file while alive (what the runtime says), then back.
+struct CaptureStderr {
+  explicit CaptureStderr(const std::string& path) : saved(::dup(2)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~CaptureStderr() {
+    ::dup2(saved, 2);
+    ::close(saved);
+  }
+  int saved;
+};
+
 std::string recorder() { return testutil::binary("tests/unit/iscope_test_recorder"); }
 std::string iscope_run() { return testutil::binary("tools/iscope-run/iscope-run"); }
 
@@ -172,6 +187,46 @@ TEST_CASE("the END chunk cannot be written: stop() returns false, and ring mode 
   CHECK_FALSE(fs::exists(ring));
   for (const auto& e : fs::directory_iterator(fs::path(ring).parent_path()))
     CHECK(e.path().filename().string().rfind("no-end-ring.iscope.tmp", 0) != 0);  // no temporary left
+}
+
+// The disk fills and is still full when the session stops: neither the drop table nor END reaches the file, so
+// the file itself cannot say what was lost. The reports used to say "Dropped records: none." and --summary "none:
+// every record reached the dump" while half of the ranges were missing; stop() says how many, and the reports
+// say the counts are not known.
+TEST_CASE("a disk still full at stop: the runtime says how many records were lost, the reports never say none") {
+  WriteHook hook;
+  const std::string out = testutil::temp_path("full-at-stop.iscope");
+  const std::string said = testutil::temp_path("full-at-stop.err");
+  REQUIRE(start(config_for(out)));
+  RECORD("before", 3000);
+  g_full = true;
+  RECORD("while_full", 3000);
+  {
+    CaptureStderr capture(said);
+    CHECK_FALSE(stop());
+  }
+  g_full = false;
+  const std::string err = testutil::read_file(said);
+  CAPTURE(err);
+  const std::string counted = "is not complete (END could not be written): ";
+  const size_t at = err.find(counted);
+  REQUIRE(at != std::string::npos);
+  const uint64_t lost = std::strtoull(err.c_str() + at + counted.size(), nullptr, 10);
+  CHECK(lost > 0);
+  CHECK(lost <= 3000);  // the ranges recorded while the disk was full, less any dropped as buffer_full
+  CHECK(err.find(" records could not be written (write_failed)") != std::string::npos);
+  dump::DumpReader r(out);
+  CHECK_FALSE(r.complete());
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "before") == 3000);
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "while_full") == 0);
+  const std::string analyze = "tools/iscope-analyze/iscope-analyze";
+  const testutil::ToolRun report = testutil::run_tool(analyze, {out});
+  CHECK(report.exit == 0);  // cut short, not corrupt: analysed, with a warning
+  CHECK(report.out.find("Dropped records: none") == std::string::npos);
+  CHECK(report.out.find("Dropped records: not known: the dump has no END chunk") != std::string::npos);
+  const testutil::ToolRun summary = testutil::run_tool(analyze, {out, "--summary"});
+  CHECK(summary.out.find("every record reached the dump") == std::string::npos);
+  CHECK(summary.out.find("- not known in full: no end chunk") != std::string::npos);
 }
 
 TEST_CASE("a real full disk (a small tmpfs that fills, then frees space) leaves no torn chunk") {
