@@ -413,6 +413,10 @@ struct Analysis {
   std::string rule_file;
   uint64_t events = 0;
   bool partial = false;  ///< added by the analyzer: corrupt input, only the data before the damage were read
+  /// The dump ended with its END chunk (always true for JSON and torch.profiler traces). False for a dump cut
+  /// short or whose process did not stop cleanly (a crash, a kill, a disk still full when it stopped): what was
+  /// lost after the last drop table in the file is counted nowhere, so `drops` are lower bounds.
+  bool complete = true;
   /// Any kernel, memset or copy in the trace. Without, the reports and findings say nothing about a GPU (no
   /// utilization, no GPU idle, no GPU advice): a CPU-only program is described as host time.
   bool gpu_work_recorded = false;

@@ -104,12 +104,15 @@ void read_dump_state(const dump::DumpReader& r, Analysis& a) {
   a.source = r.path();
   a.source_format = "dump";
   for (auto& [k, v] : r.process_info()) a.process[k] = v;  // later values win
+  a.complete = r.complete();
   if (r.damage()) {
     a.warnings.push_back((r.damage()->truncated ? "the dump was cut short: " : "the dump is corrupt: ") +
                          r.damage()->message + "; the analysis covers the data before that point");
     if (!r.damage()->truncated) a.partial = true;
   } else if (!r.complete()) {
-    a.warnings.push_back(r.path() + ": no end chunk (the process did not stop cleanly); the analysis covers what was written");
+    a.warnings.push_back(r.path() + ": no end chunk (the process did not stop cleanly, or the disk was full when it "
+                         "stopped); the analysis covers what was written, and records lost after the last drop table "
+                         "in the file are counted nowhere: drop totals are lower bounds");
   }
   for (const std::string& skipped : r.skipped_chunks()) {
     a.warnings.push_back("the dump is corrupt: " + skipped + "; the analysis covers every other chunk");

@@ -166,7 +166,9 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
   out << "# InferScope dump summary: " << r.path() << "\n\n";
   out << "- format version " << r.version_major() << "." << r.version_minor() << ", " << r.file_size() << " bytes"
       << (r.is_ring_snapshot() ? ", ring-mode snapshot" : "") << "\n";
-  out << "- status: " << (r.complete() ? "complete" : "INCOMPLETE (no end chunk: the process did not stop cleanly)")
+  out << "- status: "
+      << (r.complete() ? "complete"
+                       : "INCOMPLETE (no end chunk: the process did not stop cleanly, or the disk was full when it stopped)")
       << "\n";
   if (r.damage()) out << "- damage: " << r.damage()->message << "\n";
   for (const std::string& skipped : r.skipped_chunks()) out << "- skipped: " << skipped << "\n";
@@ -227,7 +229,11 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
   }
   out << "\n## Drops\n\n";
   auto drops = r.drops();
-  if (drops.empty()) out << "- none: every record reached the dump\n";
+  if (!r.complete())  // what was lost after the file's last drop table is counted nowhere (a disk full at stop)
+    out << "- not known in full: no end chunk, so records lost after the last drop table in the file are counted "
+           "nowhere; " << (drops.empty() ? "none were" : "these were") << " counted before the file ends\n";
+  else if (drops.empty())
+    out << "- none: every record reached the dump\n";
   for (auto& d : drops) {
     std::string who = d.thread_id == dump::kNoThread ? "process" : "thread " + std::to_string(d.thread_id);
     out << "- " << who << ": " << d.records << " records (" << d.bytes << " bytes) " << d.reason << "\n";

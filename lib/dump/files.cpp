@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -174,6 +175,23 @@ int create_temp_beside(const std::string& path, std::string& temp) {
   ::umask(mask);
   ::fchmod(fd, 0644 & ~mask);
   return fd;
+}
+
+std::vector<std::string> temporaries_beside(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp";
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(p.has_parent_path() ? p.parent_path() : fs::path("."), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
+        it->is_regular_file(ec) && !it->is_symlink(ec))
+      found.push_back(it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace inferscope::dump {
 
@@ -91,6 +92,9 @@ std::optional<std::string> unusable_output(const std::string& path);
 /// name is never opened) with mode 0644 less the umask, O_CLOEXEC; returns the descriptor and sets `temp`, or
 /// -1 with errno.
 int create_temp_beside(const std::string& path, std::string& temp);
+/// The regular files beside `path` named as create_temp_beside names them (`<path>.tmp` and six more
+/// characters), sorted; empty when there are none or the directory cannot be read.
+std::vector<std::string> temporaries_beside(const std::string& path);
 
 /// One live writer per output: an exclusive flock on `<output>.lock`, which holds the writer's pid. The kernel
 /// drops the lock when the process dies however it dies (SIGKILL included), so a lock file left behind by a

@@ -175,4 +175,19 @@ std::vector<std::string> sampling_slow_cells(const analyze::SlowStepSeen& x) {
           x.grew.empty() ? "-" : x.grew + " (+" + fmt(x.grew_ms, 3) + " ms)"};
 }
 
+std::string drops_text(const analyze::Analysis& a, const std::function<std::string(const std::string&)>& code) {
+  uint64_t total = 0;
+  std::string by;
+  for (const auto& [reason, n] : a.drops) {
+    total += n;
+    by += (by.empty() ? "" : ", ") + code(reason) + " " + std::to_string(n);
+  }
+  if (a.complete) return a.drops.empty() ? "none." : std::to_string(total) + " (" + by + "); the numbers may be slightly low.";
+  const std::string why = "the dump has no END chunk (its process did not stop cleanly: a crash, a kill, or a disk "
+                          "still full when it stopped), so records lost after the last drop table in the file are "
+                          "counted nowhere";
+  if (a.drops.empty()) return "not known: " + why + "; none were counted before the file ends.";
+  return "at least " + std::to_string(total) + " (" + by + "): " + why + ".";
+}
+
 }  // namespace inferscope::report

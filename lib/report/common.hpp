@@ -4,6 +4,7 @@
 #include "analyze/analysis.hpp"
 #include "report/names.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ std::string fmt_peak(const analyze::CopyRow& r);
 std::string fmt_thread_cpu(const analyze::ThreadRow& r);
 /// The line under the thread table that says what a tick-based figure means; "" when no row is tick-based.
 std::string thread_cpu_note(const std::vector<analyze::ThreadRow>& rows);
+
+/// The "Dropped records: " line's text, each reason put through `code` (backticks, <code>; the rest needs no
+/// escaping): "none." only for an input that ended with its END chunk; a dump without one (cut short, or stopped
+/// with the disk still full) says its counts are lower bounds, never that nothing was dropped.
+std::string drops_text(const analyze::Analysis& a, const std::function<std::string(const std::string&)>& code);
 
 /// The short names of the report's kernels: the kernel table's names first (busiest first), then the kernels
 /// drawn in the timeline, so that every kernel a person reads has one short name, unique in the report.

@@ -150,6 +150,9 @@ void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::An
   for (const auto* a : {&before, &after}) {
     const std::string which = a == &before ? "BEFORE" : "AFTER";
     if (a->partial) c.notes.push_back(which + " (" + a->source + ") is corrupt: only the data before the damage were read");
+    else if (!a->complete)
+      c.notes.push_back(which + " (" + a->source + ") is incomplete: the dump was cut short (no END chunk: its process did "
+                        "not stop cleanly, or the file was copied or cut before its end); only what it holds was compared");
     if (a->steps.count == 0) c.notes.push_back(which + " (" + a->source + ") has no steady steps: latency not compared");
     if (a->steps.host_ahead)
       c.notes.push_back(which + "'s host ran ahead of the GPU (its step ranges end long before their GPU work): both "

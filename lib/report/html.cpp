@@ -425,19 +425,8 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
         << fmt(al.violation_pct, 2) << " %).";
   if (!al.note.empty()) out << ' ' << h(al.note);
   if (!a.rule_file.empty()) out << "</li>\n<li id=\"rule-file\">Rule file: " << h(a.rule_file) << ".";
-  out << "</li>\n<li id=\"drops\">Dropped records: ";
-  if (a.drops.empty()) {
-    out << "none.";
-  } else {
-    uint64_t total = 0;
-    std::string by;
-    for (const auto& [reason, n] : a.drops) {
-      total += n;
-      by += (by.empty() ? "" : ", ") + ("<code>" + h(reason) + "</code> ") + std::to_string(n);
-    }
-    out << total << " (" << by << "); the numbers may be slightly low.";
-  }
-  out << "</li>\n";
+  out << "</li>\n<li id=\"drops\">Dropped records: "
+      << drops_text(a, [](const std::string& reason) { return "<code>" + h(reason) + "</code>"; }) << "</li>\n";
   const auto& s = a.steps;
   if (s.count == 0)
     out << "<li>Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).</li>\n";

@@ -413,17 +413,7 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
   }
   if (!al.note.empty()) out << ' ' << md_escape(al.note);
   out << '\n';
-  if (a.drops.empty()) {
-    out << "- Dropped records: none.\n";
-  } else {
-    uint64_t total = 0;
-    std::string by;
-    for (const auto& [reason, n] : a.drops) {
-      total += n;
-      by += (by.empty() ? "" : ", ") + code(reason) + " " + std::to_string(n);
-    }
-    out << "- Dropped records: " << total << " (" << by << "); the numbers may be slightly low.\n";
-  }
+  out << "- Dropped records: " << drops_text(a, [](const std::string& reason) { return code(reason); }) << '\n';
   if (!a.rule_file.empty()) out << "- Rule file: " << md_escape(a.rule_file) << " (docs/rules.md).\n";
   const auto& s = a.steps;
   if (s.count == 0)

@@ -132,7 +132,7 @@ bool DumpFile::commit(std::string& error, bool replace) {
       error = *why + "; the dump is left at " + temp_;
       ok = false;
     } else if (::rename(temp_.c_str(), output_.c_str()) != 0) {
-      error = "cannot rename " + temp_ + " to " + output_ + ": " + std::strerror(errno);
+      error = "cannot rename " + temp_ + " to " + output_ + ": " + std::strerror(errno) + "; the dump is left at " + temp_;
       ok = false;
     }
   }

@@ -414,6 +414,16 @@ void cycle(SessionState& s, std::vector<uint8_t>& buf, bool finishing = false) {
   stream_write(s, buf, before);
 }
 
+// END could not be written (a disk still full at stop): the dump cannot say what it lost after its last drop
+// table, so this line does, with the count of every record a failed write dropped.
+void say_not_complete(const SessionState& s) {
+  uint64_t lost = 0;
+  for (const auto& [tid, c] : s.write_lost) lost += c.first;
+  log(LogLevel::kError, "the dump " + s.file.written_path() + " is not complete (END could not be written): " +
+                            std::to_string(lost) + " records could not be written (write_failed), and those lost "
+                            "after the last drop table in the file are counted nowhere in it");
+}
+
 // Stream mode: the last metadata, the drop table and END; the file renamed into place when it is a
 // temporary beside an earlier dump (only when END was written: an incomplete dump never replaces one).
 bool finish_stream(SessionState& s) {
@@ -429,7 +439,7 @@ bool finish_stream(SessionState& s) {
   const bool ended = !s.write_failing;
   std::string error;
   const bool committed = s.file.commit(error, /*replace=*/ended);
-  if (!ended) log(LogLevel::kError, "the dump " + s.file.written_path() + " is not complete (END could not be written)");
+  if (!ended) say_not_complete(s);
   if (!committed) log(LogLevel::kError, error);
   return ended && committed;
 }

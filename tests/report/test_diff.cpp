@@ -9,6 +9,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +37,7 @@ std::string read(const fs::path& p) {
 
 // A decoder: 30 tokens per step, each a kernel and (with `syncs`) a Tensor.item() that waits for it; without
 // them one sync at the end of the step. A little host work varies from step to step, as it does in a real run.
-fs::path decoder(const std::string& name, bool syncs) {
+fs::path decoder(const std::string& name, bool syncs, bool end_chunk = true) {
   const fs::path p = work_dir() / (name + ".iscope");
   dump::DumpBuilder b(p.string());
   testsupport::Sim sim(b);
@@ -54,7 +55,7 @@ fs::path decoder(const std::string& name, bool syncs) {
     });
     sim.host(200 * us);
   }
-  b.finish();
+  b.finish(end_chunk);
   return p;
 }
 
@@ -246,6 +247,36 @@ TEST_CASE("iscope-diff: outputs, exit statuses and messages") {
     CHECK(r.err.find("look unrelated") != std::string::npos);
     CHECK_FALSE(fs::exists(md));
     CHECK(r.out.empty());
+  }
+  SUBCASE("an input cut short: the comparison is written with a note naming it, exit 4") {
+    // Without END (the process did not stop cleanly), and cut in the middle of a chunk (a copy in progress).
+    const fs::path no_end = decoder("cli_after_no_end", false, /*end_chunk=*/false);
+    const fs::path cut = work_dir() / "cli_after_cut.iscope";
+    fs::copy_file(after, cut, fs::copy_options::overwrite_existing);
+    fs::resize_file(cut, fs::file_size(cut) * 3 / 4);
+    struct Case {
+      fs::path before, after;
+      std::string which, incomplete;
+    };
+    for (const Case& k : {Case{before, no_end, "AFTER", no_end.string()}, Case{before, cut, "AFTER", cut.string()},
+                          Case{cut, after, "BEFORE", cut.string()}}) {
+      CAPTURE(k.which);
+      CAPTURE(k.incomplete);
+      const fs::path md = work_dir() / "cut.md", js = work_dir() / "cut.json";
+      fs::remove(md), fs::remove(js);
+      const auto r = run_diff(k.before.string() + " " + k.after.string() + " -o " + md.string() + " -o " + js.string());
+      CHECK(r.rc == 4);
+      CHECK(read(md).find("- Note: " + k.which + " (") != std::string::npos);
+      CHECK(read(md).find(") is incomplete: the dump was cut short") != std::string::npos);
+      const auto notes = boost::json::parse(read(js)).as_object().at("notes").as_array();
+      const std::string expected = k.which + " (" + k.incomplete + ") is incomplete: the dump was cut short";
+      CHECK(std::any_of(notes.begin(), notes.end(), [&](const boost::json::value& n) {
+        return std::string(n.as_string()).rfind(expected, 0) == 0;
+      }));
+    }
+    const auto whole = run_diff(before.string() + " " + after.string());  // both whole: no note, exit 0
+    CHECK(whole.rc == 0);
+    CHECK(whole.out.find("is incomplete") == std::string::npos);
   }
   SUBCASE("a missing input is named, exit 1") {
     const std::string missing = (work_dir() / "no_such_run.iscope").string();

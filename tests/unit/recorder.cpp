@@ -48,6 +48,29 @@ int fork_term() {
   return 0;
 }
 
+// Records until its own SIGINT handler has run, records half a second more (a second SIGINT would arrive by
+// then), prints how many SIGINTs it got and returns 0.
+std::atomic<int> g_sigints{0};
+int count_sigints() {
+  struct sigaction sa{};
+  sa.sa_handler = [](int) { g_sigints.fetch_add(1); };
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  std::printf("ready\n");
+  std::fflush(stdout);
+  while (g_sigints.load() == 0) {
+    ISCOPE_RANGE("tick");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (std::chrono::steady_clock::now() < until) {
+    ISCOPE_RANGE("tick");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  std::printf("sigints %d\n", g_sigints.load());
+  return 0;
+}
+
 // Records, then execs itself as `count N` (which records N ranges into the same output path).
 int exec_self(const char* self, const char* n) {
   for (long i = 0; i < 500; ++i) {
@@ -138,6 +161,7 @@ int main(int argc, char** argv) {
     std::exit(7);
   }
   if (mode == "fork-term") return fork_term();
+  if (mode == "count-sigint") return count_sigints();
   if (mode == "exec-self") return exec_self(argv[0], argc > 2 ? argv[2] : "7");
   if (mode == "abort" || mode == "segv" || mode == "bus" || mode == "segv-handled")
     return crash(mode, argc > 2 ? std::atol(argv[2]) : 1000, argc > 3 ? argv[3] : "");

@@ -172,6 +172,8 @@ TEST_CASE("an output that is the input is refused with exit 2 before anything is
            {relative, "--json", dump_path},
            {dump_path, "-o", testutil::temp_path("fine.md"), "--json", relative},
            {dump_path, "--sqlite", hard},  // the database too, with the same status (it was exit 1)
+           {dump_path, "--sqlite", dump_path},
+           {relative, "--sqlite", relative},  // `iscope-analyze d.iscope --sqlite d.iscope`
            {relative, "--sqlite", link},
            {dump_path, "-o", testutil::temp_path("fine.md"), "--sqlite", dump_path},
        }) {

@@ -4,9 +4,12 @@
 
 #include "test_util.hpp"
 
+#include <poll.h>
+#include <pty.h>
 #include <sched.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -39,6 +42,43 @@ pid_t spawn_loop(const std::vector<std::string>& env, const std::string& tag) {
     sleep_ms(20);
   }
   return pid;
+}
+
+std::string iscope_run() { return testutil::binary("tools/iscope-run/iscope-run"); }
+
+// Waits up to 60 s for `text` in the file `path` (a program's stdout); false when it never comes.
+bool wait_for_text(const std::string& path, const std::string& text) {
+  for (int i = 0; i < 3000; ++i) {
+    if (testutil::read_file(path).find(text) != std::string::npos) return true;
+    sleep_ms(20);
+  }
+  return false;
+}
+
+// Ends the program whose dump is `out` (its pid from the process info the dump opens with): a program left
+// running by a failed check must not outlive the test.
+void kill_program_of(const std::string& out) {
+  const auto info = dump::leading_process_info(out);
+  if (!info) return;
+  for (const auto& [k, v] : *info)
+    if (k == "pid" && std::atoi(v.c_str()) > 1) ::kill(std::atoi(v.c_str()), SIGKILL);
+}
+
+// Reads the pseudo-terminal `master` into `seen` until `text` has come after `seen`'s first `from` bytes (true)
+// or `ms` milliseconds passed (false).
+bool read_terminal_until(int master, std::string& seen, const std::string& text, int ms, size_t from = 0) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (seen.find(text, from) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[512];
+    const ssize_t n = ::read(master, buf, sizeof(buf));
+    if (n <= 0) return seen.find(text, from) != std::string::npos;
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  return true;
 }
 
 }  // namespace
@@ -74,6 +114,65 @@ TEST_CASE("SIGTERM and SIGINT write a complete dump, then the signal's default a
     CHECK_FALSE(r.damage());
     CHECK(testutil::count_named(testutil::read_all(r).ranges, "tick") > 1000);
   }
+}
+
+// A signal sent to iscope-run's pid alone (kill PID, a supervisor, a job scheduler), not to its process group:
+// iscope-run ignored SIGINT, so the program ran on and iscope-run waited for it. Now it passes SIGINT, SIGTERM and
+// SIGHUP on, and the program ends as it would have (the runtime completes the dump on SIGINT and SIGTERM).
+TEST_CASE("iscope-run passes SIGINT, SIGTERM and SIGHUP sent to its pid alone on to the program") {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    CAPTURE(sig);
+    const std::string tag = "run-signal-" + std::to_string(sig);
+    const std::string out = testutil::temp_path(tag + ".iscope"), said = testutil::temp_path(tag + ".stdout");
+    pid_t run = testutil::spawn({iscope_run(), "-q", "-o", out, "--", recorder(), "loop"}, {}, said);
+    REQUIRE(run > 0);
+    REQUIRE(wait_for_text(said, "ready"));
+    sleep_ms(300);  // the writer has flushed ticks (SIGHUP ends the program without writing what it holds)
+    ::kill(run, sig);  // iscope-run's pid only
+    const int st = testutil::wait_status_within(run, 20000);
+    if (st == -1) kill_program_of(out);  // the signal never reached the program: it still runs
+    REQUIRE(st != -1);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 128 + sig);  // the program ended by the signal, as without iscope-run
+    dump::DumpReader r(out);
+    CHECK_FALSE(r.damage());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "tick") > 0);
+    // SIGHUP's default action ends the program at once: its dump is readable up to its last whole chunk.
+    if (sig != SIGHUP) CHECK(r.complete());
+  }
+}
+
+// Ctrl-C at a terminal goes to the whole foreground process group: the program has it already, and iscope-run,
+// which now passes on a SIGINT sent to it, must not deliver it a second time (a second KeyboardInterrupt inside
+// the program's own `finally`).
+TEST_CASE("Ctrl-C at a terminal reaches the program under iscope-run once") {
+  const std::string out = testutil::temp_path("ctrl-c.iscope");
+  const std::string tool = iscope_run(), program = recorder();
+  int master = -1;
+  const pid_t run = ::forkpty(&master, nullptr, nullptr, nullptr);
+  if (run < 0) {
+    MESSAGE("SKIPPED: no pseudo-terminal here (" << std::strerror(errno) << ")");
+    return;
+  }
+  if (run == 0) {
+    ::execl(tool.c_str(), tool.c_str(), "-q", "-o", out.c_str(), "--", program.c_str(), "count-sigint",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string seen;
+  const bool ready = read_terminal_until(master, seen, "ready", 60000);
+  if (ready) CHECK(::write(master, "\x03", 1) == 1);  // the terminal's interrupt character
+  const bool counted = ready && read_terminal_until(master, seen, "sigints ", 20000) &&
+                       read_terminal_until(master, seen, "\n", 2000, seen.find("sigints "));
+  CAPTURE(seen);
+  const int st = testutil::wait_status_within(run, 20000);
+  ::close(master);
+  if (st == -1) kill_program_of(out);
+  REQUIRE(counted);
+  CHECK(seen.find("sigints 1") != std::string::npos);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(dump::DumpReader(out).complete());
 }
 
 TEST_CASE("exit() while other threads still record: complete dump, exit status kept") {

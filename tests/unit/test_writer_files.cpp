@@ -7,6 +7,7 @@
 #include "runtime/runtime.hpp"
 #include "test_util.hpp"
 #include "writer_test_support.hpp"
+#include "tool_run.hpp"
 #include "support/files.hpp"
 #include "support/sanitizers.hpp"
 
@@ -55,6 +56,20 @@ struct WriteHook {
     runtime::set_dump_write_for_testing(faulty_write);
   }
   ~WriteHook() { runtime::set_dump_write_for_testing(nullptr); }
+};
+
+// This process's stderr goes to a file while alive (what the runtime says), then back.
+struct CaptureStderr {
+  explicit CaptureStderr(const std::string& path) : saved(::dup(2)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~CaptureStderr() {
+    ::dup2(saved, 2);
+    ::close(saved);
+  }
+  int saved;
 };
 
 std::string recorder() { return testutil::binary("tests/unit/iscope_test_recorder"); }
@@ -118,6 +133,46 @@ TEST_CASE("the END chunk cannot be written: stop() returns false, and ring mode 
   CHECK_FALSE(fs::exists(ring));
   for (const auto& e : fs::directory_iterator(fs::path(ring).parent_path()))
     CHECK(e.path().filename().string().rfind("no-end-ring.iscope.tmp", 0) != 0);  // no temporary left
+}
+
+// The disk fills and is still full when the session stops: neither the drop table nor END reaches the file, so
+// the file itself cannot say what was lost. The reports used to say "Dropped records: none." and --summary "none:
+// every record reached the dump" while half of the ranges were missing; stop() says how many, and the reports
+// say the counts are not known.
+TEST_CASE("a disk still full at stop: the runtime says how many records were lost, the reports never say none") {
+  WriteHook hook;
+  const std::string out = testutil::temp_path("full-at-stop.iscope");
+  const std::string said = testutil::temp_path("full-at-stop.err");
+  REQUIRE(start(config_for(out)));
+  RECORD("before", 3000);
+  g_full = true;
+  RECORD("while_full", 3000);
+  {
+    CaptureStderr capture(said);
+    CHECK_FALSE(stop());
+  }
+  g_full = false;
+  const std::string err = testutil::read_file(said);
+  CAPTURE(err);
+  const std::string counted = "is not complete (END could not be written): ";
+  const size_t at = err.find(counted);
+  REQUIRE(at != std::string::npos);
+  const uint64_t lost = std::strtoull(err.c_str() + at + counted.size(), nullptr, 10);
+  CHECK(lost > 0);
+  CHECK(lost <= 3000);  // the ranges recorded while the disk was full, less any dropped as buffer_full
+  CHECK(err.find(" records could not be written (write_failed)") != std::string::npos);
+  dump::DumpReader r(out);
+  CHECK_FALSE(r.complete());
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "before") == 3000);
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "while_full") == 0);
+  const std::string analyze = "tools/iscope-analyze/iscope-analyze";
+  const testutil::ToolRun report = testutil::run_tool(analyze, {out});
+  CHECK(report.exit == 0);  // cut short, not corrupt: analysed, with a warning
+  CHECK(report.out.find("Dropped records: none") == std::string::npos);
+  CHECK(report.out.find("Dropped records: not known: the dump has no END chunk") != std::string::npos);
+  const testutil::ToolRun summary = testutil::run_tool(analyze, {out, "--summary"});
+  CHECK(summary.out.find("every record reached the dump") == std::string::npos);
+  CHECK(summary.out.find("- not known in full: no end chunk") != std::string::npos);
 }
 
 // A file-size limit (ulimit -f, RLIMIT_FSIZE) smaller than the dump: the kernel raises SIGXFSZ on the write that
@@ -357,6 +412,63 @@ TEST_CASE("a stale dump is replaced only by a complete new one; iscope-run says 
   auto c = testutil::read_all(dump::DumpReader(out));
   CHECK(testutil::count_named(c.ranges, "counted") == 7);
   CHECK(testutil::count_named(c.ranges, "first") == 0);
+}
+
+// A run over an earlier dump writes beside it, in <out>.tmpXXXXXX, and renames only a complete dump over it. When
+// that cannot happen (the program is killed; something that is not a regular file appeared at the output), the
+// run's data stays in that temporary, and iscope-run said only "no dump written to OUT by this run": now it names
+// the temporary, and the runtime's own message names it too.
+TEST_CASE("a run whose dump could not replace an earlier one names the temporary it was left in") {
+  for (const std::string how : {"killed", "fifo at the output"}) {
+    CAPTURE(how);
+    const std::string out = testutil::temp_path("left-" + std::to_string(how.size()) + ".iscope");
+    REQUIRE(start(config_for(out)));
+    RECORD("earlier", 100);
+    REQUIRE(stop());
+    const std::string log = testutil::temp_path("left-" + std::to_string(how.size()) + ".err");
+    const pid_t run = testutil::spawn({"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out, "--", recorder(),
+                                       "loop"}, {}, log);
+    REQUIRE(run > 0);
+    // The program's temporary, once its process info (the pid) is in it and the program runs main() (its
+    // session's signal handlers are in place).
+    std::string temp;
+    pid_t program = 0;
+    for (int i = 0; i < 3000 && testutil::read_file(log).find("ready") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 3000 && !program; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const auto temps = dump::temporaries_beside(out);
+      if (temps.size() != 1) continue;
+      if (const auto info = dump::leading_process_info(temps[0]))
+        for (const auto& [k, v] : *info)
+          if (k == "pid") temp = temps[0], program = std::atoi(v.c_str());
+    }
+    REQUIRE(program > 0);
+    if (how == "killed") {
+      ::kill(program, SIGKILL);
+    } else {
+      fs::remove(out);
+      REQUIRE(::mkfifo(out.c_str(), 0644) == 0);
+      ::kill(program, SIGTERM);  // the runtime completes the dump, then cannot rename it over a FIFO
+    }
+    const int st = testutil::wait_status_within(run, 20000);
+    const std::string said = testutil::read_file(log);
+    CAPTURE(said);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 125);
+    CHECK(fs::exists(temp));
+    if (how == "killed") {
+      CHECK(said.find("no dump written to " + out + " by this run: the file there is from an earlier run") !=
+            std::string::npos);
+      CHECK(said.find("; this run's dump is left at " + temp + " (incomplete: no END chunk)") != std::string::npos);
+      CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "earlier") == 100);
+    } else {
+      CHECK(said.find("the dump is left at " + temp) != std::string::npos);  // the runtime's line
+      CHECK(said.find("; this run's dump is left at " + temp + " (complete, but it did not replace " + out + ")") !=
+            std::string::npos);
+      CHECK(dump::DumpReader(temp).complete());
+    }
+  }
 }
 
 // Two runs started together on one output both pass iscope-run's check (no session holds it yet); then one

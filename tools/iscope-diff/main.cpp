@@ -7,7 +7,8 @@
 //
 // Exit status: 0 the comparison was written, 1 an unreadable input (named) or an output that could not be
 // written, 2 bad usage, 3 the two runs look unrelated (nothing written), 4 the comparison was written but an
-// input was corrupt (only what could be read was compared). docs/cli.md lists every tool's exit statuses.
+// input was corrupt or cut short (only what could be read was compared; a note names it). docs/cli.md lists every
+// tool's exit statuses.
 #include "analyze/analyzer.hpp"
 #include "config/settings.hpp"
 #include "dump/files.hpp"
@@ -75,6 +76,10 @@ std::optional<Analysis> analyse(const std::string& path, const inferscope::analy
   }
   return std::nullopt;
 }
+
+// Read to its end: neither corrupt nor cut short (a dump without its END chunk). A comparison with a run that is
+// not whole is written with a note naming it, and exits 4.
+bool whole(const Analysis& a) { return !a.partial && a.complete; }
 
 // -o values as (format, path); exit status 2 (after saying why) for an option taken for a file name, an unknown
 // extension or an input as output.
@@ -179,5 +184,5 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (const auto& [fmt, p] : outputs) ok &= write_to(p, fmt, c);
   if (!ok) return 1;
-  return before->partial || after->partial ? 4 : 0;
+  return whole(*before) && whole(*after) ? 0 : 4;
 }

@@ -9,9 +9,11 @@
 // it), or 125 when the program ran but this run wrote no dump. The program's stdin, stdout and stderr are its
 // own; iscope-run writes to stderr only its own errors and one closing line naming the dump (unless -q).
 // docs/cli.md lists the exit statuses of every tool.
+#include "outcome.hpp"
+#include "signals.hpp"
+
 #include "config/settings.hpp"
 #include "dump/files.hpp"
-#include "dump/reader.hpp"
 
 #include <inferscope/version.hpp>
 
@@ -43,9 +45,8 @@ namespace {
 
 namespace cfg = inferscope::config;
 
-constexpr int kUsage = 2;          // bad usage or a setting that would record nothing: the program did not run
-constexpr int kNoDump = 125;       // the program ran, but this run wrote no dump
-constexpr int kCannotStart = 127;  // the program (or libinferscope.so) could not be found or started
+using iscope_run::kCannotStart;
+constexpr int kUsage = 2;  // bad usage or a setting that would record nothing: the program did not run
 
 const char* kExitStatus =
     "Exit status: the program's own, 128+N when signal N ended it; 2 for bad usage (nothing was run); 125 when\n"
@@ -159,11 +160,6 @@ std::string env_key(std::string key) {
   return "INFERSCOPE_" + key;
 }
 
-pid_t g_child = 0;
-void forward(int sig) {
-  if (g_child > 0) ::kill(g_child, sig);
-}
-
 std::string directory_of(const std::string& absolute_path) {
   const auto slash = absolute_path.rfind('/');
   return slash == 0 ? "/" : absolute_path.substr(0, slash);
@@ -223,32 +219,6 @@ std::vector<std::string> flag_problems(const std::vector<FlagSetting>& flags) {
     }
   }
   return problems;
-}
-
-// What identifies one version of a file: a dump counts as written by this run only when it is there after
-// the program and is not the file that was there before it.
-struct FileVersion {
-  bool exists = false;
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  timespec mtime{};
-};
-FileVersion version_of(const std::string& path) {
-  FileVersion v;
-  struct stat st{};
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-    v = {true, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
-  return v;
-}
-bool written_since(const FileVersion& before, const FileVersion& after, const timespec& launched) {
-  if (!after.exists) return false;
-  // The kernel stamps files from its coarse clock, so `launched` is read from the same clock.
-  if (after.mtime.tv_sec < launched.tv_sec ||
-      (after.mtime.tv_sec == launched.tv_sec && after.mtime.tv_nsec < launched.tv_nsec))
-    return false;
-  return !before.exists || before.dev != after.dev || before.ino != after.ino || before.size != after.size ||
-         before.mtime.tv_sec != after.mtime.tv_sec || before.mtime.tv_nsec != after.mtime.tv_nsec;
 }
 
 // An -o the runtime would refuse, checked before the program runs: a symlink, a special file, or a path another
@@ -424,52 +394,15 @@ std::string injected_library(const Plan& plan) {
   ::_exit(kCannotStart);
 }
 
-// Why the file at `dump` is not this run's dump ("" when nothing is there), or nullopt when it is: new since the
-// program started, and written by the program's own process. A file that is new but opens with another pid is
-// another session's: two runs started together on one output both pass output_usable(), then one session takes
-// the output and the other's runtime records nothing.
-std::optional<std::string> not_this_runs(const std::string& dump, const FileVersion& before, const timespec& launched,
-                                         pid_t program) {
-  const FileVersion now = version_of(dump);
-  if (!now.exists) return "";
-  if (!written_since(before, now, launched)) return ": the file there is from an earlier run";
-  const auto info = inferscope::dump::leading_process_info(dump);
-  if (!info) return ": the file there does not start as a dump";
-  const auto pid = std::find_if(info->begin(), info->end(), [](const auto& kv) { return kv.first == "pid"; });
-  if (pid != info->end() && pid->second == std::to_string(program)) return std::nullopt;
-  return ": the file there is the dump of another process" + (pid != info->end() ? ", pid " + pid->second : std::string());
-}
-
-// The closing line and the exit status: the program's when this run wrote the dump, else kNoDump.
-int finish(const std::string& dump, const FileVersion& before, const timespec& launched, pid_t program, int status,
-           bool quiet) {
-  const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-  const std::optional<std::string> why_not = not_this_runs(dump, before, launched, program);
-  if (!why_not) {
-    if (!quiet) std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
-    return program_status;
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == kCannotStart) return kCannotStart;  // exec failed: said above
-  std::fprintf(stderr, "iscope-run: no dump written to %s by this run%s (the program ended with status %d; its stderr "
-               "may say why)\n", dump.c_str(), why_not->c_str(), program_status);
-  return kNoDump;
-}
-
 // Forks, execs the program with the injection set up, forwards termination signals, waits and reports.
 int run_program(const Plan& plan, char** program, const std::string& library, const std::string& python_dir) {
-  // SIGINT/SIGQUIT from the terminal reach the whole process group, the program included: iscope-run waits
-  // for the program to write its dump instead of dying first (as system() does). Other termination
-  // signals sent to iscope-run alone are passed on.
-  struct sigaction ign{}, fwd{}, old_int{}, old_quit{};
-  ign.sa_handler = SIG_IGN;
-  fwd.sa_handler = forward;
-  sigemptyset(&fwd.sa_mask);
-  ::sigaction(SIGINT, &ign, &old_int);
-  ::sigaction(SIGQUIT, &ign, &old_quit);
-
+  // iscope-run waits for the program to write its dump instead of dying first; a signal sent to it alone is
+  // passed on (signals.hpp), one from the terminal reached the program already.
+  iscope_run::SignalForwarding signals;
   const std::string name = program[0];
   const std::string base = name.substr(name.rfind('/') + 1);
-  FileVersion before = plan.output.empty() ? FileVersion{} : version_of(absolute(plan.output));
+  iscope_run::FileVersion before;
+  if (!plan.output.empty()) before = iscope_run::version_of(absolute(plan.output));
   timespec launched{};
   ::clock_gettime(CLOCK_REALTIME_COARSE, &launched);
   pid_t pid = ::fork();
@@ -478,14 +411,12 @@ int run_program(const Plan& plan, char** program, const std::string& library, co
     return kCannotStart;
   }
   if (pid == 0) {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    signals.in_program();
     exec_program(program, plan.output, base, library, python_dir);
   }
-  g_child = pid;
+  signals.forward_to(pid);
   const std::string dump = absolute(plan.output.empty() ? base + "." + std::to_string(pid) + ".iscope" : plan.output);
-  if (plan.output.empty()) before = version_of(dump);  // a leftover of an earlier process with this pid
-  for (int sig : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(sig, &fwd, nullptr);
+  if (plan.output.empty()) before = iscope_run::version_of(dump);  // a leftover of an earlier process with this pid
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
@@ -493,7 +424,8 @@ int run_program(const Plan& plan, char** program, const std::string& library, co
       return kCannotStart;
     }
   }
-  return finish(dump, before, launched, pid, status, plan.quiet);
+  signals.program_ended();
+  return iscope_run::finish(dump, before, launched, pid, status, plan.quiet);
 }
 
 }  // namespace
