@@ -503,7 +503,15 @@ void ChromeTraceConverter::write_process_info(const json::object& root, dump::Du
   // The ns the dump's time zero stands for: the trace's first event, on the clock its ts count from
   // (baseTimeNanoseconds plus ts, where torch.profiler writes a base), so that the ranks of one run line up.
   int64_t base = 0;
-  if (auto* v = root.if_contains("baseTimeNanoseconds"); v && v->is_number()) base = v->to_number<int64_t>();
+  // A whole number of ns within 2^62 (146 years; room to add the first event's time): anything else, 2^64, 1.5 or
+  // 1e30, is refused naming the field. boost's to_number<int64_t> threw on it, and the throw ended the tool (exit 134).
+  if (auto* v = root.if_contains("baseTimeNanoseconds"); v && v->is_number()) {
+    const bool whole = v->is_int64() || (v->is_uint64() && v->as_uint64() <= uint64_t(INT64_MAX));
+    const int64_t n = !whole ? 0 : v->is_int64() ? v->as_int64() : int64_t(v->as_uint64());
+    if (!whole || n > (int64_t(1) << 62) || n < -(int64_t(1) << 62))
+      throw InputError(path_ + ": field 'baseTimeNanoseconds' is out of range (a whole number of ns is expected)");
+    base = n;
+  }
   if (any_) b.process("time_shift_ns", std::to_string(base + min_ns_));
   // A distributed run's rank, as torch.profiler records it ("distributedInfo": {"rank", "world_size", "backend"}).
   if (auto* d = root.if_contains("distributedInfo"); d && d->is_object()) {

@@ -221,6 +221,17 @@ TEST_CASE("bad Chrome traces: the file and the offset or field are named, exit s
   CHECK(input_error(bad_event).find("traceEvents[0] (cat 'cpu_op'): field 'ts' is not a number") != std::string::npos);
   write(bad_event, kineto("7"));
   CHECK(input_error(bad_event).find("traceEvents[0]: not an object") != std::string::npos);
+  // baseTimeNanoseconds that is not a whole number of ns in range (an adversarial pass: boost's to_number threw and
+  // the tool died by SIGABRT).
+  const std::string base = "\"baseTimeNanoseconds\": 1759000000000000000";
+  REQUIRE(good.find(base) != std::string::npos);
+  for (const char* v : {"10000000000000000000", "1.5", "1e30", "9223372036854775807"}) {
+    CAPTURE(v);
+    std::string odd = good;
+    odd.replace(odd.find(base), base.size(), std::string("\"baseTimeNanoseconds\": ") + v);
+    write(bad_event, odd);
+    CHECK(input_error(bad_event).find("field 'baseTimeNanoseconds' is out of range") != std::string::npos);
+  }
 
   std::string err;
   for (const fs::path& p : {half, half_gz, not_gz, no_events, bad_event}) {

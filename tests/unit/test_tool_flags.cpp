@@ -152,3 +152,13 @@ TEST_CASE("iscope-run: --cupti-activities naming nothing is refused, '' and ',,,
     CHECK(l.env.empty());  // the program did not run
   }
 }
+
+TEST_CASE("iscope-analyze: an output flag given an empty file name is refused by flag, exit 2, nothing written") {
+  const std::string dump = std::string(INFERSCOPE_SOURCE_DIR) + "/tests/fixtures/cuda_sample.iscope";
+  for (const char* flag : {"--sqlite=", "--json=", "--html=", "--perfetto="}) {
+    CAPTURE(flag);
+    const testutil::ToolRun r = testutil::run_tool("tools/iscope-analyze/iscope-analyze", {dump, flag});
+    CHECK(r.exit == 2);  // --sqlite "" used to do nothing and exit 0
+    CHECK(r.err.find(std::string(flag).substr(0, std::string(flag).size() - 1) + ": an empty file name") != std::string::npos);
+  }
+}

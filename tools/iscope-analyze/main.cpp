@@ -237,6 +237,22 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
 // message) for an output that is an input (the dump or, unless `children` is false, a child dump beside it), is
 // an option, or has an unknown extension; else 0. An output that cannot be written (a missing directory; for
 // --sqlite also a device node, FIFO or socket) is found when it is written: exit 1, the others still written.
+// An output flag given an empty name (`--sqlite ""`, `--json=`): said by flag, not written nowhere with exit 0.
+bool refuses_empty_output(const cxxopts::ParseResult& args) {
+  for (const char* flag : {"html", "json", "perfetto", "sqlite"})
+    if (args.count(flag) && args[flag].as<std::string>().empty()) {
+      std::cerr << "iscope-analyze: --" << flag << ": an empty file name; name the file to write\n";
+      return true;
+    }
+  if (args.count("output"))
+    for (const auto& p : args["output"].as<std::vector<std::string>>())
+      if (p.empty()) {
+        std::cerr << "iscope-analyze: -o: an empty file name; name the file to write (- for stdout)\n";
+        return true;
+      }
+  return false;
+}
+
 int check_outputs(const std::vector<std::string>& paths, const Requested& r, bool children) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
@@ -407,6 +423,7 @@ int main(int argc, char** argv) {
     }
     return print_summary_of(path);
   }
+  if (refuses_empty_output(args)) return 2;
   const Requested requested = requested_outputs(args, flags.on("findings"));
   const bool children = paths.size() == 1 && !flags.on("no-children");
   if (int status = check_outputs(paths, requested, children)) return status;
