@@ -162,3 +162,18 @@ TEST_CASE("iscope-analyze: an output flag given an empty file name is refused by
     CHECK(r.err.find(std::string(flag).substr(0, std::string(flag).size() - 1) + ": an empty file name") != std::string::npos);
   }
 }
+
+TEST_CASE("iscope-analyze: a report to standard output that cannot be written is exit 1 with a message, not 0") {
+  const std::string tool = testutil::binary("tools/iscope-analyze/iscope-analyze");
+  const std::string dump = std::string(INFERSCOPE_SOURCE_DIR) + "/tests/fixtures/cuda_sample.iscope";
+  const std::string err = testutil::temp_path("stdout.err");
+  // /dev/full: every write fails with ENOSPC; >&-: stdout closed. Both used to exit 0 with nothing written.
+  for (const char* redirect : {"> /dev/full", ">&-"}) {
+    CAPTURE(redirect);
+    const int rc = std::system((tool + " " + dump + " --summary " + redirect + " 2> " + err).c_str());
+    REQUIRE(WIFEXITED(rc));
+    CHECK(WEXITSTATUS(rc) == 1);
+    CHECK(testutil::read_file(err).find("iscope-analyze: cannot write to standard output") != std::string::npos);
+  }
+  CHECK(std::system((tool + " " + dump + " --summary > /dev/null 2> " + err).c_str()) == 0);
+}

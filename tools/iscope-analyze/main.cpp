@@ -34,6 +34,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -372,7 +375,25 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
 
 }  // namespace
 
+namespace {
+int run(int argc, char** argv);
+}
+
+// What reached standard output is part of the result: a report to stdout that could not be written (a full disk,
+// a closed descriptor, `> /dev/full`) is exit 1 with a message, not a silent 0.
 int main(int argc, char** argv) {
+  const int status = run(argc, argv);
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    std::cerr << "iscope-analyze: cannot write to standard output: " << std::strerror(errno) << "\n";
+    return status == 0 ? 1 : status;
+  }
+  return status;
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   cxxopts::Options opts = make_options();
   cxxopts::ParseResult args;
   try {
@@ -474,3 +495,5 @@ int main(int argc, char** argv) {
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
 }
+
+}  // namespace
