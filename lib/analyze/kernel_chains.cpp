@@ -8,17 +8,6 @@
 #include <unordered_map>
 
 namespace inferscope::analyze::detail {
-namespace {
-
-// A kernel's name without its template arguments and parameters: "vectorized_elementwise_kernel".
-std::string bare(const std::string& name) {
-  std::string n = name.substr(0, name.find_first_of("<("));
-  if (n.rfind("void ", 0) == 0) n = n.substr(5);
-  const size_t colon = n.rfind("::");
-  return colon == std::string::npos ? n : n.substr(colon + 2);
-}
-
-}  // namespace
 
 KernelChains find_kernel_chains(std::span<const GpuOp> gpu, const std::vector<Span>& steps,
                                 const std::function<const std::string&(uint32_t)>& name) {
@@ -44,7 +33,7 @@ KernelChains find_kernel_chains(std::span<const GpuOp> gpu, const std::vector<Sp
         std::string sig;
         for (const GpuOp* k : r) {
           ns += k->dur;
-          if (sig.size() < 200) sig += (sig.empty() ? "" : " -> ") + bare(name(k->name_or_bytes));
+          if (sig.size() < 200) sig += (sig.empty() ? "" : " -> ") + std::string(kernel_base_name(name(k->name_or_bytes)));
         }
         ++signatures[sig];
       }

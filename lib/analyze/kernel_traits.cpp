@@ -91,6 +91,13 @@ KernelTraits kernel_traits(std::string_view name) {
   return t;
 }
 
+std::string_view kernel_base_name(std::string_view name) {
+  name = name.substr(0, name.find_first_of("<("));
+  if (name.rfind("void ", 0) == 0) name.remove_prefix(5);
+  const size_t colon = name.rfind("::");
+  return colon == std::string_view::npos ? name : name.substr(colon + 2);
+}
+
 std::vector<KernelFamilyRow> kernel_families(const std::vector<KernelRow>& kernels) {
   std::map<std::string, KernelFamilyRow> by;
   std::map<std::string, double> tc_ms;

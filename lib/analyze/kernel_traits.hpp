@@ -25,6 +25,10 @@ struct KernelTraits {
 
 KernelTraits kernel_traits(std::string_view name);
 
+/// A kernel's name without its return type, namespaces, template arguments and parameters:
+/// "void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)" -> "vectorized_elementwise_kernel".
+std::string_view kernel_base_name(std::string_view name);
+
 /// The families in the order the reports list them when equal.
 inline constexpr const char* kKernelFamilies[] = {"gemm", "attention", "elementwise", "reduction", "copy", "nccl", "other"};
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace inferscope::config {
@@ -26,5 +28,21 @@ inline size_t edit_distance(std::string_view a, std::string_view b) {
 
 /// Beyond about a third of the word, the "closest" name is a guess that misleads more than it helps.
 inline size_t close_name_limit(std::string_view typed) { return std::max<size_t>(2, typed.size() / 3); }
+
+/// Up to `n` of `names` closest to `typed`, closest first (ties in the given order), within close_name_limit. A
+/// name typed in part ("h2d" for h2d_share, "buffer" for buffer_mode) is as good a guess as a one-letter typo.
+template <class Names>
+std::vector<std::string> closest_names(std::string_view typed, const Names& names, size_t n = 1) {
+  std::vector<std::pair<size_t, std::string_view>> scored;
+  for (std::string_view name : names) {
+    size_t d = edit_distance(typed, name);
+    if (typed.size() >= 3 && name.find(typed) != std::string_view::npos) d = std::min<size_t>(d, 1);
+    if (d <= close_name_limit(typed)) scored.emplace_back(d, name);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < scored.size() && out.size() < n; ++i) out.emplace_back(scored[i].second);
+  return out;
+}
 
 }  // namespace inferscope::config

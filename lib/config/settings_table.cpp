@@ -384,18 +384,10 @@ std::string closest_key(std::string_view typed) {
   // Keys are lower case; "Trace_Size_MB" is one mistake (the case), not five.
   std::string unknown(typed);
   std::transform(unknown.begin(), unknown.end(), unknown.begin(), [](unsigned char c) { return std::tolower(c); });
-  std::string best;
-  size_t best_distance = SIZE_MAX;
-  for (const KeyDef& def : kKeys) {
-    size_t d = edit_distance(unknown, def.key);
-    // A key the user typed only part of ("buffer" for buffer_mode) is as good a guess as a one-letter typo.
-    if (unknown.size() >= 3 && def.key.find(unknown) != std::string_view::npos) d = std::min<size_t>(d, 1);
-    if (d < best_distance) {
-      best_distance = d;
-      best = def.key;
-    }
-  }
-  return best_distance <= close_name_limit(unknown) ? best : std::string();
+  std::vector<std::string_view> keys;
+  for (const KeyDef& def : kKeys) keys.push_back(def.key);
+  const std::vector<std::string> close = closest_names(unknown, keys);
+  return close.empty() ? std::string() : close.front();
 }
 
 }  // namespace inferscope::config::detail

@@ -25,17 +25,6 @@ std::string join(const std::vector<std::string>& lines) {
   return out;
 }
 
-std::string closest(std::string_view typed, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const std::string& k : known) {
-    size_t d = config::edit_distance(typed, k);
-    // A name typed in part ("min_impact" for min_impact_pct) is as good a guess as a one-letter typo.
-    if (typed.size() >= 3 && k.find(typed) != std::string::npos) d = std::min<size_t>(d, 1);
-    if (d < best_d) best_d = d, best = k;
-  }
-  return best_d <= config::close_name_limit(typed) ? best : std::string();
-}
 
 // An expression as a message quotes it: at most 80 characters of it.
 std::string shortened(const std::string& text) { return text.size() <= 80 ? text : text.substr(0, 77) + "..."; }
@@ -72,7 +61,8 @@ class Reader {
   }
   void problem(const YAML::Node& n, const std::string& what) { problems.push_back(at(n) + ": " + what); }
   void unknown(const YAML::Node& n, const std::string& what, const std::string& typed, const std::vector<std::string>& known) {
-    const std::string near = closest(typed, known);
+    const std::vector<std::string> close = config::closest_names(typed, known);
+    const std::string near = close.empty() ? std::string() : close.front();
     problem(n, "unknown " + what + (near.empty() ? "; known: " + list(known) : "; did you mean '" + near + "'?"));
   }
 

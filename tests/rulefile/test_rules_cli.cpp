@@ -173,6 +173,9 @@ TEST_CASE("iscope-diff reads the same rule file for both runs") {
   const auto bad = testutil::run_tool(kDiff, {kFixture, kFixture, "--rules", write("bad2.yaml", "thresholds: 3\n")});
   CHECK(bad.exit == 2);
   CHECK(has(bad.err, "bad2.yaml:1:13: thresholds: expected 'name: value' lines"));
+  const auto both = testutil::run_tool(kDiff, {kFixture, kFixture, "--rules", rules, "--no-rules"});
+  CHECK(both.exit == 2);  // the same check as iscope-analyze's (tools/common)
+  CHECK(has(both.err, "--rules and --no-rules contradict each other"));
 }
 
 TEST_CASE("docs/rules.md's metric tables are what --list-metrics prints (rules_doc_current)") {

@@ -48,4 +48,12 @@ analyze::AnalyzeOptions analysis_options(const cxxopts::ParseResult& args, const
   return o;
 }
 
+std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules) {
+  if (args.count("rules") > 1) return "--rules is given " + std::to_string(args.count("rules")) +
+                                         " times: one rule file is read (put the rules in one file)";
+  if (args.count("rules") && args["rules"].as<std::string>().empty()) return "--rules: an empty file name";
+  if (args.count("rules") && no_rules) return "--rules and --no-rules contradict each other: give one";
+  return "";
+}
+
 }  // namespace inferscope::tools

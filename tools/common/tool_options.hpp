@@ -40,4 +40,7 @@ class BooleanFlags {
 /// `no_rules`: the built-in rules only, whatever rule file is found.
 analyze::AnalyzeOptions analysis_options(const cxxopts::ParseResult& args, const char* tool, bool no_rules);
 
+/// One rule file, named once and not empty, and not with --no-rules: "" when the flags are fine, else the message.
+std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules);
+
 }  // namespace inferscope::tools

@@ -110,14 +110,6 @@ bool refuses_input_as_output(const std::vector<std::string>& inputs, const std::
   return false;
 }
 
-// One rule file, named once and not empty, and not with --no-rules; "" when the flags are fine.
-std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules) {
-  if (args.count("rules") > 1) return "--rules is given " + std::to_string(args.count("rules")) + " times: one rule file is read (put the rules in one file)";
-  if (args.count("rules") && args["rules"].as<std::string>().empty()) return "--rules: an empty file name";
-  if (args.count("rules") && no_rules) return "--rules and --no-rules contradict each other: give one";
-  return "";
-}
-
 // The rule file the analysis used, in a line for the reports and stderr ("" when none).
 std::string rule_file_line(const inferscope::analyze::rules::RuleSettings* s) {
   if (!s) return "";
@@ -427,7 +419,7 @@ int run(int argc, char** argv) {
     for (const std::string& f : files) status = std::max(status, check_rule_file(f));
     return status;
   }
-  if (const std::string bad = rules_flags_problem(args, flags.on("no-rules")); !bad.empty()) {
+  if (const std::string bad = inferscope::tools::rules_flags_problem(args, flags.on("no-rules")); !bad.empty()) {
     std::cerr << "iscope-analyze: " << bad << "\n";
     return 2;
   }

@@ -157,9 +157,8 @@ int main(int argc, char** argv) {
   }
   std::vector<std::pair<std::string, std::string>> outputs;
   if (int rc = parse_outputs(args, inputs, outputs)) return rc;
-  if (args.count("rules") > 1 || (args.count("rules") && args["rules"].as<std::string>().empty()) ||
-      (args.count("rules") && args.count("no-rules") && args["no-rules"].as<bool>())) {
-    std::cerr << kTool << ": --rules: one rule file, named once and not empty, and not with --no-rules\n";
+  if (const std::string bad = inferscope::tools::rules_flags_problem(args, flags.on("no-rules")); !bad.empty()) {
+    std::cerr << kTool << ": " << bad << "\n";
     return 2;
   }
   inferscope::analyze::AnalyzeOptions o;

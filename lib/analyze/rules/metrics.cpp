@@ -3,6 +3,8 @@
 // kernel, Python and range tables (whole trace).
 #include "analyze/rules/metrics.hpp"
 
+#include "analyze/kernel_traits.hpp"
+
 #include "config/edit_distance.hpp"
 
 #include <algorithm>
@@ -157,13 +159,7 @@ std::string_view comparable(std::string_view kind, std::string_view name) {
     const size_t dot = name.rfind('.');
     return dot == std::string_view::npos ? name : name.substr(dot + 1);
   }
-  if (kind == "kernel") {
-    name = name.substr(0, name.find_first_of("<("));
-    if (name.rfind("void ", 0) == 0) name.remove_prefix(5);
-    const size_t colon = name.rfind("::");
-    return colon == std::string_view::npos ? name : name.substr(colon + 2);
-  }
-  return name;
+  return kind == "kernel" ? kernel_base_name(name) : name;
 }
 double mean_ms(const Summed& s) { return s.count ? s.total_ms / double(s.count) : 0; }
 
@@ -206,21 +202,6 @@ constexpr NamedMetric kNamedMetrics[] = {
      [](const RuleInput& in, std::string_view k) { auto s = kernels_named(in, k); return NamedValue{per_step(in, s.total_ms), s.found}; }},
 };
 
-// The `n` names closest to `typed` among `names`, within the limit of a typo.
-std::vector<std::string> closest_of(std::string_view typed, const std::vector<std::string_view>& names, size_t n) {
-  std::vector<std::pair<size_t, std::string_view>> scored;
-  for (std::string_view name : names) {
-    size_t d = config::edit_distance(typed, name);
-    // A name typed in part ("h2d" for h2d_share) is as good a guess as a one-letter typo.
-    if (typed.size() >= 3 && name.find(typed) != std::string_view::npos) d = std::min<size_t>(d, 1);
-    if (d <= config::close_name_limit(typed)) scored.emplace_back(d, name);
-  }
-  std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (size_t i = 0; i < scored.size() && out.size() < n; ++i) out.emplace_back(scored[i].second);
-  return out;
-}
-
 }  // namespace
 
 const char* unit_name(MetricUnit unit) {
@@ -253,7 +234,7 @@ std::vector<std::string> closest_metric_names(std::string_view unknown, size_t n
   std::vector<std::string_view> names;
   for (const Metric& m : kMetrics) names.emplace_back(m.name);
   for (const NamedMetric& m : kNamedMetrics) names.emplace_back(m.name);
-  return closest_of(unknown, names, n);
+  return config::closest_names(unknown, names, n);
 }
 
 std::vector<std::string> closest_trace_names(const RuleInput& in, std::string_view kind, std::string_view key, size_t n) {
@@ -270,7 +251,7 @@ std::vector<std::string> closest_trace_names(const RuleInput& in, std::string_vi
   for (std::string_view f : full) parts.push_back(lowered(comparable(kind, f)));
   std::vector<std::string_view> views(parts.begin(), parts.end());
   std::vector<std::string> out;
-  for (const std::string& c : closest_of(lowered(key), views, n))
+  for (const std::string& c : config::closest_names(lowered(key), views, n))
     for (size_t i = 0; i < parts.size(); ++i)
       if (parts[i] == c && std::find(out.begin(), out.end(), std::string(comparable(kind, full[i]))) == out.end()) {
         out.emplace_back(kind == "range" ? full[i] : comparable(kind, full[i]));
