@@ -3,6 +3,7 @@
 // that the ranges a program emits arrive, with their names and nesting. nvtx_probe_log() returns the log.
 #include <nvtx3/nvToolsExt.h>
 
+#include <deque>
 #include <mutex>
 #include <string>
 
@@ -12,6 +13,15 @@ std::mutex g_mu;
 std::string g_log;
 std::string g_copy;
 thread_local int t_depth = 0;
+
+// Domain and string handles point into this store, which lives as long as the process: a handle stays
+// valid while NVTX may use it, and LeakSanitizer sees the strings as reachable, not leaked.
+std::deque<std::string> g_handles;
+
+const std::string* keep(const char* s) {
+  std::lock_guard lk(g_mu);
+  return &g_handles.emplace_back(s ? s : "");
+}
 
 std::string text_of(const void* handle) { return handle ? *static_cast<const std::string*>(handle) : std::string(); }
 
@@ -23,11 +33,11 @@ std::string message_of(const nvtxEventAttributes_t* a) {
 }
 
 nvtxDomainHandle_t NVTX_API domain_create(const char* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(new std::string(name ? name : ""));
+  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<std::string*>(keep(name)));
 }
 
 nvtxStringHandle_t NVTX_API register_string(nvtxDomainHandle_t, const char* s) {
-  return reinterpret_cast<nvtxStringHandle_t>(new std::string(s ? s : ""));
+  return reinterpret_cast<nvtxStringHandle_t>(const_cast<std::string*>(keep(s)));
 }
 
 int NVTX_API domain_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
