@@ -285,7 +285,22 @@ TEST_CASE("sampled mode from the environment: SIGUSR2 writes the ring, the proce
   std::string snap = testutil::temp_path("sampled-signal.flush1.iscope");
   for (int i = 0; i < 100 && !std::filesystem::exists(snap); ++i) sleep_ms(20);
   REQUIRE(std::filesystem::exists(snap));
-  sleep_ms(400);  // several 100 ms periods: a window opens after the snapshot even with a slow writer
+  // The process goes on and opens windows after the snapshot. Each further SIGUSR2 writes the ring again
+  // (flush2, flush3, ...): wait until one holds more windows than the first, however slow the machine (a fixed
+  // sleep failed under ASan on a loaded machine).
+  const uint64_t first_windows = dump::DumpReader(snap).sampling()->summary.windows_opened;
+  bool more = false;
+  for (int n = 2; n <= 40 && !more; ++n) {
+    sleep_ms(250);
+    ::kill(pid, SIGUSR2);
+    const std::string next = testutil::temp_path("sampled-signal.flush" + std::to_string(n) + ".iscope");
+    for (int i = 0; i < 250 && !std::filesystem::exists(next); ++i) sleep_ms(20);
+    REQUIRE(std::filesystem::exists(next));
+    sleep_ms(50);  // the snapshot is renamed into place complete; read it once its writer is done
+    dump::DumpReader later(next);
+    more = later.is_sampled() && later.sampling()->summary.windows_opened > first_windows;
+  }
+  CHECK(more);
   CHECK(::kill(pid, 0) == 0);  // still running
   ::kill(pid, SIGTERM);
   int st = testutil::wait_status(pid);
