@@ -143,6 +143,37 @@ struct KernelFamilyRow {
   double tensor_core_share = 0;  ///< of this family's time, in tensor-core kernels, [0, 1]
 };
 
+/// One phase of a generation loop (GenerationLoop), per token: the prompt pass (prefill: the first call of each
+/// step) or the decode tokens after it. Token times are medians; the rest are means per token.
+struct GenerationPhase {
+  uint64_t tokens = 0;          ///< tokens measured in this phase, over the steps measured
+  double token_ms = 0;          ///< median time per token: prefill, the step's start to its first token; decode, token to token
+  double token_ms_p90 = 0;
+  double gpu_ms = 0;            ///< GPU time of the work the token launched (kernels, copies, memsets)
+  double kernels = 0;           ///< kernels launched
+  double launch_ms = 0;         ///< host time in kernel launch calls
+  double syncs = 0;             ///< blocking calls: synchronizations and synchronous copies (.item(), .cpu())
+  double sync_ms = 0;           ///< host time blocked in them
+  double d2d_copies = 0;        ///< device-to-device copies (a cache that grows by concatenation copies itself)
+  double host_ms = 0;           ///< the step thread outside CUDA calls
+};
+
+/// A generation loop (generation.hpp): each step calls the model once per token. Found from the trace, on dumps
+/// and torch.profiler traces alike. Token i is done when the work it launched has finished on the GPU (or its
+/// call returned, if later), so TTFT and TPOT hold for loops that wait for every token and for loops that run ahead.
+struct GenerationLoop {
+  bool detected = false;
+  std::string token_function;   ///< the call made once per token (qualified name)
+  std::string marker;           ///< what says the loop generates tokens (a model class, the step's name)
+  uint64_t steps = 0;           ///< steps measured (typical steps, at most generation.hpp's kMaxGenerationSteps)
+  double tokens_per_step = 0;   ///< median
+  double ttft_ms = 0, ttft_ms_p90 = 0;   ///< time to first token: the step's start to its first token's end
+  double tpot_ms = 0, tpot_ms_p90 = 0;   ///< time per output token after the first
+  double tokens_per_s = 0;      ///< per sequence: a step's tokens over its start to its last token's end (median)
+  GenerationPhase prefill, decode;
+  std::vector<std::string> notes;  ///< what limits the figures (calls cut, steps left out)
+};
+
 struct PythonRow {
   std::string qualname, file;
   uint32_t line = 0;
@@ -396,6 +427,7 @@ struct Analysis {
   std::vector<KernelRow> kernels;
   std::vector<KernelFamilyRow> kernel_families;  ///< kernel time by family, largest first (kernel_traits.hpp)
   double tensor_core_share = 0;  ///< of all kernel time, in tensor-core kernels, [0, 1]
+  GenerationLoop generation;     ///< the step's token loop, when it is one (not detected: detected = false)
   std::vector<PythonRow> python;
   std::vector<RangeRow> ranges;
   std::vector<CopyRow> copies;

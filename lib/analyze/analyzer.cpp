@@ -188,6 +188,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
     return find_kernel_chains({in.gpu.begin(), in.gpu.size()}, windows,
                               [&](uint32_t id) -> const std::string& { return cx.name_of(id); });
   }();
+  const GenerationLoop generation = find_generation(cx, in, ss, measured.steps, sapi, li);
+  phase("generation");
   std::vector<replay::StepGraph> graphs;
   {  // What-if: graphs of up to 64 typical steps (a median over 64 is stable to a sixth of the step-to-step spread).
     detail::GraphSource src{&sapi, in.gpu.empty() ? nullptr : &in.gpu[0], in.gpu.size(), in.gpu_max_dur,
@@ -222,6 +224,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
                                     .tables = tables,
                                     .bounces = bounces,
                                     .chains = chains,
+                                    .generation = generation,
                                     .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative)};
   rules::RulesResult ranked = rules::run_rules(rule_input, opt.rules ? *opt.rules : rules::RuleSettings{});
 
@@ -242,6 +245,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   a.waits = describe_waits(waits, typical);
   a.kernel_families = kernel_families(tables.kernels);
   for (const KernelFamilyRow& fam : a.kernel_families) a.tensor_core_share += fam.share * fam.tensor_core_share;
+  a.generation = generation;
   a.kernels = std::move(tables.kernels);
   a.python = std::move(tables.python);
   a.ranges = std::move(tables.ranges);

@@ -543,6 +543,13 @@ std::vector<Sweep> sweep_steps(const StepSet& ss, const std::vector<const ApiOp*
 /// allocations and copies (the breakdown's and the rules' inputs).
 SweptSteps join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers& who, const Attribution& at);
 
+// ---------------------------------------------------------------- generation (generation*.cpp)
+/// The step's token loop (generation.hpp), from the step thread's Python calls inside the first typical steps;
+/// detected = false when the step is not one.
+GenerationLoop find_generation(const Context& cx, const Ingested& in, const StepSet& ss,
+                               const std::vector<StepMetrics>& steps, const std::vector<const ApiOp*>& sapi,
+                               const LaunchIndex& li);
+
 // ---------------------------------------------------------------- counters (counters.cpp)
 /// The practical PCIe peak (and its note) from the link in the process info, else assumed.
 LinkPeak pcie_peak(const ProcessInfo& process);

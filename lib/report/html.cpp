@@ -3,6 +3,7 @@
 // analyzer goes through html_escape. Kernels are shown by their short names (names.hpp) with the full name on
 // hover; warnings and data-quality notes come right after the headline, the process facts last, collapsed.
 #include "report/common.hpp"
+#include "report/generation.hpp"
 #include "report/escape.hpp"
 #include "report/html_parts.hpp"
 #include "report/html_script.hpp"
@@ -300,6 +301,21 @@ void section(std::ostream& out, const char* id, const char* title, const Table& 
   out << "</section>\n";
 }
 
+// A generation loop: TTFT, TPOT, tokens/s, and prefill against decode per token (report/generation.hpp).
+void write_generation(const Analysis& a, std::ostream& out) {
+  if (!a.generation.detected) return;
+  const GenerationText t = generation_text(a.generation);
+  Table table{t.head, t.right, {}};
+  for (const auto& r : t.rows) {
+    table.rows.emplace_back();
+    for (const auto& c : r) table.rows.back().push_back(h(c));
+  }
+  out << "<section id=\"generation\"><h2>Generation loop</h2>\n<p>" << h(t.lead) << "<code>" << h(t.token_function) << "</code>" << h(t.rest) << "</p>\n";
+  table.write(out);
+  for (const auto& n : t.notes) out << "<p class=\"muted\">" << h(n) << "</p>";
+  out << "</section>\n";
+}
+
 // The ranks of a multi-process run analysed together (docs/multi-gpu.md).
 void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const analyze::RunAnalysis& run = a.run;
@@ -495,6 +511,7 @@ void write_html(const Analysis& a, std::ostream& out) {
     write_waits(a, out);
     html::write_timeline(a, names, out);
     write_steps(a, out);
+    write_generation(a, out);
     write_sampling(a, out);
     write_findings(a, names, out);
   }

@@ -186,6 +186,40 @@ json::array callers_json(const std::vector<analyze::CallerRow>& callers) {
   });
 }
 
+// The generation loop (analysis.hpp's GenerationLoop); written only when one was detected.
+json::object phase_json(const analyze::GenerationPhase& p) {
+  json::object o;
+  o["tokens"] = num(p.tokens);
+  o["token_ms"] = num(p.token_ms);
+  o["token_ms_p90"] = num(p.token_ms_p90);
+  o["gpu_ms"] = num(p.gpu_ms);
+  o["kernels"] = num(p.kernels);
+  o["launch_ms"] = num(p.launch_ms);
+  o["syncs"] = num(p.syncs);
+  o["sync_ms"] = num(p.sync_ms);
+  o["device_copies"] = num(p.d2d_copies);
+  o["host_ms"] = num(p.host_ms);
+  return o;
+}
+json::object generation_json(const analyze::GenerationLoop& g) {
+  json::object o;
+  o["token_function"] = str(g.token_function);
+  o["marker"] = str(g.marker);
+  o["steps"] = num(g.steps);
+  o["tokens_per_step"] = num(g.tokens_per_step);
+  o["ttft_ms"] = num(g.ttft_ms);
+  o["ttft_ms_p90"] = num(g.ttft_ms_p90);
+  o["tpot_ms"] = num(g.tpot_ms);
+  o["tpot_ms_p90"] = num(g.tpot_ms_p90);
+  o["tokens_per_s"] = num(g.tokens_per_s);
+  o["prefill"] = phase_json(g.prefill);
+  o["decode"] = phase_json(g.decode);
+  json::array notes;
+  for (const auto& n : g.notes) notes.push_back(str(n));
+  o["notes"] = std::move(notes);
+  return o;
+}
+
 json::object tables_json(const Analysis& a) {
   json::object t;
   const KernelNames names = kernel_names(a);
@@ -434,6 +468,7 @@ void write_json(const Analysis& a, std::ostream& out) {
   if (a.sampling.sampled) root["sampling"] = sampling_json(a.sampling);  // a sampled run only
   root["breakdown"] = breakdown_json(a.breakdown);
   root["waits"] = waits_json(a.waits);
+  if (a.generation.detected) root["generation"] = generation_json(a.generation);  // a generation loop only
   json::array findings;
   for (const auto& f : a.findings) findings.push_back(finding_json(f));
   root["findings"] = std::move(findings);

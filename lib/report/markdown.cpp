@@ -4,6 +4,7 @@
 // which say so. Names are code spans (verbatim, so grep finds them), kernels by their short names; no line is
 // longer than about 300 characters: table cells are cut, prose is wrapped outside code spans.
 #include "report/common.hpp"
+#include "report/generation.hpp"
 #include "report/escape.hpp"
 #include "report/report.hpp"
 
@@ -228,6 +229,15 @@ void write_steps(const Analysis& a, std::ostream& out) {
   if (!s.outliers.empty())
     out << s.outliers.size() << " steady step(s) slower than " << fmt(s.outlier_bound_ms, 3)
         << " ms (median + max(3 scaled MADs, 25 %)) are left out of the breakdown; see the slow_steps finding.\n\n";
+}
+
+// A generation loop: TTFT, TPOT, tokens/s, and prefill against decode per token (report/generation.hpp).
+void write_generation(const Analysis& a, std::ostream& out) {
+  if (!a.generation.detected) return;
+  const GenerationText t = generation_text(a.generation);
+  out << "## Generation loop\n\n" << md_escape(t.lead) << code(t.token_function) << md_escape(t.rest) << "\n\n";
+  table(out, t.head, t.right, t.rows);  // the writer's own phase names and figures: nothing to escape
+  for (const auto& n : t.notes) out << md_escape(n) << "\n\n";
 }
 
 // A sampled run: which windows it holds, how much of the run they cover, the slow steps the runtime caught.
@@ -553,6 +563,7 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
     write_breakdown(a, out);
     write_waits(a, out);
     write_steps(a, out);
+    write_generation(a, out);
     write_sampling(a, out);
     write_findings(a, names, out);
   }

@@ -97,6 +97,7 @@ std::string format_value(double value, rules::MetricUnit unit) {
       break;
     case rules::MetricUnit::kCount: std::snprintf(b, sizeof(b), value == std::floor(value) ? "%.0f" : "%.2f", value); break;
     case rules::MetricUnit::kFlag: std::snprintf(b, sizeof(b), "%.0f", value); break;
+    case rules::MetricUnit::kPerSecond: std::snprintf(b, sizeof(b), "%.1f /s", value); break;
   }
   return b;
 }

@@ -9,6 +9,9 @@ one bottleneck dominates:
   kineto_sync_bound.json       a decode loop: per token a 200 us GEMM, then .item() (cudaMemcpyAsync DtoH +
                                cudaStreamSynchronize) and 100 us of sampling on the host: the GPU waits on the sync
   kineto_launch_bound.json.gz  a small MLP: 100 elementwise kernels of 3 us per step, launched every 15 us
+  kineto_generate.json.gz      HF-style generate: per step 6 tokens, each a call of nn.Module GPT2LMHeadModel
+                               (5 kernels), an argmax and an .item(); the planted times give TTFT 179 us, TPOT
+                               89 us and 6 tokens in 624 us (generate_loop's comments)
 
 Deterministic output (gzip mtime 0): rerun and commit when the layout changes.
   python3 tests/analyze/make_kineto_fixtures.py
@@ -182,11 +185,66 @@ def launch_bound():
     return t.text(ts)
 
 
+def token(t, tok, prefill):
+    """One generated token at `tok`: the model's call (5 kernels, 30 us each in the prompt pass, 8 us after), an
+    argmax and an .item() (a 4-byte DtoH copy and a stream sync). Returns (its GPU work's end, the next token's start)."""
+    t.py("nn.Module: GPT2LMHeadModel_0", tok, 60)
+    t.py("transformers/models/gpt2/modeling_gpt2.py(1062): forward", tok + 1, 58)
+    dur = 30 if prefill else 8
+    gpu = tok
+    for k in range(5):
+        launch = tok + 5 + 10 * k
+        start = max(launch + 8, gpu)
+        t.op("aten::addmm", launch - 1, 8)
+        t.runtime("cudaLaunchKernel", launch, 6, 211,
+                  ("kernel", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize64x64x64", start, dur,
+                   {"registers per thread": 90, "shared memory": 0, "grid": [8, 1, 1], "block": [128, 1, 1]}))
+        gpu = start + dur
+    t.op("aten::argmax", tok + 61, 8)
+    start = max(tok + 70, gpu)
+    t.runtime("cudaLaunchKernel", tok + 62, 6, 211,
+              ("kernel", "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::Half, "
+                         "at::native::ArgMaxOps<c10::Half>, unsigned int, long, 4> >", start, 4,
+               {"registers per thread": 32, "shared memory": 16, "grid": [1, 1, 1], "block": [512, 1, 1]}))
+    gpu = start + 4
+    t.py("torch/_tensor.py(1118): item", tok + 69, 10 + max(gpu + 2 + 3 - (tok + 76), 3))
+    t.runtime("cudaMemcpyAsync", tok + 70, 5, 41,
+              ("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", gpu, 2, {"bytes": 8, "memory bandwidth (GB/s)": 0.004}))
+    gpu += 2
+    sync_end = max(gpu + 3, tok + 79)
+    t.runtime("cudaStreamSynchronize", tok + 76, sync_end - (tok + 76), 131)
+    return gpu, sync_end + 10
+
+
+def generate_loop():
+    """Token i is done when its copy has landed (the last GPU work it launched): the prompt pass's is at 169 us
+    after its start, a later token's 76 us after. So TTFT = 10 + 169 = 179 us from the step's start, every later
+    token follows the one before by 89 us (the next token starts 10 us after the sync returns), and the sixth
+    token is done 10 + 182 + 4 x 89 + 76 = 624 us after the step's start: 6 / 624 us = 9615 tokens/s."""
+    t = Trace()
+    ts = 0.0
+    for n in range(2, 7):
+        start = ts
+        tok = start + 10
+        ends = []
+        for i in range(6):
+            done, tok = token(t, tok, prefill=(i == 0))
+            ends.append(done)
+        end = tok
+        t.step(n, start, end - start, start + 20, ends[-1] - start - 20)
+        t.py("transformers/generation/utils.py(2310): generate", start + 2, end - start - 4)
+        ts = end + 20
+    return t.text(ts)
+
+
 def main():
     (OUT / "kineto_sync_bound.json").write_text(sync_bound())
     with open(OUT / "kineto_launch_bound.json.gz", "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
             gz.write(launch_bound().encode())
+    with open(OUT / "kineto_generate.json.gz", "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+            gz.write(generate_loop().encode())
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ struct RuleFixture {
   detail::Tables tables;
   detail::HostBounces bounces;
   detail::KernelChains chains;
+  GenerationLoop generation;
   rules::Thresholds th;
   StepInstance representative;
 
@@ -55,6 +56,7 @@ struct RuleFixture {
             .tables = tables,
             .bounces = bounces,
             .chains = chains,
+            .generation = generation,
             .trace_t0_ns = rules::trace_origin_ns(steps, representative),
             .th = th};
   }

@@ -375,6 +375,35 @@ TEST_CASE("launch_bound: confidence, evidence and the CUDA graph replay") {
   CHECK_FALSE(has(suggestion(*f, "CUDA graph")->model, "more than"));
 }
 
+TEST_CASE("launch_bound on a generation loop: each token's forward in a graph, with a static KV cache") {
+  Input t;
+  t.typical.idle_gaps = 15 * ms;
+  t.typical.kernels = 20;
+  t.launchers.median_kernel_ns = 5'000;
+  t.graphs = {many_launches()};
+  t.generation.detected = true;
+  t.generation.token_function = "GPT2LMHeadModel.forward";
+  t.generation.decode.kernels = 87;
+  t.generation.decode.d2d_copies = 24;
+  t.generation.decode.syncs = 3;
+  auto f = rules::launch_bound(t.in());
+  REQUIRE(f);
+  const Suggestion* graph = suggestion(*f, "Capture each token's forward (GPT2LMHeadModel.forward) in a CUDA graph");
+  estimated(graph, 78.99, "high");  // the same replay as the step's graph (launch_bound's test above)
+  CHECK(has(graph->action, "so its 87 launches per token become one"));
+  CHECK(has(graph->action, "cache_implementation = \"static\""));
+  CHECK(has(graph->action, "grows by concatenation (24 device copies per token)"));
+  CHECK(has(graph->action, "the 3 blocking calls per token stay between the graphs"));
+  CHECK_FALSE(has(graph->action, "Capture the step"));
+  // No cache copies and no blocking calls: neither caveat.
+  t.generation.decode.d2d_copies = 0;
+  t.generation.decode.syncs = 0;
+  f = rules::launch_bound(t.in());
+  const Suggestion* plain = suggestion(*f, "Capture each token's forward");
+  CHECK_FALSE(has(plain->action, "concatenation"));
+  CHECK_FALSE(has(plain->action, "blocking calls"));
+}
+
 // ================================================================================================ sync_bound
 
 // Kernel 0-10, a device sync returns at 10, 5 ms of host work refilling, kernel 15-25, the step's last sync at 25.
@@ -439,6 +468,26 @@ TEST_CASE("sync_bound: confidence, evidence, and every sync but the last removed
   estimated(suggestion(*f, "non_blocking=True"), 5, "high");
   not_estimated(suggestion(*f, "torch.where"));
   not_estimated(suggestion(*f, "set_sync_debug_mode"));
+}
+
+TEST_CASE("sync_bound on a generation loop that reads every token back: check the stop on the GPU every 16 tokens") {
+  Input t;
+  t.typical.idle_sync = 15 * ms;
+  t.typical.syncs = 2;
+  t.launchers.top_sync_caller = "Tensor.item (_tensor.py:1)";
+  t.graphs = {sync_then_refill()};
+  t.generation.detected = true;
+  t.generation.decode.syncs = 2;
+  t.generation.decode.sync_ms = 0.96;
+  auto f = rules::sync_bound(t.in());
+  REQUIRE(f);
+  CHECK(any_evidence(*f, "2.0 blocking calls per generated token (0.960 ms blocked per token)"));
+  const Suggestion* stop = suggestion(*f, "Stop reading every token back");
+  estimated(stop, 5, "high");  // the same replay as the generic removal (sync_bound's test above)
+  CHECK(has(stop->action, "finished |= next_token == eos"));
+  CHECK(f->suggestions.front().action == stop->action);
+  CHECK_FALSE(suggestion(*f, "Remove the synchronizations"));
+  check_suggestions(*f);
 }
 
 // ================================================================================================ copies

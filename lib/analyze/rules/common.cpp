@@ -61,6 +61,24 @@ Finding make_finding(const RuleInput& in, Category c, std::string title, double 
   return f;
 }
 
+// What to capture in a CUDA graph. A generation loop is captured a token at a time, and only with shapes that stay
+// fixed from token to token: a static KV cache, not one grown by concatenation (its device copies every token),
+// nor a sequence re-run whole without a cache. Its blocking calls per token stay between the graphs.
+std::string graph_advice(const RuleInput& in, const std::string& step_tail) {
+  const GenerationLoop& g = in.generation;
+  if (!g.detected)
+    return "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) " + step_tail;
+  std::string s = "Capture each token's forward (" + g.token_function + ") in a CUDA graph, so its " +
+                  fmt("%.0f launches", g.decode.kernels) + " per token become one: keep the KV cache static (HF generate: "
+                  "model.generation_config.cache_implementation = \"static\"; a hand-written loop: StaticCache) and "
+                  "compile the forward with torch.compile(mode=\"reduce-overhead\")";
+  if (g.decode.d2d_copies >= 1)
+    s += fmt("; the cache now grows by concatenation (%.0f device copies per token), which changes shapes every "
+             "token and prevents capture", g.decode.d2d_copies);
+  if (g.decode.syncs >= 1) s += fmt("; the %.0f blocking calls per token stay between the graphs", g.decode.syncs);
+  return s;
+}
+
 void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
                       const replay::Change& change, const char* model) {
   // Steps that are not alike are described by their mean (the headline's basis), and so is what a fix saves.

@@ -77,8 +77,7 @@ void suggest_graph_capture(Finding& f, const RuleInput& in, const std::string& w
   graph.collapse_launches = true;
   graph.graph_launch_ns = in.th.graph_launch_ns;
   suggest_replayed(f, in, "high", "Most of this host work (" + what + ") runs between the step's own kernel launches: "
-                   "it is the code that issues them. Capture the step in a CUDA graph (torch.cuda.graphs / "
-                   "torch.compile(mode=\"reduce-overhead\")) so a replay skips it", graph,
+                   "it is the code that issues them. " + graph_advice(in, "so a replay skips it"), graph,
                    "launches and the host code between them replaced by one graph launch");
 }
 

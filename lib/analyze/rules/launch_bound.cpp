@@ -29,9 +29,7 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
   replay::Change graph;
   graph.collapse_launches = true;
   graph.graph_launch_ns = in.th.graph_launch_ns;
-  suggest_replayed(f, in, "high", "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) "
-                   "so its " + fmt("%.0f launches", in.t.kernels) + " become one", graph,
-                   "launches and the host code between them replaced by one graph launch");
+  suggest_replayed(f, in, "high", graph_advice(in, "so its " + fmt("%.0f launches", in.t.kernels) + " become one"), graph, "launches and the host code between them replaced by one graph launch");
   // The example to fuse is a short kernel launched often, not the kernel with the most time (a large GEMM).
   const KernelRow* k0 = nullptr;
   for (const KernelRow& k : in.tables.kernels)

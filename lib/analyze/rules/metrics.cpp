@@ -110,6 +110,20 @@ constexpr Metric kMetrics[] = {
     {"max_step_syncs", U::kCount, "the most synchronizing calls in one steady step",
      [](const RuleInput& in) { return max_over_steady(in, [](const detail::StepMetrics& s) { return s.syncs; }); }},
     {"gpu_work", U::kFlag, "1 when the trace holds any kernel, memset or copy", [](const RuleInput& in) { return in.gpu_work ? 1.0 : 0.0; }},
+    // A generation loop (docs/analysis.md, "Generation loops"); 0 when the step is not one.
+    {"generation", U::kFlag, "1 when the step is a generation loop (one model call per token)",
+     [](const RuleInput& in) { return in.generation.detected ? 1.0 : 0.0; }},
+    {"tokens_per_step", U::kCount, "tokens a step generates (median)", [](const RuleInput& in) { return in.generation.tokens_per_step; }},
+    {"ttft_ms", U::kMs, "time to first token: the step's start to its first token's end (median)",
+     [](const RuleInput& in) { return in.generation.ttft_ms; }},
+    {"ttft_p90_ms", U::kMs, "time to first token, 90th percentile", [](const RuleInput& in) { return in.generation.ttft_ms_p90; }},
+    {"tpot_ms", U::kMs, "time per output token after the first (median)", [](const RuleInput& in) { return in.generation.tpot_ms; }},
+    {"tpot_p90_ms", U::kMs, "time per output token, 90th percentile", [](const RuleInput& in) { return in.generation.tpot_ms_p90; }},
+    {"tokens_per_s", U::kPerSecond, "tokens per second per sequence (median over steps)",
+     [](const RuleInput& in) { return in.generation.tokens_per_s; }},
+    {"kernels_per_token", U::kCount, "kernels launched per decode token", [](const RuleInput& in) { return in.generation.decode.kernels; }},
+    {"syncs_per_token", U::kCount, "blocking calls (synchronizations, synchronous copies) per decode token",
+     [](const RuleInput& in) { return in.generation.decode.syncs; }},
 };
 #undef ISCOPE_PART
 
@@ -212,6 +226,7 @@ const char* unit_name(MetricUnit unit) {
     case U::kCount: return "count";
     case U::kBytes: return "bytes";
     case U::kFlag: return "0 or 1";
+    case U::kPerSecond: return "per second";
   }
   return "";
 }

@@ -15,8 +15,8 @@
 
 namespace inferscope::analyze::rules {
 
-enum class MetricUnit { kMs, kUs, kShare, kCount, kBytes, kFlag };
-/// "ms", "us", "share (0..1)", "count", "bytes", "0 or 1".
+enum class MetricUnit { kMs, kUs, kShare, kCount, kBytes, kFlag, kPerSecond };
+/// "ms", "us", "share (0..1)", "count", "bytes", "0 or 1", "per second".
 const char* unit_name(MetricUnit unit);
 
 /// A number of the analysis, read by name in a condition: `h2d_share > 0.3`.

@@ -72,6 +72,7 @@ struct RuleInput {
   const detail::Tables& tables;                  ///< tables: kernels, copies, syncs, allocations (for names)
   const detail::HostBounces& bounces;            ///< host bounces: GPU-to-GPU copies made through host memory
   const detail::KernelChains& chains;            ///< kernel chains: runs of elementwise kernels in the typical steps
+  const GenerationLoop& generation;              ///< generation: the step's token loop (detected = false: none)
   double trace_t0_ns = 0;                        ///< the trace's time origin, for example spans
   Thresholds th = {};
   /// The typical step in ms (what impact_pct divides by).
@@ -122,6 +123,9 @@ inline constexpr double kWorthwhileShare = 0.01;
 /// A suggestion whose saving comes from replaying the typical steps with `change` (their mean when the steps are
 /// not alike, else their median). Lowered to "low" under kWorthwhileShare of the step; one saving more than the
 /// finding's impact says why in its model.
+/// "Capture the step in a CUDA graph (...) " + step_tail; for a generation loop, each token's forward with a static
+/// KV cache, and what stands in the way (a cache grown by concatenation, blocking calls per token).
+std::string graph_advice(const RuleInput& in, const std::string& step_tail);
 void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
                       const replay::Change& change, const char* model);
 /// A suggestion with no model behind it: "not estimated".

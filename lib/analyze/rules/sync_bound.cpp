@@ -24,13 +24,24 @@ std::optional<Finding> sync_bound(const RuleInput& in) {
   add_examples(f, in, &detail::StepMetrics::worst_sync_gap, "GPU idle around a synchronization");
   replay::Change no_syncs;
   no_syncs.remove_syncs = true;
-  const std::string who = in.launchers.top_sync_caller.empty() || in.launchers.top_sync_caller == "-" ? "the step" : in.launchers.top_sync_caller;
-  suggest_replayed(f, in, "high", "Remove the synchronizations in " + who + ": .item(), .cpu(), .tolist(), print(tensor) and "
-                   "torch.cuda.synchronize() each wait for the GPU; keep values on the GPU until the step ends",
-                   no_syncs, "every synchronization but the step's last no longer waits");
+  const char* replayed = "every synchronization but the step's last no longer waits";
+  if (in.generation.detected && in.generation.decode.syncs >= 1) {
+    // A generation loop that reads every token back: the stopping check and the streaming are what block.
+    const GenerationLoop& g = in.generation;
+    f.evidence.push_back(fmt("%.1f blocking calls per generated token", g.decode.syncs) +
+                         fmt(" (%.3f ms blocked per token)", g.decode.sync_ms));
+    suggest_replayed(f, in, "high", "Stop reading every token back: keep the stopping check on the GPU (finished |= "
+                     "next_token == eos) and read it every 16 tokens, and hand tokens to the client in batches (one "
+                     ".tolist() per batch) instead of .item() per token", no_syncs, replayed);
+  } else {
+    const std::string who = in.launchers.top_sync_caller.empty() || in.launchers.top_sync_caller == "-" ? "the step" : in.launchers.top_sync_caller;
+    suggest_replayed(f, in, "high", "Remove the synchronizations in " + who + ": .item(), .cpu(), .tolist(), print(tensor) and "
+                     "torch.cuda.synchronize() each wait for the GPU; keep values on the GPU until the step ends",
+                     no_syncs, replayed);
+  }
   suggest_replayed(f, in, "high", "If a value is needed on the host, copy it with .to('cpu', non_blocking=True) into pinned "
                    "memory and read it one step later (or after a CUDA event), so the GPU keeps running",
-                   no_syncs, "every synchronization but the step's last no longer waits");
+                   no_syncs, replayed);
   suggest(f, "medium", "Replace data-dependent host control flow (if tensor.item() > ...) with torch.where / masks on the GPU, "
                        "or check the condition every N iterations");
   suggest(f, "low", "Set torch.cuda.set_sync_debug_mode('warn') to find every implicit synchronization");

@@ -1,0 +1,25 @@
+// What the Markdown and HTML reports say about a generation loop (analyze::GenerationLoop): one summary sentence,
+// the per-phase table (prefill, decode) and the notes, as plain text that each writer escapes and lays out.
+#pragma once
+
+#include "analyze/analysis.hpp"
+
+#include <string>
+#include <vector>
+
+namespace inferscope::report {
+
+struct GenerationText {
+  /// The summary: lead + the per-token call's name (a code span in the reports) + rest: tokens per step, TTFT,
+  /// TPOT, tokens/s.
+  std::string lead, token_function, rest;
+  std::vector<std::string> head;
+  std::vector<bool> right;  ///< right-aligned columns
+  std::vector<std::vector<std::string>> rows;  ///< prefill, decode
+  std::vector<std::string> notes;
+};
+
+/// The text of a detected loop (callers check g.detected).
+GenerationText generation_text(const analyze::GenerationLoop& g);
+
+}  // namespace inferscope::report
