@@ -6,6 +6,7 @@
 #include "report/escape.hpp"
 #include "report/html_parts.hpp"
 #include "report/html_script.hpp"
+#include "report/html_table.hpp"
 #include "report/labels.hpp"
 #include "report/report.hpp"
 
@@ -19,6 +20,7 @@ namespace {
 using analyze::Analysis;
 using html::h;
 using html::prose;
+using html::Table;
 
 constexpr const char* kStyle = R"CSS(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1270px;color:#1d232b;padding:0 16px}
@@ -33,7 +35,7 @@ tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,mono
 .finding{border:1px solid #d6dbe1;border-left:5px solid #4f7cac;border-radius:4px;padding:6px 14px;margin:12px 0}
 .finding.primary{border-left-color:#c0392b}.finding.uncertain{border-style:dashed}
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
-.badge.primary{background:#c0392b;color:#fff}button.tl-goto{font:12px system-ui,sans-serif;margin-left:6px}
+.badge.primary{background:#c0392b;color:#fff}button.tl-goto{font:12px system-ui,sans-serif;margin-left:6px}td.n[style]{min-width:120px}
 rect.mk.sb{fill:#2c3e50}rect.mk.hl{fill:#f1c40f;fill-opacity:.3;stroke:#d68910;stroke-width:1}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
 svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl-svg.dragging{cursor:grabbing}
@@ -76,40 +78,6 @@ std::string kernel(const KernelNames& names, const std::string& full) {
 }
 
 
-/// A table whose cells are given already escaped. `num` marks numeric columns (right-aligned, sorted as numbers:
-/// kScript reads the header's class); other columns hold names from the trace, in a monospace font, except those
-/// `words` marks. `foot` (a total) stays below the rows when they are sorted.
-struct Table {
-  std::vector<std::string> head;
-  std::vector<bool> num;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> foot = {};
-  std::vector<bool> words = {};
-
-  const char* cell_class(size_t i) const {
-    if (i < num.size() && num[i]) return "n";
-    return i < words.size() && words[i] ? "w" : "name";
-  }
-  void write_row(std::ostream& out, const std::vector<std::string>& r) const {
-    out << "<tr>";
-    for (size_t i = 0; i < r.size(); ++i) out << "<td class=\"" << cell_class(i) << "\">" << r[i] << "</td>";
-    out << "</tr>\n";
-  }
-  void write(std::ostream& out) const {
-    out << "<table class=\"sortable\"><thead><tr>";
-    for (size_t i = 0; i < head.size(); ++i)
-      out << (i < num.size() && num[i] ? "<th class=\"n\">" : "<th>") << head[i] << "</th>";
-    out << "</tr></thead><tbody>\n";
-    for (const auto& r : rows) write_row(out, r);
-    out << "</tbody>";
-    if (!foot.empty()) {
-      out << "<tfoot>";
-      write_row(out, foot);
-      out << "</tfoot>";
-    }
-    out << "</table>\n";
-  }
-};
 
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
@@ -143,7 +111,7 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
           << h(category_name(r.key)) << " " << fmt(pct_of(r.ms, b.step_ms), 1) << " %</span>";
   out << "</div>\n<details id=\"components\"><summary>The same step split by component (a time split, not "
          "causes)</summary>\n";
-  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}};
+  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}, {2}};
   for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
     t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   t.foot = {"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"};
@@ -194,7 +162,7 @@ void write_waits(const Analysis& a, std::ostream& out) {
       << (w.thread_sample_ms > 0 ? " (per-thread CPU read every " + fmt(w.thread_sample_ms, 1) + " ms)" : std::string())
       << ".</p>\n";
   Table t{{"waited on", "kind", "ms per step", "% of the wait", "busy % (each)", "woke the step", "step thread sat in", "it ran"},
-          {false, false, true, true, true, true, false, false}, {}};
+          {false, false, true, true, true, true, false, false}, {}, {}, {}, {3}};
   for (const auto& p : w.parties) {
     if (p.share < 0.01) continue;
     std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
@@ -378,12 +346,13 @@ void write_children(const Analysis& a, std::ostream& out) {
 
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
   Table k{{"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
-          {false, true, true, true, true, false}, {}};
+          {false, true, true, true, true, false}, {}, {}, {}, {4}};
   for (const auto& r : a.kernels)
     k.rows.push_back({kernel(names, r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.mean_us, 1),
                       fmt(r.share * 100.0, 1), h(r.launched_by)});
   section(out, "kernels", "Top kernels", k);
-  Table fam{{"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, {}};
+  Table fam{{"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, {},
+            {}, {}, {3}};
   for (const auto& f : a.kernel_families)
     fam.rows.push_back({h(f.family), std::to_string(f.kernels), fmt(f.total_ms, 3), fmt(f.share * 100.0, 1),
                         fmt(f.tensor_core_share * 100.0, 1)});

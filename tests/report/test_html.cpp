@@ -345,3 +345,13 @@ TEST_CASE("html timeline: step boundaries, the primary finding's example highlig
   CHECK(legend.find("memset") == std::string::npos);
   CHECK(legend.find("kernel") != std::string::npos);
 }
+
+TEST_CASE("html share columns carry an inline bar of their share, the text (and so sorting) unchanged") {
+  const std::string page = html(sample_analysis());
+  const auto at = page.find("<section id=\"kernels\">");
+  REQUIRE(at != std::string::npos);
+  const std::string kernels = page.substr(at, page.find("</section>", at) - at);
+  CHECK(kernels.find("<td class=\"n\" style=\"background:linear-gradient(to right,#d4e3f2 ") != std::string::npos);
+  // The component table's total row has no bar.
+  CHECK(page.find("<tfoot><tr><td class=\"w\"><b>Step total</b></td><td class=\"n\"><b>") != std::string::npos);
+}
