@@ -50,7 +50,7 @@ void write_verdict(const Analysis& a, const KernelNames& names, std::ostream& ou
   out << "</p>\n";
   if (const analyze::Suggestion* s = first_suggestion(*p))
     out << "<p class=\"todo\"><span class=\"lead\">Do first</span>" << prose(names, s->action)
-        << " <b class=\"saving\">" << h(saving_text(*s)) << "</b></p>\n";
+        << " — <b class=\"saving\">" << h(saving_text(*s)) << "</b></p>\n";
   out << "<p class=\"jump\"><a href=\"#" << (run ? "run-finding-1" : "finding-1") << "\">the finding, its evidence "
       << "and other suggestions</a>";
   if (!a.launcher && !a.representative.lanes.empty()) out << " · <a href=\"#timeline\">where it shows in the timeline</a>";

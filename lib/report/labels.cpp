@@ -57,6 +57,7 @@ std::string category_name(std::string_view c) {
       {"pcie_saturation", "PCIe bandwidth saturated"},
       {"wait", "Waiting by its own choice (sleep, I/O, a queue)"},
       {"communication", "Multi-GPU communication (NCCL)"},
+      {"collective_wait", "Ranks waiting for a slower rank in collectives"},
       {"pipeline_bubble", "Pipeline bubbles between GPUs"},
       {"gemm_fallback", "Matrix multiplies off the fast path"},
       {"warmup", "Warm-up steps"},

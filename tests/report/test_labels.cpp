@@ -14,6 +14,7 @@ TEST_CASE("labels: every built-in category has words of its own") {
   }
   CHECK(category_name("wait") == "Waiting by its own choice (sleep, I/O, a queue)");
   CHECK(category_name("custom:slow_tokenizer") == "Custom rule slow_tokenizer");
+  CHECK(category_name("collective_wait") == "Ranks waiting for a slower rank in collectives");  // a run's
   CHECK(category_name("something_new") == "something_new");  // unknown: as it is, not hidden
 }
 
