@@ -5,6 +5,7 @@
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/html_parts.hpp"
+#include "report/labels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -288,6 +289,37 @@ std::string outside_note(const analyze::Analysis& a) {
          " ms, outside this step: the Perfetto trace (--perfetto) shows it at that time. ";
 }
 
+/// The longest stretch of the drawn step in which no GPU lane has a span (a merged block counts as busy), in ms
+/// from its start; {0, 0} when the step has no GPU lane.
+std::pair<double, double> longest_gpu_idle(const analyze::RepresentativeStep& rep) {
+  std::vector<std::pair<double, double>> busy;
+  for (const auto& l : rep.lanes)
+    if (l.gpu)
+      for (const auto& sp : l.spans) busy.emplace_back(sp.start_ms, sp.end_ms);
+  if (busy.empty()) return {0, 0};
+  std::sort(busy.begin(), busy.end());
+  std::pair<double, double> best{0, 0};
+  double at = 0;  // the end of the busy time so far
+  for (const auto& [b0, b1] : busy) {
+    if (b0 - at > best.second - best.first) best = {at, b0};
+    at = std::max(at, b1);
+  }
+  if (rep.step.duration_ms - at > best.second - best.first) best = {at, rep.step.duration_ms};
+  return best;
+}
+
+/// When the primary finding is about GPU idle time on the host's side (its example lies in another step), the
+/// longest GPU-idle stretch of this step, highlighted as where such time shows: at least 5 % of the step.
+void add_idle_mark(const analyze::Analysis& a, std::vector<Mark>& marks) {
+  static const std::set<std::string> idle_causes = {"wait", "cpu_bound", "cpu_contention", "sync_bound", "memory_alloc"};
+  const auto& f = a.findings.front();
+  if (!idle_causes.count(f.category)) return;
+  const auto [s0, s1] = longest_gpu_idle(a.representative);
+  if (s1 - s0 < 0.05 * a.representative.step.duration_ms || !(s1 > s0)) return;
+  marks.push_back({s0, s1, true, "the GPU idle for " + fmt(s1 - s0, 3) + " ms, the longest in this step: time like this is "
+                   "what the primary finding (" + category_name(f.category) + ") is about"});
+}
+
 /// The step's boundaries and, where they fall in it, the primary finding's example spans (ms from its start).
 std::vector<Mark> step_marks(const analyze::Analysis& a) {
   const auto& st = a.representative.step;
@@ -300,6 +332,7 @@ std::vector<Mark> step_marks(const analyze::Analysis& a) {
     const double s0 = x.start_ms - st.start_ms, s1 = x.end_ms - st.start_ms;
     if (s1 >= 0 && s0 <= st.duration_ms) marks.push_back({s0, s1, true, "the primary finding's example: " + x.what});
   }
+  if (marks.size() == 2) add_idle_mark(a, marks);
   return marks;
 }
 
@@ -317,7 +350,10 @@ void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::o
   out << "<p class=\"muted\">Step " << rep.step.index << " from " << fmt(rep.step.start_ms, 3) << " ms of the trace (the "
       << "Perfetto trace's Steps track has it at the same time), lasting " << fmt(rep.step.duration_ms, 3)
       << " ms; dark lines mark its start and end. "
-      << (hl != marks.end() ? "Highlighted: the primary finding's example. " : outside_note(a))
+      << (hl != marks.end() && hl->title.starts_with("the primary") ? "Highlighted: the primary finding's example. "
+          : hl != marks.end() ? "Highlighted: the longest GPU-idle stretch of this step, time like the primary finding's. " +
+                                    outside_note(a)
+                              : outside_note(a))
       << "Hover a span for its name and times.</p>\n";
   write_controls(out, hl != marks.end() ? &*hl : nullptr);
   write_lanes(rep, names, "tl-svg", "tl-ticks", "timeline of the representative step", out, marks);

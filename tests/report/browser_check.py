@@ -591,7 +591,8 @@ VIEW = r"""
 (() => {
   const svg = document.getElementById('tl-svg'), k = +svg.dataset.k, off = +svg.dataset.off, W = +svg.dataset.w;
   const span = +svg.dataset.span, r = svg.getBoundingClientRect();
-  return {k, t0: off / W * span, t1: (off + W / k) / W * span, top: r.top, bottom: r.bottom, vh: window.innerHeight};
+  return {k, span, t0: off / W * span, t1: (off + W / k) / W * span, top: r.top, bottom: r.bottom,
+          vh: window.innerHeight};
 })()
 """
 
@@ -624,7 +625,9 @@ def check_timeline_links(browser):
         browser.click(at["x"], at["y"])
         browser.settle()
         v = browser.evaluate(VIEW)
-        if not (v["k"] > 1 and v["t0"] <= at["s"] + 1e-6 and v["t1"] >= at["e"] - 1e-6):
+        # the span in view with at most a fifth of it on each side (the whole step when the span is most of it)
+        want = min(v["span"], max((at["e"] - at["s"]) * 1.4, v["span"] / 5000))
+        if not (v["t0"] <= at["s"] + 1e-6 and v["t1"] >= at["e"] - 1e-6 and v["t1"] - v["t0"] <= want * 1.01 + 1e-6):
             failures.append(f"'show in the timeline' for {at['s']:.3f}-{at['e']:.3f} ms left the view at zoom "
                             f"{v['k']:.2f}, {v['t0']:.3f}-{v['t1']:.3f} ms")
         if v["bottom"] < 0 or v["top"] > v["vh"]:

@@ -355,3 +355,17 @@ TEST_CASE("html share columns carry an inline bar of their share, the text (and 
   // The component table's total row has no bar.
   CHECK(page.find("<tfoot><tr><td class=\"w\"><b>Step total</b></td><td class=\"n\"><b>") != std::string::npos);
 }
+
+TEST_CASE("html timeline: a GPU-idle primary cause whose example is in another step highlights this step's longest idle") {
+  auto a = sample_analysis();
+  a.findings[0].category = "wait";  // its example (520.5 ms) lies outside step 7
+  const std::string page = html(a);
+  // The sample's GPU lane is idle longest from 2.51 to 12.0 ms of the step.
+  CHECK(page.find("<rect class=\"mk hl\" x=\"") != std::string::npos);
+  CHECK(page.find("data-s=\"2.510000\" data-e=\"12.000000\"><title>the GPU idle for 9.490 ms, the longest in this step") !=
+        std::string::npos);
+  CHECK(page.find("Highlighted: the longest GPU-idle stretch of this step") != std::string::npos);
+  CHECK(page.find("The primary finding's example (step 41") != std::string::npos);  // and where the example is
+  a.findings[0].category = "gpu_bound";  // not about GPU idle time: nothing highlighted
+  CHECK(html(a).find("<rect class=\"mk hl\"") == std::string::npos);
+}
