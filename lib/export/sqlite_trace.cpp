@@ -5,6 +5,7 @@
 // (docs/analysis.md section 2), and the steps are found again from the analysis's step name.
 #include "analyze/analyzer.hpp"
 #include "dump/clock_model.hpp"
+#include "dump/trace_bounds.hpp"
 #include "dump/visit.hpp"
 #include "export/sqlite_internal.hpp"
 
@@ -200,41 +201,12 @@ class TraceWriter {
   int64_t range_rows_ = 0, py_rows_ = 0;  ///< ids given so far
 };
 
-// The trace's bounds, from the same records as the analyzer's (so that *_ms here equal the analysis's times).
-struct Bounds {
-  const dump::ClockModel& clock;
-  int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
-
-  void on(const RangeRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
-  void on(const PyCallRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
-  void on(const CudaApiRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
-  void on(const GpuKernelRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
-  void on(const GpuMemcpyRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
-  void on(const GpuMemsetRecord& r, const dump::RecordContext&) { span(r.start, r.end); }
-  void on(const GpuMemoryRecord& r, const dump::RecordContext&) { at(r.ts); }
-  void on(const MarkRecord& r, const dump::RecordContext&) { at(r.ts); }
-
- private:
-  void span(uint64_t start, uint64_t end) {
-    const int64_t s = clock.to_ns(start);
-    seen(s, std::max(s, clock.to_ns(end)));
-  }
-  void at(uint64_t ts) {
-    const int64_t s = clock.to_ns(ts);
-    seen(s, s);
-  }
-  void seen(int64_t s, int64_t e) {
-    first = std::min(first, s);
-    last = std::max(last, e);
-  }
-};
-
 void TraceWriter::find_bounds() {
-  Bounds b{clock_};
+  // The one definition of the trace's origin (dump/trace_bounds.hpp), so that *_ms here equal the analysis's.
+  dump::TraceBounds b{clock_};
   each_record(b);
-  if (b.first > b.last) b.first = b.last = 0;
-  info_.first_ns = b.first;
-  info_.last_ns = b.last;
+  info_.first_ns = b.first_ns();
+  info_.last_ns = b.last_ns();
 }
 
 void TraceWriter::write_threads() {

@@ -7,6 +7,8 @@
 #include "report/escape.hpp"
 #include "report/html_parts.hpp"
 #include "report/html_script.hpp"
+#include "report/html_table.hpp"
+#include "report/labels.hpp"
 #include "report/report.hpp"
 
 #include <algorithm>
@@ -18,6 +20,8 @@ namespace {
 
 using analyze::Analysis;
 using html::h;
+using html::prose;
+using html::Table;
 
 constexpr const char* kStyle = R"CSS(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1270px;color:#1d232b;padding:0 16px}
@@ -32,11 +36,17 @@ tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,mono
 .finding{border:1px solid #d6dbe1;border-left:5px solid #4f7cac;border-radius:4px;padding:6px 14px;margin:12px 0}
 .finding.primary{border-left-color:#c0392b}.finding.uncertain{border-style:dashed}
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
-.badge.primary{background:#c0392b;color:#fff}.badge.uncertain{background:#f4d03f}
+.badge.primary{background:#c0392b;color:#fff}button.tl-goto{font:12px system-ui,sans-serif;margin-left:6px}td.n[style]{min-width:120px}
+rect.mk.sb{fill:#2c3e50}rect.mk.hl{fill:#f1c40f;fill-opacity:.3;stroke:#d68910;stroke-width:1}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
 svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl-svg.dragging{cursor:grabbing}
 #tl-svg:focus{outline:none}#tl-svg:focus-visible{outline:2px solid #4f7cac}
 .tl-controls button{font:13px system-ui,sans-serif;min-width:28px;margin-right:4px}
+#spread{margin:2px 0 8px;font-size:15px}
+#verdict{border:1px solid #e8cfcb;border-left:5px solid #c0392b;background:#fdf6f5;border-radius:4px;padding:4px 14px;margin:8px 0}
+#verdict p{margin:5px 0}#verdict .lead{display:inline-block;min-width:124px;margin-right:6px;font-weight:600;color:#5d6875}
+#verdict .cat{color:#922b21}#verdict .cost{font-weight:600}.saving{color:#1e8449}
+details#warnings,details#components{margin:8px 0}summary .warn{color:#8a4b00}
 )CSS";
 
 const char* breakdown_color(const std::string& key) {
@@ -68,53 +78,13 @@ std::string kernel(const KernelNames& names, const std::string& full) {
   return "<span class=\"full\" title=\"" + h(full) + "\">" + h(short_name) + "</span>";
 }
 
-/// Prose from the analyzer with each kernel's full name replaced by its short name, the full one on hover.
-std::string prose(const KernelNames& names, std::string_view text) {
-  std::string out;
-  for (const auto& p : names.split(text))
-    out += p.full.empty() ? h(p.text) : "<code class=\"full\" title=\"" + h(p.full) + "\">" + h(p.text) + "</code>";
-  return out;
-}
 
-/// A table whose cells are given already escaped. `num` marks numeric columns (right-aligned, sorted as numbers:
-/// kScript reads the header's class); other columns hold names from the trace, in a monospace font, except those
-/// `words` marks. `foot` (a total) stays below the rows when they are sorted.
-struct Table {
-  std::vector<std::string> head;
-  std::vector<bool> num;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> foot = {};
-  std::vector<bool> words = {};
-
-  const char* cell_class(size_t i) const {
-    if (i < num.size() && num[i]) return "n";
-    return i < words.size() && words[i] ? "w" : "name";
-  }
-  void write_row(std::ostream& out, const std::vector<std::string>& r) const {
-    out << "<tr>";
-    for (size_t i = 0; i < r.size(); ++i) out << "<td class=\"" << cell_class(i) << "\">" << r[i] << "</td>";
-    out << "</tr>\n";
-  }
-  void write(std::ostream& out) const {
-    out << "<table class=\"sortable\"><thead><tr>";
-    for (size_t i = 0; i < head.size(); ++i)
-      out << (i < num.size() && num[i] ? "<th class=\"n\">" : "<th>") << head[i] << "</th>";
-    out << "</tr></thead><tbody>\n";
-    for (const auto& r : rows) write_row(out, r);
-    out << "</tbody>";
-    if (!foot.empty()) {
-      out << "<tfoot>";
-      write_row(out, foot);
-      out << "</tfoot>";
-    }
-    out << "</table>\n";
-  }
-};
 
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
-  out << "<section id=\"breakdown\"><h2>Timeline Breakdown</h2>\n";
-  // The bar is by cause, in the findings' categories (the table below keeps the components).
+  out << "<section id=\"breakdown\"><h2>Where the step's time goes, by cause</h2>\n";
+  // The bar is by cause, named as the findings name their categories (category_name); the time split by
+  // component (CPU preprocessing, idle, ...) is another view of the same step, collapsed below it.
   const auto rows = cause_rows(b, a.gpu_work_recorded);
   double total = 0;
   for (const auto& r : rows) total += std::max(0.0, r.ms);
@@ -126,25 +96,28 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
     if (r.ms <= 0 || total <= 0) continue;
     const double w = r.ms / total * width;
     out << "<rect x=\"" << fmt(x, 2) << "\" y=\"2\" width=\"" << fmt(w, 2) << "\" height=\"30\" fill=\""
-        << breakdown_color(r.key) << "\"><title>" << r.label << ": " << fmt(r.ms, 3) << " ms ("
-        << fmt(pct_of(r.ms, b.step_ms), 1) << " %)</title></rect>";
-    const std::string text = std::string(r.label) + " " + fmt(pct_of(r.ms, b.step_ms), 0) + " %";
+        << breakdown_color(r.key) << "\"><title>" << h(category_name(r.key))
+        << (category_name(r.key) == r.label ? std::string() : std::string(" (") + r.label + ")") << ": " << fmt(r.ms, 3)
+        << " ms (" << fmt(pct_of(r.ms, b.step_ms), 1) << " %)</title></rect>";
+    const std::string text = h(category_name(r.key)) + " " + fmt(pct_of(r.ms, b.step_ms), 0) + " %";
     if (w > 6.5 * static_cast<double>(text.size()) + 8)
       out << "<text x=\"" << fmt(x + 4, 2) << "\" y=\"21\" fill=\"#fff\" pointer-events=\"none\">" << text
           << "</text>";
     x += w;
   }
   out << "</svg>\n<div class=\"legend\">";
-  for (const auto& r : rows)  // only the causes that occur
-    if (r.ms > 0)
-      out << "<span><i class=\"sw\" style=\"background:" << breakdown_color(r.key) << "\"></i><code>" << r.key
-          << "</code> " << r.label << "</span>";
-  out << "</div>\n";
-  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}};
+  for (const auto& r : rows)  // only the causes that occur (not those that round to 0.0 % of the step)
+    if (r.ms > 0 && pct_of(r.ms, b.step_ms) >= 0.05)
+      out << "<span title=\"" << r.label << "\"><i class=\"sw\" style=\"background:" << breakdown_color(r.key) << "\"></i>"
+          << h(category_name(r.key)) << " " << fmt(pct_of(r.ms, b.step_ms), 1) << " %</span>";
+  out << "</div>\n<details id=\"components\"><summary>The same step split by component (a time split, not "
+         "causes)</summary>\n";
+  Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}, {2}};
   for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
     t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   t.foot = {"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"};
   t.write(out);
+  out << "</details>\n";
   if (!a.gpu_work_recorded) {
     out << "<p>No GPU work was recorded: the step is host time only.</p></section>\n";
     return;
@@ -190,7 +163,7 @@ void write_waits(const Analysis& a, std::ostream& out) {
       << (w.thread_sample_ms > 0 ? " (per-thread CPU read every " + fmt(w.thread_sample_ms, 1) + " ms)" : std::string())
       << ".</p>\n";
   Table t{{"waited on", "kind", "ms per step", "% of the wait", "busy % (each)", "woke the step", "step thread sat in", "it ran"},
-          {false, false, true, true, true, true, false, false}, {}};
+          {false, false, true, true, true, true, false, false}, {}, {}, {}, {3}};
   for (const auto& p : w.parties) {
     if (p.share < 0.01) continue;
     std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
@@ -234,13 +207,41 @@ void write_sampling(const Analysis& a, std::ostream& out) {
   out << "</section>\n";
 }
 
-void write_finding_list(const std::vector<analyze::Finding>& findings, const KernelNames& names, std::ostream& out) {
+/// A finding's numbers, each by its label in words (the key on hover, as the JSON report has it).
+void write_metrics(const analyze::Finding& f, std::ostream& out) {
+  if (f.metrics.empty()) return;
+  out << "<p class=\"muted metrics\">";
+  bool first = true;
+  for (const auto& [k, v] : f.metrics) {
+    out << (first ? "" : " · ") << "<span title=\"" << h(k) << "\">" << h(metric_label(k)) << ": "
+        << h(metric_value(k, v)) << "</span>";
+    first = false;
+  }
+  out << "</p>\n";
+}
+
+/// An example span, with a button that zooms the timeline to it when it lies in the step the timeline draws
+/// (`step`, nullptr for the run's findings: the run's timeline does not zoom).
+void write_example(const analyze::TimeSpan& x, const analyze::StepInstance* step, const KernelNames& names,
+                   std::ostream& out) {
+  out << "<li>" << fmt(x.start_ms, 3) << " to " << fmt(x.end_ms, 3) << " ms: " << prose(names, x.what);
+  if (step && x.end_ms >= step->start_ms && x.start_ms <= step->start_ms + step->duration_ms)
+    out << " <button type=\"button\" class=\"tl-goto\" data-goto-s=\"" << fmt(x.start_ms - step->start_ms, 6)
+        << "\" data-goto-e=\"" << fmt(x.end_ms - step->start_ms, 6) << "\">show in the timeline</button>";
+  out << "</li>";
+}
+
+/// The findings, each a div#<id_prefix><rank> that the first screen links to.
+void write_finding_list(const std::vector<analyze::Finding>& findings, const KernelNames& names, const char* id_prefix,
+                        const analyze::StepInstance* step, std::ostream& out) {
   size_t rank = 1;
   for (const auto& f : findings) {
-    out << "<div class=\"finding" << (f.primary ? " primary" : "") << (f.uncertain ? " uncertain" : "") << "\">\n";
+    out << "<div class=\"finding" << (f.primary ? " primary" : "") << (f.uncertain ? " uncertain" : "") << "\" id=\""
+        << id_prefix << rank << "\">\n";
     out << "<h3>" << rank++ << ". " << prose(names, f.title) << "</h3>\n<p>";
     if (f.primary) out << "<span class=\"badge primary\">primary</span>";
-    out << "<span class=\"badge\">" << h(f.category) << "</span>";
+    out << "<span class=\"badge cat\" title=\"category " << h(f.category) << "\">" << h(category_name(f.category))
+        << "</span>";
     if (f.uncertain) out << "<span class=\"badge uncertain\">uncertain</span>";
     if (f.informational)
       out << "informational: describes the run, not a per-step cost</p>\n";
@@ -254,29 +255,18 @@ void write_finding_list(const std::vector<analyze::Finding>& findings, const Ker
       for (const auto& e : f.evidence) out << "<li>" << prose(names, e) << "</li>";
       out << "</ul>\n";
     }
-    if (!f.metrics.empty()) {
-      out << "<p class=\"muted\">";
-      bool first = true;
-      for (const auto& [k, v] : f.metrics) {
-        out << (first ? "" : ", ") << h(k) << " = " << fmt_value(v);
-        first = false;
-      }
-      out << "</p>\n";
-    }
+    write_metrics(f, out);
     if (!f.examples.empty()) {
       out << "<p><b>Example spans</b></p><ul>";
-      for (const auto& x : f.examples)
-        out << "<li>" << fmt(x.start_ms, 3) << " to " << fmt(x.end_ms, 3) << " ms: " << prose(names, x.what) << "</li>";
+      for (const auto& x : f.examples) write_example(x, step, names, out);
       out << "</ul>\n";
     }
     if (!f.suggestions.empty()) {
       out << "<p><b>Suggestions</b></p><ol>";
       for (const auto& s : f.suggestions) {
         out << "<li><span class=\"badge\">" << h(s.priority) << "</span>" << prose(names, s.action);
-        if (s.estimated)
-          out << " <span class=\"muted\">(saves about " << fmt(s.impact_ms, 3) << " ms per step; " << prose(names, s.model) << ")</span>";
-        else
-          out << " <span class=\"muted\">(saving not estimated)</span>";
+        out << " <span class=\"muted\">(" << h(saving_text(s))
+            << (s.estimated ? "; " + prose(names, s.model) : std::string()) << ")</span>";
         out << "</li>";
       }
       out << "</ol>\n";
@@ -289,7 +279,7 @@ void write_findings(const Analysis& a, const KernelNames& names, std::ostream& o
   out << "<section id=\"findings\"><h2>"
       << (!a.run.ranks.empty() ? "Findings of this dump's process alone" : "Findings") << " (ranked by impact)</h2>\n";
   if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
-  write_finding_list(a.findings, names, out);
+  write_finding_list(a.findings, names, "finding-", a.representative.lanes.empty() ? nullptr : &a.representative.step, out);
   out << "</section>\n";
 }
 
@@ -331,6 +321,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
                                      (run.straggler_did.empty() ? std::string(".") : ": " + h(run.straggler_did) + ".")
                                : std::string())
         << "</p>\n";
+  write_finding_list(run.findings, names, "run-finding-", nullptr, out);  // what to do first, then the numbers behind it
   Table t{{"rank", "pid", "GPUs", "step (ms)", "compute", "collectives", "waiting", "moving data", "overlap",
            "delayed others", "its own primary", "dump"},
           {true, true, false, true, true, true, true, true, true, true, false, false}, {}};
@@ -352,7 +343,6 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
   }
   html::write_run_timeline(run, names, out);
   for (const auto& w : run.warnings) out << "<p class=\"muted\">Note: " << h(w) << "</p>\n";
-  write_finding_list(run.findings, names, out);
   out << "</section>\n";
 }
 
@@ -372,12 +362,13 @@ void write_children(const Analysis& a, std::ostream& out) {
 
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
   Table k{{"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
-          {false, true, true, true, true, false}, {}};
+          {false, true, true, true, true, false}, {}, {}, {}, {4}};
   for (const auto& r : a.kernels)
     k.rows.push_back({kernel(names, r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.mean_us, 1),
                       fmt(r.share * 100.0, 1), h(r.launched_by)});
   section(out, "kernels", "Top kernels", k);
-  Table fam{{"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, {}};
+  Table fam{{"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, {},
+            {}, {}, {3}};
   for (const auto& f : a.kernel_families)
     fam.rows.push_back({h(f.family), std::to_string(f.kernels), fmt(f.total_ms, 3), fmt(f.share * 100.0, 1),
                         fmt(f.tensor_core_share * 100.0, 1)});
@@ -425,34 +416,6 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
   section(out, "threads", "Threads", t, thread_cpu_note(a.threads));
 }
 
-/// Right after the headline: what might make the numbers below wrong or partial.
-void write_quality(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  out << "<section id=\"warnings\"><h2>Warnings and data quality</h2><ul>\n";
-  for (const auto& w : a.warnings) out << "<li class=\"warn\"><b>Warning</b>: " << prose(names, w) << "</li>\n";
-  const auto& al = a.alignment;
-  out << "<li id=\"alignment\">Clock alignment: ";
-  if (!a.gpu_work_recorded)
-    out << "not applicable: no GPU work was recorded.";
-  else if (al.kernels_checked == 0)
-    out << "not measured: no kernel could be matched to its launch call.";
-  else
-    out << (al.ok ? "OK" : "<b>suspect</b>") << ", " << al.kernels_checked << " kernels checked, worst causality "
-        << "violation " << fmt(al.max_violation_us, 3) << " us, " << al.violations_over_1us << " over 1 us ("
-        << fmt(al.violation_pct, 2) << " %).";
-  if (!al.note.empty()) out << ' ' << h(al.note);
-  if (!a.rule_file.empty()) out << "</li>\n<li id=\"rule-file\">Rule file: " << h(a.rule_file) << ".";
-  out << "</li>\n<li id=\"drops\">Dropped records: "
-      << drops_text(a, [](const std::string& reason) { return "<code>" + h(reason) + "</code>"; }) << "</li>\n";
-  const auto& s = a.steps;
-  if (s.count == 0)
-    out << "<li>Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).</li>\n";
-  else if (s.warmup > 0)
-    out << "<li>Warm-up: " << s.warmup << " step(s) left out of the statistics: " << h(s.warmup_reason) << ".</li>\n";
-  else
-    out << "<li>Warm-up: no step left out.</li>\n";
-  out << "</ul></section>\n";
-}
-
 /// Every recorded process fact (with the names of all OS threads, tens of lines), collapsed at the end.
 void write_process(const Analysis& a, std::ostream& out) {
   if (a.process.empty()) return;
@@ -465,55 +428,33 @@ void write_process(const Analysis& a, std::ostream& out) {
 
 }  // namespace
 
+namespace html {
+
+std::string prose(const KernelNames& names, std::string_view text) {
+  std::string out;
+  for (const auto& p : names.split(text))
+    out += p.full.empty() ? h(p.text) : "<code class=\"full\" title=\"" + h(p.full) + "\">" + h(p.text) + "</code>";
+  return out;
+}
+
+}  // namespace html
+
 void write_html(const Analysis& a, std::ostream& out) {
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       << "<title>InferScope report: " << h(report_subject(a)) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
-  out << "<header><h1>End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3)
-      << " ms</h1>\n<p class=\"muted\">";
-  if (a.launcher)
-    out << "The slowest of " << a.run.ranks.size() << " ranks, per matched step: this process is their launcher. ";
-  else if (a.steps.count > 0)
-    out << (a.steps.alike ? "Median" : "Mean") << " of " << a.steps.count << " steady steps of <code>" << h(a.steps.name)
-        << "</code> (" << (a.steps.alike ? "mean " + fmt(a.steps.mean_ms, 3) : "median " + fmt(a.steps.p50_ms, 3))
-        << ", p90 " << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
-        << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << "). "
-        << (a.steps.spread.empty() || a.launcher ? std::string() : "<strong>Steps not alike:</strong> " + h(a.steps.spread) + ". ");
-  else
-    out << "Whole trace: no steps found. ";
-  out << "Source <code>" << h(a.source) << "</code>";
-  if (!a.source_format.empty()) out << " (" << h(a.source_format) << ")";
-  out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.</p>\n";
-  if (a.sampling.sampled)
-    out << "<p><span class=\"badge\">sampled</span>" << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";
-  if (a.partial)
-    out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
-           "were read (see Warnings).</p>\n";
-  if (!a.run.findings.empty()) {  // the run's diagnosis outranks one rank's view of it
-    const auto& p = a.run.findings.front();
-    out << "<p>Primary bottleneck of the run: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title)
-        << " (" << fmt(p.impact_ms, 3) << " ms, " << fmt(p.impact_pct, 1) << " % of the step)</p>\n";
-  } else if (!a.findings.empty()) {
-    const auto& p = a.findings.front();
-    out << "<p>Primary bottleneck: <span class=\"badge primary\">" << h(p.category) << "</span>" << h(p.title) << " ("
-        << fmt(p.impact_ms, 3) << " ms, " << fmt(p.impact_pct, 1) << " % of the step)</p>\n";
-  }
-  std::string ran;
-  for (const auto& [k, v] : headline_process(a))
-    ran += (ran.empty() ? "" : " · ") + k + " <code>" + h(truncate(v, 160)) + "</code>";
-  if (!ran.empty()) out << "<p class=\"muted\">Process: " << ran << " (all details at the end)</p>\n";
-  out << "</header>\n";
   const KernelNames names = kernel_names(a);
-  write_quality(a, names, out);
+  html::write_first_screen(a, names, out);
+  html::write_quality(a, names, out);
   write_run(a, names, out);
   if (!a.launcher) {  // a launcher's own step, breakdown and findings describe its idle loop
     write_breakdown(a, out);
-    write_waits(a, out);
+    write_findings(a, names, out);
     html::write_timeline(a, names, out);
+    write_waits(a, out);
     write_steps(a, out);
     write_generation(a, out);
     write_sampling(a, out);
-    write_findings(a, names, out);
   }
   write_tables(a, names, out);
   write_children(a, out);

@@ -1,5 +1,5 @@
-// What the HTML report's writers share (internal to lib/report): html.cpp writes the page, html_timeline.cpp the
-// representative step's timeline, html_script.hpp holds the page's scripts.
+// What the HTML report's writers share (internal to lib/report): html.cpp writes the page, html_first.cpp its
+// first screen, html_timeline.cpp the representative step's timeline, html_script.hpp holds the page's scripts.
 #pragma once
 
 #include "analyze/analysis.hpp"
@@ -17,6 +17,14 @@ namespace inferscope::report::html {
 inline constexpr double kFigureW = 1270;
 
 inline std::string h(std::string_view s) { return html_escape(s); }
+
+/// Prose from the analyzer, escaped, with each kernel's full name replaced by its short name (full on hover).
+std::string prose(const KernelNames& names, std::string_view text);
+
+/// The first screen (html_first.cpp): the headline, its spread, the primary cause and what to do first.
+void write_first_screen(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
+/// The data-quality notes, collapsed unless something in them is wrong.
+void write_quality(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
 
 /// The fill of a timeline span of this category (the timeline's legend uses the same).
 const char* span_color(const std::string& category);

@@ -71,6 +71,7 @@ constexpr const char* kTimelineScript = R"JS(
   var NS = svg.namespaceURI;
   var X0 = +svg.dataset.x0, W = +svg.dataset.w, H = +svg.dataset.h, SPAN = +svg.dataset.span;
   var MIN_GPU_PX = +svg.dataset.minGpuPx, MIN_OPACITY = +svg.dataset.minOpacity, MAX_ZOOM = 5000;
+  var LABEL_DY = +svg.dataset.labelDy || 10;
   var k = 1, off = 0;
   var ticks = document.getElementById('tl-ticks'), viewText = document.getElementById('tl-view');
   var serverStrips = Array.from(svg.querySelectorAll('rect.density'));
@@ -78,7 +79,8 @@ constexpr const char* kTimelineScript = R"JS(
     var next = r.nextElementSibling;
     r.removeAttribute('display');  // a short GPU span's; from here on placeSpan shows or hides each span
     return {rect: r, start: +r.dataset.s, end: +r.dataset.e, label: r.dataset.l || '',
-            gpu: r.classList.contains('g'), text: next && next.classList.contains('sl') ? next : null};
+            gpu: r.classList.contains('g'), mark: r.classList.contains('mk') ? (r.classList.contains('hl') ? 3 : 1.5) : 0,
+            text: next && next.classList.contains('sl') ? next : null};
   });
 
   function el(name, attrs, parent) {
@@ -93,20 +95,36 @@ constexpr const char* kTimelineScript = R"JS(
     return chars.length <= n ? s : chars.slice(0, n - 1).join('') + '\u2026';
   }
 
-  // A label where it fits, about 6 px a character (the rule html_timeline.cpp uses at zoom 1).
+  // fit_label in html_timeline.cpp: the whole label, else its last part, cut where 5 or more characters fit.
+  function fitLabel(label, fits) {
+    if (Array.from(label).length <= fits) return label;
+    var tail = label;
+    var seps = ['::', '.'];
+    for (var i = 0; i < seps.length; i++) {
+      var at = label.lastIndexOf(seps[i]);
+      if (at < 0) continue;
+      if (label.length - at - seps[i].length >= 3) tail = label.slice(at + seps[i].length);
+      break;
+    }
+    if (Array.from(tail).length <= fits) return tail;
+    return fits >= 5 ? truncate(tail, fits) : '';
+  }
+
+  // A label where it fits, about 6.6 px a character (the rule html_timeline.cpp uses at zoom 1).
   function placeLabel(s, x, width) {
-    var fits = width > 24 ? Math.floor((width - 4) / 6.2) : 0;
-    if (!s.label || fits < 3) {
+    var fits = width > 24 ? Math.floor((width - 4) / 6.6) : 0;
+    var text = s.label ? fitLabel(s.label, fits) : '';
+    if (!text) {
       if (s.text) s.text.style.display = 'none';
       return;
     }
     if (!s.text) {
-      s.text = el('text', {'class': 'sl', y: +s.rect.getAttribute('y') + 10, fill: '#fff', 'pointer-events': 'none'});
+      s.text = el('text', {'class': 'sl', y: +s.rect.getAttribute('y') + LABEL_DY, fill: '#fff', 'pointer-events': 'none'});
       s.rect.after(s.text);
     }
     s.text.style.display = '';
     s.text.setAttribute('x', (x + 2).toFixed(2));
-    s.text.textContent = truncate(s.label, fits);
+    s.text.textContent = text;
   }
 
   function placeSpan(s, t0, pxPerMs) {
@@ -119,7 +137,7 @@ constexpr const char* kTimelineScript = R"JS(
     }
     a = Math.max(a, X0 - 1);  // only the visible part: no coordinates in the millions at a high zoom
     b = Math.min(b, X0 + W + 1);
-    var width = Math.max(0.6, b - a);
+    var width = Math.max(s.mark || 0.6, b - a);
     s.rect.setAttribute('x', a.toFixed(2));
     s.rect.setAttribute('width', width.toFixed(2));
     placeLabel(s, Math.max(a, X0), Math.min(b, X0 + W) - Math.max(a, X0));
@@ -205,6 +223,15 @@ constexpr const char* kTimelineScript = R"JS(
   }
   function panBy(px) { off += px / k; draw(); }
   function reset() { k = 1; off = 0; draw(); }
+  // Shows [t0, t1] (ms from the step's start) with a margin of a fifth of it on each side.
+  function zoomTo(t0, t1) {
+    var pad = Math.max((t1 - t0) * 0.2, SPAN / MAX_ZOOM);
+    t0 = Math.max(0, t0 - pad);
+    t1 = Math.min(SPAN, t1 + pad);
+    k = SPAN / Math.max(t1 - t0, SPAN / MAX_ZOOM);
+    off = t0 / SPAN * W;
+    draw();
+  }
   function plotX(ev) {
     var r = svg.getBoundingClientRect();
     return (ev.clientX - r.left) * (svg.viewBox.baseVal.width / r.width) - X0;
@@ -245,10 +272,18 @@ constexpr const char* kTimelineScript = R"JS(
     keys[ev.key]();
   });
   var controls = document.querySelector('.tl-controls');
-  controls.querySelectorAll('button').forEach(function (b) {
+  controls.querySelectorAll('button[data-zoom]').forEach(function (b) {
     b.addEventListener('click', function () {
       if (b.dataset.zoom === 'reset') reset();
       else zoomAt(b.dataset.zoom === 'in' ? 2 : 0.5, W / 2);
+    });
+  });
+  // One click from a finding's example, the first screen or the controls: the timeline zoomed to that span.
+  document.querySelectorAll('[data-goto-s]').forEach(function (b) {
+    b.addEventListener('click', function (ev) {
+      ev.preventDefault();
+      zoomTo(+b.dataset.gotoS, +b.dataset.gotoE);
+      if (!controls.contains(b)) svg.scrollIntoView({block: 'center'});
     });
   });
   controls.hidden = false;

@@ -5,9 +5,12 @@
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/html_parts.hpp"
+#include "report/labels.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <set>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -19,7 +22,9 @@ namespace {
 using analyze::TimelineLane;
 using analyze::TimelineSpan;
 
-constexpr double kLabelW = 190, kPlotW = kFigureW - kLabelW - 40, kRowH = 15, kLanePad = 6, kAxisH = 20;
+// Rows tall enough for a 12 px label (docs/reports.md); kTimelineScript places labels kLabelDy below a row's top.
+constexpr double kLabelW = 190, kPlotW = kFigureW - kLabelW - 40, kRowH = 20, kLanePad = 8, kAxisH = 20;
+constexpr double kLabelDy = 14;
 constexpr size_t kMaxRows = 16;  // deeper spans share the last row, so a runaway stack stays legible
 // GPU spans narrower than this are not widened to stay visible (a run of 1.5 us kernels drawn that way looks
 // busy at 3 % utilization): they add to a strip whose opacity per pixel is the busy fraction there, at least
@@ -36,6 +41,13 @@ struct Layout {
   double height = kAxisH;
   std::vector<double> lane_y;
   std::vector<std::map<uint32_t, size_t>> lane_rows;  // depth -> row
+};
+
+/// A mark over the lanes, in ms from the step's start.
+struct Mark {
+  double start_ms = 0, end_ms = 0;
+  bool hl = false;  ///< the primary finding's example (else a step boundary)
+  std::string title;
 };
 
 /// Rows per lane: the depths the lane uses, in order, without gaps (an analyzer may put API calls at a large
@@ -82,11 +94,15 @@ void write_ticks(const Layout& lay, const char* ticks_id, std::ostream& out) {
   out << "</g>\n";
 }
 
-/// The zoom buttons, shown by kTimelineScript (without it they would do nothing).
-void write_controls(std::ostream& out) {
+/// The zoom buttons, shown by kTimelineScript (without it they would do nothing); with `hl`, one that zooms to it.
+void write_controls(std::ostream& out, const Mark* hl) {
   out << "<div class=\"tl-controls\" hidden><button type=\"button\" data-zoom=\"in\" title=\"zoom in (+)\">+</button>"
          "<button type=\"button\" data-zoom=\"out\" title=\"zoom out (&minus;)\">&minus;</button>"
-         "<button type=\"button\" data-zoom=\"reset\" title=\"the whole step (0)\">reset</button> <span class=\"muted\">"
+         "<button type=\"button\" data-zoom=\"reset\" title=\"the whole step (0)\">whole step</button>";
+  if (hl)
+    out << "<button type=\"button\" id=\"tl-goto-hl\" data-goto-s=\"" << fmt(hl->start_ms, 6) << "\" data-goto-e=\""
+        << fmt(hl->end_ms, 6) << "\" title=\"zoom to the primary finding's example\">the diagnosed span</button>";
+  out << " <span class=\"muted\">"
          "wheel: zoom at the pointer · drag: pan · keys (after a click on the timeline): + &minus; 0 &larr; &rarr;"
          "</span> <span id=\"tl-view\" class=\"muted\"></span></div>\n";
 }
@@ -141,6 +157,22 @@ class DensityStrips {
   std::map<std::pair<size_t, std::string>, Strip> strips_;  // (row, category)
 };
 
+/// A span's label in `fits` characters: the whole label, else its last part ("poll" of "serve.Batcher.poll",
+/// "gemm" of "cutlass::gemm"), cut with "…" where at least 5 characters fit; else none
+/// (never two letters and a dot: the full label is on hover). kTimelineScript's fitLabel is the same rule.
+std::string fit_label(const std::string& label, size_t fits) {
+  if (label.size() <= fits) return label;  // bytes >= code points: fits for sure
+  std::string tail = label;
+  for (const char* sep : {"::", "."}) {  // the first kind of separator the label has; a tail of 3 or more
+    const size_t at = label.rfind(sep);
+    if (at == std::string::npos) continue;
+    if (label.size() - at - std::strlen(sep) >= 3) tail = label.substr(at + std::strlen(sep));
+    break;
+  }
+  if (tail.size() <= fits) return tail;
+  return fits >= 5 ? truncate(tail, fits) : std::string();
+}
+
 /// What every lane's spans need to be drawn.
 struct LaneContext {
   const Layout& lay;
@@ -179,18 +211,19 @@ void write_span(const LaneContext& c, const TimelineSpan& s, DensityStrips& stri
       << (short_gpu ? " display=\"none\"" : "") << times << (c.gpu ? " data-c=\"" + h(s.category) + '"' : "")
       << " data-l=\"" << h(label) << "\"><title>" << title
       << "</title></rect>";
-  // A label only where it fits: about 6 px per character (kTimelineScript's rule too).
-  const size_t fits = w > 24 ? static_cast<size_t>((w - 4) / 6.2) : 0;
-  if (!short_gpu && fits >= 3)
-    out << "<text class=\"sl\" x=\"" << fmt(kLabelW + x0 + 2, 2) << "\" y=\"" << fmt(y + 10, 1)
-        << "\" fill=\"#fff\" pointer-events=\"none\">" << h(truncate(label, fits)) << "</text>";
+  // A label only where it fits, shortened smartly (fit_label; kTimelineScript's rule too).
+  const size_t fits = w > 24 ? static_cast<size_t>((w - 4) / 6.6) : 0;
+  const std::string shown = short_gpu ? std::string() : fit_label(label, fits);
+  if (!shown.empty())
+    out << "<text class=\"sl\" x=\"" << fmt(kLabelW + x0 + 2, 2) << "\" y=\"" << fmt(y + kLabelDy, 1)
+        << "\" fill=\"#fff\" pointer-events=\"none\">" << h(shown) << "</text>";
   out << '\n';
 }
 
 /// A lane: its name, then its spans in a nested <svg> over the plot, which clips what a zoomed view pushes
 /// out of it (g.tl-z holds the spans the script places; it adds its own strips there).
 void write_lane(const LaneContext& c, const TimelineLane& l, std::ostream& out) {
-  out << "<g><text x=\"4\" y=\"" << fmt(c.y0 + 11, 1) << "\" fill=\"" << (l.gpu ? "#1e8449" : "#1d232b") << "\">"
+  out << "<g><text x=\"4\" y=\"" << fmt(c.y0 + kLabelDy, 1) << "\" fill=\"" << (l.gpu ? "#1e8449" : "#1d232b") << "\">"
       << h(truncate(l.name, 30)) << "<title>" << h(l.name) << "</title></text>\n"
       << "<svg x=\"" << fmt(kLabelW, 0) << "\" y=\"0\" width=\"" << fmt(kPlotW, 0) << "\" height=\""
       << fmt(c.lay.height, 0) << "\" viewBox=\"" << fmt(kLabelW, 0) << " 0 " << fmt(kPlotW, 0) << ' '
@@ -202,26 +235,105 @@ void write_lane(const LaneContext& c, const TimelineLane& l, std::ostream& out) 
 }
 
 
+/// Marks over every lane, behind the spans: the step's boundaries (class sb) and the primary finding's example
+/// spans (class hl), placed on zoom like the spans (data-s, data-e).
+void write_marks(const Layout& lay, const std::vector<Mark>& marks, std::ostream& out) {
+  if (marks.empty()) return;
+  out << "<svg x=\"" << fmt(kLabelW, 0) << "\" y=\"0\" width=\"" << fmt(kPlotW, 0) << "\" height=\"" << fmt(lay.height, 0)
+      << "\" viewBox=\"" << fmt(kLabelW, 0) << " 0 " << fmt(kPlotW, 0) << ' ' << fmt(lay.height, 0) << "\"><g class=\"tl-z\">\n";
+  for (const auto& m : marks) {
+    const double s0 = std::clamp(m.start_ms, 0.0, lay.span), s1 = std::clamp(m.end_ms, s0, lay.span);
+    const double x0 = s0 / lay.span * kPlotW, w = std::max(m.hl ? 3.0 : 1.5, (s1 - s0) / lay.span * kPlotW);
+    out << "<rect class=\"mk " << (m.hl ? "hl" : "sb") << "\" x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << kAxisH - 4
+        << "\" width=\"" << fmt(w, 2) << "\" height=\"" << fmt(lay.height - kAxisH + 4, 0) << "\" data-s=\"" << fmt(s0, 6)
+        << "\" data-e=\"" << fmt(s1, 6) << "\"><title>" << h(m.title) << "</title></rect>\n";
+  }
+  out << "</g></svg>\n";
+}
+
 /// The lanes of `rep` as one SVG: the step timeline's (#tl-svg, which kTimelineScript zooms) or another (the run's).
 void write_lanes(const analyze::RepresentativeStep& rep, const KernelNames& names, const char* svg_id,
-                 const char* ticks_id, const char* label, std::ostream& out) {
+                 const char* ticks_id, const char* label, std::ostream& out, const std::vector<Mark>& marks = {}) {
   const Layout lay = layout(rep);
   out << "<svg id=\"" << svg_id << "\" tabindex=\"0\" role=\"img\" aria-label=\"" << label << "\" width=\""
       << kFigureW << "\" height=\"" << fmt(lay.height, 0) << "\" viewBox=\"0 0 " << kFigureW << ' '
       << fmt(lay.height, 0) << "\" data-span=\"" << fmt(lay.span, 6) << "\" data-x0=\"" << kLabelW << "\" data-w=\""
       << kPlotW << "\" data-h=\"" << fmt(lay.height, 0) << "\" data-min-gpu-px=\"" << kMinGpuPx
-      << "\" data-min-opacity=\"" << fmt(static_cast<double>(kMinOpacity) / 100.0, 2) << "\">\n";
+      << "\" data-min-opacity=\"" << fmt(static_cast<double>(kMinOpacity) / 100.0, 2) << "\" data-label-dy=\""
+      << kLabelDy << "\">\n";
   write_ticks(lay, ticks_id, out);
+  write_marks(lay, marks, out);
   for (size_t li = 0; li < rep.lanes.size(); ++li)
     write_lane({lay, names, lay.lane_y[li], lay.lane_rows[li], rep.lanes[li].gpu}, rep.lanes[li], out);
   out << "</svg>\n";
 }
 
-void write_legend(std::initializer_list<const char*> categories, std::ostream& out) {
+/// The legend of the categories drawn in `rep`, in the order given (only those that occur).
+void write_legend(std::initializer_list<const char*> categories, const analyze::RepresentativeStep& rep,
+                  std::ostream& out) {
+  std::set<std::string> drawn;
+  for (const auto& l : rep.lanes)
+    for (const auto& s : l.spans) drawn.insert(s.category);
   out << "<div class=\"legend\">";
   for (const char* c : categories)
-    out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
+    if (drawn.count(c)) out << "<span><i class=\"sw\" style=\"background:" << span_color(c) << "\"></i>" << c << "</span>";
   out << "</div>";
+}
+
+/// Where the primary finding's first example lies when it is not in the step drawn: "The primary finding's
+/// example (...) is at 4226.737–4235.209 ms, outside this step: the Perfetto trace has it at that time. ".
+std::string outside_note(const analyze::Analysis& a) {
+  if (a.findings.empty() || a.findings.front().examples.empty()) return {};
+  const auto& x = a.findings.front().examples.front();
+  return "The primary finding's example (" + h(x.what) + ") is at " + fmt(x.start_ms, 3) + "–" + fmt(x.end_ms, 3) +
+         " ms, outside this step: the Perfetto trace (--perfetto) shows it at that time. ";
+}
+
+/// The longest stretch of the drawn step in which no GPU lane has a span (a merged block counts as busy), in ms
+/// from its start; {0, 0} when the step has no GPU lane.
+std::pair<double, double> longest_gpu_idle(const analyze::RepresentativeStep& rep) {
+  std::vector<std::pair<double, double>> busy;
+  for (const auto& l : rep.lanes)
+    if (l.gpu)
+      for (const auto& sp : l.spans) busy.emplace_back(sp.start_ms, sp.end_ms);
+  if (busy.empty()) return {0, 0};
+  std::sort(busy.begin(), busy.end());
+  std::pair<double, double> best{0, 0};
+  double at = 0;  // the end of the busy time so far
+  for (const auto& [b0, b1] : busy) {
+    if (b0 - at > best.second - best.first) best = {at, b0};
+    at = std::max(at, b1);
+  }
+  if (rep.step.duration_ms - at > best.second - best.first) best = {at, rep.step.duration_ms};
+  return best;
+}
+
+/// When the primary finding is about GPU idle time on the host's side (its example lies in another step), the
+/// longest GPU-idle stretch of this step, highlighted as where such time shows: at least 5 % of the step.
+void add_idle_mark(const analyze::Analysis& a, std::vector<Mark>& marks) {
+  static const std::set<std::string> idle_causes = {"wait", "cpu_bound", "cpu_contention", "sync_bound", "memory_alloc"};
+  const auto& f = a.findings.front();
+  if (!idle_causes.count(f.category)) return;
+  const auto [s0, s1] = longest_gpu_idle(a.representative);
+  if (s1 - s0 < 0.05 * a.representative.step.duration_ms || !(s1 > s0)) return;
+  marks.push_back({s0, s1, true, "the GPU idle for " + fmt(s1 - s0, 3) + " ms, the longest in this step: time like this is "
+                   "what the primary finding (" + category_name(f.category) + ") is about"});
+}
+
+/// The step's boundaries and, where they fall in it, the primary finding's example spans (ms from its start).
+std::vector<Mark> step_marks(const analyze::Analysis& a) {
+  const auto& st = a.representative.step;
+  std::vector<Mark> marks = {
+      {0, 0, false, "step " + std::to_string(st.index) + " starts (" + fmt(st.start_ms, 3) + " ms in the trace)"},
+      {st.duration_ms, st.duration_ms, false,
+       "step " + std::to_string(st.index) + " ends (" + fmt(st.start_ms + st.duration_ms, 3) + " ms in the trace)"}};
+  if (a.findings.empty()) return marks;
+  for (const auto& x : a.findings.front().examples) {
+    const double s0 = x.start_ms - st.start_ms, s1 = x.end_ms - st.start_ms;
+    if (s1 >= 0 && s0 <= st.duration_ms) marks.push_back({s0, s1, true, "the primary finding's example: " + x.what});
+  }
+  if (marks.size() == 2) add_idle_mark(a, marks);
+  return marks;
 }
 
 }  // namespace
@@ -233,11 +345,20 @@ void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::o
     out << "<p class=\"muted\">No timeline: the analysis kept no representative step.</p></section>\n";
     return;
   }
-  out << "<p class=\"muted\">Step " << rep.step.index << " at " << fmt(rep.step.start_ms, 3) << " ms, lasting "
-      << fmt(rep.step.duration_ms, 3) << " ms. Hover a span for its name and times.</p>\n";
-  write_controls(out);
-  write_lanes(rep, names, "tl-svg", "tl-ticks", "timeline of the representative step", out);
-  write_legend({"range", "python", "api", "sync", "kernel", "graph", "h2d", "d2h", "copy", "memset"}, out);
+  const std::vector<Mark> marks = step_marks(a);
+  const auto hl = std::find_if(marks.begin(), marks.end(), [](const Mark& m) { return m.hl; });
+  out << "<p class=\"muted\">Step " << rep.step.index << " from " << fmt(rep.step.start_ms, 3) << " ms of the trace (the "
+      << "Perfetto trace's Steps track has it at the same time), lasting " << fmt(rep.step.duration_ms, 3)
+      << " ms; dark lines mark its start and end. "
+      << (hl != marks.end() && hl->title.starts_with("the primary") ? "Highlighted: the primary finding's example. "
+          : hl != marks.end() ? "Highlighted: the longest GPU-idle stretch of this step, time like the primary finding's. " +
+                                    outside_note(a)
+                              : outside_note(a))
+      << "Hover a span for its name and times.</p>\n";
+  write_controls(out, hl != marks.end() ? &*hl : nullptr);
+  write_lanes(rep, names, "tl-svg", "tl-ticks", "timeline of the representative step", out, marks);
+  write_legend({"range", "python", "api", "sync", "kernel", "graph", "h2d", "d2h", "copy", "memset", "memory", "alloc"},
+               rep, out);
   out << "</section>\n";
 }
 
@@ -249,7 +370,7 @@ void write_run_timeline(const analyze::RunAnalysis& run, const KernelNames& name
       << "rank's end): the step whose slowest rank took the median time. Each collective is split into the wait for the "
       << "last rank to arrive and the transfer after. Hover a span for its name and times.</p>\n";
   write_lanes(rep, names, "run-svg", "run-ticks", "one step across the ranks", out);
-  write_legend({"range", "kernel", "collective_wait", "collective"}, out);
+  write_legend({"range", "kernel", "collective_wait", "collective"}, rep, out);
   out << "\n";
 }
 

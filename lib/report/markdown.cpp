@@ -1,11 +1,14 @@
-// The Markdown report. Layout (docs/report-schema.md, "Markdown report"): an H1 title, the end-to-end latency,
-// the warnings and data-quality notes, then the breakdown, step statistics, findings ranked by impact, the
-// tables and the process facts. Sections with nothing to show are left out, except the breakdown and findings,
+// The Markdown report. Layout (docs/report-schema.md, "Markdown report"): the top (markdown_top.cpp: an H1
+// title, the end-to-end latency with its spread, the primary cause and what to do first, the data-quality notes
+// when something in them is wrong), then the breakdown by cause, findings ranked by impact, step statistics, the
+// tables, the data-quality notes when nothing was wrong, and the process facts. Sections with nothing to show are left out, except the breakdown and findings,
 // which say so. Names are code spans (verbatim, so grep finds them), kernels by their short names; no line is
 // longer than about 300 characters: table cells are cut, prose is wrapped outside code spans.
 #include "report/common.hpp"
 #include "report/generation.hpp"
 #include "report/escape.hpp"
+#include "report/labels.hpp"
+#include "report/markdown_parts.hpp"
 #include "report/report.hpp"
 
 #include <sstream>
@@ -13,9 +16,35 @@
 #include <vector>
 
 namespace inferscope::report {
+
+namespace md {
+
+std::string code(std::string_view s) { return md_code(s); }
+
+std::string prose(const KernelNames& names, std::string_view text, size_t max_chars) {
+  std::string out;
+  size_t used = 0;
+  for (const auto& p : names.split(text)) {
+    if (used >= max_chars) break;
+    if (!p.full.empty()) {
+      out += code(p.text);
+      used += p.text.size();
+    } else {
+      const std::string t = max_chars == std::string::npos ? p.text : truncate(p.text, max_chars - used);
+      out += md_prose(t);
+      used += t.size();
+    }
+  }
+  return out;
+}
+
+}  // namespace md
+
 namespace {
 
 using analyze::Analysis;
+using md::code;
+using md::prose;
 
 /// A GitHub-flavoured table; cells must already be escaped. `right` marks right-aligned (numeric) columns.
 void table(std::ostream& out, const std::vector<std::string>& head, const std::vector<bool>& right,
@@ -38,9 +67,6 @@ constexpr size_t kCellChars = 100;
 /// Prose lines are wrapped at spaces to this width (a code span is never broken).
 constexpr size_t kWrapChars = 200;
 
-/// A name in prose: a code span.
-std::string code(std::string_view s) { return md_code(s); }
-
 /// A name in a table cell: a code span, cut to kCellChars, pipes escaped.
 std::string cell(std::string_view s) {
   if (s.empty() || s == "-") return std::string(s);  // "no caller" placeholders are not names
@@ -62,25 +88,6 @@ std::string path_cell(const std::string& s) {
   return cell(tail);
 }
 
-/// Prose from the analyzer (titles, evidence, suggestions, warnings): escaped, with each kernel's full name
-/// replaced by its short name as a code span, and other names that hold `<` or `>` as code spans (md_prose).
-/// With `max_chars`, the plain text is cut so the whole stays within about that many characters (a heading).
-std::string prose(const KernelNames& names, std::string_view text, size_t max_chars = std::string::npos) {
-  std::string out;
-  size_t used = 0;
-  for (const auto& p : names.split(text)) {
-    if (used >= max_chars) break;
-    if (!p.full.empty()) {
-      out += code(p.text);
-      used += p.text.size();
-    } else {
-      const std::string t = max_chars == std::string::npos ? p.text : truncate(p.text, max_chars - used);
-      out += md_prose(t);
-      used += t.size();
-    }
-  }
-  return out;
-}
 
 /// `line` broken at spaces outside code spans into lines of about `width` characters; continuation lines are
 /// indented like the text after a list marker ("- ", "12. ") so they stay in the item. Tables and headings
@@ -135,13 +142,14 @@ void write_causes(const Analysis& a, std::ostream& out) {
   out << "By cause, in the findings' categories:\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : cause_rows(b, a.gpu_work_recorded))
-    rows.push_back({code(r.key), r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
+    rows.push_back({category_name(r.key) + " (" + code(r.key) + ")", r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   table(out, {"Cause", "What", "Time (ms)", "% of step"}, {false, false, true, true}, rows);
 }
 
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
   out << "## Timeline Breakdown\n\n";
+  out << "The step split by component (a time split; the causes, named as the findings name them, follow):\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
     rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
@@ -266,7 +274,7 @@ void write_sampling(const Analysis& a, std::ostream& out) {
 void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& names, std::ostream& out) {
   // A heading is one line: a title too long for it is cut (the JSON report has it whole).
   out << "### " << rank << ". " << (f.primary ? "[primary] " : "") << prose(names, f.title, 240) << "\n\n";
-  out << "- Category: " << md_code(f.category) << "\n";
+  out << "- Category: " << md_escape(category_name(f.category)) << " (" << md_code(f.category) << ")\n";
   out << "- Confidence: " << fmt(f.confidence, 2) << (f.uncertain ? " (**uncertain**: shown for completeness)" : "")
       << "\n";
   if (f.informational) out << "- Informational: describes the run, not a per-step cost\n\n";
@@ -281,7 +289,7 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
     out << "Metrics: ";
     bool first = true;
     for (const auto& [k, v] : f.metrics) {
-      out << (first ? "" : ", ") << md_escape(k) << " = " << fmt_value(v);
+      out << (first ? "" : "; ") << md_escape(metric_label(k)) << ": " << metric_value(k, v);
       first = false;
     }
     out << "\n\n";
@@ -297,8 +305,7 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
     size_t i = 1;
     for (const auto& s : f.suggestions) {
       out << i++ << ". **" << md_escape(s.priority) << "**: " << prose(names, s.action);
-      if (s.estimated) out << " (saves about " << fmt(s.impact_ms, 3) << " ms per step; " << prose(names, s.model) << ")";
-      else out << " (saving not estimated)";
+      out << " (" << saving_text(s) << (s.estimated ? "; " + prose(names, s.model) : std::string()) << ")";
       out << '\n';
     }
     out << '\n';
@@ -407,33 +414,6 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
 }
 
 /// Right after the headline: what might make the numbers below wrong or partial, so it is read first.
-void write_quality(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  out << "## Warnings and data quality\n\n";
-  for (const auto& w : a.warnings) out << "- **Warning**: " << prose(names, w) << '\n';
-  const auto& al = a.alignment;
-  out << "- Clock alignment: ";
-  if (!a.gpu_work_recorded) {
-    out << "not applicable: no GPU work was recorded.";
-  } else if (al.kernels_checked == 0) {
-    out << "not measured: no kernel could be matched to its launch call.";
-  } else {
-    out << (al.ok ? "OK" : "**suspect**") << ", " << al.kernels_checked << " kernels checked, worst causality "
-        << "violation " << fmt(al.max_violation_us, 3) << " us, " << al.violations_over_1us << " over 1 us ("
-        << fmt(al.violation_pct, 2) << " %).";
-  }
-  if (!al.note.empty()) out << ' ' << md_escape(al.note);
-  out << '\n';
-  out << "- Dropped records: " << drops_text(a, [](const std::string& reason) { return code(reason); }) << '\n';
-  if (!a.rule_file.empty()) out << "- Rule file: " << md_escape(a.rule_file) << " (docs/rules.md).\n";
-  const auto& s = a.steps;
-  if (s.count == 0)
-    out << "- Steps: none found; the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).\n";
-  else if (s.warmup > 0)
-    out << "- Warm-up: " << s.warmup << " step(s) left out of the statistics: " << md_escape(s.warmup_reason) << ".\n";
-  else
-    out << "- Warm-up: no step left out.\n";
-  out << '\n';
-}
 
 /// Every recorded process fact, at the end. Names of threads the session never saw (os_thread.*) are in the
 /// threads table's terms already, so only their number is given.
@@ -519,56 +499,19 @@ void write_process(const Analysis& a, std::ostream& out) {
 void write_markdown(const Analysis& a, std::ostream& stream) {
   const KernelNames names = kernel_names(a);
   std::ostringstream out;
-  const std::string subject = report_subject(a);
-  out << "# InferScope report" << (subject.empty() ? "" : ": " + md_escape(truncate(subject, 200))) << "\n\n";
-  out << "End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3) << " ms";
-  if (a.launcher)
-    out << " (the slowest of " << a.run.ranks.size() << " ranks, per matched step: this process is their launcher)";
-  else if (a.steps.count > 0)
-    out << " (" << a.steps.basis << " of " << a.steps.count << " steady steps of " << code(a.steps.name) << "; "
-        << (a.steps.alike ? "mean " + fmt(a.steps.mean_ms, 3) : "median " + fmt(a.steps.p50_ms, 3)) << ", p90 "
-        << fmt(a.steps.p90_ms, 3) << ", p99 " << fmt(a.steps.p99_ms, 3) << " ms"
-        << (a.steps.warmup ? "; " + std::to_string(a.steps.warmup) + " warm-up step(s) left out" : std::string()) << ")";
-  else
-    out << " (whole trace, no steps found)";
-  out << "\n\n";
-  if (!a.steps.spread.empty() && !a.launcher)
-    out << "**Steps not alike**: " << md_escape(a.steps.spread) << ". The latency above is their mean, and every "
-        << "\"per step\" below is of that mean.\n\n";
-  if (a.sampling.sampled)
-    out << "**Sampled run** (mode: sampled): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";
-  if (a.partial)
-    out << "**Partial analysis**: the input is corrupt; only the data before the damage were read (see Warnings).\n\n";
-  out << "Source: " << code(a.source);
-  if (!a.source_format.empty()) out << " (" << code(a.source_format) << ")";
-  out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms.";
-  if (!a.run.findings.empty()) {  // the run's diagnosis outranks one rank's view of it
-    const auto& p = a.run.findings.front();
-    out << " Primary bottleneck of the run: " << md_code(p.category) << ", " << fmt(p.impact_ms, 3) << " ms per step ("
-        << fmt(p.impact_pct, 1) << " %).";
-  } else if (!a.findings.empty()) {
-    const auto& p = a.findings.front();
-    out << " Primary bottleneck: " << md_code(p.category) << ", " << fmt(p.impact_ms, 3) << " ms per step ("
-        << fmt(p.impact_pct, 1) << " %).";
-  }
-  out << "\n\n";
-  // One line on what ran where, up front; every recorded process fact at the end.
-  std::string ran;
-  for (const auto& [k, v] : headline_process(a))
-    ran += std::string(ran.empty() ? "" : ", ") + k + " " + code(truncate(v, 120));
-  if (!ran.empty()) out << "Process: " << ran << "\n\n";
-  write_quality(a, names, out);
+  md::write_top(a, names, out);
   write_run(a, names, out);
   if (!a.launcher) {  // a launcher's own step, breakdown and findings describe its idle loop
     write_breakdown(a, out);
+    write_findings(a, names, out);
     write_waits(a, out);
     write_steps(a, out);
     write_generation(a, out);
     write_sampling(a, out);
-    write_findings(a, names, out);
   }
   write_tables(a, names, out);
   write_children(a, out);
+  if (quality_problem(a).empty()) md::write_quality(a, names, out);  // nothing wrong: reference, at the end
   write_process(a, out);
 
   std::istringstream in(out.str());

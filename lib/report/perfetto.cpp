@@ -10,6 +10,7 @@
 // call, "f" with bp "e" on the kernel/copy/memset/sync/graph, id = the correlation id) link them, one pair per
 // id. Counters and thread states: perfetto_counters.hpp.
 #include "dump/clock_model.hpp"
+#include "dump/trace_bounds.hpp"
 #include "dump/visit.hpp"
 #include "report/escape.hpp"
 #include "report/names.hpp"
@@ -48,6 +49,8 @@ constexpr uint32_t kNoStream = 0xffffffffu;
 // A thread's state track: its tid plus this, clear of real tids (below 2^22) and of the tracks of channels and
 // of threads without an OS id (0x40000000 + dump id).
 constexpr int64_t kStateTidOffset = 0x20000000;
+// The analysis's steps, a track of the traced process of their own (clear of real tids and of the above).
+constexpr int64_t kTidSteps = 0x10000000;
 // Correlation ids past this get no flow arrow (their events keep args.correlation): a bit per id below it
 // bounds each set at 16 MiB against a hostile or corrupt dump.
 constexpr uint32_t kMaxTrackedCorrelation = 1u << 27;
@@ -184,17 +187,22 @@ uint64_t record_time(const GpuMemoryRecord& m) { return m.ts; }
 uint64_t record_time(const ClockCheckRecord& c) { return c.cpu_before; }
 uint64_t record_time(const CounterRecord& c) { return c.ts; }
 
-/// Pass one's visitor: the first record's time, the correlation ids that have a traced call or GPU work, the
-/// kernel names to shorten; and every attribute list read once, so that a malformed one throws before a byte
-/// is written.
+/// Pass one's visitor: the trace's time origin (dump/trace_bounds.hpp: the one every output shares), the first
+/// record of any kind, the correlation ids that have a traced call or GPU work, the kernel names to shorten; and
+/// every attribute list read once, so that a malformed one throws before a byte is written.
 class Scan {
  public:
-  Scan(const DumpReader& r, LaunchFlows& flows, KernelLabels& kernels) : r_(r), flows_(flows), kernels_(kernels) {}
-  uint64_t first() const { return first_; }
+  Scan(const DumpReader& r, const dump::ClockModel& clock, LaunchFlows& flows, KernelLabels& kernels)
+      : r_(r), bounds_{clock}, flows_(flows), kernels_(kernels) {}
+  /// CLOCK_MONOTONIC ns of the trace's origin: the first of the program's activity, else of any record (0: none).
+  int64_t origin_ns() const {
+    return bounds_.any() ? bounds_.first_ns() : first_ == ~0ull ? 0 : bounds_.clock.to_ns(first_);
+  }
 
   template <class Rec>
   void on(const Rec& rec, const dump::RecordContext& rc) {
     first_ = std::min(first_, record_time(rec));
+    dump::see_bounds(bounds_, rec, rc);
     if (rc.has_attributes()) (void)r_.attributes(rc.bytes);
     saw(rec);
   }
@@ -212,6 +220,7 @@ class Scan {
   void saw(const auto&) {}
 
   const DumpReader& r_;
+  dump::TraceBounds bounds_;
   LaunchFlows& flows_;
   KernelLabels& kernels_;
   uint64_t first_ = ~0ull;
@@ -227,6 +236,7 @@ struct Part {
   uint64_t flow_id_base = 0;  ///< added to correlation ids: each process numbers its own from 1
   std::string label;          ///< "rank 1": put before the process's name
   int64_t pid = 0;            ///< the pid its CPU tracks use instead of the process's (another dump had it)
+  const analyze::Analysis* analysis = nullptr;  ///< its analysis: its steps become the "Steps" track
 };
 
 class TraceWriter {
@@ -240,6 +250,7 @@ class TraceWriter {
     scan();
     if (part_.alone) header();
     name_cpu_threads();
+    write_steps();
     dump::visit_records(r_, *this);
     if (part_.alone) footer();
     else w_.flush();
@@ -261,13 +272,14 @@ class TraceWriter {
     return pid;
   }
 
-  /// The monotonic ns of the dump's first record (0: none), the origin a run's trace takes the earliest of.
+  /// The monotonic ns of the dump's time origin (0: none), the origin a run's trace takes the earliest of.
   static int64_t first_record_ns(const DumpReader& r) {
     LaunchFlows flows;
     KernelLabels kernels;
-    Scan scan(r, flows, kernels);
+    const dump::ClockModel clock(r.calibration());
+    Scan scan(r, clock, flows, kernels);
     dump::visit_records(r, scan);
-    return scan.first() == ~0ull ? 0 : dump::ClockModel(r.calibration()).to_ns(scan.first());
+    return scan.origin_ns();
   }
 
   // --- pass two: one writer per record kind (the visitor visit_records calls) -------------------------
@@ -304,12 +316,12 @@ class TraceWriter {
     Args a;
     a.attrs(r_.attributes(rc.bytes));
     w_.begin('b', name, "async", pid_of(r.begin_thread), tid_of(r.begin_thread));
-    w_.field_us("ts", rel_ns(r.start));
+    w_.field_us("ts", std::max<int64_t>(0, rel_ns(r.start)));  // from the origin at the earliest, as complete()
     w_.field_raw("id", id);
     if (!a.empty()) w_.field_raw("args", a.json());
     w_.end();
     w_.begin('e', name, "async", pid_of(r.end_thread), tid_of(r.end_thread));
-    w_.field_us("ts", rel_ns(std::max(r.start, r.end)));
+    w_.field_us("ts", std::max<int64_t>(0, rel_ns(std::max(r.start, r.end))));
     w_.field_raw("id", id);
     w_.end();
   }
@@ -442,9 +454,9 @@ class TraceWriter {
  private:
   // --- pass one ----------------------------------------------------------------------------------------
   void scan() {
-    Scan scan(r_, flows_, kernels_);
+    Scan scan(r_, clock_, flows_, kernels_);
     dump::visit_records(r_, scan);
-    origin_ns_ = !part_.alone ? part_.origin_ns : scan.first() == ~0ull ? 0 : clock_.to_ns(scan.first());
+    origin_ns_ = !part_.alone ? part_.origin_ns : scan.origin_ns();
     pid_ = process_pid(r_);
     if (part_.pid) pid_ = part_.pid;
     name_os_threads();
@@ -561,15 +573,18 @@ class TraceWriter {
   void complete(const Name& name, std::string_view cat, int64_t pid, int64_t tid, uint64_t start, uint64_t end,
                 const Args& args) {
     w_.begin('X', name, cat, pid, tid);
-    w_.field_us("ts", rel_ns(start));
-    w_.field_us("dur", dur_ns(start, end));
+    // A span that began before the origin (an async range, a sync, before the program's first activity) starts
+    // at it: trace viewers drop negative times.
+    const int64_t ts = rel_ns(start);
+    w_.field_us("ts", std::max<int64_t>(0, ts));
+    w_.field_us("dur", std::max<int64_t>(0, dur_ns(start, end) + std::min<int64_t>(0, ts)));
     if (!args.empty()) w_.field_raw("args", args.json());
     w_.end();
   }
   void instant(const Name& name, std::string_view cat, int64_t pid, int64_t tid, uint64_t ts, const Args& args,
                const char* scope = "t") {
     w_.begin('i', name, cat, pid, tid);
-    w_.field_us("ts", rel_ns(ts));
+    w_.field_us("ts", std::max<int64_t>(0, rel_ns(ts)));  // before the origin (a clock check): at it
     w_.field_str("s", scope);
     if (!args.empty()) w_.field_raw("args", args.json());
     w_.end();
@@ -632,6 +647,37 @@ class TraceWriter {
     }
   }
 
+  /// "warm-up", "slow" (a steady step slower than the analysis's outlier bound) or "steady".
+  static const char* step_kind(const analyze::StepStats& st, size_t i, double dur_ms) {
+    if (i < st.warmup) return "warm-up";
+    return st.outlier_bound_ms > 0 && dur_ms > st.outlier_bound_ms ? "slow" : "steady";
+  }
+
+  /// Each step the analysis found (warm-up included) as a slice "step N" on a "Steps" track at the top of the
+  /// process, on the reports' time origin, so that a step a report names is found here at the time it gives.
+  void write_steps() {
+    if (!part_.analysis || part_.analysis->steps.count == 0) return;
+    const analyze::StepStats& st = part_.analysis->steps;
+    metadata("thread_name", pid_, kTidSteps, "Steps (" + st.name + ")");
+    sort_index("thread_sort_index", pid_, kTidSteps, -1);
+    const uint32_t rep = part_.analysis->representative.step.index;
+    for (size_t i = 0; i < st.spans.size(); ++i) {
+      const auto& sp = st.spans[i];
+      const int64_t dur = std::max<int64_t>(0, sp.end_ns - sp.start_ns);
+      const char* kind = step_kind(st, i, static_cast<double>(dur) / 1e6);
+      std::string name = "step " + std::to_string(i);
+      if (kind[0] != 's' || kind[1] != 't') name += std::string(" (") + kind + ")";
+      Args a;
+      a.u("index", i).s("kind", kind).fixed("duration_ms", static_cast<double>(dur) / 1e6, 3);
+      if (i == rep) a.s("representative", "yes");
+      w_.begin('X', Name(name), "step", pid_, kTidSteps);
+      w_.field_us("ts", std::max<int64_t>(0, ns_between(origin_ns_, sp.start_ns)));
+      w_.field_us("dur", dur);
+      w_.field_raw("args", a.json());
+      w_.end();
+    }
+  }
+
   struct ThreadOwner {
     int64_t pid = 0, tid = 0;
     std::string label;  ///< "python3 3186"
@@ -686,7 +732,11 @@ class TraceWriter {
 
 }  // namespace
 
-void write_perfetto(const DumpReader& reader, std::ostream& out) { TraceWriter(reader, out).run(); }
+void write_perfetto(const DumpReader& reader, std::ostream& out, const analyze::Analysis* analysis) {
+  Part part;
+  part.analysis = analysis;
+  TraceWriter(reader, out, part).run();
+}
 
 void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& out) {
   if (parts.size() == 1 && parts.front().reader) return write_perfetto(*parts.front().reader, out);

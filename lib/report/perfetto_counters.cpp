@@ -102,6 +102,23 @@ void CounterTracks::rate(const std::string& name, int64_t pid, Track& t, int64_t
 }
 
 void CounterTracks::show(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v) {
+  // Samples from before the trace's origin (a sampler starts with the session, before the program does
+  // anything): trace viewers drop negative times, so the last value shown before it is written at the origin,
+  // once, when the track first moves after it (or at finish).
+  if (ts < 0) {
+    t.at_origin = v;
+    t.have_at_origin = true;
+  } else {
+    if (t.have_at_origin && ts > 0) write(name, pid, 0, t.at_origin);
+    t.have_at_origin = false;
+    write(name, pid, ts, v);
+  }
+  t.have_shown = true;
+  t.shown_ts = ts;
+  t.shown = v;
+}
+
+void CounterTracks::write(const std::string& name, int64_t pid, int64_t ts, const Value& v) {
   w_.begin_counter(Name(name), pid);
   w_.field_us("ts", ts);
   Args a;
@@ -110,9 +127,6 @@ void CounterTracks::show(const std::string& name, int64_t pid, Track& t, int64_t
   else a.i("value", v.i);
   w_.field_raw("args", a.json());
   w_.end();
-  t.have_shown = true;
-  t.shown_ts = ts;
-  t.shown = v;
 }
 
 void CounterTracks::add_state(const StateTrack& track, int64_t ts, int64_t code) {
@@ -138,9 +152,10 @@ void CounterTracks::add_state(const StateTrack& track, int64_t ts, int64_t code)
 }
 
 void CounterTracks::slice(const State& s, int64_t end) {
+  if (end <= 0 && s.since < 0) return;  // over before the trace's origin
   w_.begin('X', Name(thread_state_name(s.code)), "thread_state", s.track.pid, s.track.tid);
-  w_.field_us("ts", s.since);
-  w_.field_us("dur", end - s.since);
+  w_.field_us("ts", std::max<int64_t>(0, s.since));  // a state held since before the origin: from it
+  w_.field_us("dur", end - std::max<int64_t>(0, s.since));
   w_.end();
 }
 
@@ -155,6 +170,8 @@ void CounterTracks::finish() {
       show(key.second, key.first, t, t.last_ts, t.last);  // where the level was last seen
     }
   }
+  for (auto& [key, t] : tracks_)
+    if (t.have_at_origin) write(key.second, key.first, 0, t.at_origin);  // nothing after the origin moved it
   for (const auto& [key, s] : states_) slice(s, s.last);
   tracks_.clear();
   states_.clear();

@@ -79,6 +79,8 @@ class CounterTracks {
     bool have_shown = false;  ///< a value was written
     int64_t shown_ts = 0;
     Value shown;  ///< what the track shows from shown_ts on
+    bool have_at_origin = false;  ///< a value shown before the trace's origin, not written yet
+    Value at_origin;              ///< that value, which the track holds at the origin
   };
   struct State {
     StateTrack track;
@@ -88,6 +90,7 @@ class CounterTracks {
   void level(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v);
   void rate(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v);
   void show(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v);
+  void write(const std::string& name, int64_t pid, int64_t ts, const Value& v);
   void slice(const State& s, int64_t end);
 
   EventWriter& w_;

@@ -37,10 +37,12 @@ void write_html(const analyze::Analysis& a, std::ostream& out);
 void write_json(const analyze::Analysis& a, std::ostream& out);
 
 /// Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing), streamed record by record so
-/// memory stays bounded whatever the dump's size. Timestamps are microseconds from the dump's first event.
-/// Throws dump::DumpError on a malformed record before writing anything (every record is checked in a first
-/// pass that also finds the time origin).
-void write_perfetto(const dump::DumpReader& reader, std::ostream& out);
+/// memory stays bounded whatever the dump's size. Timestamps are microseconds from the trace's time origin,
+/// the one every report of the dump states its times from (dump/trace_bounds.hpp); the few records from before
+/// it (counter samples as the session started) are drawn from it. Given the dump's analysis, its steps are a
+/// "Steps" track ("step 0 (warm-up)", "step 7 (slow)"). Throws dump::DumpError on a malformed record before
+/// writing anything (every record is checked in a first pass that also finds the time origin).
+void write_perfetto(const dump::DumpReader& reader, std::ostream& out, const analyze::Analysis* analysis = nullptr);
 
 /// One dump of a run's trace and the label its tracks carry ("rank 1").
 struct RunTracePart {

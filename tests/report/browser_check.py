@@ -11,6 +11,10 @@ a reader does with them, with the browser's own input events (mouse clicks, the 
     drag pans by as many pixels as the mouse moved, the arrow key pans and 0 resets, the ticks follow the
     scale, labels appear on spans that became wide enough, a GPU span too short to draw at first is drawn
     on its own once zoomed in (never a short GPU span widened over idle time), and reset restores the view;
+  * the first screen: the first finding starts within the first 900 px of the page (a 1400 x 900 screen), the
+    verdict names the primary cause in words, the data-quality notes are open exactly when their summary says
+    "check first"; the timeline's legend lists only what it draws, and a finding's "show in the timeline"
+    zooms the timeline to its example span and brings it into view;
   * screenshots in --out: NAME.png (the whole page as it opens), NAME-top.png (its first 1400 x 1000 px) and
     NAME-timeline.png (the timeline, zoomed in); docs/images/ holds copies of two.
 
@@ -303,7 +307,7 @@ TIMELINE_PROBE = r"""
 (() => {
   const svg = document.getElementById('tl-svg');
   if (!svg) return false;
-  const spans = Array.from(svg.querySelectorAll('rect[data-s]'));
+  const spans = Array.from(svg.querySelectorAll('rect[data-s]:not(.mk)'));  // marks (.mk) have a minimum width
   const shown = (e) => getComputedStyle(e).display !== 'none';
   const box = (e) => { const r = e.getBoundingClientRect(); return {x: r.left, w: r.width, y: r.top, h: r.height}; };
   const scale = () => svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
@@ -542,6 +546,95 @@ class Timeline:
 
 # ---- a page -------------------------------------------------------------------------------------------------
 
+# The first screen (docs/reports.md): where the first finding starts on the page (it must be on a 1400 x 900
+# screen), whether the verdict says the cause in words, and whether the data-quality notes are open.
+FIRST_SCREEN = r"""
+(() => {
+  const f = document.querySelector('.finding'), v = document.getElementById('verdict');
+  const q = document.getElementById('warnings');
+  return {finding: f ? Math.round(f.getBoundingClientRect().top + window.scrollY) : null,
+          verdict: v ? v.textContent : null, cause: !!(v && v.querySelector('.cat')),
+          quality: q ? {open: q.open, summary: q.querySelector('summary').textContent} : null};
+})()
+"""
+
+# The timeline's legend against what it draws: every legend swatch's colour must be the fill of a drawn span.
+LEGEND = r"""
+(() => {
+  const sec = document.getElementById('timeline');
+  if (!sec || !document.getElementById('tl-svg')) return null;
+  const probe = document.createElement('i');
+  document.body.appendChild(probe);
+  const rgb = (c) => { probe.style.color = c; return getComputedStyle(probe).color; };
+  const drawn = new Set(Array.from(document.querySelectorAll('#tl-svg rect[data-s]:not(.mk)'))
+    .map((r) => rgb(r.getAttribute('fill'))));
+  const legend = Array.from(sec.querySelectorAll('.legend span'))
+    .map((sp) => ({name: sp.textContent, color: getComputedStyle(sp.querySelector('i')).backgroundColor}));
+  probe.remove();
+  return legend.filter((l) => !drawn.has(l.color)).map((l) => l.name);
+})()
+"""
+
+# A finding's "show in the timeline" button, scrolled into view: its middle, or null when there is none.
+GOTO = r"""
+(() => {
+  const b = document.querySelector('.finding button.tl-goto');
+  if (!b) return null;
+  b.scrollIntoView({block: 'center'});
+  const r = b.getBoundingClientRect();
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2, s: +b.dataset.gotoS, e: +b.dataset.gotoE};
+})()
+"""
+
+# The timeline's view after a goto: zoom, and the instants at the plot's edges (ms from the step's start).
+VIEW = r"""
+(() => {
+  const svg = document.getElementById('tl-svg'), k = +svg.dataset.k, off = +svg.dataset.off, W = +svg.dataset.w;
+  const span = +svg.dataset.span, r = svg.getBoundingClientRect();
+  return {k, span, t0: off / W * span, t1: (off + W / k) / W * span, top: r.top, bottom: r.bottom,
+          vh: window.innerHeight};
+})()
+"""
+
+FIRST_SCREEN_H = 900  # the screen the first finding must show on (1400 x 900)
+
+
+def check_first_screen(browser):
+    """(summary, failures) of the first screen: the first finding's top on the page, the verdict."""
+    fs = browser.evaluate(FIRST_SCREEN)
+    failures = []
+    if fs["finding"] is not None and fs["finding"] >= FIRST_SCREEN_H:
+        failures.append(f"the first finding starts {fs['finding']} px down: below a 1400 x {FIRST_SCREEN_H} screen")
+    if fs["finding"] is not None and not fs["cause"]:
+        failures.append("findings, but the first screen names no primary cause in words (#verdict .cat)")
+    if fs["quality"] and fs["quality"]["open"] != ("check first" in fs["quality"]["summary"]):
+        failures.append(f"the data-quality notes are {'open' if fs['quality']['open'] else 'closed'} under the "
+                        f"summary {fs['quality']['summary']!r}")
+    where = "no finding" if fs["finding"] is None else f"first finding at {fs['finding']} px"
+    return where, failures
+
+
+def check_timeline_links(browser):
+    """Failures of the legend (only what is drawn) and of a finding's one-click zoom to its example span."""
+    failures = []
+    extra = browser.evaluate(LEGEND)
+    if extra:
+        failures.append(f"the timeline's legend lists what it does not draw: {extra}")
+    at = browser.evaluate(GOTO)
+    if at:
+        browser.click(at["x"], at["y"])
+        browser.settle()
+        v = browser.evaluate(VIEW)
+        # the span in view with at most a fifth of it on each side (the whole step when the span is most of it)
+        want = min(v["span"], max((at["e"] - at["s"]) * 1.4, v["span"] / 5000))
+        if not (v["t0"] <= at["s"] + 1e-6 and v["t1"] >= at["e"] - 1e-6 and v["t1"] - v["t0"] <= want * 1.01 + 1e-6):
+            failures.append(f"'show in the timeline' for {at['s']:.3f}-{at['e']:.3f} ms left the view at zoom "
+                            f"{v['k']:.2f}, {v['t0']:.3f}-{v['t1']:.3f} ms")
+        if v["bottom"] < 0 or v["top"] > v["vh"]:
+            failures.append("'show in the timeline' did not bring the timeline into view")
+    return failures
+
+
 LAYOUT = r"""
 (() => ({width: document.documentElement.scrollWidth, view: window.innerWidth,
          process: (() => { const d = document.getElementById('process'); return d ? d.open : null; })()}))()
@@ -559,6 +652,8 @@ def check_page(browser, html, out_dir):
     stem = os.path.join(out_dir, os.path.splitext(os.path.basename(html))[0])
     browser.screenshot(stem + ".png")  # as the page opens, before anything is sorted or zoomed
     browser.screenshot(stem + "-top.png", {"x": 0, "y": 0, "width": WIDTH, "height": HEIGHT})
+    first_screen, fs_failures = check_first_screen(browser)
+    failures += fs_failures
     layout = browser.evaluate(LAYOUT)
     if layout["width"] > layout["view"]:
         failures.append(f"the page is {layout['width']} px wide in a {layout['view']} px window")
@@ -571,8 +666,9 @@ def check_page(browser, html, out_dir):
     timeline = Timeline(browser)
     timeline.run(stem + "-timeline.png")
     failures += timeline.failures
+    failures += check_timeline_links(browser)
     drawn = f"no timeline ({timeline.skipped})" if timeline.skipped else "timeline zoomed and panned"
-    summary = f"{tables} tables, {headers} headers sorted both ways, {drawn}, screenshots {stem}.png"
+    summary = f"{first_screen}, {tables} tables, {headers} headers sorted both ways, {drawn}, screenshots {stem}.png"
     return summary, browser.problems() + failures  # problems: at load and during everything above
 
 
@@ -588,6 +684,10 @@ BREAKAGES = [
     ("short-gpu-widened", "short GPU spans drawn at the minimum width", "gpu: r.classList.contains('g')",
      "gpu: false"),
     ("process-open", "the process details shown open", '<details id="process">', '<details id="process" open>'),
+    ("finding-below-fold", "the first finding pushed below the first screen", '<section id="findings">',
+     '<div style="height:900px"></div><section id="findings">'),
+    ("legend-too-long", "the timeline's legend lists a category it does not draw", '<div class="legend"><span>',
+     '<div class="legend"><span><i class="sw" style="background:#123456"></i>nothing</span><span>'),
     ("console-error", "the page logs an error", "</body>", "<script>console.error('broken on purpose')</script></body>"),
     ("network", "the page loads an image from the network", "</body>",
      "<img src=\"http://127.0.0.1:9/logo.png\" alt=\"\"></body>"),

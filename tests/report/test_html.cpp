@@ -32,7 +32,7 @@ TEST_CASE("html is one self-contained page") {
   CHECK(page.find("<link") == std::string::npos);
   CHECK(page.find("@import") == std::string::npos);
   CHECK(page.find("url(") == std::string::npos);
-  static const std::regex external(R"((src|href)\s*=)", std::regex::icase);
+  static const std::regex external(R"((src|href)\s*=\s*"(?!#))", std::regex::icase);  // links within the page only
   CHECK_FALSE(std::regex_search(page, external));
 }
 
@@ -56,8 +56,9 @@ TEST_CASE("html shows the headline, breakdown chart, timeline, findings and tabl
   CHECK(page.find("class=\"finding uncertain\"") != std::string::npos);
   CHECK(page.find("<span class=\"badge uncertain\">uncertain</span>") != std::string::npos);
   for (const char* id : {"kernels", "python", "ranges", "copies", "syncs", "allocations", "layers", "threads",
-                         "warnings", "steps", "findings", "breakdown", "timeline"})
+                         "steps", "findings", "breakdown", "timeline"})
     CHECK(page.find(std::string("<section id=\"") + id + "\">") != std::string::npos);
+  CHECK(page.find("<details id=\"warnings\"") != std::string::npos);
   CHECK(page.find("<li id=\"alignment\">Clock alignment: OK, 24800 kernels checked") != std::string::npos);
   CHECK(page.find("<li id=\"drops\">Dropped records: 17 (<code>buffer_full</code> 17)") != std::string::npos);
   // The primary finding comes before the uncertain one.
@@ -81,10 +82,12 @@ TEST_CASE("html's breakdown bar is by cause, in the findings' categories, with a
   const auto legend_at = page.find("<div class=\"legend\">");
   REQUIRE(legend_at != std::string::npos);
   const std::string legend = page.substr(legend_at, page.find("</div>", legend_at) - legend_at);
-  CHECK(legend.find("<code>gpu_bound</code>") != std::string::npos);
-  CHECK(legend.find("<code>memory_alloc</code> in allocations and frees") != std::string::npos);
-  CHECK(legend.find("sync_bound") == std::string::npos);  // 0 ms: no segment, no legend entry
-  CHECK(page.find("<title>in allocations and frees: 0.250 ms") != std::string::npos);
+  // The causes as the findings name their categories (category_name), the breakdown's own words on hover.
+  CHECK(legend.find("</i>GPU compute 40.0 %") != std::string::npos);
+  CHECK(legend.find("<span title=\"in allocations and frees\">") != std::string::npos);
+  CHECK(legend.find("</i>Memory allocation and frees 2.0 %") != std::string::npos);
+  CHECK(legend.find("synchronizations") == std::string::npos);  // 0 ms: no segment, no legend entry
+  CHECK(page.find("<title>Memory allocation and frees (in allocations and frees): 0.250 ms") != std::string::npos);
   // The component table stays below the bar.
   CHECK(page.find(">Sync wait</td>", legend_at) != std::string::npos);
 }
@@ -111,10 +114,10 @@ TEST_CASE("html timeline packs a lane's depths into consecutive rows") {
   a.representative.lanes.resize(1);
   a.representative.lanes[0].spans = {{0, 1, "outer", "range", 0}, {0.2, 0.3, "call", "api", 250}};
   const std::string page = html(a);
-  // Row 0 at the lane's top (y = 20), depth 250 on the next row (y = 35), not 250 rows down.
+  // Row 0 at the lane's top (y = 20), depth 250 on the next row (y = 40), not 250 rows down.
   CHECK(page.find("y=\"20.0\" width") != std::string::npos);
-  CHECK(page.find("y=\"35.0\" width") != std::string::npos);
-  CHECK(page.find("height=\"56\" viewBox") != std::string::npos);  // axis 20 + 2 rows of 15 + padding 6
+  CHECK(page.find("y=\"40.0\" width") != std::string::npos);
+  CHECK(page.find("height=\"68\" viewBox") != std::string::npos);  // axis 20 + 2 rows of 20 + padding 8
 }
 
 namespace {
@@ -173,14 +176,14 @@ TEST_CASE("html shows kernels by their short names with the full name on hover")
         std::string::npos);
 }
 
-TEST_CASE("html puts warnings right after the headline and the process details collapsed at the end") {
+TEST_CASE("html puts the data-quality notes right after the headline and the process details collapsed at the end") {
   auto a = sample_analysis();
   for (int t = 0; t < 70; ++t) a.process["os_thread." + std::to_string(1000 + t) + ".name"] = "python3";
   const std::string page = html(a);
   const size_t header_end = page.find("</header>");
   CHECK(page.find("os_thread.") > page.find("<details id=\"process\"><summary>Process details (73 entries)</summary>"));
-  CHECK(page.find("<section id=\"warnings\">") > header_end);
-  CHECK(page.find("<section id=\"warnings\">") < page.find("<section id=\"breakdown\">"));
+  CHECK(page.find("<details id=\"warnings\"") > header_end);
+  CHECK(page.find("<details id=\"warnings\"") < page.find("<section id=\"breakdown\">"));
   CHECK(page.find("<details id=\"process\">") > page.find("<section id=\"threads\">"));
   CHECK(page.find("Process: cmdline <code>python serve.py --model gpt2</code> · pid <code>4242</code>") < header_end);
   CHECK(page.find("<title>InferScope report: serve.py (gpt2.iscope)</title>") != std::string::npos);
@@ -286,4 +289,83 @@ TEST_CASE("html: a thread's CPU time below one clock tick says so, and the table
   analyze::Analysis exact = sample_analysis();
   exact.threads.resize(2);  // schedstat only: no note
   CHECK(html(exact).find("CPU (ms) without schedstat") == std::string::npos);
+}
+
+TEST_CASE("html's first screen: the spread, the primary cause in words and what to do first, with its saving") {
+  const std::string page = html(sample_analysis());
+  const std::string header = page.substr(0, page.find("</header>"));
+  CHECK(header.find("<p id=\"spread\"><b>p50 ") != std::string::npos);
+  CHECK(header.find(" · p90 ") != std::string::npos);
+  // The category in words, its key on hover; never the raw tag alone.
+  CHECK(header.find("<b class=\"cat\" title=\"category launch_bound\">Kernel launch overhead</b>") != std::string::npos);
+  // The suggestion with the largest estimated saving, and the saving.
+  CHECK(header.find("<span class=\"lead\">Do first</span>Capture the decode step in a CUDA graph") != std::string::npos);
+  CHECK(header.find("<b class=\"saving\">saves about ") != std::string::npos);
+  CHECK(header.find("<a href=\"#finding-1\">") != std::string::npos);
+  CHECK(page.find("<div class=\"finding primary\" id=\"finding-1\">") != std::string::npos);
+}
+
+TEST_CASE("html's data-quality notes are collapsed unless something in them is wrong") {
+  auto a = sample_analysis();  // records dropped, a warning: open, saying why
+  CHECK(html(a).find("<details id=\"warnings\" open><summary>Data quality: <span class=\"warn\">check first: ") !=
+        std::string::npos);
+  a.drops.clear();
+  a.warnings.clear();
+  CHECK(html(a).find("<details id=\"warnings\"><summary>Data quality: no problem found</summary>") != std::string::npos);
+  a.alignment.ok = false;  // clocks that disagree make every GPU time suspect
+  CHECK(html(a).find("check first: CPU and GPU clocks look misaligned") != std::string::npos);
+}
+
+TEST_CASE("html findings name their category and metrics in words, the keys on hover") {
+  const std::string page = html(sample_analysis());
+  CHECK(page.find("<span class=\"badge cat\" title=\"category launch_bound\">Kernel launch overhead</span>") !=
+        std::string::npos);
+  CHECK(page.find("<span title=\"kernels_per_step\">Kernels per step: 412</span>") != std::string::npos);
+  CHECK(page.find("<span title=\"median_kernel_us\">Median kernel (us): 9.1</span>") != std::string::npos);
+  CHECK(page.find("kernels_per_step = ") == std::string::npos);
+}
+
+TEST_CASE("html timeline: step boundaries, the primary finding's example highlighted, a legend of what is drawn") {
+  auto a = sample_analysis();
+  const std::string page = html(a);
+  // The sample's primary example lies outside the step drawn: boundaries only, no highlight, no button.
+  CHECK(count(page, "<rect class=\"mk sb\"") == 2);
+  CHECK(page.find("<rect class=\"mk hl\"") == std::string::npos);
+  CHECK(page.find("id=\"tl-goto-hl\"") == std::string::npos);
+  // The second finding's example is inside it: one click zooms there (ms from the step's start).
+  CHECK(page.find("class=\"tl-goto\" data-goto-s=\"0.000000\" data-goto-e=\"1.150000\">show in the timeline</button>") !=
+        std::string::npos);
+  a.findings[0].examples = {{100.25, 101.25, "step 7: the launch gap"}};
+  const std::string hl = html(a);
+  CHECK(hl.find("<rect class=\"mk hl\" x=\"") != std::string::npos);
+  CHECK(hl.find("data-goto-s=\"5.000000\" data-goto-e=\"6.000000\"") != std::string::npos);
+  // The legend names only categories the timeline draws.
+  const auto at = page.find("<div class=\"legend\">", page.find("<section id=\"timeline\">"));
+  const std::string legend = page.substr(at, page.find("</div>", at) - at);
+  CHECK(legend.find("memset") == std::string::npos);
+  CHECK(legend.find("kernel") != std::string::npos);
+}
+
+TEST_CASE("html share columns carry an inline bar of their share, the text (and so sorting) unchanged") {
+  const std::string page = html(sample_analysis());
+  const auto at = page.find("<section id=\"kernels\">");
+  REQUIRE(at != std::string::npos);
+  const std::string kernels = page.substr(at, page.find("</section>", at) - at);
+  CHECK(kernels.find("<td class=\"n\" style=\"background:linear-gradient(to right,#d4e3f2 ") != std::string::npos);
+  // The component table's total row has no bar.
+  CHECK(page.find("<tfoot><tr><td class=\"w\"><b>Step total</b></td><td class=\"n\"><b>") != std::string::npos);
+}
+
+TEST_CASE("html timeline: a GPU-idle primary cause whose example is in another step highlights this step's longest idle") {
+  auto a = sample_analysis();
+  a.findings[0].category = "wait";  // its example (520.5 ms) lies outside step 7
+  const std::string page = html(a);
+  // The sample's GPU lane is idle longest from 2.51 to 12.0 ms of the step.
+  CHECK(page.find("<rect class=\"mk hl\" x=\"") != std::string::npos);
+  CHECK(page.find("data-s=\"2.510000\" data-e=\"12.000000\"><title>the GPU idle for 9.490 ms, the longest in this step") !=
+        std::string::npos);
+  CHECK(page.find("Highlighted: the longest GPU-idle stretch of this step") != std::string::npos);
+  CHECK(page.find("The primary finding's example (step 41") != std::string::npos);  // and where the example is
+  a.findings[0].category = "gpu_bound";  // not about GPU idle time: nothing highlighted
+  CHECK(html(a).find("<rect class=\"mk hl\"") == std::string::npos);
 }

@@ -84,7 +84,7 @@ std::vector<std::vector<std::string>> breakdown_rows(const std::string& md) {
   std::vector<std::vector<std::string>> rows;
   size_t i = 0;
   while (i < ls.size() && ls[i] != "## Timeline Breakdown") ++i;
-  for (i += 4; i < ls.size() && !ls[i].empty() && ls[i][0] == '|'; ++i) rows.push_back(cells(ls[i]));
+  for (i += 6; i < ls.size() && !ls[i].empty() && ls[i][0] == '|'; ++i) rows.push_back(cells(ls[i]));
   return rows;
 }
 
@@ -123,10 +123,12 @@ TEST_CASE("markdown shows an unattributed row when the parts do not add up") {
 
 TEST_CASE("markdown orders sections and ranks findings with their details") {
   const std::string md = markdown(sample_analysis());
-  const char* order[] = {"End-to-end latency", "## Warnings and data quality", "- **Warning**: 17 records dropped",
+  const char* order[] = {"End-to-end latency", "**Primary cause**: Kernel launch overhead (`launch_bound`)",
+                         "**Do first**: Capture the decode step in a CUDA graph", "**Data quality: check first**",
+                         "## Warnings and data quality", "- **Warning**: 17 records dropped",
                          "- Clock alignment: OK, 24800 kernels checked", "- Dropped records: 17 (`buffer_full` 17)",
-                         "- Warm-up: 3 step(s) left out", "## Timeline Breakdown", "## Step latency", "## Findings (ranked by impact)",
-                         "### 1. [primary]", "### 2.", "## Top kernels", "## Python functions", "## Ranges",
+                         "- Warm-up: 3 step(s) left out", "## Timeline Breakdown", "## Findings (ranked by impact)",
+                         "### 1. [primary]", "### 2.", "## Step latency", "## Top kernels", "## Python functions", "## Ranges",
                          "## Memory copies", "## Synchronizations", "## Allocations", "## Model layers",
                          "## Threads", "## Process"};
   size_t pos = 0;
@@ -137,7 +139,7 @@ TEST_CASE("markdown orders sections and ranks findings with their details") {
     pos = p;
   }
   CHECK(md.find("| 100 | 12.500 | 12.100 | 13.400 | 18.900 | 21.000 | 11.800 |") != std::string::npos);
-  CHECK(md.find("- Category: `launch_bound`") != std::string::npos);
+  CHECK(md.find("- Category: Kernel launch overhead (`launch_bound`)") != std::string::npos);
   CHECK(md.find("- Impact: 5.500 ms per step (44.0 % of the step)") != std::string::npos);
   CHECK(md.find("(**uncertain**") != std::string::npos);
   CHECK(md.find("1. **high**: Capture the decode step in a CUDA graph") != std::string::npos);
@@ -173,7 +175,7 @@ TEST_CASE("markdown names are findable with grep: no backslashes in them") {
   CHECK(md.find("\\_") == std::string::npos);
   CHECK(md.find("| `vectorized_elementwise_kernel<4, AddFunctor<\xE2\x80\xA6>>` | 24800 |") != std::string::npos);
   CHECK(md.find("`GPT2Attention.forward`") != std::string::npos);
-  CHECK(md.find("Metrics: kernels_per_step = 412") != std::string::npos);
+  CHECK(md.find("Metrics: Kernels per step: 412") != std::string::npos);  // in words (labels.hpp)
 }
 
 TEST_CASE("markdown of a real unannotated program: Python names with <locals> are code spans, from the first warning on") {
@@ -221,7 +223,9 @@ TEST_CASE("markdown of an empty analysis still has the headline and says what is
   analyze::Analysis a;
   const std::string md = markdown(a);
   CHECK(md.rfind("# InferScope report\n\nEnd-to-end latency: 0.000 ms (whole trace, no steps found)", 0) == 0);
-  CHECK(md.find("- Steps: none found") < md.find("## Timeline Breakdown"));
+  // Nothing wrong with the data: one line up front, the notes at the end.
+  CHECK(md.find("Data quality: no problem found") < md.find("## Timeline Breakdown"));
+  CHECK(md.find("- Steps: none found") > md.find("## Timeline Breakdown"));
   CHECK(md.find("No bottleneck found") != std::string::npos);
   CHECK(md.find("## Top kernels") == std::string::npos);
 }

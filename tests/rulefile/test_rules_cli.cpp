@@ -55,11 +55,11 @@ TEST_CASE("iscope-analyze --rules: the rules' findings in every report format, r
   const auto r = testutil::run_tool(kAnalyze, {kFixture, "--rules", rules, "-o", md, "--json", js, "--html", html});
   REQUIRE(r.exit == 0);
   const std::string m = testutil::read_file(md);
-  CHECK(has(m, "Category: `custom:high_memory_overhead`"));
+  CHECK(has(m, "Category: Custom rule high_memory_overhead (`custom:high_memory_overhead`)"));
   CHECK(has(m, "the values it read: h2d_time = 39.208 ms, total_time = 40.058 ms"));
-  CHECK(has(m, "Category: `custom:step_budget`"));
+  CHECK(has(m, "Category: Custom rule step_budget (`custom:step_budget`)"));
   CHECK(has(m, "the step takes 40."));
-  CHECK_FALSE(has(m, "Category: `slow_steps`"));
+  CHECK_FALSE(has(m, "(`slow_steps`)\n"));
   const std::string j = testutil::read_file(js);
   CHECK(has(j, "\"bottleneck_type\": \"custom:step_budget\",\n      \"rule\": \"step_budget\""));
   CHECK(has(j, "\"bottleneck_type\": \"h2d_bound\",\n      \"rule\": \"h2d_bound\""));

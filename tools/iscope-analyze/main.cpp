@@ -336,7 +336,7 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
     try {
       ok &= write_to(p, [&](std::ostream& s) {
         if (paths.size() > 1) write_run_trace(paths, *reader, s);
-        else inferscope::report::write_perfetto(*reader, s);
+        else inferscope::report::write_perfetto(*reader, s, &a);  // its steps, on the reports' time origin
       });
     } catch (const inferscope::dump::DumpError& e) {
       std::cerr << "iscope-analyze: " << e.what() << "\n";

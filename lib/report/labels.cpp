@@ -1,0 +1,132 @@
+#include "report/labels.hpp"
+
+#include "report/common.hpp"
+#include "report/escape.hpp"
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace inferscope::report {
+namespace {
+
+/// Words a metric key's tokens stand for; tokens not listed are words already.
+const std::map<std::string_view, std::string_view>& token_words() {
+  static const std::map<std::string_view, std::string_view> words = {
+      {"gpu", "GPU"},         {"gpus", "GPUs"},         {"cpu", "CPU"},           {"api", "API"},
+      {"gil", "GIL"},         {"rss", "RSS"},           {"h2d", "host-to-device"}, {"d2h", "device-to-host"},
+      {"nccl", "NCCL"},       {"lm", "LM"},             {"runqueue", "run-queue"}, {"util", "utilization"},
+      {"alloc", "allocation"}, {"allocs", "allocations"}, {"syncs", "synchronizations"},
+      {"sync", "synchronization"}, {"lmheadmodel", "LM-head model"}, {"io", "I/O"}};
+  return words;
+}
+
+std::vector<std::string_view> tokens(std::string_view key) {
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i <= key.size();) {
+    const size_t j = std::min(key.find('_', i), key.size());
+    if (j > i) out.push_back(key.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+bool has_token(std::string_view key, std::string_view token) {
+  for (auto t : tokens(key))
+    if (t == token) return true;
+  return false;
+}
+
+/// A fraction in [0, 1] by its key: a share, a utilization.
+bool is_share(std::string_view key) {
+  return has_token(key, "share") || has_token(key, "utilization") || has_token(key, "util");
+}
+
+}  // namespace
+
+std::string category_name(std::string_view c) {
+  static const std::map<std::string_view, std::string_view> names = {
+      {"cpu_bound", "Host work (CPU-bound)"},
+      {"launch_bound", "Kernel launch overhead"},
+      {"sync_bound", "Waiting at synchronizations"},
+      {"h2d_bound", "Host-to-device copies"},
+      {"d2h_bound", "Device-to-host copies"},
+      {"gpu_bound", "GPU compute"},
+      {"memory_alloc", "Memory allocation and frees"},
+      {"cpu_contention", "CPU contention (run queue, CPU quota or GIL)"},
+      {"pcie_saturation", "PCIe bandwidth saturated"},
+      {"wait", "Waiting by its own choice (sleep, I/O, a queue)"},
+      {"communication", "Multi-GPU communication (NCCL)"},
+      {"collective_wait", "Ranks waiting for a slower rank in collectives"},
+      {"pipeline_bubble", "Pipeline bubbles between GPUs"},
+      {"gemm_fallback", "Matrix multiplies off the fast path"},
+      {"warmup", "Warm-up steps"},
+      {"slow_steps", "Slow steps"},
+      {"unattributed", "Unattributed"},
+  };
+  if (auto it = names.find(c); it != names.end()) return std::string(it->second);
+  if (c.starts_with("custom:")) return "Custom rule " + std::string(c.substr(7));
+  return std::string(c);
+}
+
+std::string metric_label(std::string_view key) {
+  std::string label, unit;
+  for (auto t : tokens(key)) {
+    if (t == "ms" || t == "us" || t == "ns") {  // a unit: said once, at the end
+      unit = " (" + std::string(t) + ")";
+      continue;
+    }
+    if (t == "gbps") {
+      unit = " (GB/s)";
+      continue;
+    }
+    if (t == "pct") {
+      unit = " (%)";
+      continue;
+    }
+    const auto w = token_words().find(t);
+    label += (label.empty() ? "" : " ") + std::string(w != token_words().end() ? w->second : t);
+  }
+  if (is_share(key)) unit = " (%)";
+  if (!label.empty() && label[0] >= 'a' && label[0] <= 'z') label[0] = static_cast<char>(label[0] - 'a' + 'A');
+  return label + unit;
+}
+
+std::string metric_value(std::string_view key, double v) {
+  if (is_share(key) && std::isfinite(v) && v >= 0 && v <= 1) return fmt(v * 100.0, 1);
+  if (has_token(key, "bytes") && std::isfinite(v) && v >= 0 && v < 1.8e19) return fmt_bytes(static_cast<uint64_t>(v));
+  return fmt_value(v);
+}
+
+std::string quality_problem(const analyze::Analysis& a) {
+  if (a.partial) return "the input is corrupt; only the data before the damage were read";
+  if (!a.warnings.empty())
+    return a.warnings.size() == 1 ? "the analyzer gave a warning" : std::to_string(a.warnings.size()) + " warnings";
+  const auto& al = a.alignment;
+  if (a.gpu_work_recorded && al.kernels_checked > 0 && !al.ok) return "CPU and GPU clocks look misaligned";
+  if (!a.drops.empty()) return "records were dropped while recording";
+  if (!a.complete) return "the dump did not end cleanly, so dropped records are not known";
+  return {};
+}
+
+const analyze::Suggestion* first_suggestion(const analyze::Finding& f) {
+  const analyze::Suggestion* best = nullptr;
+  for (const auto& s : f.suggestions)
+    if (s.estimated && s.impact_ms >= 0.0005 && (!best || s.impact_ms > best->impact_ms)) best = &s;
+  if (best) return best;
+  return f.suggestions.empty() ? nullptr : &f.suggestions.front();
+}
+
+std::string saving_text(const analyze::Suggestion& s) {
+  if (!s.estimated) return "saving not estimated";
+  if (s.impact_ms < 0.0005) return "no saving estimated for this trace";
+  return "saves about " + fmt(s.impact_ms, 3) + " ms per step";
+}
+
+const analyze::Finding* headline_finding(const analyze::Analysis& a) {
+  if (!a.run.findings.empty()) return &a.run.findings.front();
+  if (!a.launcher && !a.findings.empty()) return &a.findings.front();
+  return nullptr;
+}
+
+}  // namespace inferscope::report

@@ -1,0 +1,44 @@
+// The words the reports use for the analyzer's keys, and what their first screen says: a finding's category
+// in words ("Waiting (sleep, I/O, a queue)" for `wait`), a metric's label and value with its unit ("Run-queue wait
+// share: 0.0 %" for runqueue_wait_share = 0), whether the data-quality notes need reading, and the first thing
+// to do. The JSON report keeps the keys; Markdown and HTML show these words (HTML has the key on hover).
+#pragma once
+
+#include "analyze/analysis.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace inferscope::report {
+
+/// A finding category (analyze::kCategories, "custom:<rule>", or a breakdown cause key such as "unattributed")
+/// in words; an unknown key is returned as it is.
+std::string category_name(std::string_view category);
+
+/// A metric's key in words, its unit in parentheses where the key names one: "runqueue_wait_share" ->
+/// "run-queue wait share (%)", "h2d_bytes_per_step" -> "host-to-device bytes per step".
+std::string metric_label(std::string_view key);
+
+/// A metric's value as its label promises: a share (0..1) as a percentage, bytes with a binary unit, times and
+/// other numbers as fmt_value.
+std::string metric_value(std::string_view key, double v);
+
+/// Why the data-quality notes must be read before the numbers, or "" when nothing is wrong. Wrong means any of:
+/// the input is corrupt (partial), the analyzer warned, clock alignment was measured and is suspect, records
+/// were dropped, or the dump has no END chunk (so drops are not known). "No steps found" and warm-up steps left
+/// out are facts about the run, not problems with its data: they are said in the headline instead.
+std::string quality_problem(const analyze::Analysis& a);
+
+/// The one suggestion to try first from a finding: the one with the largest estimated saving above zero; when
+/// none has one, the first (by the analyzer's order). nullptr when the finding has no suggestion.
+const analyze::Suggestion* first_suggestion(const analyze::Finding& f);
+
+/// A suggestion's saving in words: "saves about 1.234 ms per step", "no saving estimated for this trace"
+/// (estimated at under 1 us), "saving not estimated".
+std::string saving_text(const analyze::Suggestion& s);
+
+/// The primary finding the first screen reports: the run's (several ranks) before this process's; nullptr when
+/// there is none or this process is a launcher without findings of its own.
+const analyze::Finding* headline_finding(const analyze::Analysis& a);
+
+}  // namespace inferscope::report
