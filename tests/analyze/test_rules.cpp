@@ -1009,7 +1009,7 @@ TEST_CASE("warmup: informational, when leading steps were left out and steady on
   REQUIRE(f->examples.size() == 1);
   CHECK(f->examples[0].end_ms == doctest::Approx(325));
   check_suggestions(*f);
-  CHECK(priorities(*f) == std::vector<std::string>{"high", "medium", "low"});
+  CHECK(priorities(*f) == std::vector<std::string>{"medium", "medium", "low"});
   CHECK(suggestion(*f, "Warm up at start-up"));
   CHECK(suggestion(*f, "CUDA_MODULE_LOADING=EAGER"));
   CHECK(suggestion(*f, "--skip-steps N"));
@@ -1034,7 +1034,7 @@ TEST_CASE("warmup without GPU work: the durations only, and two suggestions") {
   CHECK(any_evidence(*f, "step 0 50.0 ms"));
   CHECK_FALSE(any_evidence(*f, "CUDA calls"));
   // Code as it runs: two suggestions, not the three docs/analysis.md promises for every finding.
-  CHECK(priorities(*f) == std::vector<std::string>{"high", "low"});
+  CHECK(priorities(*f) == std::vector<std::string>{"medium", "low"});
   CHECK(has(f->suggestions.front().action, "imports, lazy initialization"));
 }
 
@@ -1078,7 +1078,7 @@ TEST_CASE("slow_steps: informational, names what grew in the slowest outliers") 
   CHECK(f->examples[0].start_ms == doctest::Approx(400));
   CHECK(f->metrics.at("slow_steps") == 2);
   check_suggestions(*f);
-  CHECK(priorities(*f) == std::vector<std::string>{"high", "medium", "low"});
+  CHECK(priorities(*f) == std::vector<std::string>{"medium", "medium", "low"});
   CHECK(suggestion(*f, "Open the slowest step in the timeline"));
   CHECK(suggestion(*f, "gc.freeze()"));
   CHECK(suggestion(*f, "GPU clocks"));

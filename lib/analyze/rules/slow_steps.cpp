@@ -58,7 +58,8 @@ std::optional<Finding> slow_steps(const RuleInput& in) {
   }
   f.metrics["slow_steps"] = double(out.size());
   f.metrics["outlier_bound_ms"] = in.selection.outlier_bound_ns / 1e6;
-  suggest(f, "high", "Open the slowest step in the timeline (--perfetto) and compare it with a typical one");
+  // Informational: it saves nothing in the typical step, so no suggestion of it is high.
+  suggest(f, "medium", "Open the slowest step in the timeline (--perfetto) and compare it with a typical one");
   suggest(f, "medium", "Check for periodic work inside the loop: garbage collection (gc.freeze() after start-up), logging, "
                        "checkpointing, new input shapes that trigger recompilation or autotuning");
   suggest(f, "low", gpu_seen(in) ? "Check the machine: other processes, CPU frequency, GPU clocks and throttling (the system "

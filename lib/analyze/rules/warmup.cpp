@@ -15,14 +15,15 @@ std::string spent(const RuleInput& in, const detail::StepMetrics& s) {
          fms(s.host_out_api / 1e6) + " host outside CUDA calls";
 }
 
+// An informational finding saves nothing in the steady steps the verdict is about: none of its suggestions is high.
 void add_suggestions(Finding& f, const RuleInput& in) {
   if (gpu_seen(in)) {
-    suggest(f, "high", "Warm up at start-up, before taking traffic: run a few dummy steps of every input shape (CUDA context, "
+    suggest(f, "medium", "Warm up at start-up, before taking traffic: run a few dummy steps of every input shape (CUDA context, "
                        "cuBLAS/cuDNN handles, kernel loading and autotuning happen once)");
     suggest(f, "medium", "If first-request latency matters, load CUDA modules eagerly (CUDA_MODULE_LOADING=EAGER) and keep "
                          "shapes fixed so autotuning (cudnn.benchmark, torch.compile) does not run again");
   } else {
-    suggest(f, "high", "Warm up at start-up, before taking traffic: run a few dummy steps (imports, lazy initialization, "
+    suggest(f, "medium", "Warm up at start-up, before taking traffic: run a few dummy steps (imports, lazy initialization, "
                        "caches and JIT compilation happen once)");
   }
   suggest(f, "low", "Pass --skip-steps N (or the setting skip_steps) to choose the warm-up yourself when detection is wrong");
