@@ -386,8 +386,11 @@ TEST_CASE("launch_bound on a generation loop: each token's forward in a graph, w
   t.generation.decode.kernels = 87;
   t.generation.decode.d2d_copies = 24;
   t.generation.decode.syncs = 3;
+  t.generation.tokens_per_step = 32;
+  t.generation.decode.launch_ms = 0.58;
   auto f = rules::launch_bound(t.in());
   REQUIRE(f);
+  CHECK(any_evidence(*f, "a generation loop: 32 tokens per step, 87 kernels and 0.58 ms in launch calls per decode token"));
   const Suggestion* graph = suggestion(*f, "Capture each token's forward (GPT2LMHeadModel.forward) in a CUDA graph");
   estimated(graph, 78.99, "high");  // the same replay as the step's graph (launch_bound's test above)
   CHECK(has(graph->action, "so its 87 launches per token become one"));

@@ -20,6 +20,10 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
   const double launch_ms = in.t.launch_api_ns / 1e6;
   f.evidence.push_back("host time in launch calls: " + fms(launch_ms) + " per step (" +
                        fmt("%.1f us per kernel", in.t.kernels > 0 ? launch_ms * 1e3 / in.t.kernels : 0) + ")");
+  if (in.generation.detected)
+    f.evidence.push_back(fmt("a generation loop: %.0f tokens per step, ", in.generation.tokens_per_step) +
+                         fmt("%.0f kernels and ", in.generation.decode.kernels) +
+                         fms(in.generation.decode.launch_ms) + " in launch calls per decode token");
   const bool named = !in.launchers.top_kernel_launcher.empty() && in.launchers.top_kernel_launcher != "-";
   if (named) f.evidence.push_back("most kernels launched from " + in.launchers.top_kernel_launcher);
   f.metrics["kernels_per_step"] = in.t.kernels;
