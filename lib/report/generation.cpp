@@ -35,4 +35,10 @@ GenerationText generation_text(const analyze::GenerationLoop& g) {
   return t;
 }
 
+std::string generation_headline(const analyze::GenerationLoop& g) {
+  return fmt(g.tokens_per_step, 0) + " tokens per step: time to first token " + fmt(g.ttft_ms, 3) +
+         " ms, per output token " + fmt(g.tpot_ms, 3) + " ms (p90 " + fmt(g.tpot_ms_p90, 3) + "), " +
+         fmt(g.tokens_per_s, 1) + " tokens/s per sequence";
+}
+
 }  // namespace inferscope::report

@@ -22,4 +22,8 @@ struct GenerationText {
 /// The text of a detected loop (callers check g.detected).
 GenerationText generation_text(const analyze::GenerationLoop& g);
 
+/// The first screen's line: "32 tokens per step: time to first token 3.656 ms, per output token 4.116 ms (p90
+/// 4.437), 244.5 tokens/s per sequence" (callers check g.detected).
+std::string generation_headline(const analyze::GenerationLoop& g);
+
 }  // namespace inferscope::report

@@ -3,6 +3,7 @@
 // data-quality notes, collapsed unless something in them is wrong (labels.hpp, quality_problem).
 #include "report/common.hpp"
 #include "report/escape.hpp"
+#include "report/generation.hpp"
 #include "report/html_parts.hpp"
 #include "report/labels.hpp"
 
@@ -77,6 +78,9 @@ void write_alignment(const Analysis& a, std::ostream& out) {
 void write_first_screen(const Analysis& a, const KernelNames& names, std::ostream& out) {
   out << "<header><h1>End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3) << " ms</h1>\n";
   write_spread(a, out);
+  if (a.generation.detected && !a.launcher)
+    out << "<p id=\"generation-headline\"><b>Generation loop</b>: " << h(generation_headline(a.generation))
+        << " (<a href=\"#generation\">prefill and decode</a>).</p>\n";
   if (a.sampling.sampled)
     out << "<p><span class=\"badge\">sampled</span>" << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";
   if (a.partial)

@@ -4,6 +4,7 @@
 // (quality_problem); otherwise one line says so and the notes close the report.
 #include "report/common.hpp"
 #include "report/escape.hpp"
+#include "report/generation.hpp"
 #include "report/labels.hpp"
 #include "report/markdown_parts.hpp"
 
@@ -51,6 +52,8 @@ void write_top(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const std::string subject = report_subject(a);
   out << "# InferScope report" << (subject.empty() ? "" : ": " + md_escape(truncate(subject, 200))) << "\n\n";
   write_latency(a, out);
+  if (a.generation.detected && !a.launcher)
+    out << "**Generation loop**: " << md_escape(generation_headline(a.generation)) << " (see Generation loop).\n\n";
   if (a.sampling.sampled)
     out << "**Sampled run** (mode: sampled): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";
   if (a.partial)

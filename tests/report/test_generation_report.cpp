@@ -38,6 +38,9 @@ TEST_CASE("a generation loop's TTFT, TPOT and per-phase table are in the Markdow
   const size_t at = md.find("## Generation loop  ");
   REQUIRE(at != std::string::npos);
   CHECK(at > md.find("## Step latency"));
+  // The first screen says it before any section.
+  const size_t top = md.find("**Generation loop**: 6 tokens per step: time to first token 0.179 ms, per output token 0.089 ms");
+  CHECK(top < md.find("\n## "));
   CHECK(md.find("Each step generates 6 tokens, one call of `nn.Module: GPT2LMHeadModel_0` per token", at) != std::string::npos);
   CHECK(md.find("Time to first token 0.179 ms (p90 0.179), time per output token 0.089 ms (p90 0.089), 9615.4 tokens/s", at) !=
         std::string::npos);
@@ -47,6 +50,8 @@ TEST_CASE("a generation loop's TTFT, TPOT and per-phase table are in the Markdow
   const std::string html = written(a, report::write_html);
   const size_t sec = html.find("<section id=\"generation\"><h2>Generation loop</h2>");
   REQUIRE(sec != std::string::npos);
+  const size_t headline = html.find("<p id=\"generation-headline\"><b>Generation loop</b>: 6 tokens per step");
+  CHECK(headline < html.find("</header>"));
   CHECK(html.find("time per output token 0.089 ms", sec) != std::string::npos);
   CHECK(html.find("prefill (first token)", sec) != std::string::npos);
 
