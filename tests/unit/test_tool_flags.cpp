@@ -9,6 +9,7 @@
 
 #include "dump/builder.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -176,4 +177,26 @@ TEST_CASE("iscope-analyze: a report to standard output that cannot be written is
     CHECK(testutil::read_file(err).find("iscope-analyze: cannot write to standard output") != std::string::npos);
   }
   CHECK(std::system((tool + " " + dump + " --summary > /dev/null 2> " + err).c_str()) == 0);
+}
+
+// iscope-diff -o - and iscope-config wrote into a full disk or a closed descriptor and exited 0, as iscope-analyze used
+// to: the same check now ends every tool (tools/common/tool_common.hpp).
+TEST_CASE("iscope-diff and iscope-config: standard output that cannot be written is exit 1 with a message, not 0") {
+  const std::string dump = std::string(INFERSCOPE_SOURCE_DIR) + "/tests/fixtures/cuda_sample.iscope";
+  const std::string err = testutil::temp_path("stdout-tools.err");
+  const std::string diff = testutil::binary("tools/iscope-diff/iscope-diff") + " " + dump + " " + dump;
+  const std::string config = testutil::binary("tools/iscope-config/iscope-config");
+  for (const auto& [tool, command] : std::vector<std::pair<std::string, std::string>>{
+           {"iscope-diff", diff + " -o -"}, {"iscope-diff", diff}, {"iscope-config", config + " show"},
+           {"iscope-config", config + " keys --markdown"}}) {
+    for (const char* redirect : {"> /dev/full", ">&-"}) {
+      CAPTURE(command);
+      CAPTURE(redirect);
+      const int rc = std::system((command + " " + redirect + " 2> " + err).c_str());
+      REQUIRE(WIFEXITED(rc));
+      CHECK(WEXITSTATUS(rc) == 1);
+      CHECK(testutil::read_file(err).find(tool + ": cannot write to standard output") != std::string::npos);
+    }
+    CHECK(std::system((command + " > /dev/null 2> " + err).c_str()) == 0);
+  }
 }

@@ -8,25 +8,6 @@
 
 namespace inferscope::tools {
 
-std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
-
-std::string BooleanFlags::parse(const cxxopts::ParseResult& args) {
-  for (const std::string& name : names_) {
-    if (!args.count(name)) continue;
-    const std::string v = args[name].as<std::string>();
-    const std::optional<bool> b = config::parse_boolean(v);
-    if (!b)
-      return "--" + name + "=" + v + ": '" + v + "' is not a boolean (" + std::string(config::kBooleanSpellings) + ")";
-    on_[name] = *b;
-  }
-  return "";
-}
-
-bool BooleanFlags::on(const std::string& name) const {
-  auto it = on_.find(name);
-  return it != on_.end() && it->second;
-}
-
 analyze::AnalyzeOptions analysis_options(const cxxopts::ParseResult& args, const char* tool, bool no_rules) {
   config::ResolveOptions ro;
   ro.lenient_sources = true;

@@ -34,9 +34,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -371,17 +368,9 @@ namespace {
 int run(int argc, char** argv);
 }
 
-// What reached standard output is part of the result: a report to stdout that could not be written (a full disk,
-// a closed descriptor, `> /dev/full`) is exit 1 with a message, not a silent 0.
-int main(int argc, char** argv) {
-  const int status = run(argc, argv);
-  std::cout.flush();
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
-    std::cerr << "iscope-analyze: cannot write to standard output: " << std::strerror(errno) << "\n";
-    return status == 0 ? 1 : status;
-  }
-  return status;
-}
+// What reached standard output is part of the result (a report to stdout that could not be written is exit 1 with a
+// message, not a silent 0): tool_common.hpp.
+int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout("iscope-analyze", run(argc, argv)); }
 
 namespace {
 

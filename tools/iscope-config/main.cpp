@@ -5,11 +5,13 @@
 //   iscope-config validate FILE...
 //   iscope-config keys [--markdown]
 //
-// Exit status: 0 success, 1 the configuration is invalid, 2 the command line is wrong.
+// Exit status: 0 success, 1 the configuration is invalid or standard output could not be written, 2 the command
+// line is wrong.
 #define CXXOPTS_VECTOR_DELIMITER '\0'  // a --set value may itself be a comma list (python_include=a,b)
 #include <cxxopts.hpp>
 
 #include "config/settings.hpp"
+#include "tool_common.hpp"
 
 #include <inferscope/version.hpp>
 
@@ -28,7 +30,7 @@ int report_errors(const cfg::ConfigError& error) {
   return kInvalidConfig;
 }
 
-int show(const cxxopts::ParseResult& args) {
+int show(const cxxopts::ParseResult& args, bool json) {
   cfg::ResolveOptions options;
   options.flag_spelling = "--set {key}";
   if (args.count("config")) options.config_path = args["config"].as<std::string>();
@@ -44,7 +46,7 @@ int show(const cxxopts::ParseResult& args) {
   }
   try {
     const cfg::Resolved resolved = cfg::resolve(options);
-    std::cout << (args.count("json") ? cfg::format_show_json(resolved) : cfg::format_show(resolved));
+    std::cout << (json ? cfg::format_show_json(resolved) : cfg::format_show(resolved));
     return kOk;
   } catch (const cfg::ConfigError& error) {
     return report_errors(error);
@@ -68,9 +70,7 @@ int validate(const std::vector<std::string>& files) {
   return status;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+cxxopts::Options make_options() {
   cxxopts::Options options("iscope-config",
                            "Show the effective InferScope settings, validate a config file, list every key.\n"
                            "Precedence: flag > environment (INFERSCOPE_*) > .inferscope.yaml > default.");
@@ -86,7 +86,11 @@ int main(int argc, char** argv) {
       ("command", "show, validate or keys", cxxopts::value<std::string>())
       ("args", "files to validate", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"command", "args"});
+  return options;
+}
 
+int run(int argc, char** argv) {
+  cxxopts::Options options = make_options();
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
@@ -106,7 +110,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest =
       args.count("args") ? args["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
-  if (command == "show" && rest.empty()) return show(args);
+  if (command == "show" && rest.empty()) return show(args, args.count("json") > 0);
   if (command == "validate") return validate(rest);
   if (command == "keys" && rest.empty()) {
     std::cout << (args.count("markdown") ? cfg::format_keys_markdown() : cfg::format_keys_text());
@@ -115,3 +119,9 @@ int main(int argc, char** argv) {
   std::cerr << "iscope-config: expected 'show', 'validate FILE' or 'keys'\n" << options.help();
   return kUsage;
 }
+
+}  // namespace
+
+// What it prints is its result: standard output that could not be written (`> /dev/full`, a closed descriptor) is
+// exit 1 with a message, not 0 (tool_common.hpp, as in every tool).
+int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout("iscope-config", run(argc, argv)); }

@@ -19,6 +19,7 @@
 
 #define CXXOPTS_VECTOR_DELIMITER '\0'  // a --set value may itself be a comma list (python_include=a,b)
 #include <cxxopts.hpp>
+#include "tool_common.hpp"  // after the delimiter above: it includes cxxopts too
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -44,6 +45,7 @@
 namespace {
 
 namespace cfg = inferscope::config;
+using inferscope::tools::boolean_flag;
 
 using iscope_run::kCannotStart;
 constexpr int kUsage = 2;  // bad usage or a setting that would record nothing: the program did not run
@@ -242,11 +244,6 @@ int usage_error(const std::string& message, const cxxopts::Options& opts) {
   return kUsage;
 }
 
-// A flag that is on when given bare (--quiet) and takes a value written with '=' (--quiet=false, =0, =no), spelt
-// as the settings spell booleans. A string rather than cxxopts' bool: its bool counts --no-cupti=false as given
-// (so it disabled CUPTI) and refuses =no. With an implicit value the next argument is never taken as its value.
-std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
-
 cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-run", "Records PROGRAM (CPU ranges, Python, CUDA activity) into DUMP without changing it.");
   opts.custom_help("[-o DUMP] [OPTION...] -- PROGRAM [ARGS...]");
@@ -297,18 +294,15 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
     else if (k == "trace-size-mb") plan.setting("trace_size_mb", v, "--trace-size-mb");
     else if (k == "cupti-activities") plan.setting("cupti_activities", v, "--cupti-activities");
     else if (k == "follow-children" || k == "quiet" || k == "no-cupti" || k == "no-python" || k == "nvtx-emit") {
-      const std::optional<bool> on = cfg::parse_boolean(v);
-      if (!on) {
-        error = "--" + k + "=" + v + ": '" + v + "' is not a boolean (" + std::string(cfg::kBooleanSpellings) + ")";
-        return plan;
-      }
+      bool on = false;
+      if (error = inferscope::tools::parse_boolean_flag(k, v, on); !error.empty()) return plan;
       // Written with a value, a flag sets that value (a flag wins over the environment and the file), so
       // --no-cupti=false turns CUPTI on; a later flag wins over an earlier one.
-      if (k == "follow-children") plan.follow = *on;
-      else if (k == "quiet") plan.quiet = *on;
-      else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", *on ? "0" : "1");
-      else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", *on ? "0" : "1");
-      else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", *on ? "1" : "0");
+      if (k == "follow-children") plan.follow = on;
+      else if (k == "quiet") plan.quiet = on;
+      else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", on ? "0" : "1");
+      else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", on ? "0" : "1");
+      else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", on ? "1" : "0");
     } else if (k == "report") plan.setting("report", absolute(v), "--report", v);
     else if (k == "set") {
       const auto eq = v.find('=');
