@@ -79,8 +79,8 @@ cxxopts::Options make_options() {
       ("config", "read this YAML file instead of ./.inferscope.yaml (show)", cxxopts::value<std::string>(), "FILE")
       ("set", "set a key as a command-line flag would; repeatable (show)", cxxopts::value<std::vector<std::string>>(),
        "KEY=VALUE")
-      ("json", "print JSON (show)")
-      ("markdown", "print the Markdown reference table (keys)")
+      ("json", "print JSON (show)", inferscope::tools::boolean_flag(), "BOOL")
+      ("markdown", "print the Markdown reference table (keys)", inferscope::tools::boolean_flag(), "BOOL")
       ("h,help", "print this help")
       ("version", "print the version and exit")
       ("command", "show, validate or keys", cxxopts::value<std::string>())
@@ -98,6 +98,12 @@ int run(int argc, char** argv) {
     std::cerr << "iscope-config: " << e.what() << "\n" << options.help();
     return kUsage;
   }
+  // --json=false is no JSON, as every tool reads a boolean flag's value (it used to turn JSON on).
+  inferscope::tools::BooleanFlags flags({"json", "markdown"});
+  if (const std::string bad = flags.parse(args); !bad.empty()) {
+    std::cerr << "iscope-config: " << bad << "\n" << options.help();
+    return kUsage;
+  }
   if (args.count("help")) {
     std::cout << options.help();
     return kOk;
@@ -110,10 +116,10 @@ int run(int argc, char** argv) {
   const std::vector<std::string> rest =
       args.count("args") ? args["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
-  if (command == "show" && rest.empty()) return show(args, args.count("json") > 0);
+  if (command == "show" && rest.empty()) return show(args, flags.on("json"));
   if (command == "validate") return validate(rest);
   if (command == "keys" && rest.empty()) {
-    std::cout << (args.count("markdown") ? cfg::format_keys_markdown() : cfg::format_keys_text());
+    std::cout << (flags.on("markdown") ? cfg::format_keys_markdown() : cfg::format_keys_text());
     return kOk;
   }
   std::cerr << "iscope-config: expected 'show', 'validate FILE' or 'keys'\n" << options.help();
