@@ -200,3 +200,40 @@ TEST_CASE("iscope-diff and iscope-config: standard output that cannot be written
     CHECK(std::system((command + " > /dev/null 2> " + err).c_str()) == 0);
   }
 }
+
+// A number with anything after it (5abc, 20ms, 1e3x) was taken for its leading digits by iscope-analyze's
+// --launch-bound-max-kernel-us (cxxopts' double). Every numeric option of every tool now goes through the settings'
+// own parser, which reads the value whole: refused, naming the option and the value.
+TEST_CASE("numeric options with trailing garbage are refused, naming the option and the value") {
+  const std::string dump = std::string(INFERSCOPE_SOURCE_DIR) + "/tests/fixtures/cuda_sample.iscope";
+  const std::string out = testutil::temp_path("numeric.iscope");
+  struct Case {
+    std::string tool;
+    std::vector<std::string> args;
+    std::string option, value;
+    int exit;
+  };
+  const std::vector<Case> cases{
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us=5abc"}, "--launch-bound-max-kernel-us", "5abc", 2},
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us", "1e3x"}, "--launch-bound-max-kernel-us", "1e3x", 2},
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us=20 "}, "--launch-bound-max-kernel-us", "20 ", 2},
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--skip-steps=3x"}, "--skip-steps", "3x", 2},
+      {"tools/iscope-diff/iscope-diff", {dump, dump, "--skip-steps=3x"}, "--skip-steps", "3x", 2},
+      {"tools/iscope-run/iscope-run", {"--trace-size-mb=5abc", "-o", out, "--", "/usr/bin/env"}, "--trace-size-mb", "5abc", 2},
+      {"tools/iscope-run/iscope-run", {"--set", "flush_period_ms=20ms", "-o", out, "--", "/usr/bin/env"}, "--set flush_period_ms", "20ms", 2},
+      {"tools/iscope-run/iscope-run", {"--set", "launch_bound_max_kernel_us=5abc", "-o", out, "--", "/usr/bin/env"},
+       "--set launch_bound_max_kernel_us", "5abc", 2},
+      // iscope-config's --set is what it checks: a bad value is "the configuration is invalid", its exit 1.
+      {"tools/iscope-config/iscope-config", {"show", "--set", "trace_size_mb=5abc"}, "--set trace_size_mb", "5abc", 1},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.tool);
+    CAPTURE(c.option);
+    const testutil::ToolRun r = testutil::run_tool(c.tool, c.args);
+    CHECK(r.exit == c.exit);
+    CHECK(r.err.find(c.option) != std::string::npos);
+    CHECK(r.err.find("'" + c.value + "'") != std::string::npos);
+    CHECK(r.out.find("INFERSCOPE_") == std::string::npos);  // iscope-run: the program did not run
+  }
+  CHECK(testutil::run_tool("tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us=5", "--findings"}).exit == 0);
+}

@@ -139,7 +139,7 @@ cxxopts::Options make_options() {
       ("sqlite", "write the records and the analysis into this SQLite database (dump input only)", cxxopts::value<std::string>())
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
-      ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
+      ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<std::string>())
       ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)",
        boolean_flag(), "BOOL")
       ("rules", "the rule file: your own rules, built-in rules disabled or re-thresholded (docs/rules.md; default: "
