@@ -22,6 +22,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -464,4 +465,50 @@ TEST_CASE("child dumps the analysis reads are inputs too: an output over one is 
   ToolRun ok = run_tool({parent, "--json", dir + "/report.json"});
   CHECK(ok.exit == 0);
   CHECK(testutil::read_file(dir + "/report.json").find("205") != std::string::npos);
+}
+
+// --summary's tables hold names from the program (ranges, Python functions, kernels, marks, threads): a '|' split a
+// row into more cells and a newline began a row of its own. They are code spans now, pipes escaped, on one line,
+// as the Markdown report writes them (text/escape.hpp).
+TEST_CASE("--summary: hostile names stay in their cells") {
+  const std::string p = testutil::temp_path("hostile-names.iscope");
+  {
+    dump::DumpBuilder b(p);
+    const uint32_t t = b.thread("main|x\n| forged | 1 |", 7), g = b.channel("gpu");
+    const uint32_t code = b.code("fn|a\nb");
+    for (int i = 0; i < 4; ++i) {
+      const int64_t s = 1'000'000 + i * 100'000;
+      b.range(t, "step|1\n| forged | 99 |", 0, s, s + 90'000);
+      b.pycall(t, code, 1, s + 1'000, s + 2'000);
+      b.mark(t, "mark|`x`\r\n", s + 3'000);
+      b.kernel(g, "gemm|k\n", 10 + i, s + 8'000, s + 60'000);
+    }
+    b.finish();
+  }
+  ToolRun r = run_tool({p, "--summary"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("forged") != std::string::npos);  // the names are there
+  // Every table row has as many cells as its header: unescaped pipes counted per line.
+  auto cells = [](const std::string& line) {
+    size_t n = 0;
+    for (size_t i = 0; i < line.size(); ++i) n += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    return n;
+  };
+  std::istringstream lines(r.out);
+  size_t header = 0, rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    CAPTURE(line);
+    if (line.rfind("|", 0) != 0) {
+      header = 0;
+      continue;
+    }
+    if (!header) {
+      header = cells(line);
+      continue;
+    }
+    CHECK(cells(line) == header);
+    ++rows;
+  }
+  CHECK(rows >= 9);  // threads, ranges, Python functions, kernels, marks (and their separator lines)
+  CHECK(r.out.find("| forged | 99 |") == std::string::npos);
 }
