@@ -1,6 +1,7 @@
 #include "analyze/children.hpp"
 
 #include "analyze/ranks.hpp"
+#include "dump/path.hpp"
 #include "dump/reader.hpp"
 
 #include <algorithm>
@@ -14,13 +15,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "run.4711.iscope" for the stem "run": the pid, else 0.
-uint64_t child_pid_of(const std::string& file, const std::string& stem_name) {
-  const std::string suffix = ".iscope";
-  if (file.size() <= stem_name.size() + 1 + suffix.size() || file.compare(0, stem_name.size(), stem_name) != 0 ||
-      file[stem_name.size()] != '.' || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+// How a child of the process that wrote the dump at `parent_path` names its own: the runtime puts the child's pid
+// before the extension of the family's output (dump::insert_suffix: run.iscope -> run.4711.iscope, run.dump ->
+// run.4711.dump, run -> run.4711), whatever that output is called.
+struct ChildNaming {
+  std::string stem, ext;  ///< the parent's file name without, and its extension ("" when none)
+};
+
+ChildNaming naming_of(const std::string& parent_path) {
+  const dump::PathParts p = dump::split_extension(fs::path(parent_path).filename().string());
+  return {p.stem, p.ext};
+}
+
+// "run.4711.iscope" for the parent "run.iscope": the pid, else 0.
+uint64_t child_pid_of(const std::string& file, const ChildNaming& n) {
+  const size_t head = n.stem.size() + 1;
+  if (file.size() <= head + n.ext.size() || file.compare(0, n.stem.size(), n.stem) != 0 || file[n.stem.size()] != '.' ||
+      file.compare(file.size() - n.ext.size(), n.ext.size(), n.ext) != 0)
     return 0;
-  const std::string digits = file.substr(stem_name.size() + 1, file.size() - stem_name.size() - 1 - suffix.size());
+  const std::string digits = file.substr(head, file.size() - head - n.ext.size());
   if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
     return 0;
   return std::stoull(digits);
@@ -74,15 +87,14 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
 }  // namespace
 
 std::vector<std::string> child_dump_candidates(const std::string& parent_path) {
+  const ChildNaming naming = naming_of(parent_path);
   const fs::path p(parent_path);
-  if (p.extension() != ".iscope") return {};
-  const std::string stem_name = p.stem().string();
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
   std::vector<std::pair<uint64_t, std::string>> found;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (!e.is_regular_file(ec)) continue;
-    if (uint64_t pid = child_pid_of(e.path().filename().string(), stem_name)) found.emplace_back(pid, e.path().string());
+    if (uint64_t pid = child_pid_of(e.path().filename().string(), naming)) found.emplace_back(pid, e.path().string());
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
@@ -94,11 +106,11 @@ std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string
                                                                const std::string& parent_pid) {
   std::vector<std::pair<uint64_t, std::string>> out;
   if (parent_pid.empty()) return out;
-  const std::string stem_name = fs::path(parent_path).stem().string();
+  const ChildNaming naming = naming_of(parent_path);
   for (const std::string& path : child_dump_candidates(parent_path)) {
     try {
       if (dump::DumpReader(path).process_value("ppid") == parent_pid)
-        out.emplace_back(child_pid_of(fs::path(path).filename().string(), stem_name), path);
+        out.emplace_back(child_pid_of(fs::path(path).filename().string(), naming), path);
     } catch (const std::exception&) {  // unreadable: not read as a child here
     }
   }
@@ -111,9 +123,9 @@ std::vector<ChildProcess> find_children(const std::string& parent_path, const An
   std::vector<ChildProcess> out;
   auto pid_it = parent.process.find("pid");
   if (pid_it == parent.process.end() || pid_it->second.empty()) return out;
-  const std::string stem_name = fs::path(parent_path).stem().string();
+  const ChildNaming naming = naming_of(parent_path);
   for (const std::string& path : child_dump_candidates(parent_path)) {
-    const uint64_t pid = child_pid_of(fs::path(path).filename().string(), stem_name);
+    const uint64_t pid = child_pid_of(fs::path(path).filename().string(), naming);
     try {  // a cheap look at the process info first: only the parent's own children are analysed
       if (dump::DumpReader(path).process_value("ppid") != pid_it->second) continue;
     } catch (const std::exception&) {

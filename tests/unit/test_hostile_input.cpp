@@ -364,9 +364,11 @@ unsigned kind_at(const std::string& p) {
 
 bool is_sqlite(const std::string& p) { return testutil::read_file(p).rfind("SQLite format 3", 0) == 0; }
 
-// A parent dump (pid 100) and its child `<stem>.205.iscope` (ppid 100) in `dir`.
-void parent_and_child(const std::string& dir) {
-  for (auto [name, pid, ppid] : {std::tuple{"run.iscope", "100", "1"}, std::tuple{"run.205.iscope", "205", "100"}}) {
+// A parent dump (pid 100) and its child (ppid 100) in `dir`, named as the runtime names them: `parent`, and the
+// child's pid before its extension (run.iscope, run.205.iscope; run.dump, run.205.dump; run, run.205).
+void parent_and_child(const std::string& dir, const std::string& parent = "run.iscope",
+                      const std::string& child = "run.205.iscope") {
+  for (auto [name, pid, ppid] : {std::tuple{parent, "100", "1"}, std::tuple{child, "205", "100"}}) {
     dump::DumpBuilder b(dir + "/" + name);
     b.process("pid", pid);
     b.process("ppid", ppid);
@@ -511,4 +513,25 @@ TEST_CASE("--summary: hostile names stay in their cells") {
   }
   CHECK(rows >= 9);  // threads, ranges, Python functions, kernels, marks (and their separator lines)
   CHECK(r.out.find("| forged | 99 |") == std::string::npos);
+}
+
+// `iscope-run --follow-children -o run.dump` writes its children as run.<pid>.dump (dump::insert_suffix), and
+// `-o run` as run.<pid>. The analyzer looked for <stem>.<pid>.iscope only: it did not find these children, and
+// `--json run.<pid>.dump` overwrote one. Now children are found for any name the recorder uses, and each is an input.
+TEST_CASE("children of a dump not named .iscope are found, and an output over one is refused") {
+  for (auto [parent, child] : {std::pair{"run.dump", "run.205.dump"}, std::pair{"run", "run.205"},
+                               std::pair{"a.b.trace", "a.b.205.trace"}}) {
+    CAPTURE(parent);
+    const std::string dir = testutil::temp_path(std::string("children-named-") + parent);
+    fs::create_directories(dir);
+    parent_and_child(dir, parent, child);
+    const auto before = slurp(dir + "/" + child);
+    ToolRun over = run_tool({parent, "--json", child}, {}, dir);
+    CHECK(over.exit == 2);
+    CHECK(over.err.find("a child process's dump") != std::string::npos);
+    CHECK(slurp(dir + "/" + child) == before);
+    ToolRun ok = run_tool({dir + "/" + parent, "--json", dir + "/report.json"});
+    CHECK(ok.exit == 0);
+    CHECK(testutil::read_file(dir + "/report.json").find(child) != std::string::npos);  // listed as a child
+  }
 }

@@ -140,7 +140,7 @@ cxxopts::Options make_options() {
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
       ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<std::string>())
-      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)",
+      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid><ext>, --follow-children)",
        boolean_flag(), "BOOL")
       ("rules", "the rule file: your own rules, built-in rules disabled or re-thresholded (docs/rules.md; default: "
                 "INFERSCOPE_RULES, else ./.inferscope_rules.yaml when present)", cxxopts::value<std::string>())
@@ -245,6 +245,16 @@ bool refuses_empty_output(const cxxopts::ParseResult& args) {
   return false;
 }
 
+// A dump by its content (children are read beside a dump only); false for a JSON trace and for a file that cannot
+// be read (the analysis says why).
+bool is_dump(const std::string& path) {
+  try {
+    return inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 int check_outputs(const std::vector<std::string>& paths, const Requested& r, bool children) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
@@ -252,7 +262,7 @@ int check_outputs(const std::vector<std::string>& paths, const Requested& r, boo
   if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
   written.push_back(r.sqlite);
   std::vector<std::string> inputs = paths;
-  if (children)
+  if (children && is_dump(paths.front()))
     for (auto& c : inferscope::analyze::child_dump_candidates(paths.front())) inputs.push_back(c);
   if (refuses_input_as_output(inputs, written)) return 2;
   if (!r.unknown.empty()) {
