@@ -39,6 +39,30 @@ uint64_t child_pid_of(const std::string& file, const ChildNaming& n) {
   return std::stoull(digits);
 }
 
+uint64_t realtime_of(const std::string& value) { return process_number(value, UINT64_MAX).value_or(0); }
+
+// A process info key "child.<pid>.<what>" (the system collector's look at the process's children in /proc): that
+// child is one the parent recorded.
+void note_sampled_child(ParentFacts& f, const std::string& key) {
+  if (!key.starts_with("child.")) return;
+  const size_t dot = key.find('.', 6);
+  if (dot == std::string::npos) return;
+  if (const auto pid = process_number(std::string_view(key).substr(6, dot - 6), UINT32_MAX)) f.sampled_children.insert(*pid);
+}
+
+// Whether the dump `r`, named with the pid `name_pid`, is a child the parent recorded: the process that wrote it
+// names the parent's pid as its ppid, is the process its name says (a dump copied or renamed to a child's name
+// is not), ran on the parent's host, and started its session after the parent's began (a dump left by an
+// earlier run whose parent had the same pid started before). Each fact a dump lacks is not compared.
+bool is_child_of(const dump::DumpReader& r, uint64_t name_pid, const ParentFacts& parent) {
+  if (parent.pid.empty() || r.process_value("ppid") != parent.pid) return false;
+  if (r.process_value("pid") != std::to_string(name_pid)) return false;
+  const std::string host = r.process_value("hostname");
+  if (!host.empty() && !parent.hostname.empty() && host != parent.hostname) return false;
+  const uint64_t started = realtime_of(r.process_value("start_realtime_ns"));
+  return !started || !parent.start_realtime_ns || started >= parent.start_realtime_ns;
+}
+
 // The ranks among the dumps summarised: each one's trace and analysis, for analyze_ranks.
 struct RankCollector {
   std::vector<RankTrace> traces;
@@ -86,6 +110,22 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
 
 }  // namespace
 
+ParentFacts parent_facts(const dump::DumpReader& r) {
+  ParentFacts f{r.process_value("pid"), r.process_value("hostname"), realtime_of(r.process_value("start_realtime_ns")), {}};
+  for (const auto& [key, value] : r.process_info()) note_sampled_child(f, key);
+  return f;
+}
+
+ParentFacts parent_facts(const Analysis& a) {
+  auto value = [&](const char* key) {
+    auto it = a.process.find(key);
+    return it == a.process.end() ? std::string() : it->second;
+  };
+  ParentFacts f{value("pid"), value("hostname"), realtime_of(value("start_realtime_ns")), {}};
+  for (const auto& [key, v] : a.process) note_sampled_child(f, key);
+  return f;
+}
+
 std::vector<std::string> child_dump_candidates(const std::string& parent_path) {
   const ChildNaming naming = naming_of(parent_path);
   const fs::path p(parent_path);
@@ -102,15 +142,14 @@ std::vector<std::string> child_dump_candidates(const std::string& parent_path) {
   return out;
 }
 
-std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string& parent_path,
-                                                               const std::string& parent_pid) {
+std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string& parent_path, const ParentFacts& parent) {
   std::vector<std::pair<uint64_t, std::string>> out;
-  if (parent_pid.empty()) return out;
+  if (parent.pid.empty()) return out;
   const ChildNaming naming = naming_of(parent_path);
   for (const std::string& path : child_dump_candidates(parent_path)) {
+    const uint64_t pid = child_pid_of(fs::path(path).filename().string(), naming);
     try {
-      if (dump::DumpReader(path).process_value("ppid") == parent_pid)
-        out.emplace_back(child_pid_of(fs::path(path).filename().string(), naming), path);
+      if (is_child_of(dump::DumpReader(path), pid, parent)) out.emplace_back(pid, path);
     } catch (const std::exception&) {  // unreadable: not read as a child here
     }
   }
@@ -121,15 +160,17 @@ std::vector<ChildProcess> find_children(const std::string& parent_path, const An
                                         const AnalyzeOptions& options, RunAnalysis* run) {
   RankCollector ranks;
   std::vector<ChildProcess> out;
-  auto pid_it = parent.process.find("pid");
-  if (pid_it == parent.process.end() || pid_it->second.empty()) return out;
+  const ParentFacts facts = parent_facts(parent);
+  if (facts.pid.empty()) return out;
   const ChildNaming naming = naming_of(parent_path);
   for (const std::string& path : child_dump_candidates(parent_path)) {
     const uint64_t pid = child_pid_of(fs::path(path).filename().string(), naming);
     try {  // a cheap look at the process info first: only the parent's own children are analysed
-      if (dump::DumpReader(path).process_value("ppid") != pid_it->second) continue;
+      if (!is_child_of(dump::DumpReader(path), pid, facts)) continue;
     } catch (const std::exception&) {
-      // unreadable: listed with its error below only when its name says it is one of ours
+      // Unreadable, so it cannot say whose it is: listed with its error below only when the parent's own dump
+      // names that pid among its children (the system collector saw it); any other file is a stranger's.
+      if (!facts.sampled_children.count(pid)) continue;
     }
     out.push_back(summarise(path, pid, options, run ? &ranks : nullptr));
   }

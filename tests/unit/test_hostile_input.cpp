@@ -7,6 +7,7 @@
 #include "tool_run.hpp"
 
 #include "analyze/analyzer.hpp"
+#include "analyze/children.hpp"
 #include "dump/builder.hpp"
 #include "dump/files.hpp"
 #include "dump/reader.hpp"
@@ -533,5 +534,44 @@ TEST_CASE("children of a dump not named .iscope are found, and an output over on
     ToolRun ok = run_tool({dir + "/" + parent, "--json", dir + "/report.json"});
     CHECK(ok.exit == 0);
     CHECK(testutil::read_file(dir + "/report.json").find(child) != std::string::npos);  // listed as a child
+  }
+}
+
+// A file beside a parent named like its child (s7.66666.iscope) is not a child because of its name: the dump must
+// say it is one (ppid the parent's pid, pid the one in its name, the parent's host, a session started after the
+// parent's), and a file that cannot be read is listed only when the parent's dump names that pid among its
+// children (the system collector's child.<pid>.* process info).
+TEST_CASE("only the children a parent's dump records are its children; a stray file named like one is not") {
+  const std::string dir = testutil::temp_path("stray-children");
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& info) {
+    dump::DumpBuilder b(dir + "/" + name);
+    for (auto& [k, v] : info) b.process(k, v);
+    const uint32_t t = b.thread("main", 7);
+    for (int i = 0; i < 5; ++i) b.range(t, "step", 0, 1'000'000 + i * 100'000, 1'090'000 + i * 100'000);
+    b.finish();
+  };
+  const std::string later = "1700000000000000000", earlier = "1600000000000000000";
+  write("s7.iscope", {{"pid", "100"}, {"ppid", "1"}, {"hostname", "h"}, {"start_realtime_ns", "1650000000000000000"},
+                      {"child.301.name", "worker"}});
+  write("s7.205.iscope", {{"pid", "205"}, {"ppid", "100"}, {"hostname", "h"}, {"start_realtime_ns", later}});  // a child
+  write("s7.66666.iscope", {{"pid", "205"}, {"ppid", "100"}, {"hostname", "h"}, {"start_realtime_ns", later}});  // a copy
+  write("s7.207.iscope", {{"pid", "207"}, {"ppid", "100"}, {"hostname", "h"}, {"start_realtime_ns", earlier}});  // older
+  write("s7.208.iscope", {{"pid", "208"}, {"ppid", "100"}, {"hostname", "other"}, {"start_realtime_ns", later}});
+  spit(dir + "/s7.300.iscope", std::string("not a dump"));  // unreadable, not named by the parent
+  spit(dir + "/s7.301.iscope", std::string("not a dump"));  // unreadable, a child the parent's dump names
+  analyze::AnalyzeOptions o;
+  const analyze::Analysis parent = analyze::analyze_file(dir + "/s7.iscope", o);
+  std::vector<uint64_t> pids;
+  for (const auto& c : analyze::find_children(dir + "/s7.iscope", parent, o)) pids.push_back(c.pid);
+  CHECK(pids == std::vector<uint64_t>{205, 301});
+  // The tool reports the same.
+  ToolRun r = run_tool({dir + "/s7.iscope", "--json", dir + "/r.json"});
+  CHECK(r.exit == 0);
+  const std::string json = testutil::read_file(dir + "/r.json");
+  CHECK(json.find("s7.205.iscope") != std::string::npos);
+  for (const char* stray : {"s7.66666.iscope", "s7.207.iscope", "s7.208.iscope", "s7.300.iscope"}) {
+    CAPTURE(stray);
+    CHECK(json.find(stray) == std::string::npos);
   }
 }
