@@ -1241,6 +1241,29 @@ TEST_CASE("CLI: several inputs: one file named twice, or dumps mixed with JSON t
   CHECK(run_cli(r0 + " " + r1 + " -o " + (work_dir() / "mixed.md").string(), &err) == 0);  // dumps alone: fine
 }
 
+// --skip-steps beyond the run's steps keeps one step to describe, as before, and says so: it was clamped silently
+// ("the first 5 step(s) skipped as asked" for --skip-steps 100).
+TEST_CASE("CLI: --skip-steps more than the run has: the last step is described and a note says what happened") {
+  const fs::path good = work_dir() / "skip_beyond.iscope", md = work_dir() / "skip_beyond.md";
+  testsupport::write_scenario("sync_bound", good.string());
+  std::string err;
+  REQUIRE(run_cli(good.string() + " --skip-steps 100000 -o " + md.string(), &err) == 0);
+  const std::string note = "--skip-steps / skip_steps asked to skip 100000 step(s), but the run has ";
+  CHECK(err.find(note) != std::string::npos);             // on stderr
+  CHECK(read(md).find("asked to skip 100000 step(s)") != std::string::npos);  // and in the report
+  const Analysis a = analyze::analyze_file(good.string(), [] {
+    analyze::AnalyzeOptions o;
+    o.skip_steps = 100000;
+    return o;
+  }());
+  CHECK(a.steps.count == 1);  // one steady step left
+  CHECK(a.steps.warmup + 1 == a.steps.total);
+  CHECK(a.steps.warmup_reason.find("asked to skip 100000 step(s), but the run has " + std::to_string(a.steps.total)) !=
+        std::string::npos);
+  CHECK(run_cli(good.string() + " --skip-steps 1 -o " + md.string(), &err) == 0);
+  CHECK(err.find("asked to skip") == std::string::npos);  // within the run: no note
+}
+
 TEST_CASE("CLI: an option where a file name was due is refused, and nothing is written") {
   std::string err;
   fs::path d = work_dir() / "option_as_file";
