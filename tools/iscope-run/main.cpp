@@ -9,7 +9,9 @@
 // it), or 125 when the program ran but this run wrote no dump. The program's stdin, stdout and stderr are its
 // own; iscope-run writes to stderr only its own errors and one closing line naming the dump (unless -q).
 // docs/cli.md lists the exit statuses of every tool.
+#include "library.hpp"
 #include "outcome.hpp"
+#include "paths.hpp"
 #include "signals.hpp"
 
 #include "config/settings.hpp"
@@ -47,6 +49,7 @@ namespace {
 namespace cfg = inferscope::config;
 using inferscope::tools::boolean_flag;
 
+using iscope_run::absolute;
 using iscope_run::kCannotStart;
 constexpr int kUsage = 2;  // bad usage or a setting that would record nothing: the program did not run
 
@@ -87,75 +90,6 @@ Split split_arguments(int argc, char** argv) {
   }
   return {argc, argc};
 }
-
-std::string exe_dir() {
-  char buf[PATH_MAX] = {};
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return !p.empty() && ::stat(p.c_str(), &st) == 0;
-}
-
-std::string absolute(const std::string& p) {
-  if (p.empty() || p[0] == '/') return p;
-  char cwd[PATH_MAX] = {};
-  if (!::getcwd(cwd, sizeof(cwd))) return p;
-  return std::string(cwd) + "/" + p;
-}
-
-void prepend(const char* var, const std::string& value, char sep) {
-  const char* old = std::getenv(var);
-  std::string v = value;
-  if (old && *old) v += std::string(1, sep) + old;
-  ::setenv(var, v.c_str(), 1);
-}
-
-// The build tree's paths are compiled in for the iscope-run that sits in the build tree. A copy installed or
-// moved elsewhere never falls back to them: a stale build would be loaded into the user's program.
-bool in_build_tree() {
-  char a[PATH_MAX] = {}, b[PATH_MAX] = {};
-  return ::realpath(exe_dir().c_str(), a) && ::realpath(INFERSCOPE_BUILD_EXE_DIR, b) && std::strcmp(a, b) == 0;
-}
-
-std::string find_library() {
-  if (const char* e = std::getenv("INFERSCOPE_LIBRARY"); e && *e) return absolute(e);
-  const std::string dir = exe_dir();
-  std::vector<std::string> where{dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/libinferscope.so", dir + "/../lib/libinferscope.so"};
-  if (in_build_tree()) where.push_back(INFERSCOPE_BUILD_LIBRARY);
-  for (const std::string& c : where)
-    if (exists(c)) return c;
-  return {};
-}
-
-std::string find_python_dir() {
-  if (const char* e = std::getenv("INFERSCOPE_PYTHON_DIR"); e && *e) return exists(e) ? absolute(e) : std::string();
-  const std::string dir = exe_dir();
-  std::vector<std::string> where{dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/inferscope/python",
-                                 dir + "/../lib/inferscope/python"};
-  if (in_build_tree()) where.push_back(INFERSCOPE_BUILD_PYTHON_DIR);
-  for (const std::string& c : where)
-    if (exists(c)) return c;
-  return {};
-}
-
-// LD_PRELOAD splits its value at spaces and colons, so a library under "/opt/my tools/lib" cannot be named
-// there. A bare file name is searched along LD_LIBRARY_PATH, which splits at colons only: the directory goes
-// there instead. A colon in the path cannot be expressed in either (the caller refuses it).
-void preload(const std::string& library) {
-  if (library.find_first_of(" \t") == std::string::npos) {
-    prepend("LD_PRELOAD", library, ':');
-    return;
-  }
-  const size_t slash = library.rfind('/');
-  prepend("LD_LIBRARY_PATH", library.substr(0, slash), ':');
-  prepend("LD_PRELOAD", library.substr(slash + 1), ':');
-}
-
 
 std::string env_key(std::string key) {
   for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -356,17 +290,24 @@ int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
   return 0;
 }
 
-// The library to inject: found, and expressible in LD_PRELOAD / LD_LIBRARY_PATH; empty after saying why not.
+// The library to inject: found, loadable as a shared library, and expressible in LD_PRELOAD / LD_LIBRARY_PATH;
+// empty after saying why not (exit 127: a program preloaded with /bin/ls ran unrecorded and ended 125).
 std::string injected_library(const Plan& plan) {
-  const std::string library = plan.library_override.empty() ? find_library() : absolute(plan.library_override);
+  const std::string library =
+      plan.library_override.empty() ? iscope_run::find_library() : absolute(plan.library_override);
   if (library.find(':') != std::string::npos) {
     std::fprintf(stderr, "iscope-run: the library path %s holds a ':', which LD_PRELOAD and LD_LIBRARY_PATH cannot "
                  "express; install it elsewhere or point INFERSCOPE_LIBRARY at a path without one\n", library.c_str());
     return {};
   }
-  if (library.empty() || !exists(library)) {
+  if (library.empty() || !iscope_run::exists(library)) {
     std::fprintf(stderr, "iscope-run: cannot find libinferscope.so%s%s; set INFERSCOPE_LIBRARY\n",
                  library.empty() ? "" : " at ", library.c_str());
+    return {};
+  }
+  if (const std::string why = iscope_run::not_loadable(library); !why.empty()) {
+    std::fprintf(stderr, "iscope-run: cannot inject %s: %s; name libinferscope.so with --library or INFERSCOPE_LIBRARY\n",
+                 library.c_str(), why.c_str());
     return {};
   }
   return library;
@@ -379,10 +320,13 @@ std::string injected_library(const Plan& plan) {
   std::string out = output.empty() ? base + "." + me + ".iscope" : output;
   ::setenv("INFERSCOPE_OUTPUT", absolute(out).c_str(), 1);
   ::setenv("INFERSCOPE_ROOT_PID", me.c_str(), 1);
-  preload(library);
+  iscope_run::preload(library);
   ::setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
   ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
-  if (!python_dir.empty()) prepend("PYTHONPATH", python_dir, ':');
+  if (!python_dir.empty()) {
+    const char* old = std::getenv("PYTHONPATH");
+    ::setenv("PYTHONPATH", (old && *old ? python_dir + ":" + old : python_dir).c_str(), 1);
+  }
   ::execvp(program[0], program);
   std::fprintf(stderr, "iscope-run: cannot run %s: %s\n", program[0], std::strerror(errno));
   ::_exit(kCannotStart);
@@ -449,5 +393,5 @@ int main(int argc, char** argv) {
   const std::string library = injected_library(plan);
   if (library.empty()) return kCannotStart;
   if (!plan.output.empty() && !output_usable(absolute(plan.output))) return kUsage;
-  return run_program(plan, argv + split.program, library, find_python_dir());
+  return run_program(plan, argv + split.program, library, iscope_run::find_python_dir());
 }
