@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -236,4 +237,30 @@ TEST_CASE("numeric options with trailing garbage are refused, naming the option 
     CHECK(r.out.find("INFERSCOPE_") == std::string::npos);  // iscope-run: the program did not run
   }
   CHECK(testutil::run_tool("tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us=5", "--findings"}).exit == 0);
+}
+
+// The report written over the dump through a link: `--report r.json` where r.json is a symlink to the dump's path, not
+// there yet (the report writer follows links, dangling ones too), or the dump's path reached through a linked
+// directory. Refused before the program runs, like `-o x.json --report x.json`; it used to run the program.
+TEST_CASE("iscope-run: --report reaching the dump's file through a link is refused before the program runs") {
+  const std::string dir = testutil::temp_path("report-links");
+  fs::create_directories(dir + "/real");
+  fs::create_directory_symlink(dir + "/real", dir + "/linked");
+  fs::create_symlink(dir + "/real/d.json", dir + "/to-dump.json");  // dangling: the dump is not there yet
+  fs::create_symlink("real/d.json", dir + "/relative.json");
+  const std::string dump = dir + "/real/d.json";
+  for (const std::string& report : {dir + "/to-dump.json", dir + "/relative.json", dir + "/linked/d.json"}) {
+    CAPTURE(report);
+    const testutil::ToolRun run =
+        testutil::run_tool("tools/iscope-run/iscope-run", {"-o", dump, "--report", report, "--", "/usr/bin/env"});
+    CHECK(run.exit == 2);
+    CHECK(run.err.find("--report " + report + ": is the dump's own file (-o " + dump + ")") != std::string::npos);
+    CHECK(run.out.find("INFERSCOPE_") == std::string::npos);  // the program did not run
+    CHECK_FALSE(fs::exists(dump));
+  }
+  // The dump's path through the linked directory, the report at the real one.
+  const testutil::ToolRun run = testutil::run_tool(
+      "tools/iscope-run/iscope-run", {"-o", dir + "/linked/d.json", "--report", dump, "--", "/usr/bin/env"});
+  CHECK(run.exit == 2);
+  CHECK(run.err.find("is the dump's own file") != std::string::npos);
 }

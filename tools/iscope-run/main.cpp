@@ -124,12 +124,21 @@ std::string unwritable(const std::string& path) {
   return "";
 }
 
-// Whether two paths name one file: the same absolute path once "." and ".." are resolved, or one existing file
-// (through a link or a hard link).
+// Where a write to `path` lands, as a path to compare: the end of its symlink chain (followed by hand, so a link to a
+// file not there yet leads to that file, as the report writer follows it: dump::AtomicOutput), with the
+// directories' links, "." and ".." resolved (weakly_canonical: as far as the path exists).
+std::filesystem::path landing_place(const std::string& path) {
+  const inferscope::dump::OutputTarget t = inferscope::dump::resolve_output(absolute(path));
+  std::error_code ec;
+  const std::filesystem::path p = t.error.empty() ? t.path : absolute(path);
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : canonical;
+}
+
+// Whether writes to two paths land in one file: the same place once links, "." and ".." are resolved (a link to the
+// other, not there yet, included), or one existing file (a hard link).
 bool names_one_file(const std::string& a, const std::string& b) {
-  const std::filesystem::path na = std::filesystem::path(absolute(a)).lexically_normal();
-  const std::filesystem::path nb = std::filesystem::path(absolute(b)).lexically_normal();
-  return na == nb || inferscope::dump::same_file(a, b);
+  return landing_place(a) == landing_place(b) || inferscope::dump::same_file(a, b);
 }
 
 // A setting from the command line, checked by the same table the runtime uses, with the flag the user typed
