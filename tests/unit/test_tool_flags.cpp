@@ -264,3 +264,55 @@ TEST_CASE("iscope-run: --report reaching the dump's file through a link is refus
   CHECK(run.exit == 2);
   CHECK(run.err.find("is the dump's own file") != std::string::npos);
 }
+
+// Without -o the runtime writes where the setting 'output' says (INFERSCOPE_OUTPUT, .inferscope.yaml, --set output):
+// iscope-run set INFERSCOPE_OUTPUT to ./<program>.<pid>.iscope over them and looked there. Now it takes the output
+// from the same settings model, hands it to the program, checks it before the program runs and names it at the end.
+TEST_CASE("iscope-run without -o: the dump goes where INFERSCOPE_OUTPUT or .inferscope.yaml says, and is named") {
+  const std::string dir = testutil::temp_path("output-setting");
+  fs::create_directories(dir + "/cwd");
+  auto run_env = [&](const std::vector<std::string>& env, const std::vector<std::string>& args = {}) {
+    testutil::ToolLimits lim;
+    lim.env = env;
+    lim.cwd = dir + "/cwd";
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--", "/usr/bin/env"});
+    return testutil::run_tool("tools/iscope-run/iscope-run", a, lim);
+  };
+  auto program_output = [](const testutil::ToolRun& r) {
+    const size_t at = r.out.find("INFERSCOPE_OUTPUT=");
+    return at == std::string::npos ? std::string() : r.out.substr(at + 18, r.out.find('\n', at) - at - 18);
+  };
+  SUBCASE("INFERSCOPE_OUTPUT") {
+    const std::string want = dir + "/from-env.iscope";
+    const testutil::ToolRun r = run_env({"INFERSCOPE_OUTPUT=" + want});
+    CHECK(r.exit == 0);
+    CHECK(program_output(r) == want);
+    CHECK(r.err.find("dump written to " + want) != std::string::npos);
+    CHECK(fs::exists(want));
+  }
+  SUBCASE(".inferscope.yaml's output, relative to the working directory") {
+    { std::ofstream(dir + "/cwd/.inferscope.yaml") << "output: from-yaml.iscope\n"; }
+    const testutil::ToolRun r = run_env({});
+    fs::remove(dir + "/cwd/.inferscope.yaml");
+    CHECK(r.exit == 0);
+    CHECK(program_output(r) == dir + "/cwd/from-yaml.iscope");
+    CHECK(r.err.find("dump written to " + dir + "/cwd/from-yaml.iscope") != std::string::npos);
+  }
+  SUBCASE("--set output wins over INFERSCOPE_OUTPUT, -o over both") {
+    const testutil::ToolRun set = run_env({"INFERSCOPE_OUTPUT=" + dir + "/env.iscope"}, {"--set", "output=" + dir + "/set.iscope"});
+    CHECK(set.exit == 0);
+    CHECK(program_output(set) == dir + "/set.iscope");
+    const testutil::ToolRun o = run_env({"INFERSCOPE_OUTPUT=" + dir + "/env.iscope"}, {"-o", dir + "/o.iscope"});
+    CHECK(o.exit == 0);
+    CHECK(program_output(o) == dir + "/o.iscope");
+    CHECK_FALSE(fs::exists(dir + "/env.iscope"));
+  }
+  SUBCASE("an output setting that cannot be written is refused before the program runs, naming where it came from") {
+    const testutil::ToolRun r = run_env({"INFERSCOPE_OUTPUT=/nonexistent/dir/x.iscope"});
+    CHECK(r.exit == 2);
+    CHECK(r.err.find("INFERSCOPE_OUTPUT=/nonexistent/dir/x.iscope: its directory /nonexistent/dir does not exist") !=
+          std::string::npos);
+    CHECK(program_output(r).empty());  // the program did not run
+  }
+}

@@ -191,7 +191,8 @@ cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-run", "Records PROGRAM (CPU ranges, Python, CUDA activity) into DUMP without changing it.");
   opts.custom_help("[-o DUMP] [OPTION...] -- PROGRAM [ARGS...]");
   opts.add_options()
-      ("o,output", "dump file (default: ./<program>.<pid>.iscope)", cxxopts::value<std::string>(), "DUMP")
+      ("o,output", "dump file (default: the setting 'output': --set output, INFERSCOPE_OUTPUT, .inferscope.yaml; "
+                   "else ./<program>.<pid>.iscope)", cxxopts::value<std::string>(), "DUMP")
       ("follow-children", "also record child processes (fork, multiprocessing, spawned and exec'd programs); "
                           "each writes <stem>.<pid>.iscope next to DUMP", boolean_flag(), "BOOL")
       ("buffer-mode", "stream (default: written as it fills) or ring (flight recorder)", cxxopts::value<std::string>(), "MODE")
@@ -215,6 +216,7 @@ cxxopts::Options make_options() {
 // each also kept as typed, to be checked before anything runs.
 struct Plan {
   std::string output, library_override;
+  std::string output_named_by;  ///< what named `output`: "-o X", "INFERSCOPE_OUTPUT=X", ... ("" : the default)
   std::vector<std::pair<std::string, std::string>> settings;
   std::vector<FlagSetting> checked;
   bool follow = false, quiet = false;
@@ -267,13 +269,54 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
   return plan;
 }
 
-// Everything the user typed is checked before the program runs: one message per bad flag, naming it; then the
-// environment and the config file the program will see, with these flags applied (a bad value there would make
-// the runtime record nothing), naming the variable or the file. Returns 0 or kUsage.
-int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
-  std::vector<std::string> problems = flag_problems(plan.checked);
+// Says each problem on its own line; kUsage when there was one, else 0.
+int refused(const std::vector<std::string>& problems) {
+  for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
+  return problems.empty() ? 0 : kUsage;
+}
+
+// The environment the program will see (these flags applied over INFERSCOPE_* and the config file) resolved as the
+// runtime will resolve it: a bad value there would make the runtime record nothing, so it is refused now, naming
+// the variable or the file. nullopt after saying why.
+std::optional<cfg::Resolved> program_settings(const Plan& plan) {
+  ::setenv("INFERSCOPE_ENABLE", "1", 1);
+  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
+  for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
+  try {
+    return cfg::resolve();
+  } catch (const cfg::ConfigError& e) {
+    for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
+    return std::nullopt;
+  }
+}
+
+// Without -o the runtime writes where the setting 'output' says (--set output, INFERSCOPE_OUTPUT, .inferscope.yaml),
+// so iscope-run checks and names that file too; it used to look for ./<program>.<pid>.iscope while the dump went
+// elsewhere. An INFERSCOPE_OUTPUT that an iscope-run above this one handed down (INFERSCOPE_ROOT_PID is set: this
+// one runs inside a recorded program) is that run's file, not this one's: the default applies.
+void take_output_setting(Plan& plan, const cfg::Resolved& resolved) {
   if (!plan.output.empty()) {
-    if (const std::string why = unwritable(plan.output); !why.empty()) problems.push_back("-o " + plan.output + ": " + why);
+    plan.output_named_by = "-o " + plan.output;
+    return;
+  }
+  const std::string& value = resolved.config.output;
+  const std::string& origin = resolved.origin.at("output");
+  if (value.empty() || origin == "default") return;
+  const bool from_set = std::any_of(plan.settings.begin(), plan.settings.end(),
+                                    [](const auto& kv) { return kv.first == "INFERSCOPE_OUTPUT"; });
+  const bool from_env = origin.starts_with("env:");
+  if (from_env && !from_set && std::getenv("INFERSCOPE_ROOT_PID")) return;
+  plan.output = value;
+  plan.output_named_by = from_set ? "--set output=" + value
+                         : from_env ? "INFERSCOPE_OUTPUT=" + value
+                                    : "output: " + value + " in " + origin.substr(origin.find(':') + 1);
+}
+
+// The dump's file and the report's, checked before the program runs: each writable, and not one file.
+std::vector<std::string> file_problems(const Plan& plan, const cxxopts::ParseResult& args) {
+  std::vector<std::string> problems;
+  if (!plan.output.empty()) {
+    if (const std::string why = unwritable(plan.output); !why.empty()) problems.push_back(plan.output_named_by + ": " + why);
   } else if (const std::string why = unwritable("./iscope-run.probe"); !why.empty()) {
     problems.push_back("the default dump (./<program>.<pid>.iscope): " + why + "; name another with -o");
   }
@@ -281,22 +324,20 @@ int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
     const std::string report = args["report"].as<std::string>();
     if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
     else if (!plan.output.empty() && names_one_file(plan.output, report))  // the report would replace the dump
-      problems.push_back("--report " + report + ": is the dump's own file (-o " + plan.output + "); name another file");
+      problems.push_back("--report " + report + ": is the dump's own file (" + plan.output_named_by + "); name another file");
   }
-  if (!problems.empty()) {
-    for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
-    return kUsage;
-  }
-  ::setenv("INFERSCOPE_ENABLE", "1", 1);
-  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
-  for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
-  try {
-    cfg::resolve();
-  } catch (const cfg::ConfigError& e) {
-    for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
-    return kUsage;
-  }
-  return 0;
+  return problems;
+}
+
+// Everything the user typed is checked before the program runs: one message per bad flag, naming it; then the
+// environment and the config file the program will see; then the files it will write (the dump where the
+// settings put it). Returns 0 or kUsage.
+int check_before_launch(Plan& plan, const cxxopts::ParseResult& args) {
+  if (int status = refused(flag_problems(plan.checked))) return status;
+  const std::optional<cfg::Resolved> resolved = program_settings(plan);
+  if (!resolved) return kUsage;
+  take_output_setting(plan, *resolved);
+  return refused(file_problems(plan, args));
 }
 
 // The library to inject: found, loadable as a shared library, and expressible in LD_PRELOAD / LD_LIBRARY_PATH;
@@ -395,7 +436,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string error;
-  const Plan plan = plan_of(args, error);
+  Plan plan = plan_of(args, error);
   if (!error.empty()) return usage_error(error, opts);
   if (split.program >= argc) return usage_error("no program given", opts);
   if (int status = check_before_launch(plan, args)) return status;
