@@ -35,10 +35,10 @@ struct ChildSelfTime {
 
 }  // namespace
 
-std::vector<ChildFrames> read_child_frames(const std::string& parent_path, const std::string& parent_pid,
+std::vector<ChildFrames> read_child_frames(const std::string& parent_path, const ParentFacts& parent,
                                            int64_t span_start, int64_t span_end) {
   std::vector<ChildFrames> out;
-  for (const auto& [pid, path] : child_dump_paths(parent_path, parent_pid)) {
+  for (const auto& [pid, path] : child_dump_paths(parent_path, parent)) {
     try {
       dump::DumpReader r(path);
       const dump::ClockModel clock(r.calibration());

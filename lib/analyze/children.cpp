@@ -1,6 +1,7 @@
 #include "analyze/children.hpp"
 
 #include "analyze/ranks.hpp"
+#include "dump/path.hpp"
 #include "dump/reader.hpp"
 
 #include <algorithm>
@@ -14,16 +15,52 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "run.4711.iscope" for the stem "run": the pid, else 0.
-uint64_t child_pid_of(const std::string& file, const std::string& stem_name) {
-  const std::string suffix = ".iscope";
-  if (file.size() <= stem_name.size() + 1 + suffix.size() || file.compare(0, stem_name.size(), stem_name) != 0 ||
-      file[stem_name.size()] != '.' || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+// How a child of the process that wrote the dump at `parent_path` names its own: the runtime puts the child's pid
+// before the extension of the family's output (dump::insert_suffix: run.iscope -> run.4711.iscope, run.dump ->
+// run.4711.dump, run -> run.4711), whatever that output is called.
+struct ChildNaming {
+  std::string stem, ext;  ///< the parent's file name without, and its extension ("" when none)
+};
+
+ChildNaming naming_of(const std::string& parent_path) {
+  const dump::PathParts p = dump::split_extension(fs::path(parent_path).filename().string());
+  return {p.stem, p.ext};
+}
+
+// "run.4711.iscope" for the parent "run.iscope": the pid, else 0.
+uint64_t child_pid_of(const std::string& file, const ChildNaming& n) {
+  const size_t head = n.stem.size() + 1;
+  if (file.size() <= head + n.ext.size() || file.compare(0, n.stem.size(), n.stem) != 0 || file[n.stem.size()] != '.' ||
+      file.compare(file.size() - n.ext.size(), n.ext.size(), n.ext) != 0)
     return 0;
-  const std::string digits = file.substr(stem_name.size() + 1, file.size() - stem_name.size() - 1 - suffix.size());
+  const std::string digits = file.substr(head, file.size() - head - n.ext.size());
   if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
     return 0;
   return std::stoull(digits);
+}
+
+uint64_t realtime_of(const std::string& value) { return process_number(value, UINT64_MAX).value_or(0); }
+
+// A process info key "child.<pid>.<what>" (the system collector's look at the process's children in /proc): that
+// child is one the parent recorded.
+void note_sampled_child(ParentFacts& f, const std::string& key) {
+  if (!key.starts_with("child.")) return;
+  const size_t dot = key.find('.', 6);
+  if (dot == std::string::npos) return;
+  if (const auto pid = process_number(std::string_view(key).substr(6, dot - 6), UINT32_MAX)) f.sampled_children.insert(*pid);
+}
+
+// Whether the dump `r`, named with the pid `name_pid`, is a child the parent recorded: the process that wrote it
+// names the parent's pid as its ppid, is the process its name says (a dump copied or renamed to a child's name
+// is not), ran on the parent's host, and started its session after the parent's began (a dump left by an
+// earlier run whose parent had the same pid started before). Each fact a dump lacks is not compared.
+bool is_child_of(const dump::DumpReader& r, uint64_t name_pid, const ParentFacts& parent) {
+  if (parent.pid.empty() || r.process_value("ppid") != parent.pid) return false;
+  if (r.process_value("pid") != std::to_string(name_pid)) return false;
+  const std::string host = r.process_value("hostname");
+  if (!host.empty() && !parent.hostname.empty() && host != parent.hostname) return false;
+  const uint64_t started = realtime_of(r.process_value("start_realtime_ns"));
+  return !started || !parent.start_realtime_ns || started >= parent.start_realtime_ns;
 }
 
 // The ranks among the dumps summarised: each one's trace and analysis, for analyze_ranks.
@@ -73,16 +110,31 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
 
 }  // namespace
 
+ParentFacts parent_facts(const dump::DumpReader& r) {
+  ParentFacts f{r.process_value("pid"), r.process_value("hostname"), realtime_of(r.process_value("start_realtime_ns")), {}};
+  for (const auto& [key, value] : r.process_info()) note_sampled_child(f, key);
+  return f;
+}
+
+ParentFacts parent_facts(const Analysis& a) {
+  auto value = [&](const char* key) {
+    auto it = a.process.find(key);
+    return it == a.process.end() ? std::string() : it->second;
+  };
+  ParentFacts f{value("pid"), value("hostname"), realtime_of(value("start_realtime_ns")), {}};
+  for (const auto& [key, v] : a.process) note_sampled_child(f, key);
+  return f;
+}
+
 std::vector<std::string> child_dump_candidates(const std::string& parent_path) {
+  const ChildNaming naming = naming_of(parent_path);
   const fs::path p(parent_path);
-  if (p.extension() != ".iscope") return {};
-  const std::string stem_name = p.stem().string();
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
   std::vector<std::pair<uint64_t, std::string>> found;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (!e.is_regular_file(ec)) continue;
-    if (uint64_t pid = child_pid_of(e.path().filename().string(), stem_name)) found.emplace_back(pid, e.path().string());
+    if (uint64_t pid = child_pid_of(e.path().filename().string(), naming)) found.emplace_back(pid, e.path().string());
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
@@ -90,15 +142,14 @@ std::vector<std::string> child_dump_candidates(const std::string& parent_path) {
   return out;
 }
 
-std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string& parent_path,
-                                                               const std::string& parent_pid) {
+std::vector<std::pair<uint64_t, std::string>> child_dump_paths(const std::string& parent_path, const ParentFacts& parent) {
   std::vector<std::pair<uint64_t, std::string>> out;
-  if (parent_pid.empty()) return out;
-  const std::string stem_name = fs::path(parent_path).stem().string();
+  if (parent.pid.empty()) return out;
+  const ChildNaming naming = naming_of(parent_path);
   for (const std::string& path : child_dump_candidates(parent_path)) {
+    const uint64_t pid = child_pid_of(fs::path(path).filename().string(), naming);
     try {
-      if (dump::DumpReader(path).process_value("ppid") == parent_pid)
-        out.emplace_back(child_pid_of(fs::path(path).filename().string(), stem_name), path);
+      if (is_child_of(dump::DumpReader(path), pid, parent)) out.emplace_back(pid, path);
     } catch (const std::exception&) {  // unreadable: not read as a child here
     }
   }
@@ -109,15 +160,17 @@ std::vector<ChildProcess> find_children(const std::string& parent_path, const An
                                         const AnalyzeOptions& options, RunAnalysis* run) {
   RankCollector ranks;
   std::vector<ChildProcess> out;
-  auto pid_it = parent.process.find("pid");
-  if (pid_it == parent.process.end() || pid_it->second.empty()) return out;
-  const std::string stem_name = fs::path(parent_path).stem().string();
+  const ParentFacts facts = parent_facts(parent);
+  if (facts.pid.empty()) return out;
+  const ChildNaming naming = naming_of(parent_path);
   for (const std::string& path : child_dump_candidates(parent_path)) {
-    const uint64_t pid = child_pid_of(fs::path(path).filename().string(), stem_name);
+    const uint64_t pid = child_pid_of(fs::path(path).filename().string(), naming);
     try {  // a cheap look at the process info first: only the parent's own children are analysed
-      if (dump::DumpReader(path).process_value("ppid") != pid_it->second) continue;
+      if (!is_child_of(dump::DumpReader(path), pid, facts)) continue;
     } catch (const std::exception&) {
-      // unreadable: listed with its error below only when its name says it is one of ours
+      // Unreadable, so it cannot say whose it is: listed with its error below only when the parent's own dump
+      // names that pid among its children (the system collector saw it); any other file is a stranger's.
+      if (!facts.sampled_children.count(pid)) continue;
     }
     out.push_back(summarise(path, pid, options, run ? &ranks : nullptr));
   }

@@ -52,7 +52,12 @@ StepSelection select_steps(const StepPolicyInput& in, const StepPolicyOptions& o
   if (opt.skip_steps >= 0) {
     s.warmup = std::min(size_t(opt.skip_steps), n > 0 ? n - 1 : 0);  // one step is always left to describe
     s.user_skipped = true;
-    s.reason = "the first " + std::to_string(s.warmup) + " step(s) skipped as asked (--skip-steps / skip_steps)";
+    s.skipped_fewer_than_asked = size_t(opt.skip_steps) > s.warmup;
+    s.reason = s.skipped_fewer_than_asked
+                   ? "--skip-steps / skip_steps asked to skip " + std::to_string(opt.skip_steps) + " step(s), but the run has " +
+                         std::to_string(n) + ": the first " + std::to_string(s.warmup) +
+                         " skipped, the last one kept to describe"
+                   : "the first " + std::to_string(s.warmup) + " step(s) skipped as asked (--skip-steps / skip_steps)";
   } else {
     s.warmup = detect_warmup(in, slow_step_bound(in.durations_ns), cap);
     const bool any_marked = std::find(in.one_time_cost.begin(), in.one_time_cost.end(), true) != in.one_time_cost.end();

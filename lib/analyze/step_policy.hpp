@@ -48,6 +48,8 @@ struct StepSelection {
   /// The steady steps are not alike: two modes, or a mean more than kNotAlikeShare away from the median. The
   /// typical step is then the mean of every steady step (its slow ones are what the run costs, not noise).
   bool not_alike = false;
+  /// The user asked to skip as many steps as the run has, or more: `warmup` is one fewer, and `reason` says so.
+  bool skipped_fewer_than_asked = false;
 };
 
 /// Robust bound above which a step is unusually slow: median + max(k·1.4826·MAD, floor·median).

@@ -399,6 +399,8 @@ void select_steps_of(const Context& cx, const Ingested& in, StepSet& ss) {
     StepPolicyInput pin{durs, one_time_cost_steps(steps, in.apis, ss.step_thread)};
     sel = whole ? StepSelection{0, {true}, {}, durs.front(), 0, false, "the whole trace is one step"}
                         : select_steps(pin, {cx.opt.skip_steps});
+    // Never a silent clamp: the note says how many were asked for and how many the run has.
+    if (!whole && sel.skipped_fewer_than_asked) a.warnings.push_back(sel.reason);
     if (whole) fill_whole_trace_stats(a.stats, durs.front());
     else detail::fill_step_stats(a.stats, durs, sel, starts_ms);
     a.end_to_end_ms = a.stats.alike ? a.stats.p50_ms : a.stats.mean_ms;

@@ -2,6 +2,7 @@
 
 #include "dump/clock_model.hpp"
 #include "dump/visit.hpp"
+#include "text/escape.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -131,6 +132,19 @@ Summary summarize(const dump::DumpReader& r) {
 
 namespace {
 
+// A name from the trace in a table cell, as the Markdown report writes one (text/escape.hpp): a code span on one
+// line, verbatim, its pipes escaped. A hostile name (a '|', a newline) stays in its cell instead of adding
+// columns or rows.
+std::string cell(const std::string& name) { return text::md_cell(text::md_code(name)); }
+
+// A value from the dump on a bullet line (the command line, a collector's status): one line, so it cannot start a
+// line of its own.
+std::string one_line(std::string v) {
+  for (char& c : v)
+    if (c == '\n' || c == '\r') c = ' ';
+  return v;
+}
+
 std::string ms(double ns) {
   char b[32];
   std::snprintf(b, sizeof(b), "%.3f", ns / 1e6);
@@ -152,7 +166,7 @@ void print_named(std::ostream& out, const char* title, const std::map<std::strin
       << "---:|---:|---:|---:|---:|\n";
   for (auto* kv : v) {
     const auto& d = kv->second.duration;
-    out << "| " << kv->first << " | " << d.count() << " | " << ms(double(d.total())) << " |";
+    out << "| " << cell(kv->first) << " | " << d.count() << " | " << ms(double(d.total())) << " |";
     if (self) out << " " << ms(double(kv->second.self_ns)) << " |";
     out << " " << us(d.mean()) << " | " << us(d.percentile(0.5)) << " | " << us(d.percentile(0.9)) << " | "
         << us(d.percentile(0.99)) << " | " << us(double(d.max())) << " |\n";
@@ -163,7 +177,7 @@ void print_named(std::ostream& out, const char* title, const std::map<std::strin
 
 void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& out) {
   dump::ClockModel clock(r.calibration());
-  out << "# InferScope dump summary: " << r.path() << "\n\n";
+  out << "# InferScope dump summary: " << one_line(r.path()) << "\n\n";
   out << "- format version " << r.version_major() << "." << r.version_minor() << ", " << r.file_size() << " bytes"
       << (r.is_ring_snapshot() ? ", ring-mode snapshot" : "") << "\n";
   out << "- status: "
@@ -174,7 +188,7 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
   for (const std::string& skipped : r.skipped_chunks()) out << "- skipped: " << skipped << "\n";
   for (const char* k : {"cmdline", "pid", "hostname", "clock", "buffer_mode"}) {
     std::string v = r.process_value(k);
-    if (!v.empty()) out << "- " << k << ": " << v << "\n";
+    if (!v.empty()) out << "- " << k << ": " << one_line(v) << "\n";
   }
   if (s.records) out << "- recorded span: " << ms(clock.duration_ns(s.last_ts - s.first_ts)) << " ms\n";
   out << "- records: " << s.records;
@@ -198,7 +212,7 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
 
   if (!r.collector_status().empty()) {
     out << "\n## Collectors\n\n";
-    for (auto& [k, v] : r.collector_status()) out << "- " << k << ": " << v << "\n";
+    for (auto& [k, v] : r.collector_status()) out << "- " << one_line(k) << ": " << one_line(v) << "\n";
   }
 
   out << "\n## Threads\n\n| id | os tid | name | records | active ms | state |\n|---:|---:|---|---:|---:|---|\n";
@@ -208,7 +222,7 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
     double active = it == s.threads.end() || it->second.last_ts < it->second.first_ts
                         ? 0
                         : clock.duration_ns(it->second.last_ts - it->second.first_ts);
-    out << "| " << id << " | " << t.os_tid << " | " << (t.name.empty() ? "-" : t.name) << " | " << n << " | "
+    out << "| " << id << " | " << t.os_tid << " | " << (t.name.empty() ? "-" : cell(t.name)) << " | " << n << " | "
         << ms(active) << " | " << (t.is_channel() ? "channel" : (t.flags & dump::kThreadExited) ? "exited" : "running")
         << " |\n";
   }
@@ -220,12 +234,12 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
     out << "\n## Async spans\n\n| name | count | total ms | mean us | p50 us | p99 us | max us |\n"
            "|---|---:|---:|---:|---:|---:|---:|\n";
     for (auto& [n, d] : s.async)
-      out << "| " << n << " | " << d.count() << " | " << ms(double(d.total())) << " | " << us(d.mean()) << " | "
+      out << "| " << cell(n) << " | " << d.count() << " | " << ms(double(d.total())) << " | " << us(d.mean()) << " | "
           << us(d.percentile(0.5)) << " | " << us(d.percentile(0.99)) << " | " << us(double(d.max())) << " |\n";
   }
   if (!s.marks.empty()) {
     out << "\n## Marks\n\n| name | count |\n|---|---:|\n";
-    for (auto& [n, c] : s.marks) out << "| " << n << " | " << c << " |\n";
+    for (auto& [n, c] : s.marks) out << "| " << cell(n) << " | " << c << " |\n";
   }
   out << "\n## Drops\n\n";
   auto drops = r.drops();
@@ -236,7 +250,7 @@ void print_summary(const dump::DumpReader& r, const Summary& s, std::ostream& ou
     out << "- none: every record reached the dump\n";
   for (auto& d : drops) {
     std::string who = d.thread_id == dump::kNoThread ? "process" : "thread " + std::to_string(d.thread_id);
-    out << "- " << who << ": " << d.records << " records (" << d.bytes << " bytes) " << d.reason << "\n";
+    out << "- " << who << ": " << d.records << " records (" << d.bytes << " bytes) " << one_line(d.reason) << "\n";
   }
 }
 

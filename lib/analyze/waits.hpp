@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+namespace inferscope::analyze {
+struct ParentFacts;  // children.hpp
+}  // namespace inferscope::analyze
+
 namespace inferscope::analyze::detail {
 
 struct Context;
@@ -152,8 +156,9 @@ struct ChildFrames {
 };
 
 /// The hot Python functions, during [span_start, span_end) (CLOCK_MONOTONIC ns), of the child processes whose
-/// dumps lie beside `parent_path` (child_dump_paths); children without Python calls there are left out.
-std::vector<ChildFrames> read_child_frames(const std::string& parent_path, const std::string& parent_pid,
+/// dumps lie beside `parent_path` (child_dump_paths: those the dump of `parent` has as children); children without
+/// Python calls there are left out.
+std::vector<ChildFrames> read_child_frames(const std::string& parent_path, const ParentFacts& parent,
                                            int64_t span_start, int64_t span_end);
 
 /// Who a piece of the step thread's wait went to.

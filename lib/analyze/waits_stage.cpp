@@ -2,6 +2,7 @@
 // the typical steps: the threads' and child processes' activity, the wait pieces, one more walk over the
 // application threads' frames, the child dumps' hot functions, and the attribution.
 #include "analyze/aggregate.hpp"
+#include "analyze/children.hpp"
 #include "analyze/stages.hpp"
 #include "analyze/waits.hpp"
 
@@ -57,7 +58,9 @@ WaitAttribution find_waits(const Context& cx, const Ingested& in, const StepSet&
   none.measured = w.measured;
   if (w.pieces.empty()) return none;
   const WaitFrames f = read_wait_frames(cx, w, ss.step_thread, ss.steps_s, ss.steps_e);
-  const std::vector<ChildFrames> child = read_child_frames(cx.r.path(), pid, ss.steps_s, ss.steps_e);
+  ParentFacts parent = parent_facts(cx.r);
+  parent.pid = pid;
+  const std::vector<ChildFrames> child = read_child_frames(cx.r.path(), parent, ss.steps_s, ss.steps_e);
   WaitNaming naming;
   naming.typical_steps = typical.size();
   naming.steady_steps = size_t(std::count(sel.steady.begin(), sel.steady.end(), true));

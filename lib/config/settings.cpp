@@ -207,6 +207,11 @@ void read_environment(Resolved& resolved, Problems& problems) {
 std::string spell_flag(const std::string& spelling, std::string_view key) {
   std::string out = spelling;
   if (size_t at = out.find("{key}"); at != std::string::npos) out.replace(at, 5, key);
+  if (size_t at = out.find("{key-}"); at != std::string::npos) {  // as a command line spells it: skip-steps
+    std::string dashed(key);
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    out.replace(at, 6, dashed);
+  }
   return out;
 }
 

@@ -73,8 +73,9 @@ struct ResolveOptions {
   std::vector<std::pair<std::string, std::string>> flags;  ///< key -> value from the command line
   bool read_environment = true;
   bool read_file = true;
-  /// How this tool spells a setting on its command line, "{key}" standing for the key; used in origins and
-  /// error messages so that they show what the user typed (iscope-config uses "--set {key}").
+  /// How this tool spells a setting on its command line, "{key}" standing for the key and "{key-}" for the key
+  /// with dashes for underscores; used in origins and error messages so that they show what the user typed
+  /// (iscope-config uses "--set {key}", iscope-analyze "--{key-}": --skip-steps).
   std::string flag_spelling = "--{key}";
   /// What error messages call a flag: "flag --x: ..."; the Python binding's keywords say "start() keyword".
   std::string flag_noun = "flag";

@@ -1,53 +1,21 @@
-// Escaping for the report writers. Names in a trace come from the traced program (kernel names, Python
-// qualnames, user range names, attribute values) and may hold anything: markup, quotes, control characters,
-// invalid UTF-8. Every writer passes them through one of these functions before they reach the output.
+// The report writers' escaping: lib/text/escape.hpp, shared with iscope-analyze --summary (lib/analyze), named here
+// in the writers' namespace as they have always called it.
 #pragma once
 
-#include <ostream>
-#include <string>
-#include <string_view>
+#include "text/escape.hpp"
 
 namespace inferscope::report {
 
-/// `s` as valid UTF-8: each byte that does not belong to a well-formed sequence becomes U+FFFD.
-std::string valid_utf8(std::string_view s);
-
-/// Appends `s` as the inside of a JSON string (no quotes): valid UTF-8, control characters as \uXXXX.
-void append_json_escaped(std::string& out, std::string_view s);
-/// `s` as a quoted JSON string.
-std::string json_quote(std::string_view s);
-
-/// `s` for HTML text and attribute values: & < > " ' escaped, invalid UTF-8 replaced, control characters
-/// other than tab and newline dropped.
-std::string html_escape(std::string_view s);
-
-/// `s` for Markdown prose and table cells: one line (newlines become spaces) with the characters that Markdown
-/// or a table would interpret backslash-escaped: \ ` * [ ] < > | ~ always, _ only where it is not inside a word
-/// (snake_case stays greppable), # only at the start. Names go in code spans instead (md_code).
-std::string md_escape(std::string_view s);
-
-/// `s` as Markdown prose: md_escape, except that a word shaped like a program name that holds `<` or `>`
-/// (Python's `main.<locals>.step`, `<module>`, a C++ `vector<int>::push_back`) becomes a code span, so that it
-/// reads and greps as typed instead of as `main.\<locals\>.step`. Quotes around such a word are dropped (the
-/// span quotes it); punctuation before or after it stays outside. Words without a letter (`<=`, `->`) and
-/// words with other characters stay escaped text.
-std::string md_prose(std::string_view s);
-
-/// `s` as a Markdown code span on one line, verbatim: the fence is longer than any run of backticks inside, as
-/// CommonMark allows, so a name with backticks is kept as it is and can be found with grep. In a table cell,
-/// pass the result through md_cell.
-std::string md_code(std::string_view s);
-
-/// A table cell: only `|` escaped (GitHub splits cells at a pipe even inside a code span, and unescapes `\|`).
-std::string md_cell(std::string_view s);
-
-/// A measured value for prose: integers without decimals, others with up to 3 decimals, trailing zeros cut.
-std::string fmt_value(double v);
-
-/// At most `max_chars` code points of `s` (valid UTF-8), the last one "…" when it was cut.
-std::string truncate(std::string_view s, size_t max_chars);
-
-/// Fixed-point formatting without locale surprises: fmt(3.14159, 2) == "3.14"; non-finite values as "n/a".
-std::string fmt(double v, int decimals);
+using text::append_json_escaped;
+using text::fmt;
+using text::fmt_value;
+using text::html_escape;
+using text::json_quote;
+using text::md_cell;
+using text::md_code;
+using text::md_escape;
+using text::md_prose;
+using text::truncate;
+using text::valid_utf8;
 
 }  // namespace inferscope::report

@@ -91,6 +91,35 @@ bool ensure_pipe(Global& g) {
 
 }  // namespace
 
+namespace {
+
+// The stop of the session `s`, with the control lock held: the collectors hand over what they buffer, recording
+// ends, the writer writes the last of the dump (here, on the writer thread, from a signal; else the writer thread,
+// joined), the rings and channels are retired.
+void stop_session_locked(Global& g, SessionState& s, bool from_writer) {
+  for (auto& c : s.collectors) c->stop();
+  {
+    std::lock_guard lk(g.registry);
+    detail::g_session.store(0, std::memory_order_seq_cst);
+    detail::g_step_name.store(~0u, std::memory_order_relaxed);
+  }
+  if (from_writer) {
+    finish_writing(s);
+    s.writer.detach();
+  } else {
+    send_command(kCmdFinish);
+    s.writer.join();
+  }
+  std::lock_guard lk(g.registry);
+  for (RingEntry* e : g.rings)
+    if (e->epoch == s.epoch && e->channel) e->retired.store(true);
+  for (auto& ch : s.channels) ch->close();
+  std::lock_guard sl(s.snap_mu);
+  s.snap_cv.notify_all();
+}
+
+}  // namespace
+
 // Stops the running session; `written` (optional): whether its dump is complete at its output. From the
 // writer thread (a signal), gives up when the application holds the control lock (it is stopping already)
 // and returns false.
@@ -108,31 +137,18 @@ bool stop_impl(bool from_writer, int signal_number, bool* written) {
     if (!s || detail::g_session.load() != s->epoch) {
       s = nullptr;
     } else {
-      // Collectors hand over what they buffer while the session still records.
-      for (auto& c : s->collectors) c->stop();
-      {
-        std::lock_guard lk(g.registry);
-        detail::g_session.store(0, std::memory_order_seq_cst);
-        detail::g_step_name.store(~0u, std::memory_order_relaxed);
-      }
-      if (from_writer) {
-        finish_writing(*s);
-        s->writer.detach();
-      } else {
-        send_command(kCmdFinish);
-        s->writer.join();
-      }
-      std::lock_guard lk(g.registry);
-      for (RingEntry* e : g.rings)
-        if (e->epoch == s->epoch && e->channel) e->retired.store(true);
-      for (auto& ch : s->channels) ch->close();
-      std::lock_guard sl(s->snap_mu);
-      s->snap_cv.notify_all();
+      if (from_writer) termination_stopping();
+      else set_stopping_thread(true);  // a signal handler on this thread must not wait for what this thread does
+      stop_session_locked(g, *s, from_writer);
+      set_stopping_thread(false);
     }
   }
+  if (from_writer) termination_finalised();
   if (written) *written = s && s->dump_written;
   if (s && s->from_env && !s->cfg.report.empty()) write_report_at_exit(s->output, s->cfg.report, s->cfg.step);
   if (!signal_number && s) signal_number = s->pending_signal.load();
+  // A SIGINT/SIGTERM that came while the program was stopping: it ends the process (or already is, on the writer).
+  if (!signal_number) signal_number = termination_to_raise(from_writer);
   if (signal_number) reraise(signal_number);
   return true;
 }
@@ -429,13 +445,14 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   delete old;  // its writer has finished and its channels are closed
 
   s->writer = std::thread([s] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGUSR2);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    // Signals sent to the process are the program's threads' to take (a program's sigwait() thread, our
+    // SIGTERM handler that holds the interrupted thread until the dump is written), never the writer's.
+    block_program_signals_in_this_thread();
     pthread_setname_np(pthread_self(), "iscope-writer");
     t_is_writer = true;
+    set_writer_thread(true);
     writer_main(s);
+    set_writer_thread(false);
   });
 
   // Collectors start after the writer so they can open channels; each reports what it could do.

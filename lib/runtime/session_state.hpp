@@ -159,6 +159,18 @@ extern const char* const kDropReasons[3];
 void install_session_handlers(const SessionState& s);
 void restore_handlers_in_child();
 void reraise(int sig);
+/// The writer thread keeps SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 blocked: they are the program's.
+void block_program_signals_in_this_thread();
+/// A SIGINT/SIGTERM handler holds the thread it interrupted until the writer ends the process, except the writer
+/// itself and the thread that is stopping the session: each names itself while it is one.
+void set_writer_thread(bool running);
+void set_stopping_thread(bool stopping);
+/// The writer's steps in ending the process by such a signal: it took the session; the dump is written.
+void termination_stopping();
+void termination_finalised();
+/// The signal whose termination a handler asked for, for stop_impl to re-raise; 0 when none, or (not on the writer)
+/// after waiting for the writer, which ends the process itself once it has taken the session.
+int termination_to_raise(bool from_writer);
 
 // --- fork.cpp
 void register_fork_handlers(Global& g);

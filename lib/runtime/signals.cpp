@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -32,6 +34,44 @@ std::atomic<bool> g_chained[kMaxSignal];  // ours runs the program's handler aft
 std::atomic<pid_t> g_handler_owner{0};
 std::atomic<bool> g_deferred_python_signals{false};  // SIGTERM/SIGUSR2 wait for Python's start-up (see below)
 
+// --- termination (SIGINT/SIGTERM) ------------------------------------------------------------------------------
+//
+// Without us the signal ends the process at once. With us the writer thread first writes the dump, then lets the
+// signal's default action happen (reraise). Meanwhile the thread the signal interrupted waits in our handler
+// instead of running on: a program that went on would print, write files or even finish with exit(0) (whose atexit
+// found the session already stopped and ended the process with status 0 while the writer still wrote the report).
+enum Phase : int {
+  kNone = 0,
+  kAsked = 1,      // the handler wrote the signal to the writer's pipe
+  kStopping = 2,   // the writer took the session: it is writing the dump
+  kFinalised = 3,  // the dump is written; the writer writes the report (if any), then re-raises
+};
+std::atomic<int> g_termination_signal{0};
+std::atomic<int> g_termination_phase{kNone};
+std::atomic<pid_t> g_writer_tid{0};    // the writer never waits for itself
+std::atomic<pid_t> g_stopping_tid{0};  // nor for the thread that is stopping the session (it holds the control lock)
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<pid_t>::is_always_lock_free);
+
+// Until the writer has taken the session this long, the handler gives up waiting and lets the thread go on (the
+// writer may need a lock the interrupted thread holds: the string table, a collector's); the signal stays asked
+// for, and whoever stops the session re-raises it. Once the dump is written nothing of ours is needed any more.
+constexpr long kHandlerWaitMs = 10'000;
+
+pid_t own_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+// Async-signal-safe: atomics, gettid and nanosleep.
+void wait_for_termination_in_handler() {
+  const pid_t me = own_tid();
+  if (me == g_writer_tid.load() || me == g_stopping_tid.load()) return;
+  const timespec tick{0, 1'000'000};
+  for (long waited_ms = 0;; ++waited_ms) {
+    const int phase = g_termination_phase.load();
+    if (phase == kNone) return;
+    if (phase != kFinalised && waited_ms >= kHandlerWaitMs) return;
+    ::nanosleep(&tick, nullptr);
+  }
+}
+
 // What the signal would have done without us, in this process.
 void chain_signal(int sig, siginfo_t* info, void* context) {
   const struct sigaction& prev = g_prev_action[sig];
@@ -56,6 +96,23 @@ void call_program_handler(int sig, siginfo_t* info, void* context) {
   }
 }
 
+// SIGINT/SIGTERM in the process that owns the session: the writer is asked to write the dump and end the process by
+// the signal, and this thread waits for it (above). With no session recording (stopped already), nothing is left to
+// write: the signal's own action at once. A second one while the first is handled waits likewise.
+void handle_termination(int sig, siginfo_t* info, void* context, int pipe_w) {
+  if (g_termination_phase.load() == kNone) {
+    if (detail::g_session.load(std::memory_order_relaxed) == 0) {
+      chain_signal(sig, info, context);
+      return;
+    }
+    g_termination_signal.store(sig);
+    g_termination_phase.store(kAsked);
+    uint8_t c = static_cast<uint8_t>(sig);
+    [[maybe_unused]] ssize_t r = ::write(pipe_w, &c, 1);
+  }
+  wait_for_termination_in_handler();
+}
+
 void handle_signal(int sig, siginfo_t* info, void* context) {
   // Async-signal-safe: a flag and one byte to this process's own writer thread, which writes the dump (and for
   // SIGINT/SIGTERM re-raises); no lock, no allocation.
@@ -63,9 +120,13 @@ void handle_signal(int sig, siginfo_t* info, void* context) {
   Global& g = G();
   if (::getpid() == g_handler_owner.load(std::memory_order_relaxed) &&
       g.owner_pid.load(std::memory_order_relaxed) == ::getpid() && g.pipe_w >= 0) {
-    if (sig == SIGUSR2) g_snapshot_signal.store(1, std::memory_order_release);
-    uint8_t c = static_cast<uint8_t>(sig);
-    [[maybe_unused]] ssize_t r = ::write(g.pipe_w, &c, 1);
+    if (sig == SIGINT || sig == SIGTERM) {
+      handle_termination(sig, info, context, g.pipe_w);
+    } else {
+      if (sig == SIGUSR2) g_snapshot_signal.store(1, std::memory_order_release);
+      uint8_t c = static_cast<uint8_t>(sig);
+      [[maybe_unused]] ssize_t r = ::write(g.pipe_w, &c, 1);
+    }
     if (g_chained[sig].load(std::memory_order_relaxed)) call_program_handler(sig, info, context);
   } else {
     chain_signal(sig, info, context);
@@ -133,6 +194,35 @@ void restore_handlers_in_child() {
   g_handler_owner.store(0);
   g_deferred_python_signals.store(false);
   g_snapshot_signal.store(0);
+  g_termination_signal.store(0);  // the parent's, if it was being ended
+  g_termination_phase.store(kNone);
+  g_writer_tid.store(0);
+  g_stopping_tid.store(0);
+}
+
+void set_writer_thread(bool running) { g_writer_tid.store(running ? own_tid() : 0); }
+
+void set_stopping_thread(bool stopping) { g_stopping_tid.store(stopping ? own_tid() : 0); }
+
+void termination_stopping() {
+  if (g_termination_phase.load() != kNone) g_termination_phase.store(kStopping);
+}
+
+void termination_finalised() {
+  if (g_termination_phase.load() != kNone) g_termination_phase.store(kFinalised);
+}
+
+int termination_to_raise(bool from_writer) {
+  const int phase = g_termination_phase.load();
+  if (phase == kNone) return 0;
+  if (!from_writer && (phase == kStopping || phase == kFinalised)) {
+    // The writer is ending the process by the signal once the dump and the report are written: this thread (at
+    // exit, or in stop()) must not end it first, with its own status.
+    const timespec tick{0, 1'000'000};
+    while (g_termination_phase.load() != kNone) ::nanosleep(&tick, nullptr);
+    return 0;
+  }
+  return g_termination_signal.load();
 }
 
 // Ends this process by `sig` as it would have ended without us (the dump is written).
@@ -142,7 +232,19 @@ void reraise(int sig) {
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   ::sigaction(sig, g_ours[sig].load() ? &g_prev_action[sig] : &dfl, nullptr);
+  // The writer thread keeps the program's signals blocked (writer_signals_blocked): raise() aims at this thread.
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
   ::raise(sig);
+}
+
+void block_program_signals_in_this_thread() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 namespace {

@@ -481,6 +481,7 @@ void writer_main(SessionState* s) {
   Global& g = G();
   std::vector<uint8_t> buf;
   auto next_calib = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.calibration_period_ms);
+  int signalled = 0;  // a SIGINT/SIGTERM not yet acted on
   for (;;) {
     pollfd p{g.pipe_r, POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(s->cfg.flush_period_ms));
@@ -497,11 +498,13 @@ void writer_main(SessionState* s) {
       }
     }
     if (finish) break;
-    if (sig) {
-      // Runs the same stop as the application would, then lets the signal's default action happen. If the
-      // application is stopping right now, it re-raises the signal once the dump is written.
-      if (stop_impl(true, sig)) return;
-      s->pending_signal.store(sig);
+    if (sig) signalled = sig;
+    if (signalled) {
+      // Runs the same stop as the application would, then lets the signal's default action happen. While another
+      // thread holds the control lock it is tried again next cycle; if that thread is stopping the session, it
+      // re-raises the signal once the dump is written.
+      if (stop_impl(true, signalled)) return;
+      s->pending_signal.store(signalled);
     }
     for (Collector* c : collectors_of(*s)) c->flush();
     // SIGUSR2's flag: set even when the handler's byte could not be written (a full pipe).

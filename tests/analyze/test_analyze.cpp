@@ -1203,6 +1203,67 @@ TEST_CASE("CLI: torch.profiler traces of several ranks (one JSON per rank) are o
   CHECK(ranks[1].at("wait_ms").to_number<double>() < 0.5);
 }
 
+// Several inputs are the ranks of one run: one file named twice (however spelt) would be two ranks; a dump among
+// torch.profiler traces has its times on another clock, so their steps never match (it was analysed into a run
+// that matched nothing, silently). Both are refused, exit 2, naming the files.
+TEST_CASE("CLI: several inputs: one file named twice, or dumps mixed with JSON traces, are refused") {
+  const std::string r0 = (fixtures() / "mg_straggler_rank.1334.iscope").string();
+  const std::string r1 = (fixtures() / "mg_straggler_rank.1335.iscope").string();
+  const fs::path dir = fixtures();
+  std::string err;
+  const std::string cd = "cd " + dir.string() + " && ";
+  const std::string tool = ISCOPE_ANALYZE_EXE;
+  const fs::path e = work_dir() / "twice.err";
+  fs::remove(work_dir() / "twice.md");  // a run before this one's
+  fs::remove(work_dir() / "mixed.md");
+  auto in_fixtures = [&](const std::string& args) {
+    const int rc = std::system((cd + tool + " " + args + " -o " + (work_dir() / "twice.md").string() + " 2>" + e.string()).c_str());
+    err = read(e);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  CHECK(in_fixtures("mg_straggler_rank.1334.iscope ./mg_straggler_rank.1334.iscope") == 2);
+  CHECK(err.find("mg_straggler_rank.1334.iscope and ./mg_straggler_rank.1334.iscope are the same file") != std::string::npos);
+  CHECK(in_fixtures("mg_straggler_rank.1334.iscope mg_straggler_rank.1335.iscope " + r0) == 2);  // absolute spelling
+  CHECK(err.find("are the same file") != std::string::npos);
+  CHECK(run_cli(r0 + " " + r0, &err) == 2);
+  CHECK(err.find("is named twice") != std::string::npos);
+  CHECK_FALSE(fs::exists(work_dir() / "twice.md"));
+
+  const fs::path k0 = work_dir() / "mixed_rank0.pt.trace.json";
+  write(k0, kineto_rank_trace(0));
+  for (const std::string& args : {r0 + " " + k0.string(), k0.string() + " " + r1}) {
+    CAPTURE(args);
+    CHECK(run_cli(args + " -o " + (work_dir() / "mixed.md").string(), &err) == 2);
+    CHECK(err.find("is an InferScope dump and " + k0.string() + " a JSON trace") != std::string::npos);
+    CHECK(err.find("name the dumps alone or the traces alone") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(work_dir() / "mixed.md"));
+  CHECK(run_cli(r0 + " " + r1 + " -o " + (work_dir() / "mixed.md").string(), &err) == 0);  // dumps alone: fine
+}
+
+// --skip-steps beyond the run's steps keeps one step to describe, as before, and says so: it was clamped silently
+// ("the first 5 step(s) skipped as asked" for --skip-steps 100).
+TEST_CASE("CLI: --skip-steps more than the run has: the last step is described and a note says what happened") {
+  const fs::path good = work_dir() / "skip_beyond.iscope", md = work_dir() / "skip_beyond.md";
+  testsupport::write_scenario("sync_bound", good.string());
+  std::string err;
+  REQUIRE(run_cli(good.string() + " --skip-steps 100000 -o " + md.string(), &err) == 0);
+  const std::string note = "--skip-steps / skip_steps asked to skip 100000 step(s), but the run has ";
+  CHECK(err.find(note) != std::string::npos);             // on stderr
+  CHECK(read(md).find("asked to skip 100000 step(s)") != std::string::npos);  // and in the report
+  const Analysis a = analyze::analyze_file(good.string(), [] {
+    analyze::AnalyzeOptions o;
+    o.skip_steps = 100000;
+    return o;
+  }());
+  CHECK(a.steps.count == 1);  // one steady step left
+  CHECK(a.steps.warmup + 1 == a.steps.total);
+  CHECK(a.steps.warmup_reason.find("asked to skip 100000 step(s), but the run has " + std::to_string(a.steps.total)) !=
+        std::string::npos);
+  CHECK(run_cli(good.string() + " --skip-steps 1 -o " + md.string(), &err) == 0);
+  CHECK(err.find("asked to skip") == std::string::npos);  // within the run: no note
+}
+
 TEST_CASE("CLI: an option where a file name was due is refused, and nothing is written") {
   std::string err;
   fs::path d = work_dir() / "option_as_file";

@@ -192,6 +192,28 @@ class IscopeConfigTest(unittest.TestCase):
             self.assertEqual(result.returncode, EXIT_USAGE, args)
             self.assertNotEqual(result.stderr, "", args)
 
+    def test_boolean_flags_mean_the_value_written(self):
+        # --json=false printed JSON and --markdown=0 the Markdown table: any value turned them on. They read as every
+        # tool's boolean flags now (tools/common/tool_common.hpp).
+        text = self.run_tool("show").stdout
+        for off in ("--json=false", "--json=0", "--json=no", "--json=OFF"):
+            result = self.run_tool("show", off)
+            self.assertEqual((result.returncode, result.stdout), (EXIT_OK, text), off)
+        for on in ("--json", "--json=true", "--json=1", "--json=yes"):
+            result = self.run_tool("show", on)
+            self.assertEqual(result.returncode, EXIT_OK, on)
+            json.loads(result.stdout)
+        plain = self.run_tool("keys").stdout
+        table = self.run_tool("keys", "--markdown").stdout
+        self.assertNotEqual(plain, table)
+        self.assertEqual(self.run_tool("keys", "--markdown=0").stdout, plain)
+        self.assertEqual(self.run_tool("keys", "--markdown=false").stdout, plain)
+        self.assertEqual(self.run_tool("keys", "--markdown=on").stdout, table)
+        result = self.run_tool("show", "--json=maybe")
+        self.assertEqual(result.returncode, EXIT_USAGE)
+        self.assertIn("--json=maybe: 'maybe' is not a boolean", result.stderr)
+        self.assertEqual(result.stdout, "")
+
     def test_keys_lists_every_key_and_its_variable(self):
         result = self.run_tool("keys")
         self.assertEqual(result.returncode, EXIT_OK)

@@ -297,3 +297,48 @@ TEST_CASE("a library under a path with a space is preloaded; an iscope-run away 
   CHECK_FALSE(fs::exists(dump));
   fs::remove_all(dir);
 }
+
+// An install or a copy that puts libinferscope beside iscope-run (one directory, as a relocatable bundle) or holds it
+// by its soname alone (a wheel's lib/libinferscope.so.N) is found without --library; iscope-run looked only for
+// ../lib*/libinferscope.so. A --library that is not a shared library (/bin/ls: the loader ignored it, the program ran
+// unrecorded and iscope-run exited 125) is exit 127 with the reason, before the program runs.
+TEST_CASE("the library beside iscope-run is found; a --library that is not a shared library is 127 with the reason") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(INFERSCOPE_BINARY_DIR) / "tests" / "cupti" / ("beside-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "lib");
+  fs::copy_file(ISCOPE_RUN, dir / "bin" / "iscope-run");
+  const std::string installed = (dir / "bin" / "iscope-run").string();
+  const std::string dump = temp_path("beside");
+  const std::string soname = fs::path(fs::canonical(INFERSCOPE_LIB)).filename().string();  // libinferscope.so.X.Y.Z
+  const std::string major = "libinferscope.so." + soname.substr(std::string("libinferscope.so.").size(), soname.find('.', 17) - 17);
+  for (const fs::path& lib : {dir / "bin" / "libinferscope.so", dir / "lib" / major}) {
+    CAPTURE(lib);
+    fs::copy_file(INFERSCOPE_LIB, lib);
+    Result r = run({installed, "-o", dump, "--", ISCOPE_RUN_CHILD, "--print", "ok", "--exit", "0"}, -1, 0, true);
+    CAPTURE(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == "ok\n");
+    check_dump(dump);
+    ::unlink(dump.c_str());
+    fs::remove(lib);
+  }
+  const std::string text = (dir / "not-a-library.so").string();
+  { std::ofstream(text) << "just text\n"; }
+  for (const auto& [library, why] : std::vector<std::pair<std::string, std::string>>{
+           {"/bin/ls", "executable, not a shared library"},  // a position-independent one, or a plain one
+           {text, "not an ELF file"},
+           {dir.string(), "a directory, not a shared library"}}) {
+    CAPTURE(library);
+    Result r = run({ISCOPE_RUN, "--library", library, "-o", dump, "--", ISCOPE_RUN_CHILD, "--print", "ran", "--exit", "0"},
+                   -1, 0, true);
+    CAPTURE(r.err);
+    CHECK(r.status == 127);
+    CHECK(has(r.err, "cannot inject " + library + ": "));
+    CHECK(has(r.err, why));
+    CHECK(r.out == "");  // the program did not run
+    CHECK_FALSE(fs::exists(dump));
+  }
+  fs::remove_all(dir);
+}

@@ -79,7 +79,7 @@ print(1)')
 [ -s venv.iscope ] || fail "iscope-run wrote no dump"
 iscope-analyze venv.iscope --summary > summary.md || fail "iscope-analyze --summary"
 cat summary.md
-grep -q "^| work | 3 |" summary.md || fail "the summary has no Python function 'work': the Python collector did not record"
+grep -q '^| `work` | 3 |' summary.md || fail "the summary has no Python function 'work': the Python collector did not record"
 iscope-analyze venv.iscope -o report.md || fail "iscope-analyze -o report.md"
 [ -s report.md ] || fail "empty report"
 

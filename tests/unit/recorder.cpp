@@ -149,6 +149,18 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     work_forever();
   }
+  if (mode == "work-for") {  // prints "ready PID", records for MS milliseconds, prints "finished", returns 0
+    const long ms = argc > 2 ? std::atol(argv[2]) : 1000;
+    std::printf("ready %d\n", static_cast<int>(::getpid()));
+    std::fflush(stdout);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+      ISCOPE_RANGE("tick");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    std::printf("finished\n");
+    return 0;
+  }
   if (mode == "exit-with-threads") {  // calls exit() while other threads still record
     int threads = argc > 2 ? std::atoi(argv[2]) : 4;
     std::vector<std::thread> ts;

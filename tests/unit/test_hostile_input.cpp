@@ -7,6 +7,7 @@
 #include "tool_run.hpp"
 
 #include "analyze/analyzer.hpp"
+#include "analyze/children.hpp"
 #include "dump/builder.hpp"
 #include "dump/files.hpp"
 #include "dump/reader.hpp"
@@ -22,6 +23,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -363,9 +365,11 @@ unsigned kind_at(const std::string& p) {
 
 bool is_sqlite(const std::string& p) { return testutil::read_file(p).rfind("SQLite format 3", 0) == 0; }
 
-// A parent dump (pid 100) and its child `<stem>.205.iscope` (ppid 100) in `dir`.
-void parent_and_child(const std::string& dir) {
-  for (auto [name, pid, ppid] : {std::tuple{"run.iscope", "100", "1"}, std::tuple{"run.205.iscope", "205", "100"}}) {
+// A parent dump (pid 100) and its child (ppid 100) in `dir`, named as the runtime names them: `parent`, and the
+// child's pid before its extension (run.iscope, run.205.iscope; run.dump, run.205.dump; run, run.205).
+void parent_and_child(const std::string& dir, const std::string& parent = "run.iscope",
+                      const std::string& child = "run.205.iscope") {
+  for (auto [name, pid, ppid] : {std::tuple{parent, "100", "1"}, std::tuple{child, "205", "100"}}) {
     dump::DumpBuilder b(dir + "/" + name);
     b.process("pid", pid);
     b.process("ppid", ppid);
@@ -464,4 +468,110 @@ TEST_CASE("child dumps the analysis reads are inputs too: an output over one is 
   ToolRun ok = run_tool({parent, "--json", dir + "/report.json"});
   CHECK(ok.exit == 0);
   CHECK(testutil::read_file(dir + "/report.json").find("205") != std::string::npos);
+}
+
+// --summary's tables hold names from the program (ranges, Python functions, kernels, marks, threads): a '|' split a
+// row into more cells and a newline began a row of its own. They are code spans now, pipes escaped, on one line,
+// as the Markdown report writes them (text/escape.hpp).
+TEST_CASE("--summary: hostile names stay in their cells") {
+  const std::string p = testutil::temp_path("hostile-names.iscope");
+  {
+    dump::DumpBuilder b(p);
+    const uint32_t t = b.thread("main|x\n| forged | 1 |", 7), g = b.channel("gpu");
+    const uint32_t code = b.code("fn|a\nb");
+    for (int i = 0; i < 4; ++i) {
+      const int64_t s = 1'000'000 + i * 100'000;
+      b.range(t, "step|1\n| forged | 99 |", 0, s, s + 90'000);
+      b.pycall(t, code, 1, s + 1'000, s + 2'000);
+      b.mark(t, "mark|`x`\r\n", s + 3'000);
+      b.kernel(g, "gemm|k\n", 10 + i, s + 8'000, s + 60'000);
+    }
+    b.finish();
+  }
+  ToolRun r = run_tool({p, "--summary"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("forged") != std::string::npos);  // the names are there
+  // Every table row has as many cells as its header: unescaped pipes counted per line.
+  auto cells = [](const std::string& line) {
+    size_t n = 0;
+    for (size_t i = 0; i < line.size(); ++i) n += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    return n;
+  };
+  std::istringstream lines(r.out);
+  size_t header = 0, rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    CAPTURE(line);
+    if (line.rfind("|", 0) != 0) {
+      header = 0;
+      continue;
+    }
+    if (!header) {
+      header = cells(line);
+      continue;
+    }
+    CHECK(cells(line) == header);
+    ++rows;
+  }
+  CHECK(rows >= 9);  // threads, ranges, Python functions, kernels, marks (and their separator lines)
+  CHECK(r.out.find("| forged | 99 |") == std::string::npos);
+}
+
+// `iscope-run --follow-children -o run.dump` writes its children as run.<pid>.dump (dump::insert_suffix), and
+// `-o run` as run.<pid>. The analyzer looked for <stem>.<pid>.iscope only: it did not find these children, and
+// `--json run.<pid>.dump` overwrote one. Now children are found for any name the recorder uses, and each is an input.
+TEST_CASE("children of a dump not named .iscope are found, and an output over one is refused") {
+  for (auto [parent, child] : {std::pair{"run.dump", "run.205.dump"}, std::pair{"run", "run.205"},
+                               std::pair{"a.b.trace", "a.b.205.trace"}}) {
+    CAPTURE(parent);
+    const std::string dir = testutil::temp_path(std::string("children-named-") + parent);
+    fs::create_directories(dir);
+    parent_and_child(dir, parent, child);
+    const auto before = slurp(dir + "/" + child);
+    ToolRun over = run_tool({parent, "--json", child}, {}, dir);
+    CHECK(over.exit == 2);
+    CHECK(over.err.find("a child process's dump") != std::string::npos);
+    CHECK(slurp(dir + "/" + child) == before);
+    ToolRun ok = run_tool({dir + "/" + parent, "--json", dir + "/report.json"});
+    CHECK(ok.exit == 0);
+    CHECK(testutil::read_file(dir + "/report.json").find(child) != std::string::npos);  // listed as a child
+  }
+}
+
+// A file beside a parent named like its child (s7.66666.iscope) is not a child because of its name: the dump must
+// say it is one (ppid the parent's pid, pid the one in its name, the parent's host, a session started after the
+// parent's), and a file that cannot be read is listed only when the parent's dump names that pid among its
+// children (the system collector's child.<pid>.* process info).
+TEST_CASE("only the children a parent's dump records are its children; a stray file named like one is not") {
+  const std::string dir = testutil::temp_path("stray-children");
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& info) {
+    dump::DumpBuilder b(dir + "/" + name);
+    for (auto& [k, v] : info) b.process(k, v);
+    const uint32_t t = b.thread("main", 7);
+    for (int i = 0; i < 5; ++i) b.range(t, "step", 0, 1'000'000 + i * 100'000, 1'090'000 + i * 100'000);
+    b.finish();
+  };
+  const std::string later = "1700000000000000000", earlier = "1600000000000000000";
+  write("s7.iscope", {{"pid", "100"}, {"ppid", "1"}, {"hostname", "h"}, {"start_realtime_ns", "1650000000000000000"},
+                      {"child.301.name", "worker"}});
+  write("s7.205.iscope", {{"pid", "205"}, {"ppid", "100"}, {"hostname", "h"}, {"start_realtime_ns", later}});  // a child
+  write("s7.66666.iscope", {{"pid", "205"}, {"ppid", "100"}, {"hostname", "h"}, {"start_realtime_ns", later}});  // a copy
+  write("s7.207.iscope", {{"pid", "207"}, {"ppid", "100"}, {"hostname", "h"}, {"start_realtime_ns", earlier}});  // older
+  write("s7.208.iscope", {{"pid", "208"}, {"ppid", "100"}, {"hostname", "other"}, {"start_realtime_ns", later}});
+  spit(dir + "/s7.300.iscope", std::string("not a dump"));  // unreadable, not named by the parent
+  spit(dir + "/s7.301.iscope", std::string("not a dump"));  // unreadable, a child the parent's dump names
+  analyze::AnalyzeOptions o;
+  const analyze::Analysis parent = analyze::analyze_file(dir + "/s7.iscope", o);
+  std::vector<uint64_t> pids;
+  for (const auto& c : analyze::find_children(dir + "/s7.iscope", parent, o)) pids.push_back(c.pid);
+  CHECK(pids == std::vector<uint64_t>{205, 301});
+  // The tool reports the same.
+  ToolRun r = run_tool({dir + "/s7.iscope", "--json", dir + "/r.json"});
+  CHECK(r.exit == 0);
+  const std::string json = testutil::read_file(dir + "/r.json");
+  CHECK(json.find("s7.205.iscope") != std::string::npos);
+  for (const char* stray : {"s7.66666.iscope", "s7.207.iscope", "s7.208.iscope", "s7.300.iscope"}) {
+    CAPTURE(stray);
+    CHECK(json.find(stray) == std::string::npos);
+  }
 }

@@ -142,6 +142,46 @@ TEST_CASE("iscope-run passes SIGINT, SIGTERM and SIGHUP sent to its pid alone on
   }
 }
 
+// SIGTERM to a program under iscope-run, or to iscope-run (which passes it on): without us the program would stop at
+// once. It used to run on while its writer wrote the dump and then the report (--report: iscope-analyze, seconds),
+// and a program that finished meanwhile ended through exit(0), whose atexit found the session stopped already:
+// iscope-run exited 0. Now the thread the signal interrupted waits in the handler until the dump and the report are
+// written and the signal's default action ends the process. A report writer that sleeps 2 s (INFERSCOPE_ANALYZE)
+// opens that window wide: the program records for 1.5 s, so without the wait it always finished first.
+TEST_CASE("SIGTERM under iscope-run: the program stops where it was once its dump is written; exit 143, with --report too") {
+  const std::string slow = testutil::temp_path("slow-analyze.sh");
+  {
+    std::ofstream script(slow);
+    script << "#!/bin/sh\nsleep 2\nexec " << testutil::binary("tools/iscope-analyze/iscope-analyze") << " \"$@\"\n";
+  }
+  std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
+  for (const bool to_tool : {true, false}) {
+    CAPTURE(to_tool);
+    const std::string tag = to_tool ? "term-tool" : "term-program";
+    const std::string out = testutil::temp_path(tag + ".iscope"), said = testutil::temp_path(tag + ".stdout");
+    const std::string report = testutil::temp_path(tag + ".md");
+    const pid_t run = testutil::spawn({iscope_run(), "-q", "-o", out, "--report", report, "--", recorder(), "work-for", "1500"},
+                                      {"INFERSCOPE_ANALYZE=" + slow}, said);
+    REQUIRE(run > 0);
+    REQUIRE(wait_for_text(said, "ready "));
+    sleep_ms(200);
+    const std::string text = testutil::read_file(said);
+    const pid_t program = std::atoi(text.substr(text.find("ready ") + 6).c_str());
+    REQUIRE(program > 1);
+    ::kill(to_tool ? run : program, SIGTERM);
+    const int st = testutil::wait_status_within(run, 60000);
+    if (st == -1) kill_program_of(out);
+    REQUIRE(st != -1);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 128 + SIGTERM);  // as a shell reports a program ended by SIGTERM; it was 0
+    CHECK(testutil::read_file(said).find("finished") == std::string::npos);  // it did not run on to its end
+    dump::DumpReader r(out);
+    CHECK(r.complete());
+    CHECK(testutil::count_named(testutil::read_all(r).ranges, "tick") > 0);
+    CHECK(std::filesystem::file_size(report) > 0);  // written before the process ended
+  }
+}
+
 // Ctrl-C at a terminal goes to the whole foreground process group: the program has it already, and iscope-run,
 // which now passes on a SIGINT sent to it, must not deliver it a second time (a second KeyboardInterrupt inside
 // the program's own `finally`).

@@ -50,10 +50,10 @@ TEST_CASE("the sample's summary counts equal what the sample did") {
   REQUIRE(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 0);
   std::string text = testutil::read_file(summary);
-  CHECK(text.find("| request | " + std::to_string(requests) + " |") != std::string::npos);
-  CHECK(text.find("| batch | " + std::to_string(batches) + " |") != std::string::npos);
-  CHECK(text.find("| batch_full | " + std::to_string(full) + " |") != std::string::npos);
-  CHECK(text.find("| request_latency | " + std::to_string(requests) + " |") != std::string::npos);
+  CHECK(text.find("| `request` | " + std::to_string(requests) + " |") != std::string::npos);
+  CHECK(text.find("| `batch` | " + std::to_string(batches) + " |") != std::string::npos);
+  CHECK(text.find("| `batch_full` | " + std::to_string(full) + " |") != std::string::npos);
+  CHECK(text.find("| `request_latency` | " + std::to_string(requests) + " |") != std::string::npos);
   CHECK(text.find("none: every record reached the dump") != std::string::npos);
 
   // The analyzer takes its step from the settings model too (INFERSCOPE_STEP), and a flag beats it.

@@ -9,7 +9,9 @@
 
 #include "dump/builder.hpp"
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -176,4 +178,141 @@ TEST_CASE("iscope-analyze: a report to standard output that cannot be written is
     CHECK(testutil::read_file(err).find("iscope-analyze: cannot write to standard output") != std::string::npos);
   }
   CHECK(std::system((tool + " " + dump + " --summary > /dev/null 2> " + err).c_str()) == 0);
+}
+
+// iscope-diff -o - and iscope-config wrote into a full disk or a closed descriptor and exited 0, as iscope-analyze used
+// to: the same check now ends every tool (tools/common/tool_common.hpp).
+TEST_CASE("iscope-diff and iscope-config: standard output that cannot be written is exit 1 with a message, not 0") {
+  const std::string dump = std::string(INFERSCOPE_SOURCE_DIR) + "/tests/fixtures/cuda_sample.iscope";
+  const std::string err = testutil::temp_path("stdout-tools.err");
+  const std::string diff = testutil::binary("tools/iscope-diff/iscope-diff") + " " + dump + " " + dump;
+  const std::string config = testutil::binary("tools/iscope-config/iscope-config");
+  for (const auto& [tool, command] : std::vector<std::pair<std::string, std::string>>{
+           {"iscope-diff", diff + " -o -"}, {"iscope-diff", diff}, {"iscope-config", config + " show"},
+           {"iscope-config", config + " keys --markdown"}}) {
+    for (const char* redirect : {"> /dev/full", ">&-"}) {
+      CAPTURE(command);
+      CAPTURE(redirect);
+      const int rc = std::system((command + " " + redirect + " 2> " + err).c_str());
+      REQUIRE(WIFEXITED(rc));
+      CHECK(WEXITSTATUS(rc) == 1);
+      CHECK(testutil::read_file(err).find(tool + ": cannot write to standard output") != std::string::npos);
+    }
+    CHECK(std::system((command + " > /dev/null 2> " + err).c_str()) == 0);
+  }
+}
+
+// A number with anything after it (5abc, 20ms, 1e3x) was taken for its leading digits by iscope-analyze's
+// --launch-bound-max-kernel-us (cxxopts' double). Every numeric option of every tool now goes through the settings'
+// own parser, which reads the value whole: refused, naming the option and the value.
+TEST_CASE("numeric options with trailing garbage are refused, naming the option and the value") {
+  const std::string dump = std::string(INFERSCOPE_SOURCE_DIR) + "/tests/fixtures/cuda_sample.iscope";
+  const std::string out = testutil::temp_path("numeric.iscope");
+  struct Case {
+    std::string tool;
+    std::vector<std::string> args;
+    std::string option, value;
+    int exit;
+  };
+  const std::vector<Case> cases{
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us=5abc"}, "--launch-bound-max-kernel-us", "5abc", 2},
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us", "1e3x"}, "--launch-bound-max-kernel-us", "1e3x", 2},
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us=20 "}, "--launch-bound-max-kernel-us", "20 ", 2},
+      {"tools/iscope-analyze/iscope-analyze", {dump, "--skip-steps=3x"}, "--skip-steps", "3x", 2},
+      {"tools/iscope-diff/iscope-diff", {dump, dump, "--skip-steps=3x"}, "--skip-steps", "3x", 2},
+      {"tools/iscope-run/iscope-run", {"--trace-size-mb=5abc", "-o", out, "--", "/usr/bin/env"}, "--trace-size-mb", "5abc", 2},
+      {"tools/iscope-run/iscope-run", {"--set", "flush_period_ms=20ms", "-o", out, "--", "/usr/bin/env"}, "--set flush_period_ms", "20ms", 2},
+      {"tools/iscope-run/iscope-run", {"--set", "launch_bound_max_kernel_us=5abc", "-o", out, "--", "/usr/bin/env"},
+       "--set launch_bound_max_kernel_us", "5abc", 2},
+      // iscope-config's --set is what it checks: a bad value is "the configuration is invalid", its exit 1.
+      {"tools/iscope-config/iscope-config", {"show", "--set", "trace_size_mb=5abc"}, "--set trace_size_mb", "5abc", 1},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.tool);
+    CAPTURE(c.option);
+    const testutil::ToolRun r = testutil::run_tool(c.tool, c.args);
+    CHECK(r.exit == c.exit);
+    CHECK(r.err.find(c.option) != std::string::npos);
+    CHECK(r.err.find("'" + c.value + "'") != std::string::npos);
+    CHECK(r.out.find("INFERSCOPE_") == std::string::npos);  // iscope-run: the program did not run
+  }
+  CHECK(testutil::run_tool("tools/iscope-analyze/iscope-analyze", {dump, "--launch-bound-max-kernel-us=5", "--findings"}).exit == 0);
+}
+
+// The report written over the dump through a link: `--report r.json` where r.json is a symlink to the dump's path, not
+// there yet (the report writer follows links, dangling ones too), or the dump's path reached through a linked
+// directory. Refused before the program runs, like `-o x.json --report x.json`; it used to run the program.
+TEST_CASE("iscope-run: --report reaching the dump's file through a link is refused before the program runs") {
+  const std::string dir = testutil::temp_path("report-links");
+  fs::create_directories(dir + "/real");
+  fs::create_directory_symlink(dir + "/real", dir + "/linked");
+  fs::create_symlink(dir + "/real/d.json", dir + "/to-dump.json");  // dangling: the dump is not there yet
+  fs::create_symlink("real/d.json", dir + "/relative.json");
+  const std::string dump = dir + "/real/d.json";
+  for (const std::string& report : {dir + "/to-dump.json", dir + "/relative.json", dir + "/linked/d.json"}) {
+    CAPTURE(report);
+    const testutil::ToolRun run =
+        testutil::run_tool("tools/iscope-run/iscope-run", {"-o", dump, "--report", report, "--", "/usr/bin/env"});
+    CHECK(run.exit == 2);
+    CHECK(run.err.find("--report " + report + ": is the dump's own file (-o " + dump + ")") != std::string::npos);
+    CHECK(run.out.find("INFERSCOPE_") == std::string::npos);  // the program did not run
+    CHECK_FALSE(fs::exists(dump));
+  }
+  // The dump's path through the linked directory, the report at the real one.
+  const testutil::ToolRun run = testutil::run_tool(
+      "tools/iscope-run/iscope-run", {"-o", dir + "/linked/d.json", "--report", dump, "--", "/usr/bin/env"});
+  CHECK(run.exit == 2);
+  CHECK(run.err.find("is the dump's own file") != std::string::npos);
+}
+
+// Without -o the runtime writes where the setting 'output' says (INFERSCOPE_OUTPUT, .inferscope.yaml, --set output):
+// iscope-run set INFERSCOPE_OUTPUT to ./<program>.<pid>.iscope over them and looked there. Now it takes the output
+// from the same settings model, hands it to the program, checks it before the program runs and names it at the end.
+TEST_CASE("iscope-run without -o: the dump goes where INFERSCOPE_OUTPUT or .inferscope.yaml says, and is named") {
+  const std::string dir = testutil::temp_path("output-setting");
+  fs::create_directories(dir + "/cwd");
+  auto run_env = [&](const std::vector<std::string>& env, const std::vector<std::string>& args = {}) {
+    testutil::ToolLimits lim;
+    lim.env = env;
+    lim.cwd = dir + "/cwd";
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--", "/usr/bin/env"});
+    return testutil::run_tool("tools/iscope-run/iscope-run", a, lim);
+  };
+  auto program_output = [](const testutil::ToolRun& r) {
+    const size_t at = r.out.find("INFERSCOPE_OUTPUT=");
+    return at == std::string::npos ? std::string() : r.out.substr(at + 18, r.out.find('\n', at) - at - 18);
+  };
+  SUBCASE("INFERSCOPE_OUTPUT") {
+    const std::string want = dir + "/from-env.iscope";
+    const testutil::ToolRun r = run_env({"INFERSCOPE_OUTPUT=" + want});
+    CHECK(r.exit == 0);
+    CHECK(program_output(r) == want);
+    CHECK(r.err.find("dump written to " + want) != std::string::npos);
+    CHECK(fs::exists(want));
+  }
+  SUBCASE(".inferscope.yaml's output, relative to the working directory") {
+    { std::ofstream(dir + "/cwd/.inferscope.yaml") << "output: from-yaml.iscope\n"; }
+    const testutil::ToolRun r = run_env({});
+    fs::remove(dir + "/cwd/.inferscope.yaml");
+    CHECK(r.exit == 0);
+    CHECK(program_output(r) == dir + "/cwd/from-yaml.iscope");
+    CHECK(r.err.find("dump written to " + dir + "/cwd/from-yaml.iscope") != std::string::npos);
+  }
+  SUBCASE("--set output wins over INFERSCOPE_OUTPUT, -o over both") {
+    const testutil::ToolRun set = run_env({"INFERSCOPE_OUTPUT=" + dir + "/env.iscope"}, {"--set", "output=" + dir + "/set.iscope"});
+    CHECK(set.exit == 0);
+    CHECK(program_output(set) == dir + "/set.iscope");
+    const testutil::ToolRun o = run_env({"INFERSCOPE_OUTPUT=" + dir + "/env.iscope"}, {"-o", dir + "/o.iscope"});
+    CHECK(o.exit == 0);
+    CHECK(program_output(o) == dir + "/o.iscope");
+    CHECK_FALSE(fs::exists(dir + "/env.iscope"));
+  }
+  SUBCASE("an output setting that cannot be written is refused before the program runs, naming where it came from") {
+    const testutil::ToolRun r = run_env({"INFERSCOPE_OUTPUT=/nonexistent/dir/x.iscope"});
+    CHECK(r.exit == 2);
+    CHECK(r.err.find("INFERSCOPE_OUTPUT=/nonexistent/dir/x.iscope: its directory /nonexistent/dir does not exist") !=
+          std::string::npos);
+    CHECK(program_output(r).empty());  // the program did not run
+  }
 }

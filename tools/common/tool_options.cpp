@@ -3,37 +3,23 @@
 #include "config/settings.hpp"
 #include "rulefile/rule_file.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 
 namespace inferscope::tools {
 
-std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
-
-std::string BooleanFlags::parse(const cxxopts::ParseResult& args) {
-  for (const std::string& name : names_) {
-    if (!args.count(name)) continue;
-    const std::string v = args[name].as<std::string>();
-    const std::optional<bool> b = config::parse_boolean(v);
-    if (!b)
-      return "--" + name + "=" + v + ": '" + v + "' is not a boolean (" + std::string(config::kBooleanSpellings) + ")";
-    on_[name] = *b;
-  }
-  return "";
-}
-
-bool BooleanFlags::on(const std::string& name) const {
-  auto it = on_.find(name);
-  return it != on_.end() && it->second;
-}
-
 analyze::AnalyzeOptions analysis_options(const cxxopts::ParseResult& args, const char* tool, bool no_rules) {
   config::ResolveOptions ro;
   ro.lenient_sources = true;
-  if (args.count("step")) ro.flags.emplace_back("step", args["step"].as<std::string>());
-  if (args.count("launch-bound-max-kernel-us"))
-    ro.flags.emplace_back("launch_bound_max_kernel_us", std::to_string(args["launch-bound-max-kernel-us"].as<double>()));
-  if (args.count("skip-steps")) ro.flags.emplace_back("skip_steps", args["skip-steps"].as<std::string>());
+  ro.flag_spelling = "--{key-}";  // messages name the flag as typed: "flag --skip-steps: ..."
+  // Each value as typed, checked whole by the settings' own parser: cxxopts' double took "5abc" as 5.
+  for (const char* flag : {"step", "launch-bound-max-kernel-us", "skip-steps"})
+    if (args.count(flag)) {
+      std::string key = flag;
+      std::replace(key.begin(), key.end(), '-', '_');
+      ro.flags.emplace_back(key, args[flag].as<std::string>());
+    }
   const auto resolved = config::resolve(ro);
   if (!resolved.ignored.empty()) {
     std::cerr << tool << ": warning: ignoring settings it cannot use (" << resolved.ignored.size() << " problem"

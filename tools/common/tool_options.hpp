@@ -1,37 +1,17 @@
 // What the tools that analyse (iscope-analyze, iscope-diff) share on their command lines: the settings-to-options
 // mapping (step, skip_steps, launch_bound_max_kernel_us and the rule file, through the settings model: flags >
-// INFERSCOPE_* > .inferscope.yaml > defaults) and boolean flags, spelt as the settings spell booleans. One copy,
-// so the two tools cannot drift apart.
+// INFERSCOPE_* > .inferscope.yaml > defaults). One copy, so the two tools cannot drift apart. What every tool
+// shares (boolean flags, the check of standard output) is in tool_common.hpp.
 #pragma once
 
 #include "analyze/analyzer.hpp"
+#include "tool_common.hpp"
 
 #include <cxxopts.hpp>
 
-#include <map>
-#include <memory>
 #include <string>
-#include <vector>
 
 namespace inferscope::tools {
-
-/// A flag that is on when given bare (--no-children) and takes a value written with '=' (--no-children=false,
-/// =0, =no). A string rather than cxxopts' bool: its bool counts --no-children=false as given and refuses =no.
-/// With an implicit value the next argument is never its value.
-std::shared_ptr<cxxopts::Value> boolean_flag();
-
-/// The flags a tool declared with boolean_flag(); on() answers for them after parse() checked every value.
-class BooleanFlags {
- public:
-  explicit BooleanFlags(std::vector<std::string> names) : names_(std::move(names)) {}
-  /// Empty, or the message for the first value that is not a boolean.
-  std::string parse(const cxxopts::ParseResult& args);
-  bool on(const std::string& name) const;
-
- private:
-  std::vector<std::string> names_;
-  std::map<std::string, bool> on_;
-};
 
 /// The analyzer's options from the flags a tool declared (--step, --skip-steps, --launch-bound-max-kernel-us,
 /// --rules; each optional) and the settings model. A tool analyses and records nothing, so a file or variable it

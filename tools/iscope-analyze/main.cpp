@@ -34,9 +34,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -142,8 +139,8 @@ cxxopts::Options make_options() {
       ("sqlite", "write the records and the analysis into this SQLite database (dump input only)", cxxopts::value<std::string>())
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
       ("skip-steps", "leading steps to leave out as warm-up, or auto (default: the setting 'skip_steps', auto)", cxxopts::value<std::string>())
-      ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<double>())
-      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid>.iscope, --follow-children)",
+      ("launch-bound-max-kernel-us", "kernels shorter than this count as short (default: the setting, 20)", cxxopts::value<std::string>())
+      ("no-children", "do not open the child processes' dumps beside this one (<stem>.<pid><ext>, --follow-children)",
        boolean_flag(), "BOOL")
       ("rules", "the rule file: your own rules, built-in rules disabled or re-thresholded (docs/rules.md; default: "
                 "INFERSCOPE_RULES, else ./.inferscope_rules.yaml when present)", cxxopts::value<std::string>())
@@ -248,6 +245,66 @@ bool refuses_empty_output(const cxxopts::ParseResult& args) {
   return false;
 }
 
+// A dump by its content (children are read beside a dump only); false for a JSON trace and for a file that cannot
+// be read (the analysis says why).
+bool is_dump(const std::string& path) {
+  try {
+    return inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// One file named twice, however spelt (`r0.iscope ./r0.iscope`, a link, a hard link): it would count as two ranks.
+bool refuses_one_file_twice(const std::vector<std::string>& paths) {
+  for (size_t i = 0; i < paths.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const bool same = paths[i] == paths[j] ||
+                        std::filesystem::path(paths[i]).lexically_normal() == std::filesystem::path(paths[j]).lexically_normal() ||
+                        inferscope::dump::same_file(paths[i], paths[j]);
+      if (!same) continue;
+      std::cerr << "iscope-analyze: " << paths[j] << (paths[i] == paths[j] ? " is named twice" : " and " + paths[i] +
+                   " are the same file") << ": name each rank's dump once\n";
+      return true;
+    }
+  return false;
+}
+
+// The ranks of one run are recorded one way: InferScope dumps all (their times on one host's CLOCK_MONOTONIC) or
+// JSON traces all (torch.profiler's, on the clock of baseTimeNanoseconds). A mix has no shared clock, so its
+// steps never match: refused rather than analysed into a run that says nothing. Exit 1 for an unreadable input, 2
+// for a mix, else 0.
+int refuses_mixed_formats(const std::vector<std::string>& paths) {
+  using inferscope::analyze::InputFormat;
+  std::vector<InputFormat> formats;
+  for (const auto& p : paths) {
+    try {
+      formats.push_back(inferscope::analyze::input_format(p));
+    } catch (const std::exception& e) {
+      std::cerr << "iscope-analyze: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  for (size_t i = 1; i < paths.size(); ++i) {
+    if (formats[i] == formats.front()) continue;
+    const std::string& dump = formats[i] == InputFormat::kDump ? paths[i] : paths.front();
+    const std::string& trace = formats[i] == InputFormat::kDump ? paths.front() : paths[i];
+    std::cerr << "iscope-analyze: " << dump << " is an InferScope dump and " << trace << " a JSON trace (torch.profiler "
+              << "or an event list): the ranks of one run are analysed together only when recorded the same way, as "
+              << "their times are on different clocks; name the dumps alone or the traces alone\n";
+    return 2;
+  }
+  return 0;
+}
+
+// Several inputs are the ranks of one run: each named once, each readable, all of one format. 0, or the exit status
+// after saying why.
+int check_inputs(const std::vector<std::string>& paths) {
+  if (paths.size() < 2) return 0;
+  if (refuses_one_file_twice(paths)) return 2;
+  return refuses_mixed_formats(paths);
+}
+
 int check_outputs(const std::vector<std::string>& paths, const Requested& r, bool children) {
   std::vector<std::string> written = r.perfetto;
   for (auto& [fmt, p] : r.reports) written.push_back(p);
@@ -255,7 +312,7 @@ int check_outputs(const std::vector<std::string>& paths, const Requested& r, boo
   if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
   written.push_back(r.sqlite);
   std::vector<std::string> inputs = paths;
-  if (children)
+  if (children && is_dump(paths.front()))
     for (auto& c : inferscope::analyze::child_dump_candidates(paths.front())) inputs.push_back(c);
   if (refuses_input_as_output(inputs, written)) return 2;
   if (!r.unknown.empty()) {
@@ -371,34 +428,15 @@ namespace {
 int run(int argc, char** argv);
 }
 
-// What reached standard output is part of the result: a report to stdout that could not be written (a full disk,
-// a closed descriptor, `> /dev/full`) is exit 1 with a message, not a silent 0.
-int main(int argc, char** argv) {
-  const int status = run(argc, argv);
-  std::cout.flush();
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
-    std::cerr << "iscope-analyze: cannot write to standard output: " << std::strerror(errno) << "\n";
-    return status == 0 ? 1 : status;
-  }
-  return status;
-}
+// What reached standard output is part of the result (a report to stdout that could not be written is exit 1 with a
+// message, not a silent 0): tool_common.hpp.
+int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout("iscope-analyze", run(argc, argv)); }
 
 namespace {
 
-int run(int argc, char** argv) {
-  cxxopts::Options opts = make_options();
-  cxxopts::ParseResult args;
-  try {
-    args = opts.parse(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "iscope-analyze: " << e.what() << "\n" << opts.help() << "\n";
-    return 2;
-  }
-  BooleanFlags flags({"no-children", "summary", "findings", "progress", "no-rules"});
-  if (const std::string bad = flags.parse(args); !bad.empty()) {
-    std::cerr << "iscope-analyze: " << bad << "\n" << opts.help() << "\n";
-    return 2;
-  }
+// --help, --version, --list-metrics, --check-rules: answered without analysing anything; nullopt when there is an
+// analysis to do.
+std::optional<int> answered_alone(const cxxopts::ParseResult& args, const cxxopts::Options& opts) {
   if (args.count("help")) {
     std::cout << opts.help() << "\n";
     return 0;
@@ -419,42 +457,13 @@ int run(int argc, char** argv) {
     for (const std::string& f : files) status = std::max(status, check_rule_file(f));
     return status;
   }
-  if (const std::string bad = inferscope::tools::rules_flags_problem(args, flags.on("no-rules")); !bad.empty()) {
-    std::cerr << "iscope-analyze: " << bad << "\n";
-    return 2;
-  }
-  if (!args.count("dump")) {
-    std::cerr << "iscope-analyze: no dump given\n" << opts.help() << "\n";
-    return 2;
-  }
-  const std::vector<std::string> paths = args["dump"].as<std::vector<std::string>>();
-  const std::string& path = paths.front();
-  if (flags.on("summary")) {
-    if (paths.size() > 1) {
-      std::cerr << "iscope-analyze: --summary takes one dump, not " << paths.size() << "\n";
-      return 2;
-    }
-    return print_summary_of(path);
-  }
-  if (refuses_empty_output(args)) return 2;
-  const Requested requested = requested_outputs(args, flags.on("findings"));
-  const bool children = paths.size() == 1 && !flags.on("no-children");
-  if (int status = check_outputs(paths, requested, children)) return status;
-  for (size_t i = 0; i < paths.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (paths[i] == paths[j]) {
-        std::cerr << "iscope-analyze: " << paths[i] << " is named twice: each rank's dump once\n";
-        return 2;
-      }
-  if (paths.size() > 1)  // InferScope dumps and torch.profiler traces (one JSON per rank), each readable
-    for (const auto& p : paths) {
-      try {
-        (void)inferscope::analyze::input_format(p);
-      } catch (const std::exception& e) {
-        std::cerr << "iscope-analyze: " << e.what() << "\n";
-        return 1;
-      }
-    }
+  return std::nullopt;
+}
+
+// The analyzer's options from the flags and the settings model; nullopt after saying why they cannot be used
+// (exit 2). `path`: the first input, whose size decides whether progress is shown by default.
+std::optional<inferscope::analyze::AnalyzeOptions> analysis_options_for(const cxxopts::ParseResult& args,
+                                                                        const BooleanFlags& flags, const std::string& path) {
   inferscope::analyze::AnalyzeOptions o;
   try {
     o = inferscope::tools::analysis_options(args, "iscope-analyze", flags.on("no-rules"));
@@ -462,15 +471,22 @@ int run(int argc, char** argv) {
       std::cerr << "iscope-analyze: using the rule file " << rule_file_line(o.rules.get()) << "\n";
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << "iscope-analyze: configuration error:\n" << e.what() << "\n";
-    return 2;
+    return std::nullopt;
   } catch (const inferscope::rulefile::RuleFileError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
-    return 2;
+    return std::nullopt;
   }
   struct stat st{};
   bool big = ::stat(path.c_str(), &st) == 0 && st.st_size > (256ll << 20);
   o.progress = flags.on("progress") || (big && ::isatty(2));
+  return o;
+}
 
+// Analyses the inputs (the first in full; several: the run across them; one dump: its children unless `children`
+// is false) and writes what was asked. The exit status.
+int analyse_and_write(const std::vector<std::string>& paths, const Requested& requested,
+                      const inferscope::analyze::AnalyzeOptions& o, bool children) {
+  const std::string& path = paths.front();
   Analysis a;
   std::optional<inferscope::dump::DumpReader> reader;
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
@@ -486,6 +502,47 @@ int run(int argc, char** argv) {
   const bool ok = write_outputs(requested, a, reader, paths);
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
+}
+
+int run(int argc, char** argv) {
+  cxxopts::Options opts = make_options();
+  cxxopts::ParseResult args;
+  try {
+    args = opts.parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "iscope-analyze: " << e.what() << "\n" << opts.help() << "\n";
+    return 2;
+  }
+  BooleanFlags flags({"no-children", "summary", "findings", "progress", "no-rules"});
+  if (const std::string bad = flags.parse(args); !bad.empty()) {
+    std::cerr << "iscope-analyze: " << bad << "\n" << opts.help() << "\n";
+    return 2;
+  }
+  if (const std::optional<int> status = answered_alone(args, opts)) return *status;
+  if (const std::string bad = inferscope::tools::rules_flags_problem(args, flags.on("no-rules")); !bad.empty()) {
+    std::cerr << "iscope-analyze: " << bad << "\n";
+    return 2;
+  }
+  if (!args.count("dump")) {
+    std::cerr << "iscope-analyze: no dump given\n" << opts.help() << "\n";
+    return 2;
+  }
+  const std::vector<std::string> paths = args["dump"].as<std::vector<std::string>>();
+  if (flags.on("summary")) {
+    if (paths.size() > 1) {
+      std::cerr << "iscope-analyze: --summary takes one dump, not " << paths.size() << "\n";
+      return 2;
+    }
+    return print_summary_of(paths.front());
+  }
+  if (refuses_empty_output(args)) return 2;
+  const Requested requested = requested_outputs(args, flags.on("findings"));
+  const bool children = paths.size() == 1 && !flags.on("no-children");
+  if (int status = check_outputs(paths, requested, children)) return status;
+  if (int status = check_inputs(paths)) return status;
+  const auto o = analysis_options_for(args, flags, paths.front());
+  if (!o) return 2;
+  return analyse_and_write(paths, requested, *o, children);
 }
 
 }  // namespace

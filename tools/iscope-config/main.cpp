@@ -5,11 +5,13 @@
 //   iscope-config validate FILE...
 //   iscope-config keys [--markdown]
 //
-// Exit status: 0 success, 1 the configuration is invalid, 2 the command line is wrong.
+// Exit status: 0 success, 1 the configuration is invalid or standard output could not be written, 2 the command
+// line is wrong.
 #define CXXOPTS_VECTOR_DELIMITER '\0'  // a --set value may itself be a comma list (python_include=a,b)
 #include <cxxopts.hpp>
 
 #include "config/settings.hpp"
+#include "tool_common.hpp"
 
 #include <inferscope/version.hpp>
 
@@ -28,7 +30,7 @@ int report_errors(const cfg::ConfigError& error) {
   return kInvalidConfig;
 }
 
-int show(const cxxopts::ParseResult& args) {
+int show(const cxxopts::ParseResult& args, bool json) {
   cfg::ResolveOptions options;
   options.flag_spelling = "--set {key}";
   if (args.count("config")) options.config_path = args["config"].as<std::string>();
@@ -44,7 +46,7 @@ int show(const cxxopts::ParseResult& args) {
   }
   try {
     const cfg::Resolved resolved = cfg::resolve(options);
-    std::cout << (args.count("json") ? cfg::format_show_json(resolved) : cfg::format_show(resolved));
+    std::cout << (json ? cfg::format_show_json(resolved) : cfg::format_show(resolved));
     return kOk;
   } catch (const cfg::ConfigError& error) {
     return report_errors(error);
@@ -68,9 +70,7 @@ int validate(const std::vector<std::string>& files) {
   return status;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+cxxopts::Options make_options() {
   cxxopts::Options options("iscope-config",
                            "Show the effective InferScope settings, validate a config file, list every key.\n"
                            "Precedence: flag > environment (INFERSCOPE_*) > .inferscope.yaml > default.");
@@ -79,19 +79,29 @@ int main(int argc, char** argv) {
       ("config", "read this YAML file instead of ./.inferscope.yaml (show)", cxxopts::value<std::string>(), "FILE")
       ("set", "set a key as a command-line flag would; repeatable (show)", cxxopts::value<std::vector<std::string>>(),
        "KEY=VALUE")
-      ("json", "print JSON (show)")
-      ("markdown", "print the Markdown reference table (keys)")
+      ("json", "print JSON (show)", inferscope::tools::boolean_flag(), "BOOL")
+      ("markdown", "print the Markdown reference table (keys)", inferscope::tools::boolean_flag(), "BOOL")
       ("h,help", "print this help")
       ("version", "print the version and exit")
       ("command", "show, validate or keys", cxxopts::value<std::string>())
       ("args", "files to validate", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"command", "args"});
+  return options;
+}
 
+int run(int argc, char** argv) {
+  cxxopts::Options options = make_options();
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
     std::cerr << "iscope-config: " << e.what() << "\n" << options.help();
+    return kUsage;
+  }
+  // --json=false is no JSON, as every tool reads a boolean flag's value (it used to turn JSON on).
+  inferscope::tools::BooleanFlags flags({"json", "markdown"});
+  if (const std::string bad = flags.parse(args); !bad.empty()) {
+    std::cerr << "iscope-config: " << bad << "\n" << options.help();
     return kUsage;
   }
   if (args.count("help")) {
@@ -106,12 +116,18 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest =
       args.count("args") ? args["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
-  if (command == "show" && rest.empty()) return show(args);
+  if (command == "show" && rest.empty()) return show(args, flags.on("json"));
   if (command == "validate") return validate(rest);
   if (command == "keys" && rest.empty()) {
-    std::cout << (args.count("markdown") ? cfg::format_keys_markdown() : cfg::format_keys_text());
+    std::cout << (flags.on("markdown") ? cfg::format_keys_markdown() : cfg::format_keys_text());
     return kOk;
   }
   std::cerr << "iscope-config: expected 'show', 'validate FILE' or 'keys'\n" << options.help();
   return kUsage;
 }
+
+}  // namespace
+
+// What it prints is its result: standard output that could not be written (`> /dev/full`, a closed descriptor) is
+// exit 1 with a message, not 0 (tool_common.hpp, as in every tool).
+int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout("iscope-config", run(argc, argv)); }

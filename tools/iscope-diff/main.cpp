@@ -132,9 +132,7 @@ cxxopts::Options make_options() {
   return opts;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   auto opts = make_options();
   cxxopts::ParseResult args;
   try {
@@ -185,3 +183,9 @@ int main(int argc, char** argv) {
   if (!ok) return 1;
   return whole(*before) && whole(*after) ? 0 : 4;
 }
+
+}  // namespace
+
+// A comparison written to standard output that did not reach it (`-o -` into a full disk, `> /dev/full`, a closed
+// descriptor) is exit 1 with a message, as in every tool (tool_common.hpp).
+int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout(kTool, run(argc, argv)); }

@@ -9,7 +9,9 @@
 // it), or 125 when the program ran but this run wrote no dump. The program's stdin, stdout and stderr are its
 // own; iscope-run writes to stderr only its own errors and one closing line naming the dump (unless -q).
 // docs/cli.md lists the exit statuses of every tool.
+#include "library.hpp"
 #include "outcome.hpp"
+#include "paths.hpp"
 #include "signals.hpp"
 
 #include "config/settings.hpp"
@@ -19,6 +21,7 @@
 
 #define CXXOPTS_VECTOR_DELIMITER '\0'  // a --set value may itself be a comma list (python_include=a,b)
 #include <cxxopts.hpp>
+#include "tool_common.hpp"  // after the delimiter above: it includes cxxopts too
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -44,7 +47,9 @@
 namespace {
 
 namespace cfg = inferscope::config;
+using inferscope::tools::boolean_flag;
 
+using iscope_run::absolute;
 using iscope_run::kCannotStart;
 constexpr int kUsage = 2;  // bad usage or a setting that would record nothing: the program did not run
 
@@ -86,75 +91,6 @@ Split split_arguments(int argc, char** argv) {
   return {argc, argc};
 }
 
-std::string exe_dir() {
-  char buf[PATH_MAX] = {};
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return !p.empty() && ::stat(p.c_str(), &st) == 0;
-}
-
-std::string absolute(const std::string& p) {
-  if (p.empty() || p[0] == '/') return p;
-  char cwd[PATH_MAX] = {};
-  if (!::getcwd(cwd, sizeof(cwd))) return p;
-  return std::string(cwd) + "/" + p;
-}
-
-void prepend(const char* var, const std::string& value, char sep) {
-  const char* old = std::getenv(var);
-  std::string v = value;
-  if (old && *old) v += std::string(1, sep) + old;
-  ::setenv(var, v.c_str(), 1);
-}
-
-// The build tree's paths are compiled in for the iscope-run that sits in the build tree. A copy installed or
-// moved elsewhere never falls back to them: a stale build would be loaded into the user's program.
-bool in_build_tree() {
-  char a[PATH_MAX] = {}, b[PATH_MAX] = {};
-  return ::realpath(exe_dir().c_str(), a) && ::realpath(INFERSCOPE_BUILD_EXE_DIR, b) && std::strcmp(a, b) == 0;
-}
-
-std::string find_library() {
-  if (const char* e = std::getenv("INFERSCOPE_LIBRARY"); e && *e) return absolute(e);
-  const std::string dir = exe_dir();
-  std::vector<std::string> where{dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/libinferscope.so", dir + "/../lib/libinferscope.so"};
-  if (in_build_tree()) where.push_back(INFERSCOPE_BUILD_LIBRARY);
-  for (const std::string& c : where)
-    if (exists(c)) return c;
-  return {};
-}
-
-std::string find_python_dir() {
-  if (const char* e = std::getenv("INFERSCOPE_PYTHON_DIR"); e && *e) return exists(e) ? absolute(e) : std::string();
-  const std::string dir = exe_dir();
-  std::vector<std::string> where{dir + "/../" INFERSCOPE_INSTALL_LIBDIR "/inferscope/python",
-                                 dir + "/../lib/inferscope/python"};
-  if (in_build_tree()) where.push_back(INFERSCOPE_BUILD_PYTHON_DIR);
-  for (const std::string& c : where)
-    if (exists(c)) return c;
-  return {};
-}
-
-// LD_PRELOAD splits its value at spaces and colons, so a library under "/opt/my tools/lib" cannot be named
-// there. A bare file name is searched along LD_LIBRARY_PATH, which splits at colons only: the directory goes
-// there instead. A colon in the path cannot be expressed in either (the caller refuses it).
-void preload(const std::string& library) {
-  if (library.find_first_of(" \t") == std::string::npos) {
-    prepend("LD_PRELOAD", library, ':');
-    return;
-  }
-  const size_t slash = library.rfind('/');
-  prepend("LD_LIBRARY_PATH", library.substr(0, slash), ':');
-  prepend("LD_PRELOAD", library.substr(slash + 1), ':');
-}
-
-
 std::string env_key(std::string key) {
   for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return "INFERSCOPE_" + key;
@@ -188,12 +124,21 @@ std::string unwritable(const std::string& path) {
   return "";
 }
 
-// Whether two paths name one file: the same absolute path once "." and ".." are resolved, or one existing file
-// (through a link or a hard link).
+// Where a write to `path` lands, as a path to compare: the end of its symlink chain (followed by hand, so a link to a
+// file not there yet leads to that file, as the report writer follows it: dump::AtomicOutput), with the
+// directories' links, "." and ".." resolved (weakly_canonical: as far as the path exists).
+std::filesystem::path landing_place(const std::string& path) {
+  const inferscope::dump::OutputTarget t = inferscope::dump::resolve_output(absolute(path));
+  std::error_code ec;
+  const std::filesystem::path p = t.error.empty() ? t.path : absolute(path);
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : canonical;
+}
+
+// Whether writes to two paths land in one file: the same place once links, "." and ".." are resolved (a link to the
+// other, not there yet, included), or one existing file (a hard link).
 bool names_one_file(const std::string& a, const std::string& b) {
-  const std::filesystem::path na = std::filesystem::path(absolute(a)).lexically_normal();
-  const std::filesystem::path nb = std::filesystem::path(absolute(b)).lexically_normal();
-  return na == nb || inferscope::dump::same_file(a, b);
+  return landing_place(a) == landing_place(b) || inferscope::dump::same_file(a, b);
 }
 
 // A setting from the command line, checked by the same table the runtime uses, with the flag the user typed
@@ -242,16 +187,12 @@ int usage_error(const std::string& message, const cxxopts::Options& opts) {
   return kUsage;
 }
 
-// A flag that is on when given bare (--quiet) and takes a value written with '=' (--quiet=false, =0, =no), spelt
-// as the settings spell booleans. A string rather than cxxopts' bool: its bool counts --no-cupti=false as given
-// (so it disabled CUPTI) and refuses =no. With an implicit value the next argument is never taken as its value.
-std::shared_ptr<cxxopts::Value> boolean_flag() { return cxxopts::value<std::string>()->implicit_value("true"); }
-
 cxxopts::Options make_options() {
   cxxopts::Options opts("iscope-run", "Records PROGRAM (CPU ranges, Python, CUDA activity) into DUMP without changing it.");
   opts.custom_help("[-o DUMP] [OPTION...] -- PROGRAM [ARGS...]");
   opts.add_options()
-      ("o,output", "dump file (default: ./<program>.<pid>.iscope)", cxxopts::value<std::string>(), "DUMP")
+      ("o,output", "dump file (default: the setting 'output': --set output, INFERSCOPE_OUTPUT, .inferscope.yaml; "
+                   "else ./<program>.<pid>.iscope)", cxxopts::value<std::string>(), "DUMP")
       ("follow-children", "also record child processes (fork, multiprocessing, spawned and exec'd programs); "
                           "each writes <stem>.<pid>.iscope next to DUMP", boolean_flag(), "BOOL")
       ("buffer-mode", "stream (default: written as it fills) or ring (flight recorder)", cxxopts::value<std::string>(), "MODE")
@@ -275,6 +216,7 @@ cxxopts::Options make_options() {
 // each also kept as typed, to be checked before anything runs.
 struct Plan {
   std::string output, library_override;
+  std::string output_named_by;  ///< what named `output`: "-o X", "INFERSCOPE_OUTPUT=X", ... ("" : the default)
   std::vector<std::pair<std::string, std::string>> settings;
   std::vector<FlagSetting> checked;
   bool follow = false, quiet = false;
@@ -297,18 +239,15 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
     else if (k == "trace-size-mb") plan.setting("trace_size_mb", v, "--trace-size-mb");
     else if (k == "cupti-activities") plan.setting("cupti_activities", v, "--cupti-activities");
     else if (k == "follow-children" || k == "quiet" || k == "no-cupti" || k == "no-python" || k == "nvtx-emit") {
-      const std::optional<bool> on = cfg::parse_boolean(v);
-      if (!on) {
-        error = "--" + k + "=" + v + ": '" + v + "' is not a boolean (" + std::string(cfg::kBooleanSpellings) + ")";
-        return plan;
-      }
+      bool on = false;
+      if (error = inferscope::tools::parse_boolean_flag(k, v, on); !error.empty()) return plan;
       // Written with a value, a flag sets that value (a flag wins over the environment and the file), so
       // --no-cupti=false turns CUPTI on; a later flag wins over an earlier one.
-      if (k == "follow-children") plan.follow = *on;
-      else if (k == "quiet") plan.quiet = *on;
-      else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", *on ? "0" : "1");
-      else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", *on ? "0" : "1");
-      else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", *on ? "1" : "0");
+      if (k == "follow-children") plan.follow = on;
+      else if (k == "quiet") plan.quiet = on;
+      else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", on ? "0" : "1");
+      else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", on ? "0" : "1");
+      else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", on ? "1" : "0");
     } else if (k == "report") plan.setting("report", absolute(v), "--report", v);
     else if (k == "set") {
       const auto eq = v.find('=');
@@ -330,13 +269,54 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
   return plan;
 }
 
-// Everything the user typed is checked before the program runs: one message per bad flag, naming it; then the
-// environment and the config file the program will see, with these flags applied (a bad value there would make
-// the runtime record nothing), naming the variable or the file. Returns 0 or kUsage.
-int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
-  std::vector<std::string> problems = flag_problems(plan.checked);
+// Says each problem on its own line; kUsage when there was one, else 0.
+int refused(const std::vector<std::string>& problems) {
+  for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
+  return problems.empty() ? 0 : kUsage;
+}
+
+// The environment the program will see (these flags applied over INFERSCOPE_* and the config file) resolved as the
+// runtime will resolve it: a bad value there would make the runtime record nothing, so it is refused now, naming
+// the variable or the file. nullopt after saying why.
+std::optional<cfg::Resolved> program_settings(const Plan& plan) {
+  ::setenv("INFERSCOPE_ENABLE", "1", 1);
+  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
+  for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
+  try {
+    return cfg::resolve();
+  } catch (const cfg::ConfigError& e) {
+    for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
+    return std::nullopt;
+  }
+}
+
+// Without -o the runtime writes where the setting 'output' says (--set output, INFERSCOPE_OUTPUT, .inferscope.yaml),
+// so iscope-run checks and names that file too; it used to look for ./<program>.<pid>.iscope while the dump went
+// elsewhere. An INFERSCOPE_OUTPUT that an iscope-run above this one handed down (INFERSCOPE_ROOT_PID is set: this
+// one runs inside a recorded program) is that run's file, not this one's: the default applies.
+void take_output_setting(Plan& plan, const cfg::Resolved& resolved) {
   if (!plan.output.empty()) {
-    if (const std::string why = unwritable(plan.output); !why.empty()) problems.push_back("-o " + plan.output + ": " + why);
+    plan.output_named_by = "-o " + plan.output;
+    return;
+  }
+  const std::string& value = resolved.config.output;
+  const std::string& origin = resolved.origin.at("output");
+  if (value.empty() || origin == "default") return;
+  const bool from_set = std::any_of(plan.settings.begin(), plan.settings.end(),
+                                    [](const auto& kv) { return kv.first == "INFERSCOPE_OUTPUT"; });
+  const bool from_env = origin.starts_with("env:");
+  if (from_env && !from_set && std::getenv("INFERSCOPE_ROOT_PID")) return;
+  plan.output = value;
+  plan.output_named_by = from_set ? "--set output=" + value
+                         : from_env ? "INFERSCOPE_OUTPUT=" + value
+                                    : "output: " + value + " in " + origin.substr(origin.find(':') + 1);
+}
+
+// The dump's file and the report's, checked before the program runs: each writable, and not one file.
+std::vector<std::string> file_problems(const Plan& plan, const cxxopts::ParseResult& args) {
+  std::vector<std::string> problems;
+  if (!plan.output.empty()) {
+    if (const std::string why = unwritable(plan.output); !why.empty()) problems.push_back(plan.output_named_by + ": " + why);
   } else if (const std::string why = unwritable("./iscope-run.probe"); !why.empty()) {
     problems.push_back("the default dump (./<program>.<pid>.iscope): " + why + "; name another with -o");
   }
@@ -344,35 +324,40 @@ int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
     const std::string report = args["report"].as<std::string>();
     if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
     else if (!plan.output.empty() && names_one_file(plan.output, report))  // the report would replace the dump
-      problems.push_back("--report " + report + ": is the dump's own file (-o " + plan.output + "); name another file");
+      problems.push_back("--report " + report + ": is the dump's own file (" + plan.output_named_by + "); name another file");
   }
-  if (!problems.empty()) {
-    for (const auto& p : problems) std::cerr << "iscope-run: " << p << "\n";
-    return kUsage;
-  }
-  ::setenv("INFERSCOPE_ENABLE", "1", 1);
-  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
-  for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
-  try {
-    cfg::resolve();
-  } catch (const cfg::ConfigError& e) {
-    for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
-    return kUsage;
-  }
-  return 0;
+  return problems;
 }
 
-// The library to inject: found, and expressible in LD_PRELOAD / LD_LIBRARY_PATH; empty after saying why not.
+// Everything the user typed is checked before the program runs: one message per bad flag, naming it; then the
+// environment and the config file the program will see; then the files it will write (the dump where the
+// settings put it). Returns 0 or kUsage.
+int check_before_launch(Plan& plan, const cxxopts::ParseResult& args) {
+  if (int status = refused(flag_problems(plan.checked))) return status;
+  const std::optional<cfg::Resolved> resolved = program_settings(plan);
+  if (!resolved) return kUsage;
+  take_output_setting(plan, *resolved);
+  return refused(file_problems(plan, args));
+}
+
+// The library to inject: found, loadable as a shared library, and expressible in LD_PRELOAD / LD_LIBRARY_PATH;
+// empty after saying why not (exit 127: a program preloaded with /bin/ls ran unrecorded and ended 125).
 std::string injected_library(const Plan& plan) {
-  const std::string library = plan.library_override.empty() ? find_library() : absolute(plan.library_override);
+  const std::string library =
+      plan.library_override.empty() ? iscope_run::find_library() : absolute(plan.library_override);
   if (library.find(':') != std::string::npos) {
     std::fprintf(stderr, "iscope-run: the library path %s holds a ':', which LD_PRELOAD and LD_LIBRARY_PATH cannot "
                  "express; install it elsewhere or point INFERSCOPE_LIBRARY at a path without one\n", library.c_str());
     return {};
   }
-  if (library.empty() || !exists(library)) {
+  if (library.empty() || !iscope_run::exists(library)) {
     std::fprintf(stderr, "iscope-run: cannot find libinferscope.so%s%s; set INFERSCOPE_LIBRARY\n",
                  library.empty() ? "" : " at ", library.c_str());
+    return {};
+  }
+  if (const std::string why = iscope_run::not_loadable(library); !why.empty()) {
+    std::fprintf(stderr, "iscope-run: cannot inject %s: %s; name libinferscope.so with --library or INFERSCOPE_LIBRARY\n",
+                 library.c_str(), why.c_str());
     return {};
   }
   return library;
@@ -385,10 +370,13 @@ std::string injected_library(const Plan& plan) {
   std::string out = output.empty() ? base + "." + me + ".iscope" : output;
   ::setenv("INFERSCOPE_OUTPUT", absolute(out).c_str(), 1);
   ::setenv("INFERSCOPE_ROOT_PID", me.c_str(), 1);
-  preload(library);
+  iscope_run::preload(library);
   ::setenv("CUDA_INJECTION64_PATH", library.c_str(), 1);
   ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
-  if (!python_dir.empty()) prepend("PYTHONPATH", python_dir, ':');
+  if (!python_dir.empty()) {
+    const char* old = std::getenv("PYTHONPATH");
+    ::setenv("PYTHONPATH", (old && *old ? python_dir + ":" + old : python_dir).c_str(), 1);
+  }
   ::execvp(program[0], program);
   std::fprintf(stderr, "iscope-run: cannot run %s: %s\n", program[0], std::strerror(errno));
   ::_exit(kCannotStart);
@@ -448,12 +436,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string error;
-  const Plan plan = plan_of(args, error);
+  Plan plan = plan_of(args, error);
   if (!error.empty()) return usage_error(error, opts);
   if (split.program >= argc) return usage_error("no program given", opts);
   if (int status = check_before_launch(plan, args)) return status;
   const std::string library = injected_library(plan);
   if (library.empty()) return kCannotStart;
   if (!plan.output.empty() && !output_usable(absolute(plan.output))) return kUsage;
-  return run_program(plan, argv + split.program, library, find_python_dir());
+  return run_program(plan, argv + split.program, library, iscope_run::find_python_dir());
 }

@@ -1,4 +1,4 @@
-#include "report/escape.hpp"
+#include "text/escape.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-namespace inferscope::report {
+namespace inferscope::text {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -312,9 +312,9 @@ std::string fmt(double v, int decimals) {
   return s;
 }
 
-}  // namespace inferscope::report
+}  // namespace inferscope::text
 
-namespace inferscope::report {
+namespace inferscope::text {
 
 std::string fmt_value(double v) {
   if (std::isfinite(v) && v == std::round(v) && std::fabs(v) < 1e15) return fmt(v, 0);
@@ -326,4 +326,4 @@ std::string fmt_value(double v) {
   return s;
 }
 
-}  // namespace inferscope::report
+}  // namespace inferscope::text
