@@ -150,9 +150,11 @@ struct GenerationPhase {
   double token_ms = 0;          ///< median time per token: prefill, the step's start to its first token; decode, token to token
   double token_ms_p90 = 0;
   double gpu_ms = 0;            ///< GPU time of the work the token launched (kernels, copies, memsets)
-  double kernels = 0;           ///< kernels launched
+  double kernels = 0;           ///< kernels launched (in the call and after it: sampling, the stop check)
+  double call_kernels = 0;      ///< of those, launched inside the per-token call (what a graph of it would hold)
   double launch_ms = 0;         ///< host time in kernel launch calls
   double syncs = 0;             ///< blocking calls: synchronizations and synchronous copies (.item(), .cpu())
+  double call_syncs = 0;        ///< of those, inside the per-token call (not the loop's own reads between calls)
   double sync_ms = 0;           ///< host time blocked in them
   double d2d_copies = 0;        ///< device-to-device copies (a cache that grows by concatenation copies itself)
   double host_ms = 0;           ///< the step thread outside CUDA calls

@@ -17,7 +17,7 @@ std::string lower(std::string s) {
   return s;
 }
 // "GPT2LMHeadModel.forward" -> class "GPT2LMHeadModel", function "forward"; "main.<locals>.generate" -> class
-// "main.<locals>", function "generate"; "generate" -> class "", function "generate".
+// "<locals>", function "generate"; "generate" -> class "", function "generate".
 std::pair<std::string, std::string> split_qualname(const std::string& q) {
   const size_t dot = q.rfind('.');
   if (dot == std::string::npos) return {"", q};
@@ -62,7 +62,9 @@ std::vector<Candidate> candidates_of(std::span<const CallSpan> calls, const std:
   std::vector<uint32_t> order(calls.size());
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return calls[a].code != calls[b].code ? calls[a].code < calls[b].code : calls[a].start < calls[b].start;
+    // Equal starts (torch.profiler's microseconds): the longer, outer call first, so the inner one nests in it.
+    if (calls[a].code != calls[b].code) return calls[a].code < calls[b].code;
+    return calls[a].start != calls[b].start ? calls[a].start < calls[b].start : calls[a].end > calls[b].end;
   });
   std::vector<Candidate> out;
   int64_t open_end = 0;
@@ -143,11 +145,32 @@ std::string model_class_marker(const std::string& token_function) {
   std::string cls = profiler_module_class(token_function);
   if (cls.empty()) cls = split_qualname(token_function).first;
   const std::string c = lower(cls);
+  if (has(c, "maskedlm")) return "";  // a masked LM fills in tokens; called per position, it scores, not generates
   for (const char* kind : {"causallm", "lmhead", "conditionalgeneration", "seq2seqlm"})
     if (has(c, kind)) return "model class " + cls;
   if (cls.size() > 2 && cls.compare(cls.size() - 2, 2, "LM") == 0) return "model class " + cls;
   return "";
 }
+
+namespace {
+
+// An encoder-decoder's model call (T5ForConditionalGeneration.forward, once per token) can cover less than a
+// module both the encoder and the decoder run (T5Stack.forward: once more, for the encoder): the class-marked
+// candidate covering at least half of the most-covering one's time is the per-token call. nullptr: none.
+const Candidate* class_marked_inside(const std::vector<Candidate>& all, const Candidate& most,
+                                     const std::function<std::string(uint32_t)>& name_of_code, std::string& marker) {
+  const Candidate* best = nullptr;
+  for (const Candidate& k : all) {
+    if (2 * k.covered < most.covered || (best && k.covered <= best->covered)) continue;
+    if (std::string m = model_class_marker(name_of_code(k.code)); !m.empty()) {
+      best = &k;
+      marker = m;
+    }
+  }
+  return best;
+}
+
+}  // namespace
 
 std::string generation_marker(const std::string& token_function, const std::string& step_function) {
   if (std::string m = model_class_marker(token_function); !m.empty()) return m;
@@ -185,6 +208,7 @@ std::optional<TokenFunction> token_function(std::span<const CallSpan> calls, con
       chosen = k;
       break;
     }
+  if (!chosen) chosen = class_marked_inside(all, most, name_of_code, marker);
   if (!chosen) {
     chosen = same.front();
     marker = generation_marker(name_of_code(chosen->code), step_function);
@@ -203,11 +227,22 @@ namespace {
 // One token's window and what happened in it.
 struct Token {
   int64_t start = 0, end = 0;  // its window on the host
-  int64_t call_end = 0;        // its call's return
+  int64_t call_start = 0, call_end = 0;  // its call
   int64_t gpu_end = 0;         // the end of the GPU work launched in its window (0: none)
-  double gpu_ns = 0, kernels = 0, d2d = 0, launch_ns = 0, syncs = 0, sync_ns = 0, api_ns = 0;
+  double gpu_ns = 0, kernels = 0, call_kernels = 0, d2d = 0, launch_ns = 0, syncs = 0, call_syncs = 0, sync_ns = 0,
+         api_ns = 0;
+  bool in_call(int64_t t) const { return t >= call_start && t < call_end; }
   int64_t done() const { return std::max(call_end, gpu_end); }
 };
+
+// The last token's window: its call and the median time the loop spends after a call before the next one (picking
+// the token, the stop check), not the rest of the step (the output read back, detokenised, after the loop).
+int64_t last_token_end(const std::vector<Span>& calls, int64_t step_end) {
+  std::vector<double> after;
+  for (size_t i = 0; i + 1 < calls.size(); ++i) after.push_back(double(calls[i + 1].start - calls[i].end));
+  const int64_t end = calls.back().end + int64_t(median_in_place(after));
+  return std::min(step_end, std::max(end, calls.back().end));
+}
 
 // The tokens of every step with calls, in time order; `first_token[s]` is step s's first token (or -1).
 std::vector<Token> token_windows(const TokenFunction& tf, const std::vector<Span>& windows, std::vector<long>& first_token) {
@@ -217,10 +252,11 @@ std::vector<Token> token_windows(const TokenFunction& tf, const std::vector<Span
     const auto& calls = tf.calls_by_step[s];
     if (calls.empty()) continue;
     first_token[s] = long(out.size());
+    const int64_t last_end = last_token_end(calls, windows[s].end);
     for (size_t i = 0; i < calls.size(); ++i) {
       const int64_t start = i == 0 ? windows[s].start : calls[i].start;
-      const int64_t end = i + 1 < calls.size() ? calls[i + 1].start : windows[s].end;
-      out.push_back({.start = start, .end = end, .call_end = calls[i].end});
+      const int64_t end = i + 1 < calls.size() ? calls[i + 1].start : last_end;
+      out.push_back({.start = start, .end = end, .call_start = calls[i].start, .call_end = calls[i].end});
     }
   }
   return out;
@@ -242,6 +278,7 @@ void add_host_calls(std::vector<Token>& tokens, std::span<const ApiOp* const> st
     if (a->kind == kLaunch) t.launch_ns += a->dur;
     if (a->kind == kSync || a->kind == kCopySync) {
       ++t.syncs;
+      t.call_syncs += t.in_call(a->start);
       t.sync_ns += a->dur;
     }
   }
@@ -259,6 +296,7 @@ void add_gpu_work(std::vector<Token>& tokens, std::span<const GpuOp> gpu,
     t.gpu_end = std::max(t.gpu_end, op.end());
     t.gpu_ns += op.dur;
     t.kernels += is_kernel(op.kind);
+    t.call_kernels += is_kernel(op.kind) && t.in_call(launch->start);
     t.d2d += op.kind == kOtherCopy;
   }
 }
@@ -269,13 +307,14 @@ GenerationPhase phase_of(std::vector<double> times_ns, const std::vector<const T
   p.tokens = tokens.size();
   if (tokens.empty()) return p;
   std::sort(times_ns.begin(), times_ns.end());
-  p.token_ms = median_in_place(times_ns) / 1e6;
-  std::sort(times_ns.begin(), times_ns.end());
   p.token_ms_p90 = percentile_sorted(times_ns, 0.9) / 1e6;
+  p.token_ms = median_in_place(times_ns) / 1e6;
   const double n = double(tokens.size());
   for (const Token* t : tokens) {
     p.gpu_ms += t->gpu_ns / 1e6 / n;
     p.kernels += t->kernels / n;
+    p.call_kernels += t->call_kernels / n;
+    p.call_syncs += t->call_syncs / n;
     p.launch_ms += t->launch_ns / 1e6 / n;
     p.syncs += t->syncs / n;
     p.sync_ms += t->sync_ns / 1e6 / n;

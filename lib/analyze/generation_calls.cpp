@@ -14,6 +14,7 @@ struct CallsInside {
   const std::vector<Span>& windows;
   std::vector<CallSpan>& out;
   bool cut = false;
+  int64_t cut_at = 0;  // the start of the first call not collected
   void on(const PyCallRecord& rec, const dump::RecordContext& rc) {
     if (cut) return;
     const int64_t s = clock.to_ns(rec.start), e = std::max(s, clock.to_ns(rec.end));
@@ -23,6 +24,7 @@ struct CallsInside {
     if (s == std::prev(it)->start && e == std::prev(it)->end) return;
     if (out.size() >= kMaxCollectedCalls) {
       cut = true;
+      cut_at = s;
       return;
     }
     out.push_back({rec.code, rc.aux(), s, e});
@@ -46,7 +48,7 @@ GenerationLoop find_generation(const Context& cx, const Ingested& in, const Step
                                const LaunchIndex& li) {
   const uint32_t thread = ss.step_thread;
   if (ss.whole || thread >= in.ts.size() || !in.ts[thread].py_calls || sapi.empty()) return {};
-  const std::vector<Span> windows = measured_windows(ss, steps);
+  std::vector<Span> windows = measured_windows(ss, steps);
   if (windows.empty()) return {};
   std::vector<CallSpan> calls;
   CallsInside visitor{cx.clock, windows, calls};
@@ -58,6 +60,10 @@ GenerationLoop find_generation(const Context& cx, const Ingested& in, const Step
     }
     if (visitor.cut) break;
   }
+  // Past the cap, a step holds only its first calls, and its last token would take the GPU work of all the rest:
+  // only the steps that ended before the first call left out are measured.
+  if (visitor.cut) std::erase_if(windows, [&](const Span& w) { return w.end > visitor.cut_at; });
+  if (windows.empty()) return {};
   std::vector<int64_t> launch_starts;
   for (const ApiOp* a : sapi)
     if (a->kind == kLaunch) launch_starts.push_back(a->start);

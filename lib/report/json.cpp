@@ -194,8 +194,10 @@ json::object phase_json(const analyze::GenerationPhase& p) {
   o["token_ms_p90"] = num(p.token_ms_p90);
   o["gpu_ms"] = num(p.gpu_ms);
   o["kernels"] = num(p.kernels);
+  o["call_kernels"] = num(p.call_kernels);
   o["launch_ms"] = num(p.launch_ms);
   o["syncs"] = num(p.syncs);
+  o["call_syncs"] = num(p.call_syncs);
   o["sync_ms"] = num(p.sync_ms);
   o["device_copies"] = num(p.d2d_copies);
   o["host_ms"] = num(p.host_ms);

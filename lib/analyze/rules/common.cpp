@@ -61,22 +61,53 @@ Finding make_finding(const RuleInput& in, Category c, std::string title, double 
   return f;
 }
 
-// What to capture in a CUDA graph. A generation loop is captured a token at a time, and only with shapes that stay
-// fixed from token to token: a static KV cache, not one grown by concatenation (its device copies every token),
-// nor a sequence re-run whole without a cache. Its blocking calls per token stay between the graphs.
+// What to capture in a CUDA graph. A generation loop is captured a token at a time (the forward), and only with
+// shapes that stay fixed from token to token: a static KV cache. A loop whose decode tokens take as much GPU time as
+// the prompt pass re-runs the whole sequence every token (no cache: a cached token processes one position, the
+// prompt pass all of them), so the cache comes first. Its blocking calls per token stay between the graphs.
 std::string graph_advice(const RuleInput& in, const std::string& step_tail) {
   const GenerationLoop& g = in.generation;
   if (!g.detected)
     return "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) " + step_tail;
-  std::string s = "Capture each token's forward (" + g.token_function + ") in a CUDA graph, so its " +
-                  fmt("%.0f launches", g.decode.kernels) + " per token become one: keep the KV cache static (HF generate: "
-                  "model.generation_config.cache_implementation = \"static\"; a hand-written loop: StaticCache) and "
-                  "compile the forward with torch.compile(mode=\"reduce-overhead\")";
+  std::string s;
+  if (g.prefill.gpu_ms > 0 && g.decode.gpu_ms >= g.prefill.gpu_ms)
+    s = "Turn the KV cache on first (use_cache=True, passing past_key_values back): every decode token takes as much "
+        "GPU time as the prompt pass (" + fms(g.decode.gpu_ms) + " against " + fms(g.prefill.gpu_ms) +
+        "), so the loop re-runs the whole sequence each token. Then capture";
+  else
+    s = "Capture";
+  s += " each token's forward (" + g.token_function + ") in a CUDA graph, so its " + fmt("%.0f launches", g.decode.call_kernels) +
+       " per token become one: keep the KV cache static (HF generate: model.generation_config.cache_implementation = "
+       "\"static\"; a hand-written loop: StaticCache) and compile the forward with torch.compile(mode=\"reduce-overhead\")";
   if (g.decode.d2d_copies >= 1)
-    s += fmt("; the cache now grows by concatenation (%.0f device copies per token), which changes shapes every "
-             "token and prevents capture", g.decode.d2d_copies);
+    s += fmt("; the loop makes %.0f device-to-device copies per token: if they grow the cache, its shapes change every "
+             "token and prevent capture", g.decode.d2d_copies);
   if (g.decode.syncs >= 1) s += fmt("; the %.0f blocking calls per token stay between the graphs", g.decode.syncs);
   return s;
+}
+
+// The replay collapses the whole step into one graph launch. A graph per token keeps the other tokens' graph
+// launches and the launches the loop makes outside the forward (picking the token, the stop check): their host
+// time is taken back from the saving, and the model says so.
+void per_token_graphs(Suggestion& sg, const RuleInput& in) {
+  const GenerationLoop& g = in.generation;
+  if (!g.detected || !sg.estimated) return;
+  const double per_launch_ms = g.decode.kernels > 0 ? g.decode.launch_ms / g.decode.kernels : 0;
+  const double outside = std::max(0.0, g.decode.kernels - g.decode.call_kernels);
+  const double kept_ms = std::max(0.0, g.tokens_per_step - 1) * in.th.graph_launch_ns / 1e6 +
+                         g.tokens_per_step * outside * per_launch_ms;
+  sg.impact_ms = std::max(0.0, sg.impact_ms - kept_ms);
+  sg.model += "; one graph per token: the " + fmt("%.0f further graph launches", std::max(0.0, g.tokens_per_step - 1)) +
+              " and " + fmt("%.0f launches per token outside the forward stay (", outside) + fms(kept_ms) + " per step)";
+  if (sg.impact_ms < kWorthwhileShare * in.step_ms() && sg.priority != "low") sg.priority = "low";
+}
+
+void suggest_graph(Finding& f, const RuleInput& in, const std::string& action) {
+  replay::Change graph;
+  graph.collapse_launches = true;
+  graph.graph_launch_ns = in.th.graph_launch_ns;
+  suggest_replayed(f, in, "high", action, graph, "launches and the host code between them replaced by one graph launch");
+  per_token_graphs(f.suggestions.back(), in);
 }
 
 void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,

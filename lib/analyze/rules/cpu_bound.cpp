@@ -73,12 +73,8 @@ std::string one_cpu_limit(const RuleInput& in) {
 /// Most of the host work runs between the step's own launches: it is the code that issues them (a model's Python
 /// forward), which a replayed CUDA graph no longer runs; a worker cannot take it over.
 void suggest_graph_capture(Finding& f, const RuleInput& in, const std::string& what) {
-  replay::Change graph;
-  graph.collapse_launches = true;
-  graph.graph_launch_ns = in.th.graph_launch_ns;
-  suggest_replayed(f, in, "high", "Most of this host work (" + what + ") runs between the step's own kernel launches: "
-                   "it is the code that issues them. " + graph_advice(in, "so a replay skips it"), graph,
-                   "launches and the host code between them replaced by one graph launch");
+  suggest_graph(f, in, "Most of this host work (" + what + ") runs between the step's own kernel launches: it is the code "
+                "that issues them. " + graph_advice(in, "so a replay skips it"));
 }
 
 /// The worker model: the running share of the step thread's host gaps (its waits and contention are the wait and

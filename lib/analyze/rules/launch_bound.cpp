@@ -30,10 +30,7 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
   f.metrics["median_kernel_us"] = in.launchers.median_kernel_ns / 1e3;
   f.metrics["gpu_idle_launching_ms"] = impact;
   f.metrics["launch_api_ms"] = launch_ms;
-  replay::Change graph;
-  graph.collapse_launches = true;
-  graph.graph_launch_ns = in.th.graph_launch_ns;
-  suggest_replayed(f, in, "high", graph_advice(in, "so its " + fmt("%.0f launches", in.t.kernels) + " become one"), graph, "launches and the host code between them replaced by one graph launch");
+  suggest_graph(f, in, graph_advice(in, "so its " + fmt("%.0f launches", in.t.kernels) + " become one"));
   // The example to fuse is a short kernel launched often, not the kernel with the most time (a large GEMM).
   const KernelRow* k0 = nullptr;
   for (const KernelRow& k : in.tables.kernels)

@@ -126,6 +126,9 @@ inline constexpr double kWorthwhileShare = 0.01;
 /// "Capture the step in a CUDA graph (...) " + step_tail; for a generation loop, each token's forward with a static
 /// KV cache, and what stands in the way (a cache grown by concatenation, blocking calls per token).
 std::string graph_advice(const RuleInput& in, const std::string& step_tail);
+/// A high suggestion `action` (built with graph_advice) priced by the replay of one graph launch per step; for a
+/// generation loop, less what a graph per token keeps (the other graph launches, the launches outside the forward).
+void suggest_graph(Finding& f, const RuleInput& in, const std::string& action);
 void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
                       const replay::Change& change, const char* model);
 /// A suggestion with no model behind it: "not estimated".

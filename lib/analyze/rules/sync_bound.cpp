@@ -25,7 +25,10 @@ std::optional<Finding> sync_bound(const RuleInput& in) {
   replay::Change no_syncs;
   no_syncs.remove_syncs = true;
   const char* replayed = "every synchronization but the step's last no longer waits";
-  if (in.generation.detected && in.generation.decode.syncs >= 1) {
+  // The loop's own reads between the model calls (the stop check, streaming a token), not blocking calls inside the
+  // model's forward (routing, cache bookkeeping), which the loop cannot move.
+  if (in.generation.detected && in.generation.decode.syncs >= 1 &&
+      in.generation.decode.call_syncs * 2 < in.generation.decode.syncs) {
     // A generation loop that reads every token back: the stopping check and the streaming are what block.
     const GenerationLoop& g = in.generation;
     f.evidence.push_back(fmt("%.1f blocking calls per generated token", g.decode.syncs) +
