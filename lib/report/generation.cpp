@@ -8,9 +8,9 @@ namespace {
 
 std::vector<std::string> phase_row(const char* name, const analyze::GenerationPhase& p) {
   const double busy = p.token_ms > 0 ? p.gpu_ms / p.token_ms * 100.0 : 0;
-  return {name, std::to_string(p.tokens), fmt(p.token_ms, 3), fmt(p.token_ms_p90, 3), fmt(p.gpu_ms, 3), fmt(busy, 1),
-          fmt(p.kernels, 1), fmt(p.launch_ms, 3), fmt(p.syncs, 2), fmt(p.sync_ms, 3), fmt(p.d2d_copies, 1),
-          fmt(p.host_ms, 3)};
+  return {name, std::to_string(p.tokens), fmt(p.token_ms, 3) + " / " + fmt(p.token_ms_p90, 3),
+          fmt(p.gpu_ms, 3) + " (" + fmt(busy, 0) + " %)", fmt(p.kernels, 1) + " (" + fmt(p.call_kernels, 1) + ")",
+          fmt(p.launch_ms, 3), fmt(p.syncs, 2) + " (" + fmt(p.sync_ms, 3) + ")", fmt(p.d2d_copies, 1), fmt(p.host_ms, 3)};
 }
 
 }  // namespace
@@ -23,15 +23,15 @@ GenerationText generation_text(const analyze::GenerationLoop& g) {
            fmt(g.ttft_ms_p90, 3) + "), time per output token " + fmt(g.tpot_ms, 3) + " ms (p90 " + fmt(g.tpot_ms_p90, 3) +
            "), " + fmt(g.tokens_per_s, 1) + " tokens/s per sequence; measured over " + std::to_string(g.steps) +
            " typical steps. A token is done when the GPU work it launched has ended.";
-  t.head = {"phase", "tokens", "per token p50 (ms)", "p90 (ms)", "GPU time (ms)", "GPU time / token time (%)",
-            "kernels", "in launch calls (ms)", "blocking calls", "blocked (ms)", "device copies", "host outside CUDA (ms)"};
-  t.right = {false, true, true, true, true, true, true, true, true, true, true, true};
+  t.head = {"phase", "tokens", "ms per token, p50 / p90", "GPU ms (of the token)", "kernels (in the call)",
+            "launch calls, ms", "blocking calls (ms)", "device copies", "host outside CUDA, ms"};
+  t.right = {false, true, true, true, true, true, true, true, true};
   t.rows.push_back(phase_row("prefill (first token)", g.prefill));
   t.rows.push_back(phase_row("decode (each later token)", g.decode));
   t.notes = g.notes;
-  t.notes.push_back("Per token: times are medians, the other columns means. Blocking calls are synchronizations and "
-                    "synchronous copies (.item(), .cpu(), .tolist()); device copies are copies that are neither "
-                    "host-to-device nor device-to-host (a cache grown by concatenation copies itself every token).");
+  t.notes.push_back("Per token: times are medians, the other columns means; kernels in brackets are those launched "
+                    "inside the per-token call. Blocking calls are synchronizations and synchronous copies (.item(), "
+                    ".cpu(), .tolist()); device copies are copies that are neither host-to-device nor device-to-host.");
   return t;
 }
 

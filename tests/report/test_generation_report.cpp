@@ -44,8 +44,8 @@ TEST_CASE("a generation loop's TTFT, TPOT and per-phase table are in the Markdow
   CHECK(md.find("Each step generates 6 tokens, one call of `nn.Module: GPT2LMHeadModel_0` per token", at) != std::string::npos);
   CHECK(md.find("Time to first token 0.179 ms (p90 0.179), time per output token 0.089 ms (p90 0.089), 9615.4 tokens/s", at) !=
         std::string::npos);
-  CHECK(md.find("| prefill (first token) | 5 | 0.179 | 0.179 |", at) != std::string::npos);
-  CHECK(md.find("| decode (each later token) | 25 | 0.089 | 0.089 |", at) != std::string::npos);
+  CHECK(md.find("| prefill (first token) | 5 | 0.179 / 0.179 | 0.156 (87 %) | 6.0 (5.0) |", at) != std::string::npos);
+  CHECK(md.find("| decode (each later token) | 25 | 0.089 / 0.089 | 0.046 (52 %) | 6.0 (5.0) |", at) != std::string::npos);
 
   const std::string html = written(a, report::write_html);
   const size_t sec = html.find("<section id=\"generation\"><h2>Generation loop</h2>");
