@@ -108,6 +108,7 @@ bool stop_impl(bool from_writer, int signal_number, bool* written) {
     if (!s || detail::g_session.load() != s->epoch) {
       s = nullptr;
     } else {
+      stop_live(*s);  // bounded: a connected browser never holds the exit
       // Collectors hand over what they buffer while the session still records.
       for (auto& c : s->collectors) c->stop();
       {
@@ -417,6 +418,7 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
     return false;
   }
   if (s->sampled) start_sampler(*s);
+  if (!fork_child) make_live_tap(*s);  // a forked child leaves the page to its parent (docs/live.md)
 
   SessionState* old = g.session;
   {
@@ -456,6 +458,7 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
     g.atexit_registered = true;
   }
   install_session_handlers(*s);
+  start_live_server(*s);
   return true;
 }
 

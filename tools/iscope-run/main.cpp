@@ -14,6 +14,7 @@
 
 #include "config/settings.hpp"
 #include "dump/files.hpp"
+#include "live/server.hpp"
 
 #include <inferscope/version.hpp>
 
@@ -55,7 +56,7 @@ const char* kExitStatus =
 // The options that take a value, by every name they have: where iscope-run's options end and the program's
 // arguments begin (the first argument that is neither an option nor an option's value) depends on them.
 constexpr std::string_view kValueOptions[] = {"o",      "output",      "buffer-mode", "trace-size-mb",
-                                              "cupti-activities", "report", "set", "library"};
+                                              "cupti-activities", "report", "set", "library", "live"};
 
 bool takes_value(std::string_view name) {
   return std::find(std::begin(kValueOptions), std::end(kValueOptions), name) != std::end(kValueOptions);
@@ -262,6 +263,10 @@ cxxopts::Options make_options() {
       ("no-python", "no Python tracing", boolean_flag(), "BOOL")
       ("nvtx-emit", "also emit ISCOPE ranges as NVTX ranges", boolean_flag(), "BOOL")
       ("report", "write a report at exit (.md, .html or .json)", cxxopts::value<std::string>(), "FILE")
+      ("live", "serve a live page (step time, breakdown, timeline) and Prometheus /metrics on [ADDR:]PORT while the "
+               "program runs; 127.0.0.1 unless ADDR is given; its URL, with a token, is printed on stderr "
+               "(docs/live.md)", cxxopts::value<std::string>(), "[ADDR:]PORT")
+      ("live-any-address", "allow --live on an address that is not loopback", boolean_flag(), "BOOL")
       ("set", "any other setting (sets INFERSCOPE_<KEY>); repeatable", cxxopts::value<std::vector<std::string>>(), "KEY=VALUE")
       ("library", "libinferscope.so to inject (default: beside this tool; env INFERSCOPE_LIBRARY)",
        cxxopts::value<std::string>(), "PATH")
@@ -296,7 +301,9 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
     else if (k == "buffer-mode") plan.setting("buffer_mode", v, "--buffer-mode");
     else if (k == "trace-size-mb") plan.setting("trace_size_mb", v, "--trace-size-mb");
     else if (k == "cupti-activities") plan.setting("cupti_activities", v, "--cupti-activities");
-    else if (k == "follow-children" || k == "quiet" || k == "no-cupti" || k == "no-python" || k == "nvtx-emit") {
+    else if (k == "live") plan.setting("live", v, "--live");
+    else if (k == "follow-children" || k == "quiet" || k == "no-cupti" || k == "no-python" || k == "nvtx-emit" ||
+             k == "live-any-address") {
       const std::optional<bool> on = cfg::parse_boolean(v);
       if (!on) {
         error = "--" + k + "=" + v + ": '" + v + "' is not a boolean (" + std::string(cfg::kBooleanSpellings) + ")";
@@ -308,6 +315,7 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
       else if (k == "quiet") plan.quiet = *on;
       else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", *on ? "0" : "1");
       else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", *on ? "0" : "1");
+      else if (k == "live-any-address") plan.setting("live_any_address", *on ? "true" : "false", "--live-any-address");
       else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", *on ? "1" : "0");
     } else if (k == "report") plan.setting("report", absolute(v), "--report", v);
     else if (k == "set") {
@@ -354,7 +362,13 @@ int check_before_launch(const Plan& plan, const cxxopts::ParseResult& args) {
   ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
   for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
   try {
-    cfg::resolve();
+    const inferscope::Config c = cfg::resolve().config;
+    inferscope::live::Listen where;
+    if (const std::string why = c.live.empty() ? "" : inferscope::live::parse_listen(c.live, c.live_any_address, where);
+        !why.empty()) {
+      std::cerr << "iscope-run: " << why << "\n";
+      return kUsage;
+    }
   } catch (const cfg::ConfigError& e) {
     for (const auto& m : e.errors()) std::cerr << "iscope-run: " << m << " (the program would record nothing)\n";
     return kUsage;
