@@ -86,12 +86,12 @@ def check_histogram(metrics):
 
 
 def start(args):
-    stop, exit_file = os.path.join(args.out, "STOP"), os.path.join(args.out, "EXIT")
-    for f in (stop, exit_file):
+    stop, exit_file, args.slow = (os.path.join(args.out, n) for n in ("STOP", "EXIT", "SLOW"))
+    for f in (stop, exit_file, args.slow):
         if os.path.exists(f):
             os.remove(f)
     proc = subprocess.Popen([args.iscope_run, "-o", os.path.join(args.out, "live.iscope"), "--no-cupti", "--no-python",
-                             "--live", "127.0.0.1:0", "--", args.demo, stop, exit_file],
+                             "--live", "127.0.0.1:0", "--", args.demo, stop, exit_file, args.slow],
                             stderr=subprocess.PIPE, text=True)
     lines = []
     url = [None]
@@ -131,9 +131,10 @@ def data(base, token):
     return json.loads(body)
 
 
-def check_data(base, token):
+def check_data(args, base, token):
     first = wait_until("a first step", lambda: (d := data(base, token))["steps_total"] > 0 and d)
     wait_until("the step count to grow", lambda: data(base, token)["steps_total"] > first["steps_total"])
+    open(args.slow, "w").close()  # plants the slow step now that we are watching
     d = wait_until(f"the planted slow step (>= {PLANTED_MS} ms) as the slowest",
                    lambda: (d := data(base, token))["slowest"] and d["slowest"]["dur_ms"] >= PLANTED_MS and d)
     if not d["p50_ms"] < d["slowest"]["dur_ms"]:
@@ -156,6 +157,7 @@ def check_browser(args, url):
         steps = lambda: int(b.evaluate("(document.getElementById('steps') || {}).textContent || 0") or 0)
         first = wait_until("the page to show a step", lambda: steps() > 0 and steps())
         wait_until("the page's step count to grow", lambda: steps() > first)
+        open(args.slow, "w").close()  # plants the slow step now that the page is watching
         slowest = lambda: float(b.evaluate("parseFloat((document.getElementById('slowest') || {}).textContent) || 0"))
         wait_until("the page to show the planted slow step", lambda: slowest() >= PLANTED_MS)
         rows = b.evaluate("document.getElementById('breakdown').rows.length")
@@ -225,7 +227,7 @@ def main():
         if args.browser:
             check_browser(args, url)
         else:
-            check_data(base, token)
+            check_data(args, base, token)
         check_final_counts(base, token, stop)
         check_exit(proc, base, exit_file, lines)
     finally:
