@@ -9,7 +9,8 @@ child ranges, one planted slow step):
     and once the program stops making steps, _count equals the steps the data endpoint saw;
   * with --browser, headless Chromium opens the page (DevTools protocol, as tests/report/browser_check.py does)
     and its numbers update: the step count grows and the slowest step shown is the planted one;
-  * the program exits, and iscope-run with it, while a client still holds a connection open.
+  * the program exits, and iscope-run with it, while a client still holds a connection open;
+  * --live on a non-loopback address without --live-any-address is refused before the program runs.
 
     live_check.py --iscope-run PATH --demo PATH --out DIR [--browser --chromium PATH]
 
@@ -203,6 +204,15 @@ def check_exit(proc, base, exit_file, lines):
     print("exit: the program exited with a client connected")
 
 
+def check_refused(args):
+    """A non-loopback address without --live-any-address: refused before the program runs (exit 2, saying why)."""
+    r = subprocess.run([args.iscope_run, "-o", os.path.join(args.out, "refused.iscope"), "--live", "0.0.0.0:0", "--",
+                        args.demo], capture_output=True, text=True, timeout=60)
+    if r.returncode != 2 or "not loopback" not in r.stderr:
+        fail(f"--live 0.0.0.0:0 without --live-any-address: exit {r.returncode}, stderr {r.stderr!r}")
+    print("address: a non-loopback address is refused without --live-any-address")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iscope-run", required=True)
@@ -221,6 +231,7 @@ def main():
         if missing:
             print(f"SKIPPED: {missing} is missing")
             sys.exit(1 if os.environ.get("ISCOPE_TEST_REQUIRE_BROWSER") == "1" else 77)
+    check_refused(args)
     proc, url, stop, exit_file, lines = start(args)
     try:
         base, token = check_token(url)
