@@ -7,6 +7,7 @@
 //   fork.cpp         the runtime made whole in a forked child
 //   exit_report.cpp  INFERSCOPE_REPORT: iscope-analyze run once the dump is written
 //   threads.cpp      the thread table: binding a thread to its ring, names, OS thread ids, thread exit
+//   live.cpp         the live page: the tap the writer feeds, the server module (docs/live.md)
 #pragma once
 
 #include "live/server.hpp"
