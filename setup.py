@@ -27,7 +27,7 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 TOOLS = ("iscope-run", "iscope-analyze", "iscope-config", "iscope-diff")
-TARGETS = ("inferscope", "inferscope_py") + TOOLS
+TARGETS = ("inferscope", "inferscope_live_server", "inferscope_py") + TOOLS
 
 
 def project_version():
@@ -75,6 +75,9 @@ class CMakeBuild(build_ext):
         # A wheel cannot hold symlinks: one real file, named by the soname that _native and iscope-run load.
         soname = "libinferscope.so." + project_version().split(".")[0]
         self.copy(os.path.realpath(os.path.join(stage, "lib", soname)), os.path.join(pkg, "lib", soname))
+        # The live page's server module (docs/live.md), loaded from beside libinferscope when `live` is set.
+        module = "libinferscope_live_server.so"
+        self.copy(os.path.join(stage, "lib", module), os.path.join(pkg, "lib", module))
         for tool in TOOLS:
             self.copy(os.path.join(stage, "bin", tool), os.path.join(pkg, "bin", tool))
         self.copy(os.path.join(ROOT, "bindings", "python", "sitecustomize.py"),

@@ -9,6 +9,7 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libmuparser-dev                             # rule files: their expressions (docs/rules.md)
       nodejs                                      # runs the HTML report's sort script in a test
       chromium python3-websocket                  # the HTML reports in a real browser (tests/report/browser_check.py)
+      libcpp-httplib-dev                          # the live page and /metrics (lib/live, docs/live.md)
       python3 python3-dev python3-pytest
       python3-venv python3-pip python3-setuptools python3-wheel   # pip install . (tests/pip), offline
       clang libclang-rt-14-dev binutils)

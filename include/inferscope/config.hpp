@@ -47,6 +47,11 @@ struct Config {
   bool follow_children = false;               ///< follow_children: a forked or spawned child records into
                                               ///< <stem>.<pid>.iscope (else it records nothing)
 
+  // --- live page and metrics (docs/live.md) --------------------------------------------------------------
+  std::string live;                           ///< live: serve the live page and /metrics on [ADDR:]PORT ("" = off)
+  bool live_token = true;                     ///< live_token: a random token in the URL is required
+  bool live_any_address = false;              ///< live_any_address: allow binding to a non-loopback address
+
   // --- sampled mode (docs/sampled-mode.md) -----------------------------------------------------------
   CaptureMode mode = CaptureMode::kFull;      ///< mode: full | sampled
   uint32_t window_steps = 10;                 ///< window_steps: steps recorded in full per window (1..1000000)

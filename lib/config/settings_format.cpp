@@ -55,6 +55,7 @@ std::string origin_of(const Resolved& resolved, std::string_view key) {
 std::string_view section_title(std::string_view section) {
   if (section == "session") return "Session";
   if (section == "sampled") return "Sampled mode";
+  if (section == "live") return "Live page and metrics";
   if (section == "cupti") return "GPU collector (CUPTI)";
   if (section == "python") return "Python collector";
   if (section == "system") return "System collector";

@@ -74,6 +74,19 @@ constexpr std::string_view kCuptiActivitiesAllowed =
     "default | minimal | full | none, or a comma list of those and of kernel, memcpy, memset, memory, sync, "
     "graph, graph_nodes, runtime, driver, api, runtime_all, nvtx, overhead, api_activity, api_callbacks";
 
+// live: "", "PORT" or "ADDR:PORT" (the port a number 0..65535; 0 lets the system pick one).
+std::string check_live(std::string_view value) {
+  if (value.empty()) return "";
+  const size_t colon = value.rfind(':');
+  const std::string_view port = colon == std::string_view::npos ? value : value.substr(colon + 1);
+  unsigned n = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || n > 65535)
+    return "'" + std::string(value) + "' is not PORT or ADDR:PORT (a port 0..65535)";
+  if (colon == 0) return "'" + std::string(value) + "' has an empty address";
+  return "";
+}
+
 std::string check_report(std::string_view value) {
   if (value.empty()) return "";
   for (std::string_view ext : {".md", ".html", ".json"})
@@ -117,6 +130,17 @@ constexpr KeyDef kKeys[] = {
     {.key = "follow_children", .section = "session", .member = &Config::follow_children,
      .doc = "Record child processes too (fork, multiprocessing, exec'd programs), each into a dump named after the "
             "parent's with the child's pid (run.4242.iscope). Otherwise a child records nothing."},
+    // --- live page and metrics
+    {.key = "live", .section = "live", .member = &Config::live,
+     .doc = "Serve a live page (step time, breakdown, timeline of the last steps, updated every second) and a "
+            "Prometheus /metrics endpoint on [ADDR:]PORT while the program runs; the address is 127.0.0.1 unless "
+            "given (docs/live.md). Empty: off.",
+     .check = check_live, .check_allowed = "empty, PORT or ADDR:PORT (PORT 0..65535; 0 picks a free port)"},
+    {.key = "live_token", .section = "live", .member = &Config::live_token,
+     .doc = "Require the random token printed with the live page's URL (?token=...) for the page, its data and "
+            "/metrics. Off: anyone who can reach the port reads them."},
+    {.key = "live_any_address", .section = "live", .member = &Config::live_any_address,
+     .doc = "Allow `live` to bind an address other than loopback (127.0.0.1, ::1, localhost); refused otherwise."},
     // --- sampled mode
     {.key = "mode", .section = "sampled", .member = &Config::mode,
      .doc = "full: everything, for the whole session; sampled: an always-on profile that records full detail "

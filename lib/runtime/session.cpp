@@ -97,6 +97,8 @@ namespace {
 // ends, the writer writes the last of the dump (here, on the writer thread, from a signal; else the writer thread,
 // joined), the rings and channels are retired.
 void stop_session_locked(Global& g, SessionState& s, bool from_writer) {
+  stop_live(s);  // bounded: a connected browser never holds the exit
+  // Collectors hand over what they buffer while the session still records.
   for (auto& c : s.collectors) c->stop();
   {
     std::lock_guard lk(g.registry);
@@ -433,6 +435,7 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
     return false;
   }
   if (s->sampled) start_sampler(*s);
+  if (!fork_child) make_live_tap(*s);  // a forked child leaves the page to its parent (docs/live.md)
 
   SessionState* old = g.session;
   {
@@ -473,6 +476,7 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
     g.atexit_registered = true;
   }
   install_session_handlers(*s);
+  start_live_server(*s);
   return true;
 }
 

@@ -7,8 +7,11 @@
 //   fork.cpp         the runtime made whole in a forked child
 //   exit_report.cpp  INFERSCOPE_REPORT: iscope-analyze run once the dump is written
 //   threads.cpp      the thread table: binding a thread to its ring, names, OS thread ids, thread exit
+//   live.cpp         the live page: the tap the writer feeds, the server module (docs/live.md)
 #pragma once
 
+#include "live/server.hpp"
+#include "live/tap.hpp"
 #include "runtime/crash_dump.hpp"
 #include "runtime/dump_file.hpp"
 #include "runtime/sampler.hpp"
@@ -113,6 +116,14 @@ struct SessionState {
   bool sampled = false;
   std::shared_ptr<Sampler> sampler;
   uint32_t step_name_id = 0;
+
+  // The live page (live.cpp): the tap the writer feeds (made before the writer starts, never replaced) and the
+  // server that reads it (started after the collectors, stopped first at stop).
+  std::shared_ptr<live::Tap> live_tap;
+  live::Server* live_server = nullptr;  // made and freed by the server module (live_api)
+  const live::ModuleApi* live_api = nullptr;
+  uint64_t live_threads_generation = ~0ull;  // writer only: the thread names the tap has
+  uint64_t live_cycles = 0;                  // writer only
 };
 
 struct Global {
@@ -154,6 +165,18 @@ std::string snapshot_path(SessionState& s, bool final);
 void append_process_info(SessionState& s, std::vector<uint8_t>& out);
 // The drop reasons the writer itself counts, interned when the session starts (see writer.cpp).
 extern const char* const kDropReasons[3];
+
+// --- live.cpp
+/// Makes the tap when `live` is set (before the writer starts; the clock's rate is known).
+void make_live_tap(SessionState& s);
+/// Starts the server and prints its URL on stderr; a failure is logged and recording goes on without it.
+void start_live_server(SessionState& s);
+/// Writer: one drained EVENTS chunk (header included) into the tap.
+void live_observe(SessionState& s, const std::vector<uint8_t>& chunk);
+/// Writer, after each cycle: drops and thread names.
+void live_after_cycle(SessionState& s, uint64_t dropped_records);
+/// stop(): the state shown becomes "stopping"; the server stops within a bounded time.
+void stop_live(SessionState& s);
 
 // --- signals.cpp
 void install_session_handlers(const SessionState& s);

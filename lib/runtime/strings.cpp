@@ -86,6 +86,12 @@ uint32_t intern_code(std::string_view qualname, std::string_view file, uint32_t 
   return id;
 }
 
+std::string string_of(uint32_t id) {
+  Tables& t = tables();
+  std::lock_guard lk(t.mu);
+  return id < t.strings.size() ? t.strings[id] : std::string();
+}
+
 void strings_since(uint32_t first, const std::function<void(uint32_t, std::string_view)>& f, uint32_t* next) {
   Tables& t = tables();
   std::lock_guard lk(t.mu);

@@ -78,7 +78,10 @@ void drain_all(SessionState& s, Drained& out) {
     // Read `retired` before draining: a retired ring gets no more records, so once drained it can go.
     const bool retired = e->retired.load(std::memory_order_acquire);
     std::vector<uint8_t> chunk;
-    if (drain_ring(e, chunk, s.records_written)) out.chunks.push_back(std::move(chunk));
+    if (drain_ring(e, chunk, s.records_written)) {
+      live_observe(s, chunk);  // the live page's tap (nothing when `live` is off)
+      out.chunks.push_back(std::move(chunk));
+    }
     s.ring_drops[e->thread_id] = {e->dropped_records.load(std::memory_order_relaxed),
                                   e->dropped_bytes.load(std::memory_order_relaxed)};
     if (retired && !e->channel) done.push_back(e);
@@ -399,7 +402,14 @@ void sample(SessionState& s, Drained& d, bool finishing) {
 // One writer cycle: drain, then hand the chunks to the sink. Strings are written after the drain so every
 // id a drained record uses is already in the table (it was interned before the record was written).
 // `finishing`: the last cycle of a stopping session (collectors are stopped: nothing is switched).
+void cycle_sinks(SessionState& s, std::vector<uint8_t>& buf, bool finishing);
+
 void cycle(SessionState& s, std::vector<uint8_t>& buf, bool finishing = false) {
+  cycle_sinks(s, buf, finishing);
+  if (s.live_tap) live_after_cycle(s, total_drops(current_drops(s)));
+}
+
+void cycle_sinks(SessionState& s, std::vector<uint8_t>& buf, bool finishing) {
   const Cursors before = cursors_of(s);
   Drained d;
   if (s.sampler) return sample(s, d, finishing);

@@ -16,6 +16,7 @@
 
 #include "config/settings.hpp"
 #include "dump/files.hpp"
+#include "live/server.hpp"
 
 #include <inferscope/version.hpp>
 
@@ -60,7 +61,7 @@ const char* kExitStatus =
 // The options that take a value, by every name they have: where iscope-run's options end and the program's
 // arguments begin (the first argument that is neither an option nor an option's value) depends on them.
 constexpr std::string_view kValueOptions[] = {"o",      "output",      "buffer-mode", "trace-size-mb",
-                                              "cupti-activities", "report", "set", "library"};
+                                              "cupti-activities", "report", "set", "library", "live"};
 
 bool takes_value(std::string_view name) {
   return std::find(std::begin(kValueOptions), std::end(kValueOptions), name) != std::end(kValueOptions);
@@ -203,6 +204,10 @@ cxxopts::Options make_options() {
       ("no-python", "no Python tracing", boolean_flag(), "BOOL")
       ("nvtx-emit", "also emit ISCOPE ranges as NVTX ranges", boolean_flag(), "BOOL")
       ("report", "write a report at exit (.md, .html or .json)", cxxopts::value<std::string>(), "FILE")
+      ("live", "serve a live page (step time, breakdown, timeline) and Prometheus /metrics on [ADDR:]PORT while the "
+               "program runs; 127.0.0.1 unless ADDR is given; its URL, with a token, is printed on stderr "
+               "(docs/live.md)", cxxopts::value<std::string>(), "[ADDR:]PORT")
+      ("live-any-address", "allow --live on an address that is not loopback", boolean_flag(), "BOOL")
       ("set", "any other setting (sets INFERSCOPE_<KEY>); repeatable", cxxopts::value<std::vector<std::string>>(), "KEY=VALUE")
       ("library", "libinferscope.so to inject (default: beside this tool; env INFERSCOPE_LIBRARY)",
        cxxopts::value<std::string>(), "PATH")
@@ -238,7 +243,9 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
     else if (k == "buffer-mode") plan.setting("buffer_mode", v, "--buffer-mode");
     else if (k == "trace-size-mb") plan.setting("trace_size_mb", v, "--trace-size-mb");
     else if (k == "cupti-activities") plan.setting("cupti_activities", v, "--cupti-activities");
-    else if (k == "follow-children" || k == "quiet" || k == "no-cupti" || k == "no-python" || k == "nvtx-emit") {
+    else if (k == "live") plan.setting("live", v, "--live");
+    else if (k == "follow-children" || k == "quiet" || k == "no-cupti" || k == "no-python" || k == "nvtx-emit" ||
+             k == "live-any-address") {
       bool on = false;
       if (error = inferscope::tools::parse_boolean_flag(k, v, on); !error.empty()) return plan;
       // Written with a value, a flag sets that value (a flag wins over the environment and the file), so
@@ -247,6 +254,7 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
       else if (k == "quiet") plan.quiet = on;
       else if (k == "no-cupti") plan.settings.emplace_back("INFERSCOPE_CUPTI", on ? "0" : "1");
       else if (k == "no-python") plan.settings.emplace_back("INFERSCOPE_PYTHON", on ? "0" : "1");
+      else if (k == "live-any-address") plan.setting("live_any_address", on ? "true" : "false", "--live-any-address");
       else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", on ? "1" : "0");
     } else if (k == "report") plan.setting("report", absolute(v), "--report", v);
     else if (k == "set") {
@@ -329,6 +337,14 @@ std::vector<std::string> file_problems(const Plan& plan, const cxxopts::ParseRes
   return problems;
 }
 
+// --live [ADDR:]PORT (or the setting live): an address the page can be served on, and one other than loopback only
+// with live_any_address. "" when fine or off.
+std::string live_problem(const inferscope::Config& c) {
+  if (c.live.empty()) return "";
+  inferscope::live::Listen where;
+  return inferscope::live::parse_listen(c.live, c.live_any_address, where);
+}
+
 // Everything the user typed is checked before the program runs: one message per bad flag, naming it; then the
 // environment and the config file the program will see; then the files it will write (the dump where the
 // settings put it). Returns 0 or kUsage.
@@ -337,6 +353,7 @@ int check_before_launch(Plan& plan, const cxxopts::ParseResult& args) {
   const std::optional<cfg::Resolved> resolved = program_settings(plan);
   if (!resolved) return kUsage;
   take_output_setting(plan, *resolved);
+  if (const std::string why = live_problem(resolved->config); !why.empty()) return refused({why});
   return refused(file_problems(plan, args));
 }
 

@@ -1,0 +1,156 @@
+#include "live/render.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace inferscope::live {
+
+namespace {
+
+double ms(const Snapshot& s, uint64_t ticks) { return double(ticks) / s.ticks_per_ns * 1e-6; }
+double at_ms(const Snapshot& s, uint64_t ticks) { return ticks > s.origin_ticks ? ms(s, ticks - s.origin_ticks) : 0.0; }
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return "0";
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.6g", v);
+  return b;
+}
+
+std::string name_of(const Snapshot& s, uint32_t id) {
+  auto it = s.names.find(id);
+  return it == s.names.end() ? "?" : it->second;
+}
+
+
+std::vector<Span> newest(const std::vector<Span>& v, size_t n) {
+  return {v.end() - std::min(n, v.size()), v.end()};
+}
+
+// Mean time per step in each direct child of the step (by name), over the newest steps, plus what no child covers.
+std::string breakdown_json(const Snapshot& s) {
+  // Only steps whose children are all still in the span ring (it keeps the newest ranges only).
+  const uint64_t kept_from = s.spans.empty() ? 0 : s.spans.front().start;
+  std::vector<Span> steps;
+  for (const Span& st : newest(s.steps, kBreakdownSteps))
+    if (st.start >= kept_from) steps.push_back(st);
+  std::map<std::string, double> total;
+  double step_ms = 0;
+  for (const Span& st : steps) {
+    step_ms += ms(s, st.end - st.start);
+    for (const Span& c : s.spans)
+      if (c.thread == st.thread && c.depth == st.depth + 1 && c.start >= st.start && c.end <= st.end)
+        total[name_of(s, c.name)] += ms(s, c.end - c.start);
+  }
+  if (steps.empty()) return "[]";
+  std::vector<std::pair<std::string, double>> rows(total.begin(), total.end());
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  double covered = 0;
+  std::string out = "[";
+  for (auto& [name, t] : rows) {
+    covered += t;
+    out += "{\"name\":" + json_string(name) + ",\"ms\":" + num(t / steps.size()) + "},";
+  }
+  out += "{\"name\":\"(not in a child range)\",\"ms\":" + num(std::max(0.0, step_ms - covered) / steps.size()) + "}]";
+  return out;
+}
+
+std::string span_json(const Snapshot& s, const Span& x, bool step) {
+  return "{\"thread\":" + std::to_string(x.thread) + ",\"name\":" + json_string(name_of(s, x.name)) +
+         ",\"depth\":" + std::to_string(x.depth) + ",\"start_ms\":" + num(at_ms(s, x.start)) +
+         ",\"dur_ms\":" + num(ms(s, x.end - x.start)) + ",\"step\":" + (step ? "true" : "false") + "}";
+}
+
+// The newest steps and every range that overlaps them, on every thread.
+std::string timeline_json(const Snapshot& s) {
+  const auto steps = newest(s.steps, kTimelineSteps);
+  const uint64_t from = steps.empty() ? (s.spans.empty() ? 0 : s.spans.front().start) : steps.front().start;
+  std::string out = "{\"from_ms\":" + num(at_ms(s, from)) + ",\"to_ms\":" + num(at_ms(s, s.now_ticks)) + ",\"spans\":[";
+  bool first = true;
+  auto add = [&](const Span& x, bool step) {
+    if (x.end < from) return;
+    out += (first ? "" : ",") + span_json(s, x, step);
+    first = false;
+  };
+  for (const Span& x : steps) add(x, true);
+  for (const Span& x : s.spans) add(x, false);
+  out += "],\"threads\":{";
+  first = true;
+  for (auto& [id, name] : s.threads) {
+    out += (first ? "\"" : ",\"") + std::to_string(id) + "\":" + json_string(name);
+    first = false;
+  }
+  return out + "}}";
+}
+
+}  // namespace
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * double(v.size())));
+  return v[std::min(v.size() - 1, rank ? rank - 1 : 0)];
+}
+
+std::string json_string(const std::string& t) {
+  std::string o = "\"";
+  for (unsigned char c : t) {
+    if (c == '"' || c == '\\') o += '\\', o += char(c);
+    else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof(b), "\\u%04x", c);
+      o += b;
+    } else o += char(c);
+  }
+  return o + "\"";
+}
+
+std::string render_data_json(const Snapshot& s) {
+  const auto window = newest(s.steps, kWindowSteps);
+  std::vector<double> d;
+  const Span* slowest = nullptr;
+  for (const Span& x : window) {
+    d.push_back(ms(s, x.end - x.start));
+    if (!slowest || x.end - x.start > slowest->end - slowest->start) slowest = &x;
+  }
+  std::string out = "{\"state\":" + json_string(s.state) + ",\"steps_total\":" + std::to_string(s.steps_total) +
+                    ",\"records_total\":" + std::to_string(s.records_total) +
+                    ",\"dropped_records\":" + std::to_string(s.dropped_records) +
+                    ",\"now_ms\":" + num(at_ms(s, s.now_ticks)) + ",\"window_steps\":" + std::to_string(window.size()) +
+                    ",\"p50_ms\":" + num(quantile(d, 0.5)) + ",\"p90_ms\":" + num(quantile(d, 0.9));
+  out += ",\"slowest\":";
+  out += slowest ? span_json(s, *slowest, true) : "null";
+  out += ",\"recent_ms\":[";
+  for (size_t i = 0; i < d.size(); ++i) out += (i ? "," : "") + num(d[i]);
+  out += "],\"breakdown\":" + breakdown_json(s) + ",\"timeline\":" + timeline_json(s) + "}";
+  return out;
+}
+
+std::string render_metrics(const Snapshot& s) {
+  std::string o;
+  o += "# HELP inferscope_step_duration_seconds Duration of each step range, as recorded.\n";
+  o += "# TYPE inferscope_step_duration_seconds histogram\n";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBucketBounds.size(); ++i) {
+    cumulative += s.buckets[i];
+    o += "inferscope_step_duration_seconds_bucket{le=\"" + num(kBucketBounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  o += "inferscope_step_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(cumulative + s.steps_over_last_bound) + "\n";
+  o += "inferscope_step_duration_seconds_sum " + num(s.step_seconds_sum) + "\n";
+  o += "inferscope_step_duration_seconds_count " + std::to_string(s.steps_total) + "\n";
+  o += "# HELP inferscope_records_total Records the session has drained from the threads' buffers.\n";
+  o += "# TYPE inferscope_records_total counter\n";
+  o += "inferscope_records_total " + std::to_string(s.records_total) + "\n";
+  o += "# HELP inferscope_dropped_records_total Records the session could not keep (all reasons).\n";
+  o += "# TYPE inferscope_dropped_records_total counter\n";
+  o += "inferscope_dropped_records_total " + std::to_string(s.dropped_records) + "\n";
+  o += "# HELP inferscope_session_state The session's state (1 for the current one).\n";
+  o += "# TYPE inferscope_session_state gauge\n";
+  for (const char* st : {"recording", "stopping"})
+    o += std::string("inferscope_session_state{state=\"") + st + "\"} " + (s.state == st ? "1" : "0") + "\n";
+  return o;
+}
+
+}  // namespace inferscope::live

@@ -1,0 +1,90 @@
+// The live tap (docs/live.md): a bounded summary of the newest steps and ranges, fed by the session's writer
+// thread from the EVENTS chunks it has just drained (the record path the dump already uses), read by the live
+// server. No clock, no threads, no globals: unit tests drive it directly.
+//
+// Why the writer feeds it: the application's threads never see it (their hot path stays two clock reads and a
+// ring store), the writer already holds every record once per flush period, and it already takes the string
+// table's lock, so names are resolved there and the server never touches a runtime lock.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace inferscope::live {
+
+/// One complete range (a step or any other), in session clock ticks.
+struct Span {
+  uint32_t thread = 0;  ///< dump thread id
+  uint32_t name = 0;    ///< string id
+  uint32_t depth = 0;
+  uint64_t start = 0, end = 0;
+};
+
+/// The step-time histogram's upper bounds, in seconds (Prometheus `le`; +Inf is implied).
+inline constexpr std::array<double, 14> kBucketBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                         0.25,  0.5,    1.0,   2.5,  5.0,   10.0, 30.0};
+
+/// What the server reads: a copy, taken under the tap's lock.
+struct Snapshot {
+  std::vector<Span> steps;  ///< the newest steps, oldest first
+  std::vector<Span> spans;  ///< the newest other ranges, oldest first
+  std::map<uint32_t, std::string> names;    ///< string id -> text (ranges' names)
+  std::map<uint32_t, std::string> threads;  ///< dump thread id -> name
+  uint64_t steps_total = 0;
+  double step_seconds_sum = 0;
+  std::array<uint64_t, kBucketBounds.size()> buckets{};  ///< non-cumulative counts per bucket
+  uint64_t steps_over_last_bound = 0;                    ///< steps above the last bound (+Inf only)
+  uint64_t records_total = 0;
+  uint64_t dropped_records = 0;
+  uint64_t origin_ticks = 0;  ///< session start
+  uint64_t now_ticks = 0;     ///< the newest record's end seen
+  double ticks_per_ns = 1.0;
+  std::string state = "recording";
+};
+
+class Tap {
+ public:
+  /// `resolve`: string id -> text, called on the feeding thread only, once per new id.
+  Tap(uint32_t step_name, uint64_t origin_ticks, double ticks_per_ns, std::function<std::string(uint32_t)> resolve,
+      size_t step_capacity = 1024, size_t span_capacity = 8192);
+
+  /// Feeding thread (the writer): the records of one drained EVENTS chunk's payload of dump thread `thread`.
+  void observe(uint32_t thread, const uint8_t* records, size_t bytes);
+  /// Feeding thread: the session's cumulative dropped records, and a thread's name.
+  void set_dropped(uint64_t records);
+  void set_thread_name(uint32_t thread, const std::string& name);
+  void set_state(const std::string& state);
+
+  /// Any thread: a copy of what the tap holds now.
+  Snapshot snapshot() const;
+
+ private:
+  void add_range(uint32_t thread, uint32_t name, uint32_t depth, uint64_t start, uint64_t end);
+  void add_step(const Span& s);
+  void remember_name(uint32_t id);
+
+  const uint32_t step_name_;
+  const uint64_t origin_;
+  const double ticks_per_ns_;
+  std::function<std::string(uint32_t)> resolve_;
+  mutable std::mutex mu_;
+  std::vector<Span> steps_, spans_;  // fixed-size rings
+  size_t steps_next_ = 0, spans_next_ = 0;
+  uint64_t steps_total_ = 0, spans_total_ = 0;
+  double sum_ = 0;
+  std::array<uint64_t, kBucketBounds.size()> buckets_{};
+  uint64_t over_ = 0, records_ = 0, dropped_ = 0, now_ = 0;
+  std::map<uint32_t, std::string> names_, threads_;
+  std::string state_ = "recording";
+};
+
+/// The newest `n` of a ring (oldest first), `total` being how many were ever written to it.
+std::vector<Span> ring_tail(const std::vector<Span>& ring, size_t next, uint64_t total);
+
+}  // namespace inferscope::live

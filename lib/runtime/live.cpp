@@ -1,0 +1,108 @@
+// The live page's side of the session (docs/live.md): the tap made at start, fed by the writer from the chunks
+// it drains (no second collection path: application threads never touch it), and the server that reads it.
+#include "runtime/session_state.hpp"
+
+#include "live/server.hpp"
+#include "live/tap.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace inferscope::runtime {
+
+namespace {
+
+// How long stop() waits for the server's threads before leaving them behind.
+constexpr std::chrono::milliseconds kStopBound{1000};
+
+double rate_of(const std::vector<dump::CalibrationPoint>& calib) {
+  if (calib.size() < 2) return 1.0;
+  const auto& a = calib.front();
+  const auto& b = calib.back();
+  if (b.monotonic_ns <= a.monotonic_ns || b.ticks <= a.ticks) return 1.0;
+  return double(b.ticks - a.ticks) / double(b.monotonic_ns - a.monotonic_ns);
+}
+
+// The server module, beside this library (the build tree and the install put it there), else by name. Loaded
+// once and never unloaded: a server left behind by a bounded stop still runs its code.
+const live::ModuleApi* load_module(std::string& error) {
+  static const live::ModuleApi* api = nullptr;
+  if (api) return api;
+  std::string path = "libinferscope_live_server.so";
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&load_module), &info) && info.dli_fname) {
+    std::string self = info.dli_fname;
+    const size_t slash = self.rfind('/');
+    if (slash != std::string::npos) path = self.substr(0, slash + 1) + path;
+  }
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = ::dlopen("libinferscope_live_server.so", RTLD_NOW | RTLD_LOCAL);
+  auto entry = h ? reinterpret_cast<const live::ModuleApi* (*)()>(::dlsym(h, "inferscope_live_module")) : nullptr;
+  if (!entry) {
+    const char* why = ::dlerror();
+    error = "live: cannot load " + path + (why ? std::string(": ") + why : std::string()) + "; no live page";
+    return nullptr;
+  }
+  return api = entry();
+}
+
+}  // namespace
+
+void make_live_tap(SessionState& s) {
+  if (s.cfg.live.empty() || s.calib.empty()) return;
+  const uint32_t step = intern(Sampler::step_name(s.cfg));
+  s.live_tap = std::make_shared<live::Tap>(step, s.calib.front().ticks, rate_of(s.calib),
+                                           [](uint32_t id) { return string_of(id); });
+}
+
+void start_live_server(SessionState& s) {
+  if (!s.live_tap) return;
+  live::Listen where;
+  std::string error = live::parse_listen(s.cfg.live, s.cfg.live_any_address, where);
+  if (error.empty()) s.live_api = load_module(error);
+  if (s.live_api) {
+    const std::string token = s.cfg.live_token ? live::random_token() : std::string();
+    std::shared_ptr<const live::Tap> tap = s.live_tap;
+    s.live_server = s.live_api->start(where, token, [tap] { return tap->snapshot(); }, error);
+  }
+  if (!s.live_server) return log(LogLevel::kError, error + " (recording goes on)");
+  // Printed whatever the log level: it is what the user asked for, and the only place the token is shown.
+  std::fprintf(stderr, "inferscope: live page: %s (metrics: /metrics%s)\n", s.live_api->url(s.live_server),
+               s.cfg.live_token ? ", same token" : "");
+  std::fflush(stderr);
+}
+
+void live_observe(SessionState& s, const std::vector<uint8_t>& chunk) {
+  if (!s.live_tap || chunk.size() < sizeof(dump::ChunkHeader) + sizeof(dump::EventsHeader)) return;
+  dump::EventsHeader eh;
+  std::memcpy(&eh, chunk.data() + sizeof(dump::ChunkHeader), sizeof(eh));
+  const size_t head = sizeof(dump::ChunkHeader) + sizeof(dump::EventsHeader);
+  s.live_tap->observe(eh.thread_id, chunk.data() + head, chunk.size() - head);
+}
+
+void live_after_cycle(SessionState& s, uint64_t dropped_records) {
+  if (!s.live_tap) return;
+  s.live_tap->set_dropped(dropped_records);
+  // Names are read again when a thread joins, and every 25 cycles for renames (which bump nothing).
+  const uint64_t gen = G().threads_generation.load(std::memory_order_relaxed);
+  if (gen == s.live_threads_generation && ++s.live_cycles % 25 != 0) return;
+  s.live_threads_generation = gen;
+  std::vector<std::pair<uint32_t, uint32_t>> names;
+  {
+    std::lock_guard lk(G().registry);
+    for (auto& [id, t] : s.threads) names.emplace_back(id, t.name);
+  }
+  for (auto& [id, name] : names) s.live_tap->set_thread_name(id, name ? string_of(name) : std::string());
+}
+
+void stop_live(SessionState& s) {
+  if (s.live_tap) s.live_tap->set_state("stopping");
+  if (!s.live_server) return;
+  if (!s.live_api->stop(s.live_server, kStopBound.count()))
+    log(LogLevel::kWarn, "live: the server did not stop within 1 s (a client held it); left behind");
+  s.live_server = nullptr;
+}
+
+}  // namespace inferscope::runtime
