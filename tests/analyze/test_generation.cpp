@@ -53,6 +53,19 @@ Planted token_loop(size_t steps, size_t tokens, bool launch_between = true) {
   return p;
 }
 
+// measure_generation over planted CUDA calls (all on thread 0, by start) and the GPU work they launched.
+GenerationLoop measure_planted(const TokenFunction& tf, const std::vector<Span>& windows, const std::vector<ApiOp>& apis,
+                               const std::vector<GpuOp>& gpu) {
+  std::vector<const ApiOp*> calls;
+  for (const ApiOp& a : apis) calls.push_back(&a);
+  auto launch_of = [&](uint32_t c) -> const ApiOp* {
+    for (const ApiOp& a : apis)
+      if (a.corr == c) return &a;
+    return nullptr;
+  };
+  return measure_generation(tf, windows, calls, gpu, launch_of, 0);
+}
+
 }  // namespace
 
 TEST_CASE("markers: a generating model class, or a name that says generate/decode; never a layer") {
@@ -177,14 +190,7 @@ TEST_CASE("measure_generation: TTFT, TPOT and tokens/s from when each token's GP
       apis.push_back({.start = c + 2 * kMs, .dur = 500'000, .corr = corr++, .name = 0, .thread = 0, .kind = kSync});
     }
   }
-  std::vector<const ApiOp*> calls;
-  for (const ApiOp& a : apis) calls.push_back(&a);
-  auto launch_of = [&](uint32_t c) -> const ApiOp* {
-    for (const ApiOp& a : apis)
-      if (a.corr == c) return &a;
-    return nullptr;
-  };
-  const GenerationLoop g = measure_generation(tf, windows, calls, gpu, launch_of, 0);
+  const GenerationLoop g = measure_planted(tf, windows, apis, gpu);
   REQUIRE(g.detected);
   CHECK(g.steps == 2);
   CHECK(g.tokens_per_step == 4);
@@ -228,14 +234,7 @@ TEST_CASE("measure_generation: steps of different lengths, a token that launches
     apis.push_back({.start = end - 10'000, .dur = 10'000, .corr = corr++, .name = 0, .thread = 0, .kind = kSync});
     windows.push_back({w, end, uint32_t(s)});
   }
-  std::vector<const ApiOp*> calls;
-  for (const ApiOp& a : apis) calls.push_back(&a);
-  auto launch_of = [&](uint32_t c) -> const ApiOp* {
-    for (const ApiOp& a : apis)
-      if (a.corr == c) return &a;
-    return nullptr;
-  };
-  const GenerationLoop g = measure_generation(tf, windows, calls, gpu, launch_of, 0);
+  const GenerationLoop g = measure_planted(tf, windows, apis, gpu);
   REQUIRE(g.detected);
   CHECK(g.tokens_per_step == doctest::Approx(4.5));
   CHECK(g.decode.tokens == 3 + 4);
