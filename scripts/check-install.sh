@@ -30,5 +30,5 @@ CPP
 cmake -S "$PREFIX/user" -B "$PREFIX/user/build" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" >/dev/null
 cmake --build "$PREFIX/user/build" >/dev/null
 (cd "$PREFIX/user/build" && ./user)
-"$PREFIX/bin/iscope-analyze" "$PREFIX/user/build/user.iscope" --summary | grep -q "| user_step | 10 |"
+"$PREFIX/bin/iscope-analyze" "$PREFIX/user/build/user.iscope" --summary | grep -qF '| `user_step` | 10 |'
 echo "install check: find_package(inferscope) project built, ran and its dump reads back (prefix $PREFIX)"
