@@ -3,6 +3,8 @@
 // parallel) without shared state.
 #include "rulefile/expression.hpp"
 
+#include "config/edit_distance.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -84,6 +86,55 @@ void refuse_unknown(const std::string& text, const std::vector<std::string>& use
     first = std::min(first, offset_of_word(text, name));
   }
   if (!message.empty()) throw ExpressionError(first == std::string::npos ? 0 : first, message);
+}
+
+// muparser's own functions (2.3.3), which a condition may call beside the named metrics.
+bool is_builtin_function(std::string_view name) {
+  static constexpr std::string_view kBuiltin[] = {"sin",  "cos",  "tan",  "asin", "acos", "atan", "sinh", "cosh",
+                                                  "tanh", "asinh", "acosh", "atanh", "log2", "log10", "log", "ln",
+                                                  "exp",  "sqrt", "sign", "rint", "abs",  "sum",  "avg",  "min",
+                                                  "max"};
+  return std::find(std::begin(kBuiltin), std::end(kBuiltin), name) != std::end(kBuiltin);
+}
+
+// The named metrics worth offering for an unknown function: the closest by spelling, then the others of the same
+// kind (`range_ms(` offers every range_* metric: the one meant may be a different word, mean or total).
+std::string named_metric_hint(const std::string& unknown) {
+  std::vector<std::string_view> names;
+  for (const rules::NamedMetric& m : rules::named_metrics()) names.emplace_back(m.name);
+  std::vector<std::string> offer = config::closest_names(unknown, names, 3);
+  const size_t underscore = unknown.find('_');
+  if (underscore != std::string::npos && underscore > 0)
+    for (std::string_view n : names)
+      if (n.substr(0, underscore + 1) == std::string_view(unknown).substr(0, underscore + 1) &&
+          std::find(offer.begin(), offer.end(), n) == offer.end())
+        offer.emplace_back(n);
+  if (offer.empty()) return "; docs/rules.md lists every metric that takes a name (iscope-analyze --list-metrics)";
+  std::string out = "; did you mean ";
+  for (size_t i = 0; i < offer.size(); ++i) out += (i ? ", " : "") + offer[i];
+  return out + "?";
+}
+
+// A name called like a function that is neither a named metric nor one of muparser's: muparser itself would answer
+// "Unexpected parenthesis" at the '(' and never say which name it did not know.
+void refuse_unknown_functions(const std::string& text) {
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"') in_string = !in_string;
+    if (in_string || !is_name_char(text[i]) || (i > 0 && is_name_char(text[i - 1]))) continue;
+    size_t end = i;
+    while (end < text.size() && is_name_char(text[end])) ++end;
+    size_t after = end;
+    while (after < text.size() && (text[after] == ' ' || text[after] == '\t')) ++after;
+    const std::string name = text.substr(i, end - i);
+    if (after < text.size() && text[after] == '(' && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+        !rules::find_named_metric(name) && !is_builtin_function(name)) {
+      if (rules::find_metric(name))
+        throw ExpressionError(i, name + " is a metric, not a function: write it without parentheses");
+      throw ExpressionError(i, "unknown function '" + name + "'" + named_metric_hint(name));
+    }
+    i = end - 1;
+  }
 }
 
 // The offset of the first ',' outside parentheses and quotes.
@@ -242,6 +293,7 @@ Expression Expression::compile(const std::string& text) {
     throw ExpressionError(0, "longer than " + std::to_string(kMaxExpressionChars) + " characters");
   refuse_invisible(text);
   refuse_assignment(text);
+  refuse_unknown_functions(text);
   std::vector<std::string> used;
   EvalState state;  // compiling: the callbacks read nothing
   Evaluation scratch;

@@ -110,6 +110,23 @@ TEST_CASE("an unknown metric names its line and column and the closest metrics")
             "r.yaml:3:16: condition: unknown metric 'zzzzzz'; docs/rules.md lists every metric"));
 }
 
+TEST_CASE("an unknown function is named, with the named metrics of its kind; a metric called like one is told so") {
+  // muparser alone answers 'Unexpected parenthesis "(" at position 8' and never names range_ms.
+  CHECK(problems_of("bottleneck_rules:\n  - name: a\n    condition: 'range_ms(\"tokenize\") > 2'\n    suggestion: x\n") ==
+        "r.yaml:3:17: condition: unknown function 'range_ms'; did you mean range_ms_per_step, range_count, range_mean_ms, "
+        "range_p50_ms, range_p99_ms, range_max_ms, range_total_ms? (in `range_ms(\"tokenize\") > 2`)\n");
+  CHECK(has(problems_of("bottleneck_rules:\n  - name: a\n    condition: 'range_mean_msx(\"t\") > 2'\n    suggestion: x\n"),
+            "r.yaml:3:17: condition: unknown function 'range_mean_msx'; did you mean range_mean_ms, range_max_ms, range_count"));
+  CHECK(has(problems_of("bottleneck_rules:\n  - name: a\n    condition: 'qqqq(\"t\") > 2'\n    suggestion: x\n"),
+            "unknown function 'qqqq'; docs/rules.md lists every metric that takes a name"));
+  CHECK(has(problems_of("bottleneck_rules:\n  - name: a\n    condition: 'h2d_ms (1) > 2'\n    suggestion: x\n"),
+            "r.yaml:3:17: condition: h2d_ms is a metric, not a function: write it without parentheses"));
+  // muparser's own functions and quoted names that look like calls are not refused.
+  CHECK_NOTHROW(rulefile::load_rule_file(write_rules(
+      "r.yaml", "bottleneck_rules:\n  - name: a\n    condition: 'max(h2d_ms, d2h_ms) > 2 && range_count(\"f(x)\") >= 0'\n"
+                "    suggestion: x\n")));
+}
+
 TEST_CASE("a named metric needs its name in double quotes") {
   CHECK(has(problems_of("bottleneck_rules:\n  - name: b\n    condition: 'range_mean_ms(tokenize) > 2'\n    suggestion: x\n"),
             "r.yaml:3:17: condition: range_mean_ms takes a name in double quotes, e.g. range_mean_ms(\"tokenize\")"));
