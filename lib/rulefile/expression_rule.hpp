@@ -43,7 +43,7 @@ class ExpressionRule : public analyze::rules::CustomRule {
   RuleSpec spec_;
 };
 
-/// "12.3 ms", "41 %", "1.5 MB", "600": a value in its unit, for titles and evidence.
+/// "12.3 ms", "41 %", "1.50 MiB", "600": a value in its unit, for titles and evidence.
 std::string format_value(double value, analyze::rules::MetricUnit unit);
 
 }  // namespace inferscope::rulefile
