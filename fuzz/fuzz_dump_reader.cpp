@@ -1,7 +1,7 @@
 // libFuzzer target: the dump reader (every chunk parser, the record visitor, attributes, clock model) and the
 // Perfetto writer on top of it. Built and run by scripts/fuzz.sh; its crashing inputs are replayed by ctest
 // (tests/report/CMakeLists.txt, fuzz/regressions/fuzz_dump_reader/).
-// fuzz-sources: lib/dump/*.cpp lib/report/escape.cpp lib/report/names.cpp lib/report/perfetto*.cpp
+// fuzz-sources: lib/dump/*.cpp lib/report/names.cpp lib/report/perfetto*.cpp lib/text/*.cpp
 // fuzz-seeds: dump
 #include "dump/clock_model.hpp"
 #include "dump/reader.hpp"
