@@ -31,7 +31,14 @@ enum class LogLevel { kError, kWarn, kInfo, kDebug };
 enum class CaptureMode {
   kFull,     ///< everything the collectors see, for the whole session
   kSampled,  ///< always-on profile: full detail only inside windows (docs/sampled-mode.md); a bounded ring of them
+  kAdaptive, ///< full detail for the first `baseline_steps` steps (warm-up and the steps the analysis reads), then
+             ///< as kSampled (docs/sampled-mode.md, "Adaptive capture")
 };
+
+/// The modes whose records are kept in a ring of windows and written whole (sampled and adaptive).
+constexpr bool records_in_windows(CaptureMode m) { return m != CaptureMode::kFull; }
+/// The modes whose collectors record in full from the session's start (full and adaptive).
+constexpr bool detail_at_start(CaptureMode m) { return m != CaptureMode::kSampled; }
 
 struct Config {
   // --- session -----------------------------------------------------------------------------------------
@@ -53,7 +60,8 @@ struct Config {
   bool live_any_address = false;              ///< live_any_address: allow binding to a non-loopback address
 
   // --- sampled mode (docs/sampled-mode.md) -----------------------------------------------------------
-  CaptureMode mode = CaptureMode::kFull;      ///< mode: full | sampled
+  CaptureMode mode = CaptureMode::kFull;      ///< mode: full | sampled | adaptive
+  uint32_t baseline_steps = 100;              ///< baseline_steps: adaptive: steps recorded in full from the start
   uint32_t window_steps = 10;                 ///< window_steps: steps recorded in full per window (1..1000000)
   uint32_t window_every_steps = 500;          ///< window_every_steps: a window starts every N steps (2..1e9)
   uint32_t window_ms = 200;                   ///< window_ms: a timed window's length, while no step is seen

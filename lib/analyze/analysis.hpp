@@ -297,7 +297,7 @@ struct ChildProcess {
 /// a slow step and its neighbours.
 struct SampledWindow {
   uint32_t index = 0;          ///< window number in the run, from 1
-  std::string reason;          ///< "periodic" | "timed" | "slow_step" | "neighbours"
+  std::string reason;          ///< "periodic" | "timed" | "slow_step" | "neighbours" | "baseline"
   bool full = true;            ///< full detail; false: ranges and marks only
   bool open = false;           ///< still open when the dump was written
   bool pinned = false;         ///< holds a slow step
@@ -323,6 +323,7 @@ struct SlowStepSeen {
 /// How a sampled run was recorded and how much of it the analysis covers (docs/sampled-mode.md).
 struct Sampling {
   bool sampled = false;
+  std::string mode = "sampled";  ///< "sampled" | "adaptive" (full detail for the first steps, then windows)
   std::string step_name;       ///< the range the runtime counted as a step
   bool by_steps = true;        ///< windows counted steps; false: timed windows (no step range was seen)
   uint64_t steps_seen = 0, steps_in_windows = 0;

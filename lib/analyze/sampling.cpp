@@ -15,6 +15,7 @@ const char* reason_name(uint8_t r) {
     case dump::WindowReason::kTimed: return "timed";
     case dump::WindowReason::kSlowStep: return "slow_step";
     case dump::WindowReason::kNeighbours: return "neighbours";
+    case dump::WindowReason::kBaseline: return "baseline";
   }
   return "unknown";
 }
@@ -106,6 +107,7 @@ SampledWindow window_of(const Context& cx, const dump::WindowEntry& w, int64_t t
 }
 
 void coverage(const Context& cx, const dump::SamplingSummary& s, Sampling& out) {
+  out.mode = cx.r.process_value("mode") == "adaptive" ? "adaptive" : "sampled";
   out.by_steps = s.flags & 1u;
   out.step_name = out.by_steps ? cx.r.string_at(s.step_name) : std::string();
   out.steps_seen = s.steps_seen;

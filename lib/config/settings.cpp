@@ -241,14 +241,15 @@ std::string pick_config_file(const ResolveOptions& options, std::string& named_b
 // run is not refused for a window setting it never uses.
 void check_combinations(const Resolved& resolved, Problems& problems) {
   const Config& c = resolved.config;
-  if (c.mode != CaptureMode::kSampled) return;
+  if (!records_in_windows(c.mode)) return;
   auto described = [&](std::string_view key, uint64_t value) {
     const std::string& origin = resolved.origin.at(std::string(key));
     return std::string(key) + " = " + std::to_string(value) + " (" + origin + ")";
   };
   auto smaller = [&](std::string_view window, uint64_t w, std::string_view every, uint64_t e) {
     if (w < e) return;
-    problems.messages.push_back("mode: sampled: " + described(window, w) + " must be smaller than " +
+    problems.messages.push_back(std::string("mode: ") + (c.mode == CaptureMode::kAdaptive ? "adaptive" : "sampled") +
+                                ": " + described(window, w) + " must be smaller than " +
                                 described(every, e) + ": a window would last until the next one begins, which is "
                                 "full capture (use mode: full for that)");
   };

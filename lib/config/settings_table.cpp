@@ -19,9 +19,9 @@ namespace {
 // Indexed by the enum's value, so the order must follow the declarations in config.hpp.
 constexpr std::array<std::string_view, 2> kBufferModeNames = {"stream", "ring"};
 constexpr std::array<std::string_view, 4> kLogLevelNames = {"error", "warn", "info", "debug"};
-constexpr std::array<std::string_view, 2> kCaptureModeNames = {"full", "sampled"};
+constexpr std::array<std::string_view, 3> kCaptureModeNames = {"full", "sampled", "adaptive"};
 static_assert(static_cast<int>(BufferMode::kRing) == 1 && static_cast<int>(LogLevel::kDebug) == 3 &&
-                  static_cast<int>(CaptureMode::kSampled) == 1,
+                  static_cast<int>(CaptureMode::kSampled) == 1 && static_cast<int>(CaptureMode::kAdaptive) == 2,
               "enum name tables follow the enum declarations");
 
 std::span<const std::string_view> enum_names(BufferMode) { return kBufferModeNames; }
@@ -146,7 +146,13 @@ constexpr KeyDef kKeys[] = {
      .doc = "full: everything, for the whole session; sampled: an always-on profile that records full detail "
             "(kernels, API calls, Python, ranges) only inside windows, keeps the newest windows_kept of them in "
             "memory (within trace_size_mb) and writes them at stop, exit, SIGUSR2 or flush_ring(); buffer_mode does "
-            "not apply."},
+            "not apply. adaptive: full detail for the first baseline_steps steps (the warm-up and the steps the "
+            "analysis reads), then as sampled; that part is never dropped from the ring."},
+    {.key = "baseline_steps", .section = "sampled", .member = &Config::baseline_steps,
+     .doc = "Adaptive mode: steps recorded in full from the start before windows take over (the part also ends "
+            "once it holds half of trace_size_mb). 100: the analysis reads at most 64 typical steps and the "
+            "warm-up before them (docs/sampled-mode.md, \"Adaptive capture\").",
+     .min = 1, .max = 1000000},
     {.key = "window_steps", .section = "sampled", .member = &Config::window_steps,
      .doc = "Sampled mode: steps recorded in full detail per window. A step is a range named by `step` (\"step\" "
             "when empty).",

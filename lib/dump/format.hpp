@@ -147,12 +147,14 @@ enum class WindowReason : uint8_t {
   kTimed = 1,      ///< every window_every_ms, while no step range had been seen
   kSlowStep = 2,   ///< opened after a slow step outside a window
   kNeighbours = 3, ///< light: the always-on ranges of a slow step outside a window and its neighbours
+  kBaseline = 4,   ///< adaptive mode's first part: full detail from the session's start for baseline_steps steps
 };
 
 enum WindowFlags : uint8_t {
   kWindowFull = 1u << 0,    ///< full detail (collectors on); else only the always-on ranges and marks
   kWindowOpen = 1u << 1,    ///< still open when the dump was written (end_ticks is then the write time)
   kWindowPinned = 1u << 2,  ///< holds a slow step: the ring drops it after every unpinned window
+  kWindowKept = 1u << 3,    ///< never dropped (adaptive mode's baseline): the steps the analysis reads
 };
 
 struct WindowEntry {

@@ -186,7 +186,7 @@ void write_waits(const Analysis& a, std::ostream& out) {
 void write_sampling(const Analysis& a, std::ostream& out) {
   const auto& s = a.sampling;
   if (!s.sampled) return;
-  out << "<section id=\"sampling\"><h2>Sampled run</h2>\n<p>The run was sampled (mode: sampled): " << h(sampling_sentence(s)) << "</p>\n";
+  out << "<section id=\"sampling\"><h2>Sampled run</h2>\n<p>The run was sampled (mode: " << s.mode << "): " << h(sampling_sentence(s)) << "</p>\n";
   Table w{kSamplingWindowHead, {true, false, false, true, true, true, true, true, true, true}, {}};
   for (const auto& x : s.windows) {
     auto c = sampling_window_cells(x);

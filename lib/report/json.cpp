@@ -406,6 +406,7 @@ std::string pretty_json(const json::value& v) {
 
 json::object sampling_json(const analyze::Sampling& s) {
   json::object o;
+  o["mode"] = str(s.mode);
   o["step_name"] = str(s.step_name);
   o["by_steps"] = s.by_steps;
   o["steps_seen"] = num(s.steps_seen);

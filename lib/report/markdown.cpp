@@ -252,7 +252,7 @@ void write_generation(const Analysis& a, std::ostream& out) {
 void write_sampling(const Analysis& a, std::ostream& out) {
   const auto& s = a.sampling;
   if (!s.sampled) return;
-  out << "## Sampled run\n\nThe run was sampled (mode: sampled): " << md_escape(sampling_sentence(s)) << "\n\n";
+  out << "## Sampled run\n\nThe run was sampled (mode: " << s.mode << "): " << md_escape(sampling_sentence(s)) << "\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& w : s.windows) {
     auto c = sampling_window_cells(w);

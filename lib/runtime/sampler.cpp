@@ -21,6 +21,7 @@ sampling::ScheduleOptions schedule_of(const Config& c, double tpn) {
   o.window_ticks = ms_to_ticks(c.window_ms, tpn);
   o.every_ticks = ms_to_ticks(c.window_every_ms, tpn);
   o.neighbours = c.slow_step_neighbours;
+  if (c.mode == CaptureMode::kAdaptive) o.baseline_steps = std::max<uint32_t>(c.baseline_steps, 1);
   return o;
 }
 
@@ -52,7 +53,22 @@ Sampler::Sampler(const Config& config, uint64_t start_ticks, double ticks_per_ns
       ticks_per_ns_(ticks_per_ns > 0 ? ticks_per_ns : 1.0),
       sched_(schedule_of(config, ticks_per_ns_), start_ticks),
       detector_(slow_of(config)),
-      store_(store_of(config)) {}
+      store_(store_of(config)) {
+  if (config.mode == CaptureMode::kAdaptive) open_baseline();
+}
+
+// Adaptive mode: the collectors record in full from their start and the scheduler starts with the baseline open, so
+// its window opens here, at the session's start (before any record is routed), and is kept whatever comes after.
+void Sampler::open_baseline() {
+  dump::WindowEntry e{};
+  e.index = full_open_ = baseline_index_ = next_index_++;
+  e.begin_ticks = full_begin_ = start_ticks_;
+  e.first_step = 0;
+  e.reason = static_cast<uint8_t>(dump::WindowReason::kBaseline);
+  e.flags = dump::kWindowFull | dump::kWindowKept;
+  store_.open(e);
+  ++windows_opened_;
+}
 
 std::string Sampler::step_name(const Config& config) { return config.step.empty() ? "step" : config.step; }
 
@@ -161,9 +177,12 @@ void Sampler::route(const std::vector<std::vector<uint8_t>>& chunks) {
     store_.add_events(eh.thread_id, c.data() + kHead, c.size() - kHead);
   }
   uint64_t horizon;
+  const bool baseline_full =
+      baseline_index_ && full_open_ == baseline_index_ && store_.bytes_of(baseline_index_) >= baseline_bytes();
   {
     std::lock_guard lk(mu_);
     horizon = sched_.preroll_horizon();
+    if (baseline_full) sched_.end_baseline();  // carried out at the next drain, like any close
   }
   store_.trim_preroll(horizon);
 }
@@ -231,7 +250,8 @@ std::vector<std::pair<std::string, std::string>> Sampler::process_info() const {
     if (!s.empty() && s.back() == '.') s.pop_back();
     return s;
   };
-  return {{"mode", "sampled"},
+  const bool adaptive = cfg_.mode == CaptureMode::kAdaptive;
+  std::vector<std::pair<std::string, std::string>> info = {{"mode", adaptive ? "adaptive" : "sampled"},
           {"sampled.step", step_name(cfg_)},
           {"sampled.window_steps", std::to_string(cfg_.window_steps)},
           {"sampled.window_every_steps", std::to_string(cfg_.window_every_steps)},
@@ -242,6 +262,10 @@ std::vector<std::pair<std::string, std::string>> Sampler::process_info() const {
           {"sampled.slow_step_factor", n(cfg_.slow_step_factor)},
           {"sampled.slow_step_percentile", n(cfg_.slow_step_percentile)},
           {"sampled.slow_step_neighbours", std::to_string(cfg_.slow_step_neighbours)}};
+  if (adaptive) info.emplace_back("sampled.baseline_steps", std::to_string(cfg_.baseline_steps));
+  return info;
 }
+
+uint64_t Sampler::baseline_bytes() const { return (std::max<uint64_t>(cfg_.trace_size_mb, 1) << 20) / 2; }
 
 }  // namespace inferscope::runtime

@@ -1,4 +1,4 @@
-// Sampled mode inside a running session (docs/sampled-mode.md): the scheduler and the slow-step test, fed by
+// Sampled and adaptive modes inside a running session (docs/sampled-mode.md): the scheduler and the slow-step test, fed by
 // the threads that end steps, and the ring of windows, fed by the writer. Internal to lib/runtime.
 //
 // Threads: step_ended() runs on any application thread (a short lock, no allocation in the common case, a
@@ -49,6 +49,9 @@ class Sampler {
   std::vector<std::pair<std::string, std::string>> process_info() const;
 
  private:
+  void open_baseline();
+  /// Adaptive mode: the baseline ends once it holds this much (half the ring), leaving room for the windows after.
+  uint64_t baseline_bytes() const;
   void open_window(const sampling::Request& r, const std::vector<Collector*>& collectors);
   void close_window(const sampling::Request& r, const std::vector<Collector*>& collectors);
   void note_slow(const sampling::Request& r);
@@ -70,6 +73,7 @@ class Sampler {
   sampling::WindowStore store_;
   uint32_t next_index_ = 1;
   uint32_t full_open_ = 0, light_open_ = 0;  // indexes of the windows open now (0: none)
+  uint32_t baseline_index_ = 0;              // adaptive mode: the baseline's window (0: none)
   uint32_t light_slow_ = 0;                  // slow steps in the light capture open now
   uint64_t full_begin_ = 0, window_ticks_ = 0;
   uint32_t windows_opened_ = 0;

@@ -425,11 +425,11 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   // Absolute from here on: a program that calls chdir() must not move its dump, temporary, lock file or report.
   s->output = dump::absolute_path(config.output.empty() ? default_output_path() : config.output);
   s->cfg.report = dump::absolute_path(config.report);
-  // Sampled mode keeps its windows in memory and writes them whole, as ring mode does.
-  s->ring_mode = config.buffer_mode == BufferMode::kRing || config.mode == CaptureMode::kSampled;
+  // Sampled and adaptive modes keep their windows in memory and write them whole, as ring mode does.
+  s->ring_mode = config.buffer_mode == BufferMode::kRing || records_in_windows(config.mode);
   s->from_env = from_env;
   s->family_output = family_output.empty() ? s->output : dump::absolute_path(family_output);
-  s->sampled = config.mode == CaptureMode::kSampled;
+  s->sampled = records_in_windows(config.mode);
   if (!open_dump(*s)) {
     delete s;
     return false;

@@ -236,6 +236,61 @@ TEST_CASE("sampled dump: every report says the run was sampled, which windows it
   CHECK(contains(json.str(), "\"reason\": \"neighbours\""));
 }
 
+// An adaptive dump (mode: adaptive): a baseline window from the start holding steps 0-29 (step 0 a slow warm-up
+// with a planted 20 ms kernel), then two periodic windows of 5 steps; the steps in between were sampled out.
+std::string make_adaptive_dump() {
+  const std::string path = work_file("adaptive.iscope");
+  dump::DumpBuilder b(path);
+  b.process("mode", "adaptive");
+  testsupport::Sim sim(b);
+  int64_t window_ns = 0;
+  const int64_t base_end = [&] {
+    for (int i = 0; i < 30; ++i) full_step(sim, 1 * ms, i == 0);
+    return sim.now();
+  }();
+  b.window(1, 0, base_end, 0, 30, dump::WindowReason::kBaseline, uint8_t(dump::kWindowFull | dump::kWindowKept));
+  window_ns += base_end;
+  uint32_t index = 1;
+  for (int w = 0; w < 2; ++w) {
+    for (int k = 0; k < 40; ++k) unrecorded_step(sim);
+    const int64_t begin = sim.now();
+    for (int k = 0; k < 5; ++k) full_step(sim, 1 * ms, false);
+    b.window(++index, begin, sim.now(), uint64_t(70 + 45 * w), 5);
+    window_ns += sim.now() - begin;
+  }
+  dump::SamplingSummary s{};
+  s.end_ticks = uint64_t(sim.now());
+  s.steps_seen = 120;
+  s.steps_in_windows = 40;
+  s.window_ticks = uint64_t(window_ns);
+  s.windows_opened = 3;
+  s.flags = 1;
+  b.sampling(s, "step");
+  b.finish();
+  return path;
+}
+
+TEST_CASE("adaptive dump: the baseline's steps with their warm-up, then the windows'; the reports name the baseline") {
+  const Analysis a = analyze::analyze_file(make_adaptive_dump(), {});
+  REQUIRE(a.sampling.sampled);
+  CHECK(a.sampling.mode == "adaptive");
+  CHECK(a.steps.total == 40);
+  CHECK(a.steps.warmup == 1);  // step 0, whole because the baseline opened with the session
+  REQUIRE(a.sampling.windows.size() == 3);
+  CHECK(a.sampling.windows[0].reason == "baseline");
+  CHECK(a.sampling.windows[0].steps_analyzed == 30);
+  REQUIRE(a.sampling.run_step.size() == 40);
+  CHECK(a.sampling.run_step[0] == 0);
+  CHECK(a.sampling.run_step[30] == 70);
+  std::ostringstream md, json;
+  report::write_markdown(a, md);
+  report::write_json(a, json);
+  CHECK(contains(md.str(), "**Sampled run** (mode: adaptive): full detail from the start for 30 steps, then in windows; "
+                           "in all, for 40 of 120 steps of 'step' (33.3 %)"));
+  CHECK(contains(json.str(), "\"mode\": \"adaptive\""));
+  CHECK(contains(json.str(), "\"reason\": \"baseline\""));
+}
+
 TEST_CASE("sampled dump without steps: each timed window is one step; a dump of format 1.0 reads as before") {
   const std::string path = work_file("sampled-timed.iscope");
   {

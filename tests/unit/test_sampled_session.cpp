@@ -202,6 +202,86 @@ TEST_CASE("sampled: with no step range, timed windows of window_ms every window_
   CHECK(count_named(read_all(r).ranges, "work") > 0);
 }
 
+TEST_CASE("adaptive: every step from the start in full until baseline_steps, kept; then windows as in sampled mode") {
+  Config c = sampled("adaptive.iscope");
+  c.mode = CaptureMode::kAdaptive;
+  c.baseline_steps = 5;
+  c.window_steps = 3;
+  c.window_every_steps = 10;
+  c.windows_kept = 2;  // the periodic windows then push each other out; the baseline stays
+  REQUIRE(start(c));
+  for (int i = 0; i < 48; ++i) step();
+  pause_us(50000);
+  REQUIRE(stop());
+  dump::DumpReader r(c.output);
+  CHECK(r.complete());
+  const auto& s = sampling_of(r);
+  CHECK(s.summary.steps_seen == 48);
+  CHECK(s.summary.windows_opened >= 3);  // the baseline, then windows after steps 14, 24, 34 (44 if the writer keeps up)
+  REQUIRE(s.windows.size() == 2);
+  const dump::WindowEntry& base = s.windows[0];
+  CHECK(base.reason == uint8_t(dump::WindowReason::kBaseline));
+  CHECK((base.flags & dump::kWindowFull) != 0);
+  CHECK((base.flags & dump::kWindowKept) != 0);
+  CHECK((base.flags & dump::kWindowOpen) == 0);
+  CHECK(base.first_step == 0);
+  CHECK(base.steps == 5);
+  CHECK(base.begin_ticks == s.summary.begin_ticks);  // from the session's start
+  auto content = read_all(r);
+  CHECK(steps_inside(content, base) >= 5);  // steps 0-4, and the step ending while detail went off
+  CHECK(s.windows[1].reason == uint8_t(dump::WindowReason::kPeriodic));
+  CHECK(s.windows[1].first_step >= 15);
+  CHECK(s.summary.windows_dropped >= 1);  // a periodic window, never the baseline
+  CHECK(testutil::process_value(r, "mode") == "adaptive");
+  CHECK(testutil::process_value(r, "sampled.baseline_steps") == "5");
+}
+
+TEST_CASE("adaptive: a run shorter than the baseline is recorded whole, its window still open at stop") {
+  Config c = sampled("adaptive-short.iscope");
+  c.mode = CaptureMode::kAdaptive;
+  REQUIRE(c.baseline_steps == 100);  // the default
+  REQUIRE(start(c));
+  for (int i = 0; i < 12; ++i) step();
+  REQUIRE(stop());
+  dump::DumpReader r(c.output);
+  const auto& s = sampling_of(r);
+  REQUIRE(s.windows.size() == 1);
+  CHECK(s.windows[0].reason == uint8_t(dump::WindowReason::kBaseline));
+  CHECK((s.windows[0].flags & dump::kWindowOpen) != 0);
+  CHECK(count_named(read_all(r).ranges, "step") == 12);
+  CHECK(count_named(read_all(r).ranges, "inner") == 12);
+  CHECK(s.summary.records_outside == 0);
+}
+
+TEST_CASE("adaptive: the baseline ends once it holds half of trace_size_mb, whatever its steps") {
+  Config c = sampled("adaptive-full.iscope");
+  c.mode = CaptureMode::kAdaptive;
+  c.trace_size_mb = 1;  // the baseline's share: 512 KiB
+  c.baseline_steps = 1000;
+  c.window_steps = 2;
+  c.window_every_steps = 5;
+  c.flush_period_ms = 5;
+  REQUIRE(start(c));
+  for (int i = 0; i < 3; ++i) {
+    ISCOPE_RANGE("step");
+    for (int k = 0; k < 12000; ++k) { ISCOPE_RANGE("tiny"); }  // 36k ranges of 32 bytes: twice the baseline's share
+  }
+  pause_us(50000);  // the writer drains, finds the baseline full and closes it
+  for (int i = 0; i < 20; ++i) step();
+  pause_us(50000);
+  REQUIRE(stop());
+  dump::DumpReader r(c.output);
+  const auto& s = sampling_of(r);
+  REQUIRE(!s.windows.empty());
+  const dump::WindowEntry& base = s.windows[0];
+  CHECK(base.reason == uint8_t(dump::WindowReason::kBaseline));
+  CHECK((base.flags & dump::kWindowOpen) == 0);
+  CHECK(base.steps < 1000);
+  CHECK(base.records * sizeof(RangeRecord) >= (512u << 10));
+  CHECK(base.records * sizeof(RangeRecord) <= (1u << 20));
+  CHECK(s.summary.windows_opened >= 2);  // periodic windows after it
+}
+
 TEST_CASE("sampled: flush_ring() writes the ring now and recording goes on") {
   Config c = sampled("sampled-flush.iscope");
   c.window_steps = 2;

@@ -195,6 +195,71 @@ TEST_CASE("scheduler: timed windows while no step range is seen; a step window i
   CHECK(s.take().empty());
 }
 
+TEST_CASE("scheduler, adaptive: the baseline is open from the start, counts its steps, then periodic windows follow") {
+  Run run({.window_steps = 3, .every_steps = 10, .baseline_steps = 5});
+  CHECK(run.s.state() == WindowScheduler::State::kOpen);  // no request: the collectors start in full detail
+  CHECK(run.s.reason() == WindowReason::kBaseline);
+  run.windows.emplace_back();  // the baseline's steps, as the other windows' below
+  for (uint64_t i = 0; i < 30; ++i) run.step(i);
+  REQUIRE(run.windows.size() == 3);
+  CHECK(run.windows[0] == std::vector<uint64_t>{0, 1, 2, 3, 4});  // step 0 too: it began after the session started
+  REQUIRE(run.seen.front().kind == Request::kClose);
+  CHECK(run.seen.front().reason == WindowReason::kBaseline);
+  CHECK(run.seen.front().steps == 5);
+  // The periodic windows are due every_steps after the baseline closed (after step 4), not at step 10.
+  CHECK(run.windows[1] == std::vector<uint64_t>{15, 16, 17});
+  CHECK(run.windows[2] == std::vector<uint64_t>{25, 26, 27});
+  CHECK(run.s.steps_in_windows() == 11);
+}
+
+TEST_CASE("scheduler, adaptive: a slow step in the baseline does not stretch it; the clock never closes it") {
+  Run run({.window_steps = 3, .every_steps = 10, .every_ticks = 50, .baseline_steps = 4});
+  run.windows.emplace_back();
+  run.step(0);
+  run.step(1, /*slow=*/true);
+  run.s.tick(1'000'000);  // far past every_ticks: a step window would close, the baseline does not
+  CHECK(run.s.state() == WindowScheduler::State::kOpen);
+  run.step(2);
+  run.step(3);
+  CHECK(run.windows[0] == std::vector<uint64_t>{0, 1, 2, 3});
+  CHECK(run.last(Request::kSlowStep).in_window);
+  CHECK(run.s.state() == WindowScheduler::State::kOff);
+}
+
+TEST_CASE("scheduler, adaptive: end_baseline closes the baseline at once (its share of the ring is full), and only it") {
+  Run run({.window_steps = 2, .every_steps = 4, .baseline_steps = 100});
+  run.windows.emplace_back();
+  run.step(0);
+  run.s.end_baseline();
+  run.writer(150);
+  CHECK(run.last(Request::kClose).reason == WindowReason::kBaseline);
+  CHECK(run.last(Request::kClose).steps == 1);
+  for (uint64_t i = 1; i < 8; ++i) run.step(i);
+  REQUIRE(run.windows.size() == 2);
+  CHECK(run.windows[1] == std::vector<uint64_t>{5, 6});  // due 4 steps after the baseline's one
+  const size_t closes = run.count(Request::kClose);
+  run.s.end_baseline();  // a periodic window is no baseline: nothing happens
+  run.writer(2000);
+  CHECK(run.count(Request::kClose) == closes);
+}
+
+TEST_CASE("scheduler, adaptive: without step ranges the baseline stays open, and timed windows follow once it closes") {
+  Run run({.window_steps = 3, .every_steps = 10, .window_ticks = 100, .every_ticks = 1000, .baseline_steps = 50});
+  run.s.tick(5000);
+  CHECK(run.s.state() == WindowScheduler::State::kOpen);  // no timed window opens while the baseline is open
+  run.writer(5000);
+  CHECK(run.seen.empty());
+  run.s.end_baseline();
+  run.writer(5100);
+  run.s.tick(5500);
+  run.writer(5500);
+  CHECK(run.count(Request::kOpen) == 0);  // the next timed window is due every_ticks after the baseline ended
+  run.s.tick(6200);
+  run.writer(6200);
+  REQUIRE(run.count(Request::kOpen) == 1);
+  CHECK(run.last(Request::kOpen).reason == WindowReason::kTimed);
+}
+
 TEST_CASE("scheduler: the pre-roll horizon reaches back to the start of the step `neighbours` before the newest") {
   WindowScheduler s({.window_steps = 2, .every_steps = 100, .neighbours = 2}, 0);
   CHECK(s.preroll_horizon() == UINT64_MAX);
@@ -389,6 +454,33 @@ TEST_CASE("ring: within the byte budget; the open window is never dropped, so pa
   CHECK(s.refused().at(7).first == 2);
   CHECK(s.bytes() == 4 * k);
   CHECK(s.records_kept() == 4);
+}
+
+TEST_CASE("ring: a kept window (adaptive mode's baseline) is never dropped; the others make room around it") {
+  const uint64_t k = sizeof(GpuKernelRecord);
+  WindowStore s({.max_windows = 2, .max_bytes = 6 * k});
+  dump::WindowEntry base = full(1, 0);
+  base.flags |= dump::kWindowKept;
+  s.open(base);
+  for (int i = 0; i < 3; ++i) add(s, 7, kernel_rec(i, i + 1));
+  s.close(1, 100, 3, 0);
+  CHECK(s.bytes_of(1) == 3 * k);
+  for (uint32_t w = 2; w <= 4; ++w) {
+    s.open(full(w, w * 1000));
+    for (int i = 0; i < 2; ++i) add(s, 7, kernel_rec(w * 1000 + i, w * 1000 + i + 1));
+    s.close(w, w * 1000 + 500, 2, 0);
+  }
+  auto e = s.entries(9000);
+  REQUIRE(e.size() == 2);
+  CHECK(e[0].index == 1);  // the oldest, kept
+  CHECK(e[1].index == 4);
+  CHECK(s.windows_dropped() == 2);
+  CHECK(s.bytes_of(2) == 0);  // dropped
+  // Past the budget with only the kept window left to drop: the open window's records are refused, not the baseline's.
+  s.open(full(5, 9000));
+  for (int i = 0; i < 5; ++i) add(s, 7, kernel_rec(9000 + i, 9001 + i));
+  CHECK(s.bytes_of(1) == 3 * k);
+  CHECK(s.refused().at(7).first == 2);
 }
 
 TEST_CASE("ring: written as EVENTS chunks a dump reader reads back, each thread's records in order") {

@@ -560,7 +560,9 @@ std::string describe(const ActivitySet& a) {
 // The collector's status while it records (mu held): what is enabled, and what was asked for but is not.
 std::string status_line(State& s, const std::string& failed) {
   std::string line = "on: CUPTI " + (s.api->origin.empty() ? std::string("(test)") : s.api->origin) + "; activities " +
-                     (s.sampled ? describe(s.wanted) + " inside sampled windows only" : describe(s.enabled));
+                     (s.sampled ? describe(s.wanted) + (s.detail ? " in full now, inside sampled windows later"
+                                                                          : " inside sampled windows only")
+                                : describe(s.enabled));
   if (s.wanted.any_api_as_activity() && !s.system_tids)
     line += "; API calls on callbacks: CUPTI gives no OS thread ids (" + s.no_system_tids + ")";
   if (!s.graph_note.empty()) line += "; " + s.graph_note;
@@ -807,8 +809,8 @@ class CuptiCollector final : public runtime::Collector {
     s.session = true;
     s.exit_flushed = false;
     s.graph_note.clear();
-    s.sampled = c.mode == CaptureMode::kSampled;
-    s.detail = !s.sampled;
+    s.sampled = records_in_windows(c.mode);
+    s.detail = detail_at_start(c.mode);
     s.device_info_written = false;  // each session's dump says which devices there are
     s.wanted = want;
     s.spec = c.cupti_activities;

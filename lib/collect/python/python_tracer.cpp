@@ -769,11 +769,12 @@ class PythonCollector final : public runtime::Collector {
       return std::string("off: ") + e.what();
     }
     filters_ = f;
-    sampled_ = config.mode == CaptureMode::kSampled;
+    sampled_ = records_in_windows(config.mode);
     g_switch_allowed.store(sampled_);
-    if (!sampled_) {
+    if (detail_at_start(config.mode)) {  // full, and adaptive's first part: tracing from the start
       std::string error = enable(f);
-      return error.empty() ? status_line() : "off: " + error;
+      if (!error.empty()) return "off: " + error;
+      return status_line() + (sampled_ ? ", then inside sampled windows only" : "");
     }
     disable();  // a full session before may have left tracing on
     return std::string("on: ") + mechanism() + ", Python " + PY_VERSION + ", mode " + f.mode +

@@ -63,9 +63,11 @@ class SystemCollector final : public runtime::Collector {
     overhead_name_ = runtime::intern("system_sampler");
     fast_name_ = runtime::intern("system_sampler_threads");
     runtime::set_thread_exit_hook(on_thread_exit);
-    paused_ = sampled_ = config.mode == CaptureMode::kSampled;
+    sampled_ = records_in_windows(config.mode);
+    paused_ = !detail_at_start(config.mode);
     thread_ = std::thread([this] { run(); });
-    return "on: " + status + (sampled_ ? "; inside sampled windows only" : "");
+    return "on: " + status + (!sampled_ ? "" : paused_ ? "; inside sampled windows only"
+                                                        : "; in full at first, then inside sampled windows only");
   }
 
   // Sampled mode: the sampling thread sleeps between windows.

@@ -13,6 +13,17 @@ WindowScheduler::WindowScheduler(const ScheduleOptions& options, uint64_t start_
   o_.every_steps = std::max<uint32_t>(o_.every_steps, o_.window_steps + 1);
   next_periodic_ = o_.every_steps;
   next_timed_ = start_ticks + o_.every_ticks;
+  if (o_.baseline_steps > 0) {  // open from the start: no request, the collectors start in full detail
+    state_ = State::kOpen;
+    reason_ = WindowReason::kBaseline;
+    begin_ = start_ticks;
+    remaining_ = o_.baseline_steps;
+    next_periodic_ = std::numeric_limits<uint64_t>::max();  // due every_steps after the baseline closes
+  }
+}
+
+void WindowScheduler::end_baseline() {
+  if (state_ == State::kOpen && reason_ == WindowReason::kBaseline) request_close();
 }
 
 void WindowScheduler::push(const Request& r) {
@@ -46,9 +57,13 @@ void WindowScheduler::opened(uint64_t begin) {
   remaining_ = o_.window_steps;
 }
 
-void WindowScheduler::closed(uint64_t) {
+void WindowScheduler::closed(uint64_t end) {
   if (state_ != State::kClosing) return;
   state_ = State::kOff;
+  if (reason_ == WindowReason::kBaseline) {
+    next_periodic_ = steps_ + o_.every_steps;
+    next_timed_ = end + o_.every_ticks;
+  }
   maybe_open();
 }
 
@@ -75,7 +90,7 @@ void WindowScheduler::count_in_window(bool slow) {
   if (slow) ++counted_slow_;
   if (reason_ == WindowReason::kTimed) return;  // a timed window ends by the clock
   remaining_ = remaining_ > 0 ? remaining_ - 1 : 0;
-  if (slow) remaining_ = std::max(remaining_, o_.neighbours);
+  if (slow && reason_ != WindowReason::kBaseline) remaining_ = std::max(remaining_, o_.neighbours);
   if (remaining_ == 0) request_close();
 }
 
@@ -126,7 +141,9 @@ void WindowScheduler::step_ended(uint64_t start, uint64_t end, bool slow, double
 }
 
 void WindowScheduler::tick(uint64_t now) {
-  if (state_ == State::kOpen && now >= begin_) {
+  // The baseline ends by its steps or by its share of the ring (end_baseline), never by the clock: a server that
+  // loads for minutes before its first step still has its warm-up recorded.
+  if (state_ == State::kOpen && now >= begin_ && reason_ != WindowReason::kBaseline) {
     const uint64_t limit = reason_ == WindowReason::kTimed ? o_.window_ticks : o_.every_ticks;
     if (limit && now - begin_ >= limit) request_close();
   }

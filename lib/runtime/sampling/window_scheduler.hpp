@@ -8,6 +8,9 @@
 //   s.step_ended(start, end, slow, bound);         // after step 499 ended: a kOpen request
 //   for (Request r : s.take()) ...;                 // the writer switches the collectors on, then:
 //   s.opened(now);                                  // steps that begin from here on count
+//
+// With baseline_steps (adaptive mode) the scheduler starts with a window open from start_ticks, reason kBaseline:
+// the collectors record in full from the start, and the writer opens that window before the first step.
 #pragma once
 
 #include "dump/format.hpp"
@@ -24,6 +27,9 @@ struct ScheduleOptions {
   uint64_t window_ticks = 0;   ///< a timed window's length (while no step was seen)
   uint64_t every_ticks = 0;    ///< a timed window is due this often; also the longest a step window stays open
   uint32_t neighbours = 2;     ///< steps kept on each side of a slow step
+  /// Adaptive mode: a window of full detail open from the start (reason kBaseline) until this many steps were
+  /// counted; the periodic windows are due every_steps after it closes. 0: none (sampled mode).
+  uint32_t baseline_steps = 0;
 };
 
 struct Request {
@@ -57,6 +63,8 @@ class WindowScheduler {
   /// The writer switched full detail on at `begin` (after a kOpen) / off at `end` (after a kClose).
   void opened(uint64_t begin);
   void closed(uint64_t end);
+  /// Ends the baseline now (the writer found it holds its share of the ring); nothing when it is not open.
+  void end_baseline();
 
   /// Requests made since the last call, oldest first.
   std::vector<Request> take();

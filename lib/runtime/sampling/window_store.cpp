@@ -87,6 +87,11 @@ bool WindowStore::is_full(uint32_t index) const {
   return w && (w->e.flags & dump::kWindowFull);
 }
 
+uint64_t WindowStore::bytes_of(uint32_t index) const {
+  const Stored* w = find(index);
+  return w ? w->bytes : 0;
+}
+
 bool WindowStore::pin_at(uint64_t t) {
   Stored* w = holding(t, true);
   if (!w) w = holding(t, false);
@@ -97,12 +102,14 @@ bool WindowStore::pin_at(uint64_t t) {
 
 WindowStore::Stored* WindowStore::oldest_closed(bool pinned, const Stored* keep) const {
   for (auto& w : windows_)
-    if (!w->open && w.get() != keep && bool(w->e.flags & dump::kWindowPinned) == pinned) return w.get();
+    if (!w->open && w.get() != keep && !(w->e.flags & dump::kWindowKept) &&
+        bool(w->e.flags & dump::kWindowPinned) == pinned)
+      return w.get();
   return nullptr;
 }
 
-// Drops the oldest closed window, one holding a slow step only when no other is left; never an open one (nor
-// `keep`, which a record is being added to). What it held is counted per thread.
+// Drops the oldest closed window, one holding a slow step only when no other is left; never an open one, a kept
+// one (adaptive mode's baseline) nor `keep`, which a record is being added to. What it held is counted per thread.
 bool WindowStore::evict_one(const Stored* keep) {
   Stored* victim = oldest_closed(false, keep);
   if (!victim) victim = oldest_closed(true, keep);

@@ -72,6 +72,8 @@ class WindowStore {
   uint64_t records_kept() const { return records_kept_; }
   uint64_t records_outside() const { return records_outside_; }
   uint64_t bytes() const { return bytes_; }
+  /// The bytes of records window `index` holds (0 when it is not kept).
+  uint64_t bytes_of(uint32_t index) const;
   size_t size() const { return windows_.size(); }
 
  private:
