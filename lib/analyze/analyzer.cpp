@@ -15,6 +15,7 @@
 // Every stage runs on W worker threads over runs of consecutive chunks (or steps) and joins their results in
 // file order, so the analysis is the same for any W (docs/analysis.md section 9; test_analyze_threads).
 #include "analyze/analyzer.hpp"
+#include "analyze/beside_task.hpp"
 
 #include "analyze/aggregate.hpp"
 #include "analyze/kernel_traits.hpp"
@@ -154,7 +155,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   // Attribution and alignment read only the arrays built above; they run beside pass 2, which reads the dump.
   Attribution at;
   double attributor_s = 0;
-  std::thread attributor([&] {
+  detail::BesideTask attributor([&] {
     const auto attributor_t0 = std::chrono::steady_clock::now();
     at = attribute(cx, in, li, who);
     attributor_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - attributor_t0).count();

@@ -70,8 +70,12 @@ void add_work(replay::StepGraph& g, size_t op, const GpuOp& w, std::vector<int64
 void link_work(const GraphSource& src, const WorkByCorr& by_corr, int64_t s, int64_t e, size_t first, size_t last,
                replay::StepGraph& g, std::vector<int64_t>& work_end) {
   const auto& calls = *src.calls;
+  // A correlation id names one call: where the input repeats one (a crafted dump or trace), its work goes to the
+  // call the launch index keeps for it (the latest), as everywhere else. Every call took every activity of its id:
+  // 8,000 launches and 8,000 kernels sharing one id (a 330 KB trace) made 64 million links, 2.3 GB.
   for (size_t k = first; k < last; ++k)
-    by_corr.each(calls[k]->corr, [&](uint32_t i) { add_work(g, k - first, src.gpu[i], work_end); });
+    if (src.launch_of(calls[k]->corr) == calls[k])
+      by_corr.each(calls[k]->corr, [&](uint32_t i) { add_work(g, k - first, src.gpu[i], work_end); });
   const GpuOp* begin = src.gpu;
   const GpuOp* it = std::lower_bound(begin, begin + src.gpu_count, s, [](const GpuOp& x, int64_t v) { return x.start < v; });
   auto by_start = [](const ApiOp* x, int64_t v) { return x->start <= v; };

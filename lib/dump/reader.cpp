@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <system_error>
+#include <exception>
 #include <thread>
 
 namespace inferscope::dump {
@@ -197,15 +198,27 @@ size_t DumpReader::first_bad_payload(const std::vector<Walked>& walked) const {
       }
     }
   };
+  // A failure on a worker (its buffer out of memory) is rethrown here once every worker ended: escaping a thread,
+  // it would end the process (std::terminate) instead of reaching the tool's "out of memory" message.
+  std::vector<std::exception_ptr> errors(n);
+  auto guarded = [&](unsigned part) {
+    try {
+      check(part);
+    } catch (...) {
+      errors[part] = std::current_exception();
+    }
+  };
   std::vector<std::thread> pool;
   unsigned started = 1;
   try {
-    for (; started < n; ++started) pool.emplace_back(check, started);
+    for (; started < n; ++started) pool.emplace_back(guarded, started);
   } catch (const std::system_error&) {  // no more threads (limits): the rest runs here
   }
-  check(0);
-  for (unsigned part = started; part < n; ++part) check(part);
+  guarded(0);
+  for (unsigned part = started; part < n; ++part) guarded(part);
   for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
   return *std::min_element(bad.begin(), bad.end());
 }
 

@@ -2,14 +2,22 @@
 // server module.
 #include "live/server.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/random.h>
 
 namespace inferscope::live {
 
 std::string url_host(const std::string& host) { return host.find(':') != std::string::npos ? "[" + host + "]" : host; }
 
+// An address, never a name that merely looks like one: `127.example.org` is a host name, which may resolve to any
+// address (it used to pass for loopback because it starts with "127.").
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 std::string parse_listen(const std::string& spec, bool any_address, Listen& out) {
@@ -17,6 +25,8 @@ std::string parse_listen(const std::string& spec, bool any_address, Listen& out)
   std::string host = colon == std::string::npos ? "127.0.0.1" : spec.substr(0, colon);
   const std::string port = colon == std::string::npos ? spec : spec.substr(colon + 1);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string::npos)  // `::1` alone split at its last ':' was host ':', port 1
+    return "live: '" + spec + "': an IPv6 address is written in brackets, [ADDR]:PORT ([::1]:8080)";
   if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
       std::stoi(port) > 65535)
     return "live: '" + spec + "' is not PORT or ADDR:PORT";

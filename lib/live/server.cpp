@@ -29,6 +29,16 @@ struct Server::Impl {
   std::mutex mu;
   std::condition_variable cv;
   bool finished = false;
+
+  // httplib's stop() acts only once the listening loop runs (`is_running()`): one called before the server's
+  // thread got there did nothing, and that thread then served until the process ended. A session stopped right
+  // after it started (a short program: `iscope-run --live 0 -- /bin/true`) waited the whole bound, said a client
+  // held the server, and left the port taken. Waits, until `deadline`, for the loop to run or the thread to end.
+  void wait_until_listening(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lk(mu);
+    while (!http.is_running() && !finished && std::chrono::steady_clock::now() < deadline)
+      cv.wait_for(lk, std::chrono::milliseconds(1));
+  }
 };
 
 std::unique_ptr<Server> Server::start(const Listen& where, const std::string& token, std::function<Snapshot()> tap,
@@ -79,11 +89,13 @@ std::unique_ptr<Server> Server::start(const Listen& where, const std::string& to
 
 bool Server::stop(std::chrono::milliseconds bound) {
   if (!impl_) return true;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  impl_->wait_until_listening(deadline);
   impl_->http.stop();
   bool done;
   {
     std::unique_lock lk(impl_->mu);
-    done = impl_->cv.wait_for(lk, bound, [&] { return impl_->finished; });
+    done = impl_->cv.wait_until(lk, deadline, [&] { return impl_->finished; });
   }
   // Left behind, the thread keeps `impl_` alive through its own reference; the process may exit meanwhile.
   if (done) impl_->thread.join();

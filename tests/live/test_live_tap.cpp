@@ -80,6 +80,12 @@ TEST_CASE("live addresses: loopback by default; another address only when allowe
   CHECK(parse_listen("0.0.0.0:9000", false, l).find("not loopback") != std::string::npos);
   CHECK(parse_listen("0.0.0.0:9000", true, l).empty());
   CHECK(!parse_listen("x", false, l).empty());
+  // A host name that starts like a loopback address is a name, resolved to whatever it names: not loopback.
+  CHECK(parse_listen("127.example.org:9000", false, l).find("not loopback") != std::string::npos);
+  CHECK(parse_listen("127.0.0.1.example.org:9000", false, l).find("not loopback") != std::string::npos);
+  CHECK(parse_listen("127.1.2.3:0", false, l).empty());
+  CHECK(parse_listen("[0:0:0:0:0:0:0:1]:0", false, l).empty());
+  CHECK(parse_listen("::1", false, l).find("in brackets") != std::string::npos);  // was host ':', port 1
   CHECK(!parse_listen("127.0.0.1:70000", false, l).empty());
   CHECK(random_token().size() == 32);
   CHECK(random_token() != random_token());

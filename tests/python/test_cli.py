@@ -84,9 +84,21 @@ def test_run_module_with_dash_m(tmp_path):
     assert len(of_kind(d, "python_call", "helper")) == 10
 
 
-def test_run_reports_a_missing_script(tmp_path):
+def test_run_reports_a_missing_script_before_recording_anything(tmp_path):
+    # The session used to start first: a dump of nothing was written beside the message ("inferscope: wrote ...").
     out = run(["-m", "inferscope_py", "run", "nope.py"], tmp_path)
     assert out.returncode == 2 and "cannot open 'nope.py'" in out.stderr
+    assert "inferscope: wrote" not in out.stderr
+    assert not list(tmp_path.glob("*.iscope")), "a dump was written for a script that does not exist"
+
+
+def test_run_takes_a_double_dash_before_the_script(tmp_path):
+    # `run -- script.py` named the script '--' ("cannot open '--'"), after recording a dump of nothing.
+    (tmp_path / "script.py").write_text("import sys\nprint('argv', sys.argv[1:])\n")
+    out = run(["-m", "inferscope_py", "run", "-o", "d.iscope", "--", "script.py", "--flag"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "argv ['--flag']" in out.stdout
+    assert (tmp_path / "d.iscope").exists()
 
 
 INFERENCE = textwrap.dedent(

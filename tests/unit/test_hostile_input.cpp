@@ -575,3 +575,28 @@ TEST_CASE("only the children a parent's dump records are its children; a stray f
     CHECK(json.find(stray) == std::string::npos);
   }
 }
+
+// With few descriptors left, --sqlite could not open the dump a second time: the InputError escaped main and ended
+// iscope-analyze by std::terminate (exit 134 under `ulimit -n 4`). Any limit must end in a result or a message.
+TEST_CASE("under any limit on open files the tools end with their result or a message, never a signal") {
+  const std::string d = small_dump("nofile.iscope");
+  const std::string md = testutil::temp_path("nofile.md"), db = testutil::temp_path("nofile.db");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs{
+      {"tools/iscope-analyze/iscope-analyze", {d, "-o", md, "--sqlite", db, "--json", md + ".json"}},
+      {"tools/iscope-analyze/iscope-analyze", {d, "--summary"}},
+      {"tools/iscope-diff/iscope-diff", {d, d, "-o", md}},
+      {"tools/iscope-config/iscope-config", {"show"}}};
+  for (long n = 3; n <= 16; ++n) {
+    CAPTURE(n);
+    testutil::ToolLimits lim;
+    lim.nofile = n;
+    for (const auto& [tool, args] : runs) {
+      CAPTURE(tool);
+      fs::remove(db);
+      const testutil::ToolRun r = testutil::run_tool(tool, args, lim);
+      CAPTURE(r.err);
+      CHECK(r.exit >= 0);  // -1: ended by a signal
+      if (r.exit != 0) CHECK_FALSE(r.err.empty());
+    }
+  }
+}

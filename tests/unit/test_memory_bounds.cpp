@@ -148,6 +148,21 @@ std::string gzipped_json(const std::string& name, const std::string& head, int b
   return p;
 }
 
+// Launch calls and kernels that all share one correlation id (an id names one call; crafted or merged input may
+// repeat it): every call took every kernel of its id into the what-if graph, calls x kernels links.
+std::string shared_correlation_dump(int n) {
+  const std::string p = testutil::temp_path("shared-corr.iscope");
+  dump::DumpBuilder b(p);
+  const uint32_t t = b.thread("main", 5), g = b.channel("gpu");
+  for (int i = 0; i < n; ++i) {
+    const int64_t s = 1'000'000 + int64_t(i) * 10'000;
+    b.api(t, "cudaLaunchKernel", 7, s, s + 1'000);
+    b.kernel(g, "gemm", 7, s + 2'000, s + 5'000);
+  }
+  b.finish();
+  return p;
+}
+
 bool mentions(const testutil::ToolRun& r, const std::string& s) { return r.err.find(s) != std::string::npos; }
 
 }  // namespace
@@ -255,4 +270,50 @@ TEST_CASE("a gzip trace that compresses far better than 64:1 is still read when 
   CHECK(r.exit == 0);
   CHECK_FALSE(mentions(r, "decompresses to more than"));
   CHECK(fs::exists(testutil::temp_path("padded.md")));
+}
+
+TEST_CASE("one correlation id shared by thousands of launches and kernels: memory grows with them, not their product") {
+  skip_where_address_space_cannot_be_limited();
+  // 8,000 launches and 8,000 kernels of correlation id 7: 64 million links of the what-if graph, 2.3 GB before
+  // (the same as a 330 KB torch.profiler trace).
+  const std::string p = shared_correlation_dump(8000);
+  MESSAGE("hostile dump: ", fs::file_size(p), " bytes");
+  const long base = baseline_kb();
+  const testutil::ToolRun a = run_analyze({p, "-o", testutil::temp_path("sc.md")});
+  CHECK(a.exit == 0);
+  CHECK_FALSE(mentions(a, "out of memory"));
+  MESSAGE("peak RSS: ordinary ", base, " KB, hostile ", a.maxrss_kb, " KB");
+  CHECK(a.maxrss_kb < base + 64 * 1024);
+  const testutil::ToolRun d = run_diff({p, p, "-o", testutil::temp_path("sc-diff.md")});
+  CHECK(d.exit == 0);
+  CHECK(d.maxrss_kb < base + 64 * 1024);
+}
+
+// Under a tight limit the tool ran out of threads or memory on a worker: std::thread's "Resource temporarily
+// unavailable" escaped, or a failure while the attribution's thread ran called std::terminate (exit 134 under
+// `ulimit -v` of 16 and 32 MiB). Any limit must end in the report or in the out-of-memory message.
+TEST_CASE("under any address-space limit the analysis ends with its report or the out-of-memory message, never a signal") {
+  skip_where_address_space_cannot_be_limited();
+  const std::string p = ordinary_dump();
+  int ran = 0;
+  for (unsigned long long mib = 8; mib <= 64; mib += 4) {
+    CAPTURE(mib);
+    testutil::ToolLimits lim;
+    lim.env = kEnv;
+    lim.address_space = mib << 20;
+    if (testutil::run_tool("tools/iscope-analyze/iscope-analyze", {"--version"}, lim).exit != 0) continue;  // no start
+    ++ran;
+    for (const auto& extra : std::vector<std::vector<std::string>>{{"-o", testutil::temp_path("lim.md")},
+                                                                   {"--sqlite", testutil::temp_path("lim.db")},
+                                                                   {"--summary"}}) {
+      CAPTURE(extra.front());
+      std::vector<std::string> args{p};
+      args.insert(args.end(), extra.begin(), extra.end());
+      const testutil::ToolRun r = testutil::run_tool("tools/iscope-analyze/iscope-analyze", args, lim);
+      CAPTURE(r.err);
+      CHECK((r.exit == 0 || (r.exit == 1 && mentions(r, "out of memory"))));
+      fs::remove(testutil::temp_path("lim.db"));
+    }
+  }
+  if (!ran) MESSAGE("SKIPPED: iscope-analyze does not start under 64 MiB of address space here; nothing was checked");
 }

@@ -9,6 +9,8 @@
 
 #include "dump/builder.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -152,6 +154,41 @@ TEST_CASE("iscope-run: --cupti-activities naming nothing is refused, '' and ',,,
     CHECK(l.run.exit == 2);
     CHECK(l.run.err.find("flag --cupti-activities: cupti_activities: the list is empty") != std::string::npos);
     CHECK(l.env.empty());  // the program did not run
+  }
+}
+
+TEST_CASE("iscope-run: -o given an empty file name is refused before the program runs") {
+  // `-o ""` (a script's unset variable) wrote the dump to ./<program>.<pid>.iscope as if -o were not given.
+  const std::string marker = testutil::temp_path("empty-o.ran");
+  for (const std::vector<std::string>& o : {std::vector<std::string>{"-o", ""}, {"--output="}}) {
+    std::vector<std::string> args = o;
+    args.insert(args.end(), {"--", "/usr/bin/touch", marker});
+    const testutil::ToolRun r = testutil::run_tool("tools/iscope-run/iscope-run", args);
+    CHECK(r.exit == 2);
+    CHECK(r.err.find("-o/--output: the file name is empty") != std::string::npos);
+    CHECK_FALSE(fs::exists(marker));  // the program was not run
+  }
+}
+
+TEST_CASE("iscope-run: --report onto a FIFO, or with an empty name, is refused before the program runs") {
+  // The report is written as the program ends: a FIFO nobody read held the program's exit, and iscope-run, for ever.
+  // An empty name said "its directory  does not exist".
+  const std::string fifo = testutil::temp_path("report-fifo.md"), marker = testutil::temp_path("report-fifo.ran");
+  fs::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string link = testutil::temp_path("report-fifo-link.md");
+  fs::remove(link);
+  fs::create_symlink(fifo, link);
+  for (const auto& [report, said] : std::vector<std::pair<std::string, std::string>>{
+           {fifo, "is a FIFO (named pipe)"}, {link, "is a FIFO (named pipe)"}, {"", "the file name is empty"}}) {
+    CAPTURE(report);
+    const testutil::ToolRun r = testutil::run_tool(
+        "tools/iscope-run/iscope-run",
+        {"-o", testutil::temp_path("report-fifo.iscope"), "--report", report, "--", "/usr/bin/touch", marker},
+        {.deadline_s = 30});
+    CHECK(r.exit == 2);
+    CHECK(r.err.find(said) != std::string::npos);
+    CHECK_FALSE(fs::exists(marker));
   }
 }
 

@@ -31,6 +31,7 @@ struct ToolLimits {
   long fsize = 0;                ///< > 0: files it writes may not exceed this many bytes (writes past it: EFBIG)
   unsigned long long address_space = 0;  ///< > 0: RLIMIT_AS, so a runaway allocation fails (bad_alloc) rather
                                          ///< than taking the machine's memory
+  long nofile = 0;               ///< > 0: RLIMIT_NOFILE, at most this many open descriptors (numbers below it)
   int deadline_s = 60;           ///< killed after this long (a hang fails the test instead of stalling it)
 };
 
@@ -58,6 +59,10 @@ inline ToolRun run_tool(const std::string& rel, const std::vector<std::string>& 
     if (lim.address_space > 0) {
       rlimit r{rlim_t(lim.address_space), rlim_t(lim.address_space)};
       ::setrlimit(RLIMIT_AS, &r);
+    }
+    if (lim.nofile > 0) {
+      rlimit r{rlim_t(lim.nofile), rlim_t(lim.nofile)};
+      ::setrlimit(RLIMIT_NOFILE, &r);
     }
     std::vector<char*> a, en;
     for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <iostream>
 #include <optional>
 
@@ -44,6 +46,18 @@ int exit_status_after_stdout(const char* tool, int status) {
   const int e = errno;
   std::cerr << tool << ": cannot write to standard output" << (e ? std::string(": ") + std::strerror(e) : "") << "\n";
   return status == 0 ? 1 : status;
+}
+
+int guarded_main(const char* tool, int (*run)(int, char**), int argc, char** argv) {
+  int status = 1;
+  try {
+    status = run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << tool << ": out of memory (docs/reliability.md, \"Memory bounds\")\n";
+  } catch (const std::exception& e) {
+    std::cerr << tool << ": " << e.what() << "\n";
+  }
+  return exit_status_after_stdout(tool, status);
 }
 
 }  // namespace inferscope::tools

@@ -40,4 +40,9 @@ std::string parse_boolean_flag(const std::string& flag, const std::string& value
 /// a closed descriptor) is exit 1 with a message naming `tool`, not a silent 0. A failing `status` is kept.
 int exit_status_after_stdout(const char* tool, int status);
 
+/// A tool's main: `run(argc, argv)`, then exit_status_after_stdout. A failure nothing below caught (an input that
+/// cannot be opened again for an export, out of memory outside the analysis) is one line naming `tool` and the
+/// reason, exit 1; it used to escape main and end the tool by std::terminate (SIGABRT, exit 134).
+int guarded_main(const char* tool, int (*run)(int, char**), int argc, char** argv);
+
 }  // namespace inferscope::tools

@@ -430,7 +430,7 @@ int run(int argc, char** argv);
 
 // What reached standard output is part of the result (a report to stdout that could not be written is exit 1 with a
 // message, not a silent 0): tool_common.hpp.
-int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout("iscope-analyze", run(argc, argv)); }
+int main(int argc, char** argv) { return inferscope::tools::guarded_main("iscope-analyze", run, argc, argv); }
 
 namespace {
 

@@ -130,4 +130,4 @@ int run(int argc, char** argv) {
 
 // What it prints is its result: standard output that could not be written (`> /dev/full`, a closed descriptor) is
 // exit 1 with a message, not 0 (tool_common.hpp, as in every tool).
-int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout("iscope-config", run(argc, argv)); }
+int main(int argc, char** argv) { return inferscope::tools::guarded_main("iscope-config", run, argc, argv); }

@@ -188,4 +188,4 @@ int run(int argc, char** argv) {
 
 // A comparison written to standard output that did not reach it (`-o -` into a full disk, `> /dev/full`, a closed
 // descriptor) is exit 1 with a message, as in every tool (tool_common.hpp).
-int main(int argc, char** argv) { return inferscope::tools::exit_status_after_stdout(kTool, run(argc, argv)); }
+int main(int argc, char** argv) { return inferscope::tools::guarded_main(kTool, run, argc, argv); }

@@ -125,6 +125,19 @@ std::string unwritable(const std::string& path) {
   return "";
 }
 
+// What stops --report FILE from being written when the program ends: what stops any output, and a FIFO or a socket
+// there (through links too). The report is written from the program's exit, so a FIFO nobody reads held the program
+// at its end for ever (`--report pipe.md`: iscope-run never returned). An empty name was "its directory  does not
+// exist". Devices (/dev/null, /dev/stdout) are written into.
+std::string report_unwritable(const std::string& report) {
+  if (report.empty()) return "the file name is empty; name the report's file (.md, .html or .json)";
+  struct stat st{};
+  if (::stat(absolute(report).c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+    return std::string("is a ") + (S_ISFIFO(st.st_mode) ? "FIFO (named pipe)" : "socket") +
+           ": the report is written as the program ends, which would wait there for a reader; name a file";
+  return unwritable(report);
+}
+
 // Where a write to `path` lands, as a path to compare: the end of its symlink chain (followed by hand, so a link to a
 // file not there yet leads to that file, as the report writer follows it: dump::AtomicOutput), with the
 // directories' links, "." and ".." resolved (weakly_canonical: as far as the path exists).
@@ -238,7 +251,10 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
   for (const auto& kv : args.arguments()) {
     const std::string& k = kv.key();
     const std::string& v = kv.value();
-    if (k == "output") plan.output = v;
+    if (k == "output" && v.empty()) {  // `-o "$UNSET"`: the dump went to the default path, as if -o were not given
+      error = "-o/--output: the file name is empty; name the dump's file, or leave -o out for the default";
+      return plan;
+    } else if (k == "output") plan.output = v;
     else if (k == "library") plan.library_override = v;
     else if (k == "buffer-mode") plan.setting("buffer_mode", v, "--buffer-mode");
     else if (k == "trace-size-mb") plan.setting("trace_size_mb", v, "--trace-size-mb");
@@ -330,7 +346,7 @@ std::vector<std::string> file_problems(const Plan& plan, const cxxopts::ParseRes
   }
   if (args.count("report")) {
     const std::string report = args["report"].as<std::string>();
-    if (const std::string why = unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
+    if (const std::string why = report_unwritable(report); !why.empty()) problems.push_back("--report " + report + ": " + why);
     else if (!plan.output.empty() && names_one_file(plan.output, report))  // the report would replace the dump
       problems.push_back("--report " + report + ": is the dump's own file (" + plan.output_named_by + "); name another file");
   }

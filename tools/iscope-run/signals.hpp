@@ -17,9 +17,9 @@ namespace iscope_run {
 
 class SignalForwarding {
  public:
-  /// SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 get a handler that passes them on to the program,
-  /// and are blocked until forward_to(). One iscope-run was started with ignored stays ignored (the program
-  /// inherits that too).
+  /// SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF get a handler that
+  /// passes them on to the program, and are blocked until forward_to(). One iscope-run was started with ignored
+  /// stays ignored (the program inherits that too).
   SignalForwarding();
   /// In the forked child, before exec: the dispositions and mask iscope-run was started with.
   void in_program();
@@ -29,7 +29,10 @@ class SignalForwarding {
   void program_ended();
 
  private:
-  static constexpr int kSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+  // Every signal whose default action ends a process and that another process may send (a supervisor, a job
+  // scheduler, `timeout -s ALRM`). SIGALRM, SIGVTALRM and SIGPROF ended iscope-run alone: the program ran on
+  // unwatched, held its output (a second run on it was refused), and its status was lost.
+  static constexpr int kSignals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF};
   struct sigaction old_[sizeof(kSignals) / sizeof(kSignals[0])]{};
   sigset_t old_mask_{};
 };

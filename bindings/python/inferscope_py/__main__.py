@@ -61,9 +61,24 @@ def _start(config):
         return None
 
 
+def _script_problem(args):
+    """Why the script cannot be run, before any session starts (so a mistyped name records no dump of nothing):
+    a message, or None. `run -- script.py` is read as `run script.py`."""
+    if args.target[:1] == ["--"]:
+        args.target = args.target[1:]
+    if args.module is not None:
+        return None
+    if not args.target:
+        return "no script given"
+    if not os.path.exists(args.target[0]):
+        return f"cannot open '{args.target[0]}': no such file"
+    return None
+
+
 def _run(args):
-    if args.module is None and not args.target:
-        print("python -m inferscope_py run: no script given", file=sys.stderr)
+    problem = _script_problem(args)
+    if problem:
+        print(f"python -m inferscope_py run: {problem}", file=sys.stderr)
         return 2
     config = {}
     if args.output:
@@ -88,9 +103,6 @@ def _run(args):
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         else:
             script = args.target[0]
-            if not os.path.exists(script):
-                print(f"python -m inferscope_py run: cannot open '{script}': no such file", file=sys.stderr)
-                return 2
             sys.argv = list(args.target)
             sys.path[0] = os.path.dirname(os.path.abspath(script))
             runpy.run_path(script, run_name="__main__")
