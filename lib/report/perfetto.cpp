@@ -420,12 +420,8 @@ class TraceWriter {
         .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
     instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
   }
-  // A thread state's code; a damaged dump may hold it as any double (NaN, 1e25), which has no int64 of its own.
-  static int64_t state_code(const CounterSample& s) {
-    if (!s.is_double) return s.i;
-    if (!(s.d > -9.2e18 && s.d < 9.2e18)) return -1;  // NaN or out of range: no state code
-    return static_cast<int64_t>(s.d);
-  }
+  // A thread state's code; a damaged dump may hold it as any double (NaN, 1e25): dump::thread_state_code.
+  static int64_t state_code(const CounterSample& s) { return dump::thread_state_code(s.is_double, s.i, s.d); }
   void on(const CounterRecord& c, const dump::RecordContext& rc) {
     const std::string counter = r_.string_at(c.name);
     CounterSample s{counter, pid_, {}, rel_ns(c.ts), rc.aux() == uint8_t(AttrType::kDouble), c.value.i, c.value.d};
