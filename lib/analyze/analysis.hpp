@@ -300,6 +300,10 @@ struct ChildProcess {
   double step_ms = 0;      ///< its steady median step (or trace time without steps)
   std::string primary;     ///< its primary finding's category ("" = none)
   std::string error;       ///< set when it could not be read; the rest is then empty
+  /// Its analysis's steps and the one its reports draw: a run's Perfetto trace gives each rank its Steps track.
+  /// Not written to the reports.
+  StepStats step_stats;
+  uint32_t representative_step = 0;
 };
 
 /// A window of a sampled run (mode: sampled): a stretch recorded in full detail, or (light) the always-on ranges of
