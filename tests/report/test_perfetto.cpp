@@ -591,7 +591,8 @@ TEST_CASE("perfetto run trace: each rank's steps on a Steps track of its own pro
     analyze::StepStats st;
     st.name = "step";
     st.count = st.total = 2;
-    st.spans = {{clock.to_ns(at), clock.to_ns(at + 1000), 1}, {clock.to_ns(at + 1000), clock.to_ns(at + 3000), 1}};
+    const auto ns = [&](int64_t t) { return clock.to_ns(1'000'000'000ull + uint64_t(t)); };  // the builder's ticks
+    st.spans = {{ns(at), ns(at + 1000), 1}, {ns(at + 1000), ns(at + 3000), 1}};
     return st;
   };
   const analyze::StepStats s0 = stats(ra, 1000), s1 = stats(rb, 6000);
