@@ -703,9 +703,9 @@ BREAKAGES = [
     ("no-arrow", "a click on a CUDA call draws no arrow", "drawArrows(t0, pxPerMs);", ""),
     ("arrow-off-kernel", "the arrow ends past the kernel's start", "var x2 = X0 + (g.start - t0) * pxPerMs",
      "var x2 = X0 + (g.end - t0) * pxPerMs + 9"),
-    ("state-labels-cut", "thread-state labels written whole however narrow their stretch",
-     "var fits = width > 24 ? Math.floor((width - 4) / 6.6) : 0;",
-     "var fits = s.labelFill !== '#fff' ? 99 : width > 24 ? Math.floor((width - 4) / 6.6) : 0;"),
+    ("state-labels-cut", "thread-state labels drawn past the end of their stretch",
+     "s.text.setAttribute('x', (x + 2).toFixed(2));",
+     "s.text.setAttribute('x', (x + 2 + (s.labelFill !== '#fff' ? width - 8 : 0)).toFixed(2));"),
 ]
 
 
