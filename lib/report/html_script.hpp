@@ -81,7 +81,8 @@ constexpr const char* kTimelineScript = R"JS(
     r.removeAttribute('display');  // a short GPU span's; from here on placeSpan shows or hides each span
     return {rect: r, start: +r.dataset.s, end: +r.dataset.e, label: r.dataset.l || '', labelFill: r.dataset.lc || '#fff',
             gpu: r.classList.contains('g'), mark: r.classList.contains('mk') ? (r.classList.contains('hl') ? 3 : 1.5) : 0,
-            key: r.dataset.k || '', text: next && next.classList.contains('sl') ? next : null};
+            key: r.dataset.k || '', state: r.classList.contains('st'),
+            text: next && next.classList.contains('sl') ? next : null};
   });
 
   function el(name, attrs, parent) {
@@ -126,6 +127,13 @@ constexpr const char* kTimelineScript = R"JS(
     s.text.style.display = '';
     s.text.setAttribute('x', (x + 2).toFixed(2));
     s.text.textContent = text;
+    // A thread state's words are wider than 6.6 px a character ("runn\u2026" took 36.4 px of a 37 px stretch):
+    // measured, and cut shorter until they fit (few such labels, so the measuring costs little).
+    for (var n = fits - 1; s.state && n >= 0 && s.text.getComputedTextLength() > width - 3; n--) {
+      var shorter = n >= 5 ? fitLabel(s.label, n) : '';
+      if (!shorter) { s.text.style.display = 'none'; break; }
+      s.text.textContent = shorter;
+    }
   }
 
   function placeSpan(s, t0, pxPerMs) {
