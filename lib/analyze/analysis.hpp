@@ -270,11 +270,20 @@ struct TimelineSpan {
   std::string label;
   std::string category;  ///< "range" | "python" | "api" | "sync" | "kernel" | "h2d" | "d2h" | "memset" | ...
   uint32_t depth = 0;
+  /// The CUPTI correlation id joining a CUDA call with the GPU work it launched, set on both only where both
+  /// are in the step's timeline (0: none, or the other side is not drawn).
+  uint32_t correlation = 0;
+};
+/// A thread's scheduler state from the system collector's samples (dump/thread_states.hpp), clipped to the step.
+struct TimelineState {
+  double start_ms = 0, end_ms = 0;  ///< relative to the representative step's start
+  int64_t code = 0;                 ///< the state letter's ASCII code ('R' = 82)
 };
 struct TimelineLane {
   std::string name;  ///< "thread main (1234)" or "GPU 0 stream 7"
   bool gpu = false;
   std::vector<TimelineSpan> spans;
+  std::vector<TimelineState> states;  ///< a thread lane's, in time order; empty where the dump has no samples
 };
 struct RepresentativeStep {
   StepInstance step;
@@ -291,6 +300,10 @@ struct ChildProcess {
   double step_ms = 0;      ///< its steady median step (or trace time without steps)
   std::string primary;     ///< its primary finding's category ("" = none)
   std::string error;       ///< set when it could not be read; the rest is then empty
+  /// Its analysis's steps and the one its reports draw: a run's Perfetto trace gives each rank its Steps track.
+  /// Not written to the reports.
+  StepStats step_stats;
+  uint32_t representative_step = 0;
 };
 
 /// A window of a sampled run (mode: sampled): a stretch recorded in full detail, or (light) the always-on ranges of

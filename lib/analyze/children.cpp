@@ -98,6 +98,8 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
     c.step_ms = a.end_to_end_ms;
     for (const Finding& f : a.findings)
       if (f.primary) c.primary = f.category;
+    c.step_stats = a.steps;
+    c.representative_step = a.representative.step.index;
     if (ranks && is_rank(r, a)) {
       ranks->traces.push_back(read_rank_trace(r, a));
       ranks->analyses.push_back(std::move(a));

@@ -588,5 +588,9 @@ Tables build_tables(const Context& cx, const Ingested& in, const Attribution& at
 // ---------------------------------------------------------------- representative timeline (timeline.cpp)
 /// The representative step's spans (a warning when they were cut to the longest).
 Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur);
+/// Each thread lane's scheduler states in the step [rep_s, rep_e) (TimelineLane::states; timeline_states.cpp),
+/// from the dump's thread.state samples of its thread (dump thread id -> its lane).
+void add_thread_states(const Context& cx, const Ingested& in, int64_t rep_s, int64_t rep_e,
+                       const std::map<uint32_t, TimelineLane*>& lane_of_thread);
 
 }  // namespace inferscope::analyze::detail

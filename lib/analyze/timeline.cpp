@@ -7,8 +7,10 @@ namespace {
 
 using Lanes = std::map<std::string, TimelineLane>;
 
-// Every span overlapping the step, clipped to it, in ms from its start.
-Lanes collect_lanes(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur) {
+// Every span overlapping the step, clipped to it, in ms from its start; `lane_thread`: each thread lane's dump
+// thread id.
+Lanes collect_lanes(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur,
+                    std::map<std::string, uint32_t>& lane_thread) {
   const auto& r = cx.r;
   const auto& apis = in.apis;
   const auto& gpu = in.gpu;
@@ -18,20 +20,23 @@ Lanes collect_lanes(const Context& cx, const Ingested& in, const StepSet& ss, co
   auto lane_name = [&](uint32_t t) {
     auto it = r.threads().find(t);
     std::string n = it != r.threads().end() && !it->second.name.empty() ? it->second.name : "thread " + std::to_string(t);
-    return "thread " + n + " (" + std::to_string(it != r.threads().end() ? it->second.os_tid : t) + ")";
+    std::string lane = "thread " + n + " (" + std::to_string(it != r.threads().end() ? it->second.os_tid : t) + ")";
+    lane_thread.emplace(lane, t);
+    return lane;
   };
-  auto add = [&](const std::string& lane, bool g, int64_t s, int64_t e, std::string label, const char* cat, uint32_t depth) {
+  auto add = [&](const std::string& lane, bool g, int64_t s, int64_t e, std::string label, const char* cat, uint32_t depth,
+                 uint32_t corr = 0) {
     auto& L = lanes[lane];
     L.name = lane;
     L.gpu = g;
     s = std::max(s, rep_s);
     e = std::min(e, rep_e);
-    L.spans.push_back({ms(double(s - rep_s)), ms(double(e - rep_s)), std::move(label), cat, depth});
+    L.spans.push_back({ms(double(s - rep_s)), ms(double(e - rep_s)), std::move(label), cat, depth, corr});
   };
   for (auto& c : rep_cpu) add(lane_name(c.thread), false, c.s, c.e, c.label, c.cat, c.depth);
   for (auto& x : apis)
     if (x.end() > rep_s && x.start < rep_e)
-      add(lane_name(x.thread), false, x.start, x.end(), cx.name_of(x.name), x.kind == detail::kSync || x.kind == detail::kCopySync ? "sync" : "api", 0);
+      add(lane_name(x.thread), false, x.start, x.end(), cx.name_of(x.name), x.kind == detail::kSync || x.kind == detail::kCopySync ? "sync" : "api", 0, x.corr);
   auto first = std::lower_bound(gpu.begin(), gpu.end(), rep_s - max_gpu_dur, [](const GpuOp& x, int64_t v) { return x.start < v; });
   // Several GPUs in the step: a lane per GPU and stream ("GPU 1 stream 7"); one GPU keeps "GPU stream 7".
   bool several_gpus = false;
@@ -47,7 +52,7 @@ Lanes collect_lanes(const Context& cx, const Ingested& in, const StepSet& ss, co
     std::string label = detail::is_kernel(it->kind) ? cx.name_of(it->name_or_bytes)
                         : it->kind == detail::kGraph ? graph_work_name(it->name_or_bytes)
                                                      : std::string(cats[it->kind]) + " " + std::to_string(it->name_or_bytes) + " B";
-    add((several_gpus ? "GPU " + std::to_string(it->device) + " stream " : std::string("GPU stream ")) + std::to_string(it->stream), true, it->start, it->end(), std::move(label), cats[it->kind], 0);
+    add((several_gpus ? "GPU " + std::to_string(it->device) + " stream " : std::string("GPU stream ")) + std::to_string(it->stream), true, it->start, it->end(), std::move(label), cats[it->kind], 0, it->corr);
   }
   return lanes;
 }
@@ -86,6 +91,7 @@ size_t merge_tiny(Lanes& lanes, double min_w) {
           s.start_ms - out.back().end_ms < min_w && out.back().end_ms - out.back().start_ms < 20 * min_w) {
         auto& b = out.back();
         b.end_ms = std::max(b.end_ms, s.end_ms);
+        b.correlation = 0;  // a block of several calls launched no one thing
         if (b.label.rfind("merged ", 0) != 0) b.label = "merged 2 " + b.category + "s";
         else {
           int k = std::atoi(b.label.c_str() + 7);
@@ -101,13 +107,26 @@ size_t merge_tiny(Lanes& lanes, double min_w) {
   return total;
 }
 
+// Keeps a span's correlation id only where the timeline draws both the CUDA call and GPU work with it: the
+// reports join those two, and nothing else.
+void keep_drawn_pairs(Lanes& lanes) {
+  std::set<uint32_t> host, gpu;
+  for (auto& [n, L] : lanes)
+    for (auto& s : L.spans)
+      if (s.correlation) (L.gpu ? gpu : host).insert(s.correlation);
+  for (auto& [n, L] : lanes)
+    for (auto& s : L.spans)
+      if (s.correlation && !(L.gpu ? host : gpu).count(s.correlation)) s.correlation = 0;
+}
+
 }  // namespace
 
 Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur) {
   Timeline a;
   const auto& opt = cx.opt;
   const int64_t rep_s = ss.rep_s, rep_e = ss.rep_e;
-  Lanes lanes = collect_lanes(cx, in, ss, hw, max_gpu_dur);
+  std::map<std::string, uint32_t> lane_thread;
+  Lanes lanes = collect_lanes(cx, in, ss, hw, max_gpu_dur, lane_thread);
   assign_rows(lanes);
   // Cap: merge runs of tiny spans, then keep the longest.
   const double min_w = ms(double(rep_e - rep_s)) / 2000.0;
@@ -131,6 +150,11 @@ Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss
     a.warnings.push_back("the representative step's timeline was cut to its " + std::to_string(opt.max_timeline_spans) +
                          " longest spans");
   }
+  keep_drawn_pairs(lanes);
+  std::map<uint32_t, TimelineLane*> lane_of_thread;
+  for (auto& [n, L] : lanes)
+    if (const auto t = lane_thread.find(n); !L.gpu && t != lane_thread.end()) lane_of_thread[t->second] = &L;
+  add_thread_states(cx, in, rep_s, rep_e, lane_of_thread);
   for (auto& [n, L] : lanes)
     if (!L.gpu) a.lanes.push_back(std::move(L));
   for (auto& [n, L] : lanes)

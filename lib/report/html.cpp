@@ -40,7 +40,8 @@ tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,mono
 rect.mk.sb{fill:#2c3e50}rect.mk.hl{fill:#f1c40f;fill-opacity:.3;stroke:#d68910;stroke-width:1}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
 svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl-svg.dragging{cursor:grabbing}
-#tl-svg:focus{outline:none}#tl-svg:focus-visible{outline:2px solid #4f7cac}
+#tl-svg:focus{outline:none}#tl-svg:focus-visible{outline:2px solid #4f7cac}rect.sel{stroke:#1d232b;stroke-width:2}
+#tl-svg rect[data-k]{cursor:pointer}
 .tl-controls button{font:13px system-ui,sans-serif;min-width:28px;margin-right:4px}
 #spread{margin:2px 0 8px;font-size:15px}
 #verdict{border:1px solid #e8cfcb;border-left:5px solid #c0392b;background:#fdf6f5;border-radius:4px;padding:4px 14px;margin:8px 0}

@@ -1,5 +1,6 @@
 // What the HTML report's writers share (internal to lib/report): html.cpp writes the page, html_first.cpp its
-// first screen, html_timeline.cpp the representative step's timeline, html_script.hpp holds the page's scripts.
+// first screen, html_timeline.cpp the representative step's timeline
+// (html_states.cpp its thread-state rows), html_script.hpp holds the page's scripts.
 #pragma once
 
 #include "analyze/analysis.hpp"
@@ -9,6 +10,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inferscope::report::html {
 
@@ -28,6 +30,22 @@ void write_quality(const analyze::Analysis& a, const KernelNames& names, std::os
 
 /// The fill of a timeline span of this category (the timeline's legend uses the same).
 const char* span_color(const std::string& category);
+
+/// The fill of a thread-state row's stretch of this state ('R', 'S', ...; html_states.cpp).
+const char* state_color(int64_t code);
+/// Where a lane's thread-state row lies in the timeline's SVG.
+struct StateRowGeometry {
+  double x0 = 0, w = 0;        ///< the plot's left edge and width
+  double y = 0, row_h = 0;     ///< the row's top and height
+  double height = 0;           ///< the whole SVG's (for the row's clipping <svg>)
+  double span = 1;             ///< ms the plot shows
+  double label_dy = 0;         ///< a label's baseline below the row's top
+};
+/// A thread lane's state row (html_states.cpp): its name at the left, each state a light rect with its times and
+/// label (data-s, data-e, data-l) that kTimelineScript places on zoom like a span.
+void write_state_row(const std::vector<analyze::TimelineState>& states, const StateRowGeometry& g, std::ostream& out);
+/// The states drawn in `rep`, one swatch each; nothing when no lane has states.
+void write_state_legend(const analyze::RepresentativeStep& rep, std::ostream& out);
 
 /// The representative step, one lane per thread and GPU stream, zoomable (kTimelineScript).
 void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);

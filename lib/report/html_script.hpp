@@ -62,8 +62,9 @@ constexpr const char* kScript = R"JS(
 // The view is a zoom factor k >= 1 and an offset `off`, the view's left edge in plot pixels at zoom 1. Each
 // redraw places every span from its times (a transform would stretch the labels), labels the spans that now
 // have room, shows GPU spans (class g) once they are MIN_GPU_PX wide and sums the narrower ones into strips of
-// the visible range (the server's strips are for zoom 1 only), and redraws the ticks. svg.dataset.k and .off
-// hold the view for tests/report/browser_check.py.
+// the visible range (the server's strips are for zoom 1 only), redraws the ticks and the selection's arrows
+// (a CUDA call and its GPU work, which share data-k). svg.dataset.k and .off hold the view for
+// tests/report/browser_check.py. Thread-state rows (rect.st) are placed like spans; their labels are dark (data-lc).
 constexpr const char* kTimelineScript = R"JS(
 (function () {
   var svg = document.getElementById('tl-svg');
@@ -78,8 +79,9 @@ constexpr const char* kTimelineScript = R"JS(
   var spans = Array.from(svg.querySelectorAll('rect[data-s]')).map(function (r) {
     var next = r.nextElementSibling;
     r.removeAttribute('display');  // a short GPU span's; from here on placeSpan shows or hides each span
-    return {rect: r, start: +r.dataset.s, end: +r.dataset.e, label: r.dataset.l || '',
+    return {rect: r, start: +r.dataset.s, end: +r.dataset.e, label: r.dataset.l || '', labelFill: r.dataset.lc || '#fff',
             gpu: r.classList.contains('g'), mark: r.classList.contains('mk') ? (r.classList.contains('hl') ? 3 : 1.5) : 0,
+            key: r.dataset.k || '', state: r.classList.contains('st'),
             text: next && next.classList.contains('sl') ? next : null};
   });
 
@@ -119,12 +121,19 @@ constexpr const char* kTimelineScript = R"JS(
       return;
     }
     if (!s.text) {
-      s.text = el('text', {'class': 'sl', y: +s.rect.getAttribute('y') + LABEL_DY, fill: '#fff', 'pointer-events': 'none'});
+      s.text = el('text', {'class': 'sl', y: +s.rect.getAttribute('y') + LABEL_DY, fill: s.labelFill, 'pointer-events': 'none'});
       s.rect.after(s.text);
     }
     s.text.style.display = '';
     s.text.setAttribute('x', (x + 2).toFixed(2));
     s.text.textContent = text;
+    // A thread state's words are wider than 6.6 px a character ("runn\u2026" took 36.4 px of a 37 px stretch):
+    // measured, and cut shorter until they fit (few such labels, so the measuring costs little).
+    for (var n = fits - 1; s.state && n >= 0 && s.text.getComputedTextLength() > width - 3; n--) {
+      var shorter = n >= 5 ? fitLabel(s.label, n) : '';
+      if (!shorter) { s.text.style.display = 'none'; break; }
+      s.text.textContent = shorter;
+    }
   }
 
   function placeSpan(s, t0, pxPerMs) {
@@ -201,6 +210,50 @@ constexpr const char* kTimelineScript = R"JS(
     }
   }
 
+  // The selection: a correlation id (data-k) whose CUDA call and GPU work are joined by arrows, from the call's
+  // start at its bottom edge to the GPU work's start at its top (where a short kernel is not drawn, to where it
+  // ran). svg.dataset.sel holds it for tests/report/browser_check.py.
+  var arrows = document.getElementById('tl-arrows'), selText = document.getElementById('tl-sel'), selected = '';
+  var byKey = new Map();
+  spans.forEach(function (s) {
+    if (!s.key) return;
+    if (!byKey.has(s.key)) byKey.set(s.key, []);
+    byKey.get(s.key).push(s);
+  });
+  function drawArrows(t0, pxPerMs) {
+    if (!arrows) return;
+    while (arrows.firstChild) arrows.removeChild(arrows.firstChild);
+    var group = byKey.get(selected) || [];
+    var calls = group.filter(function (s) { return !s.gpu; }), work = group.filter(function (s) { return s.gpu; });
+    calls.forEach(function (c) {
+      var x1 = X0 + (c.start - t0) * pxPerMs, y1 = +c.rect.getAttribute('y') + +c.rect.getAttribute('height');
+      work.forEach(function (g) {
+        var x2 = X0 + (g.start - t0) * pxPerMs, y2 = +g.rect.getAttribute('y'), bend = Math.max(12, (y2 - y1) / 2);
+        el('path', {'class': 'tl-arrow', d: 'M' + x1.toFixed(2) + ' ' + y1.toFixed(1) + ' C' + x1.toFixed(2) + ' ' +
+                    (y1 + bend).toFixed(1) + ' ' + x2.toFixed(2) + ' ' + (y2 - bend).toFixed(1) + ' ' + x2.toFixed(2) +
+                    ' ' + y2.toFixed(1), fill: 'none', stroke: '#1d232b', 'stroke-width': 1.5}, arrows);
+        // Its head, pointing down the curve's last (vertical) stretch (a path, not an SVG marker, which a page refers to by URL).
+        el('path', {'class': 'tl-head', d: 'M' + (x2 - 4).toFixed(2) + ' ' + (y2 - 7).toFixed(1) + ' L' +
+                    (x2 + 4).toFixed(2) + ' ' + (y2 - 7).toFixed(1) + ' L' + x2.toFixed(2) + ' ' + y2.toFixed(1) + ' Z',
+                    fill: '#1d232b'}, arrows);
+      });
+    });
+  }
+  function select(key) {
+    (byKey.get(selected) || []).forEach(function (s) { s.rect.classList.remove('sel'); });
+    selected = byKey.has(key) ? key : '';
+    var group = byKey.get(selected) || [];
+    group.forEach(function (s) { s.rect.classList.add('sel'); });
+    svg.dataset.sel = selected;
+    if (selText) {
+      var calls = group.filter(function (s) { return !s.gpu; }), work = group.filter(function (s) { return s.gpu; });
+      selText.textContent = !group.length ? '' : calls.map(function (s) { return s.label; }).join(', ') + ' \u2192 ' +
+          work.map(function (s) { return s.label; }).join(', ') + (calls.length && work.length ? ': it started ' +
+          ((work[0].start - calls[0].start) * 1000).toFixed(1) + ' us after the call began' : '');
+    }
+    draw();
+  }
+
   function draw() {
     k = Math.min(Math.max(k, 1), MAX_ZOOM);
     if (k < 1.001) k = 1;
@@ -209,6 +262,7 @@ constexpr const char* kTimelineScript = R"JS(
     spans.forEach(function (s) { placeSpan(s, t0, pxPerMs); });
     drawStrips(t0, pxPerMs);
     drawTicks(t0, t1);
+    drawArrows(t0, pxPerMs);
     svg.dataset.k = k;
     svg.dataset.off = off;
     viewText.textContent = k > 1 ? 'showing ' + t0.toFixed(3) + '\u2013' + t1.toFixed(3) + ' ms' : '';
@@ -244,13 +298,20 @@ constexpr const char* kTimelineScript = R"JS(
     if (Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) panBy(ev.deltaX);
     else zoomAt(ev.deltaY < 0 ? 1.25 : 0.8, px);
   }, {passive: false});
-  var drag = null;
+  var drag = null, pressedAt = null;
   svg.addEventListener('mousedown', function (ev) {
     if (ev.button !== 0) return;
     ev.preventDefault();  // no text selection; focus for the keys instead
     svg.focus({preventScroll: true});
     drag = {x: plotX(ev), off: off};
+    pressedAt = {x: ev.clientX, y: ev.clientY};
     svg.classList.add('dragging');
+  });
+  // A click (not the end of a drag) on a span with a correlation id selects it; anywhere else clears.
+  svg.addEventListener('click', function (ev) {
+    if (pressedAt && Math.abs(ev.clientX - pressedAt.x) + Math.abs(ev.clientY - pressedAt.y) > 4) return;
+    var r = ev.target.closest ? ev.target.closest('rect[data-k]') : null;
+    select(r ? r.dataset.k : '');
   });
   window.addEventListener('mousemove', function (ev) {
     if (!drag) return;
@@ -264,7 +325,8 @@ constexpr const char* kTimelineScript = R"JS(
   var keys = {
     '+': function () { zoomAt(2, W / 2); }, '=': function () { zoomAt(2, W / 2); },
     '-': function () { zoomAt(0.5, W / 2); }, '_': function () { zoomAt(0.5, W / 2); },
-    '0': reset, ArrowLeft: function () { panBy(-W / 10); }, ArrowRight: function () { panBy(W / 10); }
+    '0': reset, ArrowLeft: function () { panBy(-W / 10); }, ArrowRight: function () { panBy(W / 10); },
+    Escape: function () { select(''); }
   };
   svg.addEventListener('keydown', function (ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey || !keys[ev.key]) return;

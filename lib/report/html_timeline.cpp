@@ -41,6 +41,7 @@ struct Layout {
   double height = kAxisH;
   std::vector<double> lane_y;
   std::vector<std::map<uint32_t, size_t>> lane_rows;  // depth -> row
+  std::vector<double> state_y;  // the top of a lane's thread-state row (below its spans), -1 for none
 };
 
 /// A mark over the lanes, in ms from the step's start.
@@ -64,7 +65,9 @@ Layout layout(const analyze::RepresentativeStep& rep) {
     size_t i = 0;
     for (auto& [depth, row] : rows) row = std::min(i++, kMaxRows - 1);
     lay.lane_y.push_back(lay.height);
-    lay.height += static_cast<double>(std::max<size_t>(1, std::min(rows.size(), kMaxRows))) * kRowH + kLanePad;
+    lay.height += static_cast<double>(std::max<size_t>(1, std::min(rows.size(), kMaxRows))) * kRowH;
+    lay.state_y.push_back(l.states.empty() ? -1 : lay.height);
+    lay.height += (l.states.empty() ? 0 : kRowH) + kLanePad;
     lay.lane_rows.push_back(std::move(rows));
   }
   return lay;
@@ -180,6 +183,7 @@ struct LaneContext {
   double y0;                        // the lane's top
   const std::map<uint32_t, size_t>& rows;
   bool gpu;
+  double state_y;                   // its thread-state row's top (-1: none)
 };
 
 /// One span: a rect with its times (data-s, data-e, in ms from the step's start) and label (data-l) for the
@@ -209,6 +213,7 @@ void write_span(const LaneContext& c, const TimelineSpan& s, DensityStrips& stri
   out << "<rect" << (c.gpu ? " class=\"g\"" : "") << " x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << fmt(y, 1)
       << "\" width=\"" << fmt(w, 2) << "\" height=\"" << kRowH - 2 << "\" fill=\"" << span_color(s.category) << '"'
       << (short_gpu ? " display=\"none\"" : "") << times << (c.gpu ? " data-c=\"" + h(s.category) + '"' : "")
+      << (s.correlation ? " data-k=\"" + std::to_string(s.correlation) + '"' : "")
       << " data-l=\"" << h(label) << "\"><title>" << title
       << "</title></rect>";
   // A label only where it fits, shortened smartly (fit_label; kTimelineScript's rule too).
@@ -231,7 +236,26 @@ void write_lane(const LaneContext& c, const TimelineLane& l, std::ostream& out) 
   DensityStrips strips;
   for (const auto& s : l.spans) write_span(c, s, strips, out);
   strips.write(c.y0, c.lay.span, out);
-  out << "</g></svg></g>\n";
+  out << "</g></svg>\n";
+  if (c.state_y >= 0)
+    write_state_row(l.states, {kLabelW, kPlotW, c.state_y, kRowH, c.lay.height, c.lay.span, kLabelDy}, out);
+  out << "</g>\n";
+}
+
+/// Over the lanes, the layer kTimelineScript draws a selection's arrows in (a CUDA call to the GPU work it
+/// launched, joined by data-k), clipped to the plot.
+void write_arrow_layer(const Layout& lay, std::ostream& out) {
+  out << "<svg x=\"" << fmt(kLabelW, 0) << "\" y=\"0\" width=\"" << fmt(kPlotW, 0) << "\" height=\"" << fmt(lay.height, 0)
+      << "\" viewBox=\"" << fmt(kLabelW, 0) << " 0 " << fmt(kPlotW, 0) << ' ' << fmt(lay.height, 0)
+      << "\" pointer-events=\"none\"><g id=\"tl-arrows\"></g></svg>\n";
+}
+
+/// Whether any span of `rep` carries a correlation id (a call and its GPU work both drawn).
+bool has_pairs(const analyze::RepresentativeStep& rep) {
+  for (const auto& l : rep.lanes)
+    for (const auto& s : l.spans)
+      if (s.correlation) return true;
+  return false;
 }
 
 
@@ -264,7 +288,8 @@ void write_lanes(const analyze::RepresentativeStep& rep, const KernelNames& name
   write_ticks(lay, ticks_id, out);
   write_marks(lay, marks, out);
   for (size_t li = 0; li < rep.lanes.size(); ++li)
-    write_lane({lay, names, lay.lane_y[li], lay.lane_rows[li], rep.lanes[li].gpu}, rep.lanes[li], out);
+    write_lane({lay, names, lay.lane_y[li], lay.lane_rows[li], rep.lanes[li].gpu, lay.state_y[li]}, rep.lanes[li], out);
+  if (has_pairs(rep)) write_arrow_layer(lay, out);
   out << "</svg>\n";
 }
 
@@ -359,6 +384,10 @@ void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::o
   write_lanes(rep, names, "tl-svg", "tl-ticks", "timeline of the representative step", out, marks);
   write_legend({"range", "python", "api", "sync", "kernel", "graph", "h2d", "d2h", "copy", "memset", "memory", "alloc"},
                rep, out);
+  write_state_legend(rep, out);
+  if (has_pairs(rep))
+    out << "<p class=\"muted\" id=\"tl-arrow-hint\">Click a CUDA call or the GPU work it launched: an arrow joins "
+           "them (Esc clears it). <span id=\"tl-sel\"></span></p>";
   out << "</section>\n";
 }
 

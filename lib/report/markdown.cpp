@@ -11,6 +11,8 @@
 #include "report/markdown_parts.hpp"
 #include "report/report.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +22,15 @@ namespace inferscope::report {
 namespace md {
 
 std::string code(std::string_view s) { return md_code(s); }
+
+std::string share_bar(double pct, size_t width) {
+  if (!(pct > 0)) return {};
+  static const char* const kEighths[] = {"", "\u258F", "\u258E", "\u258D", "\u258C", "\u258B", "\u258A", "\u2589"};
+  const auto units = static_cast<size_t>(std::lround(std::min(pct, 100.0) / 100.0 * static_cast<double>(width) * 8));
+  std::string bar;
+  for (size_t i = 0; i < units / 8; ++i) bar += "\u2588";
+  return bar + kEighths[units % 8];
+}
 
 std::string prose(const KernelNames& names, std::string_view text, size_t max_chars) {
   std::string out;
@@ -152,9 +163,9 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   out << "The step split by component (a time split; the causes, named as the findings name them, follow):\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
-    rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
-  rows.push_back({"**Step total**", "**" + fmt(b.step_ms, 3) + "**", b.step_ms > 0 ? "**100.0**" : "0.0"});
-  table(out, {"Component", "Time (ms)", "% of step"}, {false, true, true}, rows);
+    rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1), md::share_bar(pct_of(r.ms, b.step_ms))});
+  rows.push_back({"**Step total**", "**" + fmt(b.step_ms, 3) + "**", b.step_ms > 0 ? "**100.0**" : "0.0", ""});
+  table(out, {"Component", "Time (ms)", "% of step", ""}, {false, true, true, false}, rows);
   if (!a.gpu_work_recorded) {
     out << "No GPU work was recorded: the step is host time only.";
     if (b.host_state_measured)
@@ -197,12 +208,13 @@ void write_waits(const Analysis& a, std::ostream& out) {
     if (p.members.size() > 1) who += " ×" + std::to_string(p.members.size());
     std::string hot;
     for (size_t i = 0; i < p.hot.size() && i < 3; ++i) hot += (i ? ", " : "") + code(p.hot[i].first);
-    rows.push_back({who, p.kind, fmt(p.ms_per_step, 3), fmt(p.share * 100, 1),
+    rows.push_back({who, p.kind, fmt(p.ms_per_step, 3), fmt(p.share * 100, 1), md::share_bar(p.share * 100),
                     p.kind == "threads" || p.kind == "gil" || p.kind == "lock" || p.kind == "processes" ? fmt(p.busy_share * 100, 0) : "-",
                     std::to_string(p.wakeups), p.site.empty() ? "-" : code(p.site), hot.empty() ? "-" : hot});
   }
-  table(out, {"waited on", "kind", "ms per step", "% of the wait", "busy % (each)", "woke the step", "step thread sat in", "it ran"},
-        {false, false, true, true, true, true, false, false}, rows);
+  table(out, {"waited on", "kind", "ms per step", "% of the wait", "", "busy % (each)", "woke the step", "step thread sat in",
+              "it ran"},
+        {false, false, true, true, false, true, true, false, false}, rows);
   if (!w.children.empty()) {
     out << "Child processes:";
     for (size_t i = 0; i < w.children.size(); ++i)
@@ -328,9 +340,9 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
     std::vector<std::vector<std::string>> rows;
     for (const auto& k : a.kernels)
       rows.push_back({cell(names.short_of(k.name)), std::to_string(k.count), fmt(k.total_ms, 3), fmt(k.mean_us, 1),
-                      fmt(k.share * 100.0, 1), cell(k.launched_by)});
-    table(out, {"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
-          {false, true, true, true, true, false}, rows);
+                      fmt(k.share * 100.0, 1), md::share_bar(k.share * 100.0), cell(k.launched_by)});
+    table(out, {"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "", "launched by"},
+          {false, true, true, true, true, false, false}, rows);
     out << "Kernel names are shortened (template arguments and namespaces elided); the JSON report has each full "
            "name.\n\n";
   }
@@ -339,8 +351,9 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
     std::vector<std::vector<std::string>> rows;
     for (const auto& f : a.kernel_families)
       rows.push_back({f.family, std::to_string(f.kernels), fmt(f.total_ms, 3), fmt(f.share * 100.0, 1),
-                      fmt(f.tensor_core_share * 100.0, 1)});
-    table(out, {"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, rows);
+                      md::share_bar(f.share * 100.0), fmt(f.tensor_core_share * 100.0, 1)});
+    table(out, {"family", "kernels", "total (ms)", "% GPU time", "", "% on tensor cores"},
+          {false, true, true, true, false, true}, rows);
     out << fmt(a.tensor_core_share * 100.0, 1) << " % of kernel time ran on tensor cores. Families and tensor-core use "
            "are read from the kernels' names (docs/analysis.md, \"Kernel families\").\n\n";
   }

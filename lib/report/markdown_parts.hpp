@@ -19,6 +19,10 @@ std::string code(std::string_view s);
 /// With `max_chars`, the plain text is cut so the whole stays within about that many characters (a heading).
 std::string prose(const KernelNames& names, std::string_view text, size_t max_chars = std::string::npos);
 
+/// A share in percent (0 to 100) as a bar of up to `width` characters, in eighths of a block ("█████▏" for
+/// 51.2 % of 10): the HTML tables' inline bars, in plain text. Empty below half an eighth (and for no share).
+std::string share_bar(double pct, size_t width = 10);
+
 /// The report's top: title, latency with its spread, the primary cause in words and what to do first, one line
 /// on the data's quality (the notes themselves come here when something is wrong, else at the end).
 void write_top(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);

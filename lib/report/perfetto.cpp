@@ -236,7 +236,8 @@ struct Part {
   uint64_t flow_id_base = 0;  ///< added to correlation ids: each process numbers its own from 1
   std::string label;          ///< "rank 1": put before the process's name
   int64_t pid = 0;            ///< the pid its CPU tracks use instead of the process's (another dump had it)
-  const analyze::Analysis* analysis = nullptr;  ///< its analysis: its steps become the "Steps" track
+  const analyze::StepStats* steps = nullptr;  ///< its analysis's steps: the "Steps" track (none: no track)
+  uint32_t representative_step = 0;           ///< the step its reports draw, marked on the track
 };
 
 class TraceWriter {
@@ -420,12 +421,8 @@ class TraceWriter {
         .d("gpu_minus_cpu_before_us", us(rel_ns(c.gpu_ts) - rel_ns(c.cpu_before)));
     instant("clock check", "clock", pid, kTidClockChecks, c.gpu_ts, a);
   }
-  // A thread state's code; a damaged dump may hold it as any double (NaN, 1e25), which has no int64 of its own.
-  static int64_t state_code(const CounterSample& s) {
-    if (!s.is_double) return s.i;
-    if (!(s.d > -9.2e18 && s.d < 9.2e18)) return -1;  // NaN or out of range: no state code
-    return static_cast<int64_t>(s.d);
-  }
+  // A thread state's code; a damaged dump may hold it as any double (NaN, 1e25): dump::thread_state_code.
+  static int64_t state_code(const CounterSample& s) { return dump::thread_state_code(s.is_double, s.i, s.d); }
   void on(const CounterRecord& c, const dump::RecordContext& rc) {
     const std::string counter = r_.string_at(c.name);
     CounterSample s{counter, pid_, {}, rel_ns(c.ts), rc.aux() == uint8_t(AttrType::kDouble), c.value.i, c.value.d};
@@ -656,11 +653,11 @@ class TraceWriter {
   /// Each step the analysis found (warm-up included) as a slice "step N" on a "Steps" track at the top of the
   /// process, on the reports' time origin, so that a step a report names is found here at the time it gives.
   void write_steps() {
-    if (!part_.analysis || part_.analysis->steps.count == 0) return;
-    const analyze::StepStats& st = part_.analysis->steps;
+    if (!part_.steps || part_.steps->count == 0) return;
+    const analyze::StepStats& st = *part_.steps;
     metadata("thread_name", pid_, kTidSteps, "Steps (" + st.name + ")");
     sort_index("thread_sort_index", pid_, kTidSteps, -1);
-    const uint32_t rep = part_.analysis->representative.step.index;
+    const uint32_t rep = part_.representative_step;
     for (size_t i = 0; i < st.spans.size(); ++i) {
       const auto& sp = st.spans[i];
       const int64_t dur = std::max<int64_t>(0, sp.end_ns - sp.start_ns);
@@ -734,12 +731,20 @@ class TraceWriter {
 
 void write_perfetto(const DumpReader& reader, std::ostream& out, const analyze::Analysis* analysis) {
   Part part;
-  part.analysis = analysis;
+  if (analysis) {
+    part.steps = &analysis->steps;
+    part.representative_step = analysis->representative.step.index;
+  }
   TraceWriter(reader, out, part).run();
 }
 
 void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& out) {
-  if (parts.size() == 1 && parts.front().reader) return write_perfetto(*parts.front().reader, out);
+  if (parts.size() == 1 && parts.front().reader) {
+    Part part;
+    part.steps = parts.front().steps;
+    part.representative_step = parts.front().representative_step;
+    return TraceWriter(*parts.front().reader, out, part).run();
+  }
   // One origin for all: the processes of one host share CLOCK_MONOTONIC, which every dump's calibration maps to.
   int64_t origin = 0;
   for (const RunTracePart& p : parts) {
@@ -764,6 +769,8 @@ void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& ou
     part.gpu_pid_base = kGpuPidBase + int64_t(i) * 1000;  // each process numbers its GPUs from 0
     part.flow_id_base = uint64_t(i) << 32;                 // and its correlation ids from 1
     part.label = parts[i].label;
+    part.steps = parts[i].steps;  // each rank's own steps, on the shared origin
+    part.representative_step = parts[i].representative_step;
     TraceWriter(*parts[i].reader, out, part).run();
   }
   out << "\n]}\n";

@@ -26,23 +26,6 @@ std::optional<RateUnit> cumulative_unit(std::string_view c) {
   return std::nullopt;
 }
 
-std::string thread_state_name(int64_t code) {
-  switch (code) {
-    case 'R': return "R (running)";
-    case 'S': return "S (sleeping)";
-    case 'D': return "D (disk sleep)";
-    case 'T': return "T (stopped)";
-    case 't': return "t (tracing stop)";
-    case 'X': return "X (dead)";
-    case 'Z': return "Z (zombie)";
-    case 'P': return "P (parked)";
-    case 'I': return "I (idle)";
-    case 'W': return "W (waking)";
-    case 'K': return "K (wakekill)";
-    default: return "state " + std::to_string(code);
-  }
-}
-
 namespace {
 
 std::string track_name(const CounterSample& s, const std::optional<RateUnit>& rate) {
@@ -136,26 +119,18 @@ void CounterTracks::add_state(const StateTrack& track, int64_t ts, int64_t code)
     w_.begin('M', "thread_name", "", track.pid, track.tid);
     w_.field_raw("args", Args{}.s("name", track.name).json());
     w_.end();
-    s = State{track, code, ts, ts};
-    return;
+    s.track = track;
   }
-  if (ts <= s.last) {
-    ++out_of_order_;
-    return;
-  }
-  if (code != s.code) {
-    slice(s, ts);
-    s.code = code;
-    s.since = ts;
-  }
-  s.last = ts;
+  std::optional<dump::ThreadStateSlice> closed;
+  if (!s.slicer.add(ts, code, closed)) ++out_of_order_;
+  else if (closed) slice(s.track, *closed);
 }
 
-void CounterTracks::slice(const State& s, int64_t end) {
-  if (end <= 0 && s.since < 0) return;  // over before the trace's origin
-  w_.begin('X', Name(thread_state_name(s.code)), "thread_state", s.track.pid, s.track.tid);
-  w_.field_us("ts", std::max<int64_t>(0, s.since));  // a state held since before the origin: from it
-  w_.field_us("dur", end - std::max<int64_t>(0, s.since));
+void CounterTracks::slice(const StateTrack& track, const dump::ThreadStateSlice& s) {
+  if (s.end <= 0 && s.start < 0) return;  // over before the trace's origin
+  w_.begin('X', Name(thread_state_name(s.code)), "thread_state", track.pid, track.tid);
+  w_.field_us("ts", std::max<int64_t>(0, s.start));  // a state held since before the origin: from it
+  w_.field_us("dur", s.end - std::max<int64_t>(0, s.start));
   w_.end();
 }
 
@@ -172,7 +147,8 @@ void CounterTracks::finish() {
   }
   for (auto& [key, t] : tracks_)
     if (t.have_at_origin) write(key.second, key.first, 0, t.at_origin);  // nothing after the origin moved it
-  for (const auto& [key, s] : states_) slice(s, s.last);
+  for (const auto& [key, s] : states_)
+    if (const auto open = s.slicer.finish()) slice(s.track, *open);
   tracks_.clear();
   states_.clear();
 }

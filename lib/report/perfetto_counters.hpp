@@ -8,6 +8,7 @@
 // equal to the one a track already shows is not written again. Internal to lib/report.
 #pragma once
 
+#include "dump/thread_states.hpp"
 #include "report/perfetto_json.hpp"
 
 #include <cstdint>
@@ -28,8 +29,8 @@ struct RateUnit {
 /// The rate form of a cumulative counter of docs/counters.md (nullopt: a level, written as it is).
 std::optional<RateUnit> cumulative_unit(std::string_view counter);
 
-/// "R (running)" for 'R' (82), as /proc/<tid>/status words the scheduler states; "state <code>" for others.
-std::string thread_state_name(int64_t code);
+/// "R (running)" for 'R' (82): dump/thread_states.hpp, which also turns the samples into slices.
+using dump::thread_state_name;
 
 /// One sample, decoded, with the track it belongs to.
 struct CounterSample {
@@ -84,14 +85,14 @@ class CounterTracks {
   };
   struct State {
     StateTrack track;
-    int64_t code = 0, since = 0, last = 0;
+    dump::ThreadStateSlicer slicer;
   };
 
   void level(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v);
   void rate(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v);
   void show(const std::string& name, int64_t pid, Track& t, int64_t ts, const Value& v);
   void write(const std::string& name, int64_t pid, int64_t ts, const Value& v);
-  void slice(const State& s, int64_t end);
+  void slice(const StateTrack& track, const dump::ThreadStateSlice& s);
 
   EventWriter& w_;
   std::map<std::pair<int64_t, std::string>, Track> tracks_;  ///< (pid, track name)

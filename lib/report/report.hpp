@@ -44,14 +44,18 @@ void write_json(const analyze::Analysis& a, std::ostream& out);
 /// writing anything (every record is checked in a first pass that also finds the time origin).
 void write_perfetto(const dump::DumpReader& reader, std::ostream& out, const analyze::Analysis* analysis = nullptr);
 
-/// One dump of a run's trace and the label its tracks carry ("rank 1").
+/// One dump of a run's trace, the label its tracks carry ("rank 1") and, given its analysis's steps, its Steps
+/// track.
 struct RunTracePart {
   const dump::DumpReader* reader = nullptr;
   std::string label;
+  const analyze::StepStats* steps = nullptr;  ///< its steps (none: no Steps track for it)
+  uint32_t representative_step = 0;           ///< the step its reports draw
 };
 /// The dumps of one multi-process run (the ranks of a torchrun job) as one trace: one time line (the processes of
 /// one host share CLOCK_MONOTONIC), each process and each of its GPUs a lane named with its label, flow arrows
-/// kept within their process. One part writes what write_perfetto writes.
+/// kept within their process; each process with steps has its own Steps track on that time line. One part writes
+/// what write_perfetto writes.
 void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& out);
 
 }  // namespace inferscope::report

@@ -15,8 +15,10 @@ a reader does with them, with the browser's own input events (mouse clicks, the 
     verdict names the primary cause in words, the data-quality notes are open exactly when their summary says
     "check first"; the timeline's legend lists only what it draws, and a finding's "show in the timeline"
     zooms the timeline to its example span and brings it into view;
-  * screenshots in --out: NAME.png (the whole page as it opens), NAME-top.png (its first 1400 x 1000 px) and
-    NAME-timeline.png (the timeline, zoomed in); docs/images/ holds copies of two.
+  * the thread-state rows' labels are never cut, and a click on a CUDA call draws arrows to the GPU work it
+    launched, from the call to the work's start (browser_lanes.py);
+  * screenshots in --out: NAME.png (the whole page as it opens), NAME-top.png (its first 1400 x 1000 px),
+    NAME-timeline.png (the timeline, zoomed in) and NAME-arrow.png (a call's arrows); docs/images/ holds copies.
 
     browser_check.py --chromium /usr/bin/chromium --out DIR page.html [page.html ...]
     browser_check.py --chromium /usr/bin/chromium --out DIR --analyze build/.../iscope-analyze DUMP_OR_TRACE ...
@@ -39,6 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import browser_lanes  # the thread-state rows and the launch-to-kernel arrows
 
 try:
     import websocket  # Debian: python3-websocket
@@ -394,6 +398,7 @@ class Timeline:
         self.failures = []
         self.edges_checked = 0  # span edges checked against the ticks in zoomed views
         self.skipped = ""  # why the page has no timeline to check (a launcher's), else empty
+        self.lanes = ""  # what browser_lanes saw (state rows, arrows)
 
     def probe(self, what, *args):
         return self.b.evaluate(f"window.__tl.{what}({', '.join(json.dumps(a) for a in args)})")
@@ -462,6 +467,7 @@ class Timeline:
         self.expect(v["k"] == 1 and v["off"] == 0, f"reset left zoom {v['k']}, offset {v['off']}")
         self.same(self.scale("reset"), s0, "reset")
         self.expect(self.edges_checked > 0, "no span edge was inside any zoomed view: nothing checked the spans")
+        self.lanes = browser_lanes.run(self, shot.replace("-timeline.png", "-arrow.png"))
         return True
 
     def click_button(self, name):
@@ -668,6 +674,8 @@ def check_page(browser, html, out_dir):
     failures += timeline.failures
     failures += check_timeline_links(browser)
     drawn = f"no timeline ({timeline.skipped})" if timeline.skipped else "timeline zoomed and panned"
+    if timeline.lanes:
+        drawn += f" ({timeline.lanes})"
     summary = f"{first_screen}, {tables} tables, {headers} headers sorted both ways, {drawn}, screenshots {stem}.png"
     return summary, browser.problems() + failures  # problems: at load and during everything above
 
@@ -692,6 +700,12 @@ BREAKAGES = [
     ("network", "the page loads an image from the network", "</body>",
      "<img src=\"http://127.0.0.1:9/logo.png\" alt=\"\"></body>"),
     ("too-wide", "a figure wider than the window", "</body>", "<div style=\"width:1600px\">wide</div></body>"),
+    ("no-arrow", "a click on a CUDA call draws no arrow", "drawArrows(t0, pxPerMs);", ""),
+    ("arrow-off-kernel", "the arrow ends past the kernel's start", "var x2 = X0 + (g.start - t0) * pxPerMs",
+     "var x2 = X0 + (g.end - t0) * pxPerMs + 9"),
+    ("state-labels-cut", "thread-state labels drawn past the end of their stretch",
+     "s.text.setAttribute('x', (x + 2).toFixed(2));",
+     "s.text.setAttribute('x', (x + 2 + (s.labelFill !== '#fff' ? width - 8 : 0)).toFixed(2));"),
 ]
 
 

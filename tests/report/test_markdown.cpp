@@ -1,5 +1,6 @@
 #include "analyze/analyzer.hpp"
 #include "report/common.hpp"
+#include "report/markdown_parts.hpp"
 #include "report/report.hpp"
 #include "report_test_util.hpp"
 #include "sample_analysis.hpp"
@@ -8,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -100,12 +102,14 @@ TEST_CASE("markdown leads with the end-to-end latency and a breakdown that adds 
                           "Framework overhead", "Idle"};
   double sum_ms = 0, sum_pct = 0;
   for (int k = 0; k < 7; ++k) {
-    REQUIRE(rows[k].size() == 3);
+    REQUIRE(rows[k].size() == 4);  // and the share as a bar
     CHECK(rows[k][0] == labels[k]);
+    CHECK(rows[k][3] == report::md::share_bar(std::stod(rows[k][2])));
     sum_ms += std::stod(rows[k][1]);
     sum_pct += std::stod(rows[k][2]);
   }
   CHECK(rows[7][1] == "**12.500**");
+  CHECK(rows[7][3].empty());  // the total has no bar
   CHECK(sum_ms == doctest::Approx(12.5).epsilon(1e-6));
   CHECK(sum_pct == doctest::Approx(100.0).epsilon(1e-3));
   CHECK(md.find("GPU utilization: 44.0 %") != std::string::npos);
@@ -159,14 +163,15 @@ TEST_CASE("markdown puts names taken from the trace in code spans, verbatim") {
   }
   CHECK(md.find("Step: ``inference_step<script>alert('x')</script> & \"q\" | `t` \xEF\xBF\xBD\xEF\xBF\xBD``") !=
         std::string::npos);
-  // Every row of the kernel table has exactly its six cells despite the pipes in the names.
+  // Every row of the kernel table has exactly its seven cells (six and the share's bar) despite the pipes in the
+  // names.
   auto ls = lines_of(md);
   size_t i = 0;
   while (i < ls.size() && ls[i] != "## Top kernels") ++i;
   REQUIRE(i + 4 < ls.size());
-  CHECK(cells(ls[i + 2]).size() == 6);  // header
-  CHECK(cells(ls[i + 4]).size() == 6);
-  CHECK(cells(ls[i + 5]).size() == 6);
+  CHECK(cells(ls[i + 2]).size() == 7);  // header
+  CHECK(cells(ls[i + 4]).size() == 7);
+  CHECK(cells(ls[i + 5]).size() == 7);
   CHECK(ls[i + 4].find("``transformer.h.3.mlp \\| GELU<script>") != std::string::npos);  // only | escaped
 }
 
@@ -244,4 +249,39 @@ TEST_CASE("markdown title names the program and the input file") {
   CHECK(title("(not recorded by torch.profiler)") == "# InferScope report: gpt2.iscope");
   a.source.clear();
   CHECK(title("") == "# InferScope report");
+}
+
+TEST_CASE("markdown share bars: ten characters for the whole, in eighths, nothing for no share") {
+  using report::md::share_bar;
+  CHECK(share_bar(100) == "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588");
+  CHECK(share_bar(150) == share_bar(100));  // never longer than the column
+  CHECK(share_bar(51.25) == "\u2588\u2588\u2588\u2588\u2588\u258F");  // 41 eighths
+  CHECK(share_bar(50) == "\u2588\u2588\u2588\u2588\u2588");
+  CHECK(share_bar(1.25) == "\u258F");  // one eighth of a character
+  CHECK(share_bar(0.5).empty());       // under half an eighth: no bar
+  CHECK(share_bar(0).empty());
+  CHECK(share_bar(-3).empty());
+  CHECK(share_bar(std::nan("")).empty());
+  CHECK(share_bar(25, 4) == "\u2588");
+}
+
+TEST_CASE("markdown tables with a share column put a bar beside it, as the HTML tables do") {
+  auto a = sample_analysis();
+  a.kernel_families = {{"gemm", 3, 1.5, 0.6, 1.0}, {"elementwise", 9, 1.0, 0.4, 0.0}};
+  const std::string md = markdown(a);
+  const auto ls = lines_of(md);
+  for (const char* section : {"## Top kernels", "## Kernel time by family"}) {
+    CAPTURE(section);
+    size_t i = 0;
+    while (i < ls.size() && ls[i] != section) ++i;
+    REQUIRE(i + 4 < ls.size());
+    const auto head = cells(ls[i + 2]);
+    const auto at = std::find(head.begin(), head.end(), "% GPU time") - head.begin();
+    REQUIRE(size_t(at + 1) < head.size());
+    CHECK(head[at + 1].empty());
+    for (size_t r = i + 4; r < ls.size() && !ls[r].empty() && ls[r][0] == '|'; ++r) {
+      const auto row = cells(ls[r]);
+      CHECK(row[at + 1] == report::md::share_bar(std::stod(row[at])));
+    }
+  }
 }

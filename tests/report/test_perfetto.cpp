@@ -570,3 +570,66 @@ TEST_CASE("perfetto run trace: the ranks of one run on one time line, a lane per
   std::filesystem::remove(a);
   std::filesystem::remove(b);
 }
+
+TEST_CASE("perfetto run trace: each rank's steps on a Steps track of its own process, on the one time origin") {
+  auto rank_dump = [](const char* name, const char* rank, int64_t at) {
+    const std::string path = temp_path(name);
+    dump::DumpBuilder b(path);
+    b.process("rank", rank);
+    const uint32_t main = b.thread("MainThread", 100);
+    b.range(main, "step", 0, at, at + 1000);
+    b.range(main, "step", 0, at + 1000, at + 3000);
+    b.finish();
+    return path;
+  };
+  // Rank 1 starts its steps 5 us after rank 0; its second step is the one its reports draw.
+  const std::string a = rank_dump("steps_rank0.iscope", "0", 1000), b = rank_dump("steps_rank1.iscope", "1", 6000);
+  dump::DumpReader ra(a), rb(b);
+  // As the analyzer gives them: the steps' windows on the dump's clock in ns (CLOCK_MONOTONIC).
+  auto stats = [](const dump::DumpReader& r, int64_t at) {
+    const dump::ClockModel clock(r.calibration());
+    analyze::StepStats st;
+    st.name = "step";
+    st.count = st.total = 2;
+    const auto ns = [&](int64_t t) { return clock.to_ns(1'000'000'000ull + uint64_t(t)); };  // the builder's ticks
+    st.spans = {{ns(at), ns(at + 1000), 1}, {ns(at + 1000), ns(at + 3000), 1}};
+    return st;
+  };
+  const analyze::StepStats s0 = stats(ra, 1000), s1 = stats(rb, 6000);
+  std::ostringstream out;
+  report::write_perfetto_run({{&ra, "rank 0", &s0, 0}, {&rb, "rank 1", &s1, 1}}, out);
+  const json::value root = json::parse(out.str());
+  const auto& ev = root.at("traceEvents").as_array();
+  std::map<int64_t, std::string> process;
+  std::set<int64_t> step_track_pids;
+  for (const auto& e : ev) {
+    if (str(e.at("ph")) != "M") continue;
+    if (str(e.at("name")) == "process_name") process[e.at("pid").to_number<int64_t>()] = str(e.at("args").at("name"));
+    if (str(e.at("name")) == "thread_name" && str(e.at("args").at("name")) == "Steps (step)")
+      step_track_pids.insert(e.at("pid").to_number<int64_t>());
+  }
+  REQUIRE(step_track_pids.size() == 2);  // one track per rank, each in its own process
+  std::map<std::string, std::vector<std::pair<double, std::string>>> steps;  // rank -> (ts us, name)
+  for (const auto& e : ev)
+    if (str(e.at("ph")) == "X" && str(e.at("cat")) == "step") {
+      const int64_t pid = e.at("pid").to_number<int64_t>();
+      REQUIRE(step_track_pids.count(pid));
+      steps[process.at(pid).substr(0, 6)].emplace_back(num(e.at("ts")), str(e.at("name")));
+      CHECK((e.at("args").as_object().contains("representative") ==
+             (process.at(pid).starts_with("rank 1") ? str(e.at("name")) == "step 1" : str(e.at("name")) == "step 0")));
+    }
+  REQUIRE(steps.size() == 2);
+  REQUIRE(steps.at("rank 0").size() == 2);
+  REQUIRE(steps.at("rank 1").size() == 2);
+  // The shared origin is rank 0's first record: its steps at 0 and 1 us, rank 1's 5 us later.
+  CHECK(steps.at("rank 0")[0].first == doctest::Approx(0.0));
+  CHECK(steps.at("rank 0")[1].first == doctest::Approx(1.0));
+  CHECK(steps.at("rank 1")[0].first == doctest::Approx(5.0));
+  CHECK(steps.at("rank 1")[1].first == doctest::Approx(6.0));
+  // Without the ranks' steps, no Steps track (as before).
+  std::ostringstream bare;
+  report::write_perfetto_run({{&ra, "rank 0"}, {&rb, "rank 1"}}, bare);
+  CHECK(bare.str().find("\"cat\":\"step\"") == std::string::npos);
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+}

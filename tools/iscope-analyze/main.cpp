@@ -349,8 +349,10 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
 
 #ifdef INFERSCOPE_HAVE_REPORT
 // The Perfetto trace of the dumps named together (the ranks of one run) on one time line, each process labelled
-// with its rank ("rank 1"; the launcher, which has none, by its file name). `first` is the first dump, open.
-void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first, std::ostream& s) {
+// with its rank ("rank 1"; the launcher, which has none, by its file name), each with the Steps track of its own
+// analysis (`ranks`: analyze_rank_dumps's, one per path). `first` is the first dump, open.
+void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first,
+                     const std::vector<inferscope::analyze::ChildProcess>& ranks, std::ostream& s) {
   std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;
   std::vector<std::unique_ptr<inferscope::analyze::ConvertedTrace>> converted;  // torch.profiler traces, as dumps
   std::vector<inferscope::report::RunTracePart> parts;
@@ -363,7 +365,12 @@ void write_run_trace(const std::vector<std::string>& paths, const inferscope::du
       r = more.emplace_back(std::make_unique<inferscope::dump::DumpReader>(read)).get();
     }
     const std::string rank = r->process_value("rank");
-    parts.push_back({r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank});
+    inferscope::report::RunTracePart part{r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank};
+    if (i < ranks.size() && ranks[i].path == paths[i] && ranks[i].error.empty()) {
+      part.steps = &ranks[i].step_stats;
+      part.representative_step = ranks[i].representative_step;
+    }
+    parts.push_back(std::move(part));
   }
   inferscope::report::write_perfetto_run(parts, s);
 }
@@ -392,7 +399,7 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
     }
     try {
       ok &= write_to(p, [&](std::ostream& s) {
-        if (paths.size() > 1) write_run_trace(paths, *reader, s);
+        if (paths.size() > 1) write_run_trace(paths, *reader, a.children, s);
         else inferscope::report::write_perfetto(*reader, s, &a);  // its steps, on the reports' time origin
       });
     } catch (const inferscope::dump::DumpError& e) {
