@@ -154,6 +154,19 @@ std::string absolute_path(const std::string& path) {
   return dir + (dir == "/" ? "" : "/") + path;
 }
 
+std::optional<std::string> report_target_would_block(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  if (S_ISSOCK(st.st_mode)) return std::string("is a socket");
+  if (!S_ISFIFO(st.st_mode)) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {  // a reader is there
+    ::close(fd);
+    return std::nullopt;
+  }
+  return std::string("is a FIFO (named pipe) that nothing reads");
+}
+
 std::optional<std::string> unusable_output(const std::string& path) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;  // nothing there (or unreachable: open says why)

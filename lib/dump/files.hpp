@@ -88,6 +88,12 @@ std::string absolute_path(const std::string& path);
 /// device or socket. Empty when nothing is there or it is a regular file. Uses lstat(), never opens it.
 std::optional<std::string> unusable_output(const std::string& path);
 
+/// Why writing a report to `path` at a program's exit could hold that exit for ever: a FIFO (through links too)
+/// that nobody has open for reading (probed with a non-blocking open, closed at once), or a socket, which cannot be
+/// opened at all. Empty otherwise: a file, a device, nothing there, or a pipe with a reader (`/dev/stdout` into
+/// `| tee`).
+std::optional<std::string> report_target_would_block(const std::string& path);
+
 /// Creates `<path>.tmpXXXXXX` beside `path` exclusively (O_CREAT|O_EXCL: a planted file or symlink at any
 /// name is never opened) with mode 0644 less the umask, O_CLOEXEC; returns the descriptor and sets `temp`, or
 /// -1 with errno.

@@ -141,9 +141,11 @@ namespace inferscope::report {
 std::string sampling_sentence(const analyze::Sampling& s) {
   std::string out = "full detail for ";
   for (const auto& w : s.windows)
-    if (w.reason == "baseline")
-      out = "full detail from the start for " + std::to_string(w.steps) + " steps" + (w.open ? " (the run ended in it)" : "") +
-            ", then in windows; in all, for ";
+    if (w.reason == "baseline" && w.open)  // the run ended within the baseline: a full capture
+      return "full detail for the whole run: it ended within the baseline, after " + std::to_string(w.steps) +
+             " steps, so nothing was sampled out.";
+    else if (w.reason == "baseline")
+      out = "full detail from the start for " + std::to_string(w.steps) + " steps, then in windows; in all, for ";
   if (s.by_steps)
     out += std::to_string(s.steps_in_windows) + " of " + std::to_string(s.steps_seen) + " steps of '" + s.step_name +
            "' (" + fmt(s.step_coverage_pct, 1) + " %) and ";

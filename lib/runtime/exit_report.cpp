@@ -1,8 +1,10 @@
 // The report written when a session that INFERSCOPE_ENABLE started stops (INFERSCOPE_REPORT).
+#include "dump/files.hpp"
 #include "runtime/session_state.hpp"
 
 #include <dlfcn.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,13 @@ namespace inferscope::runtime {
 // INFERSCOPE_REPORT: the runtime never links the analyzer (by design the hot path never includes analysis
 // code), so it runs the iscope-analyze tool installed beside the library, or the one on PATH.
 void write_report_at_exit(const std::string& dump_path, const std::string& report, const std::string& step) {
+  // A FIFO nobody reads (or a socket) at the report's path would hold the program's exit while the analyzer waits to
+  // open it: iscope-run refuses one up front; a session started from the environment says so here, at the end.
+  if (const auto why = dump::report_target_would_block(report)) {
+    log(LogLevel::kError, "the report was not written: " + report + " " + *why +
+                              ", and writing it would hold the program's exit until something reads it");
+    return;
+  }
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("INFERSCOPE_ANALYZE")) candidates.emplace_back(env);
   Dl_info info{};

@@ -222,7 +222,15 @@ void Sampler::write(std::vector<uint8_t>& out, uint32_t step_name_id) {
   dump::ChunkBuilder sb(dump::ChunkType::kSampling);
   sb.add(summary(step_name_id, now));
   sb.finish_into(out);
-  const auto windows = store_.entries(now);
+  auto windows = store_.entries(now);
+  {  // the full window still open: the steps it has counted so far (a closed one has them from its close)
+    std::lock_guard lk(mu_);
+    for (auto& w : windows)
+      if (full_open_ && w.index == full_open_) {
+        w.steps = sched_.counted();
+        w.slow_steps = sched_.counted_slow();
+      }
+  }
   if (!windows.empty()) {
     dump::ChunkBuilder wb(dump::ChunkType::kWindows);
     for (auto& w : windows) wb.add(w);

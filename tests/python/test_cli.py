@@ -212,6 +212,17 @@ def test_report_at_exit_from_environment(tmp_path):
     assert "## Timeline Breakdown" in report
 
 
+def test_report_at_exit_onto_a_fifo_is_refused_and_the_program_exits(tmp_path):
+    # Before: the analyzer, spawned at exit, blocked opening the FIFO, and the program never ended.
+    (tmp_path / "infer.py").write_text(INFERENCE)
+    os.mkfifo(tmp_path / "report.md")
+    out = run(["infer.py"], tmp_path, INFERSCOPE_ENABLE="1", INFERSCOPE_OUTPUT="rep.iscope",
+              INFERSCOPE_REPORT="report.md", INFERSCOPE_ANALYZE=analyze_binary())  # run() times out at 120 s
+    assert out.returncode == 0, out.stderr
+    assert "the report was not written: " in out.stderr and "report.md is a FIFO (named pipe) that nothing reads" in out.stderr
+    assert (tmp_path / "rep.iscope").exists()  # the dump is kept
+
+
 @pytest.mark.parametrize("mode", ["default", "full"])
 def test_sitecustomize_traces_an_unmodified_script_and_chains(tmp_path, mode):
     lib = library()

@@ -248,6 +248,7 @@ TEST_CASE("adaptive: a run shorter than the baseline is recorded whole, its wind
   REQUIRE(s.windows.size() == 1);
   CHECK(s.windows[0].reason == uint8_t(dump::WindowReason::kBaseline));
   CHECK((s.windows[0].flags & dump::kWindowOpen) != 0);
+  CHECK(s.windows[0].steps >= 11);  // counted so far (the last may still be ending as the writer stops)
   CHECK(count_named(read_all(r).ranges, "step") == 12);
   CHECK(count_named(read_all(r).ranges, "inner") == 12);
   CHECK(s.summary.records_outside == 0);

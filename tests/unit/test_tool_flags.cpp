@@ -9,14 +9,18 @@
 
 #include "dump/builder.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -190,6 +194,28 @@ TEST_CASE("iscope-run: --report onto a FIFO, or with an empty name, is refused b
     CHECK(r.err.find(said) != std::string::npos);
     CHECK_FALSE(fs::exists(marker));
   }
+}
+
+TEST_CASE("iscope-run: --report onto a pipe that something reads (/dev/stdout into `| tee`) is written, not refused") {
+  const std::string fifo = testutil::temp_path("report-read-fifo.md");
+  fs::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A reader holds the FIFO open for the whole run, as `tee` holds the pipe behind /dev/stdout.
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo);
+    got.assign(std::istreambuf_iterator<char>(in), {});
+  });
+  const int keep = ::open(fifo.c_str(), O_WRONLY);  // returns once the reader has it open; keeps it from seeing EOF
+  REQUIRE(keep >= 0);
+  const testutil::ToolRun r = testutil::run_tool(
+      "tools/iscope-run/iscope-run",
+      {"-o", testutil::temp_path("report-read-fifo.iscope"), "--report", fifo, "--", "/bin/true"}, {.deadline_s = 120});
+  ::close(keep);
+  reader.join();
+  CHECK(r.exit == 0);
+  CHECK(r.err.find("FIFO") == std::string::npos);
+  CHECK(got.find("# InferScope report") != std::string::npos);
 }
 
 TEST_CASE("iscope-analyze: an output flag given an empty file name is refused by flag, exit 2, nothing written") {

@@ -125,16 +125,14 @@ std::string unwritable(const std::string& path) {
   return "";
 }
 
-// What stops --report FILE from being written when the program ends: what stops any output, and a FIFO or a socket
-// there (through links too). The report is written from the program's exit, so a FIFO nobody reads held the program
-// at its end for ever (`--report pipe.md`: iscope-run never returned). An empty name was "its directory  does not
-// exist". Devices (/dev/null, /dev/stdout) are written into.
+// What stops --report FILE from being written when the program ends: what stops any output, and a FIFO nobody
+// reads or a socket there (through links too). The report is written from the program's exit, so a FIFO nobody reads
+// held the program at its end for ever (`--report pipe.md`: iscope-run never returned). An empty name was "its
+// directory  does not exist". Devices (/dev/null) and a pipe with a reader (/dev/stdout into `| tee`) are written.
 std::string report_unwritable(const std::string& report) {
   if (report.empty()) return "the file name is empty; name the report's file (.md, .html or .json)";
-  struct stat st{};
-  if (::stat(absolute(report).c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
-    return std::string("is a ") + (S_ISFIFO(st.st_mode) ? "FIFO (named pipe)" : "socket") +
-           ": the report is written as the program ends, which would wait there for a reader; name a file";
+  if (const auto why = inferscope::dump::report_target_would_block(absolute(report)))
+    return *why + ": the report is written as the program ends, which would wait there for a reader; name a file";
   return unwritable(report);
 }
 

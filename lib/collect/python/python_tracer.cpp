@@ -688,6 +688,14 @@ class DetailSwitch {
     filters_ = filters;
     cv_.notify_one();
   }
+  // The session turned tracing on itself (adaptive mode's baseline, at start): the switch must know it is on, or the
+  // writer's first request to turn it off would equal what the switch believes and never be carried out.
+  void assume_on(const Filters& filters) {
+    if (owner_ != ::getpid()) start();
+    std::lock_guard lk(mu_);
+    want_ = have_ = true;
+    filters_ = filters;
+  }
 
  private:
   // A new process (or the first request): the thread that served a parent is not here, and its lock may have
@@ -774,6 +782,7 @@ class PythonCollector final : public runtime::Collector {
     if (detail_at_start(config.mode)) {  // full, and adaptive's first part: tracing from the start
       std::string error = enable(f);
       if (!error.empty()) return "off: " + error;
+      if (sampled_) detail_switch().assume_on(f);
       return status_line() + (sampled_ ? ", then inside sampled windows only" : "");
     }
     disable();  // a full session before may have left tracing on
