@@ -20,10 +20,9 @@
 #include "analyze/rules/metrics.hpp"
 #include "analyze/rules/rule_settings.hpp"
 #include "rulefile/rule_file.hpp"
-#ifdef INFERSCOPE_HAVE_REPORT
+#include "export/perfetto.hpp"
 #include "report/report.hpp"
-#endif
-#ifdef INFERSCOPE_HAVE_EXPORT
+#ifdef INFERSCOPE_HAVE_SQLITE
 #include "export/sqlite.hpp"
 #endif
 
@@ -347,13 +346,12 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
   return 1;
 }
 
-#ifdef INFERSCOPE_HAVE_REPORT
 // The Perfetto trace of the dumps named together (the ranks of one run) on one time line, each process labelled
 // with its rank ("rank 1"; the launcher, which has none, by its file name). `first` is the first dump, open.
 void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first, std::ostream& s) {
   std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;
   std::vector<std::unique_ptr<inferscope::analyze::ConvertedTrace>> converted;  // torch.profiler traces, as dumps
-  std::vector<inferscope::report::RunTracePart> parts;
+  std::vector<inferscope::exporter::RunTracePart> parts;
   for (size_t i = 0; i < paths.size(); ++i) {
     const inferscope::dump::DumpReader* r = &first;
     if (i) {
@@ -365,9 +363,8 @@ void write_run_trace(const std::vector<std::string>& paths, const inferscope::du
     const std::string rank = r->process_value("rank");
     parts.push_back({r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank});
   }
-  inferscope::report::write_perfetto_run(parts, s);
+  inferscope::exporter::write_perfetto_run(parts, s);
 }
-#endif
 
 // The reports and traces; false when one could not be written (each said why). `paths`: the dumps named on the
 // command line (several: the ranks of one run, in one Perfetto trace).
@@ -375,7 +372,6 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
                    const std::vector<std::string>& paths) {
   bool ok = true;
   if (r.findings) std::cout << inferscope::analyze::findings_digest(a);
-#ifdef INFERSCOPE_HAVE_REPORT
   for (auto& [fmt, p] : r.reports) {
     if (fmt == "html") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_html(a, s); });
     else if (fmt == "json") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_json(a, s); });
@@ -393,23 +389,14 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
     try {
       ok &= write_to(p, [&](std::ostream& s) {
         if (paths.size() > 1) write_run_trace(paths, *reader, s);
-        else inferscope::report::write_perfetto(*reader, s, &a);  // its steps, on the reports' time origin
+        else inferscope::exporter::write_perfetto(*reader, s, &a);  // its steps, on the reports' time origin
       });
     } catch (const inferscope::dump::DumpError& e) {
       std::cerr << "iscope-analyze: " << e.what() << "\n";
       ok = false;
     }
   }
-#else
-  // A build without lib/report: the findings in plain text so the tool stays useful.
-  for (auto& [fmt, p] : r.reports)
-    ok &= write_to(p, [&](std::ostream& s) { inferscope::analyze::print_findings_text(a, s); });
-  if (!r.perfetto.empty()) {
-    std::cerr << "iscope-analyze: this build has no report writers (lib/report): Perfetto traces are unavailable\n";
-    ok = false;
-  }
-#endif
-#ifdef INFERSCOPE_HAVE_EXPORT
+#ifdef INFERSCOPE_HAVE_SQLITE
   if (!r.sqlite.empty())
     ok &= inferscope::exporter::write_sqlite_for_tool(reader ? &*reader : nullptr, a, r.sqlite, "iscope-analyze", std::cerr);
 #else

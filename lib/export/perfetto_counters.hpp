@@ -8,7 +8,7 @@
 // equal to the one a track already shows is not written again. Internal to lib/report.
 #pragma once
 
-#include "report/perfetto_json.hpp"
+#include "export/perfetto_json.hpp"
 
 #include <cstdint>
 #include <map>
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <utility>
 
-namespace inferscope::report::perfetto {
+namespace inferscope::exporter::perfetto {
 
 /// How a cumulative counter reads as a rate: the unit shown, and the factor from "counter units per second".
 struct RateUnit {
@@ -99,4 +99,4 @@ class CounterTracks {
   uint64_t out_of_order_ = 0;
 };
 
-}  // namespace inferscope::report::perfetto
+}  // namespace inferscope::exporter::perfetto
