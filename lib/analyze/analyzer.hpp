@@ -92,8 +92,4 @@ std::string findings_digest(const Analysis& a);
 /// attribute layer=1, or it has no attributes and looks like a dotted module path ("transformer.h.3.attn").
 bool looks_like_module_path(std::string_view name);
 
-/// Plain-text rendering of the headline numbers and findings (for builds without lib/report and for
-/// debugging); the real reports are lib/report's.
-void print_findings_text(const Analysis& a, std::ostream& out);
-
 }  // namespace inferscope::analyze

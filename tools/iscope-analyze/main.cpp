@@ -22,6 +22,7 @@
 #include "rulefile/rule_file.hpp"
 #include "export/perfetto.hpp"
 #include "report/report.hpp"
+#include "report/text_writers.hpp"
 #ifdef INFERSCOPE_HAVE_SQLITE
 #include "export/sqlite.hpp"
 #endif
@@ -170,7 +171,7 @@ int print_summary_of(const std::string& path) {
     inferscope::dump::report_file_accounting(reader, warnings, drops);
     for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
     auto summary = inferscope::analyze::summarize(reader);
-    inferscope::analyze::print_summary(reader, summary, std::cout);
+    inferscope::report::print_summary(reader, summary, std::cout);
     const bool corrupt = (reader.damage() && !reader.damage()->truncated) || !reader.skipped_chunks().empty();
     return corrupt ? 3 : 0;
   } catch (const inferscope::dump::DumpError& e) {
