@@ -350,17 +350,11 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
 // The Perfetto trace of the dumps named together (the ranks of one run) on one time line, each process labelled
 // with its rank ("rank 1"; the launcher, which has none, by its file name). `first` is the first dump, open.
 void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first, std::ostream& s) {
-  std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;
-  std::vector<std::unique_ptr<inferscope::analyze::ConvertedTrace>> converted;  // torch.profiler traces, as dumps
+  std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;  // the other ranks, traces imported in memory
   std::vector<inferscope::exporter::RunTracePart> parts;
   for (size_t i = 0; i < paths.size(); ++i) {
     const inferscope::dump::DumpReader* r = &first;
-    if (i) {
-      std::string read = paths[i];
-      if (inferscope::analyze::input_format(read) == inferscope::analyze::InputFormat::kJsonTrace)
-        read = converted.emplace_back(std::make_unique<inferscope::analyze::ConvertedTrace>(paths[i]))->dump_path();
-      r = more.emplace_back(std::make_unique<inferscope::dump::DumpReader>(read)).get();
-    }
+    if (i) r = more.emplace_back(inferscope::import::open_input(paths[i]).reader).get();
     const std::string rank = r->process_value("rank");
     parts.push_back({r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank});
   }
