@@ -1,7 +1,7 @@
 // iscope-analyze: reads a dump (or the seeds' JSON event trace) and explains it.
 //
 //   iscope-analyze DUMP                          Markdown report on stdout
-//   iscope-analyze DUMP -o report.md|.html|.json|.perfetto.json [--html F] [--json F] [--perfetto F] [--step NAME]
+//   iscope-analyze DUMP -o report.md|.html|.json|.perfetto.json [--md F] [--html F] [--json F] [--perfetto F] [--step NAME]
 //   iscope-analyze DUMP --sqlite out.db          the records and the analysis as SQLite (docs/sqlite-schema.md)
 //   iscope-analyze DUMP --summary                what the dump holds (threads, ranges, drops, clock)
 //
@@ -133,8 +133,6 @@ cxxopts::Options make_options() {
       ("o,output", "report file; the format follows the extension: .md, .html, .json, .perfetto.json (the Perfetto "
                    "trace, as --perfetto) or - (Markdown on stdout); repeatable",
        cxxopts::value<std::vector<std::string>>())
-      ("html", "also write the HTML report here", cxxopts::value<std::string>())
-      ("json", "also write the JSON report here", cxxopts::value<std::string>())
       ("perfetto", "write a Chrome/Perfetto trace (dump input only; several dumps: one trace, a lane per rank)", cxxopts::value<std::string>())
       ("sqlite", "write the records and the analysis into this SQLite database (dump input only)", cxxopts::value<std::string>())
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
@@ -155,6 +153,7 @@ cxxopts::Options make_options() {
       ("version", "print the version and exit")
       ("dump", "the dump or JSON trace; several dumps: the ranks of one multi-process run, analysed together",
        cxxopts::value<std::vector<std::string>>());
+  inferscope::tools::add_report_file_flags(opts, "report");  // --md, --html, --json: iscope-diff's too
   opts.parse_positional({"dump"});
   opts.positional_help("DUMP [DUMP...]");
   return opts;
@@ -199,8 +198,7 @@ Requested requested_outputs(const cxxopts::ParseResult& args, bool findings) {
       else if (fmt == "perfetto") r.perfetto.push_back(p);
       else r.reports.emplace_back(fmt, p);
     }
-  if (args.count("html")) r.reports.emplace_back("html", args["html"].as<std::string>());
-  if (args.count("json")) r.reports.emplace_back("json", args["json"].as<std::string>());
+  for (auto& named : inferscope::tools::report_file_flags(args)) r.reports.push_back(named);
   if (args.count("perfetto")) {
     r.perfetto_flag = args["perfetto"].as<std::string>();
     r.perfetto.push_back(r.perfetto_flag);
@@ -218,7 +216,7 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
   for (const auto& p : written)
     if (p.size() > 1 && p[0] == '-') {
       std::cerr << "iscope-analyze: output file name '" << p << "' is an option: an option that takes a file "
-                << "name (--html, --json, --perfetto, --sqlite, -o) was followed by another option; give the "
+                << "name (--md, --html, --json, --perfetto, --sqlite, -o) was followed by another option; give the "
                 << "file name after it (a file named so: ./" << p << ")\n";
       return true;
     }
@@ -231,7 +229,7 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
 // --sqlite also a device node, FIFO or socket) is found when it is written: exit 1, the others still written.
 // An output flag given an empty name (`--sqlite ""`, `--json=`): said by flag, not written nowhere with exit 0.
 bool refuses_empty_output(const cxxopts::ParseResult& args) {
-  for (const char* flag : {"html", "json", "perfetto", "sqlite"})
+  for (const char* flag : {"md", "html", "json", "perfetto", "sqlite"})
     if (args.count(flag) && args[flag].as<std::string>().empty()) {
       std::cerr << "iscope-analyze: --" << flag << ": an empty file name; name the file to write\n";
       return true;
