@@ -1,13 +1,13 @@
 // libFuzzer target: the dump reader (every chunk parser, the record visitor, attributes, clock model) and the
 // Perfetto writer on top of it. Built and run by scripts/fuzz.sh; its crashing inputs are replayed by ctest
 // (tests/report/CMakeLists.txt, fuzz/regressions/fuzz_dump_reader/).
-// fuzz-sources: lib/dump/*.cpp lib/report/names.cpp lib/report/perfetto*.cpp lib/text/*.cpp
+// fuzz-sources: lib/dump/*.cpp lib/text/*.cpp lib/export/perfetto*.cpp
 // fuzz-seeds: dump
 #include "dump/clock_model.hpp"
 #include "dump/reader.hpp"
 #include "dump/visit.hpp"
 #include "fuzz_support.hpp"
-#include "report/report.hpp"
+#include "export/perfetto.hpp"
 
 #include <ostream>
 
@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     dump::visit_records(r, touch);
     fuzz::NullBuf nb;
     std::ostream out(&nb);
-    report::write_perfetto(r, out);
+    exporter::write_perfetto(r, out);
     (void)touch.sink;
   } catch (const dump::DumpError&) {
     // A clear error for bad input is the expected outcome; a crash or any other exception is a bug.

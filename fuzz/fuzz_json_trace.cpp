@@ -1,7 +1,6 @@
-// libFuzzer target: the seeds' JSON event trace input (lib/analyze/json_input.cpp: parse, convert to a dump,
-// analyse) and the JSON report of the result. Built and run by scripts/fuzz.sh, which skips it while a source
+// libFuzzer target: the JSON trace inputs (lib/import: parse, import into records in memory; then analyse) and the JSON report of the result. Built and run by scripts/fuzz.sh, which skips it while a source
 // below is missing (before the analyzer and the report branches are merged).
-// fuzz-sources: lib/dump/*.cpp lib/analyze/*.cpp lib/analyze/rules/*.cpp lib/report/*.cpp lib/text/*.cpp
+// fuzz-sources: lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp lib/report/*.cpp
 // fuzz-seeds: json
 // The analyzer's packed(4) GpuOp/ApiOp (lib/analyze/model.hpp) bind misaligned int64 members to references
 // (std::min/std::max on x.start): UBSan's alignment check stops at the first seed. Harmless on x86; switched

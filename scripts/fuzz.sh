@@ -59,7 +59,7 @@ for kind in "$ROOT"/fuzz/seeds/*/; do  # json, config, ...: the folder a target 
   cp "$kind"* "$OUT/seeds/$(basename "$kind")/" 2>/dev/null || true
 done
 
-# Temporary files some targets create (the JSON importer converts through a temporary dump) go to memory.
+# Temporary files a target may create go to memory (the JSON importer no longer makes any: it works in memory).
 export TMPDIR=${FUZZ_TMPDIR:-/dev/shm}
 [ -w "$TMPDIR" ] || export TMPDIR=/tmp
 

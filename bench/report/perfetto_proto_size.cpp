@@ -3,7 +3,7 @@
 // (zlib level 6), as a table in Markdown (docs/benchmarks.md, section "Perfetto trace size").
 #include "dump/reader.hpp"
 #include "proto_trace.hpp"
-#include "report/report.hpp"
+#include "export/perfetto.hpp"
 
 #include <zlib.h>
 
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     inferscope::dump::DumpReader r(argv[i]);
     std::ostringstream out;
-    inferscope::report::write_perfetto(r, out);
+    inferscope::exporter::write_perfetto(r, out);
     const std::string json = out.str();
     inferscope::bench::ProtoStats st;
     const std::string proto = inferscope::bench::encode_proto_trace(json, {}, &st);

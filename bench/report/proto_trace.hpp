@@ -1,6 +1,6 @@
 // A prototype encoder of Perfetto's protobuf trace format (Trace = repeated TracePacket; TrackDescriptor and
 // TrackEvent, as in the public protos/perfetto/trace/... definitions), to measure what it would save against
-// the trace-event JSON that lib/report/perfetto.cpp writes. It converts that JSON, so the two hold the same
+// the trace-event JSON that lib/export/perfetto.cpp writes. It converts that JSON, so the two hold the same
 // events by construction:
 // - one packet sequence; the first packet clears the incremental state, every event packet needs it;
 // - a TrackDescriptor per process, thread (ThreadDescriptor pid/tid/name), counter track (CounterDescriptor,

@@ -3,6 +3,7 @@
 // every event of the JSON in it.
 #include "dump/reader.hpp"
 #include "proto_trace.hpp"
+#include "export/perfetto.hpp"
 #include "report/report.hpp"
 #include "support/files.hpp"
 
@@ -199,7 +200,7 @@ TEST_CASE("the prototype protobuf trace of a real dump reads back with the JSON 
     CAPTURE(std::string(name));
     dump::DumpReader r((testsupport::fixtures() / (std::string(name) + ".iscope")).string());
     std::ostringstream out;
-    report::write_perfetto(r, out);
+    exporter::write_perfetto(r, out);
     for (bool intern_strings : {false, true}) {
       bench::ProtoStats st;
       const std::string proto = bench::encode_proto_trace(out.str(), {intern_strings}, &st);

@@ -10,6 +10,7 @@
 
 #include "analyze/analysis.hpp"
 #include "dump/reader.hpp"
+#include "import/import.hpp"
 
 #include <memory>
 #include <ostream>
@@ -36,11 +37,8 @@ struct AnalyzeOptions {
   std::shared_ptr<const rules::RuleSettings> rules;
 };
 
-/// A bad input that yields no analysis at all: the message names the file and the offset/line/field.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+/// A bad input that yields no analysis at all (lib/import's): the message names the file and the offset/line/field.
+using import::InputError;
 
 /// Analyses an open dump. A damaged dump (cut short, corrupt chunk) is analysed up to the damage and says so
 /// in `warnings`; `partial` (below) tells callers whether data were lost to corruption.
@@ -50,39 +48,14 @@ Analysis analyze_dump(const dump::DumpReader& reader, const AnalyzeOptions& opti
 /// memory grows with the records it holds, and where the bounds are documented (docs/reliability.md).
 std::string out_of_memory_message(const std::string& path);
 
-enum class InputFormat { kDump, kJsonTrace };
+/// A file's format by content (import/import.hpp): a dump, or a JSON trace the importers turn into records.
+using import::input_format;
+using import::InputFormat;
 
-/// The format of `path` by content: INFSCOPE magic is a dump; '{' or '[' (after a BOM and blanks), or the gzip
-/// magic 1f 8b, a JSON trace (the seeds' events, or a Chrome trace: torch.profiler or InferScope's Perfetto
-/// export). Throws InputError naming the file when it cannot be read, is empty, or is neither.
-InputFormat input_format(const std::string& path);
-
-/// Opens `path`, detects its format by content (INFSCOPE magic: dump; '{', '[' or gzip: a JSON trace, see
-/// json_trace_to_dump) and analyses it. Throws InputError (or dump::DumpError) when nothing can be read.
+/// Opens `path` (import::open_input: a dump from its file, a JSON trace imported into records in memory) and
+/// analyses its records; an imported trace's warnings come first, naming `path`. Throws InputError (or
+/// dump::DumpError) when nothing can be read.
 Analysis analyze_file(const std::string& path, const AnalyzeOptions& options);
-
-/// Converts the seeds' JSON event trace (`{"events": [...]}` or a bare array), or a Chrome trace
-/// (analyze/kineto_input.hpp), gzipped or not, into a dump at `dump_path`. Unknown event types are skipped and
-/// counted in `warnings`. Throws InputError naming the event index and
-/// field, or the line and column of a syntax error.
-void json_trace_to_dump(const std::string& json_path, const std::string& dump_path,
-                        std::vector<std::string>& warnings);
-
-/// A JSON trace converted into a dump in a temporary file (in $TMPDIR, else /tmp), removed when this goes. Throws
-/// as json_trace_to_dump does, or InputError when no temporary file can be made.
-class ConvertedTrace {
- public:
-  explicit ConvertedTrace(const std::string& json_path);
-  ~ConvertedTrace();
-  ConvertedTrace(const ConvertedTrace&) = delete;
-  ConvertedTrace& operator=(const ConvertedTrace&) = delete;
-  const std::string& dump_path() const { return dump_path_; }
-  const std::vector<std::string>& warnings() const { return warnings_; }
-
- private:
-  std::string dump_path_;
-  std::vector<std::string> warnings_;
-};
 
 /// One line per finding, canonical and stable for golden tests:
 /// "category primary=0|1 impact_ms=X.XX impact_pct=X confidence=X.X suggestions=N uncertain=0|1".
@@ -91,9 +64,5 @@ std::string findings_digest(const Analysis& a);
 /// True when a range name is treated as a model layer (see docs/analysis.md, "Layers"): it carries the
 /// attribute layer=1, or it has no attributes and looks like a dotted module path ("transformer.h.3.attn").
 bool looks_like_module_path(std::string_view name);
-
-/// Plain-text rendering of the headline numbers and findings (for builds without lib/report and for
-/// debugging); the real reports are lib/report's.
-void print_findings_text(const Analysis& a, std::ostream& out);
 
 }  // namespace inferscope::analyze

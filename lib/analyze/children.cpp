@@ -3,11 +3,13 @@
 #include "analyze/ranks.hpp"
 #include "dump/path.hpp"
 #include "dump/reader.hpp"
+#include "import/import.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 namespace inferscope::analyze {
@@ -79,15 +81,17 @@ struct RankCollector {
 // spawns its GPU workers itself sets no rank variable).
 bool is_rank(const dump::DumpReader& r, const Analysis& a) { return !r.process_value("rank").empty() || a.gpu_work_recorded; }
 
-// `path` is read; `shown` (empty: `path`) names it in the reports: the torch.profiler trace a temporary dump was
-// converted from.
+// The input at `path` analysed and summarised: a dump (a child's), or with `any_format` (a rank named on the command
+// line) also a trace, imported into records (lib/import).
 ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptions& options, RankCollector* ranks,
-                       const std::string& shown = {}) {
+                       bool any_format = false) {
   ChildProcess c;
-  c.path = shown.empty() ? path : shown;
+  c.path = path;
   c.pid = pid;
   try {
-    dump::DumpReader r(path);
+    const std::unique_ptr<dump::DumpReader> opened =
+        any_format ? import::open_input(path).reader : std::make_unique<dump::DumpReader>(path);
+    const dump::DumpReader& r = *opened;
     c.cmdline = r.process_value("cmdline");
     c.complete = r.complete();
     if (!c.pid) c.pid = process_number(r.process_value("pid"), UINT64_MAX).value_or(0);
@@ -185,19 +189,9 @@ std::vector<ChildProcess> analyze_rank_dumps(const std::vector<std::string>& pat
   RankCollector ranks;
   std::vector<ChildProcess> out;
   for (const std::string& path : paths) {
-    // A torch.profiler trace per rank (Kineto's JSON) is read as the dump it converts to; a file that cannot be
+    // A torch.profiler trace per rank (Kineto's JSON) is read as the records it imports to; a file that cannot be
     // read is listed with its error, as a damaged dump is.
-    std::optional<ConvertedTrace> converted;
-    try {
-      if (input_format(path) == InputFormat::kJsonTrace) converted.emplace(path);
-    } catch (const std::exception& e) {
-      ChildProcess c;
-      c.path = path;
-      c.error = e.what();
-      out.push_back(std::move(c));
-      continue;
-    }
-    out.push_back(summarise(converted ? converted->dump_path() : path, 0, options, &ranks, converted ? path : std::string()));
+    out.push_back(summarise(path, 0, options, &ranks, /*any_format=*/true));
   }
   run = ranks.run();
   return out;

@@ -1,4 +1,5 @@
-// `iscope-analyze DUMP --summary`: what a dump holds, computed in one streaming pass over its records.
+// `iscope-analyze DUMP --summary`: what a dump holds, computed in one streaming pass over its records (printed by
+// report::print_summary, lib/report/text_writers.hpp).
 #pragma once
 
 #include "analyze/duration_stats.hpp"
@@ -6,7 +7,6 @@
 
 #include <cstdint>
 #include <map>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,9 +40,6 @@ struct Summary {
 
 /// Computes the summary in one pass; throws dump::DumpError on a malformed record.
 Summary summarize(const dump::DumpReader& reader);
-
-/// Prints the summary as plain text with Markdown tables.
-void print_summary(const dump::DumpReader& reader, const Summary& summary, std::ostream& out);
 
 const char* record_kind_name(RecordKind k);
 

@@ -60,7 +60,9 @@ WaitAttribution find_waits(const Context& cx, const Ingested& in, const StepSet&
   const WaitFrames f = read_wait_frames(cx, w, ss.step_thread, ss.steps_s, ss.steps_e);
   ParentFacts parent = parent_facts(cx.r);
   parent.pid = pid;
-  const std::vector<ChildFrames> child = read_child_frames(cx.r.path(), parent, ss.steps_s, ss.steps_e);
+  // Child dumps lie beside a dump's file; records imported from a trace (lib/import) have none.
+  const std::vector<ChildFrames> child =
+      cx.r.is_file() ? read_child_frames(cx.r.path(), parent, ss.steps_s, ss.steps_e) : std::vector<ChildFrames>{};
   WaitNaming naming;
   naming.typical_steps = typical.size();
   naming.steady_steps = size_t(std::count(sel.steady.begin(), sel.steady.end(), true));

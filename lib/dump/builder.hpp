@@ -51,11 +51,19 @@ class DumpBuilder {
       : tpn_(ticks_per_ns), base_(tick_base) {
     f_ = std::fopen(path.c_str(), "wb");
     if (!f_) throw std::runtime_error(path + ": cannot create dump");
+    open_ = true;
     FileHeader h = make_file_header();
     std::fwrite(&h, sizeof(h), 1, f_);
   }
+  /// Builds the dump in memory instead of a file (an importer's, lib/import): take_bytes() after finish().
+  struct InMemory {};
+  explicit DumpBuilder(InMemory, double ticks_per_ns = 1.0, uint64_t tick_base = 1'000'000'000ull)
+      : open_(true), in_memory_(true), tpn_(ticks_per_ns), base_(tick_base) {
+    FileHeader h = make_file_header();
+    memory_.append(reinterpret_cast<const char*>(&h), sizeof(h));
+  }
   ~DumpBuilder() {
-    if (f_) finish(false);
+    if (open_) finish(false);
   }
   DumpBuilder(const DumpBuilder&) = delete;
   DumpBuilder& operator=(const DumpBuilder&) = delete;
@@ -291,7 +299,7 @@ class DumpBuilder {
 
   /// Writes what is pending, the tables, the drops and (when `end_chunk`) the END chunk, and closes the file.
   void finish(bool end_chunk = true) {
-    if (!f_) return;
+    if (!open_) return;
     for (auto& [t, b] : events_) flush_events(t);
     flush_tables();
     if (sampled_) write_sampling();
@@ -309,12 +317,19 @@ class DumpBuilder {
     }
     if (sampled_) {  // the header's flags say what the file is
       FileHeader h = make_file_header(kFileRingSnapshot | kFileSampled);
-      std::fseek(f_, 0, SEEK_SET);
-      std::fwrite(&h, sizeof(h), 1, f_);
+      if (in_memory_) {
+        std::memcpy(memory_.data(), &h, sizeof(h));
+      } else {
+        std::fseek(f_, 0, SEEK_SET);
+        std::fwrite(&h, sizeof(h), 1, f_);
+      }
     }
-    std::fclose(f_);
+    if (f_) std::fclose(f_);
     f_ = nullptr;
+    open_ = false;
   }
+  /// The dump built in memory (InMemory), once finish() has run; empty for a file.
+  std::string take_bytes() { return std::move(memory_); }
   uint64_t records() const { return records_; }
   /// Bytes written so far (chunks still buffered not counted).
   uint64_t bytes_written() const { return written_ + sizeof(FileHeader); }
@@ -424,11 +439,15 @@ class DumpBuilder {
 
   void write(const ChunkBuilder& b) {
     auto bytes = b.finish();
-    std::fwrite(bytes.data(), 1, bytes.size(), f_);
+    if (in_memory_) memory_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    else std::fwrite(bytes.data(), 1, bytes.size(), f_);
     written_ += bytes.size();
   }
 
   std::FILE* f_ = nullptr;
+  bool open_ = false;
+  bool in_memory_ = false;
+  std::string memory_;  ///< the dump, when built in memory
   double tpn_;
   uint64_t base_;
   int64_t last_ns_ = 0;

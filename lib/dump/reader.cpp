@@ -45,6 +45,18 @@ unsigned worker_threads(unsigned asked) {
 // copy of bytes the page cache holds anyway.
 DumpReader::DumpReader(const std::string& path) : path_(path) {
   open_regular();
+  read_contents();
+}
+
+// A dump in memory is read exactly as its file would be (read_at copies from the bytes instead of pread), so an
+// importer's records reach the analyzer through the same checks as a recorded dump's.
+DumpReader::DumpReader(InMemory in) : path_(std::move(in.name)), memory_(std::move(in.bytes)), in_memory_(true) {
+  size_ = memory_.size();
+  if (size_ == 0) fail(path_ + ": empty (0 bytes): not an InferScope dump", 0);
+  read_contents();
+}
+
+void DumpReader::read_contents() {
   read_header();
   std::vector<Walked> walked = walk_chunks();
   const size_t first_bad = first_bad_payload(walked);
@@ -80,6 +92,13 @@ void DumpReader::open_regular() {
 
 void DumpReader::read_at(uint64_t offset, void* out, size_t n) const {
   auto* p = static_cast<uint8_t*>(out);
+  if (in_memory_) {
+    if (offset > size_ || n > size_ - offset)
+      throw DumpError(at(path_, std::min(offset, size_)) + "the dump ends here (" + std::to_string(size_) + " bytes)",
+                      std::min(offset, size_));
+    std::memcpy(p, memory_.data() + offset, n);
+    return;
+  }
   size_t got = 0;
   while (got < n) {
     ssize_t k = ::pread(fd_, p + got, n - got, static_cast<off_t>(offset + got));

@@ -132,11 +132,20 @@ class DumpReader {
   /// Throws DumpError for a file that cannot be read at all: missing, not a regular file (said without
   /// blocking on a FIFO), empty, not a dump, unknown version.
   explicit DumpReader(const std::string& path);
+  /// A dump held in memory (an importer's, lib/import), named `name` in every message: the file it came from.
+  struct InMemory {
+    std::string name;
+    std::string bytes;
+  };
+  /// Reads `in.bytes` as the file holding them would be read; throws DumpError as the file constructor does.
+  explicit DumpReader(InMemory in);
   ~DumpReader();
   DumpReader(const DumpReader&) = delete;
   DumpReader& operator=(const DumpReader&) = delete;
 
   const std::string& path() const { return path_; }
+  /// False for a dump read from memory: no file on disk is it, and none beside it belongs to it.
+  bool is_file() const { return !in_memory_; }
   uint64_t file_size() const { return size_; }
   uint16_t version_major() const { return major_; }
   uint16_t version_minor() const { return minor_; }
@@ -214,6 +223,7 @@ class DumpReader {
     uint64_t strings = 0, code = 0, threads = 0;
   };
   void open_regular();
+  void read_contents();  // header, chunks, tables: what both constructors do once the bytes can be read
   [[noreturn]] void fail(const std::string& msg, uint64_t off);
   void skip_chunk(uint64_t where, const std::string& what);
   void read_header();
@@ -230,6 +240,8 @@ class DumpReader {
 
   std::string path_;
   int fd_ = -1;
+  std::string memory_;  ///< the dump's bytes, when read from memory
+  bool in_memory_ = false;
   uint64_t size_ = 0;
   Declared declared_;
   uint32_t code_bound_ = 0;

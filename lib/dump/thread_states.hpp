@@ -1,6 +1,6 @@
 // A thread's scheduler state over time, read from the system collector's `thread.state` samples (the state
 // letter of /proc/<tid>/task/<tid>/stat, docs/counters.md): one definition for every output that draws it, the
-// Perfetto trace's state tracks (lib/report/perfetto_counters.cpp) and the HTML timeline's state lanes (the
+// Perfetto trace's state tracks (lib/export/perfetto_counters.cpp) and the HTML timeline's state lanes (the
 // analyzer's representative step, lib/analyze/timeline_states.cpp).
 //
 // A sample is a snapshot: a state holds from the sample that first showed it to the first later sample that

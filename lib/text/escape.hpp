@@ -1,8 +1,8 @@
 // Escaping for the report writers and iscope-analyze --summary. Names in a trace come from the traced program
 // (kernel names, Python qualnames, user range names, attribute values) and may hold anything: markup, quotes,
 // control characters, invalid UTF-8. Every writer passes them through one of these functions before they reach
-// the output. Below lib/analyze (which prints the summary) and lib/report (which uses them as report::md_code...):
-// one copy of each rule.
+// the output. Below lib/report (which uses them as report::md_code..., and prints --summary with them) and
+// lib/export: one copy of each rule.
 #pragma once
 
 #include <ostream>

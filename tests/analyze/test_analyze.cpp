@@ -681,6 +681,23 @@ TEST_CASE("--step picks the step; a missing name falls back to the whole trace")
   CHECK(a.warnings.front().find("nope") != std::string::npos);
 }
 
+TEST_CASE("--md, --html, --json name the format whatever the extension, beside -o, as iscope-diff's do") {
+  const fs::path p = work_dir() / "md_flag.iscope";
+  testsupport::write_scenario("layers", p.string());
+  const fs::path md = work_dir() / "md_flag.report", o = work_dir() / "md_flag_o.md", js = work_dir() / "md_flag.out";
+  for (const auto& f : {md, o, js}) fs::remove(f);
+  std::string err, out;
+  CHECK(run_cli(p.string() + " --md " + md.string() + " --json " + js.string() + " -o " + o.string(), &err, &out) == 0);
+  CHECK(out.empty());
+  CHECK(read(md).rfind("# InferScope report", 0) == 0);
+  CHECK(read(md) == read(o));
+  CHECK(read(js).rfind("{", 0) == 0);
+  CHECK(run_cli(p.string() + " --md=", &err) == 2);
+  CHECK(err.find("--md: an empty file name") != std::string::npos);
+  CHECK(run_cli(p.string() + " --md -o", &err) == 2);
+  CHECK(err.find("(--md, --html, --json, --perfetto, --sqlite, -o)") != std::string::npos);
+}
+
 TEST_CASE("no steps: the whole trace is one step, and the report says so") {
   fs::path p = work_dir() / "nosteps.iscope";
   {

@@ -1,4 +1,4 @@
-// Chrome-trace inputs (lib/analyze/kineto_input.cpp): torch.profiler (Kineto) exports planted with one
+// Chrome-trace inputs (lib/import/chrome_trace.cpp): torch.profiler (Kineto) exports planted with one
 // bottleneck each (tests/fixtures/kineto_*, written by make_kineto_fixtures.py), gzip detected by content,
 // InferScope's own --perfetto output, and bad inputs with the file and the offset or field named.
 #include "support/files.hpp"

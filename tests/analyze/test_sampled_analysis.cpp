@@ -6,6 +6,7 @@
 #include "analyze/rules/rule_settings.hpp"
 #include "analyze/summary.hpp"
 #include "report/report.hpp"
+#include "report/text_writers.hpp"
 #include "support/dump_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -131,7 +132,7 @@ TEST_CASE("sampled dump: the reader sees its windows, slow steps and coverage") 
   CHECK(s.slow_steps.size() == 2);
   CHECK(s.slow_steps[1].bound_us == 6000);
   std::ostringstream summary;
-  analyze::print_summary(r, analyze::summarize(r), summary);
+  report::print_summary(r, analyze::summarize(r), summary);
   CHECK(contains(summary.str(), "- sampled: 4 windows kept of 4 opened (1 dropped), 15 of 200 steps in full detail, "
                                 "2 slow steps caught, 12345 records sampled out"));
 }

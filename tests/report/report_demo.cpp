@@ -2,6 +2,7 @@
 // writers can be seen before the analyzer is merged:  iscope-report-demo OUTDIR
 //   OUTDIR/report.md, report.html, report.json (from the sample analysis), trace.json (open in ui.perfetto.dev)
 #include "dump/builder.hpp"
+#include "export/perfetto.hpp"
 #include "report/report.hpp"
 #include "sample_analysis.hpp"
 
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
   build_dump(dump_path);
   dump::DumpReader reader(dump_path);
   std::ofstream f(dir / "trace.json");
-  report::write_perfetto(reader, f);
+  exporter::write_perfetto(reader, f);
   if (!f) {
     std::cerr << "iscope-report-demo: cannot write " << (dir / "trace.json") << "\n";
     return 1;

@@ -239,6 +239,25 @@ TEST_CASE("iscope-diff: outputs, exit statuses and messages") {
     CHECK(v.at("kernels").as_object().contains("by_time"));
     CHECK(v.at("python").as_object().contains("by_count"));
   }
+  SUBCASE("--md, --html, --json name the format whatever the extension, beside -o, as iscope-analyze's do") {
+    const fs::path md = work_dir() / "diff.md.txt", html = work_dir() / "diff.page", js = work_dir() / "diff.out",
+                   o = work_dir() / "diff_o.md";
+    for (const auto& p : {md, html, js, o}) fs::remove(p);
+    const auto r = run_diff(before.string() + " " + after.string() + " --md " + md.string() + " --html " + html.string() +
+                            " --json " + js.string() + " -o " + o.string());
+    CHECK(r.rc == 0);
+    CHECK(r.out.empty());  // an output was named: nothing on stdout
+    CHECK(read(md).find("# InferScope comparison") == 0);
+    CHECK(read(md) == read(o));
+    CHECK(read(html).find("<!DOCTYPE html>") == 0);
+    CHECK(boost::json::parse(read(js)).as_object().contains("latency"));
+    const auto opt = run_diff(before.string() + " " + after.string() + " --json -o");
+    CHECK(opt.rc == 2);
+    CHECK(opt.err.find("--json -o: is an option") != std::string::npos);
+    const auto empty = run_diff(before.string() + " " + after.string() + " --html=");
+    CHECK(empty.rc == 2);
+    CHECK(empty.err.find("--html: an empty file name") != std::string::npos);
+  }
   SUBCASE("unrelated programs: exit 3, said so, nothing written") {
     const fs::path md = work_dir() / "unrelated.md";
     fs::remove(md);

@@ -1,6 +1,7 @@
 #include "dump/builder.hpp"
 #include "dump/clock_model.hpp"
-#include "report/perfetto_counters.hpp"
+#include "export/perfetto_counters.hpp"
+#include "export/perfetto.hpp"
 #include "report/report.hpp"
 #include "report_test_util.hpp"
 
@@ -61,7 +62,7 @@ std::string build_trace() {
 json::value perfetto(const std::string& path, std::string* text = nullptr) {
   dump::DumpReader r(path);
   std::ostringstream out;
-  report::write_perfetto(r, out);
+  exporter::write_perfetto(r, out);
   if (text) *text = out.str();
   return json::parse(out.str());
 }
@@ -219,7 +220,7 @@ TEST_CASE("perfetto writer refuses a malformed record before writing anything") 
   }
   dump::DumpReader reader(path);
   std::ostringstream out;
-  CHECK_THROWS_AS(report::write_perfetto(reader, out), dump::DumpError);
+  CHECK_THROWS_AS(exporter::write_perfetto(reader, out), dump::DumpError);
   CHECK(out.str().empty());
   std::filesystem::remove(path);
 }
@@ -399,8 +400,8 @@ TEST_CASE("perfetto thread states: named slices on a state track beside the thre
   }
   CHECK(slices == std::vector<std::tuple<std::string, double, double>>{
                       {"R (running)", 0, 20}, {"S (sleeping)", 20, 10}, {"D (disk sleep)", 30, 10}});
-  CHECK(report::perfetto::thread_state_name('I') == "I (idle)");
-  CHECK(report::perfetto::thread_state_name(1) == "state 1");
+  CHECK(exporter::perfetto::thread_state_name('I') == "I (idle)");
+  CHECK(exporter::perfetto::thread_state_name(1) == "state 1");
 }
 
 TEST_CASE("perfetto cumulative counters: rates per second with the unit in the track name") {
@@ -524,7 +525,7 @@ TEST_CASE("perfetto run trace: the ranks of one run on one time line, a lane per
   const std::string a = rank_dump("rank0.iscope", "0", 100, 1000), b = rank_dump("rank1.iscope", "1", 200, 6000);
   dump::DumpReader ra(a), rb(b);
   std::ostringstream out;
-  report::write_perfetto_run({{&ra, "rank 0"}, {&rb, "rank 1"}}, out);
+  exporter::write_perfetto_run({{&ra, "rank 0"}, {&rb, "rank 1"}}, out);
   const json::value root = json::parse(out.str());
   CHECK(root.at("otherData").at("sources").as_array().size() == 2);
   const auto& ev = root.at("traceEvents").as_array();
@@ -564,8 +565,8 @@ TEST_CASE("perfetto run trace: the ranks of one run on one time line, a lane per
   }
   // One dump: the run trace is that dump's own trace.
   std::ostringstream one, alone;
-  report::write_perfetto_run({{&ra, "rank 0"}}, one);
-  report::write_perfetto(ra, alone);
+  exporter::write_perfetto_run({{&ra, "rank 0"}}, one);
+  exporter::write_perfetto(ra, alone);
   CHECK(one.str() == alone.str());
   std::filesystem::remove(a);
   std::filesystem::remove(b);
@@ -597,7 +598,7 @@ TEST_CASE("perfetto run trace: each rank's steps on a Steps track of its own pro
   };
   const analyze::StepStats s0 = stats(ra, 1000), s1 = stats(rb, 6000);
   std::ostringstream out;
-  report::write_perfetto_run({{&ra, "rank 0", &s0, 0}, {&rb, "rank 1", &s1, 1}}, out);
+  exporter::write_perfetto_run({{&ra, "rank 0", &s0, 0}, {&rb, "rank 1", &s1, 1}}, out);
   const json::value root = json::parse(out.str());
   const auto& ev = root.at("traceEvents").as_array();
   std::map<int64_t, std::string> process;
@@ -628,7 +629,7 @@ TEST_CASE("perfetto run trace: each rank's steps on a Steps track of its own pro
   CHECK(steps.at("rank 1")[1].first == doctest::Approx(6.0));
   // Without the ranks' steps, no Steps track (as before).
   std::ostringstream bare;
-  report::write_perfetto_run({{&ra, "rank 0"}, {&rb, "rank 1"}}, bare);
+  exporter::write_perfetto_run({{&ra, "rank 0"}, {&rb, "rank 1"}}, bare);
   CHECK(bare.str().find("\"cat\":\"step\"") == std::string::npos);
   std::filesystem::remove(a);
   std::filesystem::remove(b);

@@ -3,6 +3,7 @@
 // Perfetto trace's "Steps" track, and the analysis's origin is the trace's otherData.time_origin_monotonic_ns.
 #include "analyze/analyzer.hpp"
 #include "dump/reader.hpp"
+#include "export/perfetto.hpp"
 #include "report/report.hpp"
 #include "support/files.hpp"
 #include "trace_event_check.hpp"
@@ -61,7 +62,7 @@ TEST_CASE("time origin: a step starts at the same time in the JSON report and in
     REQUIRE(a.steps.count > 0);
     std::ostringstream js, tr;
     report::write_json(a, js);
-    report::write_perfetto(reader, tr, &a);
+    exporter::write_perfetto(reader, tr, &a);
     const json::value report = json::parse(js.str()), trace = json::parse(tr.str());
     const auto c = report::testing::check_trace_events(tr.str());
     CHECK_MESSAGE(c.violation_count == 0, c.violation_count << " trace-event violations");
@@ -97,8 +98,8 @@ TEST_CASE("time origin: without the analysis the trace finds the same origin") {
   dump::DumpReader reader(path);
   const analyze::Analysis a = analyze::analyze_dump(reader, {});
   std::ostringstream alone, with;
-  report::write_perfetto(reader, alone);
-  report::write_perfetto(reader, with, &a);
+  exporter::write_perfetto(reader, alone);
+  exporter::write_perfetto(reader, with, &a);
   const auto o1 = json::parse(alone.str()).at("otherData").at("time_origin_monotonic_ns");
   const auto o2 = json::parse(with.str()).at("otherData").at("time_origin_monotonic_ns");
   CHECK(o1 == o2);

@@ -1,6 +1,7 @@
 // The trace-event checker (trace_event_check.hpp) on documents that break one rule each, then the Perfetto
 // writer's output for every real dump in tests/fixtures, which must break none.
 #include "dump/reader.hpp"
+#include "export/perfetto.hpp"
 #include "report/report.hpp"
 #include "support/files.hpp"
 #include "trace_event_check.hpp"
@@ -92,7 +93,7 @@ TEST_CASE("the Perfetto trace of every real dump in tests/fixtures is valid trac
     ++checked;
     dump::DumpReader r(entry.path().string());
     std::ostringstream out;
-    report::write_perfetto(r, out);
+    exporter::write_perfetto(r, out);
     const auto c = check_trace_events(out.str());
     CHECK_MESSAGE(c.violation_count == 0, c.violation_count << " violations, the first:\n" << listed(c));
     CHECK(c.events > 500);

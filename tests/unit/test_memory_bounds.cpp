@@ -9,7 +9,7 @@
 #include "tool_run.hpp"
 
 #include "analyze/analyzer.hpp"
-#include "analyze/kineto_input.hpp"
+#include "import/trace_text.hpp"
 #include "dump/builder.hpp"
 
 #include <zlib.h>
@@ -241,8 +241,8 @@ TEST_CASE("a gzip input that expands beyond its limit is refused naming the file
   const std::string p = gzipped_json("bomb.json.gz", "{\"traceEvents\": [", 1024, "]}");
   const uint64_t size = fs::file_size(p);
   MESSAGE("gzip bomb: ", size, " bytes");
-  const uint64_t limit = analyze::gunzip_limit(size);
-  CHECK(limit == analyze::kGunzipFloorBytes);
+  const uint64_t limit = import::gunzip_limit(size);
+  CHECK(limit == import::kGunzipFloorBytes);
   for (const std::string tool : {"analyze", "diff"}) {
     CAPTURE(tool);
     const testutil::ToolRun r = tool == "analyze" ? run_analyze({p, "-o", testutil::temp_path("bomb.md")})
@@ -265,7 +265,7 @@ TEST_CASE("a gzip trace that compresses far better than 64:1 is still read when 
   const size_t brace = json.rfind('}');
   REQUIRE(brace != std::string::npos);
   const std::string p = gzipped_json("padded.json.gz", json.substr(0, brace), 8, json.substr(brace));
-  CHECK(fs::file_size(p) * analyze::kGunzipMaxRatio < (8u << 20));  // more than 64:1
+  CHECK(fs::file_size(p) * import::kGunzipMaxRatio < (8u << 20));  // more than 64:1
   const testutil::ToolRun r = run_analyze({p, "-o", testutil::temp_path("padded.md")});
   CHECK(r.exit == 0);
   CHECK_FALSE(mentions(r, "decompresses to more than"));

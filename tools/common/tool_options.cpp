@@ -34,6 +34,20 @@ analyze::AnalyzeOptions analysis_options(const cxxopts::ParseResult& args, const
   return o;
 }
 
+void add_report_file_flags(cxxopts::Options& opts, const std::string& what) {
+  opts.add_options()
+      ("md", "also write the Markdown " + what + " here, whatever the extension", cxxopts::value<std::string>())
+      ("html", "also write the HTML " + what + " here, whatever the extension", cxxopts::value<std::string>())
+      ("json", "also write the JSON " + what + " here, whatever the extension", cxxopts::value<std::string>());
+}
+
+std::vector<std::pair<std::string, std::string>> report_file_flags(const cxxopts::ParseResult& args) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const char* fmt : {"md", "html", "json"})
+    if (args.count(fmt)) out.emplace_back(fmt, args[fmt].as<std::string>());
+  return out;
+}
+
 std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules) {
   if (args.count("rules") > 1) return "--rules is given " + std::to_string(args.count("rules")) +
                                          " times: one rule file is read (put the rules in one file)";

@@ -10,8 +10,18 @@
 #include <cxxopts.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace inferscope::tools {
+
+/// The report-file flags both analysing tools take, one style for both: --md FILE, --html FILE, --json FILE (the
+/// flag names the format, whatever the file's extension), beside -o FILE (the extension picks it). `what` names
+/// what they write ("report", "comparison") in the help.
+void add_report_file_flags(cxxopts::Options& opts, const std::string& what);
+
+/// The files those flags name, as (format, path): "md", "html", "json", in that order.
+std::vector<std::pair<std::string, std::string>> report_file_flags(const cxxopts::ParseResult& args);
 
 /// The analyzer's options from the flags a tool declared (--step, --skip-steps, --launch-bound-max-kernel-us,
 /// --rules; each optional) and the settings model. A tool analyses and records nothing, so a file or variable it

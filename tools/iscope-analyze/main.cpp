@@ -1,7 +1,7 @@
 // iscope-analyze: reads a dump (or the seeds' JSON event trace) and explains it.
 //
 //   iscope-analyze DUMP                          Markdown report on stdout
-//   iscope-analyze DUMP -o report.md|.html|.json|.perfetto.json [--html F] [--json F] [--perfetto F] [--step NAME]
+//   iscope-analyze DUMP -o report.md|.html|.json|.perfetto.json [--md F] [--html F] [--json F] [--perfetto F] [--step NAME]
 //   iscope-analyze DUMP --sqlite out.db          the records and the analysis as SQLite (docs/sqlite-schema.md)
 //   iscope-analyze DUMP --summary                what the dump holds (threads, ranges, drops, clock)
 //
@@ -20,10 +20,10 @@
 #include "analyze/rules/metrics.hpp"
 #include "analyze/rules/rule_settings.hpp"
 #include "rulefile/rule_file.hpp"
-#ifdef INFERSCOPE_HAVE_REPORT
+#include "export/perfetto.hpp"
 #include "report/report.hpp"
-#endif
-#ifdef INFERSCOPE_HAVE_EXPORT
+#include "report/text_writers.hpp"
+#ifdef INFERSCOPE_HAVE_SQLITE
 #include "export/sqlite.hpp"
 #endif
 
@@ -133,8 +133,6 @@ cxxopts::Options make_options() {
       ("o,output", "report file; the format follows the extension: .md, .html, .json, .perfetto.json (the Perfetto "
                    "trace, as --perfetto) or - (Markdown on stdout); repeatable",
        cxxopts::value<std::vector<std::string>>())
-      ("html", "also write the HTML report here", cxxopts::value<std::string>())
-      ("json", "also write the JSON report here", cxxopts::value<std::string>())
       ("perfetto", "write a Chrome/Perfetto trace (dump input only; several dumps: one trace, a lane per rank)", cxxopts::value<std::string>())
       ("sqlite", "write the records and the analysis into this SQLite database (dump input only)", cxxopts::value<std::string>())
       ("step", "the step range, scope or Python function (default: the setting 'step', else the repeated top-level range)", cxxopts::value<std::string>())
@@ -155,6 +153,7 @@ cxxopts::Options make_options() {
       ("version", "print the version and exit")
       ("dump", "the dump or JSON trace; several dumps: the ranks of one multi-process run, analysed together",
        cxxopts::value<std::vector<std::string>>());
+  inferscope::tools::add_report_file_flags(opts, "report");  // --md, --html, --json: iscope-diff's too
   opts.parse_positional({"dump"});
   opts.positional_help("DUMP [DUMP...]");
   return opts;
@@ -171,7 +170,7 @@ int print_summary_of(const std::string& path) {
     inferscope::dump::report_file_accounting(reader, warnings, drops);
     for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
     auto summary = inferscope::analyze::summarize(reader);
-    inferscope::analyze::print_summary(reader, summary, std::cout);
+    inferscope::report::print_summary(reader, summary, std::cout);
     const bool corrupt = (reader.damage() && !reader.damage()->truncated) || !reader.skipped_chunks().empty();
     return corrupt ? 3 : 0;
   } catch (const inferscope::dump::DumpError& e) {
@@ -199,8 +198,7 @@ Requested requested_outputs(const cxxopts::ParseResult& args, bool findings) {
       else if (fmt == "perfetto") r.perfetto.push_back(p);
       else r.reports.emplace_back(fmt, p);
     }
-  if (args.count("html")) r.reports.emplace_back("html", args["html"].as<std::string>());
-  if (args.count("json")) r.reports.emplace_back("json", args["json"].as<std::string>());
+  for (auto& named : inferscope::tools::report_file_flags(args)) r.reports.push_back(named);
   if (args.count("perfetto")) {
     r.perfetto_flag = args["perfetto"].as<std::string>();
     r.perfetto.push_back(r.perfetto_flag);
@@ -218,7 +216,7 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
   for (const auto& p : written)
     if (p.size() > 1 && p[0] == '-') {
       std::cerr << "iscope-analyze: output file name '" << p << "' is an option: an option that takes a file "
-                << "name (--html, --json, --perfetto, --sqlite, -o) was followed by another option; give the "
+                << "name (--md, --html, --json, --perfetto, --sqlite, -o) was followed by another option; give the "
                 << "file name after it (a file named so: ./" << p << ")\n";
       return true;
     }
@@ -231,7 +229,7 @@ bool refuses_option_as_output(const std::vector<std::string>& written) {
 // --sqlite also a device node, FIFO or socket) is found when it is written: exit 1, the others still written.
 // An output flag given an empty name (`--sqlite ""`, `--json=`): said by flag, not written nowhere with exit 0.
 bool refuses_empty_output(const cxxopts::ParseResult& args) {
-  for (const char* flag : {"html", "json", "perfetto", "sqlite"})
+  for (const char* flag : {"md", "html", "json", "perfetto", "sqlite"})
     if (args.count(flag) && args[flag].as<std::string>().empty()) {
       std::cerr << "iscope-analyze: --" << flag << ": an empty file name; name the file to write\n";
       return true;
@@ -347,34 +345,26 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
   return 1;
 }
 
-#ifdef INFERSCOPE_HAVE_REPORT
 // The Perfetto trace of the dumps named together (the ranks of one run) on one time line, each process labelled
 // with its rank ("rank 1"; the launcher, which has none, by its file name), each with the Steps track of its own
 // analysis (`ranks`: analyze_rank_dumps's, one per path). `first` is the first dump, open.
 void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first,
                      const std::vector<inferscope::analyze::ChildProcess>& ranks, std::ostream& s) {
-  std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;
-  std::vector<std::unique_ptr<inferscope::analyze::ConvertedTrace>> converted;  // torch.profiler traces, as dumps
-  std::vector<inferscope::report::RunTracePart> parts;
+  std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;  // the other ranks, traces imported in memory
+  std::vector<inferscope::exporter::RunTracePart> parts;
   for (size_t i = 0; i < paths.size(); ++i) {
     const inferscope::dump::DumpReader* r = &first;
-    if (i) {
-      std::string read = paths[i];
-      if (inferscope::analyze::input_format(read) == inferscope::analyze::InputFormat::kJsonTrace)
-        read = converted.emplace_back(std::make_unique<inferscope::analyze::ConvertedTrace>(paths[i]))->dump_path();
-      r = more.emplace_back(std::make_unique<inferscope::dump::DumpReader>(read)).get();
-    }
+    if (i) r = more.emplace_back(inferscope::import::open_input(paths[i]).reader).get();
     const std::string rank = r->process_value("rank");
-    inferscope::report::RunTracePart part{r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank};
+    inferscope::exporter::RunTracePart part{r, rank.empty() ? std::filesystem::path(paths[i]).filename().string() : "rank " + rank};
     if (i < ranks.size() && ranks[i].path == paths[i] && ranks[i].error.empty()) {
       part.steps = &ranks[i].step_stats;
       part.representative_step = ranks[i].representative_step;
     }
     parts.push_back(std::move(part));
   }
-  inferscope::report::write_perfetto_run(parts, s);
+  inferscope::exporter::write_perfetto_run(parts, s);
 }
-#endif
 
 // The reports and traces; false when one could not be written (each said why). `paths`: the dumps named on the
 // command line (several: the ranks of one run, in one Perfetto trace).
@@ -382,7 +372,6 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
                    const std::vector<std::string>& paths) {
   bool ok = true;
   if (r.findings) std::cout << inferscope::analyze::findings_digest(a);
-#ifdef INFERSCOPE_HAVE_REPORT
   for (auto& [fmt, p] : r.reports) {
     if (fmt == "html") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_html(a, s); });
     else if (fmt == "json") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_json(a, s); });
@@ -400,23 +389,14 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
     try {
       ok &= write_to(p, [&](std::ostream& s) {
         if (paths.size() > 1) write_run_trace(paths, *reader, a.children, s);
-        else inferscope::report::write_perfetto(*reader, s, &a);  // its steps, on the reports' time origin
+        else inferscope::exporter::write_perfetto(*reader, s, &a);  // its steps, on the reports' time origin
       });
     } catch (const inferscope::dump::DumpError& e) {
       std::cerr << "iscope-analyze: " << e.what() << "\n";
       ok = false;
     }
   }
-#else
-  // A build without lib/report: the findings in plain text so the tool stays useful.
-  for (auto& [fmt, p] : r.reports)
-    ok &= write_to(p, [&](std::ostream& s) { inferscope::analyze::print_findings_text(a, s); });
-  if (!r.perfetto.empty()) {
-    std::cerr << "iscope-analyze: this build has no report writers (lib/report): Perfetto traces are unavailable\n";
-    ok = false;
-  }
-#endif
-#ifdef INFERSCOPE_HAVE_EXPORT
+#ifdef INFERSCOPE_HAVE_SQLITE
   if (!r.sqlite.empty())
     ok &= inferscope::exporter::write_sqlite_for_tool(reader ? &*reader : nullptr, a, r.sqlite, "iscope-analyze", std::cerr);
 #else

@@ -3,7 +3,7 @@
 // and Python functions that changed most.
 //
 //   iscope-diff BEFORE AFTER                       Markdown on stdout
-//   iscope-diff BEFORE AFTER -o diff.md|.html|.json [--step NAME] [--skip-steps N|auto]
+//   iscope-diff BEFORE AFTER -o diff.md|.html|.json [--md F] [--html F] [--json F] [--step NAME] [--skip-steps N|auto]
 //
 // Exit status: 0 the comparison was written, 1 an unreadable input (named) or an output that could not be
 // written, 2 bad usage, 3 the two runs look unrelated (nothing written), 4 the comparison was written but an
@@ -81,30 +81,45 @@ std::optional<Analysis> analyse(const std::string& path, const inferscope::analy
 // not whole is written with a note naming it, and exits 4.
 bool whole(const Analysis& a) { return !a.partial && a.complete; }
 
-// -o values as (format, path); exit status 2 (after saying why) for an option taken for a file name, an unknown
-// extension or an input as output.
+// One named output checked: 0, or exit status 2 (after saying why) for an empty name, an option taken for a file
+// name or an input as output. `flag` is how it was named ("-o", "--json").
+int check_output(const std::string& flag, const std::string& p, const std::vector<std::string>& inputs) {
+  if (p.empty()) {
+    std::cerr << kTool << ": " << flag << ": an empty file name; name the file to write (- for stdout)\n";
+    return 2;
+  }
+  if (p.size() > 1 && p[0] == '-') {  // `-o --json.md`: an option taken for the file name
+    std::cerr << kTool << ": " << flag << " " << p << ": is an option, not a file name: give the file name after "
+              << flag << " (a file named so: ./" << p << ")\n";
+    return 2;
+  }
+  for (const auto& in : inputs)
+    if (p != "-" && inferscope::dump::same_file(p, in)) {
+      std::cerr << kTool << ": output " << p << " is the input " << in << " itself; refusing to overwrite it\n";
+      return 2;
+    }
+  return 0;
+}
+
+// -o values (the extension picks the format), then --md, --html, --json (the flag does), as (format, path); exit
+// status 2 (after saying why) for an unknown extension or an output check_output refuses.
 int parse_outputs(const cxxopts::ParseResult& args, const std::vector<std::string>& inputs,
                   std::vector<std::pair<std::string, std::string>>& outputs) {
   if (args.count("output"))
     for (const auto& p : args["output"].as<std::vector<std::string>>()) {
-      if (p.size() > 1 && p[0] == '-') {  // `-o --json.md`: an option taken for the file name
-        std::cerr << kTool << ": -o " << p << ": is an option, not a file name: give the file name after -o (a file "
-                  << "named so: ./" << p << ")\n";
-        return 2;
-      }
+      if (int rc = check_output("-o", p, inputs)) return rc;
       const std::string fmt = output_format(p);
       if (fmt.empty()) {
         std::cerr << kTool << ": -o " << p << ": unknown extension (the extension picks the format); use .md, "
-                  << ".html, .htm, .json, or - for Markdown on stdout\n";
+                  << ".html, .htm, .json, or - for Markdown on stdout, or name the format with --md, --html, --json\n";
         return 2;
       }
-      for (const auto& in : inputs)
-        if (p != "-" && inferscope::dump::same_file(p, in)) {
-          std::cerr << kTool << ": output " << p << " is the input " << in << " itself; refusing to overwrite it\n";
-          return 2;
-        }
       outputs.emplace_back(fmt, p);
     }
+  for (const auto& [fmt, p] : inferscope::tools::report_file_flags(args)) {
+    if (int rc = check_output("--" + fmt, p, inputs)) return rc;
+    outputs.emplace_back(fmt, p);
+  }
   if (outputs.empty()) outputs.emplace_back("md", "-");
   return 0;
 }
@@ -127,6 +142,7 @@ cxxopts::Options make_options() {
       ("h,help", "show this help")
       ("version", "print the version and exit")
       ("inputs", "BEFORE and AFTER", cxxopts::value<std::vector<std::string>>());
+  inferscope::tools::add_report_file_flags(opts, "comparison");  // as iscope-analyze's
   opts.parse_positional({"inputs"});
   opts.positional_help("BEFORE AFTER");
   return opts;

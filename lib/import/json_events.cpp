@@ -1,31 +1,24 @@
-// The seeds' JSON event trace, converted into a dump so that one analyzer serves both inputs.
+// The seeds' JSON event trace imported into the dump's records, in memory (lib/import/import.hpp).
 //
 //   {"events": [{"event_type": "gpu_kernel", "name": "gemm", "start_us": 10.0, "end_us": 52.5,
 //                "device_id": 0, "grid_dim": [128,1,1], "block_dim": [256,1,1]}, ...]}      (or a bare array)
 //
 // Required per event: event_type, name, start_us, end_us (end_us optional for marks). Optional: thread_id,
 // stream_id, device_id, bytes, correlation_id, grid_dim, block_dim, pinned. Unknown event types are counted
-// and skipped. A Chrome trace (torch.profiler export, InferScope's --perfetto output) goes to kineto_input.cpp;
-// either may be gzipped (detected by the magic 1f 8b).
-#include "analyze/analyzer.hpp"
-#include "analyze/kineto_input.hpp"
-#include "dump/files.hpp"
+// and skipped. A Chrome trace (torch.profiler export, InferScope's --perfetto output) goes to chrome_trace.cpp.
+#include "import/json_events.hpp"
+
 #include "dump/builder.hpp"
+#include "import/import.hpp"
 
 #include <boost/json.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <limits>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
-namespace inferscope::analyze {
+namespace inferscope::import {
 namespace json = boost::json;
 
 namespace {
@@ -40,16 +33,6 @@ T to_int(double v) {
   return static_cast<T>(v);
 }
 
-
-std::string where(const std::string& text, size_t off) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < off && i < text.size(); ++i) {
-    if (text[i] == '\n') { ++line; col = 1; }
-    else ++col;
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(col) + " (offset " + std::to_string(off) + ")";
-}
-
 struct HostEvent {
   int64_t start, end;
   int kind;  // 0 range, 1 sync api, 2 mark
@@ -59,19 +42,8 @@ struct HostEvent {
 
 }  // namespace
 
-void json_trace_to_dump(const std::string& path, const std::string& dump_path, std::vector<std::string>& warnings) {
-  const TraceText in = read_trace_text(path);
-  const std::string& text = in.text;
-  json::stream_parser p;
-  json::error_code ec;
-  size_t n = p.write(text.data(), text.size(), ec);
-  if (!ec) p.finish(ec);
-  if (ec)
-    throw InputError(path + ": JSON syntax error at " + where(text, std::min(n, text.size())) +
-                     (in.gzipped ? " of the gunzipped text" : "") + ": " + ec.message() +
-                     (n >= text.size() ? " (the text ends there: is the file cut short?)" : ""));
-  json::value root = p.release();
-  if (is_chrome_trace(root)) return chrome_trace_to_dump(path, root.as_object(), dump_path, warnings);
+void json_events_to_records(const std::string& path, const json::value& root, dump::DumpBuilder& b,
+                            std::vector<ImportWarning>& warnings) {
   const json::array* events = nullptr;
   if (root.is_array()) events = &root.as_array();
   else if (root.is_object()) {
@@ -146,13 +118,15 @@ void json_trace_to_dump(const std::string& path, const std::string& dump_path, s
                      to_int<uint32_t>(num(o, "correlation_id", i, false, 0)), host_mem});
     }
   }
-  for (auto& [t, n] : unknown)
-    warnings.push_back(path + ": " + std::to_string(n) + " event(s) of unknown type '" + t + "' were skipped");
-  if (events->empty()) warnings.push_back(path + ": the trace holds no events");
+  for (auto& [t, n] : unknown) {
+    ImportWarning w{ImportIssue::kUnknownEventType, n};
+    w.name = t;
+    warnings.push_back(std::move(w));
+  }
+  if (events->empty()) warnings.push_back({ImportIssue::kNoEvents});
 
   // Times start at zero (and never go negative) in the dump.
   const int64_t shift = first ? 0 : -std::llround(min_us * 1000);
-  dump::DumpBuilder b(dump_path);
   b.process("source", path);
   b.process("source_format", "json");
   std::map<int64_t, uint32_t> tid;
@@ -190,85 +164,6 @@ void json_trace_to_dump(const std::string& path, const std::string& dump_path, s
       default: b.memset(it->second, g.bytes, g.corr, g.s + shift, g.e + shift, g.stream); break;
     }
   }
-  b.finish();
 }
 
-InputFormat input_format(const std::string& path) {
-  // stat() first: a directory would read as an empty file, and opening a FIFO would wait for a writer.
-  if (auto why = dump::not_a_regular_file(path)) throw InputError(*why);
-  char head[64] = {};
-  size_t got = 0;
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
-    f.read(head, sizeof(head));
-    got = size_t(f.gcount());
-  }
-  if (got == 0) throw InputError(path + ": empty file (0 bytes): neither an InferScope dump nor a JSON trace");
-  if (got >= 8 && std::memcmp(head, dump::kMagic, 8) == 0) return InputFormat::kDump;
-  if (got >= 2 && (unsigned char)head[0] == 0x1f && (unsigned char)head[1] == 0x8b) return InputFormat::kJsonTrace;  // gzip
-  size_t i = 0;
-  if (got >= 3 && (unsigned char)head[0] == 0xef && (unsigned char)head[1] == 0xbb && (unsigned char)head[2] == 0xbf) i = 3;
-  while (i < got && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
-  if (i < got && (head[i] == '{' || head[i] == '[')) return InputFormat::kJsonTrace;
-  std::string shown;
-  for (size_t k = 0; k < std::min<size_t>(got, 8); ++k)
-    shown += std::isprint(static_cast<unsigned char>(head[k])) ? head[k] : '.';
-  throw InputError(path + ": offset 0: not an InferScope dump (no INFSCOPE magic) and not a JSON trace (no '{' or '[', no gzip magic); "
-                   "the file starts with \"" + shown + "\"");
-}
-
-namespace {
-
-// An empty temporary file for a converted trace, by its path.
-std::string make_temp_dump() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/iscope-json-XXXXXX";
-  std::vector<char> name(tpl.begin(), tpl.end());
-  name.push_back('\0');
-  int fd = ::mkstemp(name.data());
-  if (fd < 0) throw InputError(std::string("cannot create a temporary file in ") + (tmp ? tmp : "/tmp") + ": " + std::strerror(errno));
-  ::close(fd);
-  return name.data();
-}
-
-}  // namespace
-
-ConvertedTrace::ConvertedTrace(const std::string& json_path) : dump_path_(make_temp_dump()) {
-  try {
-    json_trace_to_dump(json_path, dump_path_, warnings_);
-  } catch (...) {
-    ::unlink(dump_path_.c_str());
-    throw;
-  }
-}
-
-ConvertedTrace::~ConvertedTrace() { ::unlink(dump_path_.c_str()); }
-
-Analysis analyze_file(const std::string& path, const AnalyzeOptions& opt) {
-  if (input_format(path) == InputFormat::kDump) {
-    dump::DumpReader r(path);
-    return analyze_dump(r, opt);
-  }
-  std::vector<std::string> warnings;
-  std::string dump_path = make_temp_dump();
-  try {
-    json_trace_to_dump(path, dump_path, warnings);
-    dump::DumpReader r(dump_path);
-    ::unlink(dump_path.c_str());
-    Analysis a = analyze_dump(r, opt);
-    a.source = path;
-    a.source_format = r.process_value("source_format");  // "json", or "kineto"/"perfetto" for Chrome traces
-    for (auto& w : a.warnings) {  // messages name the file the user gave
-      size_t at = w.find(dump_path);
-      if (at != std::string::npos) w.replace(at, dump_path.size(), path);
-    }
-    a.warnings.insert(a.warnings.begin(), warnings.begin(), warnings.end());
-    return a;
-  } catch (...) {
-    ::unlink(dump_path.c_str());
-    throw;
-  }
-}
-
-}  // namespace inferscope::analyze
+}  // namespace inferscope::import

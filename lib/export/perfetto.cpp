@@ -12,11 +12,11 @@
 #include "dump/clock_model.hpp"
 #include "dump/trace_bounds.hpp"
 #include "dump/visit.hpp"
-#include "report/escape.hpp"
-#include "report/names.hpp"
-#include "report/perfetto_counters.hpp"
-#include "report/perfetto_json.hpp"
-#include "report/report.hpp"
+#include "export/perfetto.hpp"
+#include "export/perfetto_counters.hpp"
+#include "export/perfetto_json.hpp"
+#include "text/escape.hpp"
+#include "text/names.hpp"
 
 #include <inferscope/counter_names.hpp>
 
@@ -30,7 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace inferscope::report {
+namespace inferscope::exporter {
 namespace {
 
 using namespace inferscope;
@@ -40,6 +40,9 @@ using perfetto::CounterSample;
 using perfetto::CounterTracks;
 using perfetto::EventWriter;
 using perfetto::Name;
+using text::append_json_escaped;
+using text::json_quote;
+using text::KernelNames;
 
 constexpr int64_t kGpuPidBase = 1000000000;
 constexpr uint32_t kTidDeviceWide = 0x7fffffff;  // GPU records that belong to no stream
@@ -777,4 +780,4 @@ void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& ou
   out.flush();
 }
 
-}  // namespace inferscope::report
+}  // namespace inferscope::exporter

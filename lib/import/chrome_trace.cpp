@@ -1,4 +1,4 @@
-// Chrome-trace inputs converted into a dump: torch.profiler (Kineto) exports and InferScope's own --perfetto
+// Chrome-trace inputs imported into the dump's records: torch.profiler (Kineto) exports and InferScope's own --perfetto
 // output. Both are trace-event JSON with complete events ("ph": "X"), µs timestamps and pid/tid tracks; they
 // differ only in their categories, so one converter maps both (docs/analysis.md, "Inputs: torch.profiler
 // traces"):
@@ -10,100 +10,25 @@
 //   cuda_runtime / cuda_driver          cuda_api          CudaApiRecord (name, args.correlation)
 //   kernel / gpu_memcpy / gpu_memset    kernel/memcpy/... GPU activity records on channel "GPU <device>"
 //   ac2g flows                          launch flows      the correlation when args.correlation is missing
-#include "analyze/kineto_input.hpp"
+#include "import/chrome_trace.hpp"
 
-#include "analyze/analyzer.hpp"
 #include "dump/builder.hpp"
+#include "import/import.hpp"
 
 #include <boost/json.hpp>
-#include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 
-namespace inferscope::analyze {
+namespace inferscope::import {
 namespace json = boost::json;
 
 namespace {
-
-// ---- reading, gunzip ----------------------------------------------------------------------------------------
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-bool starts_with_gzip_magic(std::string_view b) {
-  return b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b;
-}
-
-/// Inflates every gzip member of `in` (gzip -c a b > c writes several), to at most gunzip_limit(in.size()) bytes.
-/// Errors name the compressed offset, or the limit.
-std::string gunzip(const std::string& path, const std::string& in) {
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) throw InputError(path + ": cannot start zlib");
-  std::string out;
-  const uint64_t limit = gunzip_limit(in.size());
-  std::vector<Bytef> buf(1 << 18);
-  size_t fed = 0;  // input bytes handed to zlib so far
-  auto consumed = [&] { return fed - z.avail_in; };
-  for (;;) {
-    if (z.avail_in == 0 && fed < in.size()) {
-      const size_t n = std::min<size_t>(in.size() - fed, 1u << 30);
-      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + fed));
-      z.avail_in = static_cast<uInt>(n);
-      fed += n;
-    }
-    z.next_out = buf.data();
-    z.avail_out = static_cast<uInt>(buf.size());
-    const int rc = inflate(&z, Z_NO_FLUSH);
-    const size_t produced = buf.size() - z.avail_out;
-    if (out.size() + produced > limit) {  // checked before the text grows past it
-      inflateEnd(&z);
-      throw InputError(path + ": decompresses to more than " + std::to_string(limit) + " bytes (the limit for a " +
-                       std::to_string(in.size()) + "-byte gzip file: " + std::to_string(kGunzipMaxRatio) +
-                       " times its size, at least " + std::to_string(kGunzipFloorBytes >> 20) +
-                       " MiB); refusing to expand it further. If it is a real trace, gunzip it and analyse the JSON");
-    }
-    out.append(reinterpret_cast<const char*>(buf.data()), produced);
-    if (rc == Z_STREAM_END) {
-      const size_t at = consumed();
-      if (at < in.size() && starts_with_gzip_magic(std::string_view(in).substr(at))) {
-        inflateReset(&z);
-        continue;
-      }
-      if (in.find_first_not_of('\0', at) != std::string::npos) {
-        inflateEnd(&z);
-        throw InputError(path + ": offset " + std::to_string(at) + ": data after the end of the gzip stream");
-      }
-      break;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && z.avail_in == 0 && fed == in.size()) {
-      const size_t at = consumed();
-      inflateEnd(&z);
-      throw InputError(path + ": the gzip stream is cut short at offset " + std::to_string(at) + " (" +
-                       std::to_string(out.size()) + " bytes decompressed): the file is incomplete");
-    }
-    const std::string why = z.msg ? z.msg : "zlib error " + std::to_string(rc);
-    const size_t at = consumed();
-    inflateEnd(&z);
-    throw InputError(path + ": offset " + std::to_string(at) + ": starts like gzip (1f 8b) but is not a valid gzip stream: " + why);
-  }
-  inflateEnd(&z);
-  return out;
-}
 
 // ---- JSON helpers --------------------------------------------------------------------------------------------
 
@@ -171,7 +96,7 @@ Role kineto_role(std::string_view cat) {
   return Role::kSkip;
 }
 
-// Categories lib/report/perfetto.cpp writes.
+// Categories lib/export/perfetto.cpp writes.
 Role perfetto_role(std::string_view cat, const json::object* args) {
   if (cat == "range") return Role::kRange;
   if (cat == "nvtx") return Role::kLibRange;
@@ -301,16 +226,14 @@ class ChromeTraceConverter {
           e.correlation = flow_in(flow_start_, t, e.start, e.end);
   }
 
-  void write(const json::object& root, const std::string& dump_path) {
+  void write(const json::object& root, dump::DumpBuilder& b) {
     const int64_t shift = any_ ? -min_ns_ : 0;  // the dump's times start at zero
-    dump::DumpBuilder b(dump_path);
     write_process_info(root, b);
     for (auto& [track, evs] : host_) write_thread(b, track, evs, shift);
     write_gpu(b, shift);
-    b.finish();
   }
 
-  void warnings(std::vector<std::string>& w) const;
+  void warnings(std::vector<ImportWarning>& w) const;
 
  private:
   std::string where(size_t i) const { return path_ + ": traceEvents[" + std::to_string(i) + "]"; }
@@ -619,57 +542,21 @@ void ChromeTraceConverter::write_gpu(dump::DumpBuilder& b, int64_t shift) {
   }
 }
 
-void ChromeTraceConverter::warnings(std::vector<std::string>& w) const {
-  const std::string& p = path_;
-  if (dialect_ == Dialect::kKineto)
-    w.push_back(p + ": a torch.profiler (Kineto) trace records no per-thread CPU time, context switches, GIL waits, "
-                    "page faults or memory counters: cpu_contention and host memory pressure cannot be judged from it "
-                    "(record with iscope-run for those)");
-  if (host_kind_unknown_)
-    w.push_back(p + ": " + std::to_string(host_kind_unknown_) + " of " + std::to_string(host_copies_) +
-                " host copies do not say whether host memory was pageable or pinned (no \"(Pageable -> Device)\" in "
-                "the name): they count as unknown, not as pageable");
-  if (unknown_copies_)
-    w.push_back(p + ": " + std::to_string(unknown_copies_) + " copies name no direction (HtoD, DtoH, ...): counted as unknown");
-  if (gpu_annotations_)
-    w.push_back(p + ": " + std::to_string(gpu_annotations_) + " GPU-side annotation(s) (gpu_user_annotation) were "
-                "skipped: steps and ranges come from the CPU-side annotations");
-  if (uncorrelated_)
-    w.push_back(p + ": " + std::to_string(uncorrelated_) + " GPU activities carry no correlation id (args.correlation "
-                "or a launch flow): they are not linked to the call that launched them");
-  if (clamped_)
-    w.push_back(p + ": " + std::to_string(clamped_) + " event(s) with a negative duration were kept as instants");
+void ChromeTraceConverter::warnings(std::vector<ImportWarning>& w) const {
+  if (dialect_ == Dialect::kKineto) w.push_back({ImportIssue::kNoHostCounters});
+  if (host_kind_unknown_) w.push_back({ImportIssue::kHostMemoryKindUnknown, host_kind_unknown_, host_copies_});
+  if (unknown_copies_) w.push_back({ImportIssue::kCopyDirectionUnknown, unknown_copies_});
+  if (gpu_annotations_) w.push_back({ImportIssue::kGpuAnnotationsSkipped, gpu_annotations_});
+  if (uncorrelated_) w.push_back({ImportIssue::kUncorrelatedGpuWork, uncorrelated_});
+  if (clamped_) w.push_back({ImportIssue::kNegativeDuration, clamped_});
   if (skipped_.empty()) return;
-  std::string list;
-  for (auto& [cat, n] : skipped_) list += (list.empty() ? "" : ", ") + cat + " x" + std::to_string(n);
-  w.push_back(p + ": events of categories not analysed were skipped: " + list +
-              (dialect_ == Dialect::kPerfetto ? " (analyse the dump itself for counters, allocations and GPU syncs)" : ""));
+  ImportWarning s{ImportIssue::kCategoriesSkipped};
+  s.skipped.assign(skipped_.begin(), skipped_.end());
+  s.from_perfetto_export = dialect_ == Dialect::kPerfetto;
+  w.push_back(std::move(s));
 }
 
 }  // namespace
-
-namespace {
-// Editors on Windows write a UTF-8 byte-order mark before JSON; JSON parsers refuse it.
-void strip_bom(std::string& text) {
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
-}
-}  // namespace
-
-TraceText read_trace_text(const std::string& path) {
-  TraceText t;
-  t.text = read_bytes(path);
-  if (!starts_with_gzip_magic(t.text)) {
-    strip_bom(t.text);
-    return t;
-  }
-  t.text = gunzip(path, t.text);
-  t.gzipped = true;
-  if (t.text.empty()) throw InputError(path + ": the gzip stream holds no data");
-  if (t.text.size() >= 8 && std::memcmp(t.text.data(), dump::kMagic, 8) == 0)
-    throw InputError(path + ": a gzip-compressed InferScope dump: decompress it (gunzip) and analyse the dump");
-  strip_bom(t.text);
-  return t;
-}
 
 bool is_chrome_trace(const json::value& root) {
   if (!root.is_object()) return false;
@@ -678,8 +565,8 @@ bool is_chrome_trace(const json::value& root) {
          o.contains("baseTimeNanoseconds");
 }
 
-void chrome_trace_to_dump(const std::string& path, const json::object& root, const std::string& dump_path,
-                          std::vector<std::string>& warnings) {
+void chrome_trace_to_records(const std::string& path, const json::object& root, dump::DumpBuilder& b,
+                             std::vector<ImportWarning>& warnings) {
   const json::value* events = root.if_contains("traceEvents");
   if (!events)
     throw InputError(path + ": a Chrome trace (torch.profiler export) without a \"traceEvents\" array: nothing to analyse");
@@ -691,9 +578,9 @@ void chrome_trace_to_dump(const std::string& path, const json::object& root, con
   ChromeTraceConverter c(path, d);
   c.read(events->as_array());
   c.link_flows();
-  c.write(root, dump_path);
+  c.write(root, b);
   c.warnings(warnings);
-  if (events->as_array().empty()) warnings.push_back(path + ": the trace holds no events");
+  if (events->as_array().empty()) warnings.push_back({ImportIssue::kNoEvents});
 }
 
-}  // namespace inferscope::analyze
+}  // namespace inferscope::import

@@ -1,10 +1,10 @@
 // The Chrome trace-event JSON primitives of the Perfetto writer (perfetto.cpp, perfetto_counters.cpp): an event
 // name, a buffered event writer that streams to the output as it fills, and an "args" object builder. Internal to
-// lib/report.
+// lib/export.
 #pragma once
 
 #include "dump/reader.hpp"
-#include "report/escape.hpp"
+#include "text/escape.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -15,7 +15,10 @@
 #include <string_view>
 #include <vector>
 
-namespace inferscope::report::perfetto {
+namespace inferscope::exporter::perfetto {
+
+using text::append_json_escaped;
+using text::json_quote;
 
 /// An event name: either text still to be escaped, or JSON string content already escaped (cached names).
 struct Name {
@@ -174,4 +177,4 @@ class Args {
   std::string s_;
 };
 
-}  // namespace inferscope::report::perfetto
+}  // namespace inferscope::exporter::perfetto

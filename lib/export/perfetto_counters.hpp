@@ -9,7 +9,7 @@
 #pragma once
 
 #include "dump/thread_states.hpp"
-#include "report/perfetto_json.hpp"
+#include "export/perfetto_json.hpp"
 
 #include <cstdint>
 #include <map>
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <utility>
 
-namespace inferscope::report::perfetto {
+namespace inferscope::exporter::perfetto {
 
 /// How a cumulative counter reads as a rate: the unit shown, and the factor from "counter units per second".
 struct RateUnit {
@@ -100,4 +100,4 @@ class CounterTracks {
   uint64_t out_of_order_ = 0;
 };
 
-}  // namespace inferscope::report::perfetto
+}  // namespace inferscope::exporter::perfetto

@@ -1,11 +1,11 @@
-#include "report/perfetto_counters.hpp"
+#include "export/perfetto_counters.hpp"
 
 #include <inferscope/counter_names.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-namespace inferscope::report::perfetto {
+namespace inferscope::exporter::perfetto {
 
 std::optional<RateUnit> cumulative_unit(std::string_view c) {
   // The cumulative counters of docs/counters.md; every other counter is a level.
@@ -153,4 +153,4 @@ void CounterTracks::finish() {
   states_.clear();
 }
 
-}  // namespace inferscope::report::perfetto
+}  // namespace inferscope::exporter::perfetto

@@ -1,12 +1,12 @@
-#include "report/names.hpp"
+#include "text/names.hpp"
 
-#include "report/escape.hpp"
+#include "text/escape.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <set>
 
-namespace inferscope::report {
+namespace inferscope::text {
 namespace {
 
 constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026
@@ -254,4 +254,4 @@ std::vector<KernelNames::Piece> KernelNames::split(std::string_view text) const 
   return out;
 }
 
-}  // namespace inferscope::report
+}  // namespace inferscope::text
