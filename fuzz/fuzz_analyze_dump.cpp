@@ -1,6 +1,6 @@
 // libFuzzer target: the analyzer on hostile dumps, and the Markdown, HTML and JSON writers on whatever
-// analysis comes out (names from the trace reach every writer). Built and run by scripts/fuzz.sh, which skips
-// it while a source below is missing (before the analyzer and the report branches are merged).
+// analysis comes out (names from the trace reach every writer). Built and run by scripts/fuzz.sh, which fails
+// (exit 2) when a source below is missing.
 // fuzz-sources: lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp lib/report/*.cpp
 // fuzz-seeds: dump
 // The analyzer's packed(4) GpuOp/ApiOp (lib/analyze/model.hpp) bind misaligned int64 members to references

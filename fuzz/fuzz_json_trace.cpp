@@ -1,5 +1,5 @@
-// libFuzzer target: the JSON trace inputs (lib/import: parse, import into records in memory; then analyse) and the JSON report of the result. Built and run by scripts/fuzz.sh, which skips it while a source
-// below is missing (before the analyzer and the report branches are merged).
+// libFuzzer target: the JSON trace inputs (lib/import: parse, import into records in memory; then analyse) and the
+// JSON report of the result. Built and run by scripts/fuzz.sh, which fails (exit 2) when a source below is missing.
 // fuzz-sources: lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp lib/report/*.cpp
 // fuzz-seeds: json
 // The analyzer's packed(4) GpuOp/ApiOp (lib/analyze/model.hpp) bind misaligned int64 members to references

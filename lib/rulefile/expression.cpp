@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #if INFERSCOPE_HAVE_MUPARSER
 #include <muParser.h>
@@ -88,13 +89,21 @@ void refuse_unknown(const std::string& text, const std::vector<std::string>& use
   if (!message.empty()) throw ExpressionError(first == std::string::npos ? 0 : first, message);
 }
 
-// muparser's own functions (2.3.3), which a condition may call beside the named metrics.
-bool is_builtin_function(std::string_view name) {
-  static constexpr std::string_view kBuiltin[] = {"sin",  "cos",  "tan",  "asin", "acos", "atan", "sinh", "cosh",
-                                                  "tanh", "asinh", "acosh", "atanh", "log2", "log10", "log", "ln",
-                                                  "exp",  "sqrt", "sign", "rint", "abs",  "sum",  "avg",  "min",
-                                                  "max"};
-  return std::find(std::begin(kBuiltin), std::end(kBuiltin), name) != std::end(kBuiltin);
+// muparser's own functions (sin, min, atan2, ...), which a condition may call beside the named metrics: asked of
+// the installed muparser, so the list follows its version.
+bool is_builtin_function(const std::string& name) {
+#if INFERSCOPE_HAVE_MUPARSER
+  static const std::set<std::string> builtin = [] {
+    std::set<std::string> out;
+    mu::Parser p;
+    for (const auto& [n, fn] : p.GetFunDef()) out.insert(n);
+    return out;
+  }();
+  return builtin.count(name) > 0;
+#else
+  (void)name;
+  return false;
+#endif
 }
 
 // The named metrics worth offering for an unknown function: the closest by spelling, then the others of the same

@@ -38,6 +38,7 @@ sampling::StoreOptions store_of(const Config& c) {
   o.max_windows = c.windows_kept;
   o.max_bytes = std::max<uint64_t>(c.trace_size_mb, 1) << 20;
   o.max_preroll_bytes = std::max<uint64_t>(o.max_bytes / 16, 64 << 10);
+  if (c.mode == CaptureMode::kAdaptive) o.max_kept_bytes = o.max_bytes / 2;  // the baseline: the rest is the windows'
   return o;
 }
 
@@ -177,8 +178,7 @@ void Sampler::route(const std::vector<std::vector<uint8_t>>& chunks) {
     store_.add_events(eh.thread_id, c.data() + kHead, c.size() - kHead);
   }
   uint64_t horizon;
-  const bool baseline_full =
-      baseline_index_ && full_open_ == baseline_index_ && store_.bytes_of(baseline_index_) >= baseline_bytes();
+  const bool baseline_full = baseline_index_ && full_open_ == baseline_index_ && store_.kept_full();
   {
     std::lock_guard lk(mu_);
     horizon = sched_.preroll_horizon();
@@ -273,7 +273,5 @@ std::vector<std::pair<std::string, std::string>> Sampler::process_info() const {
   if (adaptive) info.emplace_back("sampled.baseline_steps", std::to_string(cfg_.baseline_steps));
   return info;
 }
-
-uint64_t Sampler::baseline_bytes() const { return (std::max<uint64_t>(cfg_.trace_size_mb, 1) << 20) / 2; }
 
 }  // namespace inferscope::runtime

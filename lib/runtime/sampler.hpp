@@ -50,8 +50,6 @@ class Sampler {
 
  private:
   void open_baseline();
-  /// Adaptive mode: the baseline ends once it holds this much (half the ring), leaving room for the windows after.
-  uint64_t baseline_bytes() const;
   void open_window(const sampling::Request& r, const std::vector<Collector*>& collectors);
   void close_window(const sampling::Request& r, const std::vector<Collector*>& collectors);
   void note_slow(const sampling::Request& r);

@@ -123,7 +123,7 @@ TEST_CASE("an unknown function is named, with the named metrics of its kind; a m
             "r.yaml:3:17: condition: h2d_ms is a metric, not a function: write it without parentheses"));
   // muparser's own functions and quoted names that look like calls are not refused.
   CHECK_NOTHROW(rulefile::load_rule_file(write_rules(
-      "r.yaml", "bottleneck_rules:\n  - name: a\n    condition: 'max(h2d_ms, d2h_ms) > 2 && range_count(\"f(x)\") >= 0'\n"
+      "r.yaml", "bottleneck_rules:\n  - name: a\n    condition: 'max(h2d_ms, d2h_ms) > 2 && atan2(h2d_ms, 1) >= 0 && range_count(\"f(x)\") >= 0'\n"
                 "    suggestion: x\n")));
 }
 

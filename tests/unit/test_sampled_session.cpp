@@ -208,7 +208,7 @@ TEST_CASE("adaptive: every step from the start in full until baseline_steps, kep
   c.baseline_steps = 5;
   c.window_steps = 3;
   c.window_every_steps = 10;
-  c.windows_kept = 2;  // the periodic windows then push each other out; the baseline stays
+  c.windows_kept = 2;  // the periodic windows then push each other out; the baseline stays, not counted among them
   REQUIRE(start(c));
   for (int i = 0; i < 48; ++i) step();
   pause_us(50000);
@@ -218,7 +218,7 @@ TEST_CASE("adaptive: every step from the start in full until baseline_steps, kep
   const auto& s = sampling_of(r);
   CHECK(s.summary.steps_seen == 48);
   CHECK(s.summary.windows_opened >= 3);  // the baseline, then windows after steps 14, 24, 34 (44 if the writer keeps up)
-  REQUIRE(s.windows.size() == 2);
+  REQUIRE(s.windows.size() == 3);
   const dump::WindowEntry& base = s.windows[0];
   CHECK(base.reason == uint8_t(dump::WindowReason::kBaseline));
   CHECK((base.flags & dump::kWindowFull) != 0);
@@ -265,7 +265,7 @@ TEST_CASE("adaptive: the baseline ends once it holds half of trace_size_mb, what
   REQUIRE(start(c));
   for (int i = 0; i < 3; ++i) {
     ISCOPE_RANGE("step");
-    for (int k = 0; k < 12000; ++k) { ISCOPE_RANGE("tiny"); }  // 36k ranges of 32 bytes: twice the baseline's share
+    for (int k = 0; k < 12000; ++k) { ISCOPE_RANGE("tiny"); }  // 36k ranges of 24 bytes: 1.6 x the baseline's share
   }
   pause_us(50000);  // the writer drains, finds the baseline full and closes it
   for (int i = 0; i < 20; ++i) step();
@@ -278,9 +278,19 @@ TEST_CASE("adaptive: the baseline ends once it holds half of trace_size_mb, what
   CHECK(base.reason == uint8_t(dump::WindowReason::kBaseline));
   CHECK((base.flags & dump::kWindowOpen) == 0);
   CHECK(base.steps < 1000);
-  CHECK(base.records * sizeof(RangeRecord) >= (512u << 10));
-  CHECK(base.records * sizeof(RangeRecord) <= (1u << 20));
+  // Held to its half of the ring: full to within a record, never past it (the rest was refused and counted).
+  size_t in_base = 0;
+  for (auto& x : read_all(r).ranges) in_base += x.end <= base.end_ticks;
+  CHECK(in_base * sizeof(RangeRecord) > (512u << 10) - 64 * sizeof(RangeRecord));
+  CHECK(in_base * sizeof(RangeRecord) <= (512u << 10));
   CHECK(s.summary.windows_opened >= 2);  // periodic windows after it
+  REQUIRE(s.windows.size() >= 2);
+  uint64_t after = 0;  // the half left to the windows took their records
+  for (size_t i = 1; i < s.windows.size(); ++i) after += s.windows[i].records;
+  CHECK(after > 0);
+  bool refused = false;
+  for (auto& d : r.drops()) refused |= d.reason == "sample_window_full";
+  CHECK(refused);
 }
 
 TEST_CASE("sampled: flush_ring() writes the ring now and recording goes on") {

@@ -56,6 +56,8 @@ int guarded_main(const char* tool, int (*run)(int, char**), int argc, char** arg
     std::cerr << tool << ": out of memory (docs/reliability.md, \"Memory bounds\")\n";
   } catch (const std::exception& e) {
     std::cerr << tool << ": " << e.what() << "\n";
+  } catch (...) {  // an error of a library's own type (muparser's ParserError is no std::exception)
+    std::cerr << tool << ": an unexpected error ended it (not a std::exception)\n";
   }
   return exit_status_after_stdout(tool, status);
 }

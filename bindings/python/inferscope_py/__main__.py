@@ -63,11 +63,11 @@ def _start(config):
 
 def _script_problem(args):
     """Why the script cannot be run, before any session starts (so a mistyped name records no dump of nothing):
-    a message, or None. `run -- script.py` is read as `run script.py`."""
-    if args.target[:1] == ["--"]:
-        args.target = args.target[1:]
+    a message, or None. `run -- script.py` is read as `run script.py`; with -m MODULE a `--` is the module's own."""
     if args.module is not None:
         return None
+    if args.target[:1] == ["--"]:
+        args.target = args.target[1:]
     if not args.target:
         return "no script given"
     if not os.path.exists(args.target[0]):

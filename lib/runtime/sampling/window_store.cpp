@@ -127,6 +127,13 @@ bool WindowStore::evict_one(const Stored* keep) {
 }
 
 bool WindowStore::append(Stored& w, uint32_t thread, const uint8_t* rec, uint16_t size) {
+  if ((w.e.flags & dump::kWindowKept) && w.bytes + size > o_.max_kept_bytes) {
+    kept_full_ = true;
+    Counts& c = refused_[thread];
+    ++c.first;
+    c.second += size;
+    return false;
+  }
   while (bytes_ + size > o_.max_bytes)
     if (!evict_one(&w)) {
       Counts& c = refused_[thread];
@@ -167,13 +174,14 @@ void WindowStore::take_preroll(Stored& w) {
 }
 
 void WindowStore::open(const WindowEntry& entry) {
-  while (windows_.size() >= o_.max_windows && evict_one(nullptr)) {
+  while (windows_.size() - kept_windows_ >= o_.max_windows && evict_one(nullptr)) {
   }
   auto w = std::make_unique<Stored>();
   w->e = entry;
   w->e.end_ticks = 0;
   w->e.records = 0;
   Stored& added = *w;
+  kept_windows_ += (entry.flags & dump::kWindowKept) ? 1 : 0;
   windows_.push_back(std::move(w));
   if (!(entry.flags & dump::kWindowFull)) take_preroll(added);
 }

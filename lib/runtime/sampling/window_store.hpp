@@ -1,7 +1,7 @@
 // Sampled mode's ring of windows (docs/sampled-mode.md, "The ring"): the records the writer drains are routed by
 // their time into the window whose span holds it; what falls outside every window is sampled out, except the
 // always-on kinds (ranges, marks), which wait a while in a pre-roll in case a slow step's neighbours need them.
-// At most `max_windows` windows and `max_bytes` of records are kept: the oldest closed window goes first (one
+// At most `max_windows` windows (kept ones aside) and `max_bytes` of records are kept: the oldest closed window goes first (one
 // holding a slow step only after every other), and what it held is counted per thread, never silent.
 //
 //   WindowStore store({.max_windows = 16, .max_bytes = 100 << 20});
@@ -35,6 +35,9 @@ struct StoreOptions {
   size_t max_windows = 16;
   uint64_t max_bytes = 100ull << 20;
   uint64_t max_preroll_bytes = 4ull << 20;  ///< the pre-roll's own cap (oldest forgotten first)
+  /// A kept window's own cap (adaptive mode's baseline: half of max_bytes): past it its records are refused and
+  /// kept_full() says so, so the windows after it always have the rest.
+  uint64_t max_kept_bytes = UINT64_MAX;
 };
 
 /// Records and bytes, as the DROPS chunk counts them.
@@ -72,6 +75,8 @@ class WindowStore {
   uint64_t records_kept() const { return records_kept_; }
   uint64_t records_outside() const { return records_outside_; }
   uint64_t bytes() const { return bytes_; }
+  /// A kept window refused a record for its own cap (max_kept_bytes): it should close.
+  bool kept_full() const { return kept_full_; }
   /// The bytes of records window `index` holds (0 when it is not kept).
   uint64_t bytes_of(uint32_t index) const;
   size_t size() const { return windows_.size(); }
@@ -108,6 +113,8 @@ class WindowStore {
   uint64_t preroll_bytes_ = 0;
   uint64_t bytes_ = 0, records_kept_ = 0, records_outside_ = 0;
   uint32_t windows_dropped_ = 0;
+  bool kept_full_ = false;
+  size_t kept_windows_ = 0;  // not counted in max_windows: the ring cannot drop them
   std::map<uint32_t, Counts> dropped_, refused_;
 };
 
