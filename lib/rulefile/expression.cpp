@@ -47,12 +47,16 @@ void refuse_assignment(const std::string& text) {
   }
 }
 
-std::string did_you_mean(const std::string& unknown) {
-  const std::vector<std::string> close = rules::closest_metric_names(unknown);
-  if (close.empty()) return "; docs/rules.md lists every metric (iscope-analyze --list-metrics)";
+// "; did you mean a, b?" for the names offered, else "; " + `otherwise`.
+std::string offer_text(const std::vector<std::string>& offer, const std::string& otherwise) {
+  if (offer.empty()) return "; " + otherwise;
   std::string out = "; did you mean ";
-  for (size_t i = 0; i < close.size(); ++i) out += (i ? ", " : "") + close[i];
+  for (size_t i = 0; i < offer.size(); ++i) out += (i ? ", " : "") + offer[i];
   return out + "?";
+}
+
+std::string did_you_mean(const std::string& unknown) {
+  return offer_text(rules::closest_metric_names(unknown), "docs/rules.md lists every metric (iscope-analyze --list-metrics)");
 }
 
 // A control character (a NUL from a binary file, a tab is fine) or a non-ASCII one outside a quoted name (a
@@ -118,10 +122,7 @@ std::string named_metric_hint(const std::string& unknown) {
       if (n.substr(0, underscore + 1) == std::string_view(unknown).substr(0, underscore + 1) &&
           std::find(offer.begin(), offer.end(), n) == offer.end())
         offer.emplace_back(n);
-  if (offer.empty()) return "; docs/rules.md lists every metric that takes a name (iscope-analyze --list-metrics)";
-  std::string out = "; did you mean ";
-  for (size_t i = 0; i < offer.size(); ++i) out += (i ? ", " : "") + offer[i];
-  return out + "?";
+  return offer_text(offer, "docs/rules.md lists every metric that takes a name (iscope-analyze --list-metrics)");
 }
 
 // A name called like a function that is neither a named metric nor one of muparser's: muparser itself would answer

@@ -2,10 +2,20 @@
 #pragma once
 
 #include "report/escape.hpp"
+#include "report/report.hpp"
+
+#include <sstream>
 
 #include <string>
 
 namespace inferscope::report::testing {
+
+/// The HTML report of `a`, as a string.
+inline std::string html(const analyze::Analysis& a) {
+  std::ostringstream out;
+  report::write_html(a, out);
+  return out.str();
+}
 
 /// True when the whole string is well-formed UTF-8.
 inline bool is_valid_utf8(const std::string& s) { return valid_utf8(s) == s; }

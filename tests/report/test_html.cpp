@@ -14,11 +14,6 @@ using namespace inferscope::report::testing;
 
 namespace {
 
-std::string html(const analyze::Analysis& a) {
-  std::ostringstream out;
-  report::write_html(a, out);
-  return out.str();
-}
 
 }  // namespace
 

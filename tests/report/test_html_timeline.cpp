@@ -16,11 +16,6 @@ using namespace inferscope::report::testing;
 
 namespace {
 
-std::string html(const analyze::Analysis& a) {
-  std::ostringstream out;
-  report::write_html(a, out);
-  return out.str();
-}
 
 /// The step timeline's SVG, from its opening tag to its end.
 std::string step_svg(const std::string& page) {
