@@ -267,8 +267,12 @@ TEST_CASE("adaptive: the baseline ends once it holds half of trace_size_mb, what
     ISCOPE_RANGE("step");
     for (int k = 0; k < 12000; ++k) { ISCOPE_RANGE("tiny"); }  // 36k ranges of 24 bytes: 1.6 x the baseline's share
   }
-  pause_us(50000);  // the writer drains, finds the baseline full and closes it
+  // The writer drains, finds the baseline full and closes it at the cycle after. Two snapshots are two whole
+  // writer cycles, waited for: a fixed pause was not enough under ThreadSanitizer (CI, 2026-11-27).
+  REQUIRE_FALSE(flush_ring().empty());
+  REQUIRE_FALSE(flush_ring().empty());
   for (int i = 0; i < 20; ++i) step();
+  REQUIRE_FALSE(flush_ring().empty());  // the windows those steps asked for are opened
   pause_us(50000);
   REQUIRE(stop());
   dump::DumpReader r(c.output);
