@@ -18,6 +18,16 @@ One process alternates windows with collection on and off, many rounds, and repo
   # profiles a few steps at a time pays, start included): NOT under iscope-run either.
   PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode windows --batches 1 --steps 10 --warm 0
 
+  # A long run, each window one whole session of 1000 marked steps: adaptive and full capture against no session,
+  # beside the floor (a bare CUPTI kernel-only session); read the mean column (the run's average step).
+  PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode windows --batches 1 --steps 1000 --warm 0 \
+      --rounds 5 --mark-steps --window-sets "mode=adaptive;mode=full;python=false,system=false,cupti_activities=kernel"
+
+  # The live page left open: the same session with and without `live`, the page's /data and /metrics fetched
+  # every second by another process (needs the server module, libinferscope_live_server.so, beside the runtime).
+  PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode windows --batches 1 --steps 150 --warm 0 \
+      --rounds 20 --mark-steps --window-sets "system=true;system=true,live=127.0.0.1:18791,live_token=false"
+
 The step: transformers' GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)), random weights,
 fp16, sequence 128, batch 1 and 32, no_grad, synchronized at the end of each step.
 """
@@ -210,26 +220,38 @@ def session_windows(step, batch, a, isc):
     mean = {k: [] for k in kinds}
     at = {k: [[] for _ in range(n)] for k in kinds}
     start_ms, stop_ms = [], []
+    dump_mb = {}  # session settings -> the dump's size after each window (MB)
+    polls = {}  # session settings with `live` -> the live page's answered polls in each window
     for r in range(a.rounds):
         order = list(kinds)
         random.shuffle(order)
         for k in order:
             path = os.path.join(tmp, f"w{r}.iscope")
+            poller = None
             if k != "off":
                 settings = session_settings(k)
                 t0 = time.perf_counter()
                 if not isc.start(output=path, **settings):
                     sys.exit("inferscope_py.start() failed (is a session already running? do not use iscope-run here)")
                 start_ms.append((time.perf_counter() - t0) * 1e3)
+                if settings.get("live"):
+                    poller = start_live_poller(settings["live"], a.live_poll_s)
             times = []
             for _ in range(n):
                 t0 = time.perf_counter()
-                step()
+                if a.mark_steps:
+                    with isc.scope("step"):
+                        step()
+                else:
+                    step()
                 times.append(time.perf_counter() - t0)
+            if poller:
+                polls.setdefault(k, []).append(stop_live_poller(poller))
             if k != "off":
                 t0 = time.perf_counter()
                 isc.stop()
                 stop_ms.append((time.perf_counter() - t0) * 1e3)
+                dump_mb.setdefault(k, []).append(os.path.getsize(path) / 1e6)
                 os.unlink(path)
             timed = times[a.warm:]
             med[k].append(statistics.median(timed))
@@ -272,16 +294,53 @@ def session_windows(step, batch, a, isc):
           f"median step {statistics.median(med['off']) * 1e3:.3f} ms without a session")
     print(f"# start(): median {statistics.median(start_ms):.2f} ms (max {max(start_ms):.2f}); "
           f"stop(): median {statistics.median(stop_ms):.2f} ms (max {max(stop_ms):.2f}); both outside the timed steps")
-    print("| session settings | timed steps: median | timed steps: mean | " +
-          " | ".join(f"step {i}" for i in range(n)) + " |")
-    print("|---|---:|---:|" + "---:|" * n)
+    per_step = n <= 24  # a column per step position only for short windows (what starting leaves behind)
+    print("| session settings | timed steps: median | timed steps: mean | dump (MB, median) |" +
+          ("".join(f" step {i} |" for i in range(n)) if per_step else ""))
+    print("|---|---:|---:|---:|" + ("---:|" * n if per_step else ""))
     for k in kinds[1:]:
         # The steady session's "on" windows are compared with its own "off" windows, the others with no session.
         base = steady_off if k.startswith("steady") else {"med": med["off"], "mean": mean["off"], "at": at["off"]}
-        cells = [f"{ratio(at[k][i], base['at'][i]):+.1f} %" for i in range(n)]
-        print(f"| {k} | {ratio(med[k], base['med']):+.2f} % | {ratio(mean[k], base['mean']):+.2f} % | " +
-              " | ".join(cells) + " |")
+        cells = [f" {ratio(at[k][i], base['at'][i]):+.1f} % |" for i in range(n)] if per_step else []
+        size = f"{statistics.median(dump_mb[k]):.1f}" if k in dump_mb else "-"
+        print(f"| {k} | {ratio(med[k], base['med']):+.2f} % | {ratio(mean[k], base['mean']):+.2f} % | {size} |" +
+              "".join(cells))
+    for k, n_ok in polls.items():
+        print(f"# {k}: the live page answered {statistics.median(n_ok):.0f} polls per window (median; "
+              f"/data and /metrics every {a.live_poll_s} s from another process)")
+        if not max(n_ok):
+            print(f"# {k}: NO poll was answered: the live server did not run; this row measures no page")
     sys.stdout.flush()
+
+
+# A page left open: another process (as a browser is) fetching /data and /metrics every `period` s; it prints how
+# many fetches were answered when it is stopped. The session's `live_token` must be off (no token to pass).
+_POLLER = r"""
+import signal, sys, time, urllib.request
+url, period, ok = sys.argv[1], float(sys.argv[2]), 0
+signal.signal(signal.SIGTERM, lambda *a: (print(ok, flush=True), sys.exit(0)))
+while True:
+    for path in ("/data", "/metrics"):
+        try:
+            urllib.request.urlopen(url + path, timeout=2).read()
+            ok += 1
+        except Exception:
+            pass
+    time.sleep(period)
+"""
+
+
+def start_live_poller(live, period):
+    import subprocess
+    addr = live if ":" in live else "127.0.0.1:" + live
+    return subprocess.Popen([sys.executable, "-c", _POLLER, "http://" + addr, str(period)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def stop_live_poller(p):
+    p.terminate()
+    out, _ = p.communicate(timeout=10)
+    return int(out.strip() or 0)
 
 
 def main():
@@ -306,6 +365,12 @@ def main():
     ap.add_argument("--periods", type=int, default=1, help="sampled mode: windows per timed block")
     ap.add_argument("--sampled-settings", default="",
                     help="sampled mode: more session settings, a comma list of key=value (e.g. python=false)")
+    ap.add_argument("--live-poll-s", type=float, default=1.0,
+                    help="windows mode: a window set with live=ADDR:PORT (and live_token=false) is polled by another "
+                         "process every this many seconds, as the open page polls (default 1 s)")
+    ap.add_argument("--mark-steps", action="store_true",
+                    help="windows mode: each step inside inferscope_py.scope('step') (adaptive and sampled sessions "
+                         "count steps by it), in every window alike")
     ap.add_argument("--steady-phase", action="store_true",
                     help="windows mode: then the same windows in one GPU-only session switched on and off per window")
     ap.add_argument("--window-sets", default="system=true;python=false,system=false",
