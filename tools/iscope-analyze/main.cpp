@@ -314,6 +314,14 @@ int check_outputs(const std::vector<std::string>& paths, const Requested& r, boo
   if (children && is_dump(paths.front()))
     for (auto& c : inferscope::analyze::child_dump_candidates(paths.front())) inputs.push_back(c);
   if (refuses_input_as_output(inputs, written)) return 2;
+  if (!r.sqlite.empty() && paths.size() > 1) {
+    // The database is one process's: its row ids, its step column and its analysis tables are that dump's; the
+    // ranks of a run would need a process in every row and every analysis, which the schema does not have.
+    std::cerr << "iscope-analyze: --sqlite writes the database of one dump, and " << paths.size() << " were named: "
+              << "write one per rank (iscope-analyze " << paths.front() << " --sqlite RANK.db, and so for each); "
+              << "the run across the ranks is in the JSON report's \"run\" (-o run.json)\n";
+    return 2;
+  }
   if (!r.unknown.empty()) {
     const std::string ext = extension(r.unknown.front());
     std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
