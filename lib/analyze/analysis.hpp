@@ -411,6 +411,20 @@ struct CollectiveRow {
   double waited_share = 0; ///< collectives where one rank arrived late (over 20 us after the others), [0, 1]
 };
 
+/// One host's clock in a run whose ranks ran on several hosts (docs/multi-gpu.md, "Clock"). The ranks of one host
+/// share its CLOCK_MONOTONIC; another host's is offset from the reference host's (the lowest rank's) by an amount
+/// estimated from the trace: the median, over collectives matched between a rank of each, of (end on this host -
+/// end on the reference host), as a collective's kernels end on every rank within microseconds of each other.
+struct HostClock {
+  std::string hostname;
+  std::string ranks;              ///< its ranks: "0,1"
+  bool reference = false;         ///< the lowest rank's host: the run's clock (offset 0 by definition)
+  bool estimated = false;         ///< the offset is known (the reference host, or enough collectives matched)
+  double offset_ms = 0;           ///< this host's clock minus the reference host's
+  double precision_us = 0;        ///< spread of the per-collective differences: 1.4826 x their median absolute deviation
+  uint64_t collectives_used = 0;  ///< collectives matched to estimate it
+};
+
 /// Finding categories of the run (RunAnalysis::findings), next to analysis.hpp's kCategories of one process.
 inline constexpr const char* kRunCategories[] = {"collective_wait", "communication"};
 
@@ -419,6 +433,9 @@ struct RunAnalysis {
   std::vector<CollectiveRow> collectives; ///< by transfer + wait, descending
   uint64_t steps_matched = 0;             ///< steps every rank has (matched by their index)
   uint64_t hosts = 1;
+  /// With ranks on several hosts: each host's clock against the reference host's, the reference first (empty on one
+  /// host). Every time of the run (matching, waits, the timeline) is on the reference host's clock.
+  std::vector<HostClock> host_clocks;
   double step_ms = 0;          ///< the run's step: the slowest rank's mean matched step
   double imbalance_pct = 0;    ///< (slowest rank's compute - mean compute) / mean compute * 100
   int straggler = -1;          ///< the rank the others wait for most (-1: none worth naming)

@@ -1,5 +1,7 @@
 #include "analyze/ranks.hpp"
 
+#include "analyze/host_clocks.hpp"
+#include "analyze/rank_work.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/visit.hpp"
 
@@ -209,6 +211,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     s.compute = cw;
     t.steps.push_back(std::move(s));
   }
+  add_step_work(r, t.steps);  // on the dump's own clock, before any shift
   // A dump converted from a torch.profiler trace starts its times at zero; its process info says where that
   // lies on the trace's own clock, which the ranks of one run share.
   if (const auto shift = process_number(r.process_value("time_shift_ns"), uint64_t(INT64_MAX) / 2)) {
@@ -239,54 +242,6 @@ struct OpSums {
   std::map<int, uint64_t> last;     // rank -> times it arrived last (of the collectives that waited)
   uint64_t waited = 0;              // collectives whose ranks did not arrive together
 };
-
-// What the straggler did that the others did not, per step: the largest excess of a Python function, a range
-// or a kernel over the most any other rank spent in it.
-struct Excess {
-  std::string kind;  // "Python function", "range", "kernel"
-  std::string name;
-  double ms = 0;
-  std::string what() const { return kind.empty() ? "" : kind + " " + name; }
-};
-
-template <class Row, class Name, class Ms>
-void largest_excess(const std::vector<const Analysis*>& analyses, size_t straggler, Name name, Ms ms_of,
-                    const std::vector<Row> Analysis::*table, const char* kind, Excess& best) {
-  auto per_step = [](const Analysis& a) { return double(std::max<uint64_t>(1, a.steps.total)); };
-  std::map<std::string, double> others;
-  for (size_t i = 0; i < analyses.size(); ++i) {
-    if (i == straggler) continue;
-    for (const Row& row : analyses[i]->*table) {
-      double& m = others[name(row)];
-      m = std::max(m, ms_of(row) / per_step(*analyses[i]));
-    }
-  }
-  const Analysis& s = *analyses[straggler];
-  for (const Row& row : s.*table) {
-    const std::string n = name(row);
-    const double excess = ms_of(row) / per_step(s) - (others.count(n) ? others[n] : 0.0);
-    if (excess > best.ms) best = {kind, n, excess};
-  }
-}
-
-Excess straggler_excess(const std::vector<const Analysis*>& analyses, size_t straggler) {
-  Excess best;
-  largest_excess<PythonRow>(
-      analyses, straggler, [](const PythonRow& p) { return p.qualname + (p.file.empty() ? "" : " (" + p.file + ":" + std::to_string(p.line) + ")"); },
-      [](const PythonRow& p) { return p.self_ms; }, &Analysis::python, "Python function", best);
-  Excess range;
-  largest_excess<RangeRow>(
-      analyses, straggler, [](const RangeRow& r) { return r.name; }, [](const RangeRow& r) { return r.self_ms; },
-      &Analysis::ranges, "range", range);
-  Excess kernel;
-  largest_excess<KernelRow>(
-      analyses, straggler, [](const KernelRow& k) { return k.name; }, [](const KernelRow& k) { return k.total_ms; },
-      &Analysis::kernels, "kernel", kernel);
-  // a range's self time holds the Python calls inside it: the function, more precise, wins when near
-  if (range.ms > best.ms * 1.25) best = range;
-  if (kernel.ms > best.ms) best = kernel;
-  return best;
-}
 
 Suggestion suggestion(std::string action, double saving_ms, double step_ms, std::string model) {
   Suggestion s;
@@ -468,8 +423,8 @@ std::vector<RankRow> rank_rows(const RankInputs& in) {
   return rows;
 }
 
-// Whether the ranks can be matched at all (two or more, one step name, one host); says why not.
-bool matchable(const std::vector<const RankTrace*>& traces, const RunAnalysis& run, std::vector<std::string>& warnings) {
+// Whether the ranks can be matched at all (two or more, one step name); says why not.
+bool matchable(const std::vector<const RankTrace*>& traces, std::vector<std::string>& warnings) {
   int world = 0;
   for (const RankTrace* t : traces) world = std::max(world, t->world_size);
   if (world > int(traces.size()))
@@ -483,11 +438,37 @@ bool matchable(const std::vector<const RankTrace*>& traces, const RunAnalysis& r
                          "steps are not matched");
       return false;
     }
-  if (run.hosts > 1) {
-    warnings.push_back("the ranks ran on " + std::to_string(run.hosts) +
-                       " hosts, whose clocks are not aligned here: their steps and collectives are not matched");
-    return false;
+  return true;
+}
+
+// Ranks on several hosts: each host's clock against the reference host's (host_clocks.hpp), and the ranks' traces
+// moved onto it (`aligned` holds them; `in.traces` then points there). False, saying why, when a host's offset could
+// not be estimated: its ranks are not matched rather than put on a guessed clock.
+bool on_one_clock(RankInputs& in, RunAnalysis& run, std::vector<RankTrace>& aligned) {
+  if (run.hosts < 2) return true;
+  run.host_clocks = host_clocks(in.traces, run.ranks);
+  const HostClock& ref = run.host_clocks.front();
+  bool ok = true;
+  for (const HostClock& c : run.host_clocks) {
+    if (c.reference) continue;
+    if (!c.estimated) {
+      run.warnings.push_back("the clock of host " + c.hostname + " (ranks " + c.ranks + ") could not be put on host " +
+                             ref.hostname + "'s: " + std::to_string(c.collectives_used) + " collectives were matched between "
+                             "them, " + std::to_string(kMinClockCollectives) + " are needed to estimate the offset; the "
+                             "ranks' steps and collectives are not matched across the hosts");
+      ok = false;
+    } else if (c.precision_us * 1e3 > double(kSameArrivalNs)) {
+      run.warnings.push_back("the clock of host " + c.hostname + " is known to " + fmt("%.1f", c.precision_us) +
+                             " us only (its offset against " + ref.hostname + "'s, from " +
+                             std::to_string(c.collectives_used) + " collectives), more than the " +
+                             std::to_string(kSameArrivalNs / 1000) + " us within which ranks count as arriving together: "
+                             "waits between its ranks and the others' under that are not told apart from the clocks'");
+    }
   }
+  if (!ok) return false;
+  aligned.reserve(in.traces.size());
+  for (const RankTrace* t : in.traces) aligned.push_back(on_reference_clock(*t, offset_ns_of(run.host_clocks, t->hostname)));
+  for (size_t i = 0; i < aligned.size(); ++i) in.traces[i] = &aligned[i];
   return true;
 }
 
@@ -630,7 +611,7 @@ void fill_means(const RunSums& sums, double m, RunAnalysis& run) {
 
 // The straggler: the rank whose late arrivals delayed the run's collectives most, when that is a cause worth
 // reporting (the floor of any cause) and most of the delay is its (over half: one rank is the story).
-void add_straggler(const std::vector<const Analysis*>& analyses, RunAnalysis& run) {
+void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, RunAnalysis& run) {
   double late_total = 0;
   size_t straggler = 0;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
@@ -640,7 +621,7 @@ void add_straggler(const std::vector<const Analysis*>& analyses, RunAnalysis& ru
   const RankRow& s = run.ranks[straggler];
   if (late_total <= 0 || s.late_ms < kMinImpactShare * run.step_ms || s.late_ms / late_total <= 0.5) return;
   run.straggler = s.rank;
-  const Excess did = straggler_excess(analyses, straggler);
+  const Excess did = straggler_excess(matched, straggler);  // inside the matched steps only
   if (did.ms > 0) run.straggler_did = did.what() + ", " + ms2(did.ms) + " ms per step more than on any other rank";
   run.findings.push_back(collective_wait(run, s, s.late_ms / late_total, did, s.primary));
 }
@@ -670,12 +651,13 @@ void add_communication(const std::vector<const RankTrace*>& traces, const RunSum
 
 RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses) {
   RunAnalysis run;
-  const RankInputs in = distinct_ranks(traces, analyses, run.warnings);
+  RankInputs in = distinct_ranks(traces, analyses, run.warnings);
   run.ranks = rank_rows(in);
   std::set<std::string> hosts;
   for (const RankRow& r : run.ranks) hosts.insert(r.hostname);
   run.hosts = std::max<size_t>(1, hosts.size());
-  if (!matchable(in.traces, run, run.warnings)) return run;
+  std::vector<RankTrace> aligned;  // the ranks of other hosts, on the reference host's clock
+  if (!matchable(in.traces, run.warnings) || !on_one_clock(in, run, aligned)) return run;
   const auto matched = matched_steps(in.traces, run.warnings);
   run.steps_matched = matched.size();
   if (matched.empty()) return run;
@@ -686,7 +668,7 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vecto
                            "each step, as many as every rank ran, are matched (in their order)");
   const double m = double(matched.size());
   fill_means(sums, m, run);
-  add_straggler(in.analyses, run);
+  add_straggler(matched, run);
   add_communication(in.traces, sums, m, run);
   run.timeline = run_timeline(matched, run.ranks);
   std::stable_sort(run.findings.begin(), run.findings.end(),

@@ -9,14 +9,16 @@
 //   RunAnalysis run = analyze_ranks(t, analyses);   // analyses[i] is t[i]'s Analysis
 //
 // Clock: every dump's times are on its host's CLOCK_MONOTONIC (the reader fits the session clock to it), so
-// the ranks of one host are on one clock to within the fits' residuals; ranks of different hosts are not
-// matched (RunAnalysis::hosts says so).
+// the ranks of one host are on one clock to within the fits' residuals; the ranks of other hosts are put on the
+// lowest rank's host's clock by an offset estimated from the collectives' ends (host_clocks.hpp), and not matched
+// when too few collectives estimate it (RunAnalysis::host_clocks says which).
 #pragma once
 
 #include "analyze/analysis.hpp"
 #include "dump/reader.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +55,10 @@ struct RankStep {
   double overlap_ns = 0;  ///< time with both
   /// The non-collective GPU work inside the step, merged and clipped to it (for the run's timeline).
   std::vector<std::pair<int64_t, int64_t>> compute;
+  /// What the rank's threads and GPUs did inside the step, by (kind, name): "Python function", "range" (self time)
+  /// and "kernel" (total time), each counted in the step that holds its start. What the straggler did instead is
+  /// read from these, over the matched steps only.
+  std::map<std::pair<std::string, std::string>, double> work_ns;
 };
 
 /// What the run analysis reads of one rank's dump (stage "rank trace").

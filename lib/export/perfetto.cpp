@@ -748,11 +748,12 @@ void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& ou
     part.representative_step = parts.front().representative_step;
     return TraceWriter(*parts.front().reader, out, part).run();
   }
-  // One origin for all: the processes of one host share CLOCK_MONOTONIC, which every dump's calibration maps to.
+  // One origin for all: the processes of one host share CLOCK_MONOTONIC, which every dump's calibration maps to;
+  // another host's are moved onto the reference host's clock by their offset. `origin` is on the reference's.
   int64_t origin = 0;
   for (const RunTracePart& p : parts) {
     const int64_t first = TraceWriter::first_record_ns(*p.reader);
-    if (first && (!origin || first < origin)) origin = first;
+    if (first && (!origin || first - p.clock_offset_ns < origin)) origin = first - p.clock_offset_ns;
   }
   std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"iscope-analyze\",\"sources\":[";
   for (size_t i = 0; i < parts.size(); ++i) head += (i ? "," : "") + json_quote(parts[i].reader->path());
@@ -768,7 +769,7 @@ void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& ou
     }
     part.alone = false;
     part.follows = i > 0;
-    part.origin_ns = origin;
+    part.origin_ns = origin + parts[i].clock_offset_ns;  // the shared origin on this dump's own clock
     part.gpu_pid_base = kGpuPidBase + int64_t(i) * 1000;  // each process numbers its GPUs from 0
     part.flow_id_base = uint64_t(i) << 32;                 // and its correlation ids from 1
     part.label = parts[i].label;

@@ -28,9 +28,12 @@ struct RunTracePart {
   std::string label;
   const analyze::StepStats* steps = nullptr;  ///< its steps (none: no Steps track for it)
   uint32_t representative_step = 0;           ///< the step its reports draw
+  /// Its host's clock minus the run's reference host's (analyze::HostClock::offset_ms, in ns): subtracted from its
+  /// times so that ranks of several hosts share one time line; 0 on one host.
+  int64_t clock_offset_ns = 0;
 };
 /// The dumps of one multi-process run (the ranks of a torchrun job) as one trace: one time line (the processes of
-/// one host share CLOCK_MONOTONIC), each process and each of its GPUs a lane named with its label, flow arrows
+/// one host share CLOCK_MONOTONIC; another host's are moved by their part's clock_offset_ns), each process and each of its GPUs a lane named with its label, flow arrows
 /// kept within their process; each process with steps has its own Steps track on that time line. One part writes
 /// what write_perfetto writes.
 void write_perfetto_run(const std::vector<RunTracePart>& parts, std::ostream& out);

@@ -541,6 +541,15 @@ json::object run_json(const analyze::RunAnalysis& run, bool launcher) {
                                        {"wait_ms", num(c.wait_ms)}, {"last_rank", num(double(c.last_rank))},
                                        {"last_share", num(c.last_share)}, {"waited_share", num(c.waited_share)}});
   o["collectives"] = std::move(collectives);
+  if (!run.host_clocks.empty()) {  // ranks on several hosts only: one host's reports stay as they were
+    json::array clocks;
+    for (const auto& c : run.host_clocks)
+      clocks.push_back(json::object{{"hostname", str(c.hostname)}, {"ranks", str(c.ranks)}, {"reference", c.reference},
+                                    {"estimated", c.estimated}, {"clock_offset_ms", num(c.offset_ms)},
+                                    {"clock_precision_us", num(c.precision_us)},
+                                    {"collectives_used", num(c.collectives_used)}});
+    o["host_clocks"] = std::move(clocks);
+  }
   json::array findings;
   for (const auto& f : run.findings) findings.push_back(finding_json(f));
   o["findings"] = std::move(findings);

@@ -431,6 +431,22 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
 /// Every recorded process fact, at the end. Names of threads the session never saw (os_thread.*) are in the
 /// threads table's terms already, so only their number is given.
 // The child processes recorded beside this dump (iscope-run --follow-children), each analysed on its own.
+// Ranks on several hosts: each host's clock against the reference host's, which the run's times are on.
+void write_host_clocks(const analyze::RunAnalysis& run, std::ostream& out) {
+  if (run.host_clocks.empty()) return;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : run.host_clocks)
+    rows.push_back({cell(c.hostname.empty() ? "-" : c.hostname), cell(c.ranks),
+                    c.reference ? "0 (reference)" : c.estimated ? fmt(c.offset_ms, 6) : "not estimated",
+                    c.reference ? "-" : c.estimated ? fmt(c.precision_us, 1) : "-",
+                    c.reference ? "-" : std::to_string(c.collectives_used)});
+  table(out, {"host", "ranks", "clock offset (ms)", "precision (us)", "collectives used"}, {false, false, true, true, true}, rows);
+  out << "The ranks ran on " << run.host_clocks.size() << " hosts. Times are on the clock of "
+      << md_escape(run.host_clocks.front().hostname) << "; another host's offset is the median, over the collectives "
+      << "matched between a rank of each, of (its end there - its end on the reference), as a collective ends on every "
+      << "rank at once; precision: 1.4826 x the median absolute deviation of those differences.\n\n";
+}
+
 // The ranks of a multi-process run analysed together (docs/multi-gpu.md): who waits for whom in the
 // collectives, how much of them moves data, and the run's own findings.
 void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
@@ -457,6 +473,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
         {true, true, false, true, true, true, true, true, true, true, false, false}, rows);
   out << "Times are per matched step in ms. Waiting: inside a collective until the last rank arrived; moving data: "
          "the rest of it; delayed others: how long the collectives waited for this rank, arriving last.\n\n";
+  write_host_clocks(run, out);
   if (!run.collectives.empty()) {
     rows.clear();
     for (const auto& c : run.collectives)

@@ -1155,6 +1155,15 @@ TEST_CASE("CLI: several dumps are one run's ranks; an unreadable one is refused"
   CHECK(run_cli(r0 + " " + (work_dir() / "missing.iscope").string() + " -o " + (work_dir() / "x.md").string(), &err) == 1);
   CHECK(err.find("missing.iscope") != std::string::npos);
   CHECK(run_cli(r0 + " " + r1 + " --summary", &err) == 2);
+  // --sqlite wrote the first dump's database alone, silently: the database is one process's, so several are refused
+  // before anything is written
+  const fs::path db = work_dir() / "ranks.db", md = work_dir() / "ranks_sqlite.md";
+  fs::remove(db);
+  fs::remove(md);
+  CHECK(run_cli(r0 + " " + r1 + " --sqlite " + db.string() + " -o " + md.string(), &err) == 2);
+  CHECK(err.find("--sqlite writes the database of one dump, and 2 were named") != std::string::npos);
+  CHECK_FALSE(fs::exists(db));
+  CHECK_FALSE(fs::exists(md));
 }
 
 namespace {

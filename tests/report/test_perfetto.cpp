@@ -572,6 +572,44 @@ TEST_CASE("perfetto run trace: the ranks of one run on one time line, a lane per
   std::filesystem::remove(b);
 }
 
+TEST_CASE("perfetto run trace: a rank of another host is moved onto the reference host's clock by its offset") {
+  // Rank 1's host's clock reads 3.7 s more than rank 0's: its kernel, 5 us after rank 0's in truth, is recorded at
+  // 3.7 s + 5 us. Given the offset (RunAnalysis::host_clocks), the trace puts it 5 us after, on one origin.
+  auto rank_dump = [](const char* name, const char* rank, int64_t at) {
+    const std::string path = temp_path(name);
+    dump::DumpBuilder b(path);
+    b.process("rank", rank);
+    const uint32_t main = b.thread("MainThread", 100);
+    const uint32_t gpu = b.channel("cupti");
+    b.range(main, "step", 0, at - 100, at + 1200);
+    b.kernel(gpu, std::string("allreduce r") + rank, 21, at + 100, at + 1100);
+    b.finish();
+    return path;
+  };
+  constexpr int64_t kOffset = 3'700'000'000;
+  const std::string a = rank_dump("host0_rank0.iscope", "0", 1000), b = rank_dump("host1_rank1.iscope", "1", 6000 + kOffset);
+  dump::DumpReader ra(a), rb(b);
+  std::ostringstream out;
+  exporter::write_perfetto_run({{&ra, "rank 0", nullptr, 0, 0}, {&rb, "rank 1", nullptr, 0, kOffset}}, out);
+  const json::value root = json::parse(out.str());
+  const auto& ev = root.at("traceEvents").as_array();
+  const auto* k0 = find_event(ev, "X", "allreduce r0");
+  const auto* k1 = find_event(ev, "X", "allreduce r1");
+  REQUIRE(k0);
+  REQUIRE(k1);
+  CHECK(num(k1->at("ts")) - num(k0->at("ts")) == doctest::Approx(5.0));
+  CHECK(num(k0->at("ts")) == doctest::Approx(0.2));  // the origin is rank 0's first record, not 3.7 s before it
+  // without the offset the ranks sit 3.7 s apart, as recorded
+  std::ostringstream apart;
+  exporter::write_perfetto_run({{&ra, "rank 0"}, {&rb, "rank 1"}}, apart);
+  const json::value r2 = json::parse(apart.str());
+  const auto* a1 = find_event(r2.at("traceEvents").as_array(), "X", "allreduce r1");
+  REQUIRE(a1);
+  CHECK(num(a1->at("ts")) > 3.6e6);
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+}
+
 TEST_CASE("perfetto run trace: each rank's steps on a Steps track of its own process, on the one time origin") {
   auto rank_dump = [](const char* name, const char* rank, int64_t at) {
     const std::string path = temp_path(name);

@@ -12,6 +12,7 @@
 #include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/children.hpp"
+#include "analyze/host_clocks.hpp"
 #include "analyze/ranks.hpp"
 #include "analyze/summary.hpp"
 #include "dump/files.hpp"
@@ -313,6 +314,14 @@ int check_outputs(const std::vector<std::string>& paths, const Requested& r, boo
   if (children && is_dump(paths.front()))
     for (auto& c : inferscope::analyze::child_dump_candidates(paths.front())) inputs.push_back(c);
   if (refuses_input_as_output(inputs, written)) return 2;
+  if (!r.sqlite.empty() && paths.size() > 1) {
+    // The database is one process's: its row ids, its step column and its analysis tables are that dump's; the
+    // ranks of a run would need a process in every row and every analysis, which the schema does not have.
+    std::cerr << "iscope-analyze: --sqlite writes the database of one dump, and " << paths.size() << " were named: "
+              << "write one per rank (iscope-analyze " << paths.front() << " --sqlite RANK.db, and so for each); "
+              << "the run across the ranks is in the JSON report's \"run\" (-o run.json)\n";
+    return 2;
+  }
   if (!r.unknown.empty()) {
     const std::string ext = extension(r.unknown.front());
     std::cerr << "iscope-analyze: -o " << r.unknown.front() << ": "
@@ -349,7 +358,8 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
 // with its rank ("rank 1"; the launcher, which has none, by its file name), each with the Steps track of its own
 // analysis (`ranks`: analyze_rank_dumps's, one per path). `first` is the first dump, open.
 void write_run_trace(const std::vector<std::string>& paths, const inferscope::dump::DumpReader& first,
-                     const std::vector<inferscope::analyze::ChildProcess>& ranks, std::ostream& s) {
+                     const std::vector<inferscope::analyze::ChildProcess>& ranks,
+                     const std::vector<inferscope::analyze::HostClock>& clocks, std::ostream& s) {
   std::vector<std::unique_ptr<inferscope::dump::DumpReader>> more;  // the other ranks, traces imported in memory
   std::vector<inferscope::exporter::RunTracePart> parts;
   for (size_t i = 0; i < paths.size(); ++i) {
@@ -361,6 +371,7 @@ void write_run_trace(const std::vector<std::string>& paths, const inferscope::du
       part.steps = &ranks[i].step_stats;
       part.representative_step = ranks[i].representative_step;
     }
+    part.clock_offset_ns = inferscope::analyze::offset_ns_of(clocks, r->process_value("hostname"));  // 0 on one host
     parts.push_back(std::move(part));
   }
   inferscope::exporter::write_perfetto_run(parts, s);
@@ -388,7 +399,7 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
     }
     try {
       ok &= write_to(p, [&](std::ostream& s) {
-        if (paths.size() > 1) write_run_trace(paths, *reader, a.children, s);
+        if (paths.size() > 1) write_run_trace(paths, *reader, a.children, a.run.host_clocks, s);
         else inferscope::exporter::write_perfetto(*reader, s, &a);  // its steps, on the reports' time origin
       });
     } catch (const inferscope::dump::DumpError& e) {

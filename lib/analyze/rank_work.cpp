@@ -1,0 +1,104 @@
+#include "analyze/rank_work.hpp"
+
+#include "analyze/duration_stats.hpp"
+#include "dump/clock_model.hpp"
+#include "dump/visit.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace inferscope::analyze {
+namespace {
+
+const std::string kPython = "Python function", kRange = "range", kKernel = "kernel";
+
+// Each record's time added to the step that holds its start.
+struct StepWorkVisitor {
+  const dump::DumpReader& r;
+  const dump::ClockModel& clock;
+  std::vector<RankStep>& steps;
+  std::unordered_map<uint32_t, SelfTimer<int64_t>> range_self, py_self;  // by thread
+  std::unordered_map<uint32_t, std::string> names, code_names;
+
+  RankStep* step_at(int64_t t) {
+    auto it = std::upper_bound(steps.begin(), steps.end(), t, [](int64_t x, const RankStep& s) { return x < s.start_ns; });
+    if (it == steps.begin()) return nullptr;
+    --it;
+    return t < it->end_ns ? &*it : nullptr;
+  }
+  int64_t duration(uint64_t start, uint64_t end) const { return std::max<int64_t>(0, clock.to_ns(end) - clock.to_ns(start)); }
+  const std::string& name_of(uint32_t id) {
+    auto it = names.find(id);
+    if (it == names.end()) it = names.emplace(id, r.string_at(id)).first;
+    return it->second;
+  }
+  const std::string& code_name(uint32_t code) {  // as the run's Python table names it: "qualname (file:line)"
+    auto it = code_names.find(code);
+    if (it == code_names.end()) {
+      auto c = r.code_table().find(code);
+      std::string n = c == r.code_table().end() ? "<code " + std::to_string(code) + ">"
+                                                : c->second.qualname + (c->second.file.empty() ? "" : " (" + c->second.file + ":" +
+                                                                                                          std::to_string(c->second.line) + ")");
+      it = code_names.emplace(code, std::move(n)).first;
+    }
+    return it->second;
+  }
+  void add(uint64_t start, const std::string& kind, const std::string& name, int64_t ns) {
+    if (RankStep* s = step_at(clock.to_ns(start)); s && ns > 0) s->work_ns[{kind, name}] += double(ns);
+  }
+
+  void on(const RangeRecord& rec, const dump::RecordContext& rc) {
+    const int64_t d = duration(rec.start, rec.end);
+    // NVTX ranges may overlap rather than nest: their whole time, as the run's range table counts them
+    add(rec.start, kRange, name_of(rec.name), rc.kind() == RecordKind::kRange ? range_self[rc.thread].self(rc.aux(), d) : d);
+  }
+  void on(const PyCallRecord& rec, const dump::RecordContext& rc) {
+    add(rec.start, kPython, code_name(rec.code), py_self[rc.thread].self(rc.aux(), duration(rec.start, rec.end)));
+  }
+  void on(const GpuKernelRecord& rec, const dump::RecordContext&) {
+    add(rec.start, kKernel, name_of(rec.name), duration(rec.start, rec.end));
+  }
+  void on(const auto&, const dump::RecordContext&) {}
+};
+
+// Per (kind, name): the mean per matched step of rank r.
+std::map<std::pair<std::string, std::string>, double> mean_work(const std::vector<std::vector<const RankStep*>>& matched,
+                                                                size_t r) {
+  std::map<std::pair<std::string, std::string>, double> mean;
+  for (const auto& step : matched)
+    for (const auto& [key, ns] : step[r]->work_ns) mean[key] += ns / double(matched.size());
+  return mean;
+}
+
+}  // namespace
+
+void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps) {
+  if (steps.empty()) return;
+  const dump::ClockModel clock(r.calibration());
+  StepWorkVisitor v{r, clock, steps, {}, {}, {}, {}};
+  dump::visit_records(r, v);
+}
+
+Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler) {
+  if (matched.empty()) return {};
+  const size_t ranks = matched.front().size();
+  std::map<std::pair<std::string, std::string>, double> others;  // the most any other rank spent, per step
+  for (size_t r = 0; r < ranks; ++r)
+    if (r != straggler)
+      for (const auto& [key, ms] : mean_work(matched, r)) others[key] = std::max(others[key], ms);
+  std::map<std::string, Excess> best;  // by kind
+  for (const auto& [key, ns] : mean_work(matched, straggler)) {
+    auto it = others.find(key);
+    const double excess_ms = (ns - (it == others.end() ? 0.0 : it->second)) / 1e6;
+    Excess& b = best[key.first];
+    if (excess_ms > b.ms) b = {key.first, key.second, excess_ms};
+  }
+  Excess did = best[kPython];
+  // a range's self time holds the Python calls inside it: the function, more precise, wins when near
+  if (best[kRange].ms > did.ms * 1.25) did = best[kRange];
+  if (best[kKernel].ms > did.ms) did = best[kKernel];
+  return did;
+}
+
+}  // namespace inferscope::analyze

@@ -1,0 +1,37 @@
+// What each rank did inside its steps, by name (stage "rank work" of the run analysis): the Python functions and
+// ranges (self time) and kernels (total time) of each steady step, so that what the straggler did instead is read
+// from inside the matched steps only, not from the whole trace (one-off work before the steps, a warm-up, a
+// checkpoint, is not in a step and cannot be named).
+//
+//   add_step_work(reader, trace.steps);             // read_rank_trace does it, on the dump's own clock
+//   Excess did = straggler_excess(matched, r);      // matched[k][r]: rank r's k-th matched step
+#pragma once
+
+#include "analyze/ranks.hpp"
+#include "dump/reader.hpp"
+
+#include <string>
+#include <vector>
+
+namespace inferscope::analyze {
+
+/// What the straggler did that the others did not, per matched step: the largest excess of one Python function,
+/// range or kernel over the most any other rank spent in the same one.
+struct Excess {
+  std::string kind;  ///< "Python function", "range", "kernel"; "" when no excess was found
+  std::string name;
+  double ms = 0;     ///< per matched step
+  std::string what() const { return kind.empty() ? "" : kind + " " + name; }
+};
+
+/// Fills `steps[i].work_ns` from `r`'s records, each counted in the step (by start, on the dump's own clock) that
+/// holds its start; records outside every step are left out. `steps` are in time order.
+void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps);
+
+/// The largest excess of rank `straggler` over the matched steps `matched` (matched[k][r]: rank r's k-th matched
+/// step): per (kind, name), its mean per matched step less the largest other rank's. A Python function is preferred
+/// to a range (a range's self time holds the Python calls inside it) unless the range's excess is over 1.25 times
+/// larger; a kernel wins when its excess is the largest.
+Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler);
+
+}  // namespace inferscope::analyze
