@@ -145,6 +145,9 @@ def check_data(args, base, token):
         fail(f"breakdown names {names}, expected preprocess and compute")
     if not any(s["name"] == "compute" for s in d["timeline"]["spans"]):
         fail("no compute range in the timeline")
+    # The demo runs no GPU work: the GPU part says so (null, no lanes), never a made-up 0 % busy share.
+    if d["gpu"] is not None or d["timeline"]["gpu"]:
+        fail(f"GPU data without GPU work: {d['gpu']}, {len(d['timeline']['gpu'])} GPU spans")
     print(f"data: steps grew from {first['steps_total']} to {d['steps_total']}, slowest {d['slowest']['dur_ms']:.0f} ms, "
           f"breakdown {sorted(names)}")
 
@@ -165,6 +168,10 @@ def check_browser(args, url):
         rects = b.evaluate("document.querySelectorAll('#timeline rect.step').length")
         if not rows or not rects:
             fail(f"page: {rows} breakdown rows, {rects} step spans in the timeline")
+        gpu_state = b.evaluate("document.getElementById('gpu_state').textContent")
+        gpu_busy = b.evaluate("document.getElementById('gpu_busy').textContent")
+        if gpu_state != "no GPU activity recorded" or gpu_busy != "\u2013":
+            fail(f"page without GPU work shows GPU state {gpu_state!r}, busy {gpu_busy!r}")
         print(f"browser: steps from {first} up, slowest {slowest():.0f} ms, {rows} breakdown rows, {rects} steps drawn")
         b.screenshot(os.path.join(args.out, "live.png"))
     finally:
@@ -182,7 +189,11 @@ def check_final_counts(base, token, stop):
         return same and n
 
     steps = wait_until("the step count to settle", settled, every=1.0)
-    count = check_histogram(parse_metrics(get(f"{base}/metrics?token={token}")[1]))
+    metrics = parse_metrics(get(f"{base}/metrics?token={token}")[1])
+    count = check_histogram(metrics)
+    gpu_series = [k for k in metrics if "gpu" in k or k.startswith("inferscope_step_time_seconds")]
+    if gpu_series:
+        fail(f"GPU series without GPU work: {gpu_series}")
     if count != steps:
         fail(f"/metrics _count {count} != {steps} steps on the data endpoint")
     print(f"metrics: histogram well formed, _count {count} == steps seen")
