@@ -20,7 +20,7 @@ svg text{font-size:11px}
 <span>p90 <b id="p90">–</b> ms</span><span>slowest of the last <span id="window">0</span>: <b id="slowest">–</b> ms
 <span id="slowest_at"></span></span><span>dropped records <b id="dropped">0</b></span>
 <span>GPU busy p50 <b id="gpu_busy">–</b></span></div>
-<h2>GPU and bottleneck</h2><p id="gpu_state">no GPU activity recorded</p>
+<h2>GPU and bottleneck (live estimates)</h2><p id="gpu_state">no GPU activity recorded</p>
 <p id="bottleneck"></p><table id="categories"></table>
 <h2>Breakdown of a step (mean of the newest steps)</h2><table id="breakdown"></table>
 <h2>Timeline of the newest steps</h2><svg id="timeline" width="1000" height="40"></svg>
