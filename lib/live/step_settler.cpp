@@ -3,6 +3,7 @@
 #include "analyze/api_kind.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace inferscope::live {
 
@@ -57,8 +58,8 @@ void StepSettler::add_step(const Span& step) {
   pending_.push_back(step);
 }
 
-void StepSettler::settle(uint64_t clock) {
-  if (!gpu_seen()) return;
+std::vector<SettledStep> StepSettler::settle(uint64_t clock) {
+  if (!gpu_seen()) return {};
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (watermark_ >= it->end || clock >= it->end + wait_ticks_) {
       settle_one(*it);
@@ -67,13 +68,13 @@ void StepSettler::settle(uint64_t clock) {
       ++it;
     }
   }
+  return std::exchange(ready_, {});
 }
 
 void StepSettler::settle_one(const Span& step) {
   const SettledStep s = measure(step);
-  if (settled_.empty()) settled_.resize(kSettledCapacity);
-  settled_[settled_next_] = s;
-  settled_next_ = (settled_next_ + 1) % kSettledCapacity;
+  if (ready_.size() >= kSettledCapacity) ready_.erase(ready_.begin());  // the Tap keeps no more than that anyway
+  ready_.push_back(s);
   ++settled_total_;
   if (!s.complete) return void(++incomplete_);
   for (size_t c = 0; c < kCategories; ++c) seconds_total_[c] += double(s.ticks[c]) / ticks_per_ns_ * 1e-9;
@@ -92,14 +93,6 @@ SettledStep StepSettler::measure(const Span& step) const {
     if (a.thread == step.thread && overlaps(a.start, a.end, step)) (a.blocking ? sync : launch).push_back({a.start, a.end});
   }
   out.ticks = split_step({step.start, step.end}, gpu, sync, launch);
-  return out;
-}
-
-std::vector<SettledStep> StepSettler::settled() const {
-  const size_t n = settled_total_ < kSettledCapacity ? size_t(settled_total_) : kSettledCapacity;
-  std::vector<SettledStep> out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i) out.push_back(settled_[(settled_next_ + kSettledCapacity - n + i) % kSettledCapacity]);
   return out;
 }
 

@@ -12,6 +12,9 @@
 //   - the bound: the session clock is kSettleWait past the step's end. Ten CUPTI flush periods without a GPU record
 //     reaching past the step mean the GPU went idle before the step ended, and what arrived is all there is.
 // Nothing settles before the first GPU record: a session with no GPU activity shows none (no fake zeros).
+//
+// Only the feeding thread (the writer) touches it, and the Tap calls settle() outside its lock: the scans over the
+// rings never hold up the server, which reads what the Tap publishes (copies) after each cycle.
 #pragma once
 
 #include "live/step_split.hpp"
@@ -35,7 +38,8 @@ inline constexpr size_t kGpuSpanCapacity = 65536;
 inline constexpr size_t kApiSpanCapacity = 32768;
 /// Steps that may wait at once; past it the oldest waiting one is settled with what has arrived.
 inline constexpr size_t kPendingCapacity = 1024;
-/// Settled steps kept (the window the page summarises is the newest of them).
+/// Settled steps the Tap keeps (the window the page summarises is the newest of them); also the most that settle()
+/// hands over at once.
 inline constexpr size_t kSettledCapacity = 1024;
 
 class StepSettler {
@@ -47,8 +51,9 @@ class StepSettler {
   /// A call on dump thread `thread`; only kSync/kCopySync (blocking) and kLaunch/kCopyAsync (queuing) are kept.
   void add_api(uint32_t thread, uint8_t api_kind, uint64_t start, uint64_t end);
   void add_step(const Span& step);
-  /// Settles the pending steps the rule above allows, `clock` being the session clock now (ticks).
-  void settle(uint64_t clock);
+  /// Settles the pending steps the rule above allows, `clock` being the session clock now (ticks); returns them,
+  /// with any that add_step settled early since the last call (oldest first, at most kSettledCapacity).
+  std::vector<SettledStep> settle(uint64_t clock);
 
   bool gpu_seen() const { return gpu_total_ > 0; }
   uint64_t gpu_records() const { return gpu_total_; }
@@ -58,8 +63,6 @@ class StepSettler {
   uint64_t settled_total() const { return settled_total_; }
   /// Seconds of the complete settled steps in each category, since the session began.
   const std::array<double, kCategories>& seconds_total() const { return seconds_total_; }
-  /// The newest settled steps, oldest first.
-  std::vector<SettledStep> settled() const;
   /// GPU activities ending at or after `from`, at most `max` of the newest to arrive.
   std::vector<GpuSpan> gpu_since(uint64_t from, size_t max) const;
 
@@ -81,8 +84,7 @@ class StepSettler {
   uint64_t gpu_evicted_end_ = 0, api_evicted_end_ = 0;  // newest end among overwritten entries
   uint64_t watermark_ = 0;
   std::deque<Span> pending_;  // at most kPendingCapacity
-  std::vector<SettledStep> settled_;  // ring of kSettledCapacity
-  size_t settled_next_ = 0;
+  std::vector<SettledStep> ready_;  // settled since the last settle() call
   uint64_t settled_total_ = 0, incomplete_ = 0;
   std::array<double, kCategories> seconds_total_{};
 };

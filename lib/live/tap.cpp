@@ -115,9 +115,31 @@ void Tap::set_thread_name(uint32_t thread, const std::string& name, uint32_t os_
   if (os_tid) thread_of_os_tid_[os_tid] = thread;
 }
 
+// The scans (settling, the timeline's GPU activities) run before the lock: only this thread touches gpu_ and
+// writes the step ring, so reading them here needs no lock; the lock covers the copies into gpu_view_.
 void Tap::advance(uint64_t now_ticks) {
+  std::vector<SettledStep> fresh = gpu_.settle(now_ticks);
+  std::vector<GpuSpan> timeline = gpu_.gpu_since(timeline_from(), kTimelineGpuSpans);
   std::lock_guard lk(mu_);
-  gpu_.settle(now_ticks);
+  GpuView& v = gpu_view_;
+  if (v.settled.empty() && !fresh.empty()) v.settled.resize(kSettledCapacity);
+  for (const SettledStep& x : fresh) {
+    v.settled[v.settled_next] = x;
+    v.settled_next = (v.settled_next + 1) % kSettledCapacity;
+  }
+  v.timeline.swap(timeline);
+  v.seen = gpu_.gpu_seen();
+  v.records = gpu_.gpu_records();
+  v.settled_total = gpu_.settled_total();
+  v.pending = gpu_.pending();
+  v.incomplete = gpu_.incomplete();
+  v.seconds = gpu_.seconds_total();
+}
+
+uint64_t Tap::timeline_from() const {
+  if (steps_total_ == 0) return 0;
+  const size_t n = std::min<uint64_t>(steps_total_, std::min(kTimelineSteps, steps_.size()));
+  return steps_[(steps_next_ + steps_.size() - n) % steps_.size()].start;
 }
 
 void Tap::set_state(const std::string& state) {
@@ -150,15 +172,16 @@ Snapshot Tap::snapshot() const {
   s.now_ticks = now_;
   s.ticks_per_ns = ticks_per_ns_;
   s.state = state_;
-  s.gpu_seen = gpu_.gpu_seen();
-  s.gpu_records = gpu_.gpu_records();
-  const uint64_t timeline_from = s.steps.empty() ? 0 : s.steps[s.steps.size() - std::min(s.steps.size(), kTimelineSteps)].start;
-  s.gpu_spans = gpu_.gpu_since(timeline_from, kTimelineGpuSpans);
-  s.settled = gpu_.settled();
-  s.steps_settled = gpu_.settled_total();
-  s.steps_pending = gpu_.pending();
-  s.steps_incomplete = gpu_.incomplete();
-  s.category_seconds = gpu_.seconds_total();
+  const GpuView& v = gpu_view_;
+  s.gpu_seen = v.seen;
+  s.gpu_records = v.records;
+  s.gpu_spans = v.timeline;
+  const size_t n = std::min<uint64_t>(v.settled_total, v.settled.size());
+  for (size_t i = 0; i < n; ++i) s.settled.push_back(v.settled[(v.settled_next + v.settled.size() - n + i) % v.settled.size()]);
+  s.steps_settled = v.settled_total;
+  s.steps_pending = v.pending;
+  s.steps_incomplete = v.incomplete;
+  s.category_seconds = v.seconds;
   return s;
 }
 

@@ -51,7 +51,7 @@ struct Snapshot {
   uint64_t now_ticks = 0;     ///< the newest record's end seen
   double ticks_per_ns = 1.0;
   std::string state = "recording";
-  // The GPU side (step_settler.hpp); gpu_seen false: no GPU activity recorded, and none of the rest means anything.
+  // The GPU side (step_settler.hpp), as of the last advance(); gpu_seen false: no GPU activity recorded, and none of the rest means anything.
   bool gpu_seen = false;
   uint64_t gpu_records = 0;
   std::vector<GpuSpan> gpu_spans;        ///< the timeline's GPU activities, newest first
@@ -77,7 +77,7 @@ class Tap {
   void advance(uint64_t now_ticks);
   void set_state(const std::string& state);
 
-  /// Any thread: a copy of what the tap holds now.
+  /// Any thread: a copy of what the tap holds now (the GPU side as of the last advance()).
   Snapshot snapshot() const;
 
  private:
@@ -102,7 +102,17 @@ class Tap {
   std::map<uint32_t, std::string> names_, threads_;
   std::map<uint32_t, uint32_t> thread_of_os_tid_;
   std::map<uint32_t, uint8_t> api_kinds_;  // CUDA API name id -> analyze::detail::ApiKind
-  StepSettler gpu_;
+  uint64_t timeline_from() const;  // the start of the newest kTimelineSteps steps (0: none)
+  StepSettler gpu_;  // the feeding thread's alone (observe, advance): its scans run outside mu_
+  // What advance() publishes from gpu_ (under mu_, read by snapshot()).
+  struct GpuView {
+    bool seen = false;
+    uint64_t records = 0, settled_total = 0, pending = 0, incomplete = 0;
+    std::array<double, kCategories> seconds{};
+    std::vector<SettledStep> settled;  // ring of kSettledCapacity
+    size_t settled_next = 0;
+    std::vector<GpuSpan> timeline;
+  } gpu_view_;
   std::string state_ = "recording";
 };
 
