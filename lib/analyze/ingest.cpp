@@ -12,16 +12,6 @@
 namespace inferscope::analyze::detail {
 namespace {
 
-uint8_t classify_api(const std::string& n) {
-  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
-  if (has("Synchronize")) return detail::kSync;
-  if (has("Launch")) return detail::kLaunch;
-  if (has("Memcpy") || has("Memset")) return has("Async") ? detail::kCopyAsync : (has("Memcpy") ? detail::kCopySync : detail::kCopyAsync);
-  if (has("Free")) return detail::kFree;
-  if (has("Malloc") || has("MemAlloc") || has("MemCreate")) return detail::kAlloc;
-  return detail::kOtherApi;
-}
-
 // What one pass-1 worker gathers over its run of chunks.
 struct Part {
   size_t begin = 0, end = 0;  // chunk indexes

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
+#include "analyze/api_kind.hpp"
 #include "analyze/replay.hpp"
 #include "analyze/step_policy.hpp"
 #include "analyze/summary.hpp"
@@ -38,7 +39,6 @@ inline uint32_t launch_work_key(uint8_t kind, uint32_t name_or_bytes) {
 }
 /// How a graph launch traced at graph level is named in the kernel table and the timeline.
 inline std::string graph_work_name(uint32_t graph_id) { return "CUDA graph " + std::to_string(graph_id); }
-enum ApiKind : uint8_t { kLaunch = 0, kSync = 1, kCopySync = 2, kCopyAsync = 3, kAlloc = 4, kFree = 5, kOtherApi = 6 };
 
 // Naturally aligned (no packing): the fields are bound to references (std::min/std::max), and UBSan rightly
 // rejects misaligned int64 references.

@@ -18,7 +18,10 @@ svg text{font-size:11px}
 <p id="state">connecting…</p>
 <div class="kv"><span>steps <b id="steps">0</b></span><span>p50 <b id="p50">–</b> ms</span>
 <span>p90 <b id="p90">–</b> ms</span><span>slowest of the last <span id="window">0</span>: <b id="slowest">–</b> ms
-<span id="slowest_at"></span></span><span>dropped records <b id="dropped">0</b></span></div>
+<span id="slowest_at"></span></span><span>dropped records <b id="dropped">0</b></span>
+<span>GPU busy p50 <b id="gpu_busy">–</b></span></div>
+<h2>GPU and bottleneck (live estimates)</h2><p id="gpu_state">no GPU activity recorded</p>
+<p id="bottleneck"></p><table id="categories"></table>
 <h2>Breakdown of a step (mean of the newest steps)</h2><table id="breakdown"></table>
 <h2>Timeline of the newest steps</h2><svg id="timeline" width="1000" height="40"></svg>
 <script>
@@ -38,11 +41,38 @@ function drawBreakdown(rows) {
     d.style.width = Math.round(300 * r.ms / max) + 'px'; b.appendChild(d);
   }
 }
+const pct = v => Math.round(v * 100) + ' %';
+const CATEGORY = {gpu_busy: 'GPU busy', sync_wait: 'host blocked in a CUDA sync call (GPU idle)',
+                  launch: 'host in launch calls (GPU idle)', host: 'other host work (GPU idle)'};
+function drawGpu(g) {
+  const t = el('categories'); t.innerHTML = '';
+  if (!g) {
+    el('gpu_busy').textContent = '–';
+    el('gpu_state').textContent = 'no GPU activity recorded';
+    el('bottleneck').textContent = '';
+    return;
+  }
+  el('gpu_busy').textContent = g.busy_p50 === null ? '–' : pct(g.busy_p50);
+  el('gpu_state').textContent = g.records + ' GPU records; ' + g.window_steps + ' steps measured, ' +
+      g.steps_pending + ' waiting for their GPU records' +
+      (g.steps_incomplete ? ', ' + g.steps_incomplete + ' left out (records overwritten before they settled)' : '');
+  el('bottleneck').textContent = g.bottleneck ? 'current bottleneck (live estimate): ' + CATEGORY[g.bottleneck.category] +
+      ' (' + pct(g.bottleneck.share) + ' of the newest steps\' time); the verdict is iscope-analyze on the dump' : '';
+  for (const c of g.categories) {
+    const tr = t.insertRow();
+    tr.insertCell().textContent = CATEGORY[c.name] || c.name;
+    const v = tr.insertCell(); v.className = 'n'; v.textContent = pct(c.share);
+    const b = tr.insertCell(); const d = document.createElement('div'); d.className = 'bar';
+    d.style.width = Math.round(300 * c.share) + 'px'; b.appendChild(d);
+  }
+}
 function drawTimeline(tl) {
   const svg = el('timeline'); const W = 1000, L = 140, RH = 16;
   const threads = [...new Set(tl.spans.map(s => s.thread))];
   const rows = {}; let y = 0;
   for (const th of threads) { rows[th] = y; y += RH * (1 + Math.max(0, ...tl.spans.filter(s => s.thread === th).map(s => s.depth))); }
+  const lanes = {};
+  for (const g of tl.gpu) { const k = 'GPU ' + g.device + ' stream ' + g.stream; if (!(k in lanes)) { lanes[k] = y; y += RH; } }
   svg.setAttribute('height', Math.max(40, y + 20));
   const span = Math.max(1e-6, tl.to_ms - tl.from_ms), x = ms => L + (W - L) * (ms - tl.from_ms) / span;
   let h = '';
@@ -52,6 +82,12 @@ function drawTimeline(tl) {
     const y0 = rows[s.thread] + RH * s.depth;
     h += `<rect class="${s.step ? 'step' : 'range'}" x="${x0}" y="${y0}" width="${x1 - x0}" height="${RH - 2}" ` +
          `fill="${s.step ? '#d08a4a' : '#4a7fd0'}"><title>${s.name.replace(/</g, '&lt;')} ${fmt(s.dur_ms)} ms</title></rect>`;
+  }
+  for (const k in lanes) h += `<text x="0" y="${lanes[k] + 12}">${k}</text>`;
+  for (const g of tl.gpu) {
+    const x0 = Math.max(L, x(g.start_ms)), x1 = Math.max(x0 + 1, x(g.start_ms + g.dur_ms));
+    h += `<rect class="gpu" x="${x0}" y="${lanes['GPU ' + g.device + ' stream ' + g.stream]}" width="${x1 - x0}" ` +
+         `height="${RH - 2}" fill="#5aa05a"><title>${g.kind} ${fmt(g.dur_ms)} ms</title></rect>`;
   }
   svg.innerHTML = h;
 }
@@ -68,7 +104,7 @@ async function tick() {
     el('slowest').textContent = d.slowest ? fmt(d.slowest.dur_ms) : '–';
     el('slowest_at').textContent = d.slowest ? '(at ' + fmt(d.slowest.start_ms / 1000) + ' s)' : '';
     el('dropped').textContent = d.dropped_records;
-    drawBreakdown(d.breakdown); drawTimeline(d.timeline);
+    drawBreakdown(d.breakdown); drawGpu(d.gpu); drawTimeline(d.timeline);
   } catch (e) {
     el('state').textContent = 'not updating (' + e.message + '): the program has probably exited';
     el('state').className = 'stopped';

@@ -1,5 +1,8 @@
 #include "live/render.hpp"
 
+#include "live/render_gpu.hpp"
+#include "live/render_util.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,16 +11,6 @@
 namespace inferscope::live {
 
 namespace {
-
-double ms(const Snapshot& s, uint64_t ticks) { return double(ticks) / s.ticks_per_ns * 1e-6; }
-double at_ms(const Snapshot& s, uint64_t ticks) { return ticks > s.origin_ticks ? ms(s, ticks - s.origin_ticks) : 0.0; }
-
-std::string num(double v) {
-  if (!std::isfinite(v)) return "0";
-  char b[32];
-  std::snprintf(b, sizeof(b), "%.6g", v);
-  return b;
-}
 
 std::string name_of(const Snapshot& s, uint32_t id) {
   auto it = s.names.find(id);
@@ -82,7 +75,7 @@ std::string timeline_json(const Snapshot& s) {
     out += (first ? "\"" : ",\"") + std::to_string(id) + "\":" + json_string(name);
     first = false;
   }
-  return out + "}}";
+  return out + "},\"gpu\":" + gpu_timeline_json(s) + "}";
 }
 
 }  // namespace
@@ -124,7 +117,8 @@ std::string render_data_json(const Snapshot& s) {
   out += slowest ? span_json(s, *slowest, true) : "null";
   out += ",\"recent_ms\":[";
   for (size_t i = 0; i < d.size(); ++i) out += (i ? "," : "") + num(d[i]);
-  out += "],\"breakdown\":" + breakdown_json(s) + ",\"timeline\":" + timeline_json(s) + "}";
+  out += "],\"breakdown\":" + breakdown_json(s) + ",\"timeline\":" + timeline_json(s) +
+         ",\"gpu\":" + gpu_json(s) + "}";
   return out;
 }
 
@@ -150,7 +144,7 @@ std::string render_metrics(const Snapshot& s) {
   o += "# TYPE inferscope_session_state gauge\n";
   for (const char* st : {"recording", "stopping"})
     o += std::string("inferscope_session_state{state=\"") + st + "\"} " + (s.state == st ? "1" : "0") + "\n";
-  return o;
+  return o + gpu_metrics(s);
 }
 
 }  // namespace inferscope::live

@@ -13,8 +13,6 @@ namespace inferscope::live {
 inline constexpr size_t kWindowSteps = 100;
 /// Steps whose direct children make the breakdown (their children are still in the span ring).
 inline constexpr size_t kBreakdownSteps = 20;
-/// Steps the timeline shows.
-inline constexpr size_t kTimelineSteps = 5;
 
 /// The q-quantile (0..1) of `values` (nearest rank; 0 when empty). Sorts a copy.
 double quantile(std::vector<double> values, double q);

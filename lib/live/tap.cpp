@@ -1,7 +1,10 @@
 #include "live/tap.hpp"
 
+#include "analyze/api_kind.hpp"
+
 #include <inferscope/records.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace inferscope::live {
@@ -13,7 +16,8 @@ constexpr size_t kMaxNames = 4096;  // distinct names kept; a program that makes
 Tap::Tap(uint32_t step_name, uint64_t origin_ticks, double ticks_per_ns, std::function<std::string(uint32_t)> resolve,
          size_t step_capacity, size_t span_capacity)
     : step_name_(step_name), origin_(origin_ticks), ticks_per_ns_(ticks_per_ns > 0 ? ticks_per_ns : 1.0),
-      resolve_(std::move(resolve)), steps_(step_capacity ? step_capacity : 1), spans_(span_capacity ? span_capacity : 1) {}
+      resolve_(std::move(resolve)), steps_(step_capacity ? step_capacity : 1), spans_(span_capacity ? span_capacity : 1),
+      gpu_(ticks_per_ns_) {}
 
 void Tap::observe(uint32_t thread, const uint8_t* p, size_t bytes) {
   std::lock_guard lk(mu_);
@@ -26,6 +30,10 @@ void Tap::observe(uint32_t thread, const uint8_t* p, size_t bytes) {
       RangeRecord r;
       std::memcpy(&r, p + o, sizeof(r));
       add_range(thread, r.name, h.aux, r.start, r.end);
+    } else if (h.kind == RecordKind::kGpuKernel || h.kind == RecordKind::kGpuMemcpy || h.kind == RecordKind::kGpuMemset) {
+      add_gpu(h.kind, p + o, h.size);
+    } else if (h.kind == RecordKind::kCudaApi) {
+      add_api(thread, p + o, h.size);
     }
     o += h.size;
   }
@@ -41,7 +49,46 @@ void Tap::add_range(uint32_t thread, uint32_t name, uint32_t depth, uint64_t sta
   ++spans_total_;
 }
 
+void Tap::add_gpu(RecordKind kind, const uint8_t* record, size_t size) {
+  GpuSpan g;
+  if (kind == RecordKind::kGpuKernel && size >= sizeof(GpuKernelRecord)) {
+    GpuKernelRecord r;
+    std::memcpy(&r, record, sizeof(r));
+    g = {r.start, r.end, r.device, r.stream, GpuKind::kKernel};
+  } else if (kind == RecordKind::kGpuMemcpy && size >= sizeof(GpuMemcpyRecord)) {
+    GpuMemcpyRecord r;
+    std::memcpy(&r, record, sizeof(r));
+    g = {r.start, r.end, r.device, r.stream, GpuKind::kMemcpy};
+  } else if (kind == RecordKind::kGpuMemset && size >= sizeof(GpuMemsetRecord)) {
+    GpuMemsetRecord r;
+    std::memcpy(&r, record, sizeof(r));
+    g = {r.start, r.end, r.device, r.stream, GpuKind::kMemset};
+  } else {
+    return;
+  }
+  gpu_.add_gpu(g);
+}
+
+// A call counts on its caller's thread: the chunk's own thread (callbacks write there), or the thread its OS id
+// names (CUPTI's API activity records come through the `gpu` channel).
+void Tap::add_api(uint32_t thread, const uint8_t* record, size_t size) {
+  if (size < sizeof(CudaApiRecord)) return;
+  CudaApiRecord r;
+  std::memcpy(&r, record, sizeof(r));
+  if (auto it = thread_of_os_tid_.find(r.os_tid); r.os_tid && it != thread_of_os_tid_.end()) thread = it->second;
+  gpu_.add_api(thread, api_kind_of(r.name), r.start, r.end);
+}
+
+// The analyzer's classification by name (analyze/api_kind.hpp), resolved once per name id.
+uint8_t Tap::api_kind_of(uint32_t name) {
+  if (auto it = api_kinds_.find(name); it != api_kinds_.end()) return it->second;
+  const uint8_t kind = analyze::detail::classify_api(resolve_ ? resolve_(name) : std::string());
+  if (api_kinds_.size() < kMaxNames) api_kinds_[name] = kind;
+  return kind;
+}
+
 void Tap::add_step(const Span& s) {
+  gpu_.add_step(s);
   steps_[steps_next_] = s;
   steps_next_ = (steps_next_ + 1) % steps_.size();
   ++steps_total_;
@@ -62,9 +109,37 @@ void Tap::set_dropped(uint64_t records) {
   dropped_ = records;
 }
 
-void Tap::set_thread_name(uint32_t thread, const std::string& name) {
+void Tap::set_thread_name(uint32_t thread, const std::string& name, uint32_t os_tid) {
   std::lock_guard lk(mu_);
   threads_[thread] = name;
+  if (os_tid) thread_of_os_tid_[os_tid] = thread;
+}
+
+// The scans (settling, the timeline's GPU activities) run before the lock: only this thread touches gpu_ and
+// writes the step ring, so reading them here needs no lock; the lock covers the copies into gpu_view_.
+void Tap::advance(uint64_t now_ticks) {
+  std::vector<SettledStep> fresh = gpu_.settle(now_ticks);
+  std::vector<GpuSpan> timeline = gpu_.gpu_since(timeline_from(), kTimelineGpuSpans);
+  std::lock_guard lk(mu_);
+  GpuView& v = gpu_view_;
+  if (v.settled.empty() && !fresh.empty()) v.settled.resize(kSettledCapacity);
+  for (const SettledStep& x : fresh) {
+    v.settled[v.settled_next] = x;
+    v.settled_next = (v.settled_next + 1) % kSettledCapacity;
+  }
+  v.timeline.swap(timeline);
+  v.seen = gpu_.gpu_seen();
+  v.records = gpu_.gpu_records();
+  v.settled_total = gpu_.settled_total();
+  v.pending = gpu_.pending();
+  v.incomplete = gpu_.incomplete();
+  v.seconds = gpu_.seconds_total();
+}
+
+uint64_t Tap::timeline_from() const {
+  if (steps_total_ == 0) return 0;
+  const size_t n = std::min<uint64_t>(steps_total_, std::min(kTimelineSteps, steps_.size()));
+  return steps_[(steps_next_ + steps_.size() - n) % steps_.size()].start;
 }
 
 void Tap::set_state(const std::string& state) {
@@ -97,6 +172,16 @@ Snapshot Tap::snapshot() const {
   s.now_ticks = now_;
   s.ticks_per_ns = ticks_per_ns_;
   s.state = state_;
+  const GpuView& v = gpu_view_;
+  s.gpu_seen = v.seen;
+  s.gpu_records = v.records;
+  s.gpu_spans = v.timeline;
+  const size_t n = std::min<uint64_t>(v.settled_total, v.settled.size());
+  for (size_t i = 0; i < n; ++i) s.settled.push_back(v.settled[(v.settled_next + v.settled.size() - n + i) % v.settled.size()]);
+  s.steps_settled = v.settled_total;
+  s.steps_pending = v.pending;
+  s.steps_incomplete = v.incomplete;
+  s.category_seconds = v.seconds;
   return s;
 }
 

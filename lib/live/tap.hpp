@@ -1,11 +1,15 @@
 // The live tap (docs/live.md): a bounded summary of the newest steps and ranges, fed by the session's writer
 // thread from the EVENTS chunks it has just drained (the record path the dump already uses), read by the live
-// server. No clock, no threads, no globals: unit tests drive it directly.
+// server. No clock of its own (the writer passes the session clock to advance()), no threads, no globals: unit
+// tests drive it directly. GPU records and CUDA API calls go to a StepSettler (step_settler.hpp).
 //
 // Why the writer feeds it: the application's threads never see it (their hot path stays two clock reads and a
 // ring store), the writer already holds every record once per flush period, and it already takes the string
 // table's lock, so names are resolved there and the server never touches a runtime lock.
 #pragma once
+
+#include "live/step_settler.hpp"
+#include "live/tap_types.hpp"
 
 #include <array>
 #include <cstddef>
@@ -16,15 +20,16 @@
 #include <string>
 #include <vector>
 
+namespace inferscope {
+enum class RecordKind : uint8_t;  // inferscope/records.hpp
+}
+
 namespace inferscope::live {
 
-/// One complete range (a step or any other), in session clock ticks.
-struct Span {
-  uint32_t thread = 0;  ///< dump thread id
-  uint32_t name = 0;    ///< string id
-  uint32_t depth = 0;
-  uint64_t start = 0, end = 0;
-};
+/// Steps the timeline shows (the GPU activities copied for it are those of these steps).
+inline constexpr size_t kTimelineSteps = 5;
+/// GPU activities the timeline shows at most (the newest): more rectangles make the page's redraw each second slow.
+inline constexpr size_t kTimelineGpuSpans = 4096;
 
 /// The step-time histogram's upper bounds, in seconds (Prometheus `le`; +Inf is implied).
 inline constexpr std::array<double, 14> kBucketBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -46,6 +51,13 @@ struct Snapshot {
   uint64_t now_ticks = 0;     ///< the newest record's end seen
   double ticks_per_ns = 1.0;
   std::string state = "recording";
+  // The GPU side (step_settler.hpp), as of the last advance(); gpu_seen false: no GPU activity recorded, and none of the rest means anything.
+  bool gpu_seen = false;
+  uint64_t gpu_records = 0;
+  std::vector<GpuSpan> gpu_spans;        ///< the timeline's GPU activities, newest first
+  std::vector<SettledStep> settled;      ///< the newest settled steps, oldest first
+  uint64_t steps_settled = 0, steps_pending = 0, steps_incomplete = 0;
+  std::array<double, kCategories> category_seconds{};  ///< complete settled steps' seconds per Category
 };
 
 class Tap {
@@ -58,16 +70,23 @@ class Tap {
   void observe(uint32_t thread, const uint8_t* records, size_t bytes);
   /// Feeding thread: the session's cumulative dropped records, and a thread's name.
   void set_dropped(uint64_t records);
-  void set_thread_name(uint32_t thread, const std::string& name);
+  /// `os_tid` (0: unknown) places CUDA API records that name their caller's OS thread (CUPTI's API activity
+  /// records, written to the `gpu` channel) on that thread.
+  void set_thread_name(uint32_t thread, const std::string& name, uint32_t os_tid = 0);
+  /// Feeding thread, once per writer cycle: the session clock now; settles the steps whose GPU records are in.
+  void advance(uint64_t now_ticks);
   void set_state(const std::string& state);
 
-  /// Any thread: a copy of what the tap holds now.
+  /// Any thread: a copy of what the tap holds now (the GPU side as of the last advance()).
   Snapshot snapshot() const;
 
  private:
   void add_range(uint32_t thread, uint32_t name, uint32_t depth, uint64_t start, uint64_t end);
   void add_step(const Span& s);
   void remember_name(uint32_t id);
+  void add_gpu(RecordKind kind, const uint8_t* record, size_t size);
+  void add_api(uint32_t thread, const uint8_t* record, size_t size);
+  uint8_t api_kind_of(uint32_t name);
 
   const uint32_t step_name_;
   const uint64_t origin_;
@@ -81,6 +100,19 @@ class Tap {
   std::array<uint64_t, kBucketBounds.size()> buckets_{};
   uint64_t over_ = 0, records_ = 0, dropped_ = 0, now_ = 0;
   std::map<uint32_t, std::string> names_, threads_;
+  std::map<uint32_t, uint32_t> thread_of_os_tid_;
+  std::map<uint32_t, uint8_t> api_kinds_;  // CUDA API name id -> analyze::detail::ApiKind
+  uint64_t timeline_from() const;  // the start of the newest kTimelineSteps steps (0: none)
+  StepSettler gpu_;  // the feeding thread's alone (observe, advance): its scans run outside mu_
+  // What advance() publishes from gpu_ (under mu_, read by snapshot()).
+  struct GpuView {
+    bool seen = false;
+    uint64_t records = 0, settled_total = 0, pending = 0, incomplete = 0;
+    std::array<double, kCategories> seconds{};
+    std::vector<SettledStep> settled;  // ring of kSettledCapacity
+    size_t settled_next = 0;
+    std::vector<GpuSpan> timeline;
+  } gpu_view_;
   std::string state_ = "recording";
 };
 

@@ -85,16 +85,18 @@ void live_observe(SessionState& s, const std::vector<uint8_t>& chunk) {
 void live_after_cycle(SessionState& s, uint64_t dropped_records) {
   if (!s.live_tap) return;
   s.live_tap->set_dropped(dropped_records);
+  s.live_tap->advance(detail::now());  // settles the steps whose GPU records have arrived (step_settler.hpp)
   // Names are read again when a thread joins, and every 25 cycles for renames (which bump nothing).
   const uint64_t gen = G().threads_generation.load(std::memory_order_relaxed);
   if (gen == s.live_threads_generation && ++s.live_cycles % 25 != 0) return;
   s.live_threads_generation = gen;
-  std::vector<std::pair<uint32_t, uint32_t>> names;
+  std::vector<dump::ThreadEntry> threads;
   {
     std::lock_guard lk(G().registry);
-    for (auto& [id, t] : s.threads) names.emplace_back(id, t.name);
+    for (auto& [id, t] : s.threads) threads.push_back(t);
   }
-  for (auto& [id, name] : names) s.live_tap->set_thread_name(id, name ? string_of(name) : std::string());
+  for (const dump::ThreadEntry& t : threads)
+    s.live_tap->set_thread_name(t.thread_id, t.name ? string_of(t.name) : std::string(), t.os_tid);
 }
 
 void stop_live(SessionState& s) {

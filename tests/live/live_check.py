@@ -145,8 +145,38 @@ def check_data(args, base, token):
         fail(f"breakdown names {names}, expected preprocess and compute")
     if not any(s["name"] == "compute" for s in d["timeline"]["spans"]):
         fail("no compute range in the timeline")
+    # The demo runs no GPU work: the GPU part says so (null, no lanes), never a made-up 0 % busy share.
+    if d["gpu"] is not None or d["timeline"]["gpu"]:
+        fail(f"GPU data without GPU work: {d['gpu']}, {len(d['timeline']['gpu'])} GPU spans")
     print(f"data: steps grew from {first['steps_total']} to {d['steps_total']}, slowest {d['slowest']['dur_ms']:.0f} ms, "
           f"breakdown {sorted(names)}")
+
+
+# What /data holds on a GPU host (the shape render_gpu.cpp writes), drawn by the page's own functions in one
+# evaluation (the page's next refresh redraws from the real data): the machines these tests run on have no GPU.
+GPU_DATA_JS = """({records: 12, steps_settled: 4, steps_pending: 1, steps_incomplete: 0, window_steps: 4,
+  busy_p50: 0.68, busy_ratio: 0.7, bottleneck: {category: 'gpu_busy', share: 0.7},
+  categories: [{name: 'gpu_busy', share: 0.7, ms_per_step: 7}, {name: 'sync_wait', share: 0.1, ms_per_step: 1},
+               {name: 'launch', share: 0.05, ms_per_step: 0.5}, {name: 'host', share: 0.15, ms_per_step: 1.5}]})"""
+GPU_TIMELINE_JS = """({from_ms: 0, to_ms: 20, threads: {'1': 'main'},
+  spans: [{thread: 1, name: 'step', depth: 0, start_ms: 0, dur_ms: 10, step: true}],
+  gpu: [{device: 0, stream: 7, kind: 'kernel', start_ms: 1, dur_ms: 5},
+        {device: 0, stream: 8, kind: 'memcpy', start_ms: 2, dur_ms: 3},
+        {device: 1, stream: 7, kind: 'kernel', start_ms: 4, dur_ms: 2}]})"""
+
+
+def check_page_draws_gpu(b):
+    got = b.evaluate("(() => { drawGpu(" + GPU_DATA_JS + "); drawTimeline(" + GPU_TIMELINE_JS + "); return {"
+                     "busy: el('gpu_busy').textContent, bottleneck: el('bottleneck').textContent, "
+                     "categories: el('categories').rows.length, "
+                     "gpu_rects: document.querySelectorAll('#timeline rect.gpu').length, "
+                     "lanes: [...document.querySelectorAll('#timeline text')].map(t => t.textContent)}; })()")
+    want_lanes = {"GPU 0 stream 7", "GPU 0 stream 8", "GPU 1 stream 7"}
+    if (got["busy"] != "68 %" or "current bottleneck (live estimate): GPU busy (70 %" not in got["bottleneck"]
+            or "iscope-analyze" not in got["bottleneck"] or got["categories"] != 4 or got["gpu_rects"] != 3
+            or not want_lanes <= set(got["lanes"])):
+        fail(f"page given GPU data drew {got}")
+    print(f"browser: GPU data drawn: busy {got['busy']}, {got['gpu_rects']} GPU spans in {len(want_lanes)} lanes")
 
 
 def check_browser(args, url):
@@ -165,8 +195,13 @@ def check_browser(args, url):
         rects = b.evaluate("document.querySelectorAll('#timeline rect.step').length")
         if not rows or not rects:
             fail(f"page: {rows} breakdown rows, {rects} step spans in the timeline")
+        gpu_state = b.evaluate("document.getElementById('gpu_state').textContent")
+        gpu_busy = b.evaluate("document.getElementById('gpu_busy').textContent")
+        if gpu_state != "no GPU activity recorded" or gpu_busy != "\u2013":
+            fail(f"page without GPU work shows GPU state {gpu_state!r}, busy {gpu_busy!r}")
         print(f"browser: steps from {first} up, slowest {slowest():.0f} ms, {rows} breakdown rows, {rects} steps drawn")
         b.screenshot(os.path.join(args.out, "live.png"))
+        check_page_draws_gpu(b)  # after the screenshot: it shows the real page, not the made-up GPU data
     finally:
         b.close()
 
@@ -182,7 +217,11 @@ def check_final_counts(base, token, stop):
         return same and n
 
     steps = wait_until("the step count to settle", settled, every=1.0)
-    count = check_histogram(parse_metrics(get(f"{base}/metrics?token={token}")[1]))
+    metrics = parse_metrics(get(f"{base}/metrics?token={token}")[1])
+    count = check_histogram(metrics)
+    gpu_series = [k for k in metrics if "gpu" in k or k.startswith("inferscope_step_time_seconds")]
+    if gpu_series:
+        fail(f"GPU series without GPU work: {gpu_series}")
     if count != steps:
         fail(f"/metrics _count {count} != {steps} steps on the data endpoint")
     print(f"metrics: histogram well formed, _count {count} == steps seen")
