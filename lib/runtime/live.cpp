@@ -2,6 +2,7 @@
 // it drains (no second collection path: application threads never touch it), and the server that reads it.
 #include "runtime/session_state.hpp"
 
+#include "collect/cupti/cupti_collector.hpp"
 #include "live/server.hpp"
 #include "live/tap.hpp"
 
@@ -16,6 +17,13 @@ namespace {
 
 // How long stop() waits for the server's threads before leaving them behind.
 constexpr std::chrono::milliseconds kStopBound{1000};
+
+// How often the writer asks CUPTI for its complete records while the page is served. CUPTI hands buffers over on
+// its own only when one is full (8 MB: seconds of a busy model, never for a light one), so the page would show no
+// GPU activity until the end. A step waits at most 1 s for its GPU records (live/step_settler.hpp); four
+// deliveries a second bring them well inside that, and the page refreshes once a second. The flush runs on the
+// writer thread, never on the application's.
+constexpr uint64_t kGpuDeliveryNs = 250'000'000;
 
 double rate_of(const std::vector<dump::CalibrationPoint>& calib) {
   if (calib.size() < 2) return 1.0;
@@ -85,7 +93,12 @@ void live_observe(SessionState& s, const std::vector<uint8_t>& chunk) {
 void live_after_cycle(SessionState& s, uint64_t dropped_records) {
   if (!s.live_tap) return;
   s.live_tap->set_dropped(dropped_records);
-  s.live_tap->advance(detail::now());  // settles the steps whose GPU records have arrived (step_settler.hpp)
+  const uint64_t now = detail::now();
+  if (now - s.live_gpu_delivered >= uint64_t(double(kGpuDeliveryNs) * rate_of(s.calib))) {
+    inferscope_cupti_deliver();  // drained with the next cycle; -2 (nothing records on a GPU) is fine
+    s.live_gpu_delivered = now;
+  }
+  s.live_tap->advance(now);  // settles the steps whose GPU records have arrived (step_settler.hpp)
   // Names are read again when a thread joins, and every 25 cycles for renames (which bump nothing).
   const uint64_t gen = G().threads_generation.load(std::memory_order_relaxed);
   if (gen == s.live_threads_generation && ++s.live_cycles % 25 != 0) return;

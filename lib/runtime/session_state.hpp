@@ -124,6 +124,7 @@ struct SessionState {
   const live::ModuleApi* live_api = nullptr;
   uint64_t live_threads_generation = ~0ull;  // writer only: the thread names the tap has
   uint64_t live_cycles = 0;                  // writer only
+  uint64_t live_gpu_delivered = 0;           // writer only: when CUPTI last handed its complete records over (ticks)
 };
 
 struct Global {

@@ -863,7 +863,7 @@ class CuptiCollector final : public runtime::Collector {
   }
 
   // Sampled mode: a window starts with the activity kinds enabled and ends with them disabled; the records
-  // CUPTI still holds arrive with its periodic flush (the writer places them by time). A clock check runs in
+  // CUPTI still holds arrive when a buffer fills or at stop (the writer places them by time). A clock check runs in
   // each window, since outside them nothing is enabled to check with.
   void set_detail(bool on) override {
     State& s = S();
@@ -1001,6 +1001,15 @@ extern "C" INFERSCOPE_API int inferscope_cupti_flush() {
     if (!s.activated) return -2;
   }
   return s.api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 0 : -1;
+}
+
+extern "C" INFERSCOPE_API int inferscope_cupti_deliver() {
+  cupti::State& s = cupti::S();
+  {
+    std::lock_guard lk(s.mu);  // not held across the flush: CUPTI calls buffer_completed back from inside it
+    if (!s.activated || !s.session || s.exit_flushed || !s.enabled.any()) return -2;
+  }
+  return s.api->cuptiActivityFlushAll(0) == CUPTI_SUCCESS ? 0 : -1;
 }
 
 extern "C" INFERSCOPE_API const char* inferscope_cupti_status() {

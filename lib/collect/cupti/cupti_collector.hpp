@@ -66,8 +66,8 @@ void inferscope_register_cupti_collector();
 /// on/off A/B benchmark): a Config::cupti_activities specification, "none" for nothing. Returns 0 on
 /// success, -1 for a bad specification, -2 when the GPU collector is not active.
 int inferscope_cupti_set_activities(const char* spec);
-/// How often CUPTI's worker hands over filled buffers on its own, in ms (default 100; 0: only when a buffer is
-/// full and at stop). For benchmarks that compare flush policies in one process. 0 on success.
+/// How often CUPTI's worker hands over full buffers on its own, in ms (default 100; 0: only when a buffer is
+/// full and at stop). A periodic flush returns only buffers that are full and whose records are all complete. For benchmarks that compare flush policies in one process. 0 on success.
 int inferscope_cupti_set_flush_period(uint32_t ms);
 /// How activity buffers are handed to CUPTI, for benchmarks that compare policies in one process: `kib` the
 /// size of the buffers handed out from now on (0: keep), `prezeroed` 1 to hand out buffers zeroed off the
@@ -76,6 +76,10 @@ int inferscope_cupti_set_flush_period(uint32_t ms);
 int inferscope_cupti_set_buffer_policy(uint32_t kib, int prezeroed);
 /// Hands every buffered activity record to the session now (cuptiActivityFlushAll, forced). 0 on success.
 int inferscope_cupti_flush();
+/// Hands the buffered records that are complete to the session now (cuptiActivityFlushAll without the forced
+/// flag: a kernel still running stays in CUPTI's buffer). The live page's writer calls it a few times a second,
+/// since CUPTI's own periodic flush hands over only full buffers. 0 on success, -2 when nothing records.
+int inferscope_cupti_deliver();
 /// The collector's current one-line status ("on: ..." / "off: ...").
 const char* inferscope_cupti_status();
 /// The CUDA driver's injection entry point (CUDA_INJECTION64_PATH): activates GPU collection inside cuInit
