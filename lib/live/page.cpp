@@ -53,9 +53,9 @@ function drawGpu(g) {
     return;
   }
   el('gpu_busy').textContent = g.busy_p50 === null ? '–' : pct(g.busy_p50);
-  el('gpu_state').textContent = g.records + ' GPU records; ' + g.window_steps + ' steps measured, ' +
-      g.steps_pending + ' waiting for their GPU records' +
-      (g.steps_incomplete ? ', ' + g.steps_incomplete + ' left out (records overwritten before they settled)' : '');
+  el('gpu_state').textContent = g.records + ' GPU records; ' + g.steps_settled + ' steps measured (figures over the ' +
+      'newest ' + g.window_steps + '), ' + g.steps_pending + ' waiting for their GPU records' +
+      (g.steps_incomplete ? ', ' + g.steps_incomplete + ' left out (their records overwritten, or too many waiting)' : '');
   el('bottleneck').textContent = g.bottleneck ? 'current bottleneck (live estimate): ' + CATEGORY[g.bottleneck.category] +
       ' (' + pct(g.bottleneck.share) + ' of the newest steps\' time); the verdict is iscope-analyze on the dump' : '';
   for (const c of g.categories) {

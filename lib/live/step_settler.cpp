@@ -50,29 +50,31 @@ void StepSettler::add_api(uint32_t thread, uint8_t api_kind, uint64_t start, uin
 
 void StepSettler::add_step(const Span& step) {
   if (pending_.size() >= kPendingCapacity) {
-    // Past the bound the oldest waiting step settles with what has arrived (before any GPU record: dropped).
+    // Past the bound the oldest waiting step is given up: its GPU records may not have come yet (before any GPU
+    // record it is simply dropped, as every step is then).
     const Span oldest = pending_.front();
     pending_.pop_front();
-    if (gpu_seen()) settle_one(oldest);
+    if (gpu_seen()) give_up(oldest);
   }
   pending_.push_back(step);
 }
 
 std::vector<SettledStep> StepSettler::settle(uint64_t clock) {
   if (!gpu_seen()) return {};
+  std::vector<Span> due;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (watermark_ >= it->end || clock >= it->end + wait_ticks_) {
-      settle_one(*it);
+      due.push_back(*it);
       it = pending_.erase(it);
     } else {
       ++it;
     }
   }
+  for (const SettledStep& s : measure(due)) publish(s);
   return std::exchange(ready_, {});
 }
 
-void StepSettler::settle_one(const Span& step) {
-  const SettledStep s = measure(step);
+void StepSettler::publish(const SettledStep& s) {
   if (ready_.size() >= kSettledCapacity) ready_.erase(ready_.begin());  // the Tap keeps no more than that anyway
   ready_.push_back(s);
   ++settled_total_;
@@ -80,19 +82,60 @@ void StepSettler::settle_one(const Span& step) {
   for (size_t c = 0; c < kCategories; ++c) seconds_total_[c] += double(s.ticks[c]) / ticks_per_ns_ * 1e-9;
 }
 
-SettledStep StepSettler::measure(const Span& step) const {
-  SettledStep out;
-  out.step = step;
-  // An overwritten entry that ended after the step began may have been part of it.
-  out.complete = gpu_evicted_end_ <= step.start && api_evicted_end_ <= step.start;
-  std::vector<Interval> gpu, sync, launch;
-  for (size_t i = 0; i < gpu_.size() && i < gpu_total_; ++i)
-    if (overlaps(gpu_[i].start, gpu_[i].end, step)) gpu.push_back({gpu_[i].start, gpu_[i].end});
+void StepSettler::give_up(const Span& step) {
+  SettledStep s;
+  s.step = step;
+  s.complete = false;
+  publish(s);
+}
+
+namespace {
+
+// The steps (by index into a list sorted by start) that an entry [start, end) may overlap: those starting before
+// its end and no longer ago than the longest step before its start.
+std::pair<size_t, size_t> candidates(const std::vector<uint64_t>& starts, uint64_t longest, uint64_t start,
+                                     uint64_t end) {
+  const uint64_t from = start > longest ? start - longest : 0;
+  const size_t lo = size_t(std::lower_bound(starts.begin(), starts.end(), from) - starts.begin());
+  const size_t hi = size_t(std::lower_bound(starts.begin(), starts.end(), end) - starts.begin());
+  return {lo, hi};
+}
+
+}  // namespace
+
+std::vector<SettledStep> StepSettler::measure(const std::vector<Span>& steps) const {
+  if (steps.empty()) return {};
+  std::vector<Span> sorted = steps;
+  std::sort(sorted.begin(), sorted.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<uint64_t> starts;
+  uint64_t longest = 0;
+  for (const Span& s : sorted) {
+    starts.push_back(s.start);
+    longest = std::max(longest, s.end - s.start);
+  }
+  const size_t n = sorted.size();
+  std::vector<std::vector<Interval>> gpu(n), sync(n), launch(n);
+  for (size_t i = 0; i < gpu_.size() && i < gpu_total_; ++i) {
+    const GpuSpan& g = gpu_[i];
+    const auto [lo, hi] = candidates(starts, longest, g.start, g.end);
+    for (size_t k = lo; k < hi; ++k)
+      if (overlaps(g.start, g.end, sorted[k])) gpu[k].push_back({g.start, g.end});
+  }
   for (size_t i = 0; i < api_.size() && i < api_total_; ++i) {
     const ApiSpan& a = api_[i];
-    if (a.thread == step.thread && overlaps(a.start, a.end, step)) (a.blocking ? sync : launch).push_back({a.start, a.end});
+    const auto [lo, hi] = candidates(starts, longest, a.start, a.end);
+    for (size_t k = lo; k < hi; ++k)
+      if (a.thread == sorted[k].thread && overlaps(a.start, a.end, sorted[k]))
+        (a.blocking ? sync[k] : launch[k]).push_back({a.start, a.end});
   }
-  out.ticks = split_step({step.start, step.end}, gpu, sync, launch);
+  std::vector<SettledStep> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    const Span& step = sorted[k];
+    out[k].step = step;
+    // An overwritten entry that ended after the step began may have been part of it.
+    out[k].complete = gpu_evicted_end_ <= step.start && api_evicted_end_ <= step.start;
+    out[k].ticks = split_step({step.start, step.end}, gpu[k], sync[k], launch[k]);
+  }
   return out;
 }
 

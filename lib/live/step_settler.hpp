@@ -2,19 +2,23 @@
 // activities and of the step threads' sync and launch calls, the steps waiting for their GPU records, and what each
 // settled step's time was spent on (step_split.hpp). Not thread-safe: the Tap calls it under its lock.
 //
-// GPU records arrive late: CUPTI hands its buffers over every 100 ms (docs/gpu-collector.md), then the writer drains
-// the `gpu` channel one flush period later, so when a step's range arrives the kernels it ran are mostly not there
-// yet. A step is therefore *pending* until it is settled by the first of:
+// GPU records arrive late: while the page is served the writer asks CUPTI for its complete records every 250 ms
+// (lib/runtime/live.cpp; CUPTI itself hands over only full buffers, docs/gpu-collector.md), and drains the `gpu`
+// channel one flush period later, so when a step's range arrives the kernels it ran are mostly not there yet. A
+// step is therefore *pending* until it is settled by the first of:
 //   - the watermark: a GPU record ending at or after the step's end has arrived. A stream runs its work in order and
-//     CUPTI hands records over as they complete, so every activity that ended before it has arrived too. (A kernel
-//     still running on another stream across the step's end arrives later and is missed: the estimate undercounts
-//     such overlap; the step's own work usually ends in a synchronisation before the step does.)
-//   - the bound: the session clock is kSettleWait past the step's end. Ten CUPTI flush periods without a GPU record
-//     reaching past the step mean the GPU went idle before the step ended, and what arrived is all there is.
+//     CUPTI hands records over as they complete, so every activity that ended before it has arrived too. (One
+//     watermark for all streams and buffers: a record held back in another buffer, or a kernel still running on
+//     another stream across the step's end, arrives later and is missed. The estimate then undercounts, never
+//     overcounts; the step's own work usually ends in a synchronisation before the step does.)
+//   - the bound: the session clock is kSettleWait past the step's end. Four deliveries without a GPU record reaching
+//     past the step mean the GPU went idle before the step ended, and what arrived is all there is.
 // Nothing settles before the first GPU record: a session with no GPU activity shows none (no fake zeros).
 //
 // Only the feeding thread (the writer) touches it, and the Tap calls settle() outside its lock: the scans over the
-// rings never hold up the server, which reads what the Tap publishes (copies) after each cycle.
+// rings never hold up the server, which reads what the Tap publishes (copies) after each cycle. settle() measures
+// every step it settles in one pass over each ring (steps sorted by start, each entry matched by binary search),
+// so a cycle costs one scan of the rings however many steps settle in it.
 #pragma once
 
 #include "live/step_split.hpp"
@@ -27,16 +31,20 @@
 
 namespace inferscope::live {
 
-/// The bound on a step's wait for its GPU records, in ns: ten CUPTI flush periods (100 ms each) plus the writer's
-/// drain (20 ms), so a buffer handed over late once or twice still lands in time.
+/// The bound on a step's wait for its GPU records, in ns: four of the page's deliveries (250 ms each, lib/runtime/
+/// live.cpp) plus the writer's drain (20 ms), so a delivery that comes late once still lands in time.
 inline constexpr uint64_t kSettleWaitNs = 1'000'000'000;
-/// GPU activities kept: 1.5 MiB, allocated with the first one. Steps settle about 200 ms after they end when the GPU
-/// is busy; this holds that long for a program running up to ~300 000 kernels a second. A step whose activities
-/// were overwritten before it settled is counted as incomplete and left out (never a low share passed as real).
+/// GPU activities kept: 1.5 MiB, allocated with the first one. Steps settle about 270 ms after they end when the GPU
+/// is busy (a delivery, then a drain); this holds that long for a program running up to ~240 000 kernels a second.
+/// A step whose activities were overwritten before it settled is counted as incomplete and left out (never a low
+/// share passed as real).
 inline constexpr size_t kGpuSpanCapacity = 65536;
-/// Sync and launch calls kept (768 KiB, allocated with the first one); same reasoning and rule.
-inline constexpr size_t kApiSpanCapacity = 32768;
-/// Steps that may wait at once; past it the oldest waiting one is settled with what has arrived.
+/// Sync and launch calls kept, from every thread (a step's calls are picked by thread when it settles): as many as
+/// the GPU activities, since a launch-bound program makes about one launch call per kernel. 1 MiB.
+inline constexpr size_t kApiSpanCapacity = 65536;
+/// Steps that may wait at once: a second of steps at 1 ms each, the shortest step the page's histogram resolves
+/// (its first bucket), through the full 1 s bound. Past it the oldest waiting step is given up: counted as
+/// incomplete and left out of every figure, since its GPU records may not have come yet.
 inline constexpr size_t kPendingCapacity = 1024;
 /// Settled steps the Tap keeps (the window the page summarises is the newest of them); also the most that settle()
 /// hands over at once.
@@ -72,8 +80,10 @@ class StepSettler {
     bool blocking;  // a sync call (else a launch)
     uint64_t start, end;
   };
-  SettledStep measure(const Span& step) const;
-  void settle_one(const Span& step);
+  /// Each of `steps`' split, from one pass over each ring.
+  std::vector<SettledStep> measure(const std::vector<Span>& steps) const;
+  void publish(const SettledStep& s);
+  void give_up(const Span& step);
 
   const double ticks_per_ns_;
   const uint64_t wait_ticks_;

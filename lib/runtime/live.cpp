@@ -2,7 +2,6 @@
 // it drains (no second collection path: application threads never touch it), and the server that reads it.
 #include "runtime/session_state.hpp"
 
-#include "collect/cupti/cupti_collector.hpp"
 #include "live/server.hpp"
 #include "live/tap.hpp"
 
@@ -10,6 +9,10 @@
 
 #include <cstdio>
 #include <cstring>
+
+// The GPU collector's delivery (lib/collect/cupti): weak, as the collector is built only where the CUDA headers
+// are (lib/collect/cupti/CMakeLists.txt); without it the page simply has no GPU part.
+extern "C" int inferscope_cupti_deliver() __attribute__((weak));
 
 namespace inferscope::runtime {
 
@@ -95,7 +98,7 @@ void live_after_cycle(SessionState& s, uint64_t dropped_records) {
   s.live_tap->set_dropped(dropped_records);
   const uint64_t now = detail::now();
   if (now - s.live_gpu_delivered >= uint64_t(double(kGpuDeliveryNs) * rate_of(s.calib))) {
-    inferscope_cupti_deliver();  // drained with the next cycle; -2 (nothing records on a GPU) is fine
+    if (inferscope_cupti_deliver) inferscope_cupti_deliver();  // drained next cycle; -2 (no GPU session) is fine
     s.live_gpu_delivered = now;
   }
   s.live_tap->advance(now);  // settles the steps whose GPU records have arrived (step_settler.hpp)

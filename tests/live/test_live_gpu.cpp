@@ -256,3 +256,33 @@ TEST_CASE("a step whose GPU records were overwritten before it settled is left o
   CHECK(m.at("inferscope_step_time_seconds_total{category=\"host\"}") == 0);
   CHECK(s.gpu_spans.size() == kTimelineGpuSpans);  // the timeline's copy is capped
 }
+
+TEST_CASE("past kPendingCapacity waiting steps the oldest is given up: incomplete, never measured with what came") {
+  Tap tap(kStep, 0, 1.0, names);
+  std::vector<uint8_t> gpu, host;
+  kernel(gpu, 7, 0, 1 * kMs);  // a first GPU record: steps now wait for theirs
+  feed(tap, kGpuChannel, gpu);
+  // kPendingCapacity + 1 steps of 0.1 ms after it (103 ms in all, inside the 1 s bound), their kernels (90 us
+  // into each) not yet arrived.
+  constexpr uint64_t kStepNs = 100'000, kFrom = 10 * kMs;
+  const uint64_t last_end = kFrom + (kPendingCapacity + 1) * kStepNs;
+  for (size_t i = 0; i <= kPendingCapacity; ++i) range(host, kStep, kFrom + i * kStepNs, kFrom + (i + 1) * kStepNs);
+  feed(tap, kMain, host);
+  tap.advance(last_end);
+  Snapshot s = tap.snapshot();
+  CHECK(s.steps_settled == 1);
+  CHECK(s.steps_incomplete == 1);
+  CHECK(s.steps_pending == kPendingCapacity);
+  // Their kernels arrive: every other step settles complete and GPU-busy 90 %; the given-up one stays out. (The
+  // last step's kernel ends before the step does, so the watermark never reaches it: it still waits.)
+  gpu.clear();
+  for (size_t i = 0; i <= kPendingCapacity; ++i) kernel(gpu, 7, kFrom + i * kStepNs, kFrom + i * kStepNs + 90'000);
+  feed(tap, kGpuChannel, gpu);
+  tap.advance(last_end + kMs);
+  s = tap.snapshot();
+  CHECK(s.steps_settled == kPendingCapacity);
+  CHECK(s.steps_incomplete == 1);
+  CHECK(s.steps_pending == 1);
+  const auto m = parse_metrics(render_metrics(s));
+  CHECK(m.at("inferscope_gpu_busy_seconds_total") == doctest::Approx((kPendingCapacity - 1) * 90e-6));
+}

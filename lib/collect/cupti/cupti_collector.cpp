@@ -1005,8 +1005,12 @@ extern "C" INFERSCOPE_API int inferscope_cupti_flush() {
 
 extern "C" INFERSCOPE_API int inferscope_cupti_deliver() {
   cupti::State& s = cupti::S();
+  // check_mu, as a clock check holds it: the process's exit (gpu_at_exit) waits for the delivery to end before it
+  // flushes and tears CUPTI down. buffer_completed, which CUPTI calls back from inside the flush, never takes it.
+  std::lock_guard ck(s.check_mu);
+  if (s.exiting.load()) return -2;
   {
-    std::lock_guard lk(s.mu);  // not held across the flush: CUPTI calls buffer_completed back from inside it
+    std::lock_guard lk(s.mu);  // not held across the flush: buffer_completed takes it
     if (!s.activated || !s.session || s.exit_flushed || !s.enabled.any()) return -2;
   }
   return s.api->cuptiActivityFlushAll(0) == CUPTI_SUCCESS ? 0 : -1;
