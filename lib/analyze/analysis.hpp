@@ -421,7 +421,7 @@ struct HostClock {
   bool reference = false;         ///< the lowest rank's host: the run's clock (offset 0 by definition)
   bool estimated = false;         ///< the offset is known (the reference host, or enough collectives matched)
   double offset_ms = 0;           ///< this host's clock minus the reference host's
-  double precision_us = 0;        ///< spread of the per-collective differences: 1.4826 x their median absolute deviation
+  double precision_us = 0;        ///< the larger of the differences' spread and the causal bound (host_clocks.hpp)
   uint64_t collectives_used = 0;  ///< collectives matched to estimate it
 };
 

@@ -54,8 +54,11 @@ std::vector<MatchedCollective> matched_collectives(const RankTrace& a, const Ran
     if (it == of_b.end() || it->second->collectives.size() != sa.collectives.size()) continue;
     for (size_t k = 0; k < sa.collectives.size(); ++k) {
       const CollectiveKernel &x = sa.collectives[k], &y = it->second->collectives[k];
-      const bool one_way = x.op == "Broadcast" || x.op == "Reduce" || x.op == "SendRecv";
-      out.push_back({x.start_ns, x.end_ns, y.start_ns, y.end_ns, !one_way});
+      if (x.op != y.op) continue;  // not the same collective: the ranks ran them in another order
+      // Data both ways only for the operations known to send it so; an unnamed one (NCCL's generic kernel may be a
+      // send/receive) gives no causal bound, which would otherwise claim a precision it may not have.
+      const bool both_ways = x.op == "AllReduce" || x.op == "AllGather" || x.op == "ReduceScatter" || x.op == "AllToAll";
+      out.push_back({x.start_ns, x.end_ns, y.start_ns, y.end_ns, both_ways});
     }
   }
   return out;

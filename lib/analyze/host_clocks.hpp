@@ -60,7 +60,8 @@ ClockOffset estimate_clock_offset(const std::vector<MatchedCollective>& collecti
 
 /// The collectives of ranks `a` and `b` matched for the estimate: the k-th collective of the steps of one index that
 /// are steady on both (the index, not the time, matches them: the clocks differ) and ran as many collectives on both
-/// (a step where they did not may hold one the other rank ran elsewhere; it is skipped).
+/// (a step where they did not may hold one the other rank ran elsewhere; it is skipped), when both are the same
+/// operation. Only AllReduce, AllGather, ReduceScatter and AllToAll count as both ways.
 std::vector<MatchedCollective> matched_collectives(const RankTrace& a, const RankTrace& b);
 
 /// Each host of the ranks, the reference (the host of `traces[0]`, the lowest rank) first, then in rank order, with

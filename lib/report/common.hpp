@@ -64,6 +64,12 @@ std::string sampling_sentence(const analyze::Sampling& s);
 inline const std::vector<std::string> kSamplingWindowHead = {"window", "reason", "detail", "start (ms)", "end (ms)",
                                                              "first step", "steps", "analysed", "slow", "records"};
 std::vector<std::string> sampling_window_cells(const analyze::SampledWindow& w);
+/// Ranks on several hosts (docs/multi-gpu.md, "Clock"): the table of each host's clock against the reference's, and
+/// the sentence under it (plain text: each writer escapes).
+inline const std::vector<std::string> kHostClockHead = {"host", "ranks", "clock offset (ms)", "precision (us)",
+                                                        "collectives used"};
+std::vector<std::string> host_clock_cells(const analyze::HostClock& c);
+std::string host_clock_note(const analyze::RunAnalysis& run);
 inline const std::vector<std::string> kSamplingSlowHead = {"step of the run", "start (ms)", "duration (ms)",
                                                            "threshold (ms)", "kept", "grew most (ranges only)"};
 std::vector<std::string> sampling_slow_cells(const analyze::SlowStepSeen& x);

@@ -310,17 +310,13 @@ void write_generation(const Analysis& a, std::ostream& out) {
 // Ranks on several hosts: each host's clock against the reference host's, which the run's times are on.
 void write_host_clocks(const analyze::RunAnalysis& run, std::ostream& out) {
   if (run.host_clocks.empty()) return;
-  Table t{{"host", "ranks", "clock offset (ms)", "precision (us)", "collectives used"}, {false, false, true, true, true}, {}};
-  for (const auto& c : run.host_clocks)
-    t.rows.push_back({h(c.hostname.empty() ? "-" : c.hostname), h(c.ranks),
-                      c.reference ? "0 (reference)" : c.estimated ? fmt(c.offset_ms, 6) : "not estimated",
-                      c.reference ? "-" : c.estimated ? fmt(c.precision_us, 1) : "-",
-                      c.reference ? "-" : std::to_string(c.collectives_used)});
+  Table t{kHostClockHead, {false, false, true, true, true}, {}};
+  for (const auto& c : run.host_clocks) {
+    t.rows.emplace_back();
+    for (const auto& x : host_clock_cells(c)) t.rows.back().push_back(h(x));
+  }
   t.write(out);
-  out << "<p class=\"muted\">The ranks ran on " << run.host_clocks.size() << " hosts. Times are on the clock of "
-      << h(run.host_clocks.front().hostname) << "; another host's offset is the median, over the collectives matched "
-      << "between a rank of each, of (its end there - its end on the reference), as a collective ends on every rank at "
-      << "once; precision: 1.4826 x the median absolute deviation of those differences.</p>\n";
+  out << "<p class=\"muted\">" << h(host_clock_note(run)) << "</p>\n";
 }
 
 // The ranks of a multi-process run analysed together (docs/multi-gpu.md).

@@ -435,16 +435,12 @@ void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out
 void write_host_clocks(const analyze::RunAnalysis& run, std::ostream& out) {
   if (run.host_clocks.empty()) return;
   std::vector<std::vector<std::string>> rows;
-  for (const auto& c : run.host_clocks)
-    rows.push_back({cell(c.hostname.empty() ? "-" : c.hostname), cell(c.ranks),
-                    c.reference ? "0 (reference)" : c.estimated ? fmt(c.offset_ms, 6) : "not estimated",
-                    c.reference ? "-" : c.estimated ? fmt(c.precision_us, 1) : "-",
-                    c.reference ? "-" : std::to_string(c.collectives_used)});
-  table(out, {"host", "ranks", "clock offset (ms)", "precision (us)", "collectives used"}, {false, false, true, true, true}, rows);
-  out << "The ranks ran on " << run.host_clocks.size() << " hosts. Times are on the clock of "
-      << md_escape(run.host_clocks.front().hostname) << "; another host's offset is the median, over the collectives "
-      << "matched between a rank of each, of (its end there - its end on the reference), as a collective ends on every "
-      << "rank at once; precision: 1.4826 x the median absolute deviation of those differences.\n\n";
+  for (const auto& c : run.host_clocks) {
+    rows.push_back(host_clock_cells(c));
+    for (size_t i = 0; i < 2; ++i) rows.back()[i] = cell(rows.back()[i]);  // host and ranks are names
+  }
+  table(out, kHostClockHead, {false, false, true, true, true}, rows);
+  out << md_escape(host_clock_note(run)) << "\n\n";
 }
 
 // The ranks of a multi-process run analysed together (docs/multi-gpu.md): who waits for whom in the

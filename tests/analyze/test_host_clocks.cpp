@@ -110,6 +110,21 @@ TEST_CASE("collectives are matched for the offset by step index and order; steps
   CHECK(m[0].both_ways);  // an AllReduce
 }
 
+TEST_CASE("collectives of different operations at one place are not paired; an unnamed one gives no causal bound") {
+  RankTrace a, b;
+  a.steps = {step_with_ends(1, {100, 200, 300})};
+  b.steps = {step_with_ends(1, {1100, 1200, 1300})};
+  b.steps[0].collectives[1].op = "AllGather";    // the ranks ran their collectives in another order here
+  a.steps[0].collectives[2].op = "collective";   // NCCL's generic kernel: maybe a send/receive
+  b.steps[0].collectives[2].op = "collective";
+  const std::vector<MatchedCollective> m = matched_collectives(a, b);
+  REQUIRE(m.size() == 2);
+  CHECK(m[0].end_a == 100);
+  CHECK(m[0].both_ways);
+  CHECK(m[1].end_a == 300);
+  CHECK_FALSE(m[1].both_ways);
+}
+
 TEST_CASE("host clocks: one host has none; another host's offset is estimated against the lowest rank's") {
   RankTrace a, b, c;
   a.hostname = b.hostname = "node0";
