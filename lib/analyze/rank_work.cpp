@@ -18,11 +18,13 @@ struct StepWorkVisitor {
   const dump::DumpReader& r;
   const dump::ClockModel& clock;
   std::vector<RankStep>& steps;
+  size_t kept;  // the first `kept` steps get their work
   std::unordered_map<uint32_t, SelfTimer<int64_t>> range_self, py_self;  // by thread
   std::unordered_map<uint32_t, std::string> names, code_names;
 
   RankStep* step_at(int64_t t) {
-    auto it = std::upper_bound(steps.begin(), steps.end(), t, [](int64_t x, const RankStep& s) { return x < s.start_ns; });
+    const auto end = steps.begin() + ptrdiff_t(kept);
+    auto it = std::upper_bound(steps.begin(), end, t, [](int64_t x, const RankStep& s) { return x < s.start_ns; });
     if (it == steps.begin()) return nullptr;
     --it;
     return t < it->end_ns ? &*it : nullptr;
@@ -62,12 +64,20 @@ struct StepWorkVisitor {
   void on(const auto&, const dump::RecordContext&) {}
 };
 
+// The matched steps whose work every rank read.
+std::vector<const std::vector<const RankStep*>*> with_work(const std::vector<std::vector<const RankStep*>>& matched) {
+  std::vector<const std::vector<const RankStep*>*> out;
+  for (const auto& row : matched)
+    if (std::all_of(row.begin(), row.end(), [](const RankStep* s) { return s->work_read; })) out.push_back(&row);
+  return out;
+}
+
 // Per (kind, name): the mean per matched step of rank r.
-std::map<std::pair<std::string, std::string>, double> mean_work(const std::vector<std::vector<const RankStep*>>& matched,
+std::map<std::pair<std::string, std::string>, double> mean_work(const std::vector<const std::vector<const RankStep*>*>& rows,
                                                                 size_t r) {
   std::map<std::pair<std::string, std::string>, double> mean;
-  for (const auto& step : matched)
-    for (const auto& [key, ns] : step[r]->work_ns) mean[key] += ns / double(matched.size());
+  for (const auto* row : rows)
+    for (const auto& [key, ns] : (*row)[r]->work_ns) mean[key] += ns / double(rows.size());
   return mean;
 }
 
@@ -76,19 +86,21 @@ std::map<std::pair<std::string, std::string>, double> mean_work(const std::vecto
 void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps) {
   if (steps.empty()) return;
   const dump::ClockModel clock(r.calibration());
-  StepWorkVisitor v{r, clock, steps, {}, {}, {}, {}};
+  StepWorkVisitor v{r, clock, steps, std::min(steps.size(), kMaxWorkSteps), {}, {}, {}, {}};
+  for (size_t i = 0; i < v.kept; ++i) steps[i].work_read = true;
   dump::visit_records(r, v);
 }
 
 Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler) {
-  if (matched.empty()) return {};
-  const size_t ranks = matched.front().size();
+  const auto rows = with_work(matched);
+  if (rows.empty()) return {};
+  const size_t ranks = rows.front()->size();
   std::map<std::pair<std::string, std::string>, double> others;  // the most any other rank spent, per step
   for (size_t r = 0; r < ranks; ++r)
     if (r != straggler)
-      for (const auto& [key, ms] : mean_work(matched, r)) others[key] = std::max(others[key], ms);
+      for (const auto& [key, ms] : mean_work(rows, r)) others[key] = std::max(others[key], ms);
   std::map<std::string, Excess> best;  // by kind
-  for (const auto& [key, ns] : mean_work(matched, straggler)) {
+  for (const auto& [key, ns] : mean_work(rows, straggler)) {
     auto it = others.find(key);
     const double excess_ms = (ns - (it == others.end() ? 0.0 : it->second)) / 1e6;
     Excess& b = best[key.first];

@@ -24,12 +24,18 @@ struct Excess {
   std::string what() const { return kind.empty() ? "" : kind + " " + name; }
 };
 
-/// Fills `steps[i].work_ns` from `r`'s records, each counted in the step (by start, on the dump's own clock) that
-/// holds its start; records outside every step are left out. `steps` are in time order.
+/// The steps whose work is kept: the first 256 of each rank, and the first 256 matched steps are compared. A step
+/// keeps one entry per distinct function, range and kernel name it ran (hundreds, names of up to hundreds of
+/// characters), so a run of 10,000 steps on 8 ranks would keep tens of millions of them; the analysis reads at most
+/// 64 typical steps, and a mean over 256 is four times that.
+inline constexpr size_t kMaxWorkSteps = 256;
+
+/// Fills `steps[i].work_ns` (i < kMaxWorkSteps) from `r`'s records, each counted in the step (by start, on the
+/// dump's own clock) that holds its start; records outside those steps are left out. `steps` are in time order.
 void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps);
 
 /// The largest excess of rank `straggler` over the matched steps `matched` (matched[k][r]: rank r's k-th matched
-/// step): per (kind, name), its mean per matched step less the largest other rank's. A Python function is preferred
+/// step) whose work every rank read (RankStep::work_read): per (kind, name), its mean per matched step less the largest other rank's. A Python function is preferred
 /// to a range (a range's self time holds the Python calls inside it) unless the range's excess is over 1.25 times
 /// larger; a kernel wins when its excess is the largest.
 Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler);

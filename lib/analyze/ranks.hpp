@@ -59,6 +59,7 @@ struct RankStep {
   /// and "kernel" (total time), each counted in the step that holds its start. What the straggler did instead is
   /// read from these, over the matched steps only.
   std::map<std::pair<std::string, std::string>, double> work_ns;
+  bool work_read = false;  ///< work_ns was filled (the first kMaxWorkSteps steady steps only, rank_work.hpp)
 };
 
 /// What the run analysis reads of one rank's dump (stage "rank trace").

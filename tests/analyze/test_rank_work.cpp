@@ -35,6 +35,7 @@ double ms_of(const RankStep& s, const std::string& kind, const std::string& name
 RankStep work(std::initializer_list<std::pair<std::pair<std::string, std::string>, double>> ms) {
   RankStep s;
   for (const auto& [key, v] : ms) s.work_ns[key] = v * kMs;
+  s.work_read = true;
   return s;
 }
 
@@ -65,6 +66,15 @@ TEST_CASE("step work: self time of Python calls and ranges, kernel time, each in
   std::vector<RankStep> steps = {span(0, 10, 30), span(1, 30, 50)};
   for (RankStep& s : steps) s.start_ns = clock.to_ns(uint64_t(s.start_ns)), s.end_ns = clock.to_ns(uint64_t(s.end_ns));
   add_step_work(r, steps);
+  CHECK(steps[0].work_read);
+  CHECK(steps[1].work_read);
+  // past kMaxWorkSteps steps keep no work (the tables stay bounded however long the run)
+  std::vector<RankStep> many(kMaxWorkSteps + 1, steps[0]);
+  for (RankStep& s : many) s.work_ns.clear(), s.work_read = false;
+  add_step_work(r, many);
+  CHECK(many[kMaxWorkSteps - 1].work_read);
+  CHECK_FALSE(many[kMaxWorkSteps].work_read);
+  CHECK(many[kMaxWorkSteps].work_ns.empty());
   CHECK(ms_of(steps[0], "Python function", "postprocess (tp.py:40)") == doctest::Approx(5));  // 8 less tolist's 3
   CHECK(ms_of(steps[0], "Python function", "tolist (tp.py:41)") == doctest::Approx(3));
   CHECK(ms_of(steps[0], "range", "decode") == doctest::Approx(4));
@@ -90,6 +100,13 @@ TEST_CASE("the straggler's excess: its mean per matched step over the most any o
   const RankStep c0 = work({{post, 5}, {step, 9}}), c1 = work({{post, 5}, {step, 9}, {gemm, 20}});
   CHECK(straggler_excess({{&a0, &c0}}, 1).kind == "range");
   CHECK(straggler_excess({{&a0, &c1}}, 1).kind == "kernel");
+
+  // a matched step whose work a rank did not read (past kMaxWorkSteps) is left out of the means, not read as 0
+  RankStep unread = work({{post, 50}});
+  unread.work_read = false;
+  const Excess alone = straggler_excess({{&a0, &b0}}, 1), with_unread = straggler_excess({{&a0, &b0}, {&a1, &unread}}, 1);
+  CHECK(with_unread.what() == alone.what());
+  CHECK(with_unread.ms == doctest::Approx(alone.ms));
 
   // the other rank as straggler: nothing in excess; no matched step: nothing
   CHECK(straggler_excess({{&a0, &b0}}, 0).kind.empty());
