@@ -371,7 +371,13 @@ void write_run_trace(const std::vector<std::string>& paths, const inferscope::du
       part.steps = &ranks[i].step_stats;
       part.representative_step = ranks[i].representative_step;
     }
-    part.clock_offset_ns = inferscope::analyze::offset_ns_of(clocks, r->process_value("hostname"));  // 0 on one host
+    const std::string host = r->process_value("hostname");
+    part.clock_offset_ns = inferscope::analyze::offset_ns_of(clocks, host);  // 0 on one host
+    for (const auto& c : clocks)
+      if (c.hostname == host && !c.estimated && !c.reference)
+        std::cerr << "iscope-analyze: warning: " << paths[i] << ": host " << host
+                  << "'s clock offset could not be estimated (too few collectives); its lanes in the Perfetto trace "
+                     "are on its own clock, not aligned with the others\n";
     parts.push_back(std::move(part));
   }
   inferscope::exporter::write_perfetto_run(parts, s);
