@@ -192,6 +192,7 @@ def make_graph_loop(torch, model, cfg):
         return logits[:, -1, :].argmax(dim=-1, keepdim=True)
 
     compiled = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
+    position = torch.zeros(1, dtype=torch.long, device="cuda")  # filled on the GPU each token: no host copy
 
     def loop(torch, model, prompt, eos, start, events):
         cache.reset()
@@ -206,7 +207,7 @@ def make_graph_loop(torch, model, cfg):
             generated.append(tok)
             if tok == eos or t == NEW_TOKENS - 1:
                 break
-            position = torch.tensor([PROMPT_LEN + t], device="cuda")
+            position.fill_(PROMPT_LEN + t)
             next_token = compiled(next_token, position).clone()  # a graph's output is overwritten by its next replay
             events[t + 1].record()
         return generated
