@@ -2,12 +2,8 @@
 
 #include "analyze/host_clocks.hpp"
 #include "analyze/rank_work.hpp"
-#include "dump/clock_model.hpp"
-#include "dump/visit.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -16,8 +12,6 @@
 
 namespace inferscope::analyze {
 namespace {
-
-using Interval = std::pair<int64_t, int64_t>;
 
 // A cause under this share of the run's step is not reported: the same floor the rules of one process use
 // (rules::Thresholds::min_impact_pct), so a run finding and a rank's finding are held to one bar.
@@ -28,12 +22,6 @@ constexpr double kHighShare = 0.05;
 // on an idle GPU; 20 us is several times that and under any collective's transfer time on NVLink).
 constexpr int64_t kSameArrivalNs = 20'000;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -41,85 +29,6 @@ std::string fmt(const char* f, double v) {
 }
 std::string ms2(double v) { return fmt("%.2f", v); }
 std::string pct0(double v) { return fmt("%.0f", v); }
-
-// Sorted, merged intervals.
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& i : v) {
-    if (i.second <= i.first) continue;
-    if (!out.empty() && i.first <= out.back().second) out.back().second = std::max(out.back().second, i.second);
-    else out.push_back(i);
-  }
-  return out;
-}
-double length(const std::vector<Interval>& v) {
-  double n = 0;
-  for (const auto& i : v) n += double(i.second - i.first);
-  return n;
-}
-// The time both merged lists cover.
-double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  double n = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
-    if (hi > lo) n += double(hi - lo);
-    (a[i].second < b[j].second) ? ++i : ++j;
-  }
-  return n;
-}
-
-// The GPU work of a dump on the host-wide clock.
-struct GpuWorkVisitor {
-  const dump::DumpReader& r;
-  const dump::ClockModel& clock;
-  std::vector<CollectiveKernel> collectives;
-  std::vector<Interval> compute;
-  std::set<uint32_t> devices;
-  struct KernelName {
-    bool collective = false, fp32 = false;
-    std::string op;
-  };
-  std::map<uint32_t, KernelName> names;  // by string id, read once
-
-  const KernelName& name_of(uint32_t id) {
-    auto it = names.find(id);
-    if (it == names.end()) {
-      const std::string n = r.string_at(id);
-      const bool collective = is_collective_kernel(n);
-      it = names.emplace(id, KernelName{collective, collective && lower(n).find("f32") != std::string::npos,
-                                         collective ? collective_op(n) : std::string()}).first;
-    }
-    return it->second;
-  }
-  void on(const GpuKernelRecord& k, const dump::RecordContext&) {
-    const int64_t s = clock.to_ns(k.start), e = std::max(s, clock.to_ns(k.end));  // a damaged end: no length
-    devices.insert(k.device);
-    const KernelName& name = name_of(k.name);
-    if (name.collective) collectives.push_back({name.op, name.fp32, s, e, k.device, k.grid[0] * k.grid[1] * k.grid[2]});
-    else compute.emplace_back(s, e);
-  }
-  void on(const GpuMemcpyRecord& c, const dump::RecordContext&) {
-    devices.insert(c.device);
-    compute.emplace_back(clock.to_ns(c.start), std::max(clock.to_ns(c.start), clock.to_ns(c.end)));
-  }
-  void on(const GpuMemsetRecord& m, const dump::RecordContext&) {
-    devices.insert(m.device);
-    compute.emplace_back(clock.to_ns(m.start), std::max(clock.to_ns(m.start), clock.to_ns(m.end)));
-  }
-};
-
-// The intervals of `sorted` (by start) that overlap [lo, hi), clipped to it.
-std::vector<Interval> clipped(const std::vector<Interval>& sorted, int64_t lo, int64_t hi) {
-  std::vector<Interval> out;
-  auto it = std::lower_bound(sorted.begin(), sorted.end(), Interval{lo, lo},
-                             [](const Interval& a, const Interval& b) { return a.second < b.first; });
-  // intervals are merged: once one ends at or before lo, every earlier one does too
-  for (; it != sorted.end() && it->first < hi; ++it)
-    if (it->second > lo) out.emplace_back(std::max(it->first, lo), std::min(it->second, hi));
-  return out;
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -132,100 +41,9 @@ std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
 
 }  // namespace
 
-std::optional<uint64_t> process_number(std::string_view text, uint64_t max) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max) return std::nullopt;
-  return v;
-}
-
-bool is_collective_kernel(std::string_view kernel_name) {
-  return lower(kernel_name).find("nccl") != std::string::npos;
-}
-
-std::string collective_op(std::string_view kernel_name) {
-  const std::string n = lower(kernel_name);
-  // longest first: "reducescatter" holds "reduce", "allreduce" holds "reduce"
-  static constexpr std::pair<const char*, const char*> kOps[] = {
-      {"allreduce", "AllReduce"}, {"reducescatter", "ReduceScatter"}, {"allgather", "AllGather"},
-      {"alltoall", "AllToAll"},   {"broadcast", "Broadcast"},         {"sendrecv", "SendRecv"},
-      {"send", "SendRecv"},       {"recv", "SendRecv"},               {"reduce", "Reduce"}};
-  for (const auto& [key, op] : kOps)
-    if (n.find(key) != std::string::npos) return op;
-  return "collective";
-}
-
 double overlap_saving(double compute_free, double exposed, double sm_share) {
   if (sm_share < 0) return std::max(0.0, std::min(compute_free, exposed));
   return std::max(0.0, std::min(compute_free, exposed * (1 - std::clamp(sm_share, 0.0, 1.0))));
-}
-
-uint32_t known_sm_count(std::string_view gpu_name) {
-  const std::string n = lower(gpu_name);
-  if (n.find("h100") != std::string::npos) return n.find("pcie") != std::string::npos ? 114 : 132;
-  if (n.find("h200") != std::string::npos || n.find("gh200") != std::string::npos) return 132;
-  if (n.find("a100") != std::string::npos) return 108;
-  if (n.find("l40s") != std::string::npos) return 142;
-  return 0;
-}
-
-RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
-  RankTrace t;
-  t.path = a.source.empty() ? r.path() : a.source;
-  if (auto rank = process_number(r.process_value("rank"), INT32_MAX)) t.rank = int(*rank);
-  t.pid = process_number(r.process_value("pid"), UINT64_MAX).value_or(0);
-  t.hostname = r.process_value("hostname");
-  t.world_size = int(process_number(r.process_value("world_size"), INT32_MAX).value_or(0));
-  t.step_name = a.steps.name;
-
-  const dump::ClockModel clock(r.calibration());
-  GpuWorkVisitor v{r, clock, {}, {}, {}, {}};
-  dump::visit_records(r, v);
-  t.devices.assign(v.devices.begin(), v.devices.end());
-  if (!t.devices.empty()) {
-    const std::string key = "gpu." + std::to_string(t.devices.front()) + ".";
-    const auto sms = process_number(r.process_value(key + "sm_count"), 100'000);
-    t.sm_count = sms ? uint32_t(*sms) : known_sm_count(r.process_value(key + "name"));
-  }
-  std::sort(v.collectives.begin(), v.collectives.end(),
-            [](const CollectiveKernel& x, const CollectiveKernel& y) { return x.start_ns < y.start_ns; });
-  std::vector<Interval> comm_all;
-  for (const auto& c : v.collectives) comm_all.emplace_back(c.start_ns, c.end_ns);
-  const std::vector<Interval> compute = merged(std::move(v.compute)), comm = merged(std::move(comm_all));
-
-  // The steady steps: the last `count` of every step found (warm-up steps come first).
-  const auto& spans = a.steps.spans;
-  const size_t steady = std::min<size_t>(a.steps.count, spans.size());
-  for (size_t i = spans.size() - steady; i < spans.size(); ++i) {
-    RankStep s;
-    s.index = i;
-    s.start_ns = spans[i].start_ns;
-    s.end_ns = spans[i].end_ns;
-    auto first = std::lower_bound(v.collectives.begin(), v.collectives.end(), s.start_ns,
-                                  [](const CollectiveKernel& c, int64_t t0) { return c.start_ns < t0; });
-    for (auto it = first; it != v.collectives.end() && it->start_ns < s.end_ns; ++it) s.collectives.push_back(*it);
-    const auto cw = clipped(compute, s.start_ns, s.end_ns), mw = clipped(comm, s.start_ns, s.end_ns);
-    s.compute_ns = length(cw);
-    s.comm_ns = length(mw);
-    s.overlap_ns = intersection(cw, mw);
-    s.compute = cw;
-    t.steps.push_back(std::move(s));
-  }
-  add_step_work(r, t.steps);  // on the dump's own clock, before any shift
-  // A dump converted from a torch.profiler trace starts its times at zero; its process info says where that
-  // lies on the trace's own clock, which the ranks of one run share.
-  if (const auto shift = process_number(r.process_value("time_shift_ns"), uint64_t(INT64_MAX) / 2)) {
-    for (RankStep& s : t.steps) {
-      s.start_ns += int64_t(*shift);
-      s.end_ns += int64_t(*shift);
-      for (CollectiveKernel& c : s.collectives) {
-        c.start_ns += int64_t(*shift);
-        c.end_ns += int64_t(*shift);
-      }
-      for (auto& [lo, hi] : s.compute) lo += int64_t(*shift), hi += int64_t(*shift);
-    }
-  }
-  return t;
 }
 
 namespace {
