@@ -207,6 +207,81 @@ def sampled_blocks(step, batch, a, isc):
     sys.stdout.flush()
 
 
+class WindowStats:
+    """Per session setting: each window's median and mean timed step, and every step position's times."""
+
+    def __init__(self, n):
+        self.n, self.med, self.mean, self.at = n, [], [], [[] for _ in range(n)]
+
+    def add(self, times, warm):
+        timed = times[warm:]
+        self.med.append(statistics.median(timed))
+        self.mean.append(statistics.mean(timed))
+        for i, t in enumerate(times):
+            self.at[i].append(t)
+
+
+def run_steps(step, n, isc=None):
+    """n steps, each timed; inside scope("step") when `isc` is given."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        if isc:
+            with isc.scope("step"):
+                step()
+        else:
+            step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def steady_phase(step, a, isc, n):
+    """The windows in one session that records all along (GPU only), its GPU collection switched on and off per
+    window: what the windowed sessions pay beyond what collection itself costs. Returns (on, off) WindowStats."""
+    import ctypes
+    import tempfile
+    lib = ctypes.CDLL("libinferscope.so.0")  # the one inferscope_py loaded
+    lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
+    path = os.path.join(tempfile.mkdtemp(prefix="iscope-steady-"), "steady.iscope")
+    if not isc.start(output=path, python=False, system=False, cupti_activities="none"):
+        sys.exit("inferscope_py.start() failed")
+    on, off = WindowStats(n), WindowStats(n)
+    for _ in range(a.rounds):
+        order = ["off", "on"]
+        random.shuffle(order)
+        for k in order:
+            lib.inferscope_cupti_set_activities(b"default" if k == "on" else b"none")
+            (on if k == "on" else off).add(run_steps(step, n), a.warm)
+    isc.stop()
+    os.unlink(path)
+    return on, off
+
+
+def print_windows(batch, a, n, stats, base_of, start_ms, stop_ms, dump_mb, polls):
+    ratio = lambda xs, ys: 100 * (statistics.median(x / y for x, y in zip(xs, ys)) - 1)
+    print(f"\n## Windows of {n} steps ({a.warm} untimed), each a session of its own, batch {batch}, {a.rounds} rounds; "
+          f"median step {statistics.median(stats['off'].med) * 1e3:.3f} ms without a session")
+    print(f"# start(): median {statistics.median(start_ms):.2f} ms (max {max(start_ms):.2f}); "
+          f"stop(): median {statistics.median(stop_ms):.2f} ms (max {max(stop_ms):.2f}); both outside the timed steps")
+    per_step = n <= 24  # a column per step position only for short windows (what starting leaves behind)
+    print("| session settings | timed steps: median | timed steps: mean | dump (MB, median) |" +
+          ("".join(f" step {i} |" for i in range(n)) if per_step else ""))
+    print("|---|---:|---:|---:|" + ("---:|" * n if per_step else ""))
+    for k, x in stats.items():
+        if k == "off":
+            continue
+        base = base_of(k)
+        cells = [f" {ratio(x.at[i], base.at[i]):+.1f} % |" for i in range(n)] if per_step else []
+        size = f"{statistics.median(dump_mb[k]):.1f}" if k in dump_mb else "-"
+        print(f"| {k} | {ratio(x.med, base.med):+.2f} % | {ratio(x.mean, base.mean):+.2f} % | {size} |" + "".join(cells))
+    for k, n_ok in polls.items():
+        print(f"# {k}: the live page answered {statistics.median(n_ok):.0f} polls per window (median; "
+              f"/data and /metrics every {a.live_poll_s} s from another process)")
+        if not max(n_ok):
+            print(f"# {k}: NO poll was answered: the live server did not run; this row measures no page")
+    sys.stdout.flush()
+
+
 def session_windows(step, batch, a, isc):
     """Windows of `warm` + `steps` steps, each either without a session or inside a session of its own, started
     just before the window's first step and stopped just after its last (order shuffled per round). Compares the
@@ -216,9 +291,7 @@ def session_windows(step, batch, a, isc):
     tmp = tempfile.mkdtemp(prefix="iscope-windows-")
     kinds = ["off"] + [k for k in a.window_sets.split(";") if k]
     n = a.warm + a.steps
-    med = {k: [] for k in kinds}
-    mean = {k: [] for k in kinds}
-    at = {k: [[] for _ in range(n)] for k in kinds}
+    stats = {k: WindowStats(n) for k in kinds}
     start_ms, stop_ms = [], []
     dump_mb = {}  # session settings -> the dump's size after each window (MB)
     polls = {}  # session settings with `live` -> the live page's answered polls in each window
@@ -236,15 +309,7 @@ def session_windows(step, batch, a, isc):
                 start_ms.append((time.perf_counter() - t0) * 1e3)
                 if settings.get("live"):
                     poller = start_live_poller(settings["live"], a.live_poll_s)
-            times = []
-            for _ in range(n):
-                t0 = time.perf_counter()
-                if a.mark_steps:
-                    with isc.scope("step"):
-                        step()
-                else:
-                    step()
-                times.append(time.perf_counter() - t0)
+            times = run_steps(step, n, isc if a.mark_steps else None)
             if poller:
                 polls.setdefault(k, []).append(stop_live_poller(poller))
             if k != "off":
@@ -253,64 +318,13 @@ def session_windows(step, batch, a, isc):
                 stop_ms.append((time.perf_counter() - t0) * 1e3)
                 dump_mb.setdefault(k, []).append(os.path.getsize(path) / 1e6)
                 os.unlink(path)
-            timed = times[a.warm:]
-            med[k].append(statistics.median(timed))
-            mean[k].append(statistics.mean(timed))
-            for i, t in enumerate(times):
-                at[k][i].append(t)
+            stats[k].add(times, a.warm)
+    steady_off = None
     if a.steady_phase:
-        # The same windows in one session that records all along (GPU only), its GPU collection switched on and
-        # off per window: what the windowed sessions above pay beyond what collection itself costs.
-        import ctypes
-        lib = ctypes.CDLL("libinferscope.so.0")  # the one inferscope_py loaded
-        lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
-        path = os.path.join(tmp, "steady.iscope")
-        if not isc.start(output=path, python=False, system=False, cupti_activities="none"):
-            sys.exit("inferscope_py.start() failed")
-        kinds.append("steady session, GPU on/off")
-        med[kinds[-1]], mean[kinds[-1]], at[kinds[-1]] = [], [], [[] for _ in range(n)]
-        steady_off = {"med": [], "mean": [], "at": [[] for _ in range(n)]}
-        for r in range(a.rounds):
-            order = ["off", "on"]
-            random.shuffle(order)
-            for k in order:
-                lib.inferscope_cupti_set_activities(b"default" if k == "on" else b"none")
-                times = []
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    step()
-                    times.append(time.perf_counter() - t0)
-                timed = times[a.warm:]
-                dst = (med[kinds[-1]], mean[kinds[-1]], at[kinds[-1]]) if k == "on" else \
-                      (steady_off["med"], steady_off["mean"], steady_off["at"])
-                dst[0].append(statistics.median(timed))
-                dst[1].append(statistics.mean(timed))
-                for i, t in enumerate(times):
-                    dst[2][i].append(t)
-        isc.stop()
-        os.unlink(path)
-    ratio = lambda xs, ys: 100 * (statistics.median(x / y for x, y in zip(xs, ys)) - 1)
-    print(f"\n## Windows of {n} steps ({a.warm} untimed), each a session of its own, batch {batch}, {a.rounds} rounds; "
-          f"median step {statistics.median(med['off']) * 1e3:.3f} ms without a session")
-    print(f"# start(): median {statistics.median(start_ms):.2f} ms (max {max(start_ms):.2f}); "
-          f"stop(): median {statistics.median(stop_ms):.2f} ms (max {max(stop_ms):.2f}); both outside the timed steps")
-    per_step = n <= 24  # a column per step position only for short windows (what starting leaves behind)
-    print("| session settings | timed steps: median | timed steps: mean | dump (MB, median) |" +
-          ("".join(f" step {i} |" for i in range(n)) if per_step else ""))
-    print("|---|---:|---:|---:|" + ("---:|" * n if per_step else ""))
-    for k in kinds[1:]:
-        # The steady session's "on" windows are compared with its own "off" windows, the others with no session.
-        base = steady_off if k.startswith("steady") else {"med": med["off"], "mean": mean["off"], "at": at["off"]}
-        cells = [f" {ratio(at[k][i], base['at'][i]):+.1f} % |" for i in range(n)] if per_step else []
-        size = f"{statistics.median(dump_mb[k]):.1f}" if k in dump_mb else "-"
-        print(f"| {k} | {ratio(med[k], base['med']):+.2f} % | {ratio(mean[k], base['mean']):+.2f} % | {size} |" +
-              "".join(cells))
-    for k, n_ok in polls.items():
-        print(f"# {k}: the live page answered {statistics.median(n_ok):.0f} polls per window (median; "
-              f"/data and /metrics every {a.live_poll_s} s from another process)")
-        if not max(n_ok):
-            print(f"# {k}: NO poll was answered: the live server did not run; this row measures no page")
-    sys.stdout.flush()
+        stats["steady session, GPU on/off"], steady_off = steady_phase(step, a, isc, n)
+    # The steady session's "on" windows are compared with its own "off" windows, the others with no session.
+    base_of = lambda k: steady_off if k.startswith("steady") else stats["off"]
+    print_windows(batch, a, n, stats, base_of, start_ms, stop_ms, dump_mb, polls)
 
 
 # A page left open: another process (as a browser is) fetching /data and /metrics every `period` s; it prints how
