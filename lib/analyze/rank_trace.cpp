@@ -146,9 +146,21 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   t.world_size = int(process_number(r.process_value("world_size"), INT32_MAX).value_or(0));
   t.step_name = a.steps.name;
 
+  // The steady steps: the last `count` of every step found (warm-up steps come first).
+  const auto& spans = a.steps.spans;
+  const size_t steady = std::min<size_t>(a.steps.count, spans.size());
+  for (size_t i = spans.size() - steady; i < spans.size(); ++i) {
+    RankStep s;
+    s.index = i;
+    s.start_ns = spans[i].start_ns;
+    s.end_ns = spans[i].end_ns;
+    t.steps.push_back(std::move(s));
+  }
+  // One pass over the records: the GPU work, and what each step did by name (on the dump's own clock).
   const dump::ClockModel clock(r.calibration());
   GpuWorkVisitor v{r, clock, {}, {}, {}, {}};
-  dump::visit_records(r, v);
+  StepWorkVisitor work(r, clock, t.steps);
+  dump::visit_records(r, dump::BothVisitors<GpuWorkVisitor, StepWorkVisitor>{v, work});
   t.devices.assign(v.devices.begin(), v.devices.end());
   if (!t.devices.empty()) {
     const std::string key = "gpu." + std::to_string(t.devices.front()) + ".";
@@ -161,14 +173,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   for (const auto& c : v.collectives) comm_all.emplace_back(c.start_ns, c.end_ns);
   const std::vector<Interval> compute = merged(std::move(v.compute)), comm = merged(std::move(comm_all));
 
-  // The steady steps: the last `count` of every step found (warm-up steps come first).
-  const auto& spans = a.steps.spans;
-  const size_t steady = std::min<size_t>(a.steps.count, spans.size());
-  for (size_t i = spans.size() - steady; i < spans.size(); ++i) {
-    RankStep s;
-    s.index = i;
-    s.start_ns = spans[i].start_ns;
-    s.end_ns = spans[i].end_ns;
+  for (RankStep& s : t.steps) {
     auto first = std::lower_bound(v.collectives.begin(), v.collectives.end(), s.start_ns,
                                   [](const CollectiveKernel& c, int64_t t0) { return c.start_ns < t0; });
     for (auto it = first; it != v.collectives.end() && it->start_ns < s.end_ns; ++it) s.collectives.push_back(*it);
@@ -177,9 +182,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     s.comm_ns = length(mw);
     s.overlap_ns = intersection(cw, mw);
     s.compute = cw;
-    t.steps.push_back(std::move(s));
   }
-  add_step_work(r, t.steps);  // on the dump's own clock, before any shift
   // A dump converted from a torch.profiler trace starts its times at zero; its process info says where that
   // lies on the trace's own clock, which the ranks of one run share.
   if (const auto shift = process_number(r.process_value("time_shift_ns"), uint64_t(INT64_MAX) / 2)) {

@@ -1,7 +1,5 @@
 #include "analyze/rank_work.hpp"
 
-#include "analyze/duration_stats.hpp"
-#include "dump/clock_model.hpp"
 #include "dump/visit.hpp"
 
 #include <algorithm>
@@ -12,57 +10,6 @@ namespace inferscope::analyze {
 namespace {
 
 const std::string kPython = "Python function", kRange = "range", kKernel = "kernel";
-
-// Each record's time added to the step that holds its start.
-struct StepWorkVisitor {
-  const dump::DumpReader& r;
-  const dump::ClockModel& clock;
-  std::vector<RankStep>& steps;
-  size_t kept;  // the first `kept` steps get their work
-  std::unordered_map<uint32_t, SelfTimer<int64_t>> range_self, py_self;  // by thread
-  std::unordered_map<uint32_t, std::string> names, code_names;
-
-  RankStep* step_at(int64_t t) {
-    const auto end = steps.begin() + ptrdiff_t(kept);
-    auto it = std::upper_bound(steps.begin(), end, t, [](int64_t x, const RankStep& s) { return x < s.start_ns; });
-    if (it == steps.begin()) return nullptr;
-    --it;
-    return t < it->end_ns ? &*it : nullptr;
-  }
-  int64_t duration(uint64_t start, uint64_t end) const { return std::max<int64_t>(0, clock.to_ns(end) - clock.to_ns(start)); }
-  const std::string& name_of(uint32_t id) {
-    auto it = names.find(id);
-    if (it == names.end()) it = names.emplace(id, r.string_at(id)).first;
-    return it->second;
-  }
-  const std::string& code_name(uint32_t code) {  // as the run's Python table names it: "qualname (file:line)"
-    auto it = code_names.find(code);
-    if (it == code_names.end()) {
-      auto c = r.code_table().find(code);
-      std::string n = c == r.code_table().end() ? "<code " + std::to_string(code) + ">"
-                                                : c->second.qualname + (c->second.file.empty() ? "" : " (" + c->second.file + ":" +
-                                                                                                          std::to_string(c->second.line) + ")");
-      it = code_names.emplace(code, std::move(n)).first;
-    }
-    return it->second;
-  }
-  void add(uint64_t start, const std::string& kind, const std::string& name, int64_t ns) {
-    if (RankStep* s = step_at(clock.to_ns(start)); s && ns > 0) s->work_ns[{kind, name}] += double(ns);
-  }
-
-  void on(const RangeRecord& rec, const dump::RecordContext& rc) {
-    const int64_t d = duration(rec.start, rec.end);
-    // NVTX ranges may overlap rather than nest: their whole time, as the run's range table counts them
-    add(rec.start, kRange, name_of(rec.name), rc.kind() == RecordKind::kRange ? range_self[rc.thread].self(rc.aux(), d) : d);
-  }
-  void on(const PyCallRecord& rec, const dump::RecordContext& rc) {
-    add(rec.start, kPython, code_name(rec.code), py_self[rc.thread].self(rc.aux(), duration(rec.start, rec.end)));
-  }
-  void on(const GpuKernelRecord& rec, const dump::RecordContext&) {
-    add(rec.start, kKernel, name_of(rec.name), duration(rec.start, rec.end));
-  }
-  void on(const auto&, const dump::RecordContext&) {}
-};
 
 // The matched steps whose work every rank read.
 std::vector<const std::vector<const RankStep*>*> with_work(const std::vector<std::vector<const RankStep*>>& matched) {
@@ -83,11 +30,65 @@ std::map<std::pair<std::string, std::string>, double> mean_work(const std::vecto
 
 }  // namespace
 
+StepWorkVisitor::StepWorkVisitor(const dump::DumpReader& r, const dump::ClockModel& clock, std::vector<RankStep>& steps)
+    : r_(r), clock_(clock), steps_(steps), kept_(std::min(steps.size(), kMaxWorkSteps)) {
+  for (size_t i = 0; i < kept_; ++i) steps_[i].work_read = true;
+}
+
+RankStep* StepWorkVisitor::step_at(int64_t t) {
+  const auto end = steps_.begin() + ptrdiff_t(kept_);
+  auto it = std::upper_bound(steps_.begin(), end, t, [](int64_t x, const RankStep& s) { return x < s.start_ns; });
+  if (it == steps_.begin()) return nullptr;
+  --it;
+  return t < it->end_ns ? &*it : nullptr;
+}
+
+int64_t StepWorkVisitor::duration(uint64_t start, uint64_t end) const {
+  return std::max<int64_t>(0, clock_.to_ns(end) - clock_.to_ns(start));
+}
+
+const std::string& StepWorkVisitor::name_of(uint32_t id) {
+  auto it = names_.find(id);
+  if (it == names_.end()) it = names_.emplace(id, r_.string_at(id)).first;
+  return it->second;
+}
+
+// As the run's Python table names a function: "qualname (file:line)".
+const std::string& StepWorkVisitor::code_name(uint32_t code) {
+  auto it = code_names_.find(code);
+  if (it == code_names_.end()) {
+    auto c = r_.code_table().find(code);
+    std::string n = c == r_.code_table().end()
+                        ? "<code " + std::to_string(code) + ">"
+                        : c->second.qualname +
+                              (c->second.file.empty() ? "" : " (" + c->second.file + ":" + std::to_string(c->second.line) + ")");
+    it = code_names_.emplace(code, std::move(n)).first;
+  }
+  return it->second;
+}
+
+void StepWorkVisitor::add(uint64_t start, const std::string& kind, const std::string& name, int64_t ns) {
+  if (RankStep* s = step_at(clock_.to_ns(start)); s && ns > 0) s->work_ns[{kind, name}] += double(ns);
+}
+
+void StepWorkVisitor::on(const RangeRecord& rec, const dump::RecordContext& rc) {
+  const int64_t d = duration(rec.start, rec.end);
+  // NVTX ranges may overlap rather than nest: their whole time, as the run's range table counts them
+  add(rec.start, kRange, name_of(rec.name), rc.kind() == RecordKind::kRange ? range_self_[rc.thread].self(rc.aux(), d) : d);
+}
+
+void StepWorkVisitor::on(const PyCallRecord& rec, const dump::RecordContext& rc) {
+  add(rec.start, kPython, code_name(rec.code), py_self_[rc.thread].self(rc.aux(), duration(rec.start, rec.end)));
+}
+
+void StepWorkVisitor::on(const GpuKernelRecord& rec, const dump::RecordContext&) {
+  add(rec.start, kKernel, name_of(rec.name), duration(rec.start, rec.end));
+}
+
 void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps) {
   if (steps.empty()) return;
   const dump::ClockModel clock(r.calibration());
-  StepWorkVisitor v{r, clock, steps, std::min(steps.size(), kMaxWorkSteps), {}, {}, {}, {}};
-  for (size_t i = 0; i < v.kept; ++i) steps[i].work_read = true;
+  StepWorkVisitor v(r, clock, steps);
   dump::visit_records(r, v);
 }
 

@@ -7,10 +7,14 @@
 //   Excess did = straggler_excess(matched, r);      // matched[k][r]: rank r's k-th matched step
 #pragma once
 
+#include "analyze/duration_stats.hpp"
 #include "analyze/ranks.hpp"
+#include "dump/clock_model.hpp"
+#include "dump/visit.hpp"
 #include "dump/reader.hpp"
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace inferscope::analyze {
@@ -30,8 +34,32 @@ struct Excess {
 /// 64 typical steps, and a mean over 256 is four times that.
 inline constexpr size_t kMaxWorkSteps = 256;
 
-/// Fills `steps[i].work_ns` (i < kMaxWorkSteps) from `r`'s records, each counted in the step (by start, on the
-/// dump's own clock) that holds its start; records outside those steps are left out. `steps` are in time order.
+/// Fills `steps[i].work_ns` (i < kMaxWorkSteps) from the records it is handed (dump::visit_records), each counted
+/// in the step (by start, on the dump's own clock) that holds its start; records outside those steps are left out.
+/// `steps` are in time order and must outlive it.
+class StepWorkVisitor {
+ public:
+  StepWorkVisitor(const dump::DumpReader& r, const dump::ClockModel& clock, std::vector<RankStep>& steps);
+  void on(const RangeRecord& rec, const dump::RecordContext& rc);
+  void on(const PyCallRecord& rec, const dump::RecordContext& rc);
+  void on(const GpuKernelRecord& rec, const dump::RecordContext& rc);
+
+ private:
+  RankStep* step_at(int64_t t);
+  int64_t duration(uint64_t start, uint64_t end) const;
+  const std::string& name_of(uint32_t id);
+  const std::string& code_name(uint32_t code);
+  void add(uint64_t start, const std::string& kind, const std::string& name, int64_t ns);
+
+  const dump::DumpReader& r_;
+  const dump::ClockModel& clock_;
+  std::vector<RankStep>& steps_;
+  size_t kept_;  // the first `kept_` steps get their work
+  std::unordered_map<uint32_t, SelfTimer<int64_t>> range_self_, py_self_;  // by thread
+  std::unordered_map<uint32_t, std::string> names_, code_names_;
+};
+
+/// The same in a pass of its own over `r`'s records.
 void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps);
 
 /// The largest excess of rank `straggler` over the matched steps `matched` (matched[k][r]: rank r's k-th matched

@@ -110,6 +110,20 @@ inline void visit_records(const DumpReader& r, const EventsChunkRef& c, V&& v, V
   }
 }
 
+/// Two visitors fed in one pass over the records (each record goes to every one that handles its kind), so two
+/// stages reading the same dump do not decode it twice.
+template <class A, class B>
+struct BothVisitors {
+  A& a;
+  B& b;
+  template <class T>
+    requires visit_detail::Handles<A, T> || visit_detail::Handles<B, T>
+  void on(const T& rec, const RecordContext& cx) {
+    if constexpr (visit_detail::Handles<A, T>) a.on(rec, cx);
+    if constexpr (visit_detail::Handles<B, T>) b.on(rec, cx);
+  }
+};
+
 /// Visits every record of the dump, chunk by chunk in file order.
 template <class V>
 inline void visit_records(const DumpReader& r, V&& v, VisitTally* tally = nullptr) {
