@@ -295,6 +295,31 @@ TEST_CASE("a marker memset becomes a clock check once both host readings and the
   CHECK(out.records.size() == 1);
 }
 
+TEST_CASE("graph-level tracing: off only for a request that records graph nodes one by one, never after an untraced graph") {
+  const auto def = parse_activity_set("default"), none = parse_activity_set("none");
+  const auto nodes = parse_activity_set("default,graph_nodes"), kernel = parse_activity_set("kernel");
+  const auto python_only_sync = parse_activity_set("sync,runtime");  // no kernel, copy or memset: no node recorded
+  // A session that wants graphs gets graph-level tracing, whatever the state before.
+  CHECK(graph_level_wanted(false, false, true, def, false));
+  CHECK(graph_level_wanted(false, true, true, def, false));
+  // Recording every node, or kernels without `graph`, needs it off.
+  CHECK_FALSE(graph_level_wanted(false, true, false, nodes, false));
+  CHECK_FALSE(graph_level_wanted(false, true, false, kernel, false));
+  // Nothing recorded needs it off: it stays as it is (switching it off costs every launch of a graph instantiated
+  // with it on), in a session asking for nothing or for no node kind, and while idle.
+  CHECK(graph_level_wanted(false, true, false, none, false));
+  CHECK(graph_level_wanted(false, true, false, python_only_sync, false));
+  CHECK_FALSE(graph_level_wanted(false, false, false, none, false));
+  CHECK(graph_level_wanted(false, true, false, none, true));
+  // Idle under a session that wants graphs: on, so that graphs instantiated between windows stay launchable.
+  CHECK(graph_level_wanted(false, false, true, none, true));
+  CHECK_FALSE(graph_level_wanted(false, false, false, none, true));
+  // A graph instantiated without it rules it out for good (CUPTI would crash launching that graph with it on).
+  CHECK_FALSE(graph_level_wanted(true, true, true, def, false));
+  CHECK_FALSE(graph_level_wanted(true, true, true, none, true));
+  CHECK_FALSE(graph_level_wanted(true, true, false, none, false));
+}
+
 TEST_CASE("activity specifications, selected API calls and demangling") {
   auto d = parse_activity_set("default");
   CHECK(d.kernel);
@@ -956,8 +981,13 @@ TEST_CASE("CUDA graphs at graph level only where no graph was instantiated witho
   REQUIRE(inferscope::start(cfg));
   CHECK(fake->graph_trace());
   CHECK(std::string(inferscope_cupti_status()).find("node by node") == std::string::npos);
-  // ... and goes off where it is not asked for: the nodes one by one, or nothing at all.
+  // ... stays on where nothing recorded needs it off (switching it off would cost every launch of the graphs
+  // instantiated with it on) ...
   CHECK(inferscope_cupti_set_activities("none") == 0);
+  CHECK(fake->graph_trace());
+  CHECK_FALSE(fake->enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  // ... and goes off where the nodes are recorded one by one.
+  CHECK(inferscope_cupti_set_activities("kernel") == 0);
   CHECK_FALSE(fake->graph_trace());
   CHECK(inferscope_cupti_set_activities("default") == 0);
   CHECK(fake->graph_trace());

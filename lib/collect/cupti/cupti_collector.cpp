@@ -408,16 +408,10 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 
 std::string err(CuptiApi& api, CUptiResult r) { return api.result_string(r); }
 
-// Whether CUPTI's graph-level tracing (CUPTI_ACTIVITY_KIND_GRAPH_TRACE) should be on for `want` (mu held).
-// CUPTI 13 crashes inside cuGraphLaunch when a graph instantiated while graph-level tracing was off is launched
-// with it on; a graph instantiated with it on may be launched with it on or off (docs/gpu-collector.md, "CUDA
-// graphs", measured on the H100). So it goes on only while no such graph can exist, and it stays on while
-// collection is idle (between sessions, before and between sampled windows) when the session wants graphs at
-// graph level, so that graphs instantiated then stay launchable at graph level (a graph launch then costs CUPTI
-// one record, dropped); a request without graphs (graph_nodes, "none") switches it off.
+// Whether CUPTI's graph-level tracing (CUPTI_ACTIVITY_KIND_GRAPH_TRACE) should be on for `want` (mu held): the
+// rule is graph_level_wanted's (cupti_collector.hpp).
 bool graph_trace_wanted(const State& s, const ActivitySet& want, bool idle) {
-  if (s.untraced_graph_exec.load()) return false;
-  return idle ? s.graph_trace_on.load() || s.wanted.graph : want.graph;
+  return graph_level_wanted(s.untraced_graph_exec.load(), s.graph_trace_on.load(), s.wanted.graph, want, idle);
 }
 
 // Whether CUDA was in use before CUPTI subscribed (a session started in-process after the program initialised
@@ -941,6 +935,14 @@ void set_api_factory_for_test(std::function<std::unique_ptr<CuptiApi>()> factory
 }
 
 void deliver_buffer_for_test(uint8_t* buffer, size_t valid_size) { translate_buffer(buffer, valid_size); }
+
+bool graph_level_wanted(bool untraced_graph_exists, bool on_now, bool session_wants_graphs, const ActivitySet& want,
+                        bool idle) {
+  if (untraced_graph_exists) return false;
+  const bool records_nodes = want.kernel || want.memcpy || want.memset;
+  if (idle || (!want.graph && !records_nodes)) return on_now || session_wants_graphs;
+  return want.graph;
+}
 
 }  // namespace inferscope::cupti
 
