@@ -28,6 +28,12 @@ One process alternates windows with collection on and off, many rounds, and repo
   PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode windows --batches 1 --steps 150 --warm 0 \
       --rounds 20 --mark-steps --window-sets "system=true;system=true,live=127.0.0.1:18791,live_token=false"
 
+  # A CUDA graph replayed per step (one graph launch of 1,500 small kernels): which part of a session costs a
+  # replay (Python tracer, system sampler, CUPTI), each against no session and against the defaults.
+  PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode windows --model graph --batches 8 --steps 50 \
+      --warm 2 --rounds 30 --against system=true \
+      --window-sets "system=true;python=false;system=false;python=false,system=false"
+
 The step: transformers' GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)), random weights,
 fp16, sequence 128, batch 1 and 32, no_grad, synchronized at the end of each step.
 """
@@ -73,6 +79,34 @@ def build_step(batch, seq, device):
         """Runs one step; returns when the forward call returned (the host had issued all the work)."""
         with torch.no_grad():
             model(input_ids=ids, use_cache=False)
+        issued = time.perf_counter()
+        torch.cuda.synchronize()
+        return issued
+
+    return step
+
+
+def build_graph_step(batch, layers, width, device):
+    """A CUDA graph of `2 * layers` small kernels (Linear + ReLU, fp16), captured once and replayed per step: what a
+    serving engine's captured decode step looks like to the collector (one graph launch per step)."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[m for _ in range(layers) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())])
+    model = model.to(device=device, dtype=torch.float16).eval()
+    x = torch.randn(batch, width, device=device, dtype=torch.float16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(3):  # warm-up on a side stream, as torch.cuda.graphs asks
+            model(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        model(x)
+
+    def step():
+        graph.replay()
         issued = time.perf_counter()
         torch.cuda.synchronize()
         return issued
@@ -274,6 +308,15 @@ def print_windows(batch, a, n, stats, base_of, start_ms, stop_ms, dump_mb, polls
         cells = [f" {ratio(x.at[i], base.at[i]):+.1f} % |" for i in range(n)] if per_step else []
         size = f"{statistics.median(dump_mb[k]):.1f}" if k in dump_mb else "-"
         print(f"| {k} | {ratio(x.med, base.med):+.2f} % | {ratio(x.mean, base.mean):+.2f} % | {size} |" + "".join(cells))
+    if a.against:
+        if a.against not in stats:
+            sys.exit(f"--against {a.against!r} is not one of --window-sets")
+        ref = stats[a.against]
+        print(f"\n| against `{a.against}` (round by round, both sessions) | timed steps: median | timed steps: mean |")
+        print("|---|---:|---:|")
+        for k, x in stats.items():
+            if k != a.against and not k.startswith("steady"):
+                print(f"| {k} | {ratio(x.med, ref.med):+.2f} % | {ratio(x.mean, ref.mean):+.2f} % |")
     for k, n_ok in polls.items():
         print(f"# {k}: the live page answered {statistics.median(n_ok):.0f} polls per window (median; "
               f"/data and /metrics every {a.live_poll_s} s from another process)")
@@ -301,7 +344,10 @@ def session_windows(step, batch, a, isc):
         for k in order:
             path = os.path.join(tmp, f"w{r}.iscope")
             poller = None
-            if k != "off":
+            waker = None
+            if k == WAKER:
+                waker = start_waker()
+            elif k != "off":
                 settings = session_settings(k)
                 t0 = time.perf_counter()
                 if not isc.start(output=path, **settings):
@@ -312,7 +358,9 @@ def session_windows(step, batch, a, isc):
             times = run_steps(step, n, isc if a.mark_steps else None)
             if poller:
                 polls.setdefault(k, []).append(stop_live_poller(poller))
-            if k != "off":
+            if waker:
+                waker()
+            elif k != "off":
                 t0 = time.perf_counter()
                 isc.stop()
                 stop_ms.append((time.perf_counter() - t0) * 1e3)
@@ -325,6 +373,20 @@ def session_windows(step, batch, a, isc):
     # The steady session's "on" windows are compared with its own "off" windows, the others with no session.
     base_of = lambda k: steady_off if k.startswith("steady") else stats["off"]
     print_windows(batch, a, n, stats, base_of, start_ms, stop_ms, dump_mb, polls)
+
+
+# A window set with no session, only a thread that wakes every 20 ms as the session's writer does: whether a
+# process with a periodically waking thread runs its steps faster on these hosts than one without (docs/benchmarks.md,
+# "Adaptive capture over a long run").
+WAKER = "no-session+waker"
+
+
+def start_waker(period=0.02):
+    import threading
+    done = threading.Event()
+    t = threading.Thread(target=lambda: [None for _ in iter(lambda: done.wait(period), True)], daemon=True)
+    t.start()
+    return lambda: (done.set(), t.join())
 
 
 # A page left open: another process (as a browser is) fetching /data and /metrics every `period` s; it prints how
@@ -362,6 +424,16 @@ def main():
     ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain", "sampled", "windows"], required=True)
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--model", choices=["gpt2", "graph"], default="gpt2",
+                    help="the step: GPT-2's forward (default), or one CUDA graph of small kernels replayed per step "
+                         "(--graph-layers Linear+ReLU pairs of --graph-width, batch from --batches). In windows "
+                         "mode a graph step is captured inside a first session started before CUDA is initialised, "
+                         "as under iscope-run, so that CUPTI may trace it at graph level (docs/gpu-collector.md)")
+    ap.add_argument("--graph-layers", type=int, default=750, help="graph step: Linear+ReLU pairs (2 kernels each)")
+    ap.add_argument("--graph-width", type=int, default=256, help="graph step: features per layer")
+    ap.add_argument("--against", default="",
+                    help="windows mode: also compare every session setting with this one (one of --window-sets), "
+                         "round by round: a comparison of two sessions, both with the writer's threads running")
     # Short windows and many rounds: on shared hosts neighbouring windows then differ less (docs/benchmarks.md,
     # "Fifth run": 8-step windows x 100-150 rounds gave per-round medians within ~1 point run to run).
     ap.add_argument("--rounds", type=int, default=None, help="default 100 (10 for --mode sampled: its blocks are whole periods)")
@@ -389,7 +461,8 @@ def main():
                     help="windows mode: then the same windows in one GPU-only session switched on and off per window")
     ap.add_argument("--window-sets", default="system=true;python=false,system=false",
                     help="windows mode: ';'-separated session settings to compare with no session, each a comma list "
-                         "of key=value (docs/configuration.md); 'system=true' alone is the defaults")
+                         "of key=value (docs/configuration.md); 'system=true' alone is the defaults; "
+                         f"'{WAKER}' is no session with a thread waking every 20 ms")
     a = ap.parse_args()
     if a.rounds is None:
         a.rounds = 10 if a.mode == "sampled" else 100
@@ -397,6 +470,13 @@ def main():
     import torch
     import transformers
 
+    early = None
+    if a.model == "graph" and a.mode == "windows":
+        import tempfile
+        import inferscope_py as early_isc
+        early = os.path.join(tempfile.mkdtemp(prefix="iscope-early-"), "early.iscope")
+        if not early_isc.start(output=early, python=False, system=False):  # before CUDA's first call
+            sys.exit("inferscope_py.start() failed before CUDA was initialised")
     print(f"# GPU collector overhead: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
           f"transformers {transformers.__version__}, python {sys.version.split()[0]}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rounds={a.rounds} steps/window={a.steps} "
@@ -410,9 +490,20 @@ def main():
         print(f"# collector: {lib.inferscope_cupti_status().decode()}")
 
     for batch in [int(x) for x in a.batches.split(",")]:
-        step = build_step(batch, a.seq, "cuda")
+        if a.model == "graph":
+            step = build_graph_step(batch, a.graph_layers, a.graph_width, "cuda")
+            print(f"# step: one CUDA graph of {2 * a.graph_layers} kernels ({a.graph_layers} x Linear({a.graph_width}) "
+                  f"+ ReLU, fp16, batch {batch}), replayed and synchronised")
+        else:
+            step = build_step(batch, a.seq, "cuda")
         for _ in range(10):
             step()
+        if early:
+            early_isc.stop()
+            d = early_isc._native._read_dump(early)
+            print(f"# the graph was captured in a session started before CUDA; its collectors: {d['collectors']}")
+            os.unlink(early)
+            early = None
         if a.mode == "inferscope":
             sets = ["none"] + a.sets.split(";")
 
