@@ -25,7 +25,10 @@ struct Excess {
   std::string kind;  ///< "Python function", "range", "kernel"; "" when no excess was found
   std::string name;
   double ms = 0;     ///< per matched step
-  std::string what() const { return kind.empty() ? "" : kind + " " + name; }
+  std::string launched_by;  ///< for a kernel: where most of its launches came from on that rank, "" when unknown
+  std::string what() const {
+    return kind.empty() ? "" : kind + " " + name + (launched_by.empty() ? "" : " (launched by " + launched_by + ")");
+  }
 };
 
 /// The steps whose work is kept: the first 256 of each rank, and the first 256 matched steps are compared. A step

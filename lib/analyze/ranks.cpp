@@ -112,8 +112,8 @@ Finding collective_wait(const RunAnalysis& run, const RankRow& straggler, double
   if (!did.kind.empty() && did.ms >= 0.5 * straggler.late_ms) {
     const std::string& name = did.name;
     if (did.kind == "kernel")
-      f.suggestions.push_back(suggestion("Give " + rank_name(straggler.rank) + " the same GPU work as the others: its kernel " +
-                                             name + " runs " + ms2(did.ms) + " ms per step longer; split that work evenly across the ranks",
+      f.suggestions.push_back(suggestion("Give " + rank_name(straggler.rank) + " the same GPU work as the others: its " +
+                                             did.what() + " runs " + ms2(did.ms) + " ms per step longer; split that work evenly across the ranks",
                                          straggler.late_ms, run.step_ms, model));
     else
       f.suggestions.push_back(suggestion("Take " + name + " off " + rank_name(straggler.rank) +
@@ -429,7 +429,17 @@ void fill_means(const RunSums& sums, double m, RunAnalysis& run) {
 
 // The straggler: the rank whose late arrivals delayed the run's collectives most, when that is a cause worth
 // reporting (the floor of any cause) and most of the delay is its (over half: one rank is the story).
-void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, RunAnalysis& run) {
+// Where the straggler's own analysis says most launches of kernel `name` came from (its kernel table's launcher:
+// the Python function, range or layer), so that the report names code and not only a kernel; "" when unknown.
+std::string kernel_launcher(const std::string& name, const Analysis* a) {
+  if (a)
+    for (const KernelRow& k : a->kernels)
+      if (k.name == name && k.launched_by != "-") return k.launched_by;
+  return "";
+}
+
+void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, const std::vector<const Analysis*>& analyses,
+                   RunAnalysis& run) {
   double late_total = 0;
   size_t straggler = 0;
   for (size_t r = 0; r < run.ranks.size(); ++r) {
@@ -439,7 +449,8 @@ void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, Run
   const RankRow& s = run.ranks[straggler];
   if (late_total <= 0 || s.late_ms < kMinImpactShare * run.step_ms || s.late_ms / late_total <= 0.5) return;
   run.straggler = s.rank;
-  const Excess did = straggler_excess(matched, straggler);  // inside the matched steps only
+  Excess did = straggler_excess(matched, straggler);  // inside the matched steps only
+  if (did.kind == "kernel") did.launched_by = kernel_launcher(did.name, straggler < analyses.size() ? analyses[straggler] : nullptr);
   if (did.ms > 0) run.straggler_did = did.what() + ", " + ms2(did.ms) + " ms per step more than on any other rank";
   run.findings.push_back(collective_wait(run, s, s.late_ms / late_total, did, s.primary));
 }
@@ -486,7 +497,7 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vecto
                            "each step, as many as every rank ran, are matched (in their order)");
   const double m = double(matched.size());
   fill_means(sums, m, run);
-  add_straggler(matched, run);
+  add_straggler(matched, in.analyses, run);
   add_communication(in.traces, sums, m, run);
   run.timeline = run_timeline(matched, run.ranks);
   std::stable_sort(run.findings.begin(), run.findings.end(),

@@ -11,7 +11,9 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,8 @@ std::string temp(const std::string& name) {
 }
 
 // One rank's program: per step, host work (plus `extra_ms` in a Python function `postprocess_shard` on the
-// straggler), then per layer a compute kernel of `compute_ms` and an all_reduce. `ready` receives, per step and
+// straggler, or with `extra_on_gpu` a kernel `sgemm_fp32_logprobs` of `extra_ms` that `postprocess_shard` launches),
+// then per layer a compute kernel of `compute_ms` and an all_reduce. `ready` receives, per step and
 // layer, the time this rank's all_reduce kernel started; `end_of` gives its end (from every rank's start).
 struct RankPlan {
   int rank = 0;
@@ -44,7 +47,7 @@ struct TwoRanks {
 // a collective ends `transfer_ms` after the later rank's kernel started.
 TwoRanks write_two_ranks(const std::string& tag, double extra_ms_rank1, double compute_ms, double transfer_ms,
                          const char* kernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL", int steps = 12, int layers = 4,
-                         bool with_rank = true) {
+                         bool with_rank = true, bool extra_on_gpu = false) {
   TwoRanks out;
   out.starts.assign(2, {});
   // Simulate both ranks' clocks together.
@@ -59,6 +62,7 @@ TwoRanks write_two_ranks(const std::string& tag, double extra_ms_rank1, double c
   struct K {
     int64_t s, e;
     bool nccl;
+    const char* name = nullptr;  // a compute kernel's name other than the default
   };
   std::vector<std::vector<K>> kernels(2);
   std::vector<std::vector<std::pair<int64_t, int64_t>>> extra(2);
@@ -67,7 +71,13 @@ TwoRanks write_two_ranks(const std::string& tag, double extra_ms_rank1, double c
     for (int r = 0; r < 2; ++r) {
       step_start[r] = clk[r].host;
       clk[r].host += kMs / 2;  // 0.5 ms of host work
-      if (r == 1 && extra_ms_rank1 > 0) {
+      if (r == 1 && extra_ms_rank1 > 0 && extra_on_gpu) {  // a 50 us Python call launching a long kernel
+        const int64_t ks = std::max(clk[r].gpu, clk[r].host + 5'000);
+        kernels[r].push_back({ks, ks + int64_t(extra_ms_rank1 * kMs), false, "sgemm_fp32_logprobs"});
+        clk[r].gpu = ks + int64_t(extra_ms_rank1 * kMs);
+        extra[r].emplace_back(clk[r].host - 10'000, clk[r].host + 50'000);
+        clk[r].host += 50'000;
+      } else if (r == 1 && extra_ms_rank1 > 0) {
         extra[r].emplace_back(clk[r].host, clk[r].host + int64_t(extra_ms_rank1 * kMs));
         clk[r].host += int64_t(extra_ms_rank1 * kMs);
       }
@@ -103,14 +113,18 @@ TwoRanks write_two_ranks(const std::string& tag, double extra_ms_rank1, double c
     const uint32_t t = b.thread("MainThread", 5000 + r);
     const uint32_t ch = b.channel("cupti activity");
     const uint32_t code = b.code("postprocess_shard", "tp.py", 40);
-    for (const auto& [s, e] : extra[r]) b.pycall(t, code, 1, s, e);
+    // The thread's records in the order the recorder writes them: each at its end.
+    std::vector<std::pair<int64_t, std::function<void()>>> on_thread;
+    for (const auto& [s, e] : extra[r]) on_thread.emplace_back(e, [&b, t, code, s, e] { b.pycall(t, code, 1, s, e); });
     uint32_t corr = 0;
     for (const K& k : kernels[r]) {
       ++corr;
-      b.api(t, "cudaLaunchKernel", corr, k.s - 8'000, k.s - 3'000);
-      b.kernel(ch, k.nccl ? kernel : "gemm_bf16_tn", corr, k.s, k.e, 7, uint32_t(r));
+      on_thread.emplace_back(k.s - 3'000, [&b, t, corr, k] { b.api(t, "cudaLaunchKernel", corr, k.s - 8'000, k.s - 3'000); });
+      b.kernel(ch, k.nccl ? kernel : k.name ? k.name : "gemm_bf16_tn", corr, k.s, k.e, 7, uint32_t(r));
     }
-    for (const Step& s : step_spans[r]) b.range(t, "step", 0, s.s, s.e);
+    for (const Step& st : step_spans[r]) on_thread.emplace_back(st.e, [&b, t, st] { b.range(t, "step", 0, st.s, st.e); });
+    std::stable_sort(on_thread.begin(), on_thread.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (auto& [end, write] : on_thread) write();
     b.finish();
     out.paths.push_back(path);
   }
@@ -200,6 +214,25 @@ TEST_CASE("a rank with extra host work is named as the straggler, with what it d
   const Finding* c = finding(run, "communication");
   REQUIRE(c);
   CHECK_FALSE(c->primary);
+}
+
+TEST_CASE("a straggler whose extra work is a kernel: named with the code that launched it") {
+  // Rank 1's postprocess_shard launches a 3 ms kernel before the first layer: rank 1's first all_reduce starts
+  // 3 ms late on the GPU, and its host does no extra work to speak of (a 50 us call).
+  const TwoRanks t = write_two_ranks("straggler_kernel", 3.0, 1.0, 0.2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 12, 4,
+                                     true, /*extra_on_gpu=*/true);
+  const RunAnalysis run = run_of(t);
+  REQUIRE(run.ranks.size() == 2);
+  CHECK(run.straggler == 1);
+  CHECK(run.ranks[1].late_ms == doctest::Approx(3.0).epsilon(0.05));
+  CHECK_MESSAGE(run.straggler_did.starts_with("kernel sgemm_fp32_logprobs (launched by postprocess_shard"), run.straggler_did);
+  const Finding* f = finding(run, "collective_wait");
+  REQUIRE(f);
+  CHECK(f->primary);
+  const Suggestion& top = f->suggestions.front();
+  CHECK(top.priority == "high");
+  CHECK(top.estimated);
+  CHECK_MESSAGE(top.action.find("sgemm_fp32_logprobs (launched by postprocess_shard") != std::string::npos, top.action);
 }
 
 TEST_CASE("a run that mostly moves data is communication-bound; the savings follow the bytes and the compute") {
