@@ -57,13 +57,24 @@ std::string span_json(const Snapshot& s, const Span& x, bool step) {
 }
 
 // The newest steps and every range that overlaps them, on every thread.
+// The newest kTimelineSteps steps up to now; once steps have settled on the GPU side, the newest settled ones
+// instead (their GPU activities have arrived), and what ran on the threads in that range.
 std::string timeline_json(const Snapshot& s) {
-  const auto steps = newest(s.steps, kTimelineSteps);
-  const uint64_t from = steps.empty() ? (s.spans.empty() ? 0 : s.spans.front().start) : steps.front().start;
-  std::string out = "{\"from_ms\":" + num(at_ms(s, from)) + ",\"to_ms\":" + num(at_ms(s, s.now_ticks)) + ",\"spans\":[";
+  const bool settled = s.timeline_to != 0;
+  std::vector<Span> steps;
+  if (settled) {
+    for (const Span& x : s.steps)
+      if (x.end >= s.timeline_from && x.start <= s.timeline_to) steps.push_back(x);
+  } else {
+    steps = newest(s.steps, kTimelineSteps);
+  }
+  const uint64_t from = settled ? s.timeline_from
+                                : steps.empty() ? (s.spans.empty() ? 0 : s.spans.front().start) : steps.front().start;
+  const uint64_t to = settled ? s.timeline_to : s.now_ticks;
+  std::string out = "{\"from_ms\":" + num(at_ms(s, from)) + ",\"to_ms\":" + num(at_ms(s, to)) + ",\"spans\":[";
   bool first = true;
   auto add = [&](const Span& x, bool step) {
-    if (x.end < from) return;
+    if (x.end < from || x.start > to) return;
     out += (first ? "" : ",") + span_json(s, x, step);
     first = false;
   };

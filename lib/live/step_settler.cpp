@@ -139,12 +139,12 @@ std::vector<SettledStep> StepSettler::measure(const std::vector<Span>& steps) co
   return out;
 }
 
-std::vector<GpuSpan> StepSettler::gpu_since(uint64_t from, size_t max) const {
+std::vector<GpuSpan> StepSettler::gpu_between(uint64_t from, uint64_t to, size_t max) const {
   std::vector<GpuSpan> out;
   const size_t n = gpu_total_ < kGpuSpanCapacity ? size_t(gpu_total_) : kGpuSpanCapacity;
   for (size_t i = 0; i < n && out.size() < max; ++i) {
     const GpuSpan& g = gpu_[(gpu_next_ + kGpuSpanCapacity - 1 - i) % kGpuSpanCapacity];  // newest first
-    if (g.end >= from) out.push_back(g);
+    if (g.end >= from && g.start <= to) out.push_back(g);
   }
   return out;
 }

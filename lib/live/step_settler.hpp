@@ -71,8 +71,8 @@ class StepSettler {
   uint64_t settled_total() const { return settled_total_; }
   /// Seconds of the complete settled steps in each category, since the session began.
   const std::array<double, kCategories>& seconds_total() const { return seconds_total_; }
-  /// GPU activities ending at or after `from`, at most `max` of the newest to arrive.
-  std::vector<GpuSpan> gpu_since(uint64_t from, size_t max) const;
+  /// GPU activities ending at or after `from` and starting at or before `to`, at most `max` of the newest to arrive.
+  std::vector<GpuSpan> gpu_between(uint64_t from, uint64_t to, size_t max) const;
 
  private:
   struct ApiSpan {

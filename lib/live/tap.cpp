@@ -119,7 +119,11 @@ void Tap::set_thread_name(uint32_t thread, const std::string& name, uint32_t os_
 // writes the step ring, so reading them here needs no lock; the lock covers the copies into gpu_view_.
 void Tap::advance(uint64_t now_ticks) {
   std::vector<SettledStep> fresh = gpu_.settle(now_ticks);
-  std::vector<GpuSpan> timeline = gpu_.gpu_since(timeline_from(), kTimelineGpuSpans);
+  for (const SettledStep& x : fresh) recent_settled_.push_back(x.step);
+  if (recent_settled_.size() > kTimelineSteps)
+    recent_settled_.erase(recent_settled_.begin(), recent_settled_.end() - kTimelineSteps);
+  const auto [from, to] = timeline_range();
+  std::vector<GpuSpan> timeline = gpu_.gpu_between(from, to, kTimelineGpuSpans);
   std::lock_guard lk(mu_);
   GpuView& v = gpu_view_;
   if (v.settled.empty() && !fresh.empty()) v.settled.resize(kSettledCapacity);
@@ -128,6 +132,8 @@ void Tap::advance(uint64_t now_ticks) {
     v.settled_next = (v.settled_next + 1) % kSettledCapacity;
   }
   v.timeline.swap(timeline);
+  v.timeline_from = recent_settled_.empty() ? 0 : from;
+  v.timeline_to = recent_settled_.empty() ? 0 : to;
   v.seen = gpu_.gpu_seen();
   v.records = gpu_.gpu_records();
   v.settled_total = gpu_.settled_total();
@@ -136,10 +142,15 @@ void Tap::advance(uint64_t now_ticks) {
   v.seconds = gpu_.seconds_total();
 }
 
-uint64_t Tap::timeline_from() const {
-  if (steps_total_ == 0) return 0;
+std::pair<uint64_t, uint64_t> Tap::timeline_range() const {
+  if (!recent_settled_.empty()) {
+    uint64_t to = 0;
+    for (const Span& x : recent_settled_) to = std::max(to, x.end);
+    return {recent_settled_.front().start, to};
+  }
+  if (steps_total_ == 0) return {0, UINT64_MAX};
   const size_t n = std::min<uint64_t>(steps_total_, std::min(kTimelineSteps, steps_.size()));
-  return steps_[(steps_next_ + steps_.size() - n) % steps_.size()].start;
+  return {steps_[(steps_next_ + steps_.size() - n) % steps_.size()].start, UINT64_MAX};
 }
 
 void Tap::set_state(const std::string& state) {
@@ -176,6 +187,8 @@ Snapshot Tap::snapshot() const {
   s.gpu_seen = v.seen;
   s.gpu_records = v.records;
   s.gpu_spans = v.timeline;
+  s.timeline_from = v.timeline_from;
+  s.timeline_to = v.timeline_to;
   const size_t n = std::min<uint64_t>(v.settled_total, v.settled.size());
   for (size_t i = 0; i < n; ++i) s.settled.push_back(v.settled[(v.settled_next + v.settled.size() - n + i) % v.settled.size()]);
   s.steps_settled = v.settled_total;

@@ -26,7 +26,9 @@ enum class RecordKind : uint8_t;  // inferscope/records.hpp
 
 namespace inferscope::live {
 
-/// Steps the timeline shows (the GPU activities copied for it are those of these steps).
+/// Steps the timeline shows (the GPU activities copied for it are those of these steps). Once GPU activity has
+/// been seen, the timeline shows the newest *settled* steps: a step's GPU records arrive up to about a second
+/// after it ended (step_settler.hpp), so the newest steps would show an empty GPU lane.
 inline constexpr size_t kTimelineSteps = 5;
 /// GPU activities the timeline shows at most (the newest): more rectangles make the page's redraw each second slow.
 inline constexpr size_t kTimelineGpuSpans = 4096;
@@ -55,6 +57,9 @@ struct Snapshot {
   bool gpu_seen = false;
   uint64_t gpu_records = 0;
   std::vector<GpuSpan> gpu_spans;        ///< the timeline's GPU activities, newest first
+  /// The timeline's time range once steps have settled (the newest kTimelineSteps settled steps); both 0 before:
+  /// the timeline then shows the newest steps up to now.
+  uint64_t timeline_from = 0, timeline_to = 0;
   std::vector<SettledStep> settled;      ///< the newest settled steps, oldest first
   uint64_t steps_settled = 0, steps_pending = 0, steps_incomplete = 0;
   std::array<double, kCategories> category_seconds{};  ///< complete settled steps' seconds per Category
@@ -102,7 +107,10 @@ class Tap {
   std::map<uint32_t, std::string> names_, threads_;
   std::map<uint32_t, uint32_t> thread_of_os_tid_;
   std::map<uint32_t, uint8_t> api_kinds_;  // CUDA API name id -> analyze::detail::ApiKind
-  uint64_t timeline_from() const;  // the start of the newest kTimelineSteps steps (0: none)
+  // The timeline's range: the newest kTimelineSteps settled steps, or before any settled, the newest steps to
+  // now (to = UINT64_MAX). The feeding thread's alone.
+  std::pair<uint64_t, uint64_t> timeline_range() const;
+  std::vector<Span> recent_settled_;  // the newest kTimelineSteps settled steps, oldest first (feeding thread)
   StepSettler gpu_;  // the feeding thread's alone (observe, advance): its scans run outside mu_
   // What advance() publishes from gpu_ (under mu_, read by snapshot()).
   struct GpuView {
@@ -112,6 +120,7 @@ class Tap {
     std::vector<SettledStep> settled;  // ring of kSettledCapacity
     size_t settled_next = 0;
     std::vector<GpuSpan> timeline;
+    uint64_t timeline_from = 0, timeline_to = 0;  // 0, 0: no step settled yet
   } gpu_view_;
   std::string state_ = "recording";
 };

@@ -254,7 +254,21 @@ TEST_CASE("a step whose GPU records were overwritten before it settled is left o
   const auto m = parse_metrics(render_metrics(s));
   CHECK(m.at("inferscope_gpu_busy_seconds_total") == 0);
   CHECK(m.at("inferscope_step_time_seconds_total{category=\"host\"}") == 0);
-  CHECK(s.gpu_spans.size() == kTimelineGpuSpans);  // the timeline's copy is capped
+  CHECK(s.gpu_spans.empty());  // the timeline shows the settled step, whose kernel was overwritten
+}
+
+TEST_CASE("the timeline's copy of GPU activities is capped at the newest kTimelineGpuSpans") {
+  Tap tap(kStep, 0, 1.0, names);
+  std::vector<uint8_t> host, gpu;
+  range(host, kStep, 0, 100 * kMs);
+  feed(tap, kMain, host);
+  for (size_t i = 0; i < kTimelineGpuSpans + 10; ++i) kernel(gpu, 7, kMs + i * 1000, kMs + i * 1000 + 500);
+  kernel(gpu, 7, 150 * kMs, 151 * kMs);  // past the step's end: it settles
+  feed(tap, kGpuChannel, gpu);
+  tap.advance(200 * kMs);
+  const Snapshot s = tap.snapshot();
+  REQUIRE(s.steps_settled == 1);
+  CHECK(s.gpu_spans.size() == kTimelineGpuSpans);
 }
 
 TEST_CASE("past kPendingCapacity waiting steps the oldest is given up: incomplete, never measured with what came") {
@@ -285,4 +299,37 @@ TEST_CASE("past kPendingCapacity waiting steps the oldest is given up: incomplet
   CHECK(s.steps_pending == 1);
   const auto m = parse_metrics(render_metrics(s));
   CHECK(m.at("inferscope_gpu_busy_seconds_total") == doctest::Approx((kPendingCapacity - 1) * 90e-6));
+}
+
+TEST_CASE("the timeline shows the newest settled steps with their GPU activities, not the newest steps with none yet") {
+  Tap tap(kStep, 0, 1.0, names);
+  // Ten 10 ms steps, each with a kernel from 2 to 8 ms into it; the GPU channel has delivered the first seven
+  // steps' kernels only (the last three steps' arrive later, as CUPTI's records do).
+  std::vector<uint8_t> host, gpu;
+  for (uint64_t i = 0; i < 10; ++i) {
+    range(host, kStep, i * 10 * kMs, (i + 1) * 10 * kMs);
+    if (i < 7) kernel(gpu, 7, i * 10 * kMs + 2 * kMs, i * 10 * kMs + 8 * kMs);
+  }
+  feed(tap, kMain, host);
+  feed(tap, kGpuChannel, gpu);
+  tap.advance(100 * kMs);
+  Snapshot s = tap.snapshot();
+  // Steps 0-5 settled (step 6's kernel ends before its end: more may come, the watermark says so).
+  REQUIRE(s.settled.size() == 6);
+  CHECK(s.timeline_from == 10 * kMs);  // the newest five settled: steps 1 to 5
+  CHECK(s.timeline_to == 60 * kMs);
+  const std::string d = render_data_json(s);
+  CHECK(has(d, "\"timeline\":{\"from_ms\":10,\"to_ms\":60,"));
+  CHECK(has(d, "{\"device\":0,\"stream\":7,\"kind\":\"kernel\",\"start_ms\":52,\"dur_ms\":6}"));  // step 5's kernel
+  CHECK_FALSE(has(d, "\"start_ms\":62,"));  // step 6's kernel: its step has not settled, it is not shown
+  CHECK_FALSE(has(d, "\"start_ms\":90,"));  // nor step 9, the newest step, whose GPU side has not arrived
+  CHECK(s.gpu_spans.size() == 5);
+
+  // Before any step settled the timeline follows the newest steps up to now.
+  Tap fresh(kStep, 0, 1.0, names);
+  feed(fresh, kMain, host);
+  fresh.advance(100 * kMs);
+  const Snapshot f = fresh.snapshot();
+  CHECK(f.timeline_to == 0);
+  CHECK(has(render_data_json(f), "\"timeline\":{\"from_ms\":50,\"to_ms\":100,"));
 }
