@@ -92,7 +92,7 @@ void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps) {
   dump::visit_records(r, v);
 }
 
-Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler) {
+Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler, Lateness late) {
   const auto rows = with_work(matched);
   if (rows.empty()) return {};
   const size_t ranks = rows.front()->size();
@@ -107,6 +107,9 @@ Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched
     Excess& b = best[key.first];
     if (excess_ms > b.ms) b = {key.first, key.second, excess_ms};
   }
+  // Late from GPU work: the host's extra time is then its wait for that work (a sync inside a function counts as
+  // the function's self time), so the kernel is what it did instead.
+  if (late == Lateness::kGpuWork && best[kKernel].ms > 0) return best[kKernel];
   Excess did = best[kPython];
   // a range's self time holds the Python calls inside it: the function, more precise, wins when near
   if (best[kRange].ms > did.ms * 1.25) did = best[kRange];

@@ -65,10 +65,17 @@ class StepWorkVisitor {
 /// The same in a pass of its own over `r`'s records.
 void add_step_work(const dump::DumpReader& r, std::vector<RankStep>& steps);
 
+/// Where the straggler's lateness comes from: its GPU ran more (its GPU compute per step exceeds every other
+/// rank's by half its lateness or more), or anything else (host work before its collectives).
+enum class Lateness { kHostWork, kGpuWork };
+
 /// The largest excess of rank `straggler` over the matched steps `matched` (matched[k][r]: rank r's k-th matched
-/// step) whose work every rank read (RankStep::work_read): per (kind, name), its mean per matched step less the largest other rank's. A Python function is preferred
-/// to a range (a range's self time holds the Python calls inside it) unless the range's excess is over 1.25 times
-/// larger; a kernel wins when its excess is the largest.
-Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler);
+/// step) whose work every rank read (RankStep::work_read): per (kind, name), its mean per matched step less the
+/// largest other rank's. Late from GPU work: the kernel with the largest excess (the host's extra time is its wait
+/// for that kernel). Otherwise a Python function is preferred to a range (a range's self time holds the Python
+/// calls inside it) unless the range's excess is over 1.25 times larger; a kernel wins when its excess is the
+/// largest.
+Excess straggler_excess(const std::vector<std::vector<const RankStep*>>& matched, size_t straggler,
+                        Lateness late = Lateness::kHostWork);
 
 }  // namespace inferscope::analyze

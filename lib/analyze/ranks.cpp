@@ -449,7 +449,13 @@ void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, con
   const RankRow& s = run.ranks[straggler];
   if (late_total <= 0 || s.late_ms < kMinImpactShare * run.step_ms || s.late_ms / late_total <= 0.5) return;
   run.straggler = s.rank;
-  Excess did = straggler_excess(matched, straggler);  // inside the matched steps only
+  // Late because its GPU had more to do: its compute per step beyond every other rank's covers half its lateness
+  // or more (the same "half" as the straggler's share above: one cause is the story).
+  double others_compute = 0;
+  for (size_t r = 0; r < run.ranks.size(); ++r)
+    if (r != straggler) others_compute = std::max(others_compute, run.ranks[r].compute_ms);
+  const Lateness late = s.compute_ms - others_compute >= 0.5 * s.late_ms ? Lateness::kGpuWork : Lateness::kHostWork;
+  Excess did = straggler_excess(matched, straggler, late);  // inside the matched steps only
   if (did.kind == "kernel") did.launched_by = kernel_launcher(did.name, straggler < analyses.size() ? analyses[straggler] : nullptr);
   if (did.ms > 0) run.straggler_did = did.what() + ", " + ms2(did.ms) + " ms per step more than on any other rank";
   run.findings.push_back(collective_wait(run, s, s.late_ms / late_total, did, s.primary));

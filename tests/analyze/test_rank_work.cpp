@@ -100,6 +100,13 @@ TEST_CASE("the straggler's excess: its mean per matched step over the most any o
   const RankStep c0 = work({{post, 5}, {step, 9}}), c1 = work({{post, 5}, {step, 9}, {gemm, 20}});
   CHECK(straggler_excess({{&a0, &c0}}, 1).kind == "range");
   CHECK(straggler_excess({{&a0, &c1}}, 1).kind == "kernel");
+  // late from GPU work: the kernel, though the host's function shows more (its wait for that kernel)
+  const Excess gpu = straggler_excess({{&a0, &b0}, {&a1, &b1}}, 1, Lateness::kGpuWork);
+  CHECK(gpu.what() == "kernel gemm");
+  CHECK(gpu.ms == doctest::Approx(1));
+  // ... and where no kernel ran more, what the host did
+  CHECK(straggler_excess({{&a0, &a1}}, 1, Lateness::kGpuWork).what().empty());
+  CHECK(straggler_excess({{&a0, &b0}}, 1, Lateness::kGpuWork).kind == "kernel");
 
   // a matched step whose work a rank did not read (past kMaxWorkSteps) is left out of the means, not read as 0
   RankStep unread = work({{post, 50}});
