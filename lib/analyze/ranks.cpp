@@ -1,6 +1,7 @@
 #include "analyze/ranks.hpp"
 
 #include "analyze/host_clocks.hpp"
+#include "analyze/collective_runs.hpp"
 #include "analyze/rank_work.hpp"
 
 #include <algorithm>
@@ -137,10 +138,10 @@ Finding collective_wait(const RunAnalysis& run, const RankRow& straggler, double
 }
 
 Finding communication(const RunAnalysis& run, const RankRow& typical, double exposed_ms, bool f32, double per_step,
-                      double sm_share) {
+                      double sm_share, const CollectiveRuns& runs) {
   Finding f;
   f.category = "communication";
-  f.impact_ms = exposed_ms;
+  f.impact_ms = std::max(exposed_ms, runs.saving_ms);
   const double overlap_share = typical.comm_ms > 0 ? typical.overlap_ms / typical.comm_ms : 0;
   f.title = "Communication: " + ms2(exposed_ms) + " ms per step moving data in NCCL collectives with no compute beside it";
   f.confidence = run.steps_matched >= 5 ? 0.85 : 0.6;
@@ -151,8 +152,15 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
                        " collectives per step");
   for (const auto& c : run.collectives)
     f.evidence.push_back(c.op + ": " + fmt("%.1f", c.per_step) + " per step, " + ms2(c.transfer_ms) + " ms moving data");
+  if (runs.runs > 0)
+    f.evidence.push_back(fmt("%.0f", runs.collectives) + " collectives per step run back to back in " + fmt("%.1f", runs.runs) +
+                         " run(s) (less GPU compute between two of them than the later one takes): " + ms2(runs.span_ms) +
+                         " ms per step from the first start to the last end, of which " + ms2(runs.transfer_ms) +
+                         " ms moving data, " + ms2(runs.wait_ms) + " ms waiting for the other ranks and " +
+                         ms2(runs.compute_ms) + " ms of compute; the rest is each collective's launch and the gaps between them");
   f.metrics = {{"exposed_ms", exposed_ms}, {"overlap_share", overlap_share}, {"compute_ms", typical.compute_ms},
-               {"collectives_per_step", per_step}};
+               {"collectives_per_step", per_step}, {"back_to_back_collectives", runs.collectives},
+               {"coalescing_saving_ms", runs.saving_ms}};
   const double free_compute = std::max(0.0, typical.compute_ms - typical.overlap_ms);
   const double overlap = overlap_saving(free_compute, exposed_ms, sm_share);
   const std::string overlap_model =
@@ -173,11 +181,21 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
       "branch): launch all_reduce with async_op=True (or on a side stream) as soon as its tensor is ready and wait() "
       "only where the result is used; today " + pct0(overlap_share * 100) + " % of the collective time overlaps compute",
       overlap, run.step_ms, overlap_model));
-  f.suggestions.push_back(suggestion(per_step >= 4 ? "Bucket the per-layer collectives into fewer, larger ones (one collective "
-                                                     "over a flattened buffer)"
-                                                   : "Check the interconnect: NCCL_DEBUG=INFO shows whether the ranks use "
-                                                     "NVLink or fall back to PCIe or sockets",
-                                     0, run.step_ms, ""));
+  if (worth_coalescing(runs))
+    f.suggestions.push_back(suggestion(
+        "Coalesce the " + fmt("%.0f", runs.collectives) + " collectives per step that run back to back into fewer, larger "
+        "ones: one collective over a flattened buffer (torch.cat, or one preallocated buffer the tensors are views of), "
+        "split after it, as DDP's buckets do; each small collective pays its launch, NCCL's handshake and a wait for "
+        "the slowest rank",
+        runs.saving_ms, run.step_ms,
+        "ranks: one collective per run of back-to-back collectives, moving the same bytes (at least this much: a larger "
+        "collective also moves them faster)"));
+  else
+    f.suggestions.push_back(suggestion(per_step >= 4 ? "Bucket the per-layer collectives into fewer, larger ones (one collective "
+                                                       "over a flattened buffer)"
+                                                     : "Check the interconnect: NCCL_DEBUG=INFO shows whether the ranks use "
+                                                       "NVLink or fall back to PCIe or sockets",
+                                       0, run.step_ms, ""));
   finish(f, run.step_ms);
   return f;
 }
@@ -447,7 +465,10 @@ void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, con
     if (run.ranks[r].late_ms > run.ranks[straggler].late_ms) straggler = r;
   }
   const RankRow& s = run.ranks[straggler];
-  if (late_total <= 0 || s.late_ms < kMinImpactShare * run.step_ms || s.late_ms / late_total <= 0.5) return;
+  // One rank is the story when its delay is at least twice all the others' together: ranks that are late by
+  // turns (a per-collective jitter, 50 % each on two ranks) have no straggler to fix; their waits are the cost of
+  // many collectives (collective_runs.hpp), counted in the communication finding.
+  if (late_total <= 0 || s.late_ms < kMinImpactShare * run.step_ms || s.late_ms / late_total < 2.0 / 3.0) return;
   run.straggler = s.rank;
   // Late because its GPU had more to do: its compute per step beyond every other rank's covers half its lateness
   // or more (the same "half" as the straggler's share above: one cause is the story).
@@ -463,7 +484,8 @@ void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, con
 
 // Communication nobody overlapped: on the median rank by exposed transfer, the collective time beside no compute,
 // less the wait (that is collective_wait's).
-void add_communication(const std::vector<const RankTrace*>& traces, const RunSums& sums, double m, RunAnalysis& run) {
+void add_communication(const std::vector<const RankTrace*>& traces, const std::vector<std::vector<const RankStep*>>& matched,
+                       const RunSums& sums, double m, RunAnalysis& run) {
   const size_t n = run.ranks.size();
   std::vector<std::pair<double, size_t>> exposed;
   for (size_t r = 0; r < n; ++r) {
@@ -472,14 +494,16 @@ void add_communication(const std::vector<const RankTrace*>& traces, const RunSum
   }
   std::sort(exposed.begin(), exposed.end());
   const auto [exposed_ms, typical] = exposed[(n - 1) / 2];
-  if (exposed_ms < kMinImpactShare * run.step_ms) return;
+  CollectiveRuns runs = collective_runs(matched, typical, run.straggler >= 0);
+  if (!worth_coalescing(runs)) runs.saving_ms = 0;  // bandwidth-bound: the bytes are the cost
+  if (std::max(exposed_ms, runs.saving_ms) < kMinImpactShare * run.step_ms) return;
   // NCCL's share of the SMs: its kernels' median grid over the GPU's SMs
   std::vector<double> blocks;
   for (const RankStep& st : traces[typical]->steps)
     for (const CollectiveKernel& k : st.collectives) blocks.push_back(k.blocks);
   const uint32_t sms = traces[typical]->sm_count;
   const double share = sms > 0 && !blocks.empty() ? median(blocks) / sms : -1;
-  run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, sums.f32, sums.collectives / m, share));
+  run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, sums.f32, sums.collectives / m, share, runs));
 }
 
 }  // namespace
@@ -504,7 +528,7 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vecto
   const double m = double(matched.size());
   fill_means(sums, m, run);
   add_straggler(matched, in.analyses, run);
-  add_communication(in.traces, sums, m, run);
+  add_communication(in.traces, matched, sums, m, run);
   run.timeline = run_timeline(matched, run.ranks);
   std::stable_sort(run.findings.begin(), run.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.impact_ms > b.impact_ms; });

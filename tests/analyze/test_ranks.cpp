@@ -47,7 +47,7 @@ struct TwoRanks {
 // a collective ends `transfer_ms` after the later rank's kernel started.
 TwoRanks write_two_ranks(const std::string& tag, double extra_ms_rank1, double compute_ms, double transfer_ms,
                          const char* kernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL", int steps = 12, int layers = 4,
-                         bool with_rank = true, bool extra_on_gpu = false) {
+                         bool with_rank = true, bool extra_on_gpu = false, bool by_turns = false) {
   TwoRanks out;
   out.starts.assign(2, {});
   // Simulate both ranks' clocks together.
@@ -71,15 +71,18 @@ TwoRanks write_two_ranks(const std::string& tag, double extra_ms_rank1, double c
     for (int r = 0; r < 2; ++r) {
       step_start[r] = clk[r].host;
       clk[r].host += kMs / 2;  // 0.5 ms of host work
-      if (r == 1 && extra_ms_rank1 > 0 && extra_on_gpu) {  // a 50 us Python call launching a long kernel
+      // by_turns: the extra work falls on rank 1 in odd steps, two thirds of it on rank 0 in even ones
+      const int late_rank = by_turns ? st % 2 : 1;
+      const double extra_ms = late_rank == 0 ? extra_ms_rank1 * 2 / 3 : extra_ms_rank1;
+      if (r == late_rank && extra_ms > 0 && extra_on_gpu) {  // a 50 us Python call launching a long kernel
         const int64_t ks = std::max(clk[r].gpu, clk[r].host + 5'000);
-        kernels[r].push_back({ks, ks + int64_t(extra_ms_rank1 * kMs), false, "sgemm_fp32_logprobs"});
-        clk[r].gpu = ks + int64_t(extra_ms_rank1 * kMs);
+        kernels[r].push_back({ks, ks + int64_t(extra_ms * kMs), false, "sgemm_fp32_logprobs"});
+        clk[r].gpu = ks + int64_t(extra_ms * kMs);
         extra[r].emplace_back(clk[r].host - 10'000, clk[r].host + 50'000);
         clk[r].host += 50'000;
-      } else if (r == 1 && extra_ms_rank1 > 0) {
-        extra[r].emplace_back(clk[r].host, clk[r].host + int64_t(extra_ms_rank1 * kMs));
-        clk[r].host += int64_t(extra_ms_rank1 * kMs);
+      } else if (r == late_rank && extra_ms > 0) {
+        extra[r].emplace_back(clk[r].host, clk[r].host + int64_t(extra_ms * kMs));
+        clk[r].host += int64_t(extra_ms * kMs);
       }
     }
     for (int l = 0; l < layers; ++l) {
@@ -233,6 +236,19 @@ TEST_CASE("a straggler whose extra work is a kernel: named with the code that la
   CHECK(top.priority == "high");
   CHECK(top.estimated);
   CHECK_MESSAGE(top.action.find("sgemm_fp32_logprobs (launched by postprocess_shard") != std::string::npos, top.action);
+}
+
+TEST_CASE("ranks late by turns: no straggler to name, though each waits for the other") {
+  // 3 ms of extra host work on rank 1 in odd steps, 2 ms on rank 0 in even ones: rank 1 holds 60 % of the delay,
+  // not twice rank 0's, so neither is "the" straggler that one fix would remove.
+  const TwoRanks t = write_two_ranks("by_turns", 3.0, 1.0, 0.2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 12, 4, true, false,
+                                     /*by_turns=*/true);
+  const RunAnalysis run = run_of(t);
+  REQUIRE(run.ranks.size() == 2);
+  CHECK(run.ranks[0].late_ms == doctest::Approx(1.0).epsilon(0.05));  // 2 ms in half the steps
+  CHECK(run.ranks[1].late_ms == doctest::Approx(1.5).epsilon(0.05));  // 3 ms in the other half
+  CHECK(run.straggler == -1);
+  CHECK(finding(run, "collective_wait") == nullptr);
 }
 
 TEST_CASE("a run that mostly moves data is communication-bound; the savings follow the bytes and the compute") {

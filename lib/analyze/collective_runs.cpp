@@ -1,0 +1,76 @@
+// Stage "collective runs" of the run analysis: lib/analyze/collective_runs.hpp says what a run is and why.
+#include "analyze/collective_runs.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze {
+namespace {
+
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Length of the (merged, sorted: their ends are sorted too) intervals inside [lo, hi).
+int64_t inside(const Intervals& sorted, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), lo, [](int64_t t, const auto& x) { return t < x.second; });
+  for (; it != sorted.end(); ++it) {
+    const auto& [s, e] = *it;
+    if (s >= hi) break;
+    n += std::max<int64_t>(0, std::min(e, hi) - std::max(s, lo));
+  }
+  return n;
+}
+
+struct RunSum {
+  size_t n = 0;
+  int64_t first_start = 0, last_end = 0, transfer = 0, wait = 0;
+};
+
+}  // namespace
+
+CollectiveRuns collective_runs(const std::vector<std::vector<const RankStep*>>& matched, size_t rank, bool one_straggler) {
+  CollectiveRuns out;
+  if (matched.empty()) return out;
+  double collectives = 0, runs = 0, span = 0, compute = 0, transfer = 0, wait = 0, saving = 0;
+  for (const auto& st : matched) {
+    if (rank >= st.size()) return out;
+    size_t k = SIZE_MAX;
+    for (const RankStep* s : st) k = std::min(k, s->collectives.size());
+    const RankStep& mine = *st[rank];
+    auto close = [&](const RunSum& r) {
+      if (r.n < 2) return;
+      const double sp = double(r.last_end - r.first_start);
+      const double cp = double(inside(mine.compute, r.first_start, r.last_end));
+      collectives += double(r.n), runs += 1, span += sp, compute += cp, transfer += double(r.transfer), wait += double(r.wait);
+      const double waits_kept = one_straggler ? double(r.wait) : double(r.wait) / double(r.n);
+      saving += std::max(0.0, sp - cp - double(r.transfer) - waits_kept);
+    };
+    RunSum run;
+    for (size_t i = 0; i < k; ++i) {
+      const CollectiveKernel& c = mine.collectives[i];
+      int64_t last = INT64_MIN;
+      for (const RankStep* s : st) last = std::max(last, s->collectives[i].start_ns);
+      const int64_t w = std::max<int64_t>(0, last - c.start_ns), t = std::max<int64_t>(0, c.end_ns - std::max(last, c.start_ns));
+      const bool joins = run.n > 0 && inside(mine.compute, run.last_end, c.start_ns) < c.end_ns - c.start_ns;
+      if (!joins) {
+        close(run);
+        run = RunSum{0, c.start_ns, c.end_ns, 0, 0};
+      }
+      ++run.n;
+      run.last_end = std::max(run.last_end, c.end_ns);
+      run.transfer += t;
+      run.wait += w;
+    }
+    close(run);
+  }
+  const double m = double(matched.size());
+  out.collectives = collectives / m;
+  out.runs = runs / m;
+  out.span_ms = span / m / 1e6;
+  out.compute_ms = compute / m / 1e6;
+  out.transfer_ms = transfer / m / 1e6;
+  out.wait_ms = wait / m / 1e6;
+  out.saving_ms = saving / m / 1e6;
+  return out;
+}
+
+}  // namespace inferscope::analyze
