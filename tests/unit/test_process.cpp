@@ -136,11 +136,15 @@ TEST_CASE("iscope-run passes SIGINT, SIGTERM, SIGHUP and SIGALRM sent to its pid
     REQUIRE(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == 128 + sig);  // the program ended by the signal, as without iscope-run
     dump::DumpReader r(out);
-    CHECK_FALSE(r.damage());
     CHECK(testutil::count_named(testutil::read_all(r).ranges, "tick") > 0);
-    // SIGHUP's and SIGALRM's default action ends the program at once: its dump is readable up to its last whole
-    // chunk.
-    if (sig != SIGHUP && sig != SIGALRM) CHECK(r.complete());
+    // SIGHUP's and SIGALRM's default action ends the program at once, possibly while its writer writes a chunk:
+    // its dump is readable up to its last whole chunk, cut short at most (seen under load), never corrupt.
+    if (sig != SIGHUP && sig != SIGALRM) {
+      CHECK_FALSE(r.damage());
+      CHECK(r.complete());
+    } else if (r.damage()) {
+      CHECK_MESSAGE(r.damage()->truncated, r.damage()->message);
+    }
   }
 }
 
