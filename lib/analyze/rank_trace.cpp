@@ -59,8 +59,9 @@ struct GpuWorkVisitor {
   std::vector<CollectiveKernel> collectives;
   std::vector<Interval> compute;
   std::set<uint32_t> devices;
+  std::vector<std::pair<int64_t, uint32_t>> selections;  // selection kernels' (start, device)
   struct KernelName {
-    bool collective = false, fp32 = false;
+    bool collective = false, fp32 = false, selection = false;
     std::string op;
   };
   std::map<uint32_t, KernelName> names;  // by string id, read once
@@ -71,7 +72,8 @@ struct GpuWorkVisitor {
       const std::string n = r.string_at(id);
       const bool collective = is_collective_kernel(n);
       it = names.emplace(id, KernelName{collective, collective && lower(n).find("f32") != std::string::npos,
-                                         collective ? collective_op(n) : std::string()}).first;
+                                         !collective && is_selection_kernel(n), collective ? collective_op(n) : std::string()})
+               .first;
     }
     return it->second;
   }
@@ -81,6 +83,7 @@ struct GpuWorkVisitor {
     const KernelName& name = name_of(k.name);
     if (name.collective) collectives.push_back({name.op, name.fp32, s, e, k.device, k.grid[0] * k.grid[1] * k.grid[2]});
     else compute.emplace_back(s, e);
+    if (name.selection) selections.emplace_back(s, k.device);
   }
   void on(const GpuMemcpyRecord& c, const dump::RecordContext&) {
     devices.insert(c.device);
@@ -103,6 +106,22 @@ std::vector<Interval> clipped(const std::vector<Interval>& sorted, int64_t lo, i
   return out;
 }
 
+// Each AllGather of the step whose result a selection kernel (argmax, top-k, ...) on its device reads before the
+// step's next collective: its selected_at_ns. `selections` sorted by start.
+void mark_selected_gathers(const std::vector<std::pair<int64_t, uint32_t>>& selections, RankStep& s) {
+  for (size_t i = 0; i < s.collectives.size(); ++i) {
+    CollectiveKernel& c = s.collectives[i];
+    if (c.op != "AllGather") continue;
+    const int64_t until = i + 1 < s.collectives.size() ? s.collectives[i + 1].start_ns : s.end_ns;
+    auto it = std::lower_bound(selections.begin(), selections.end(), std::make_pair(c.end_ns, uint32_t(0)));
+    for (; it != selections.end() && it->first < until; ++it)
+      if (it->second == c.device) {
+        c.selected_at_ns = it->first;
+        break;
+      }
+  }
+}
+
 }  // namespace
 
 std::optional<uint64_t> process_number(std::string_view text, uint64_t max) {
@@ -110,6 +129,13 @@ std::optional<uint64_t> process_number(std::string_view text, uint64_t max) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > max) return std::nullopt;
   return v;
+}
+
+bool is_selection_kernel(std::string_view kernel_name) {
+  const std::string n = lower(kernel_name);
+  for (const char* key : {"argmaxops", "argminops", "maxops", "minops", "topk", "sort"})
+    if (n.find(key) != std::string::npos) return true;
+  return false;
 }
 
 bool is_collective_kernel(std::string_view kernel_name) {
@@ -158,7 +184,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   }
   // One pass over the records: the GPU work, and what each step did by name (on the dump's own clock).
   const dump::ClockModel clock(r.calibration());
-  GpuWorkVisitor v{r, clock, {}, {}, {}, {}};
+  GpuWorkVisitor v{r, clock, {}, {}, {}, {}, {}};
   StepWorkVisitor work(r, clock, t.steps);
   dump::visit_records(r, dump::BothVisitors<GpuWorkVisitor, StepWorkVisitor>{v, work});
   t.devices.assign(v.devices.begin(), v.devices.end());
@@ -167,6 +193,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     const auto sms = process_number(r.process_value(key + "sm_count"), 100'000);
     t.sm_count = sms ? uint32_t(*sms) : known_sm_count(r.process_value(key + "name"));
   }
+  std::sort(v.selections.begin(), v.selections.end());
   std::sort(v.collectives.begin(), v.collectives.end(),
             [](const CollectiveKernel& x, const CollectiveKernel& y) { return x.start_ns < y.start_ns; });
   std::vector<Interval> comm_all;
@@ -177,6 +204,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     auto first = std::lower_bound(v.collectives.begin(), v.collectives.end(), s.start_ns,
                                   [](const CollectiveKernel& c, int64_t t0) { return c.start_ns < t0; });
     for (auto it = first; it != v.collectives.end() && it->start_ns < s.end_ns; ++it) s.collectives.push_back(*it);
+    mark_selected_gathers(v.selections, s);
     const auto cw = clipped(compute, s.start_ns, s.end_ns), mw = clipped(comm, s.start_ns, s.end_ns);
     s.compute_ns = length(cw);
     s.comm_ns = length(mw);
@@ -192,6 +220,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
       for (CollectiveKernel& c : s.collectives) {
         c.start_ns += int64_t(*shift);
         c.end_ns += int64_t(*shift);
+        if (c.selected_at_ns) c.selected_at_ns += int64_t(*shift);
       }
       for (auto& [lo, hi] : s.compute) lo += int64_t(*shift), hi += int64_t(*shift);
     }

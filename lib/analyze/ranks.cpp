@@ -2,6 +2,7 @@
 
 #include "analyze/host_clocks.hpp"
 #include "analyze/collective_runs.hpp"
+#include "analyze/gather_select.hpp"
 #include "analyze/rank_work.hpp"
 
 #include <algorithm>
@@ -138,10 +139,10 @@ Finding collective_wait(const RunAnalysis& run, const RankRow& straggler, double
 }
 
 Finding communication(const RunAnalysis& run, const RankRow& typical, double exposed_ms, bool f32, double per_step,
-                      double sm_share, const CollectiveRuns& runs) {
+                      double sm_share, const CollectiveRuns& runs, const GatherSelect& select) {
   Finding f;
   f.category = "communication";
-  f.impact_ms = std::max(exposed_ms, runs.saving_ms);
+  f.impact_ms = std::max({exposed_ms, runs.saving_ms, select.saving_ms});
   const double overlap_share = typical.comm_ms > 0 ? typical.overlap_ms / typical.comm_ms : 0;
   f.title = "Communication: " + ms2(exposed_ms) + " ms per step moving data in NCCL collectives with no compute beside it";
   f.confidence = run.steps_matched >= 5 ? 0.85 : 0.6;
@@ -158,7 +159,11 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
                          " ms per step from the first start to the last end, of which " + ms2(runs.transfer_ms) +
                          " ms moving data, " + ms2(runs.wait_ms) + " ms waiting for the other ranks and " +
                          ms2(runs.compute_ms) + " ms of compute; the rest is each collective's launch and the gaps between them");
-  f.metrics = {{"exposed_ms", exposed_ms}, {"overlap_share", overlap_share}, {"compute_ms", typical.compute_ms},
+  if (select.gathers > 0)
+    f.evidence.push_back(fmt("%.1f", select.gathers) + " AllGather(s) per step are read only by a selection (an argmax, "
+                         "top-k, max or sort kernel after them): " + ms2(select.transfer_ms) + " ms per step gathering, " +
+                         ms2(select.between_ms) + " ms of compute on the gathered tensor before the selection");
+  f.metrics = {{"exposed_ms", exposed_ms}, {"select_after_gather_saving_ms", select.saving_ms}, {"overlap_share", overlap_share}, {"compute_ms", typical.compute_ms},
                {"collectives_per_step", per_step}, {"back_to_back_collectives", runs.collectives},
                {"coalescing_saving_ms", runs.saving_ms}};
   const double free_compute = std::max(0.0, typical.compute_ms - typical.overlap_ms);
@@ -169,11 +174,18 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
                          pct0((1 - std::clamp(sm_share, 0.0, 1.0)) * 100) + " % of SMs NCCL leaves it while it runs";
   // The bytes first: their saving holds whatever the code does; the overlap's needs compute that does not wait
   // for the collective's result, which the trace cannot show.
+  if (select.saving_ms > 0)
+    f.suggestions.push_back(suggestion(
+        "Select before gathering: each rank takes the argmax / top-k (value and index) of its own shard and the ranks "
+        "all_gather only those few bytes, then keep the best; today the full tensor is gathered (" +
+            fmt("%.1f", select.gathers) + " AllGather(s) per step) only to be selected from",
+        select.saving_ms, run.step_ms,
+        "ranks: the gather moves the selected values only, and the copies of the gathered tensor before the selection go"));
   if (f32)
     f.suggestions.push_back(suggestion("Send half the bytes: reduce in bfloat16 instead of float32 (cast before the collective, "
                                        "or a bf16 compression hook)",
                                        exposed_ms / 2, run.step_ms, "ranks: transfer time proportional to the bytes"));
-  else
+  else if (select.saving_ms <= 0)
     f.suggestions.push_back(suggestion("Send fewer bytes: reduce only what the next layer needs, in the narrowest dtype it accepts",
                                        0, run.step_ms, ""));
   f.suggestions.push_back(suggestion(
@@ -496,14 +508,15 @@ void add_communication(const std::vector<const RankTrace*>& traces, const std::v
   const auto [exposed_ms, typical] = exposed[(n - 1) / 2];
   CollectiveRuns runs = collective_runs(matched, typical, run.straggler >= 0);
   if (!worth_coalescing(runs)) runs.saving_ms = 0;  // bandwidth-bound: the bytes are the cost
-  if (std::max(exposed_ms, runs.saving_ms) < kMinImpactShare * run.step_ms) return;
+  const GatherSelect select = gather_then_select(matched, typical);
+  if (std::max({exposed_ms, runs.saving_ms, select.saving_ms}) < kMinImpactShare * run.step_ms) return;
   // NCCL's share of the SMs: its kernels' median grid over the GPU's SMs
   std::vector<double> blocks;
   for (const RankStep& st : traces[typical]->steps)
     for (const CollectiveKernel& k : st.collectives) blocks.push_back(k.blocks);
   const uint32_t sms = traces[typical]->sm_count;
   const double share = sms > 0 && !blocks.empty() ? median(blocks) / sms : -1;
-  run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, sums.f32, sums.collectives / m, share, runs));
+  run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, sums.f32, sums.collectives / m, share, runs, select));
 }
 
 }  // namespace

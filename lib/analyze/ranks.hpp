@@ -35,6 +35,10 @@ bool is_collective_kernel(std::string_view kernel_name);
 /// "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "SendRecv"; "collective" when the name
 /// says none of them.
 std::string collective_op(std::string_view kernel_name);
+/// A kernel that keeps a few elements of its input by their value: an argmax or argmin, a max or min reduction,
+/// a top-k or a sort (PyTorch's ArgMaxOps, MaxOps, topk and sort kernels, CUB's radix sort). Gathering a tensor
+/// across ranks only to select from it moves far more than the selection needs.
+bool is_selection_kernel(std::string_view kernel_name);
 
 /// One collective kernel, on the host-wide clock (ns).
 struct CollectiveKernel {
@@ -43,6 +47,9 @@ struct CollectiveKernel {
   int64_t start_ns = 0, end_ns = 0;
   uint32_t device = 0;
   uint32_t blocks = 0;  ///< its grid: NCCL runs one block per channel, each on an SM of its own
+  /// For an AllGather: the start of the first selection kernel (is_selection_kernel) on its device after it and
+  /// before the step's next collective, 0 when none: what it gathered was only selected from.
+  int64_t selected_at_ns = 0;
 };
 
 /// One steady step of one rank.

@@ -1,0 +1,46 @@
+// Stage "gather then select" of the run analysis: lib/analyze/gather_select.hpp says what it counts and why.
+#include "analyze/gather_select.hpp"
+
+#include <algorithm>
+
+namespace inferscope::analyze {
+namespace {
+
+// Length of the merged, sorted intervals inside [lo, hi).
+int64_t inside(const std::vector<std::pair<int64_t, int64_t>>& sorted, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), lo, [](int64_t t, const auto& x) { return t < x.second; });
+  for (; it != sorted.end() && it->first < hi; ++it) n += std::max<int64_t>(0, std::min(it->second, hi) - std::max(it->first, lo));
+  return n;
+}
+
+}  // namespace
+
+GatherSelect gather_then_select(const std::vector<std::vector<const RankStep*>>& matched, size_t rank) {
+  GatherSelect out;
+  if (matched.empty()) return out;
+  double gathers = 0, transfer = 0, between = 0;
+  for (const auto& st : matched) {
+    if (rank >= st.size()) return out;
+    size_t k = SIZE_MAX;
+    for (const RankStep* s : st) k = std::min(k, s->collectives.size());
+    const RankStep& mine = *st[rank];
+    for (size_t i = 0; i < k; ++i) {
+      const CollectiveKernel& c = mine.collectives[i];
+      if (!c.selected_at_ns) continue;
+      int64_t last = INT64_MIN;
+      for (const RankStep* s : st) last = std::max(last, s->collectives[i].start_ns);
+      gathers += 1;
+      transfer += double(std::max<int64_t>(0, c.end_ns - std::max(last, c.start_ns)));
+      between += double(inside(mine.compute, c.end_ns, c.selected_at_ns));
+    }
+  }
+  const double m = double(matched.size());
+  out.gathers = gathers / m;
+  out.transfer_ms = transfer / m / 1e6;
+  out.between_ms = between / m / 1e6;
+  out.saving_ms = out.transfer_ms + out.between_ms;
+  return out;
+}
+
+}  // namespace inferscope::analyze
