@@ -531,3 +531,47 @@ TEST_CASE("dumps that are not one run's ranks are not matched, and one process n
   for (const auto& w : twice.warnings) said |= w.find("only 1 of the run's 2 ranks") != std::string::npos;
   CHECK(said);
 }
+
+TEST_CASE("an AllGather whose result only an argmax reads: 'select before gathering', its transfer and copies saved") {
+  // Two ranks, 12 steps of 2 ms: 0.4 ms of compute, an AllGather (rank 0 at 0.5 ms, rank 1 at 0.6 ms, both end at
+  // 1.4 ms: 0.8 ms moving data), a copy of the gathered tensor (1.4-1.5 ms), then the argmax (1.5-1.6 ms).
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) {
+    const std::string path = temp("gather_select_rank" + std::to_string(r) + ".iscope");
+    dump::DumpBuilder b(path);
+    b.process("pid", std::to_string(6000 + r));
+    b.process("hostname", "node0");
+    b.process("rank", std::to_string(r));
+    const uint32_t t = b.thread("MainThread", 6000 + r);
+    const uint32_t ch = b.channel("cupti activity");
+    uint32_t corr = 0;
+    for (int st = 0; st < 12; ++st) {
+      const int64_t s0 = 10 * kMs + st * 2 * kMs;
+      auto launch = [&](const char* name, int64_t s, int64_t e) {
+        ++corr;
+        b.api(t, "cudaLaunchKernel", corr, s - 8'000, s - 3'000);
+        b.kernel(ch, name, corr, s, e, 7, uint32_t(r));
+      };
+      launch("gemm_bf16_tn", s0 + kMs / 10, s0 + kMs / 2);
+      launch("ncclDevKernel_AllGather_RING_LL", s0 + kMs / 2 + (r ? kMs / 10 : 0), s0 + 14 * kMs / 10);
+      launch("void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>", s0 + 14 * kMs / 10, s0 + 15 * kMs / 10);
+      launch("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>>>",
+             s0 + 15 * kMs / 10, s0 + 16 * kMs / 10);
+      b.range(t, "step", 0, s0, s0 + 2 * kMs);
+    }
+    b.finish();
+    paths.push_back(path);
+  }
+  RunAnalysis run;
+  analyze_rank_dumps(paths, AnalyzeOptions{}, run);
+  REQUIRE(run.ranks.size() == 2);
+  const Finding* c = finding(run, "communication");
+  REQUIRE(c);
+  CHECK(c->primary);
+  REQUIRE_FALSE(c->suggestions.empty());
+  const Suggestion& top = c->suggestions.front();
+  CHECK_MESSAGE(top.action.starts_with("Select before gathering"), top.action);
+  CHECK(top.priority == "high");
+  CHECK(top.estimated);
+  CHECK(top.impact_ms == doctest::Approx(0.9).epsilon(0.03));  // 0.8 ms of transfer + the 0.1 ms copy
+}
