@@ -144,7 +144,10 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
   f.category = "communication";
   f.impact_ms = std::max({exposed_ms, runs.saving_ms, select.saving_ms});
   const double overlap_share = typical.comm_ms > 0 ? typical.overlap_ms / typical.comm_ms : 0;
-  f.title = "Communication: " + ms2(exposed_ms) + " ms per step moving data in NCCL collectives with no compute beside it";
+  f.title = runs.saving_ms > exposed_ms
+                ? "Communication: " + fmt("%.0f", runs.collectives) + " collectives per step issued back to back take " +
+                      ms2(runs.span_ms) + " ms per step, " + ms2(runs.transfer_ms) + " ms of it moving data"
+                : "Communication: " + ms2(exposed_ms) + " ms per step moving data in NCCL collectives with no compute beside it";
   f.confidence = run.steps_matched >= 5 ? 0.85 : 0.6;
   f.evidence.push_back("Per step on " + rank_name(typical.rank) + ": " + ms2(typical.comm_ms) + " ms in collectives, of which " +
                        ms2(typical.transfer_ms) + " ms moving data and " + ms2(typical.wait_ms) +
@@ -172,8 +175,19 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
       sm_share < 0 ? "ranks: collectives beside the compute not yet overlapped, NCCL's SM share unknown"
                    : "ranks: collectives beside the compute not yet overlapped, which runs on the " +
                          pct0((1 - std::clamp(sm_share, 0.0, 1.0)) * 100) + " % of SMs NCCL leaves it while it runs";
-  // The bytes first: their saving holds whatever the code does; the overlap's needs compute that does not wait
-  // for the collective's result, which the trace cannot show.
+  // Collectives back to back with little compute between them are independent of one another (a chain would
+  // compute each one's input between them): coalescing them holds, so it comes first. Then the bytes: their saving
+  // holds whatever the code does; the overlap's needs compute that does not wait for the collective's result,
+  // which the trace cannot show.
+  if (worth_coalescing(runs))
+    f.suggestions.push_back(suggestion(
+        "Coalesce the " + fmt("%.0f", runs.collectives) + " collectives per step that run back to back into fewer, larger "
+        "ones: one collective over a flattened buffer (torch.cat, or one preallocated buffer the tensors are views of), "
+        "split after it, as DDP's buckets do; each small collective pays its launch, NCCL's handshake and a wait for "
+        "the slowest rank",
+        runs.saving_ms, run.step_ms,
+        "ranks: one collective per run of back-to-back collectives, moving the same bytes (at least this much: a larger "
+        "collective also moves them faster)"));
   if (select.saving_ms > 0)
     f.suggestions.push_back(suggestion(
         "Select before gathering: each rank takes the argmax / top-k (value and index) of its own shard and the ranks "
@@ -193,16 +207,7 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
       "branch): launch all_reduce with async_op=True (or on a side stream) as soon as its tensor is ready and wait() "
       "only where the result is used; today " + pct0(overlap_share * 100) + " % of the collective time overlaps compute",
       overlap, run.step_ms, overlap_model));
-  if (worth_coalescing(runs))
-    f.suggestions.push_back(suggestion(
-        "Coalesce the " + fmt("%.0f", runs.collectives) + " collectives per step that run back to back into fewer, larger "
-        "ones: one collective over a flattened buffer (torch.cat, or one preallocated buffer the tensors are views of), "
-        "split after it, as DDP's buckets do; each small collective pays its launch, NCCL's handshake and a wait for "
-        "the slowest rank",
-        runs.saving_ms, run.step_ms,
-        "ranks: one collective per run of back-to-back collectives, moving the same bytes (at least this much: a larger "
-        "collective also moves them faster)"));
-  else
+  if (!worth_coalescing(runs))
     f.suggestions.push_back(suggestion(per_step >= 4 ? "Bucket the per-layer collectives into fewer, larger ones (one collective "
                                                        "over a flattened buffer)"
                                                      : "Check the interconnect: NCCL_DEBUG=INFO shows whether the ranks use "
