@@ -6,20 +6,6 @@
 namespace inferscope::analyze {
 namespace {
 
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
-
-// Length of the (merged, sorted: their ends are sorted too) intervals inside [lo, hi).
-int64_t inside(const Intervals& sorted, int64_t lo, int64_t hi) {
-  int64_t n = 0;
-  auto it = std::upper_bound(sorted.begin(), sorted.end(), lo, [](int64_t t, const auto& x) { return t < x.second; });
-  for (; it != sorted.end(); ++it) {
-    const auto& [s, e] = *it;
-    if (s >= hi) break;
-    n += std::max<int64_t>(0, std::min(e, hi) - std::max(s, lo));
-  }
-  return n;
-}
-
 struct RunSum {
   size_t n = 0;
   int64_t first_start = 0, last_end = 0, transfer = 0, wait = 0;
@@ -39,7 +25,7 @@ CollectiveRuns collective_runs(const std::vector<std::vector<const RankStep*>>& 
     auto close = [&](const RunSum& r) {
       if (r.n < 2) return;
       const double sp = double(r.last_end - r.first_start);
-      const double cp = double(inside(mine.compute, r.first_start, r.last_end));
+      const double cp = double(length_inside(mine.compute, r.first_start, r.last_end));
       collectives += double(r.n), runs += 1, span += sp, compute += cp, transfer += double(r.transfer), wait += double(r.wait);
       const double waits_kept = one_straggler ? double(r.wait) : double(r.wait) / double(r.n);
       saving += std::max(0.0, sp - cp - double(r.transfer) - waits_kept);
@@ -49,8 +35,11 @@ CollectiveRuns collective_runs(const std::vector<std::vector<const RankStep*>>& 
       const CollectiveKernel& c = mine.collectives[i];
       int64_t last = INT64_MIN;
       for (const RankStep* s : st) last = std::max(last, s->collectives[i].start_ns);
-      const int64_t w = std::max<int64_t>(0, last - c.start_ns), t = std::max<int64_t>(0, c.end_ns - std::max(last, c.start_ns));
-      const bool joins = run.n > 0 && inside(mine.compute, run.last_end, c.start_ns) < c.end_ns - c.start_ns;
+      const int64_t dur = std::max<int64_t>(0, c.end_ns - c.start_ns);
+      const int64_t w = std::clamp<int64_t>(last - c.start_ns, 0, dur), t = dur - w;
+      // The compute between the two is measured against the later one's transfer, not its whole kernel: a rank
+      // that waits long in every collective would otherwise join a per-layer chain into a run.
+      const bool joins = run.n > 0 && !c.matmul_before && length_inside(mine.compute, run.last_end, c.start_ns) < t;
       if (!joins) {
         close(run);
         run = RunSum{0, c.start_ns, c.end_ns, 0, 0};

@@ -3,10 +3,11 @@
 //
 //   CollectiveRuns runs = collective_runs(matched, rank);   // matched[k][r]: rank r's k-th matched step
 //
-// Two consecutive collectives of a step belong to one run when the GPU compute between them is shorter than the
-// later collective itself: the step then spends more time in collectives than in what prepares each of them, which
-// is the shape of a per-feature or per-tensor loop of small collectives (and not of per-layer tensor parallelism,
-// whose collectives each follow a layer's matmuls). Each collective of a run pays its own launch, NCCL's handshake
+// Two consecutive collectives of a step belong to one run when no matrix multiply (GEMM or attention kernel) ran
+// between them on the rank's GPU and the compute between them is shorter than the later one's transfer time: what
+// runs between them is then copies and elementwise work shorter than the data movement, the shape of a
+// per-feature or per-tensor loop of small collectives. Per-layer tensor parallelism puts a layer's matmuls
+// between its collectives, which read the previous collective's result: those are never joined, however short. Each collective of a run pays its own launch, NCCL's handshake
 // and a wait for the later rank; one collective over the whole run pays them once. The saving counted is a floor:
 // the run's span less the compute inside it, less all of its collectives' transfer time (kept whole: the bytes do
 // not change, though one large collective moves them faster), less the waits: all of them when one rank is the
@@ -28,7 +29,7 @@ struct CollectiveRuns {
   double collectives = 0;  ///< per step, in runs of two or more
   double runs = 0;         ///< per step
   double span_ms = 0;      ///< per step: first start to last end of each run, summed
-  double compute_ms = 0;   ///< per step: GPU compute inside the runs
+  double compute_ms = 0;   ///< per step: GPU compute inside the runs (beside a collective or between two)
   double transfer_ms = 0;  ///< per step: the runs' collectives moving data (the last rank's arrival to the end)
   double wait_ms = 0;      ///< per step: the runs' collectives waiting on this rank for a later one
   double saving_ms = 0;    ///< per step: what one collective per run saves, at least (above)

@@ -4,17 +4,6 @@
 #include <algorithm>
 
 namespace inferscope::analyze {
-namespace {
-
-// Length of the merged, sorted intervals inside [lo, hi).
-int64_t inside(const std::vector<std::pair<int64_t, int64_t>>& sorted, int64_t lo, int64_t hi) {
-  int64_t n = 0;
-  auto it = std::upper_bound(sorted.begin(), sorted.end(), lo, [](int64_t t, const auto& x) { return t < x.second; });
-  for (; it != sorted.end() && it->first < hi; ++it) n += std::max<int64_t>(0, std::min(it->second, hi) - std::max(it->first, lo));
-  return n;
-}
-
-}  // namespace
 
 GatherSelect gather_then_select(const std::vector<std::vector<const RankStep*>>& matched, size_t rank) {
   GatherSelect out;
@@ -32,7 +21,7 @@ GatherSelect gather_then_select(const std::vector<std::vector<const RankStep*>>&
       for (const RankStep* s : st) last = std::max(last, s->collectives[i].start_ns);
       gathers += 1;
       transfer += double(std::max<int64_t>(0, c.end_ns - std::max(last, c.start_ns)));
-      between += double(inside(mine.compute, c.end_ns, c.selected_at_ns));
+      between += double(length_inside(mine.compute, c.end_ns, c.selected_at_ns));
     }
   }
   const double m = double(matched.size());

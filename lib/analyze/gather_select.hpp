@@ -7,8 +7,10 @@
 //
 // The saving counted, per step: each such AllGather's transfer time (the last rank's arrival to its end: the
 // selected values and indices are a few bytes) and the GPU compute between its end and the selection (the layout
-// copies and casts of the gathered tensor, which then handle only the selected elements). What the selection
-// itself costs, and any cast before the gather, is kept: a floor.
+// copies and casts of the gathered tensor, which then handle only the selected elements; no matrix multiply runs
+// there, or the gather is not paired: RankStep's selected_at_ns). What the selection itself costs, and any cast
+// before the gather, is kept; the small gather that replaces it still pays a collective's fixed latency (tens of
+// microseconds), which is counted as saved.
 #pragma once
 
 #include "analyze/ranks.hpp"

@@ -2,6 +2,7 @@
 // steady steps with their NCCL collectives and the GPU compute around them, on the host-wide clock. The run
 // analysis of the ranks together is ranks.cpp.
 #include "analyze/ranks.hpp"
+#include "analyze/kernel_traits.hpp"
 
 #include "analyze/rank_work.hpp"
 #include "dump/clock_model.hpp"
@@ -60,8 +61,9 @@ struct GpuWorkVisitor {
   std::vector<Interval> compute;
   std::set<uint32_t> devices;
   std::vector<std::pair<int64_t, uint32_t>> selections;  // selection kernels' (start, device)
+  std::vector<std::pair<int64_t, uint32_t>> matmuls;     // GEMM and attention kernels' (start, device)
   struct KernelName {
-    bool collective = false, fp32 = false, selection = false;
+    bool collective = false, fp32 = false, selection = false, matmul = false;
     std::string op;
   };
   std::map<uint32_t, KernelName> names;  // by string id, read once
@@ -71,8 +73,10 @@ struct GpuWorkVisitor {
     if (it == names.end()) {
       const std::string n = r.string_at(id);
       const bool collective = is_collective_kernel(n);
+      const std::string_view family = collective ? "nccl" : kernel_traits(n).family;
       it = names.emplace(id, KernelName{collective, collective && lower(n).find("f32") != std::string::npos,
-                                         !collective && is_selection_kernel(n), collective ? collective_op(n) : std::string()})
+                                         !collective && is_selection_kernel(n), family == "gemm" || family == "attention",
+                                         collective ? collective_op(n) : std::string()})
                .first;
     }
     return it->second;
@@ -84,6 +88,7 @@ struct GpuWorkVisitor {
     if (name.collective) collectives.push_back({name.op, name.fp32, s, e, k.device, k.grid[0] * k.grid[1] * k.grid[2]});
     else compute.emplace_back(s, e);
     if (name.selection) selections.emplace_back(s, k.device);
+    if (name.matmul) matmuls.emplace_back(s, k.device);
   }
   void on(const GpuMemcpyRecord& c, const dump::RecordContext&) {
     devices.insert(c.device);
@@ -106,19 +111,34 @@ std::vector<Interval> clipped(const std::vector<Interval>& sorted, int64_t lo, i
   return out;
 }
 
-// Each AllGather of the step whose result a selection kernel (argmax, top-k, ...) on its device reads before the
-// step's next collective: its selected_at_ns. `selections` sorted by start.
-void mark_selected_gathers(const std::vector<std::pair<int64_t, uint32_t>>& selections, RankStep& s) {
+using Starts = std::vector<std::pair<int64_t, uint32_t>>;  // (start, device), sorted
+
+// The first start on `device` in [from, until), or 0.
+int64_t first_on(const Starts& starts, uint32_t device, int64_t from, int64_t until) {
+  for (auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(from, uint32_t(0)));
+       it != starts.end() && it->first < until; ++it)
+    if (it->second == device) return it->first;
+  return 0;
+}
+
+// Each collective of the step after which a matrix multiply ran on its device before it (matmul_before).
+void mark_matmuls_before(const Starts& matmuls, RankStep& s) {
+  for (size_t i = 0; i < s.collectives.size(); ++i) {
+    CollectiveKernel& c = s.collectives[i];
+    const int64_t from = i ? s.collectives[i - 1].end_ns : s.start_ns;
+    c.matmul_before = first_on(matmuls, c.device, from, c.start_ns) != 0;
+  }
+}
+
+// Each AllGather of the step whose result a selection kernel (argmax, top-k) on its device reads next: before the
+// step's next collective and before any matrix multiply (a layer between them would be what reads the gather).
+void mark_selected_gathers(const Starts& selections, const Starts& matmuls, RankStep& s) {
   for (size_t i = 0; i < s.collectives.size(); ++i) {
     CollectiveKernel& c = s.collectives[i];
     if (c.op != "AllGather") continue;
-    const int64_t until = i + 1 < s.collectives.size() ? s.collectives[i + 1].start_ns : s.end_ns;
-    auto it = std::lower_bound(selections.begin(), selections.end(), std::make_pair(c.end_ns, uint32_t(0)));
-    for (; it != selections.end() && it->first < until; ++it)
-      if (it->second == c.device) {
-        c.selected_at_ns = it->first;
-        break;
-      }
+    int64_t until = i + 1 < s.collectives.size() ? s.collectives[i + 1].start_ns : s.end_ns;
+    if (const int64_t mm = first_on(matmuls, c.device, c.end_ns, until)) until = mm;
+    c.selected_at_ns = first_on(selections, c.device, c.end_ns, until);
   }
 }
 
@@ -131,9 +151,17 @@ std::optional<uint64_t> process_number(std::string_view text, uint64_t max) {
   return v;
 }
 
+int64_t length_inside(const std::vector<std::pair<int64_t, int64_t>>& sorted, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  // merged intervals: their ends are sorted too
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), lo, [](int64_t t, const auto& x) { return t < x.second; });
+  for (; it != sorted.end() && it->first < hi; ++it) n += std::max<int64_t>(0, std::min(it->second, hi) - std::max(it->first, lo));
+  return n;
+}
+
 bool is_selection_kernel(std::string_view kernel_name) {
   const std::string n = lower(kernel_name);
-  for (const char* key : {"argmaxops", "argminops", "maxops", "minops", "topk", "sort"})
+  for (const char* key : {"argmaxops", "argminops", "topk"})
     if (n.find(key) != std::string::npos) return true;
   return false;
 }
@@ -184,7 +212,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   }
   // One pass over the records: the GPU work, and what each step did by name (on the dump's own clock).
   const dump::ClockModel clock(r.calibration());
-  GpuWorkVisitor v{r, clock, {}, {}, {}, {}, {}};
+  GpuWorkVisitor v{r, clock, {}, {}, {}, {}, {}, {}};
   StepWorkVisitor work(r, clock, t.steps);
   dump::visit_records(r, dump::BothVisitors<GpuWorkVisitor, StepWorkVisitor>{v, work});
   t.devices.assign(v.devices.begin(), v.devices.end());
@@ -194,6 +222,7 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     t.sm_count = sms ? uint32_t(*sms) : known_sm_count(r.process_value(key + "name"));
   }
   std::sort(v.selections.begin(), v.selections.end());
+  std::sort(v.matmuls.begin(), v.matmuls.end());
   std::sort(v.collectives.begin(), v.collectives.end(),
             [](const CollectiveKernel& x, const CollectiveKernel& y) { return x.start_ns < y.start_ns; });
   std::vector<Interval> comm_all;
@@ -204,7 +233,8 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
     auto first = std::lower_bound(v.collectives.begin(), v.collectives.end(), s.start_ns,
                                   [](const CollectiveKernel& c, int64_t t0) { return c.start_ns < t0; });
     for (auto it = first; it != v.collectives.end() && it->start_ns < s.end_ns; ++it) s.collectives.push_back(*it);
-    mark_selected_gathers(v.selections, s);
+    mark_matmuls_before(v.matmuls, s);
+    mark_selected_gathers(v.selections, v.matmuls, s);
     const auto cw = clipped(compute, s.start_ns, s.end_ns), mw = clipped(comm, s.start_ns, s.end_ns);
     s.compute_ns = length(cw);
     s.comm_ns = length(mw);

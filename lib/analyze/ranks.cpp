@@ -144,10 +144,14 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
   f.category = "communication";
   f.impact_ms = std::max({exposed_ms, runs.saving_ms, select.saving_ms});
   const double overlap_share = typical.comm_ms > 0 ? typical.overlap_ms / typical.comm_ms : 0;
-  f.title = runs.saving_ms > exposed_ms
-                ? "Communication: " + fmt("%.0f", runs.collectives) + " collectives per step issued back to back take " +
-                      ms2(runs.span_ms) + " ms per step, " + ms2(runs.transfer_ms) + " ms of it moving data"
-                : "Communication: " + ms2(exposed_ms) + " ms per step moving data in NCCL collectives with no compute beside it";
+  if (select.saving_ms > std::max(exposed_ms, runs.saving_ms))
+    f.title = "Communication: " + fmt("%.1f", select.gathers) + " AllGather(s) per step gather a whole tensor only for an "
+              "argmax or top-k, " + ms2(select.transfer_ms) + " ms per step moving it";
+  else if (runs.saving_ms > exposed_ms)
+    f.title = "Communication: " + fmt("%.0f", runs.collectives) + " collectives per step issued back to back take " +
+              ms2(runs.span_ms) + " ms per step, " + ms2(runs.transfer_ms) + " ms of it moving data";
+  else
+    f.title = "Communication: " + ms2(exposed_ms) + " ms per step moving data in NCCL collectives with no compute beside it";
   f.confidence = run.steps_matched >= 5 ? 0.85 : 0.6;
   f.evidence.push_back("Per step on " + rank_name(typical.rank) + ": " + ms2(typical.comm_ms) + " ms in collectives, of which " +
                        ms2(typical.transfer_ms) + " ms moving data and " + ms2(typical.wait_ms) +
@@ -175,8 +179,9 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
       sm_share < 0 ? "ranks: collectives beside the compute not yet overlapped, NCCL's SM share unknown"
                    : "ranks: collectives beside the compute not yet overlapped, which runs on the " +
                          pct0((1 - std::clamp(sm_share, 0.0, 1.0)) * 100) + " % of SMs NCCL leaves it while it runs";
-  // Collectives back to back with little compute between them are independent of one another (a chain would
-  // compute each one's input between them): coalescing them holds, so it comes first. Then the bytes: their saving
+  // Collectives back to back with no matrix multiply between them (collective_runs.hpp) are unlikely to feed one
+  // another (a chain computes each one's input between them), so coalescing them comes first; the suggestion
+  // still says it needs them independent. Then the bytes: their saving
   // holds whatever the code does; the overlap's needs compute that does not wait for the collective's result,
   // which the trace cannot show.
   if (worth_coalescing(runs))
@@ -184,13 +189,13 @@ Finding communication(const RunAnalysis& run, const RankRow& typical, double exp
         "Coalesce the " + fmt("%.0f", runs.collectives) + " collectives per step that run back to back into fewer, larger "
         "ones: one collective over a flattened buffer (torch.cat, or one preallocated buffer the tensors are views of), "
         "split after it, as DDP's buckets do; each small collective pays its launch, NCCL's handshake and a wait for "
-        "the slowest rank",
+        "the slowest rank (no matrix multiply runs between them: their inputs look independent of one another)",
         runs.saving_ms, run.step_ms,
         "ranks: one collective per run of back-to-back collectives, moving the same bytes (at least this much: a larger "
         "collective also moves them faster)"));
   if (select.saving_ms > 0)
     f.suggestions.push_back(suggestion(
-        "Select before gathering: each rank takes the argmax / top-k (value and index) of its own shard and the ranks "
+        "Select before gathering: each rank takes the argmax / top-k (values and indices) of its own shard and the ranks "
         "all_gather only those few bytes, then keep the best; today the full tensor is gathered (" +
             fmt("%.1f", select.gathers) + " AllGather(s) per step) only to be selected from",
         select.saving_ms, run.step_ms,
@@ -463,7 +468,7 @@ void fill_means(const RunSums& sums, double m, RunAnalysis& run) {
 }
 
 // The straggler: the rank whose late arrivals delayed the run's collectives most, when that is a cause worth
-// reporting (the floor of any cause) and most of the delay is its (over half: one rank is the story).
+// reporting (the floor of any cause) and the delay is mostly its (two thirds or more: one rank is the story).
 // Where the straggler's own analysis says most launches of kernel `name` came from (its kernel table's launcher:
 // the Python function, range or layer), so that the report names code and not only a kernel; "" when unknown.
 std::string kernel_launcher(const std::string& name, const Analysis* a) {
@@ -488,7 +493,7 @@ void add_straggler(const std::vector<std::vector<const RankStep*>>& matched, con
   if (late_total <= 0 || s.late_ms < kMinImpactShare * run.step_ms || s.late_ms / late_total < 2.0 / 3.0) return;
   run.straggler = s.rank;
   // Late because its GPU had more to do: its compute per step beyond every other rank's covers half its lateness
-  // or more (the same "half" as the straggler's share above: one cause is the story).
+  // or more (then the GPU work explains most of it; less, and the host's work before its collectives does).
   double others_compute = 0;
   for (size_t r = 0; r < run.ranks.size(); ++r)
     if (r != straggler) others_compute = std::max(others_compute, run.ranks[r].compute_ms);

@@ -35,10 +35,14 @@ bool is_collective_kernel(std::string_view kernel_name);
 /// "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "SendRecv"; "collective" when the name
 /// says none of them.
 std::string collective_op(std::string_view kernel_name);
-/// A kernel that keeps a few elements of its input by their value: an argmax or argmin, a max or min reduction,
-/// a top-k or a sort (PyTorch's ArgMaxOps, MaxOps, topk and sort kernels, CUB's radix sort). Gathering a tensor
-/// across ranks only to select from it moves far more than the selection needs.
+/// A kernel that picks a few elements of its input and their indices: an argmax, an argmin or a top-k (PyTorch's
+/// ArgMaxOps, ArgMinOps and topk kernels). Gathering a tensor across ranks only to pick from it moves far more than
+/// the pick needs. (A max or min reduction, or a sort, is left out: amax scaling and sorting follow gathers for
+/// other reasons.)
 bool is_selection_kernel(std::string_view kernel_name);
+
+/// Length (ns) of the merged, sorted intervals `sorted` inside [lo, hi).
+int64_t length_inside(const std::vector<std::pair<int64_t, int64_t>>& sorted, int64_t lo, int64_t hi);
 
 /// One collective kernel, on the host-wide clock (ns).
 struct CollectiveKernel {
@@ -47,9 +51,13 @@ struct CollectiveKernel {
   int64_t start_ns = 0, end_ns = 0;
   uint32_t device = 0;
   uint32_t blocks = 0;  ///< its grid: NCCL runs one block per channel, each on an SM of its own
-  /// For an AllGather: the start of the first selection kernel (is_selection_kernel) on its device after it and
-  /// before the step's next collective, 0 when none: what it gathered was only selected from.
+  /// For an AllGather: the start of the first selection kernel (is_selection_kernel) on its device after it, before
+  /// the step's next collective and before any matrix multiply, 0 when none: what it gathered was only picked from.
   int64_t selected_at_ns = 0;
+  /// A matrix multiply or attention kernel (kernel_traits: gemm, attention) started on its device between the
+  /// step's previous collective (or the step's start) and this one: a layer's compute, likely reading what the
+  /// previous collective produced.
+  bool matmul_before = false;
 };
 
 /// One steady step of one rank.

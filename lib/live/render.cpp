@@ -56,15 +56,15 @@ std::string span_json(const Snapshot& s, const Span& x, bool step) {
          ",\"dur_ms\":" + num(ms(s, x.end - x.start)) + ",\"step\":" + (step ? "true" : "false") + "}";
 }
 
-// The newest steps and every range that overlaps them, on every thread.
-// The newest kTimelineSteps steps up to now; once steps have settled on the GPU side, the newest settled ones
-// instead (their GPU activities have arrived), and what ran on the threads in that range.
+// The newest kTimelineSteps steps up to now and every range that overlaps them, on every thread; once steps have
+// settled on the GPU side, the newest settled ones instead (their GPU activities have arrived) and the ranges
+// inside their time range (a step or range that only touches its edges is not drawn).
 std::string timeline_json(const Snapshot& s) {
   const bool settled = s.timeline_to != 0;
   std::vector<Span> steps;
   if (settled) {
     for (const Span& x : s.steps)
-      if (x.end >= s.timeline_from && x.start <= s.timeline_to) steps.push_back(x);
+      if (x.end > s.timeline_from && x.start < s.timeline_to) steps.push_back(x);
   } else {
     steps = newest(s.steps, kTimelineSteps);
   }
@@ -74,7 +74,7 @@ std::string timeline_json(const Snapshot& s) {
   std::string out = "{\"from_ms\":" + num(at_ms(s, from)) + ",\"to_ms\":" + num(at_ms(s, to)) + ",\"spans\":[";
   bool first = true;
   auto add = [&](const Span& x, bool step) {
-    if (x.end < from || x.start > to) return;
+    if (x.end < from || x.start > to || (settled && (x.end == from || x.start == to))) return;
     out += (first ? "" : ",") + span_json(s, x, step);
     first = false;
   };

@@ -119,7 +119,8 @@ void Tap::set_thread_name(uint32_t thread, const std::string& name, uint32_t os_
 // writes the step ring, so reading them here needs no lock; the lock covers the copies into gpu_view_.
 void Tap::advance(uint64_t now_ticks) {
   std::vector<SettledStep> fresh = gpu_.settle(now_ticks);
-  for (const SettledStep& x : fresh) recent_settled_.push_back(x.step);
+  for (const SettledStep& x : fresh)
+    if (x.complete) recent_settled_.push_back(x.step);  // a step whose GPU records were lost would show none
   if (recent_settled_.size() > kTimelineSteps)
     recent_settled_.erase(recent_settled_.begin(), recent_settled_.end() - kTimelineSteps);
   const auto [from, to] = timeline_range();
@@ -144,9 +145,10 @@ void Tap::advance(uint64_t now_ticks) {
 
 std::pair<uint64_t, uint64_t> Tap::timeline_range() const {
   if (!recent_settled_.empty()) {
-    uint64_t to = 0;
-    for (const Span& x : recent_settled_) to = std::max(to, x.end);
-    return {recent_settled_.front().start, to};
+    // Steps settle in the order their GPU side completes, not always by start (steps on several threads).
+    uint64_t from = UINT64_MAX, to = 0;
+    for (const Span& x : recent_settled_) from = std::min(from, x.start), to = std::max(to, x.end);
+    return {from, to};
   }
   if (steps_total_ == 0) return {0, UINT64_MAX};
   const size_t n = std::min<uint64_t>(steps_total_, std::min(kTimelineSteps, steps_.size()));

@@ -110,7 +110,7 @@ class Tap {
   // The timeline's range: the newest kTimelineSteps settled steps, or before any settled, the newest steps to
   // now (to = UINT64_MAX). The feeding thread's alone.
   std::pair<uint64_t, uint64_t> timeline_range() const;
-  std::vector<Span> recent_settled_;  // the newest kTimelineSteps settled steps, oldest first (feeding thread)
+  std::vector<Span> recent_settled_;  // the newest kTimelineSteps settled complete steps, in settling order (feeding thread)
   StepSettler gpu_;  // the feeding thread's alone (observe, advance): its scans run outside mu_
   // What advance() publishes from gpu_ (under mu_, read by snapshot()).
   struct GpuView {

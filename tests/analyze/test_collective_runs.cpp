@@ -73,3 +73,26 @@ TEST_CASE("back-to-back collectives that mostly move data: bandwidth-bound, coal
   CHECK(r.saving_ms == doctest::Approx(0.030));  // the three 10 us gaps
   CHECK_FALSE(worth_coalescing(r));
 }
+
+TEST_CASE("per-layer collectives after short layers, a rank waiting in each: still no run") {
+  // Layer i: 30 us of compute, then an all_reduce; rank 1 arrives 80 us late to each, so rank 0's kernels last
+  // 100 us (80 waiting, 20 moving data). The compute between two (30 us) is shorter than rank 0's whole kernel but
+  // longer than its transfer: measured against the transfer, no run.
+  auto start = [](int i, int r) -> int64_t { return (200 * i + 30 + (r ? 80 : 0)) * kUs; };
+  auto end = [](int i) -> int64_t { return (200 * i + 130) * kUs; };
+  std::vector<std::pair<int64_t, int64_t>> layers;
+  for (int i = 0; i < 8; ++i) layers.emplace_back(200 * i * kUs, (200 * i + 30) * kUs);
+  const RankStep a = step_of(8, start, end, 0, layers), b = step_of(8, start, end, 1, layers);
+  CHECK(collective_runs({{&a, &b}}, 0, true).runs == 0);
+
+  // Shorter layers than the transfer, but each layer's matmul ran between them: the collectives feed one another.
+  auto start2 = [](int i, int) -> int64_t { return (100 * i + 10) * kUs; };
+  auto end2 = [](int i) -> int64_t { return (100 * i + 90) * kUs; };
+  std::vector<std::pair<int64_t, int64_t>> short_layers;
+  for (int i = 0; i < 8; ++i) short_layers.emplace_back(100 * i * kUs, (100 * i + 10) * kUs);
+  RankStep c = step_of(8, start2, end2, 0, short_layers), d = step_of(8, start2, end2, 1, short_layers);
+  CHECK(collective_runs({{&c, &d}}, 0, false).runs == doctest::Approx(1));  // copies only: one run
+  for (RankStep* x : {&c, &d})
+    for (CollectiveKernel& k : x->collectives) k.matmul_before = true;
+  CHECK(collective_runs({{&c, &d}}, 0, false).runs == 0);  // a matmul before each: none
+}

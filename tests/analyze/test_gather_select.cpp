@@ -10,12 +10,14 @@ namespace {
 constexpr int64_t kUs = 1000;
 }
 
-TEST_CASE("selection kernels: argmax, max, top-k and sort by their names; GEMMs and copies are not") {
+TEST_CASE("selection kernels: argmax, argmin and top-k by their names; max reductions, sorts, GEMMs and copies are not") {
   CHECK(is_selection_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
                             "unsigned int, long, 4> >(...)"));
-  CHECK(is_selection_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MaxOps<float>>>"));
+  CHECK(is_selection_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMinOps<float>>>"));
   CHECK(is_selection_kernel("void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(...)"));
-  CHECK(is_selection_kernel("void cub::DeviceRadixSortOnesweepKernel<...>"));
+  // a max reduction (amax for fp8 scaling) and a sort follow gathers for other reasons: not selections
+  CHECK_FALSE(is_selection_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MaxOps<float>>>"));
+  CHECK_FALSE(is_selection_kernel("void cub::DeviceRadixSortOnesweepKernel<...>"));
   CHECK_FALSE(is_selection_kernel("nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT"));
   CHECK_FALSE(is_selection_kernel("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>"));
   CHECK_FALSE(is_selection_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"));

@@ -254,7 +254,10 @@ TEST_CASE("a step whose GPU records were overwritten before it settled is left o
   const auto m = parse_metrics(render_metrics(s));
   CHECK(m.at("inferscope_gpu_busy_seconds_total") == 0);
   CHECK(m.at("inferscope_step_time_seconds_total{category=\"host\"}") == 0);
-  CHECK(s.gpu_spans.empty());  // the timeline shows the settled step, whose kernel was overwritten
+  // No complete step settled: the timeline follows the newest steps up to now (its GPU lanes the newest activities,
+  // capped), rather than a step whose GPU side was lost.
+  CHECK(s.timeline_to == 0);
+  CHECK(s.gpu_spans.size() == kTimelineGpuSpans);
 }
 
 TEST_CASE("the timeline's copy of GPU activities is capped at the newest kTimelineGpuSpans") {
@@ -324,6 +327,13 @@ TEST_CASE("the timeline shows the newest settled steps with their GPU activities
   CHECK_FALSE(has(d, "\"start_ms\":62,"));  // step 6's kernel: its step has not settled, it is not shown
   CHECK_FALSE(has(d, "\"start_ms\":90,"));  // nor step 9, the newest step, whose GPU side has not arrived
   CHECK(s.gpu_spans.size() == 5);
+  // The steps drawn are the five settled ones: not step 0, which ends where the range starts, nor step 6, which
+  // starts where it ends and has not settled.
+  const std::string timeline = d.substr(d.find("\"timeline\":"));
+  for (const char* drawn : {"\"start_ms\":10,\"dur_ms\":10,\"step\":true", "\"start_ms\":50,\"dur_ms\":10,\"step\":true"})
+    CHECK_MESSAGE(has(timeline, drawn), drawn);
+  CHECK_FALSE(has(timeline, "\"start_ms\":0,\"dur_ms\":10,\"step\":true"));
+  CHECK_FALSE(has(timeline, "\"start_ms\":60,\"dur_ms\":10,\"step\":true"));
 
   // Before any step settled the timeline follows the newest steps up to now.
   Tap fresh(kStep, 0, 1.0, names);

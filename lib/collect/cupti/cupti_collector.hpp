@@ -52,8 +52,9 @@ ActivitySet parse_activity_set(const std::string& spec);
 /// on once such a graph exists (`untraced_graph_exists`). Switching it off costs every launch of a graph
 /// instantiated with it on (+4.5 % on a replayed graph of 1,500 kernels, measured on the H100), so it stays
 /// on (`on_now`) whenever nothing recorded needs it off: while collection is idle, and in a session that
-/// records none of a graph's nodes (no kernels, copies or memsets). Only a request that records graph nodes
-/// one by one (`kernel` without `graph`, `graph_nodes`) switches it off.
+/// records none of a graph's nodes (no kernels, copies or memsets); that session's dump then holds the graph
+/// launches' records. Only a request that records graph nodes one by one switches it off: kernels, copies or
+/// memsets without `graph` (`kernel`, `graph_nodes`, `full`).
 bool graph_level_wanted(bool untraced_graph_exists, bool on_now, bool session_wants_graphs, const ActivitySet& want,
                         bool idle);
 
