@@ -34,6 +34,12 @@ One process alternates windows with collection on and off, many rounds, and repo
       --warm 2 --rounds 30 --against system=true \
       --window-sets "system=true;python=false;system=false;python=false,system=false"
 
+  # The live page's cost over sampled mode on the program's own thread, on any machine (no GPU: a pure-Python step
+  # of about 5 ms): sampled sessions with and without the page served and polled.
+  PYTHONPATH=build/python python3 bench/gpu/gpt2_overhead.py --mode windows --model cpu --batches 5 --steps 200 \
+      --warm 0 --rounds 20 --mark-steps --against mode=sampled \
+      --window-sets "mode=sampled;mode=sampled,live=127.0.0.1:18791,live_token=false"
+
 The step: transformers' GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_head=12)), random weights,
 fp16, sequence 128, batch 1 and 32, no_grad, synchronized at the end of each step.
 """
@@ -110,6 +116,22 @@ def build_graph_step(batch, layers, width, device):
         issued = time.perf_counter()
         torch.cuda.synchronize()
         return issued
+
+    return step
+
+
+def build_cpu_step(batch):
+    """A step of pure Python work, about `batch` ms on a 2-core VM (a tokenizer-like loop): no GPU, so what a
+    session costs the program's own thread (ranges, the writer, the live page's server) shows on any machine."""
+    words = [f"w{i % 97}" for i in range(2000)]
+
+    def step():
+        n = 0
+        for _ in range(max(1, batch) * 10):
+            for w in words:
+                n += len(w) * 3 % 7
+            n += sum(len(w) for w in words[:200])
+        return time.perf_counter()
 
     return step
 
@@ -424,9 +446,11 @@ def main():
     ap.add_argument("--mode", choices=["inferscope", "torch-profiler", "plain", "sampled", "windows"], required=True)
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--model", choices=["gpt2", "graph"], default="gpt2",
-                    help="the step: GPT-2's forward (default), or one CUDA graph of small kernels replayed per step "
-                         "(--graph-layers Linear+ReLU pairs of --graph-width, batch from --batches). In windows "
+    ap.add_argument("--model", choices=["gpt2", "graph", "cpu"], default="gpt2",
+                    help="the step: GPT-2's forward (default), one CUDA graph of small kernels replayed per step "
+                         "(--graph-layers Linear+ReLU pairs of --graph-width, batch from --batches), or pure Python "
+                         "work of about --batches ms and no GPU (windows mode: a session's cost on the program's own "
+                         "thread, on any machine). In windows "
                          "mode a graph step is captured inside a first session started before CUDA is initialised, "
                          "as under iscope-run, so that CUPTI may trace it at graph level (docs/gpu-collector.md)")
     ap.add_argument("--graph-layers", type=int, default=750, help="graph step: Linear+ReLU pairs (2 kernels each)")
@@ -466,6 +490,18 @@ def main():
     a = ap.parse_args()
     if a.rounds is None:
         a.rounds = 10 if a.mode == "sampled" else 100
+
+    if a.model == "cpu":
+        if a.mode != "windows":
+            sys.exit("--model cpu runs in --mode windows only")
+        import inferscope_py as isc
+        random.seed(1)
+        print(f"# session overhead on a pure-Python step (no GPU); python {sys.version.split()[0]}")
+        print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rounds={a.rounds} steps/window={a.steps} "
+              f"warm={a.warm}; command: {' '.join(sys.argv)}")
+        for batch in [int(x) for x in a.batches.split(",")]:
+            session_windows(build_cpu_step(batch), batch, a, isc)
+        return
 
     import torch
     import transformers
