@@ -19,8 +19,7 @@ CollectiveRuns collective_runs(const std::vector<std::vector<const RankStep*>>& 
   double collectives = 0, runs = 0, span = 0, compute = 0, transfer = 0, wait = 0, saving = 0;
   for (const auto& st : matched) {
     if (rank >= st.size()) return out;
-    size_t k = SIZE_MAX;
-    for (const RankStep* s : st) k = std::min(k, s->collectives.size());
+    const size_t k = common_collectives(st);
     const RankStep& mine = *st[rank];
     auto close = [&](const RunSum& r) {
       if (r.n < 2) return;
@@ -33,10 +32,7 @@ CollectiveRuns collective_runs(const std::vector<std::vector<const RankStep*>>& 
     RunSum run;
     for (size_t i = 0; i < k; ++i) {
       const CollectiveKernel& c = mine.collectives[i];
-      int64_t last = INT64_MIN;
-      for (const RankStep* s : st) last = std::max(last, s->collectives[i].start_ns);
-      const int64_t dur = std::max<int64_t>(0, c.end_ns - c.start_ns);
-      const int64_t w = std::clamp<int64_t>(last - c.start_ns, 0, dur), t = dur - w;
+      const int64_t w = waited_ns(c, last_arrival(st, i)), t = std::max<int64_t>(0, c.end_ns - c.start_ns) - w;
       // The compute between the two is measured against the later one's transfer, not its whole kernel: a rank
       // that waits long in every collective would otherwise join a per-layer chain into a run.
       const bool joins = run.n > 0 && !c.matmul_before && length_inside(mine.compute, run.last_end, c.start_ns) < t;

@@ -11,16 +11,13 @@ GatherSelect gather_then_select(const std::vector<std::vector<const RankStep*>>&
   double gathers = 0, transfer = 0, between = 0;
   for (const auto& st : matched) {
     if (rank >= st.size()) return out;
-    size_t k = SIZE_MAX;
-    for (const RankStep* s : st) k = std::min(k, s->collectives.size());
+    const size_t k = common_collectives(st);
     const RankStep& mine = *st[rank];
     for (size_t i = 0; i < k; ++i) {
       const CollectiveKernel& c = mine.collectives[i];
       if (!c.selected_at_ns) continue;
-      int64_t last = INT64_MIN;
-      for (const RankStep* s : st) last = std::max(last, s->collectives[i].start_ns);
       gathers += 1;
-      transfer += double(std::max<int64_t>(0, c.end_ns - std::max(last, c.start_ns)));
+      transfer += double(std::max<int64_t>(0, c.end_ns - c.start_ns) - waited_ns(c, last_arrival(st, i)));
       between += double(length_inside(mine.compute, c.end_ns, c.selected_at_ns));
     }
   }

@@ -99,16 +99,7 @@ int64_t offset_ns_of(const std::vector<HostClock>& clocks, const std::string& ho
 }
 
 RankTrace on_reference_clock(RankTrace t, int64_t offset_ns) {
-  if (offset_ns == 0) return t;
-  for (RankStep& s : t.steps) {
-    s.start_ns -= offset_ns;
-    s.end_ns -= offset_ns;
-    for (CollectiveKernel& c : s.collectives) {
-      c.start_ns -= offset_ns, c.end_ns -= offset_ns;
-      if (c.selected_at_ns) c.selected_at_ns -= offset_ns;
-    }
-    for (auto& [lo, hi] : s.compute) lo -= offset_ns, hi -= offset_ns;
-  }
+  shift_times(t, -offset_ns);
   return t;
 }
 

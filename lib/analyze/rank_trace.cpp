@@ -243,19 +243,23 @@ RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a) {
   }
   // A dump converted from a torch.profiler trace starts its times at zero; its process info says where that
   // lies on the trace's own clock, which the ranks of one run share.
-  if (const auto shift = process_number(r.process_value("time_shift_ns"), uint64_t(INT64_MAX) / 2)) {
-    for (RankStep& s : t.steps) {
-      s.start_ns += int64_t(*shift);
-      s.end_ns += int64_t(*shift);
-      for (CollectiveKernel& c : s.collectives) {
-        c.start_ns += int64_t(*shift);
-        c.end_ns += int64_t(*shift);
-        if (c.selected_at_ns) c.selected_at_ns += int64_t(*shift);
-      }
-      for (auto& [lo, hi] : s.compute) lo += int64_t(*shift), hi += int64_t(*shift);
-    }
-  }
+  if (const auto shift = process_number(r.process_value("time_shift_ns"), uint64_t(INT64_MAX) / 2))
+    shift_times(t, int64_t(*shift));
   return t;
+}
+
+void shift_times(RankTrace& t, int64_t by) {
+  if (by == 0) return;
+  for (RankStep& s : t.steps) {
+    s.start_ns += by;
+    s.end_ns += by;
+    for (CollectiveKernel& c : s.collectives) {
+      c.start_ns += by;
+      c.end_ns += by;
+      if (c.selected_at_ns) c.selected_at_ns += by;
+    }
+    for (auto& [lo, hi] : s.compute) lo += by, hi += by;
+  }
 }
 
 }  // namespace inferscope::analyze

@@ -208,11 +208,11 @@ void add_collective(const std::vector<const RankStep*>& st, size_t i, const std:
   std::vector<double> transfer(n);
   for (size_t r = 0; r < n; ++r) {
     const CollectiveKernel& c = st[r]->collectives[i];
-    const double wait = double(last - c.start_ns), dur = double(c.end_ns - c.start_ns);
-    sums.ranks[r].wait += std::min(wait, dur);
-    transfer[r] = std::max(0.0, dur - wait);
+    const double wait = double(waited_ns(c, last));
+    sums.ranks[r].wait += wait;
+    transfer[r] = std::max(0.0, double(c.end_ns - c.start_ns) - wait);
     sums.ranks[r].transfer += transfer[r];
-    op.wait += std::min(wait, dur) / double(n);
+    op.wait += wait / double(n);
   }
   op.transfers.push_back(median(transfer));
   if (last - second <= kSameArrivalNs) return;
@@ -231,9 +231,8 @@ RunSums sum_matched(const std::vector<std::vector<const RankStep*>>& matched, co
   RunSums sums;
   sums.ranks.resize(n);
   for (const auto& st : matched) {
-    size_t k = SIZE_MAX;
+    const size_t k = common_collectives(st);
     for (size_t r = 0; r < n; ++r) {
-      k = std::min(k, st[r]->collectives.size());
       sums.counts_differ |= st[r]->collectives.size() != st[0]->collectives.size();
       sums.ranks[r].step += double(st[r]->end_ns - st[r]->start_ns);
       sums.ranks[r].compute += st[r]->compute_ns;
@@ -347,6 +346,18 @@ void add_communication(const std::vector<const RankTrace*>& traces, const std::v
 }
 
 }  // namespace
+
+size_t common_collectives(const std::vector<const RankStep*>& step) {
+  size_t k = step.empty() ? 0 : SIZE_MAX;
+  for (const RankStep* s : step) k = std::min(k, s->collectives.size());
+  return k;
+}
+
+int64_t last_arrival(const std::vector<const RankStep*>& step, size_t i) {
+  int64_t last = INT64_MIN;
+  for (const RankStep* s : step) last = std::max(last, s->collectives[i].start_ns);
+  return last;
+}
 
 RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses) {
   RunAnalysis run;

@@ -17,6 +17,7 @@
 #include "analyze/analysis.hpp"
 #include "dump/reader.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -89,6 +90,19 @@ struct RankTrace {
   uint32_t sm_count = 0;          ///< SMs of its first GPU (process info gpu.N.sm_count, else known by name; 0: unknown)
   std::vector<RankStep> steps;    ///< its steady steps, in time order
 };
+
+/// Every time of `t` moved by `by` ns (onto another host's clock, or a converted trace's times to its origin).
+void shift_times(RankTrace& t, int64_t by);
+
+/// How many collectives every rank of one matched step ran (step[r]: rank r's): collectives are matched by their
+/// order inside the step, so only that many are.
+size_t common_collectives(const std::vector<const RankStep*>& step);
+/// When the last rank arrived at the matched step's i-th collective: the latest start of its kernels.
+int64_t last_arrival(const std::vector<const RankStep*>& step, size_t i);
+/// How long collective `c` waited for the last arrival `last`, at most its whole kernel; the rest moved data.
+inline int64_t waited_ns(const CollectiveKernel& c, int64_t last) {
+  return std::clamp<int64_t>(last - c.start_ns, 0, std::max<int64_t>(0, c.end_ns - c.start_ns));
+}
 
 /// The SMs of a GPU model known by its name (H100, H200, A100, L40S), for dumps recorded before gpu.N.sm_count was
 /// written; 0 when the name is not one of them.

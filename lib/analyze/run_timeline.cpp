@@ -37,8 +37,7 @@ RepresentativeStep run_timeline(const std::vector<std::vector<const RankStep*>>&
   auto at = [&](int64_t ns) { return double(ns - origin) / 1e6; };
   out.step.index = uint32_t(st.front()->index);
   out.step.duration_ms = at(end);
-  size_t shared = SIZE_MAX;  // collectives matched across the ranks: as many as every rank ran, in order
-  for (const RankStep* s : st) shared = std::min(shared, s->collectives.size());
+  const size_t shared = common_collectives(st);
   for (size_t r = 0; r < st.size(); ++r) {
     const std::string rank = "rank " + std::to_string(r < rows.size() ? rows[r].rank : int(r));
     TimelineLane host{rank, false, {}};
