@@ -12,7 +12,11 @@ Fix: compute the logprobs vocabulary-parallel on both ranks: each rank's bf16 he
 and the target token's logit where it owns it, and one small all_gather of those [2, 1024] statistics combines them
 (sharded_token_logprobs); both ranks do half of a cheaper head, at the same time.
 """
-from _mg_harness import Dist, ab, parse, run_steps
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # the parent folder's harness
+from _mg_harness import Dist, ab, parse, run_steps  # noqa: E402
 
 try:
     import torch

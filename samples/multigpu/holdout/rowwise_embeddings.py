@@ -11,7 +11,11 @@ between) these collectives before the dense tower (17920 -> 1024 -> 256 -> 1, bf
 Fix: coalesce: all_reduce the pooled features of all tables as one flat [8192, 17920] buffer (one collective of
 590 MB at full bandwidth) and split it afterwards (sync_flat).
 """
-from _mg_harness import Dist, ab, parse, run_steps
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # the parent folder's harness
+from _mg_harness import Dist, ab, parse, run_steps  # noqa: E402
 
 try:
     import torch

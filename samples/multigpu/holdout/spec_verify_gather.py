@@ -10,7 +10,11 @@ only for an argmax (gather_full_logits). The step is dominated by that all_gathe
 Fix: take each rank's local top-1 (value and global index) of its vocabulary half and all_gather only those,
 [4096, 2] per rank, then keep the better of the two (local_top1_then_gather): the same tokens, about 32 KB moved.
 """
-from _mg_harness import Dist, ab, parse, run_steps
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # the parent folder's harness
+from _mg_harness import Dist, ab, parse, run_steps  # noqa: E402
 
 try:
     import torch
