@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 namespace inferscope::live {
@@ -61,20 +62,17 @@ std::string span_json(const Snapshot& s, const Span& x, bool step) {
 // inside their time range (a step or range that only touches its edges is not drawn).
 std::string timeline_json(const Snapshot& s) {
   const bool settled = s.timeline_to != 0;
+  auto in_settled = [&](const Span& x) { return x.end > s.timeline_from && x.start < s.timeline_to; };
   std::vector<Span> steps;
-  if (settled) {
-    for (const Span& x : s.steps)
-      if (x.end > s.timeline_from && x.start < s.timeline_to) steps.push_back(x);
-  } else {
-    steps = newest(s.steps, kTimelineSteps);
-  }
+  if (settled) std::copy_if(s.steps.begin(), s.steps.end(), std::back_inserter(steps), in_settled);
+  else steps = newest(s.steps, kTimelineSteps);
   const uint64_t from = settled ? s.timeline_from
                                 : steps.empty() ? (s.spans.empty() ? 0 : s.spans.front().start) : steps.front().start;
   const uint64_t to = settled ? s.timeline_to : s.now_ticks;
   std::string out = "{\"from_ms\":" + num(at_ms(s, from)) + ",\"to_ms\":" + num(at_ms(s, to)) + ",\"spans\":[";
   bool first = true;
   auto add = [&](const Span& x, bool step) {
-    if (x.end < from || x.start > to || (settled && (x.end == from || x.start == to))) return;
+    if (settled ? !in_settled(x) : x.end < from) return;
     out += (first ? "" : ",") + span_json(s, x, step);
     first = false;
   };
