@@ -389,12 +389,27 @@ def session_windows(step, batch, a, isc):
                 dump_mb.setdefault(k, []).append(os.path.getsize(path) / 1e6)
                 os.unlink(path)
             stats[k].add(times, a.warm)
+        write_raw(a, batch, r + 1, stats, start_ms, stop_ms, dump_mb)
     steady_off = None
     if a.steady_phase:
         stats["steady session, GPU on/off"], steady_off = steady_phase(step, a, isc, n)
     # The steady session's "on" windows are compared with its own "off" windows, the others with no session.
     base_of = lambda k: steady_off if k.startswith("steady") else stats["off"]
     print_windows(batch, a, n, stats, base_of, start_ms, stop_ms, dump_mb, polls)
+    write_raw(a, batch, r + 1, stats, start_ms, stop_ms, dump_mb)
+
+
+def write_raw(a, batch, rounds_done, stats, start_ms, stop_ms, dump_mb):
+    """--raw: every window so far (rewritten after each round, so a run cut short by a time limit keeps them)."""
+    if not a.raw:
+        return
+    import json
+    path = a.raw if "," not in a.batches else a.raw.replace(".json", "") + f".b{batch}.json"
+    with open(path + ".tmp", "w") as f:
+        json.dump({"batch": batch, "steps": a.steps, "warm": a.warm, "rounds": rounds_done, "command": sys.argv,
+                   "windows": {k: {"median": v.med, "mean": v.mean} for k, v in stats.items()},
+                   "start_ms": start_ms, "stop_ms": stop_ms, "dump_mb": dump_mb}, f)
+    os.replace(path + ".tmp", path)
 
 
 # A window set with no session, only a thread that wakes every 20 ms as the session's writer does: whether a
@@ -478,6 +493,10 @@ def main():
     ap.add_argument("--live-poll-s", type=float, default=1.0,
                     help="windows mode: a window set with live=ADDR:PORT (and live_token=false) is polled by another "
                          "process every this many seconds, as the open page polls (default 1 s)")
+    ap.add_argument("--seed", type=int, default=1, help="the window order's shuffle (give each process its own)")
+    ap.add_argument("--raw", default="",
+                    help="windows mode: also write every window's median and mean step per session setting, and "
+                         "start()/stop() times and dump sizes, to this JSON file (for intervals computed afterwards)")
     ap.add_argument("--mark-steps", action="store_true",
                     help="windows mode: each step inside inferscope_py.scope('step') (adaptive and sampled sessions "
                          "count steps by it), in every window alike")
@@ -495,7 +514,7 @@ def main():
         if a.mode != "windows":
             sys.exit("--model cpu runs in --mode windows only")
         import inferscope_py as isc
-        random.seed(1)
+        random.seed(a.seed)
         print(f"# session overhead on a pure-Python step (no GPU); python {sys.version.split()[0]}")
         print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rounds={a.rounds} steps/window={a.steps} "
               f"warm={a.warm}; command: {' '.join(sys.argv)}")
@@ -517,7 +536,7 @@ def main():
           f"transformers {transformers.__version__}, python {sys.version.split()[0]}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rounds={a.rounds} steps/window={a.steps} "
           f"warm={a.warm}; command: {' '.join(sys.argv)}")
-    random.seed(1)
+    random.seed(a.seed)
     lib = load_inferscope() if a.mode == "inferscope" else None
     isc = None
     if (lib and "+python" in a.sets) or a.mode in ("sampled", "windows"):

@@ -60,7 +60,7 @@ struct Config {
   bool live_any_address = false;              ///< live_any_address: allow binding to a non-loopback address
 
   // --- sampled mode (docs/sampled-mode.md) -----------------------------------------------------------
-  CaptureMode mode = CaptureMode::kFull;      ///< mode: full | sampled | adaptive
+  CaptureMode mode = CaptureMode::kAdaptive;  ///< mode: full | sampled | adaptive (full when buffer_mode is ring)
   uint32_t baseline_steps = 100;              ///< baseline_steps: adaptive: steps recorded in full from the start
   uint32_t window_steps = 10;                 ///< window_steps: steps recorded in full per window (1..1000000)
   uint32_t window_every_steps = 500;          ///< window_every_steps: a window starts every N steps (2..1e9)

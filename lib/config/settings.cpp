@@ -237,6 +237,15 @@ std::string pick_config_file(const ResolveOptions& options, std::string& named_b
   return {};
 }
 
+// `buffer_mode: ring` asks for a flight recorder: the newest records in full detail. With `mode` left at its
+// default (adaptive, whose windows are a ring of their own), that is full capture kept in a ring, as before
+// adaptive became the default; a mode that was set is kept (sampled and adaptive ignore buffer_mode).
+void resolve_mode_for_ring(Resolved& resolved) {
+  if (resolved.config.buffer_mode != BufferMode::kRing || resolved.origin.at("mode") != "default") return;
+  resolved.config.mode = CaptureMode::kFull;
+  resolved.origin["mode"] = "default (buffer_mode: ring)";
+}
+
 // Settings each valid on its own but not together. Only sampled mode reads these, so only it is checked: a full
 // run is not refused for a window setting it never uses.
 void check_combinations(const Resolved& resolved, Problems& problems) {
@@ -305,6 +314,7 @@ Resolved resolve(const ResolveOptions& options) {
     }
     apply(resolved, problems, *def, value, where, "flag:" + flag);
   }
+  resolve_mode_for_ring(resolved);
   {
     Problems combined;
     check_combinations(resolved, combined);

@@ -143,11 +143,13 @@ constexpr KeyDef kKeys[] = {
      .doc = "Allow `live` to bind an address other than loopback (127.0.0.1, ::1, localhost); refused otherwise."},
     // --- sampled mode
     {.key = "mode", .section = "sampled", .member = &Config::mode,
-     .doc = "full: everything, for the whole session; sampled: an always-on profile that records full detail "
+     .doc = "adaptive (the default): full detail for the first baseline_steps steps (the warm-up and the steps "
+            "the analysis reads), then as sampled; that part is never dropped from the ring, and a run shorter "
+            "than it is recorded whole. full: everything, for the whole session, streamed to the dump as it comes "
+            "(the default when buffer_mode is ring). sampled: an always-on profile that records full detail "
             "(kernels, API calls, Python, ranges) only inside windows, keeps the newest windows_kept of them in "
-            "memory (within trace_size_mb) and writes them at stop, exit, SIGUSR2 or flush_ring(); buffer_mode does "
-            "not apply. adaptive: full detail for the first baseline_steps steps (the warm-up and the steps the "
-            "analysis reads), then as sampled; that part is never dropped from the ring."},
+            "memory (within trace_size_mb) and writes them at stop, exit, SIGUSR2, flush_ring() or a crash; "
+            "buffer_mode does not apply to sampled or adaptive."},
     {.key = "baseline_steps", .section = "sampled", .member = &Config::baseline_steps,
      .doc = "Adaptive mode: steps recorded in full from the start before windows take over (the part also ends "
             "once it holds half of trace_size_mb). 100: the analysis reads at most 64 typical steps and the "

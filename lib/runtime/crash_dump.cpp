@@ -70,6 +70,8 @@ void write_image(const Image& img) {
   for (const auto& seg : img.meta) ok = ok && write_whole(img.fd, seg.data(), seg.size());
   if (img.window)
     for (const auto& chunk : *img.window) ok = ok && write_whole(img.fd, chunk.data(), chunk.size());
+  if (img.windows) ok = ok && img.windows->write_events_to(img.fd);
+  ok = ok && write_whole(img.fd, img.sampling.data(), img.sampling.size());
   ok = ok && write_whole(img.fd, img.drops.data(), img.drops.size()) && write_end(img.fd, img);
   if (!ok) return;  // a torn dump never replaces the output: it stays at the temporary
   struct stat st{};

@@ -1,11 +1,13 @@
-// Ring mode on abnormal exits (docs/reliability.md, "Ring mode on abnormal exits"): what a ring-mode session
-// holds in memory is written to its preopened file from SIGABRT, SIGSEGV and SIGBUS handlers, with write(2)
+// Ring, sampled and adaptive modes on abnormal exits (docs/reliability.md, "Ring mode on abnormal exits"): what
+// such a session holds in memory is written to its preopened file from SIGABRT, SIGSEGV and SIGBUS handlers, with write(2)
 // alone (no allocation, no lock), then the signal goes on to what the program had installed before us.
 //
 // The writer thread owns the image and changes it only between begin_update() and end_update(). A handler
 // first says a crash dump is under way, then waits (briefly) for an update in progress to end; from then on
 // begin_update() refuses, so the handler reads memory nobody changes.
 #pragma once
+
+#include "runtime/sampling/window_store.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -14,12 +16,14 @@
 
 namespace inferscope::runtime::crash {
 
-/// Everything a ring-mode dump is made of, in file order; END is made by the handler.
+/// Everything a ring-mode (or sampled) dump is made of, in file order; END is made by the handler.
 struct Image {
   int fd = -1;                                       ///< the session's preopened file (a temporary)
   std::string temp, output;                          ///< renamed temp -> output once written whole
   std::vector<std::vector<uint8_t>> meta;            ///< file header + process info, then new metadata chunks
   const std::deque<std::vector<uint8_t>>* window = nullptr;  ///< retained EVENTS chunks, oldest first
+  const sampling::WindowStore* windows = nullptr;  ///< sampled and adaptive modes: the ring of windows' records
+  std::vector<uint8_t> sampling;                   ///< then their SAMPLING, WINDOWS and SLOW_STEPS chunks
   std::vector<uint8_t> drops;                        ///< the latest DROPS chunk (may be empty)
   uint64_t records_written = 0, records_dropped = 0;  ///< for END
 };

@@ -217,8 +217,12 @@ dump::SamplingSummary Sampler::summary(uint32_t step_name_id, uint64_t now) {
 }
 
 void Sampler::write(std::vector<uint8_t>& out, uint32_t step_name_id) {
-  const uint64_t now = detail::now();
   store_.write_events(out);
+  write_summary(out, step_name_id);
+}
+
+void Sampler::write_summary(std::vector<uint8_t>& out, uint32_t step_name_id) {
+  const uint64_t now = detail::now();
   dump::ChunkBuilder sb(dump::ChunkType::kSampling);
   sb.add(summary(step_name_id, now));
   sb.finish_into(out);

@@ -41,6 +41,12 @@ class Sampler {
   void route(const std::vector<std::vector<uint8_t>>& chunks);
   /// Writer: the kept windows' EVENTS chunks, then the SAMPLING, WINDOWS and SLOW_STEPS chunks.
   void write(std::vector<uint8_t>& out, uint32_t step_name_id);
+  /// Writer: the SAMPLING, WINDOWS and SLOW_STEPS chunks alone (what follows the windows' records).
+  void write_summary(std::vector<uint8_t>& out, uint32_t step_name_id);
+  /// Adaptive mode: the baseline is still open (writer thread).
+  bool baseline_open() const { return baseline_index_ != 0 && full_open_ == baseline_index_; }
+  /// The ring of windows, for the crash image (read by a crash handler only while the writer changes nothing).
+  const sampling::WindowStore& store() const { return store_; }
   /// Writer: what the ring dropped, per thread: (thread, reason, records, bytes).
   std::vector<std::tuple<uint32_t, std::string, uint64_t, uint64_t>> drops() const;
   /// Records the written dump holds.

@@ -338,10 +338,24 @@ void flush_now() {
 // could never write its dump does not start: the output locked, created exclusively (stream: at the output
 // when nothing is there; ring: a temporary beside it, preopened for crash dumps). Then the first calibration
 // points and the head of the dump (stream) or of the crash image (ring).
+// Adaptive mode's baseline, streamed: the file begins as a stream dump's does (its own header, no snapshot
+// flags); the snapshot written at stop replaces it whole.
+bool append_stream_head(SessionState& s) {
+  std::vector<uint8_t> head;
+  auto fh = dump::make_file_header(0);
+  head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
+  append_process_info(s, head);
+  if (s.file.append(head.data(), head.size())) return true;
+  log(LogLevel::kError, "start: cannot write " + s.file.written_path() + ": " + std::strerror(errno) +
+                            "; not recording");
+  s.file.discard();
+  return false;
+}
+
 bool open_dump(SessionState& s) {
   for (const char* reason : kDropReasons) intern(reason);
   std::string why;
-  if (!s.file.open(s.output, /*in_place=*/!s.ring_mode, why)) {
+  if (!s.file.open(s.output, /*in_place=*/!s.ring_mode || s.streaming_baseline, why)) {
     log(LogLevel::kError, "start: " + why + "; not recording");
     return false;
   }
@@ -352,11 +366,11 @@ bool open_dump(SessionState& s) {
   }
   s.calib.push_back(take_calibration_point());
   std::vector<uint8_t> head;
-  auto fh = dump::make_file_header(s.ring_mode ? 1 : 0);
+  auto fh = dump::make_file_header(s.ring_mode ? dump::kFileRingSnapshot | (s.sampled ? dump::kFileSampled : 0u) : 0u);
   head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
   append_process_info(s, head);
-  if (s.sampled) return true;  // sampled mode writes no crash dump (docs/sampled-mode.md)
-  if (s.ring_mode) {
+  if (s.streaming_baseline && !append_stream_head(s)) return false;
+  if (s.ring_mode) {  // ring, sampled and adaptive: the crash image (its ring of windows joins in start_sampler)
     s.crash.fd = s.file.fd();
     s.crash.temp = s.file.written_path();
     s.crash.output = s.output;
@@ -393,6 +407,10 @@ void start_sampler(SessionState& s) {
   // The drop reasons are interned now: a snapshot writes the string table before it builds its drop table.
   for (const char* reason : Sampler::kDropReasons) intern(reason);
   s.sampler = std::make_shared<Sampler>(s.cfg, s.calib.front().ticks, ticks_per_ns(s.calib));
+  if (crash::begin_update()) {  // a crash from here on writes the windows too
+    s.crash.windows = &s.sampler->store();
+    crash::end_update();
+  }
 }
 
 bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child) {
@@ -430,6 +448,7 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   s->from_env = from_env;
   s->family_output = family_output.empty() ? s->output : dump::absolute_path(family_output);
   s->sampled = records_in_windows(config.mode);
+  s->streaming_baseline = config.mode == CaptureMode::kAdaptive;
   if (!open_dump(*s)) {
     delete s;
     return false;

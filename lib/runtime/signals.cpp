@@ -270,7 +270,7 @@ void install_session_handlers(const SessionState& s) {
   }
   if (s.ring_mode && !wait_for_python) {
     install_chained_handler(SIGUSR2);
-    if (!s.sampled) crash::install_handlers();
+    crash::install_handlers();
   }
   g_deferred_python_signals.store(wait_for_python);
 }
@@ -284,7 +284,7 @@ void install_deferred_signal_handlers() {
   if (s->from_env && s->cfg.handle_signals) install_handler(SIGTERM);
   if (s->ring_mode) {
     install_chained_handler(SIGUSR2);
-    if (!s->sampled) crash::install_handlers();
+    crash::install_handlers();
   }
 }
 

@@ -347,8 +347,11 @@ std::vector<uint8_t> snapshot_bytes(SessionState& s) {
 }
 
 // A ring snapshot (flush_ring, SIGUSR2): written to a temporary beside `path` and renamed over it.
-bool write_snapshot(SessionState& s, const std::string& path) {
-  const std::vector<uint8_t> out = snapshot_bytes(s);
+bool write_snapshot_bytes(SessionState& s, const std::vector<uint8_t>& out, const std::string& path);
+
+bool write_snapshot(SessionState& s, const std::string& path) { return write_snapshot_bytes(s, snapshot_bytes(s), path); }
+
+bool write_snapshot_bytes(SessionState&, const std::vector<uint8_t>& out, const std::string& path) {
   DumpFile f;
   std::string error;
   if (f.open(path, /*in_place=*/false, error, /*lock=*/false) && f.rewrite(out.data(), out.size()) && f.commit(error))
@@ -361,25 +364,39 @@ bool write_snapshot(SessionState& s, const std::string& path) {
 
 // Ring mode, each cycle: the drained chunks join the window, and the crash image follows (what a SIGABRT,
 // SIGSEGV or SIGBUS handler writes): new metadata appended, the drop table and counts replaced.
-void keep_in_window(SessionState& s, Drained& d) {
+// The crash image's metadata, summary, drop table and counts after a cycle changed what it holds. Built outside
+// the update (the drop table takes locks: meta_mu, the string table), swapped in after.
+void update_crash_image(SessionState& s, std::vector<uint8_t> meta) {
+  std::vector<uint8_t> drops, sampling;
+  append_drops(s, drops, true);
+  if (s.sampler) s.sampler->write_summary(sampling, s.step_name_id);
+  const uint64_t dropped = total_drops(current_drops(s));
+  const uint64_t written = s.sampler ? s.sampler->records_kept() : s.records_written;
+  if (!crash::begin_update()) return;  // a crash dump is being written from the image: change nothing
+  if (!meta.empty()) s.crash.meta.push_back(std::move(meta));
+  s.crash.drops.swap(drops);
+  s.crash.sampling.swap(sampling);
+  s.crash.records_written = written;
+  s.crash.records_dropped = dropped;
+  crash::end_update();
+}
+
+// What this cycle adds to the metadata (strings, code, threads, calibration), for the crash image.
+std::vector<uint8_t> new_meta(SessionState& s) {
   std::vector<uint8_t> meta;
   append_meta_kv(s, meta, false);
   append_tables(s, meta, false);
   append_threads(s, meta, false);
   append_calibration(s, meta, false);
+  return meta;
+}
+
+void keep_in_window(SessionState& s, Drained& d) {
+  std::vector<uint8_t> meta = new_meta(s);
   if (!crash::begin_update()) return;  // a crash dump is being written from the image: change nothing
   for (auto& c : d.chunks) retain(s, std::move(c));
-  if (!meta.empty()) s.crash.meta.push_back(std::move(meta));
   crash::end_update();
-  // The drop table takes locks (meta_mu, the string table): built outside the update, swapped in after.
-  std::vector<uint8_t> drops;
-  append_drops(s, drops, true);
-  const uint64_t dropped = total_drops(current_drops(s));
-  if (!crash::begin_update()) return;
-  s.crash.drops.swap(drops);
-  s.crash.records_written = s.records_written;
-  s.crash.records_dropped = dropped;
-  crash::end_update();
+  update_crash_image(s, std::move(meta));
 }
 
 // The collectors started so far. They start after the writer, so the list may grow while it runs; they are
@@ -393,10 +410,38 @@ std::vector<Collector*> collectors_of(SessionState& s) {
 
 // Sampled mode, each cycle: windows open and close first (so the pre-roll a slow step reaches back to is still
 // there), then the drained records go to the window their time falls in.
+// Adaptive mode: the baseline's records also go to the file as a stream dump's do, until a second after it
+// closed (the GPU's records of its last steps arrive that late: CUPTI hands them over in buffers).
+void stream_baseline(SessionState& s, const Drained& d, const std::vector<uint8_t>& meta, const Cursors& before) {
+  if (!s.sampler->baseline_open()) {
+    const uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now().time_since_epoch())
+                                                   .count());
+    if (s.baseline_closed_ns == 0) s.baseline_closed_ns = now;
+    if (now - s.baseline_closed_ns > 1000000000ull) {
+      s.streaming_baseline = false;
+      return;
+    }
+  }
+  std::vector<uint8_t> buf = meta;
+  for (auto& c : d.chunks) buf.insert(buf.end(), c.begin(), c.end());
+  append_drops(s, buf, false);
+  stream_write(s, buf, before);
+}
+
+// The ring of windows changes only inside a crash-image update: a crash handler may be writing it out.
 void sample(SessionState& s, Drained& d, bool finishing) {
+  const Cursors before = cursors_of(s);
+  if (!crash::begin_update()) return;
   s.sampler->before_drain(collectors_of(s), finishing);
+  crash::end_update();
   drain_all(s, d);
+  std::vector<uint8_t> meta = new_meta(s);
+  if (s.streaming_baseline) stream_baseline(s, d, meta, before);
+  if (!crash::begin_update()) return;
   s.sampler->route(d.chunks);
+  crash::end_update();
+  update_crash_image(s, std::move(meta));
 }
 
 // One writer cycle: drain, then hand the chunks to the sink. Strings are written after the drain so every
@@ -462,6 +507,13 @@ bool finish_ring(SessionState& s) {
   crash::arm(nullptr);
   crash::end_update();
   std::string error;
+  if (s.file.written_path() == s.output && s.file.size() > 0) {
+    // Adaptive mode wrote its baseline at the output itself: the whole dump goes to a temporary beside it,
+    // renamed over it, so a snapshot that cannot be written leaves the streamed baseline where it was.
+    const bool written = write_snapshot_bytes(s, out, s.output);
+    if (!s.file.commit(error)) log(LogLevel::kError, error);
+    return written;
+  }
   if (!s.file.rewrite(out.data(), out.size())) {
     log(LogLevel::kError, "cannot write " + s.file.written_path() + ": " + std::strerror(errno) + "; no dump at " +
                               s.output);

@@ -493,13 +493,34 @@ TEST_CASE("sampled mode: a window as long as its period is refused, naming both 
 
 TEST_CASE("sampled mode: the window checks apply only when sampling, and a lenient tool notes them") {
   Clean clean;
-  CHECK(cfg::resolve(with_flags({{"window_steps", "600"}})).config.window_steps == 600);  // mode: full uses none
+  // mode: full uses none of them; adaptive, the default, does.
+  CHECK(cfg::resolve(with_flags({{"mode", "full"}, {"window_steps", "600"}})).config.window_steps == 600);
+  CHECK(contains(resolve_error(with_flags({{"window_steps", "600"}})), "mode: adaptive: window_steps = 600"));
   clean.dir.write(".inferscope.yaml", "mode: sampled\nwindow_steps: 600\n");
   cfg::ResolveOptions lenient;
   lenient.lenient_sources = true;
   cfg::Resolved r = cfg::resolve(lenient);
   REQUIRE(r.ignored.size() == 1);
   CHECK(contains(r.ignored[0], "window_steps = 600"));
+}
+
+TEST_CASE("mode: adaptive by default; buffer_mode: ring alone means full capture in a ring, a mode that was set stays") {
+  Clean clean;
+  const cfg::Resolved plain = cfg::resolve();
+  CHECK(plain.config.mode == inferscope::CaptureMode::kAdaptive);
+  CHECK(plain.origin.at("mode") == "default");
+  const cfg::Resolved ring = cfg::resolve(with_flags({{"buffer_mode", "ring"}}));
+  CHECK(ring.config.mode == inferscope::CaptureMode::kFull);
+  CHECK(ring.config.buffer_mode == inferscope::BufferMode::kRing);
+  CHECK(ring.origin.at("mode") == "default (buffer_mode: ring)");
+  CHECK(cfg::resolve(with_flags({{"buffer_mode", "ring"}, {"mode", "sampled"}})).config.mode == inferscope::CaptureMode::kSampled);
+  CHECK(cfg::resolve(with_flags({{"mode", "full"}})).config.mode == inferscope::CaptureMode::kFull);
+  // From a program's own Config: ring set in code, mode left alone.
+  inferscope::Config code;
+  code.buffer_mode = inferscope::BufferMode::kRing;
+  cfg::ResolveOptions from_code;
+  from_code.code = &code;
+  CHECK(cfg::resolve(from_code).config.mode == inferscope::CaptureMode::kFull);
 }
 
 TEST_CASE("booleans accept the usual spellings, case-insensitively, and nothing else") {

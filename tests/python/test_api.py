@@ -740,6 +740,7 @@ def test_a_relative_output_stays_where_it_was_named_when_the_program_changes_dir
 # .inferscope.yaml, so an operator redirects or reconfigures a program without changing it. start() used to read
 # neither: the dump went to ./inferscope-<pid>.iscope whatever the environment said.
 def _started_output(**config):
+    config.setdefault("mode", "full")  # flush_ring() tells ring from stream in full capture (adaptive has a ring)
     assert isc.start(python=False, system=False, **config)
     try:
         return isc.output_path(), isc.flush_ring()  # flush_ring: a path in ring mode, None in stream mode

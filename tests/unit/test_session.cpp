@@ -23,8 +23,10 @@ using testutil::read_all;
 
 namespace {
 
+// Full capture: these cases are about streams and rings (the default, adaptive, has its own case below).
 Config config_for(const std::string& file, BufferMode mode = BufferMode::kStream) {
   Config c;
+  c.mode = CaptureMode::kFull;
   c.output = testutil::temp_path(file);
   c.buffer_mode = mode;
   c.cupti = false;
@@ -105,6 +107,54 @@ TEST_CASE("ranges, attributes, marks, async spans and thread names round-trip th
     CHECK(names.count("test-main") == 1);
     CHECK(names.count("finisher") == 1);
   }
+}
+
+// The default mode: adaptive. Its baseline streams to the output while it is open (what a run killed by SIGKILL
+// leaves, as full capture would), and stop() replaces that with the whole dump, flagged as a sampled snapshot.
+TEST_CASE("the default mode, adaptive: a short run is recorded whole, its baseline streamed to the output meanwhile") {
+  Config cfg;
+  cfg.output = testutil::temp_path("default-adaptive.iscope");
+  cfg.cupti = cfg.system = cfg.python = false;
+  cfg.baseline_steps = 3;
+  cfg.window_steps = 1;
+  cfg.window_every_steps = 1000;
+  REQUIRE(start(cfg));
+  for (int i = 0; i < 2; ++i) {
+    ISCOPE_RANGE("step");
+    ISCOPE_RANGE("work");
+  }
+  // The writer streams within a few flush periods: the file at the output is a stream dump (no END yet).
+  bool streamed = false;
+  for (int i = 0; i < 200 && !streamed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    try {
+      dump::DumpReader live(cfg.output);
+      streamed = !live.is_ring_snapshot() && !live.complete() && count_named(read_all(live).ranges, "work") == 2;
+    } catch (const std::exception&) {
+    }
+  }
+  CHECK(streamed);
+  {
+    ISCOPE_RANGE("step");  // the third: the baseline closes once the writer comes
+    ISCOPE_RANGE("work");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 20; ++i) {  // past the baseline: between windows the ranges are sampled out
+    ISCOPE_RANGE("step");
+    ISCOPE_RANGE("later");
+  }
+  REQUIRE(stop());
+  dump::DumpReader r(cfg.output);
+  CHECK(r.complete());
+  CHECK(r.is_ring_snapshot());
+  REQUIRE(r.is_sampled());
+  REQUIRE_FALSE(r.sampling()->windows.empty());
+  CHECK(r.sampling()->windows[0].reason == static_cast<uint32_t>(dump::WindowReason::kBaseline));
+  CHECK(r.process_value("mode") == "adaptive");
+  const auto c = read_all(r);
+  CHECK(count_named(c.ranges, "work") == 3);
+  CHECK(count_named(c.ranges, "later") == 0);
+  CHECK(r.sampling()->summary.steps_seen == 23);
 }
 
 TEST_CASE("a stopped session records nothing and a new session starts clean") {

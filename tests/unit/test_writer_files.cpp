@@ -185,12 +185,15 @@ TEST_CASE("a file-size limit: our writes fail with EFBIG and the program runs on
     a.insert(a.end(), argv.begin(), argv.end());
     return a;
   };
-  for (const std::string mode : {"stream", "ring"}) {
+  for (const std::string mode : {"stream", "ring", "adaptive"}) {
     CAPTURE(mode);
     const std::string out = testutil::temp_path("fsize-" + mode + ".iscope");
     const std::string log = testutil::temp_path("fsize-" + mode + ".out");
+    const std::string how = mode == "adaptive" ? "INFERSCOPE_MODE=adaptive"
+                            : mode == "ring"   ? "INFERSCOPE_BUFFER_MODE=ring"
+                                               : "INFERSCOPE_MODE=full";
     pid_t pid = testutil::spawn(limited({recorder(), "paced", "50000"}),
-                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_BUFFER_MODE=" + mode,
+                                {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, how,
                                  "INFERSCOPE_THREAD_BUFFER_KB=64",  // chunks small enough that some fit
                                  "INFERSCOPE_CUPTI=0", "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0"},
                                 log);
@@ -201,6 +204,14 @@ TEST_CASE("a file-size limit: our writes fail with EFBIG and the program runs on
     CHECK(WEXITSTATUS(st) == 0);
     CHECK(testutil::read_file(log).find("recorded 50000") != std::string::npos);
     if (mode == "ring") continue;  // the window is larger than the limit: no snapshot fits
+    if (mode == "adaptive") {
+      // The baseline streamed what fitted, in whole chunks; the snapshot at stop did not fit and left it there.
+      dump::DumpReader r(out);
+      CHECK_FALSE(r.damage());
+      CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") > 0);
+      CHECK(static_cast<uint64_t>(fs::file_size(out)) <= 256 * 1024);
+      continue;
+    }
     dump::DumpReader r(out);
     CHECK_FALSE(r.damage());  // no torn chunk: the failed append was cut back
     const uint64_t in_file = testutil::count_named(testutil::read_all(r).ranges, "counted");
@@ -535,6 +546,47 @@ TEST_CASE("ring mode: abort, SIGSEGV and SIGBUS leave a readable dump, and the p
   }
 }
 
+// Adaptive mode (the default) keeps its windows in memory as ring mode does, so a crash writes them: the
+// baseline, open from the start, holds every range recorded before the abort.
+TEST_CASE("adaptive and sampled modes: abort and SIGSEGV leave a readable sampled dump, and the process still dies") {
+  for (const char* mode : {"adaptive", "sampled"})
+    for (auto [how, sig] : {std::pair{"abort", SIGABRT}, std::pair{"segv", SIGSEGV}}) {
+      CAPTURE(mode);
+      CAPTURE(how);
+      const std::string out = testutil::temp_path(std::string("crash-") + mode + "-" + how + ".iscope");
+      pid_t pid = testutil::spawn({recorder(), how, "5000"},
+                                  {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out,
+                                   std::string("INFERSCOPE_MODE=") + mode, kNoSanitizerSignals});
+      int st = testutil::wait_status_within(pid, 20000);
+      REQUIRE(st != -1);
+      REQUIRE(WIFSIGNALED(st));
+      CHECK(WTERMSIG(st) == sig);
+      REQUIRE(fs::exists(out));
+      dump::DumpReader r(out);
+      CHECK_FALSE(r.damage());
+      CHECK(r.complete());
+      CHECK(r.is_ring_snapshot());
+      CHECK(r.is_sampled());
+      REQUIRE(r.sampling().has_value());
+      const auto all = testutil::read_all(r);
+      if (std::string(mode) == "adaptive") {
+        // The baseline: one window, open (no step ended), kept, holding all 5,000 ranges.
+        const auto& windows = r.sampling()->windows;
+        REQUIRE(windows.size() == 1);
+        CHECK(windows[0].reason == static_cast<uint32_t>(dump::WindowReason::kBaseline));
+        CHECK((windows[0].flags & dump::kWindowOpen) != 0);
+        CHECK(testutil::count_named(all.ranges, "counted") == 5000);
+      } else {
+        // No window was due (no step ended, the first timed one comes after window_every_ms): the ranges were
+        // sampled out, and the dump says so rather than being missing.
+        CHECK(r.sampling()->windows.empty());
+        CHECK(testutil::count_named(all.ranges, "counted") == 0);
+        CHECK(r.sampling()->summary.records_outside > 0);
+      }
+      CHECK(accounting(r).count("lost_in_file") == 0);
+    }
+}
+
 TEST_CASE("ring mode: the program's own SIGSEGV handler still runs after the dump is written") {
   const std::string out = testutil::temp_path("crash-handled.iscope");
   const std::string log = testutil::temp_path("crash-handled.out");
@@ -550,7 +602,8 @@ TEST_CASE("ring mode: the program's own SIGSEGV handler still runs after the dum
 
 TEST_CASE("stream mode: a crash leaves the dump readable up to its last whole chunk, with no handler of ours") {
   const std::string out = testutil::temp_path("crash-stream.iscope");
-  pid_t pid = testutil::spawn({recorder(), "abort", "2000"}, {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, kNoSanitizerSignals});
+  pid_t pid = testutil::spawn({recorder(), "abort", "2000"},
+                              {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_MODE=full", kNoSanitizerSignals});
   int st = testutil::wait_status_within(pid, 20000);
   REQUIRE(WIFSIGNALED(st));
   CHECK(WTERMSIG(st) == SIGABRT);

@@ -20,8 +20,11 @@
 
 namespace inferscope::writer_test {
 
+// Full capture: these tests are about how a stream or a ring is written (adaptive mode, the default, keeps its
+// windows in memory; its own tests are in test_sampled_session and the crash cases of test_writer_files).
 inline Config config_for(const std::string& path, BufferMode mode = BufferMode::kStream) {
   Config c;
+  c.mode = CaptureMode::kFull;
   c.output = path;
   c.buffer_mode = mode;
   c.cupti = c.python = c.system = false;

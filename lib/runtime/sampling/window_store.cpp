@@ -1,6 +1,10 @@
 #include "runtime/sampling/window_store.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace inferscope::runtime::sampling {
@@ -235,8 +239,9 @@ void WindowStore::trim_preroll(uint64_t horizon) {
 namespace {
 
 // One thread's records as EVENTS chunks of about 1 MiB (split at record boundaries), so readers can spread
-// the work of a large window over threads.
-void write_thread(uint32_t thread, const std::vector<uint8_t>& bytes, std::vector<uint8_t>& out) {
+// the work of a large window over threads. `emit(count, begin, end)` gets each chunk's records.
+template <typename Emit>
+bool split_thread(const std::vector<uint8_t>& bytes, Emit&& emit) {
   constexpr size_t kChunk = 1u << 20;
   size_t begin = 0;
   while (begin < bytes.size()) {
@@ -248,14 +253,51 @@ void write_thread(uint32_t thread, const std::vector<uint8_t>& bytes, std::vecto
       end += h.size;
       ++count;
     }
+    if (!emit(count, begin, end)) return false;
+    begin = end;
+  }
+  return true;
+}
+
+void write_thread(uint32_t thread, const std::vector<uint8_t>& bytes, std::vector<uint8_t>& out) {
+  split_thread(bytes, [&](uint32_t count, size_t begin, size_t end) {
     dump::ChunkBuilder b(dump::ChunkType::kEvents);
     const dump::EventsHeader eh{thread, 0};
     b.append(&eh, sizeof(eh));
     b.append(bytes.data() + begin, end - begin);
     b.add_count(count);
     b.finish_into(out);
-    begin = end;
+    return true;
+  });
+}
+
+bool write_whole(int fd, const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const ssize_t r = ::write(fd, p, size);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    size -= static_cast<size_t>(r);
   }
+  return true;
+}
+
+// The same chunks as write_thread, written with write(2) from the stack: the header's checksum runs over the
+// EventsHeader and then the records where they lie.
+bool write_thread_to(uint32_t thread, const std::vector<uint8_t>& bytes, int fd) {
+  return split_thread(bytes, [&](uint32_t count, size_t begin, size_t end) {
+    const dump::EventsHeader eh{thread, 0};
+    const size_t n = end - begin;
+    dump::ChunkHeader h{};
+    h.type = static_cast<uint32_t>(dump::ChunkType::kEvents);
+    h.count = count;
+    h.length = sizeof(eh) + n;
+    h.payload_crc = dump::crc32c(bytes.data() + begin, n, dump::crc32c(&eh, sizeof(eh)));
+    h.header_crc = dump::crc32c(&h, offsetof(dump::ChunkHeader, header_crc));
+    return write_whole(fd, &h, sizeof(h)) && write_whole(fd, &eh, sizeof(eh)) &&
+           write_whole(fd, bytes.data() + begin, n);
+  });
 }
 
 }  // namespace
@@ -263,6 +305,13 @@ void write_thread(uint32_t thread, const std::vector<uint8_t>& bytes, std::vecto
 void WindowStore::write_events(std::vector<uint8_t>& out) const {
   for (auto& w : windows_)
     for (auto& [thread, r] : w->threads) write_thread(thread, r.bytes, out);
+}
+
+bool WindowStore::write_events_to(int fd) const {
+  for (auto& w : windows_)
+    for (auto& [thread, r] : w->threads)
+      if (!write_thread_to(thread, r.bytes, fd)) return false;
+  return true;
 }
 
 std::vector<WindowEntry> WindowStore::entries(uint64_t now) const {

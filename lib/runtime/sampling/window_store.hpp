@@ -65,6 +65,9 @@ class WindowStore {
 
   /// Every kept window's records as EVENTS chunks, oldest window first, each thread's in the order written.
   void write_events(std::vector<uint8_t>& out) const;
+  /// The same bytes written to `fd` with write(2) alone: no allocation, no lock, so a crash handler may call it
+  /// while nothing changes the store (docs/reliability.md, "Ring mode on abnormal exits"). False on a failed write.
+  bool write_events_to(int fd) const;
   /// The kept windows' entries, oldest first; an open one ends at `now` and is flagged open.
   std::vector<dump::WindowEntry> entries(uint64_t now) const;
 
