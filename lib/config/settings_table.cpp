@@ -112,9 +112,10 @@ constexpr KeyDef kKeys[] = {
     {.key = "output", .section = "session", .member = &Config::output,
      .doc = "Dump path; empty means inferscope-<pid>.iscope in the working directory."},
     {.key = "buffer_mode", .section = "session", .member = &Config::buffer_mode,
-     .doc = "stream: chunks are appended to the dump as they fill (a long run is limited by disk); ring: "
-            "flight recorder keeping the last trace_size_mb in memory, written at stop, exit, SIGUSR2 or "
-            "flush."},
+     .doc = "How full capture (mode: full) writes: stream: chunks are appended to the dump as they fill (a long "
+            "run is limited by disk); ring: flight recorder keeping the last trace_size_mb in memory, written at "
+            "stop, exit, SIGUSR2 or flush. ring with mode left at its default means mode: full; sampled and "
+            "adaptive keep their own ring of windows."},
     {.key = "trace_size_mb", .section = "session", .member = &Config::trace_size_mb,
      .doc = "Ring-mode memory budget in MiB.", .min = 1, .max = 65536},
     {.key = "thread_buffer_kb", .section = "session", .member = &Config::thread_buffer_kb,
@@ -145,8 +146,8 @@ constexpr KeyDef kKeys[] = {
     {.key = "mode", .section = "sampled", .member = &Config::mode,
      .doc = "adaptive (the default): full detail for the first baseline_steps steps (the warm-up and the steps "
             "the analysis reads), then as sampled; that part is never dropped from the ring, and a run shorter "
-            "than it is recorded whole. full: everything, for the whole session, streamed to the dump as it comes "
-            "(the default when buffer_mode is ring). sampled: an always-on profile that records full detail "
+            "than it is recorded whole. full: everything, for the whole session, streamed to the dump or kept in a "
+            "ring (buffer_mode; the default mode when buffer_mode is ring). sampled: an always-on profile that records full detail "
             "(kernels, API calls, Python, ranges) only inside windows, keeps the newest windows_kept of them in "
             "memory (within trace_size_mb) and writes them at stop, exit, SIGUSR2, flush_ring() or a crash; "
             "buffer_mode does not apply to sampled or adaptive."},
