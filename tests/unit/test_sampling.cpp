@@ -8,8 +8,12 @@
 #include "runtime/sampling/window_store.hpp"
 #include "test_util.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 using namespace inferscope;
@@ -509,4 +513,29 @@ TEST_CASE("ring: written as EVENTS chunks a dump reader reads back, each thread'
   });
   CHECK(n == 50001);
   CHECK(ordered);
+}
+
+// What a crash handler writes (write_events_to: write(2) from the stack, no allocation) must be the very bytes
+// the writer's own snapshot holds, chunk splits and checksums included.
+TEST_CASE("ring: write_events_to(fd) writes the same bytes as write_events, for a crash handler") {
+  WindowStore s({});
+  s.open(full(1, 0));
+  for (uint64_t i = 0; i < 50000; ++i) add(s, 3, range_rec(i, i + 1, uint32_t(i % 7 + 1)));  // over 1 MiB: split
+  add(s, 4, kernel_rec(5, 6));
+  s.close(1, 60000, 0, 0);
+  s.open(full(2, 70000));
+  add(s, 3, range_rec(70001, 70002, 1));  // an open window too
+  std::vector<uint8_t> expected;
+  s.write_events(expected);
+  const std::string path = testutil::temp_path("ring-events-fd.bin");
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  CHECK(s.write_events_to(fd));
+  ::close(fd);
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(written.size() == expected.size());
+  CHECK(written == expected);
+  // A descriptor that cannot be written: false, not a crash.
+  CHECK_FALSE(s.write_events_to(-1));
 }
