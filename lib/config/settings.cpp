@@ -237,13 +237,15 @@ std::string pick_config_file(const ResolveOptions& options, std::string& named_b
   return {};
 }
 
-// `buffer_mode: ring` asks for a flight recorder: the newest records in full detail. With `mode` left at its
-// default (adaptive, whose windows are a ring of their own), that is full capture kept in a ring, as before
-// adaptive became the default; a mode that was set is kept (sampled and adaptive ignore buffer_mode).
-void resolve_mode_for_ring(Resolved& resolved) {
-  if (resolved.config.buffer_mode != BufferMode::kRing || resolved.origin.at("mode") != "default") return;
+// buffer_mode says how full capture writes: a stream as it fills, or a flight recorder (the newest records in full
+// detail). Given with `mode` left at its default (adaptive, whose windows are a ring of their own), it asks for
+// full capture, as it did before adaptive became the default; a mode that was set is kept (sampled and adaptive
+// ignore buffer_mode).
+void resolve_mode_for_buffer_mode(Resolved& resolved) {
+  if (resolved.origin.at("buffer_mode") == "default" && resolved.config.buffer_mode != BufferMode::kRing) return;
+  if (resolved.origin.at("mode") != "default") return;
   resolved.config.mode = CaptureMode::kFull;
-  resolved.origin["mode"] = "default (buffer_mode: ring)";
+  resolved.origin["mode"] = "default, full because buffer_mode is set";
 }
 
 // Settings each valid on its own but not together. Only sampled mode reads these, so only it is checked: a full
@@ -314,7 +316,7 @@ Resolved resolve(const ResolveOptions& options) {
     }
     apply(resolved, problems, *def, value, where, "flag:" + flag);
   }
-  resolve_mode_for_ring(resolved);
+  resolve_mode_for_buffer_mode(resolved);
   {
     Problems combined;
     check_combinations(resolved, combined);

@@ -114,10 +114,11 @@ constexpr KeyDef kKeys[] = {
     {.key = "buffer_mode", .section = "session", .member = &Config::buffer_mode,
      .doc = "How full capture (mode: full) writes: stream: chunks are appended to the dump as they fill (a long "
             "run is limited by disk); ring: flight recorder keeping the last trace_size_mb in memory, written at "
-            "stop, exit, SIGUSR2 or flush. ring with mode left at its default means mode: full; sampled and "
-            "adaptive keep their own ring of windows."},
+            "stop, exit, SIGUSR2 or flush. Given with mode left at its default, either means mode: full; sampled "
+            "and adaptive keep their own ring of windows."},
     {.key = "trace_size_mb", .section = "session", .member = &Config::trace_size_mb,
-     .doc = "Ring-mode memory budget in MiB.", .min = 1, .max = 65536},
+     .doc = "Memory budget in MiB of a ring (buffer_mode: ring) and of the windows of adaptive (the default) and "
+            "sampled modes (adaptive's baseline holds at most half).", .min = 1, .max = 65536},
     {.key = "thread_buffer_kb", .section = "session", .member = &Config::thread_buffer_kb,
      .doc = "Per-thread event buffer in KiB.", .min = 64, .max = 262144, .power_of_two = true},
     {.key = "flush_period_ms", .section = "session", .member = &Config::flush_period_ms,

@@ -325,4 +325,16 @@ pid_t output_lock_holder(const std::string& output) {
   return holder;
 }
 
+bool write_whole(int fd, const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const ssize_t r = ::write(fd, p, size);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    size -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
 }  // namespace inferscope::dump

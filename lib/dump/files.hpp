@@ -102,6 +102,10 @@ int create_temp_beside(const std::string& path, std::string& temp);
 /// characters), sorted; empty when there are none or the directory cannot be read.
 std::vector<std::string> temporaries_beside(const std::string& path);
 
+/// write(2) until every byte is written (EINTR retried); false on any other failure. Async-signal-safe: the
+/// crash handlers write with it.
+bool write_whole(int fd, const void* data, size_t size);
+
 /// One live writer per output: an exclusive flock on `<output>.lock`, which holds the writer's pid. The kernel
 /// drops the lock when the process dies however it dies (SIGKILL included), so a lock file left behind by a
 /// dead process never blocks a later run. The destructor removes the file and releases the lock.

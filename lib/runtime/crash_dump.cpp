@@ -5,6 +5,7 @@
 
 #include <inferscope/internal/hot_path.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace inferscope::runtime::crash {
 namespace {
@@ -41,17 +43,6 @@ void pause_ms(long ms) {
   }
 }
 
-bool write_whole(int fd, const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t r = ::write(fd, p, size);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    size -= static_cast<size_t>(r);
-  }
-  return true;
-}
 
 bool write_end(int fd, const Image& img) {
   uint8_t buf[sizeof(dump::ChunkHeader) + sizeof(dump::EndEntry)];
@@ -59,20 +50,24 @@ bool write_end(int fd, const Image& img) {
   const dump::ChunkHeader h = dump::make_chunk_header(dump::ChunkType::kEnd, 1, &end, sizeof(end));
   std::memcpy(buf, &h, sizeof(h));
   std::memcpy(buf + sizeof(h), &end, sizeof(end));
-  return write_whole(fd, buf, sizeof(buf));
+  return dump::write_whole(fd, buf, sizeof(buf));
 }
 
 // The whole image into its file, then renamed over the output (unless a special file or a symlink is there).
 void write_image(const Image& img) {
   const dump::HoldFileSizeSignal hold;  // past a file-size limit: a torn image left at the temporary, not SIGXFSZ
-  if (img.fd < 0 || ::lseek(img.fd, 0, SEEK_SET) != 0 || ::ftruncate(img.fd, 0) != 0) return;
+  // No preopened file (an adaptive run's output is its streamed baseline): the temporary is made now, with
+  // open(2), which is async-signal-safe; one already there is never written over.
+  const int fd = img.fd >= 0 ? img.fd : ::open(img.temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 || ::lseek(fd, 0, SEEK_SET) != 0 || ::ftruncate(fd, 0) != 0) return;
   bool ok = true;
-  for (const auto& seg : img.meta) ok = ok && write_whole(img.fd, seg.data(), seg.size());
+  for (const auto& seg : img.meta) ok = ok && dump::write_whole(fd, seg.data(), seg.size());
   if (img.window)
-    for (const auto& chunk : *img.window) ok = ok && write_whole(img.fd, chunk.data(), chunk.size());
-  if (img.windows) ok = ok && img.windows->write_events_to(img.fd);
-  ok = ok && write_whole(img.fd, img.sampling.data(), img.sampling.size());
-  ok = ok && write_whole(img.fd, img.drops.data(), img.drops.size()) && write_end(img.fd, img);
+    for (const auto& chunk : *img.window) ok = ok && dump::write_whole(fd, chunk.data(), chunk.size());
+  if (img.windows) ok = ok && img.windows->write_events_to(fd);
+  ok = ok && dump::write_whole(fd, img.sampling.data(), img.sampling.size());
+  ok = ok && dump::write_whole(fd, img.drops.data(), img.drops.size()) && write_end(fd, img);
+  if (img.fd < 0) ::close(fd);
   if (!ok) return;  // a torn dump never replaces the output: it stays at the temporary
   struct stat st{};
   if (::lstat(img.output.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return;
@@ -96,19 +91,28 @@ void write_once() {
 
 // What the signal does without us: the previous handler, or the previous disposition restored and the
 // signal delivered again (sent again when it was sent; a fault recurs when the handler returns).
-void chain(int sig, siginfo_t* info, void* context) {
+// True when the program's own handler ran and returned: the program goes on.
+bool chain(int sig, siginfo_t* info, void* context) {
   const struct sigaction& prev = g_prev[sig];
-  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) return prev.sa_sigaction(sig, info, context);
-  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN)
-    return prev.sa_handler(sig);
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, context);
+    return true;
+  }
+  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+    return true;
+  }
   ::sigaction(sig, &prev, nullptr);
   if (!info || info->si_code <= 0) ::raise(sig);  // kill, raise, abort: pending until this handler returns
+  return false;
 }
 
 void on_crash_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   if (g_image.load() && g_owner.load() == ::getpid()) write_once();
-  chain(sig, info, context);
+  // The program handled the signal (guard pages, a runtime that recovers): recording goes on. The dump is still
+  // written once per process, so a program that faults often pays for it once.
+  if (chain(sig, info, context) && g_dump_state.load() == 2) g_crashing.store(false);
   errno = saved_errno;
 }
 
@@ -133,6 +137,9 @@ void end_update() {
 }
 
 void install_handlers() {
+  // crc32c keeps tables in function-local statics: made here, never first inside a handler (a guard's lock).
+  static const std::vector<uint8_t> warm(64 * 1024, 0);
+  (void)dump::crc32c(warm.data(), warm.size());
   for (int sig : kSignals) {
     if (g_installed[sig].load()) continue;
     struct sigaction sa{};

@@ -16,9 +16,9 @@
 
 namespace inferscope::runtime::crash {
 
-/// Everything a ring-mode (or sampled) dump is made of, in file order; END is made by the handler.
+/// Everything a ring, sampled or adaptive dump is made of, in file order; END is made by the handler.
 struct Image {
-  int fd = -1;                                       ///< the session's preopened file (a temporary)
+  int fd = -1;  ///< the session's preopened file (a temporary); -1: the handler creates `temp` (adaptive mode)
   std::string temp, output;                          ///< renamed temp -> output once written whole
   std::vector<std::vector<uint8_t>> meta;            ///< file header + process info, then new metadata chunks
   const std::deque<std::vector<uint8_t>>* window = nullptr;  ///< retained EVENTS chunks, oldest first

@@ -338,6 +338,8 @@ void flush_now() {
 // could never write its dump does not start: the output locked, created exclusively (stream: at the output
 // when nothing is there; ring: a temporary beside it, preopened for crash dumps). Then the first calibration
 // points and the head of the dump (stream) or of the crash image (ring).
+void start_sampler(SessionState& s);
+
 // Adaptive mode's baseline, streamed: the file begins as a stream dump's does (its own header, no snapshot
 // flags); the snapshot written at stop replaces it whole.
 bool append_stream_head(SessionState& s) {
@@ -355,7 +357,7 @@ bool append_stream_head(SessionState& s) {
 bool open_dump(SessionState& s) {
   for (const char* reason : kDropReasons) intern(reason);
   std::string why;
-  if (!s.file.open(s.output, /*in_place=*/!s.ring_mode || s.streaming_baseline, why)) {
+  if (!s.file.open(s.output, /*in_place=*/!s.ring_mode || s.baseline_streamed, why)) {
     log(LogLevel::kError, "start: " + why + "; not recording");
     return false;
   }
@@ -365,15 +367,21 @@ bool open_dump(SessionState& s) {
   while (std::chrono::steady_clock::now() < until) {
   }
   s.calib.push_back(take_calibration_point());
+  // Sampled and adaptive: the sampler first, so the head's process info names the mode and its settings (a
+  // crash dump's, and the stream an adaptive run leaves when it is killed).
+  if (s.sampled) start_sampler(s);
   std::vector<uint8_t> head;
   auto fh = dump::make_file_header(s.ring_mode ? dump::kFileRingSnapshot | (s.sampled ? dump::kFileSampled : 0u) : 0u);
   head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
   append_process_info(s, head);
   if (s.streaming_baseline && !append_stream_head(s)) return false;
-  if (s.ring_mode) {  // ring, sampled and adaptive: the crash image (its ring of windows joins in start_sampler)
-    s.crash.fd = s.file.fd();
-    s.crash.temp = s.file.written_path();
+  if (s.ring_mode) {  // ring, sampled and adaptive: the crash image
+    // A streamed baseline is the file itself: a crash writes beside it, into a file the handler creates, and
+    // renames that over the output only once it is whole (the writer may be appending to the stream meanwhile).
+    s.crash.fd = s.baseline_streamed ? -1 : s.file.fd();
+    s.crash.temp = s.baseline_streamed ? s.output + ".crash" + std::to_string(::getpid()) : s.file.written_path();
     s.crash.output = s.output;
+    if (s.sampler) s.crash.windows = &s.sampler->store();
     s.crash.window = &s.retained;
     s.crash.meta.push_back(std::move(head));
     if (crash::begin_update()) {
@@ -407,10 +415,6 @@ void start_sampler(SessionState& s) {
   // The drop reasons are interned now: a snapshot writes the string table before it builds its drop table.
   for (const char* reason : Sampler::kDropReasons) intern(reason);
   s.sampler = std::make_shared<Sampler>(s.cfg, s.calib.front().ticks, ticks_per_ns(s.calib));
-  if (crash::begin_update()) {  // a crash from here on writes the windows too
-    s.crash.windows = &s.sampler->store();
-    crash::end_update();
-  }
 }
 
 bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child) {
@@ -448,12 +452,11 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   s->from_env = from_env;
   s->family_output = family_output.empty() ? s->output : dump::absolute_path(family_output);
   s->sampled = records_in_windows(config.mode);
-  s->streaming_baseline = config.mode == CaptureMode::kAdaptive;
+  s->baseline_streamed = s->streaming_baseline = config.mode == CaptureMode::kAdaptive;
   if (!open_dump(*s)) {
     delete s;
     return false;
   }
-  if (s->sampled) start_sampler(*s);
   if (!fork_child) make_live_tap(*s);  // a forked child leaves the page to its parent (docs/live.md)
 
   SessionState* old = g.session;
@@ -516,7 +519,12 @@ std::string default_output_path() { return "inferscope-" + std::to_string(::getp
 
 bool start(const Config& config) { return runtime::start_from_code(config); }
 
-bool start_exactly(const Config& config) { return runtime::start_session(config, false, {}, false); }
+bool start_exactly(const Config& config) {
+  // As resolve() does for a ring with the mode left alone: a ring is full capture's (adaptive ignores it).
+  Config c = config;
+  if (c.buffer_mode == BufferMode::kRing && c.mode == CaptureMode::kAdaptive) c.mode = CaptureMode::kFull;
+  return runtime::start_session(c, false, {}, false);
+}
 
 bool stop() {
   // False when no session was running, and when its dump could not be written whole (the log says why).

@@ -114,10 +114,11 @@ struct SessionState {
 
   // Sampled mode (mode: sampled): set at start, never changed; shared with application threads that end a step.
   bool sampled = false;
-  // Adaptive mode: the baseline is also streamed to the output as it is drained (a stream dump, as full capture
-  // writes), so a run killed by SIGKILL or by a signal with no handler keeps it; false once it has closed.
+  // Adaptive mode: the baseline is also streamed to the file as it is drained (a stream dump, as full capture
+  // writes), so a run killed by SIGKILL or by a signal with no handler keeps it. `baseline_streamed`: set at start;
+  // `streaming_baseline`: false once the baseline has closed or an append failed (the ring still holds it all).
+  bool baseline_streamed = false;
   bool streaming_baseline = false;
-  uint64_t baseline_closed_ns = 0;  // when the writer first saw it closed (monotonic ns; 0: not yet)
   std::shared_ptr<Sampler> sampler;
   uint32_t step_name_id = 0;
 

@@ -364,23 +364,6 @@ bool write_snapshot_bytes(SessionState&, const std::vector<uint8_t>& out, const 
 
 // Ring mode, each cycle: the drained chunks join the window, and the crash image follows (what a SIGABRT,
 // SIGSEGV or SIGBUS handler writes): new metadata appended, the drop table and counts replaced.
-// The crash image's metadata, summary, drop table and counts after a cycle changed what it holds. Built outside
-// the update (the drop table takes locks: meta_mu, the string table), swapped in after.
-void update_crash_image(SessionState& s, std::vector<uint8_t> meta) {
-  std::vector<uint8_t> drops, sampling;
-  append_drops(s, drops, true);
-  if (s.sampler) s.sampler->write_summary(sampling, s.step_name_id);
-  const uint64_t dropped = total_drops(current_drops(s));
-  const uint64_t written = s.sampler ? s.sampler->records_kept() : s.records_written;
-  if (!crash::begin_update()) return;  // a crash dump is being written from the image: change nothing
-  if (!meta.empty()) s.crash.meta.push_back(std::move(meta));
-  s.crash.drops.swap(drops);
-  s.crash.sampling.swap(sampling);
-  s.crash.records_written = written;
-  s.crash.records_dropped = dropped;
-  crash::end_update();
-}
-
 // What this cycle adds to the metadata (strings, code, threads, calibration), for the crash image.
 std::vector<uint8_t> new_meta(SessionState& s) {
   std::vector<uint8_t> meta;
@@ -391,12 +374,27 @@ std::vector<uint8_t> new_meta(SessionState& s) {
   return meta;
 }
 
+// Inside an update: the crash image follows what the cycle changed (new metadata appended; the windows'
+// summary, the drop table and END's counts replaced), all in the same update as the records, so a crash between
+// two cycles writes counts that agree with the records. The drop table's locks (meta_mu, the string table) and
+// the sampler's are taken here, on the writer thread; the handler takes none.
+void update_crash_image_locked(SessionState& s, std::vector<uint8_t> meta) {
+  std::vector<uint8_t> drops, sampling;
+  append_drops(s, drops, true);
+  if (s.sampler) s.sampler->write_summary(sampling, s.step_name_id);
+  if (!meta.empty()) s.crash.meta.push_back(std::move(meta));
+  s.crash.drops.swap(drops);
+  s.crash.sampling.swap(sampling);
+  s.crash.records_written = s.sampler ? s.sampler->records_kept() : s.records_written;
+  s.crash.records_dropped = total_drops(current_drops(s));
+}
+
 void keep_in_window(SessionState& s, Drained& d) {
   std::vector<uint8_t> meta = new_meta(s);
   if (!crash::begin_update()) return;  // a crash dump is being written from the image: change nothing
   for (auto& c : d.chunks) retain(s, std::move(c));
+  update_crash_image_locked(s, std::move(meta));
   crash::end_update();
-  update_crash_image(s, std::move(meta));
 }
 
 // The collectors started so far. They start after the writer, so the list may grow while it runs; they are
@@ -410,38 +408,35 @@ std::vector<Collector*> collectors_of(SessionState& s) {
 
 // Sampled mode, each cycle: windows open and close first (so the pre-roll a slow step reaches back to is still
 // there), then the drained records go to the window their time falls in.
-// Adaptive mode: the baseline's records also go to the file as a stream dump's do, until a second after it
-// closed (the GPU's records of its last steps arrive that late: CUPTI hands them over in buffers).
-void stream_baseline(SessionState& s, const Drained& d, const std::vector<uint8_t>& meta, const Cursors& before) {
-  if (!s.sampler->baseline_open()) {
-    const uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   std::chrono::steady_clock::now().time_since_epoch())
-                                                   .count());
-    if (s.baseline_closed_ns == 0) s.baseline_closed_ns = now;
-    if (now - s.baseline_closed_ns > 1000000000ull) {
-      s.streaming_baseline = false;
-      return;
-    }
-  }
+// Adaptive mode: the baseline's records also go to the file, as a stream dump's do, until the cycle that finds it
+// closed (that cycle's records go too: the steps up to its close). An append that fails ends the streaming, and
+// nothing is counted lost: the ring of windows holds every record and the snapshot at stop writes them. The
+// records of the baseline that arrive later (CUPTI hands over the GPU's in buffers) are in that snapshot only.
+void stream_baseline(SessionState& s, const Drained& d, const std::vector<uint8_t>& meta) {
   std::vector<uint8_t> buf = meta;
   for (auto& c : d.chunks) buf.insert(buf.end(), c.begin(), c.end());
-  append_drops(s, buf, false);
-  stream_write(s, buf, before);
+  if (!buf.empty() && !s.file.append(buf.data(), buf.size())) {
+    log(LogLevel::kWarn, "adaptive mode: streaming the baseline to " + s.file.written_path() + " failed (" +
+                             std::strerror(errno) + "); it stays in memory and is written whole at stop");
+    s.streaming_baseline = false;
+    return;
+  }
+  if (!s.sampler->baseline_open()) s.streaming_baseline = false;
 }
 
-// The ring of windows changes only inside a crash-image update: a crash handler may be writing it out.
+// Sampled and adaptive modes, each cycle. The ring of windows changes only inside a crash-image update: a crash
+// handler may be writing it out.
 void sample(SessionState& s, Drained& d, bool finishing) {
-  const Cursors before = cursors_of(s);
   if (!crash::begin_update()) return;
   s.sampler->before_drain(collectors_of(s), finishing);
   crash::end_update();
   drain_all(s, d);
   std::vector<uint8_t> meta = new_meta(s);
-  if (s.streaming_baseline) stream_baseline(s, d, meta, before);
+  if (s.streaming_baseline) stream_baseline(s, d, meta);
   if (!crash::begin_update()) return;
   s.sampler->route(d.chunks);
+  update_crash_image_locked(s, std::move(meta));
   crash::end_update();
-  update_crash_image(s, std::move(meta));
 }
 
 // One writer cycle: drain, then hand the chunks to the sink. Strings are written after the drain so every
@@ -499,6 +494,20 @@ bool finish_stream(SessionState& s) {
   return ended && committed;
 }
 
+// Adaptive mode, the baseline streamed at the output: the whole dump goes to a temporary beside it, renamed over
+// it. A snapshot that cannot be written leaves the streamed baseline at the output, and says so.
+bool finish_streamed_baseline(SessionState& s, const std::vector<uint8_t>& out) {
+  std::string error;
+  if (write_snapshot_bytes(s, out, s.output)) {
+    if (!s.file.commit(error)) log(LogLevel::kError, error);
+    return true;
+  }
+  log(LogLevel::kError, "adaptive mode: the dump could not be written at " + s.output + "; the baseline streamed "
+                            "during the run is left there (incomplete: no END chunk)");
+  if (!s.file.commit(error, /*replace=*/false)) log(LogLevel::kError, error);
+  return false;
+}
+
 // Ring mode: the window into the file preopened at start (no crash dump can use it from here on), renamed
 // over the output.
 bool finish_ring(SessionState& s) {
@@ -507,13 +516,9 @@ bool finish_ring(SessionState& s) {
   crash::arm(nullptr);
   crash::end_update();
   std::string error;
-  if (s.file.written_path() == s.output && s.file.size() > 0) {
-    // Adaptive mode wrote its baseline at the output itself: the whole dump goes to a temporary beside it,
-    // renamed over it, so a snapshot that cannot be written leaves the streamed baseline where it was.
-    const bool written = write_snapshot_bytes(s, out, s.output);
-    if (!s.file.commit(error)) log(LogLevel::kError, error);
-    return written;
-  }
+  // Streamed at the output itself (nothing was there before): the snapshot replaces it through a temporary.
+  // Streamed to a temporary beside an earlier dump: that temporary is rewritten whole and renamed, as in ring mode.
+  if (s.baseline_streamed && s.file.written_path() == s.output) return finish_streamed_baseline(s, out);
   if (!s.file.rewrite(out.data(), out.size())) {
     log(LogLevel::kError, "cannot write " + s.file.written_path() + ": " + std::strerror(errno) + "; no dump at " +
                               s.output);

@@ -504,7 +504,7 @@ TEST_CASE("sampled mode: the window checks apply only when sampling, and a lenie
   CHECK(contains(r.ignored[0], "window_steps = 600"));
 }
 
-TEST_CASE("mode: adaptive by default; buffer_mode: ring alone means full capture in a ring, a mode that was set stays") {
+TEST_CASE("mode: adaptive by default; buffer_mode given alone means full capture (a ring or a stream), a mode that was set stays") {
   Clean clean;
   const cfg::Resolved plain = cfg::resolve();
   CHECK(plain.config.mode == inferscope::CaptureMode::kAdaptive);
@@ -512,7 +512,9 @@ TEST_CASE("mode: adaptive by default; buffer_mode: ring alone means full capture
   const cfg::Resolved ring = cfg::resolve(with_flags({{"buffer_mode", "ring"}}));
   CHECK(ring.config.mode == inferscope::CaptureMode::kFull);
   CHECK(ring.config.buffer_mode == inferscope::BufferMode::kRing);
-  CHECK(ring.origin.at("mode") == "default (buffer_mode: ring)");
+  CHECK(ring.origin.at("mode") == "default, full because buffer_mode is set");
+  // Stream given explicitly: full capture streamed, as it was the default before.
+  CHECK(cfg::resolve(with_flags({{"buffer_mode", "stream"}})).config.mode == inferscope::CaptureMode::kFull);
   CHECK(cfg::resolve(with_flags({{"buffer_mode", "ring"}, {"mode", "sampled"}})).config.mode == inferscope::CaptureMode::kSampled);
   CHECK(cfg::resolve(with_flags({{"mode", "full"}})).config.mode == inferscope::CaptureMode::kFull);
   // From a program's own Config: ring set in code, mode left alone.

@@ -115,6 +115,32 @@ int crash(const std::string& how, long n, const char* out) {
   return 3;
 }
 
+// "segv-recover N OUT": a program that recovers from SIGSEGV (a guard page made writable by its own handler, as
+// garbage collectors and JITs do), its handler installed before a session in the default mode starts in code.
+// Records N "before", faults once, records N "after", stops; prints whether stop() wrote the dump.
+void* g_guard = nullptr;
+void on_segv_unprotect(int) { ::mprotect(g_guard, 4096, PROT_READ | PROT_WRITE); }
+
+int segv_recover(long n, const char* out) {
+  g_guard = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (g_guard == MAP_FAILED) return 5;
+  ::signal(SIGSEGV, on_segv_unprotect);
+  inferscope::Config c;
+  c.output = out;
+  c.cupti = c.python = c.system = false;
+  if (!inferscope::start(c)) return 4;
+  for (long i = 0; i < n; ++i) {
+    ISCOPE_RANGE("before");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  *static_cast<volatile int*>(g_guard) = 1;  // the fault; the handler makes the page writable and returns
+  for (long i = 0; i < n; ++i) {
+    ISCOPE_RANGE("after");
+  }
+  std::printf("stopped %d\n", inferscope::stop() ? 1 : 0);
+  return 0;
+}
+
 // `inferscope::Session` started in code, as the README shows: the collectors off (set in code), the output OUT
 // when one is given ("-": none, left to the environment and .inferscope.yaml). Records N ranges and prints whether
 // the session started and where it wrote; the exit status is 0 either way (a session that did not start is the
@@ -177,6 +203,7 @@ int main(int argc, char** argv) {
   if (mode == "exec-self") return exec_self(argv[0], argc > 2 ? argv[2] : "7");
   if (mode == "abort" || mode == "segv" || mode == "bus" || mode == "segv-handled")
     return crash(mode, argc > 2 ? std::atol(argv[2]) : 1000, argc > 3 ? argv[3] : "");
+  if (mode == "segv-recover") return segv_recover(argc > 2 ? std::atol(argv[2]) : 1000, argc > 3 ? argv[3] : "");
   if (mode == "code-session") return code_session(argc > 2 ? argv[2] : "-", argc > 3 ? std::atol(argv[3]) : 100);
   if (mode == "exit-code") return argc > 2 ? std::atoi(argv[2]) : 0;
   if (mode == "chdir") {  // records N ranges, changes its working directory to DIR, records N more, returns

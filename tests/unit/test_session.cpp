@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "dump/clock_model.hpp"
+#include "dump/files.hpp"
 #include "runtime/runtime.hpp"
 #include "test_util.hpp"
 
@@ -143,6 +144,15 @@ TEST_CASE("the default mode, adaptive: a short run is recorded whole, its baseli
     ISCOPE_RANGE("step");
     ISCOPE_RANGE("later");
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {  // What a SIGKILL would leave now: the baseline alone, and it says it is an adaptive run's.
+    dump::DumpReader streamed(cfg.output);
+    CHECK_FALSE(streamed.is_ring_snapshot());
+    CHECK(streamed.process_value("mode") == "adaptive");
+    const auto sc = read_all(streamed);
+    CHECK(count_named(sc.ranges, "work") == 3);
+    CHECK(count_named(sc.ranges, "later") == 0);
+  }
   REQUIRE(stop());
   dump::DumpReader r(cfg.output);
   CHECK(r.complete());
@@ -155,6 +165,24 @@ TEST_CASE("the default mode, adaptive: a short run is recorded whole, its baseli
   CHECK(count_named(c.ranges, "work") == 3);
   CHECK(count_named(c.ranges, "later") == 0);
   CHECK(r.sampling()->summary.steps_seen == 23);
+}
+
+// Over an earlier dump the baseline streams to a temporary beside it; stop() renames the whole dump over the
+// earlier one and removes that temporary.
+TEST_CASE("the default mode over an earlier dump: replaced by the whole new dump, no temporary left beside it") {
+  Config cfg;
+  cfg.output = testutil::temp_path("default-over-earlier.iscope");
+  cfg.cupti = cfg.system = cfg.python = false;
+  { std::FILE* f = std::fopen(cfg.output.c_str(), "w"); std::fputs("earlier", f); std::fclose(f); }
+  REQUIRE(start(cfg));
+  for (int i = 0; i < 5; ++i) {
+    ISCOPE_RANGE("step");
+  }
+  REQUIRE(stop());
+  dump::DumpReader r(cfg.output);
+  CHECK(r.complete());
+  CHECK(count_named(read_all(r).ranges, "step") == 5);
+  CHECK(dump::temporaries_beside(cfg.output).empty());
 }
 
 TEST_CASE("a stopped session records nothing and a new session starts clean") {

@@ -103,6 +103,32 @@ TEST_CASE("a disk that fills and frees: failed appends are cut back to the last 
   for (const auto& x : c.ranges) CHECK(x.name != "<string 0>");  // strings dropped with a chunk went again
 }
 
+// Adaptive mode streams its baseline as a copy: an append that fails ends the streaming, counts nothing lost
+// (the ring holds every record), and the dump written at stop is whole.
+TEST_CASE("adaptive mode: a failing disk ends the baseline's streaming, loses nothing, and the dump at stop is whole") {
+  WriteHook hook;
+  const std::string out = testutil::temp_path("enospc-adaptive.iscope");
+  Config c = config_for(out);
+  c.mode = CaptureMode::kAdaptive;
+  REQUIRE(start(c));
+  RECORD("before", 3000);
+  g_full = true;
+  RECORD("while_full", 3000);
+  g_full = false;
+  RECORD("after", 3000);
+  CHECK(stop());
+  CHECK(g_failures > 0);
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  CHECK_FALSE(r.damage());
+  auto all = testutil::read_all(r);
+  CHECK(testutil::count_named(all.ranges, "before") == 3000);
+  CHECK(testutil::count_named(all.ranges, "while_full") == 3000);
+  CHECK(testutil::count_named(all.ranges, "after") == 3000);
+  CHECK(drops_for(r, "write_failed") == 0);
+  CHECK(r.total_dropped_records() == 0);
+}
+
 TEST_CASE("EINTR and short writes are retried: nothing is dropped") {
   WriteHook hook;
   g_interrupt = true;
@@ -584,7 +610,49 @@ TEST_CASE("adaptive and sampled modes: abort and SIGSEGV leave a readable sample
         CHECK(r.sampling()->summary.records_outside > 0);
       }
       CHECK(accounting(r).count("lost_in_file") == 0);
+      CHECK(r.process_value("mode") == mode);
+      CHECK_FALSE(fs::exists(out + ".crash" + std::to_string(pid)));  // renamed over the output
     }
+}
+
+// A program that recovers from its own SIGSEGV (guard pages) goes on recording in the default mode: the crash
+// dump is written once, at the first fault, and the writer is not left refusing every update afterwards.
+TEST_CASE("adaptive mode: a program that handles SIGSEGV and goes on keeps recording, and its dump is complete") {
+  const std::string out = testutil::temp_path("crash-recovered.iscope");
+  const std::string log = testutil::temp_path("crash-recovered.out");
+  pid_t pid = testutil::spawn({recorder(), "segv-recover", "2000", out}, {kNoSanitizerSignals}, log);
+  int st = testutil::wait_status_within(pid, 20000);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(testutil::read_file(log).find("stopped 1") != std::string::npos);
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  CHECK(r.process_value("mode") == "adaptive");
+  const auto c = testutil::read_all(r);
+  CHECK(testutil::count_named(c.ranges, "before") == 2000);
+  CHECK(testutil::count_named(c.ranges, "after") == 2000);
+  for (const auto& e : fs::directory_iterator(fs::path(out).parent_path()))  // the crash image's file was renamed
+    CHECK(e.path().filename().string().find("crash-recovered.iscope.crash") == std::string::npos);
+}
+
+// A crash under a file-size limit: the image does not fit, and the streamed baseline at the output stays whole.
+TEST_CASE("adaptive mode: a crash whose dump cannot be written leaves the streamed baseline whole at the output") {
+  const std::string out = testutil::temp_path("crash-limited.iscope");
+  // 20,000 ranges in the default thread buffers: one append of about 640 KB, over the 128 KiB limit, so the
+  // streaming stops (EFBIG) and the crash image, larger still, cannot be written whole either.
+  pid_t pid = testutil::spawn({"/bin/sh", "-c", "ulimit -f 256 && exec \"$@\"", "sh", recorder(), "abort", "20000"},
+                              {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out, "INFERSCOPE_CUPTI=0",
+                               "INFERSCOPE_PYTHON=0", "INFERSCOPE_SYSTEM=0", kNoSanitizerSignals});
+  int st = testutil::wait_status_within(pid, 20000);
+  REQUIRE(WIFSIGNALED(st));
+  CHECK(WTERMSIG(st) == SIGABRT);
+  dump::DumpReader r(out);
+  CHECK_FALSE(r.damage());
+  CHECK_FALSE(r.is_ring_snapshot());  // the stream, not a torn image over it
+  CHECK(r.process_value("mode") == "adaptive");
+  const std::string torn = out + ".crash" + std::to_string(pid);  // the torn image stays beside it
+  REQUIRE(fs::exists(torn));
+  CHECK(fs::file_size(torn) <= 256 * 512);
 }
 
 TEST_CASE("ring mode: the program's own SIGSEGV handler still runs after the dump is written") {

@@ -207,8 +207,9 @@ cxxopts::Options make_options() {
                    "else ./<program>.<pid>.iscope)", cxxopts::value<std::string>(), "DUMP")
       ("follow-children", "also record child processes (fork, multiprocessing, spawned and exec'd programs); "
                           "each writes <stem>.<pid>.iscope next to DUMP", boolean_flag(), "BOOL")
-      ("buffer-mode", "stream (default: written as it fills) or ring (flight recorder)", cxxopts::value<std::string>(), "MODE")
-      ("trace-size-mb", "ring-mode memory budget", cxxopts::value<std::string>(), "N")
+      ("buffer-mode", "full capture: stream (written as it fills) or ring (flight recorder); either one, given, "
+                      "means mode full (the default mode is adaptive: --set mode=...)", cxxopts::value<std::string>(), "MODE")
+      ("trace-size-mb", "memory budget of a ring, or of adaptive and sampled windows", cxxopts::value<std::string>(), "N")
       ("no-cupti", "no GPU collection", boolean_flag(), "BOOL")
       ("cupti-activities", "default | minimal | full | none | comma list of kernel, memcpy, memset, sync, memory, "
                            "graph, overhead, api, runtime, driver, api_activity", cxxopts::value<std::string>(), "S")

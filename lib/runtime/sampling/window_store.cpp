@@ -1,5 +1,7 @@
 #include "runtime/sampling/window_store.hpp"
 
+#include "dump/files.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -271,17 +273,6 @@ void write_thread(uint32_t thread, const std::vector<uint8_t>& bytes, std::vecto
   });
 }
 
-bool write_whole(int fd, const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t r = ::write(fd, p, size);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    size -= static_cast<size_t>(r);
-  }
-  return true;
-}
 
 // The same chunks as write_thread, written with write(2) from the stack: the header's checksum runs over the
 // EventsHeader and then the records where they lie.
@@ -295,8 +286,8 @@ bool write_thread_to(uint32_t thread, const std::vector<uint8_t>& bytes, int fd)
     h.length = sizeof(eh) + n;
     h.payload_crc = dump::crc32c(bytes.data() + begin, n, dump::crc32c(&eh, sizeof(eh)));
     h.header_crc = dump::crc32c(&h, offsetof(dump::ChunkHeader, header_crc));
-    return write_whole(fd, &h, sizeof(h)) && write_whole(fd, &eh, sizeof(eh)) &&
-           write_whole(fd, bytes.data() + begin, n);
+    return dump::write_whole(fd, &h, sizeof(h)) && dump::write_whole(fd, &eh, sizeof(eh)) &&
+           dump::write_whole(fd, bytes.data() + begin, n);
   });
 }
 
