@@ -138,6 +138,12 @@ std::vector<std::pair<std::string, std::string>> headline_process(const analyze:
 
 namespace inferscope::report {
 
+bool recorded_whole(const analyze::Sampling& s) {
+  for (const auto& w : s.windows)
+    if (w.reason == "baseline" && w.open) return true;
+  return false;
+}
+
 std::string sampling_sentence(const analyze::Sampling& s) {
   std::string out = "full detail for ";
   for (const auto& w : s.windows)

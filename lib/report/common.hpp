@@ -60,6 +60,8 @@ std::vector<std::pair<std::string, std::string>> headline_process(const analyze:
 /// A sampled run in one plain-text sentence, lower case after a heading: coverage in steps and time, windows kept
 /// and dropped, slow steps ("full detail for 12 of 1530 steps of 'step' (0.8 %) and ...").
 std::string sampling_sentence(const analyze::Sampling& s);
+/// True when an adaptive run ended within its baseline (the default mode's short run): a full capture.
+bool recorded_whole(const analyze::Sampling& s);
 /// The windows table's and the slow-steps table's cells (plain text; the writers escape them).
 inline const std::vector<std::string> kSamplingWindowHead = {"window", "reason", "detail", "start (ms)", "end (ms)",
                                                              "first step", "steps", "analysed", "slow", "records"};

@@ -82,7 +82,8 @@ void write_first_screen(const Analysis& a, const KernelNames& names, std::ostrea
     out << "<p id=\"generation-headline\"><b>Generation loop</b>: " << h(generation_headline(a.generation))
         << " (<a href=\"#generation\">prefill and decode</a>).</p>\n";
   if (a.sampling.sampled)
-    out << "<p><span class=\"badge\">sampled</span>" << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";
+    out << "<p><span class=\"badge\">" << (recorded_whole(a.sampling) ? "full capture" : "sampled") << "</span>"
+        << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";
   if (a.partial)
     out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
            "were read (see Data quality).</p>\n";

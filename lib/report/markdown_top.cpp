@@ -55,7 +55,8 @@ void write_top(const Analysis& a, const KernelNames& names, std::ostream& out) {
   if (a.generation.detected && !a.launcher)
     out << "**Generation loop**: " << md_escape(generation_headline(a.generation)) << " (see Generation loop).\n\n";
   if (a.sampling.sampled)
-    out << "**Sampled run** (mode: " << a.sampling.mode << "): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";
+    out << (recorded_whole(a.sampling) ? "**Full capture**" : "**Sampled run**") << " (mode: " << a.sampling.mode
+        << "): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";
   if (a.partial)
     out << "**Partial analysis**: the input is corrupt; only the data before the damage were read (see Warnings).\n\n";
   write_verdict(a, names, out);

@@ -292,6 +292,39 @@ TEST_CASE("adaptive dump: the baseline's steps with their warm-up, then the wind
   CHECK(contains(json.str(), "\"reason\": \"baseline\""));
 }
 
+// The default mode's short run: the baseline still open when the run ended, so every step is in it. The reports
+// call it a full capture, not a sampled run.
+TEST_CASE("adaptive dump recorded whole (the baseline open at the end): the reports say full capture") {
+  const std::string path = work_file("adaptive-whole.iscope");
+  {
+    dump::DumpBuilder b(path);
+    b.process("mode", "adaptive");
+    testsupport::Sim sim(b);
+    for (int i = 0; i < 12; ++i) full_step(sim, 1 * ms, i == 0);
+    b.window(1, 0, sim.now(), 0, 12, dump::WindowReason::kBaseline,
+             uint8_t(dump::kWindowFull | dump::kWindowKept | dump::kWindowOpen));
+    dump::SamplingSummary s{};
+    s.end_ticks = uint64_t(sim.now());
+    s.steps_seen = 12;
+    s.steps_in_windows = 12;
+    s.window_ticks = uint64_t(sim.now());
+    s.windows_opened = 1;
+    s.flags = 1;
+    b.sampling(s, "step");
+    b.finish();
+  }
+  const Analysis a = analyze::analyze_file(path, {});
+  REQUIRE(a.sampling.sampled);
+  CHECK(a.steps.total == 12);
+  std::ostringstream md, html;
+  report::write_markdown(a, md);
+  report::write_html(a, html);
+  CHECK(contains(md.str(), "**Full capture** (mode: adaptive): full detail for the whole run: it ended within the "
+                           "baseline, after 12 steps, so nothing was sampled out."));
+  CHECK_FALSE(contains(md.str(), "**Sampled run**"));
+  CHECK(contains(html.str(), "<span class=\"badge\">full capture</span>"));
+}
+
 TEST_CASE("sampled dump without steps: each timed window is one step; a dump of format 1.0 reads as before") {
   const std::string path = work_file("sampled-timed.iscope");
   {
