@@ -124,11 +124,15 @@ uint32_t crc32c(const void* data, size_t size, uint32_t crc) {
 }
 
 ChunkHeader make_chunk_header(ChunkType type, uint32_t count, const void* payload, size_t length) {
+  return make_chunk_header_with_crc(type, count, length, crc32c(payload, length));
+}
+
+ChunkHeader make_chunk_header_with_crc(ChunkType type, uint32_t count, uint64_t length, uint32_t payload_crc) {
   ChunkHeader h{};
   h.type = static_cast<uint32_t>(type);
   h.count = count;
   h.length = length;
-  h.payload_crc = crc32c(payload, length);
+  h.payload_crc = payload_crc;
   h.header_crc = crc32c(&h, offsetof(ChunkHeader, header_crc));
   return h;
 }

@@ -229,6 +229,8 @@ class ChunkBuilder {
 };
 
 ChunkHeader make_chunk_header(ChunkType type, uint32_t count, const void* payload, size_t length);
+/// The same, for a payload written in pieces whose checksum was chained over them (crc32c's `crc` argument).
+ChunkHeader make_chunk_header_with_crc(ChunkType type, uint32_t count, uint64_t length, uint32_t payload_crc);
 FileHeader make_file_header(uint32_t flags = 0);
 
 /// Key/value lists (process info, collector status): per pair u16 key length, u32 value length, key bytes,

@@ -43,7 +43,6 @@ void pause_ms(long ms) {
   }
 }
 
-
 bool write_end(int fd, const Image& img) {
   uint8_t buf[sizeof(dump::ChunkHeader) + sizeof(dump::EndEntry)];
   const dump::EndEntry end{detail::now(), img.records_written, img.records_dropped};

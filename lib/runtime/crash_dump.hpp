@@ -1,6 +1,7 @@
 // Ring, sampled and adaptive modes on abnormal exits (docs/reliability.md, "Ring mode on abnormal exits"): what
-// such a session holds in memory is written to its preopened file from SIGABRT, SIGSEGV and SIGBUS handlers, with write(2)
-// alone (no allocation, no lock), then the signal goes on to what the program had installed before us.
+// such a session holds in memory is written to a file beside the output from SIGABRT, SIGSEGV and SIGBUS
+// handlers, with write(2) alone (no allocation, no lock), then the signal goes on to what the program had
+// installed before us.
 //
 // The writer thread owns the image and changes it only between begin_update() and end_update(). A handler
 // first says a crash dump is under way, then waits (briefly) for an update in progress to end; from then on

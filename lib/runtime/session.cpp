@@ -335,18 +335,25 @@ void flush_now() {
 // ---------------------------------------------------------------------------------------------------------
 
 // The session's file (docs/reliability.md, "Files"), opened at start in both modes so that a session that
-// could never write its dump does not start: the output locked, created exclusively (stream: at the output
-// when nothing is there; ring: a temporary beside it, preopened for crash dumps). Then the first calibration
-// points and the head of the dump (stream) or of the crash image (ring).
+// could never write its dump does not start: the output locked, created exclusively (stream, and adaptive
+// mode's streamed baseline: at the output when nothing is there; ring: a temporary beside it, preopened for
+// crash dumps). Then the first calibration points and the head of the dump (stream) or of the crash image
+// (ring, sampled, adaptive), or both.
 void start_sampler(SessionState& s);
 
-// Adaptive mode's baseline, streamed: the file begins as a stream dump's does (its own header, no snapshot
-// flags); the snapshot written at stop replaces it whole.
-bool append_stream_head(SessionState& s) {
+// The file header with `flags` and the process info: how a dump and a crash image begin.
+std::vector<uint8_t> dump_head(SessionState& s, uint32_t flags) {
   std::vector<uint8_t> head;
-  auto fh = dump::make_file_header(0);
+  auto fh = dump::make_file_header(flags);
   head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
   append_process_info(s, head);
+  return head;
+}
+
+// The head of a stream dump (full capture, or adaptive mode's streamed baseline, which the snapshot written at
+// stop replaces whole).
+bool append_stream_head(SessionState& s) {
+  const std::vector<uint8_t> head = dump_head(s, 0);
   if (s.file.append(head.data(), head.size())) return true;
   log(LogLevel::kError, "start: cannot write " + s.file.written_path() + ": " + std::strerror(errno) +
                             "; not recording");
@@ -357,7 +364,7 @@ bool append_stream_head(SessionState& s) {
 bool open_dump(SessionState& s) {
   for (const char* reason : kDropReasons) intern(reason);
   std::string why;
-  if (!s.file.open(s.output, /*in_place=*/!s.ring_mode || s.baseline_streamed, why)) {
+  if (!s.file.open(s.output, /*in_place=*/!s.ring_mode || streams_baseline(s), why)) {
     log(LogLevel::kError, "start: " + why + "; not recording");
     return false;
   }
@@ -370,33 +377,23 @@ bool open_dump(SessionState& s) {
   // Sampled and adaptive: the sampler first, so the head's process info names the mode and its settings (a
   // crash dump's, and the stream an adaptive run leaves when it is killed).
   if (s.sampled) start_sampler(s);
-  std::vector<uint8_t> head;
-  auto fh = dump::make_file_header(s.ring_mode ? dump::kFileRingSnapshot | (s.sampled ? dump::kFileSampled : 0u) : 0u);
-  head.insert(head.end(), reinterpret_cast<uint8_t*>(&fh), reinterpret_cast<uint8_t*>(&fh) + sizeof(fh));
-  append_process_info(s, head);
   if (s.streaming_baseline && !append_stream_head(s)) return false;
   if (s.ring_mode) {  // ring, sampled and adaptive: the crash image
     // A streamed baseline is the file itself: a crash writes beside it, into a file the handler creates, and
     // renames that over the output only once it is whole (the writer may be appending to the stream meanwhile).
-    s.crash.fd = s.baseline_streamed ? -1 : s.file.fd();
-    s.crash.temp = s.baseline_streamed ? s.output + ".crash" + std::to_string(::getpid()) : s.file.written_path();
+    s.crash.fd = streams_baseline(s) ? -1 : s.file.fd();
+    s.crash.temp = streams_baseline(s) ? s.output + ".crash" + std::to_string(::getpid()) : s.file.written_path();
     s.crash.output = s.output;
     if (s.sampler) s.crash.windows = &s.sampler->store();
     s.crash.window = &s.retained;
-    s.crash.meta.push_back(std::move(head));
+    s.crash.meta.push_back(dump_head(s, dump::kFileRingSnapshot | (s.sampled ? dump::kFileSampled : 0u)));
     if (crash::begin_update()) {
       crash::arm(&s.crash);
       crash::end_update();
     }
     return true;
   }
-  if (!s.file.append(head.data(), head.size())) {
-    log(LogLevel::kError, "start: cannot write " + s.file.written_path() + ": " + std::strerror(errno) +
-                              "; not recording");
-    s.file.discard();
-    return false;
-  }
-  return true;
+  return append_stream_head(s);
 }
 
 // The session clock's ticks per ns, from the calibration points open_dump took 1 ms apart.
@@ -452,7 +449,7 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   s->from_env = from_env;
   s->family_output = family_output.empty() ? s->output : dump::absolute_path(family_output);
   s->sampled = records_in_windows(config.mode);
-  s->baseline_streamed = s->streaming_baseline = config.mode == CaptureMode::kAdaptive;
+  s->streaming_baseline = streams_baseline(*s);
   if (!open_dump(*s)) {
     delete s;
     return false;

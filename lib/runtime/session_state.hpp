@@ -55,6 +55,10 @@ enum Command : uint8_t { kCmdWake = 'W', kCmdFinish = 'F', kCmdSnapshot = 'S' };
 // snapshot is not lost when that byte cannot be written. The writer clears it; a forked child starts clear.
 extern std::atomic<int> g_snapshot_signal;
 
+struct SessionState;
+/// Adaptive mode writes its baseline to the output as a stream while it records it (writer.cpp).
+bool streams_baseline(const SessionState& s);
+
 struct SessionState {
   Config cfg;
   uint32_t epoch = 0;
@@ -114,10 +118,9 @@ struct SessionState {
 
   // Sampled mode (mode: sampled): set at start, never changed; shared with application threads that end a step.
   bool sampled = false;
-  // Adaptive mode: the baseline is also streamed to the file as it is drained (a stream dump, as full capture
-  // writes), so a run killed by SIGKILL or by a signal with no handler keeps it. `baseline_streamed`: set at start;
-  // `streaming_baseline`: false once the baseline has closed or an append failed (the ring still holds it all).
-  bool baseline_streamed = false;
+  // Adaptive mode (streams_baseline): the baseline is also streamed to the file as it is drained (a stream dump,
+  // as full capture writes), so a run killed by SIGKILL or by a signal with no handler keeps it. False once the
+  // baseline has closed or an append failed (the ring still holds it all).
   bool streaming_baseline = false;
   std::shared_ptr<Sampler> sampler;
   uint32_t step_name_id = 0;
@@ -211,5 +214,7 @@ void write_report_at_exit(const std::string& dump_path, const std::string& repor
 // --- session.cpp
 bool stop_impl(bool from_writer, int signal_number, bool* written = nullptr);
 bool start_collector(SessionState& s, std::unique_ptr<Collector> c);
+
+inline bool streams_baseline(const SessionState& s) { return s.cfg.mode == CaptureMode::kAdaptive; }
 
 }  // namespace inferscope::runtime

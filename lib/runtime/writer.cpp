@@ -346,12 +346,9 @@ std::vector<uint8_t> snapshot_bytes(SessionState& s) {
   return out;
 }
 
-// A ring snapshot (flush_ring, SIGUSR2): written to a temporary beside `path` and renamed over it.
-bool write_snapshot_bytes(SessionState& s, const std::vector<uint8_t>& out, const std::string& path);
-
-bool write_snapshot(SessionState& s, const std::string& path) { return write_snapshot_bytes(s, snapshot_bytes(s), path); }
-
-bool write_snapshot_bytes(SessionState&, const std::vector<uint8_t>& out, const std::string& path) {
+// A whole dump (a ring snapshot: flush_ring, SIGUSR2; adaptive mode's final dump): written to a temporary beside
+// `path` and renamed over it.
+bool write_snapshot_bytes(const std::vector<uint8_t>& out, const std::string& path) {
   DumpFile f;
   std::string error;
   if (f.open(path, /*in_place=*/false, error, /*lock=*/false) && f.rewrite(out.data(), out.size()) && f.commit(error))
@@ -362,8 +359,8 @@ bool write_snapshot_bytes(SessionState&, const std::vector<uint8_t>& out, const 
   return false;
 }
 
-// Ring mode, each cycle: the drained chunks join the window, and the crash image follows (what a SIGABRT,
-// SIGSEGV or SIGBUS handler writes): new metadata appended, the drop table and counts replaced.
+bool write_snapshot(SessionState& s, const std::string& path) { return write_snapshot_bytes(snapshot_bytes(s), path); }
+
 // What this cycle adds to the metadata (strings, code, threads, calibration), for the crash image.
 std::vector<uint8_t> new_meta(SessionState& s) {
   std::vector<uint8_t> meta;
@@ -389,6 +386,7 @@ void update_crash_image_locked(SessionState& s, std::vector<uint8_t> meta) {
   s.crash.records_dropped = total_drops(current_drops(s));
 }
 
+// Ring mode, each cycle: the drained chunks join the window, and the crash image follows.
 void keep_in_window(SessionState& s, Drained& d) {
   std::vector<uint8_t> meta = new_meta(s);
   if (!crash::begin_update()) return;  // a crash dump is being written from the image: change nothing
@@ -406,8 +404,6 @@ std::vector<Collector*> collectors_of(SessionState& s) {
   return cs;
 }
 
-// Sampled mode, each cycle: windows open and close first (so the pre-roll a slow step reaches back to is still
-// there), then the drained records go to the window their time falls in.
 // Adaptive mode: the baseline's records also go to the file, as a stream dump's do, until the cycle that finds it
 // closed (that cycle's records go too: the steps up to its close). An append that fails ends the streaming, and
 // nothing is counted lost: the ring of windows holds every record and the snapshot at stop writes them. The
@@ -424,8 +420,9 @@ void stream_baseline(SessionState& s, const Drained& d, const std::vector<uint8_
   if (!s.sampler->baseline_open()) s.streaming_baseline = false;
 }
 
-// Sampled and adaptive modes, each cycle. The ring of windows changes only inside a crash-image update: a crash
-// handler may be writing it out.
+// Sampled and adaptive modes, each cycle: windows open and close first (so the pre-roll a slow step reaches back
+// to is still there), then the drained records go to the window their time falls in. The ring of windows changes
+// only inside a crash-image update: a crash handler may be writing it out.
 void sample(SessionState& s, Drained& d, bool finishing) {
   if (!crash::begin_update()) return;
   s.sampler->before_drain(collectors_of(s), finishing);
@@ -498,7 +495,7 @@ bool finish_stream(SessionState& s) {
 // it. A snapshot that cannot be written leaves the streamed baseline at the output, and says so.
 bool finish_streamed_baseline(SessionState& s, const std::vector<uint8_t>& out) {
   std::string error;
-  if (write_snapshot_bytes(s, out, s.output)) {
+  if (write_snapshot_bytes(out, s.output)) {
     if (!s.file.commit(error)) log(LogLevel::kError, error);
     return true;
   }
@@ -518,7 +515,7 @@ bool finish_ring(SessionState& s) {
   std::string error;
   // Streamed at the output itself (nothing was there before): the snapshot replaces it through a temporary.
   // Streamed to a temporary beside an earlier dump: that temporary is rewritten whole and renamed, as in ring mode.
-  if (s.baseline_streamed && s.file.written_path() == s.output) return finish_streamed_baseline(s, out);
+  if (streams_baseline(s) && s.file.written_path() == s.output) return finish_streamed_baseline(s, out);
   if (!s.file.rewrite(out.data(), out.size())) {
     log(LogLevel::kError, "cannot write " + s.file.written_path() + ": " + std::strerror(errno) + "; no dump at " +
                               s.output);

@@ -2,11 +2,7 @@
 
 #include "dump/files.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstddef>
 #include <cstring>
 
 namespace inferscope::runtime::sampling {
@@ -273,19 +269,14 @@ void write_thread(uint32_t thread, const std::vector<uint8_t>& bytes, std::vecto
   });
 }
 
-
 // The same chunks as write_thread, written with write(2) from the stack: the header's checksum runs over the
 // EventsHeader and then the records where they lie.
 bool write_thread_to(uint32_t thread, const std::vector<uint8_t>& bytes, int fd) {
   return split_thread(bytes, [&](uint32_t count, size_t begin, size_t end) {
     const dump::EventsHeader eh{thread, 0};
     const size_t n = end - begin;
-    dump::ChunkHeader h{};
-    h.type = static_cast<uint32_t>(dump::ChunkType::kEvents);
-    h.count = count;
-    h.length = sizeof(eh) + n;
-    h.payload_crc = dump::crc32c(bytes.data() + begin, n, dump::crc32c(&eh, sizeof(eh)));
-    h.header_crc = dump::crc32c(&h, offsetof(dump::ChunkHeader, header_crc));
+    const dump::ChunkHeader h = dump::make_chunk_header_with_crc(
+        dump::ChunkType::kEvents, count, sizeof(eh) + n, dump::crc32c(bytes.data() + begin, n, dump::crc32c(&eh, sizeof(eh))));
     return dump::write_whole(fd, &h, sizeof(h)) && dump::write_whole(fd, &eh, sizeof(eh)) &&
            dump::write_whole(fd, bytes.data() + begin, n);
   });
