@@ -2,20 +2,15 @@
 """Pools the --raw files of several `gpt2_overhead.py --mode windows` processes and prints, per session setting,
 the median over all rounds of the per-round ratio (window with the setting / window without a session) of the
 window means (a whole run's cost: its total time) and of the window medians, each with a 95 % bootstrap interval
-of that median, and the figure of each process.
+of that median (overhead_stats.overhead, the overhead table's), and the figure of each process.
 
     python3 bench/gpu/long_run_intervals.py run1.json run2.json run3.json
 """
 import json
-import random
 import statistics
 import sys
 
-
-def interval(xs, n=4000, seed=0):
-    rng = random.Random(seed)
-    ms = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(n))
-    return ms[int(0.025 * n)], ms[int(0.975 * n)]
+from overhead_stats import overhead, paired_ratios
 
 
 def main(paths):
@@ -27,21 +22,20 @@ def main(paths):
         for k, v in w.items():
             if k == "off":
                 continue
-            means = [a / b - 1 for a, b in zip(v["mean"], off["mean"])]
-            medians = [a / b - 1 for a, b in zip(v["median"], off["median"])]
+            means = paired_ratios(v["mean"], off["mean"])
+            medians = paired_ratios(v["median"], off["median"])
             pooled.setdefault(k, ([], []))
             pooled[k][0].extend(means)
             pooled[k][1].extend(medians)
-            per_process.setdefault(k, []).append(statistics.median(means))
+            per_process.setdefault(k, []).append(statistics.median(means) - 1)
     print("| session settings | rounds | whole run (mean step): median of per-round ratios, 95 % interval "
           "| median step: the same | whole run, per process |")
     print("|---|---:|---|---|---|")
     for k, (means, medians) in pooled.items():
-        lo, hi = interval(means)
-        lo2, hi2 = interval(medians)
+        whole, step = overhead(means), overhead(medians)
         procs = ", ".join(f"{100 * x:+.2f} %" for x in per_process[k])
-        print(f"| {k} | {len(means)} | {100 * statistics.median(means):+.2f} % ({100 * lo:+.2f} to {100 * hi:+.2f}) "
-              f"| {100 * statistics.median(medians):+.2f} % ({100 * lo2:+.2f} to {100 * hi2:+.2f}) | {procs} |")
+        print(f"| {k} | {len(means)} | {100 * whole.value:+.2f} % ({100 * whole.lo:+.2f} to {100 * whole.hi:+.2f}) "
+              f"| {100 * step.value:+.2f} % ({100 * step.lo:+.2f} to {100 * step.hi:+.2f}) | {procs} |")
 
 
 if __name__ == "__main__":
