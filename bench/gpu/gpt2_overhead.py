@@ -44,12 +44,14 @@ The step: transformers' GPT2LMHeadModel(GPT2Config(n_layer=12, n_embd=768, n_hea
 fp16, sequence 128, batch 1 and 32, no_grad, synchronized at the end of each step.
 """
 import argparse
-import ctypes
 import os
 import random
 import statistics
 import sys
 import time
+
+from overhead_common import (SessionWindow, WindowStats, build_cpu_step, build_graph_step, build_step, run_steps,
+                             runtime_library, session_settings, start_before_cuda)
 
 
 def load_inferscope():
@@ -61,79 +63,7 @@ def load_inferscope():
                 break
     if not path:
         sys.exit("run this mode under iscope-run (libinferscope.so must be loaded and recording)")
-    lib = ctypes.CDLL(path)
-    lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
-    lib.inferscope_cupti_set_activities.restype = ctypes.c_int
-    lib.inferscope_cupti_status.restype = ctypes.c_char_p
-    lib.inferscope_cupti_set_flush_period.argtypes = [ctypes.c_uint32]
-    lib.inferscope_cupti_set_flush_period.restype = ctypes.c_int
-    lib.inferscope_cupti_set_buffer_policy.argtypes = [ctypes.c_uint32, ctypes.c_int]
-    lib.inferscope_cupti_set_buffer_policy.restype = ctypes.c_int
-    return lib
-
-
-def build_step(batch, seq, device):
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    cfg = GPT2Config(n_layer=12, n_embd=768, n_head=12)
-    model = GPT2LMHeadModel(cfg).to(device=device, dtype=torch.float16).eval()
-    ids = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
-
-    def step():
-        """Runs one step; returns when the forward call returned (the host had issued all the work)."""
-        with torch.no_grad():
-            model(input_ids=ids, use_cache=False)
-        issued = time.perf_counter()
-        torch.cuda.synchronize()
-        return issued
-
-    return step
-
-
-def build_graph_step(batch, layers, width, device):
-    """A CUDA graph of `2 * layers` small kernels (Linear + ReLU, fp16), captured once and replayed per step: what a
-    serving engine's captured decode step looks like to the collector (one graph launch per step)."""
-    import torch
-
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(*[m for _ in range(layers) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())])
-    model = model.to(device=device, dtype=torch.float16).eval()
-    x = torch.randn(batch, width, device=device, dtype=torch.float16)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.no_grad(), torch.cuda.stream(side):
-        for _ in range(3):  # warm-up on a side stream, as torch.cuda.graphs asks
-            model(x)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph):
-        model(x)
-
-    def step():
-        graph.replay()
-        issued = time.perf_counter()
-        torch.cuda.synchronize()
-        return issued
-
-    return step
-
-
-def build_cpu_step(batch):
-    """A step of pure Python work, about `batch` ms on a 2-core VM (a tokenizer-like loop): no GPU, so what a
-    session costs the program's own thread (ranges, the writer, the live page's server) shows on any machine."""
-    words = [f"w{i % 97}" for i in range(2000)]
-
-    def step():
-        n = 0
-        for _ in range(max(1, batch) * 10):
-            for w in words:
-                n += len(w) * 3 % 7
-            n += sum(len(w) for w in words[:200])
-        return time.perf_counter()
-
-    return step
+    return runtime_library(path)
 
 
 def window(step, n):
@@ -188,12 +118,6 @@ class Nothing:
 
     def __exit__(self, *a):
         return False
-
-
-def session_settings(spec):
-    """'key=value,key=value' (docs/configuration.md) as keyword arguments of inferscope_py.start()."""
-    return {key: {"true": True, "false": False}.get(v, v)
-            for key, v in (kv.split("=", 1) for kv in spec.split(",") if "=" in kv)}
 
 
 def sampled_blocks(step, batch, a, isc):
@@ -263,41 +187,11 @@ def sampled_blocks(step, batch, a, isc):
     sys.stdout.flush()
 
 
-class WindowStats:
-    """Per session setting: each window's median and mean timed step, and every step position's times."""
-
-    def __init__(self, n):
-        self.n, self.med, self.mean, self.at = n, [], [], [[] for _ in range(n)]
-
-    def add(self, times, warm):
-        timed = times[warm:]
-        self.med.append(statistics.median(timed))
-        self.mean.append(statistics.mean(timed))
-        for i, t in enumerate(times):
-            self.at[i].append(t)
-
-
-def run_steps(step, n, isc=None):
-    """n steps, each timed; inside scope("step") when `isc` is given."""
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        if isc:
-            with isc.scope("step"):
-                step()
-        else:
-            step()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
 def steady_phase(step, a, isc, n):
     """The windows in one session that records all along (GPU only), its GPU collection switched on and off per
     window: what the windowed sessions pay beyond what collection itself costs. Returns (on, off) WindowStats."""
-    import ctypes
     import tempfile
-    lib = ctypes.CDLL("libinferscope.so.0")  # the one inferscope_py loaded
-    lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
+    lib = runtime_library()  # the one inferscope_py loaded
     path = os.path.join(tempfile.mkdtemp(prefix="iscope-steady-"), "steady.iscope")
     if not isc.start(output=path, python=False, system=False, cupti_activities="none"):
         sys.exit("inferscope_py.start() failed")
@@ -365,28 +259,24 @@ def session_windows(step, batch, a, isc):
         random.shuffle(order)
         for k in order:
             path = os.path.join(tmp, f"w{r}.iscope")
-            poller = None
-            waker = None
+            poller = waker = None
+            window = Nothing()
             if k == WAKER:
                 waker = start_waker()
             elif k != "off":
-                settings = session_settings(k)
-                t0 = time.perf_counter()
-                if not isc.start(output=path, **settings):
-                    sys.exit("inferscope_py.start() failed (is a session already running? do not use iscope-run here)")
-                start_ms.append((time.perf_counter() - t0) * 1e3)
-                if settings.get("live"):
-                    poller = start_live_poller(settings["live"], a.live_poll_s)
-            times = run_steps(step, n, isc if a.mark_steps else None)
-            if poller:
-                polls.setdefault(k, []).append(stop_live_poller(poller))
+                window = SessionWindow(isc, path, session_settings(k))
+            with window:
+                if k != "off" and window.settings.get("live"):
+                    poller = start_live_poller(window.settings["live"], a.live_poll_s)
+                times = run_steps(step, n, isc if a.mark_steps else None)
+                if poller:
+                    polls.setdefault(k, []).append(stop_live_poller(poller))
             if waker:
                 waker()
             elif k != "off":
-                t0 = time.perf_counter()
-                isc.stop()
-                stop_ms.append((time.perf_counter() - t0) * 1e3)
-                dump_mb.setdefault(k, []).append(os.path.getsize(path) / 1e6)
+                start_ms.append(window.start_ms)
+                stop_ms.append(window.stop_ms)
+                dump_mb.setdefault(k, []).append(window.dump_mb)
                 os.unlink(path)
             stats[k].add(times, a.warm)
         write_raw(a, batch, r + 1, stats, start_ms, stop_ms, dump_mb)
@@ -530,8 +420,7 @@ def main():
         import tempfile
         import inferscope_py as early_isc
         early = os.path.join(tempfile.mkdtemp(prefix="iscope-early-"), "early.iscope")
-        if not early_isc.start(output=early, python=False, system=False):  # before CUDA's first call
-            sys.exit("inferscope_py.start() failed before CUDA was initialised")
+        start_before_cuda(early_isc, early)
     print(f"# GPU collector overhead: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
           f"transformers {transformers.__version__}, python {sys.version.split()[0]}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rounds={a.rounds} steps/window={a.steps} "
