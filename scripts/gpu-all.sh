@@ -11,9 +11,16 @@
 #   scripts/gpu-all.sh analyzer # the first planted suite (primary, predicted vs measured saving) and
 #                               # torch.profiler traces of three programs beside their own dumps (~6 min)
 #   scripts/gpu-all.sh validate # the second suite, samples/validation (~6 min); ONLY_V limits it
+#   scripts/gpu-all.sh overhead-table     # every overhead budget with its interval and verdict, one command
+#                                         # (bench/gpu/overhead_table.py; ~8.5 min with the build, which is only the
+#                                         # Python module and the runtime: docs/benchmarks.md, "Current figures")
+#   scripts/gpu-all.sh overhead-decompose # where full capture's cost goes (--decompose; ~7.5 min with the build)
+#   (the overhead parts fit CALL_S seconds, default 510, build included: the table gets what the build leaves;
+#   QUICK=1 runs their smoke test)
 #   (each part builds first unless the build is there: the two suites no longer fit one 10-minute call together)
 # Logs and figures go to $OUT (default ./out-gpu).
 set -u
+START=$(date +%s)
 PART=${1:-tests}
 OUT=${OUT:-$PWD/out-gpu}
 BUILD=${BUILD:-build-gpu}
@@ -22,11 +29,12 @@ mkdir -p "$OUT"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 export PYTHONUNBUFFERED=1
 
+# build [TARGET...]: the Release build (everything, or only the targets named).
 build() {
   local t0; t0=$(date +%s)
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PY" \
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
-    ninja -C "$BUILD" -j"$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
+    ninja -C "$BUILD" -j"$(nproc)" "$@" >> "$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
   echo "build: $(( $(date +%s) - t0 )) s"
 }
 
@@ -100,4 +108,16 @@ if [ "$PART" = fixtures ]; then
     [ "$(stat -c %s "$f")" -le $((3 * 1024 * 1024)) ] && cp "$f" "$OUT/fixtures/planted_$(basename "$f")"
   done
   ls -la "$OUT/fixtures"
+fi
+
+if [ "$PART" = overhead-table ] || [ "$PART" = overhead-decompose ]; then
+  # In-process sessions only (no iscope-run): the Python module and the runtime it loads are all it needs.
+  ls "$BUILD"/python/inferscope_py/__init__.py "$BUILD"/python/inferscope_py/_native*.so > /dev/null 2>&1 || build inferscope_py
+  BUDGET=$(( ${CALL_S:-510} - ($(date +%s) - START) - 15 ))
+  [ "$PART" = overhead-decompose ] && MODE=--decompose || MODE=
+  echo "$PART: time budget ${BUDGET} s"
+  # Everything to $OUT/$PART.txt; here the progress and the table as they come (the table last).
+  PYTHONPATH="$BUILD/python" "$PY" bench/gpu/overhead_table.py $MODE ${QUICK:+--quick} --budget-s "$BUDGET" \
+    --json "$OUT/$PART.json" 2>&1 | tee "$OUT/$PART.txt" | grep --line-buffered -E "^\||^#|^- |^##|Error"
+  echo "$PART rc=${PIPESTATUS[0]}"
 fi
