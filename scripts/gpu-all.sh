@@ -112,7 +112,8 @@ fi
 
 if [ "$PART" = overhead-table ] || [ "$PART" = overhead-decompose ]; then
   # In-process sessions only (no iscope-run): the Python module and the runtime it loads are all it needs.
-  ls "$BUILD"/python/inferscope_py/__init__.py "$BUILD"/python/inferscope_py/_native*.so > /dev/null 2>&1 || build inferscope_py
+  PKG="$BUILD/python/inferscope_py"
+  ls "$PKG"/__init__.py "$PKG"/_native*.so > /dev/null 2>&1 || build inferscope_py
   BUDGET=$(( ${CALL_S:-510} - ($(date +%s) - START) - 15 ))
   [ "$PART" = overhead-decompose ] && MODE=--decompose || MODE=
   echo "$PART: time budget ${BUDGET} s"

@@ -253,7 +253,8 @@ def fmt(x, unit):
 
 def table_lines(cells):
     """The Markdown table: row, budget, median, 95 % interval, rounds, verdict, host noise."""
-    lines = ["| row | budget | median | 95 % interval | rounds | verdict | host noise (IQR/median of no-collection windows) |",
+    lines = ["| row | budget | median | 95 % interval | rounds | verdict "
+             "| host noise (IQR/median of no-collection windows) |",
              "|---|---|---:|---|---:|---|---:|"]
     for c in cells:
         if "status" in c:

@@ -421,8 +421,10 @@ class Child:
             for label, path in last.items():
                 d = self.dump_summary(path)
                 self.check(label, d)
-                self.note(f"'{label}': last window's dump {d.get('mb', 0):.1f} MB, {d.get('records', '?')} records, "
-                          f"{d.get('dropped', '?')} dropped; cupti {d.get('collectors', {}).get('cupti', '-')[:70]}")
+                per = f" ({1e6 * d['mb'] / d['records']:.1f} bytes per record)" if d.get("records") else ""
+                cupti = d.get("collectors", {}).get("cupti", "-")[:70]
+                self.note(f"'{label}': last window's dump {d.get('mb', 0):.1f} MB, {d.get('records', '?')} records"
+                          f"{per}, {d.get('dropped', '?')} dropped; cupti {cupti}")
 
         return window, finish
 
