@@ -303,8 +303,8 @@ def write_raw(a, batch, rounds_done, stats, start_ms, stop_ms, dump_mb):
 
 
 # A window set with no session, only a thread that wakes every 20 ms as the session's writer does: whether a
-# process with a periodically waking thread runs its steps faster on these hosts than one without (docs/benchmarks.md,
-# "Adaptive capture over a long run").
+# process with a periodically waking thread runs its steps faster on these hosts than one without
+# (docs/history/benchmarks-2026-11.md, "Adaptive capture over a long run").
 WAKER = "no-session+waker"
 
 
@@ -363,8 +363,9 @@ def main():
     ap.add_argument("--against", default="",
                     help="windows mode: also compare every session setting with this one (one of --window-sets), "
                          "round by round: a comparison of two sessions, both with the writer's threads running")
-    # Short windows and many rounds: on shared hosts neighbouring windows then differ less (docs/benchmarks.md,
-    # "Fifth run": 8-step windows x 100-150 rounds gave per-round medians within ~1 point run to run).
+    # Short windows and many rounds: on shared hosts neighbouring windows then differ less
+    # (docs/history/benchmarks-2026-11.md, "Fifth run": 8-step windows x 100-150 rounds gave per-round medians within
+    # ~1 point run to run).
     ap.add_argument("--rounds", type=int, default=None, help="default 100 (10 for --mode sampled: its blocks are whole periods)")
     ap.add_argument("--steps", type=int, default=8, help="timed steps per window")
     ap.add_argument("--warm", type=int, default=2, help="untimed steps at the start of each window")

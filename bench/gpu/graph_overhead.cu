@@ -3,7 +3,7 @@
 //   graph_overhead [--kernels 1500] [--rounds 20] [--replays 10] [--sets "default;default,graph_nodes"] [-o dump]
 //
 // The step: one launch of a graph of --kernels small element-wise kernels (captured once from a stream), then a
-// stream synchronize; the shape of a serving engine's decode step (docs/benchmarks.md, "CUDA graphs").
+// stream synchronize; the shape of a serving engine's decode step (docs/history/benchmarks-2026-11.md, "CUDA graphs").
 //
 // First the A/B: one session records all along, started before the program's first CUDA call, and the graph is
 // instantiated in it; each round visits "none" and every set in a shuffled order (inferscope_cupti_set_activities

@@ -1,6 +1,6 @@
 // perfetto_proto_size DUMP...: the size of the Perfetto trace-event JSON that iscope-analyze --perfetto writes
 // for each dump, against the same events in Perfetto's protobuf format (proto_trace.hpp), each also deflated
-// (zlib level 6), as a table in Markdown (docs/benchmarks.md, section "Perfetto trace size").
+// (zlib level 6), as a table in Markdown (docs/history/benchmarks-2026-11.md, section "Perfetto trace size").
 #include "dump/reader.hpp"
 #include "proto_trace.hpp"
 #include "export/perfetto.hpp"

@@ -31,10 +31,10 @@ ActivitySet parse_activity_set(const std::string& spec) {
   ActivitySet s;
   // No CUPTI sync records by default: the sync calls' callbacks already give each one's thread, start and end,
   // which is what the analyzer reads (sync_bound, the causality check), and the second copy costs on a PyTorch
-  // step (docs/benchmarks.md, "Sixth run").
+  // step (docs/history/benchmarks-2026-11.md, "Sixth run").
   // CUDA graphs at graph level by default: one record per graph launch instead of one per kernel node, which
   // on a decode step replayed as a graph of a thousand small kernels is most of the tracing cost
-  // (docs/benchmarks.md, "CUDA graphs"); graph_nodes asks for the nodes one by one.
+  // (docs/history/benchmarks-2026-11.md, "CUDA graphs"); graph_nodes asks for the nodes one by one.
   auto def = [&] { s.kernel = s.memcpy = s.memset = s.memory = s.overhead = s.runtime = s.driver = s.graph = true; };
   std::stringstream in(spec);
   std::string w;
@@ -46,7 +46,8 @@ ActivitySet parse_activity_set(const std::string& spec) {
     any_word = true;
     // The presets record the selected API calls through callbacks: CUPTI's API activity records (api_activity)
     // cost less per launch on a program that makes only those calls, but CUPTI then times every runtime call
-    // and drops the unselected ones, which on a PyTorch step costs more than the callbacks (docs/benchmarks.md).
+    // and drops the unselected ones, which on a PyTorch step costs more than the callbacks
+    // (docs/history/benchmarks-2026-11.md, "Fifth run").
     if (w == "default") def();
     else if (w == "minimal") s.kernel = s.memcpy = s.runtime = s.driver = s.graph = true;
     else if (w == "full") def(), s.sync = s.runtime_all = true, graph_nodes = true;

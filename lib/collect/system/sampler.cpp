@@ -132,7 +132,7 @@ SystemSampler::SystemSampler(SamplerOptions options, Sink sink, ThreadLookup loo
     : opt_(std::move(options)), sink_(std::move(sink)), lookup_(std::move(lookup)) {
   if (opt_.period_ms == 0) opt_.period_ms = 1;
   // Machine-wide files (/proc/stat grows with the CPU count) and NVML are read at most every 100 ms: one
-  // NVML sample of an H200 took ~0.7 ms inside a sampling round (docs/benchmarks.md), and NVML's own
+  // NVML sample of an H200 took ~0.7 ms inside a sampling round (docs/history/benchmarks-2026-11.md), and NVML's own
   // utilization is an average over 1/6 s or more, so sampling it faster shows nothing new.
   slow_every_ = std::max<uint32_t>(1, 100 / opt_.period_ms);
   ns_per_tick_ = ns_per_clock_tick();
