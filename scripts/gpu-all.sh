@@ -12,10 +12,10 @@
 #                               # torch.profiler traces of three programs beside their own dumps (~6 min)
 #   scripts/gpu-all.sh validate # the second suite, samples/validation (~6 min); ONLY_V limits it
 #   scripts/gpu-all.sh overhead-table     # every overhead budget with its interval and verdict, one command
-#                                         # (bench/gpu/overhead_table.py; ~8.5 min with the build, which is only the
+#                                         # (bench/gpu/overhead_table.py; <= 8.8 min with the build, which is only the
 #                                         # Python module and the runtime: docs/benchmarks.md, "Current figures")
 #   scripts/gpu-all.sh overhead-decompose # where full capture's cost goes (--decompose; ~7.5 min with the build)
-#   (the overhead parts fit CALL_S seconds, default 510, build included: the table gets what the build leaves;
+#   (the overhead parts fit CALL_S seconds, default 525, build included: the table gets what the build leaves;
 #   QUICK=1 runs their smoke test)
 #   (each part builds first unless the build is there: the two suites no longer fit one 10-minute call together)
 # Logs and figures go to $OUT (default ./out-gpu).
@@ -114,7 +114,7 @@ if [ "$PART" = overhead-table ] || [ "$PART" = overhead-decompose ]; then
   # In-process sessions only (no iscope-run): the Python module and the runtime it loads are all it needs.
   PKG="$BUILD/python/inferscope_py"
   ls "$PKG"/__init__.py "$PKG"/_native*.so > /dev/null 2>&1 || build inferscope_py
-  BUDGET=$(( ${CALL_S:-510} - ($(date +%s) - START) - 15 ))
+  BUDGET=$(( ${CALL_S:-525} - ($(date +%s) - START) - 15 ))
   [ "$PART" = overhead-decompose ] && MODE=--decompose || MODE=
   echo "$PART: time budget ${BUDGET} s"
   # Everything to $OUT/$PART.txt; here the progress and the table as they come (the table last).

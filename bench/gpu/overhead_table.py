@@ -98,12 +98,11 @@ def nominal_s(g):
 
 
 def allowance_s(groups, i, left):
-    """Group i's share of the time left: up to 1.5 x its expected time where the later groups keep 0.8 x theirs,
-    never below half its own. A group that runs fast leaves its time to the later ones; a slow host squeezes the
-    last groups (the torch.profiler reference last of all) rather than every group a little."""
-    own = nominal_s(groups[i])
-    later = sum(nominal_s(g) for g in groups[i + 1:])
-    return max(0.5 * own, min(1.5 * own, left - 0.8 * later))
+    """Group i's share of the time left: up to 1.5 x its expected time, less the later groups' start-up. So the groups
+    come first in the order they are listed: a slow host or a long build leaves the last groups (the torch.profiler
+    reference last of all) with fewer rounds or none, rather than every group a few rounds short of a verdict."""
+    later = sum(g["startup_s"] for g in groups[i + 1:])
+    return max(10.0, min(1.5 * nominal_s(groups[i]), left - later))
 
 
 def table_plan(a):
@@ -146,7 +145,7 @@ def table_plan(a):
     rows += [Row(f"adaptive (the default) over a {ls}-step run", "long", "overhead", {"adaptive": 1},
                  Budget("at_most", 0.02, "<= 2 %")),
              Row(f"sampled over a {ls}-step run", "long", "overhead", {"sampled": 1}, Budget("at_most", 0.01, "<= 1 %"))]
-    nt, calls = (4, 1) if q else (32, 3)
+    nt, calls = (4, 1) if q else (32, 2)
     groups.append(group("generate", f"Hugging Face generate(), GPT-2 fp16 (12 layers), batch 1, prompt 128, {nt} new "
                                     f"tokens per call; windows of one untimed 2-token call + {calls} timed calls",
                         "sessions", "generate", [["off", None], ["full", FULL]], 3 if q else 32, 1, calls,
