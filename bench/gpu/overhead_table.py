@@ -347,6 +347,14 @@ class Child:
     def build(self):
         g = self.g
         runner, model = g["runner"], g["model"]
+        torch = None
+        if model != "cpu":
+            # torch and transformers before inferscope_py, the order every GPU run of gpt2_overhead.py had: each
+            # brings shared libraries with initial-exec thread-locals, which a late dlopen must fit into glibc's small
+            # static TLS reserve.
+            torch = need_torch()
+            if model in ("gpt2", "generate"):
+                self.part["env"]["transformers"] = need_transformers().__version__
         if runner != "torch":  # the torch.profiler process never loads InferScope (CUPTI: one subscriber)
             self.isc = self.mark = need_inferscope()
         if model == "cpu":
@@ -354,7 +362,6 @@ class Child:
             self.step = build_cpu_step(g["batch"])
             self.part["env"] = {"python": sys.version.split()[0], "device": "none (pure-Python step)"}
             return
-        torch = need_torch()
         early = None
         if model == "graph":
             from overhead_common import start_before_cuda
@@ -362,9 +369,6 @@ class Child:
             start_before_cuda(self.isc, early)  # before CUDA's first call, torch.cuda.is_available() included
         try:
             need_gpu(torch)
-            if model in ("gpt2", "generate"):
-                transformers = need_transformers()
-                self.part["env"]["transformers"] = transformers.__version__
             import overhead_common as oc
             if model == "gpt2":
                 self.step = oc.build_step(g["batch"], g["seq"], "cuda", g["layers"])
