@@ -178,7 +178,9 @@ def table_plan(a):
 # The decomposition's windows inside one session, switched at run time: CUPTI's activity set (an ActivitySet
 # specification, lib/collect/cupti/cupti_collector.hpp) and Python tracing ('+python', '+python_full' for every
 # function, '+python_depth1' recording only the outermost call: the hooks run, almost nothing is written).
-SWITCH_SETS = ["none", "kernel", "kernel,runtime,driver", "default", "default,api_activity", "none+python",
+LEAN = "kernel,memcpy,memset,runtime,driver"  # what the analysis reads of copies and memsets, without memory, overhead
+SWITCH_SETS = ["none", "kernel", "kernel,runtime,driver", LEAN, LEAN + ",memory", "default", "default,api_activity",
+               "none+python",
                "kernel+python", "kernel,runtime,driver+python", "default+python", "default,api_activity+python",
                "default+python_depth1", "none+python_full", "default+python_full"]
 
@@ -193,6 +195,10 @@ def switch_rows(name, b):
         part("+ runtime and driver API callbacks, over the floor", {"kernel,runtime,driver": 1, "kernel": -1}),
         part("+ the other activity kinds (memcpy, memset, memory, overhead, graph), over that", {"default": 1,
                                                                                            "kernel,runtime,driver": -1}),
+        part("  of which copy and memset records", {LEAN: 1, "kernel,runtime,driver": -1}),
+        part("  of which allocation records (memory)", {LEAN + ",memory": 1, LEAN: -1}),
+        part("  of which CUPTI's overhead records (overhead; graph is off in a process that used CUDA first)",
+             {"default": 1, LEAN + ",memory": -1}),
         ratio("the default GPU set", "default"),
         part("API calls as activity records instead of callbacks (default,api_activity - default)",
              {"default,api_activity": 1, "default": -1}),
@@ -258,20 +264,21 @@ def session_rows(name, b):
 def decompose_plan(a):
     q = a.quick
     warm, steps = (1, 5) if q else (2, 20)
-    groups, rows = [], []
-    for b, rounds in ((1, 60), (32, 30)):
-        name = f"switch-b{b}"
-        groups.append(group(name, f"GPT-2 fp16, batch {b}, 12 layers; one session (python, system off at start, ring "
-                                  f"buffer) whose CUPTI set and Python tracing are switched per window; windows of "
-                                  f"{warm} + {steps} steps; baseline: the session recording nothing", "switch", "gpt2",
-                            [[s, s] for s in SWITCH_SETS], 3 if q else rounds, warm, steps, gpt2_step_s(b, 12) * 1.04,
-                            window_s=0.005, baseline="none", batch=b, seq=128, layers=12))
-        rows += switch_rows(name, b)
-    groups.append(group("sessions-b1", f"GPT-2 fp16, batch 1, 12 layers; each window a session of its own (mode=full "
-                                       f"and the settings named); windows of {warm} + {steps} steps", "sessions",
-                        "gpt2", SESSION_SETS, 3 if q else 40, warm, steps, gpt2_step_s(1, 12) * 1.03, batch=1,
-                        seq=128, layers=12))
-    rows += session_rows("sessions-b1", 1)
+
+    def switch(b, rounds):
+        return group(f"switch-b{b}", f"GPT-2 fp16, batch {b}, 12 layers; one session (python, system off at start, "
+                                     f"ring buffer) whose CUPTI set and Python tracing are switched per window; "
+                                     f"windows of {warm} + {steps} steps; baseline: the session recording nothing",
+                     "switch", "gpt2", [[s, s] for s in SWITCH_SETS], 3 if q else rounds, warm, steps,
+                     gpt2_step_s(b, 12) * 1.04, window_s=0.005, baseline="none", batch=b, seq=128, layers=12)
+
+    sessions = group("sessions-b1", f"GPT-2 fp16, batch 1, 12 layers; each window a session of its own (mode=full "
+                                    f"and the settings named); windows of {warm} + {steps} steps", "sessions",
+                     "gpt2", SESSION_SETS, 3 if q else 40, warm, steps, gpt2_step_s(1, 12) * 1.03, batch=1,
+                     seq=128, layers=12)
+    # Batch 32 last: it is the group a short budget trims.
+    groups = [switch(1, 60), sessions, switch(32, 30)]
+    rows = switch_rows("switch-b1", 1) + session_rows("sessions-b1", 1) + switch_rows("switch-b32", 32)
     return groups, rows
 
 
