@@ -220,6 +220,17 @@ def evaluate(row, parts, resamples=4000, seed=0):
         why = unavailable(parts.get(row.den_group), row.den_group)
     if why:
         return {"label": row.label, "budget": row.budget.text, "status": why}
+    try:
+        est, unit = _estimate(row, part, parts, resamples, seed)
+    except ValueError as e:  # e.g. a series without a single window: said in the row, the table goes on
+        return {"label": row.label, "budget": row.budget.text, "status": f"failed: {e}"}
+    base = part["windows"][part["baseline"]][part["stat"]]
+    return {"label": row.label, "budget": row.budget.text, "value": est.value, "lo": est.lo, "hi": est.hi,
+            "rounds": est.n, "verdict": verdict(est, row.budget), "noise": host_noise(base), "unit": unit,
+            "group": row.group}
+
+
+def _estimate(row, part, parts, resamples, seed):
     if row.kind == "multiple":
         (name,) = row.terms
         num = _series(part, [name])[name]
@@ -232,10 +243,7 @@ def evaluate(row, parts, resamples=4000, seed=0):
         const = -1.0 if row.kind == "overhead" else row.const
         est = bootstrap_contrast(series, row.terms, const=const, resamples=resamples, seed=seed)
         unit = "%" if row.kind == "overhead" else "points"
-    base = part["windows"][part["baseline"]][part["stat"]]
-    return {"label": row.label, "budget": row.budget.text, "value": est.value, "lo": est.lo, "hi": est.hi,
-            "rounds": est.n, "verdict": verdict(est, row.budget), "noise": host_noise(base), "unit": unit,
-            "group": row.group}
+    return est, unit
 
 
 # --- the table --------------------------------------------------------------------------------------------------

@@ -201,3 +201,11 @@ def test_rows_use_only_complete_rounds():
     p["windows"]["full"]["median"] = p["windows"]["full"]["median"][:35]  # a run cut short mid-round
     cell = st.evaluate(st.Row("full", "g", "overhead", {"full": 1}), {"g": p}, resamples=RESAMPLES)
     assert cell["rounds"] == 35
+
+
+def test_a_row_without_windows_says_so_and_the_table_goes_on():
+    p = part(0.10)
+    p["windows"]["full"]["median"] = []  # a window that never completed
+    cell = st.evaluate(st.Row("full", "g", "overhead", {"full": 1}), {"g": p}, resamples=RESAMPLES)
+    assert cell["status"].startswith("failed: ")
+    assert "| full | - | - | - | - | failed: " in "\n".join(st.table_lines([cell]))
