@@ -335,7 +335,7 @@ def main():
             t = time.perf_counter()
             done = replay(torch, engine, trace, sync)
             print(f"pass {p}{' (warm-up)' if p == 0 else ''}: {len(done)} requests in "
-                  f"{time.perf_counter() - t:.2f} s, {len(engine.step_ms) - n_warm_steps} steps so far", flush=True)
+                  f"{time.perf_counter() - t:.2f} s, {len(engine.step_ms) - n_warm_steps} steps", flush=True)
             if p == 0:
                 n_warm_steps = len(engine.step_ms)
             else:
