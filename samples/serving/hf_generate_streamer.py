@@ -6,7 +6,7 @@ What it does: a plain script, the way many people try a model out. It builds Hug
 exactly 48 new tokens (EOS can never win: its embedding row, tied to the LM head, is zeroed, and
 `min_new_tokens == max_new_tokens`). A streamer passed to generate stamps the host clock for every new token, and
 a custom `StoppingCriteria` enforces a content blocklist: generation stops as soon as the generated text contains
-one of 6000 blocklisted token phrases (2-4 tokens each, "pre-tokenized" so no tokenizer is needed).
+one of 8000 blocklisted token phrases (2-4 tokens each, "pre-tokenized" so no tokenizer is needed).
 
 Planted problem (cpu_bound): the blocklist criterion is written the obvious way. Every decode step, generate calls
 it with the whole sequence so far; it copies all generated ids to the host (`.tolist()`) and rescans the entire
@@ -38,7 +38,7 @@ import sys
 import time
 
 EXPECTED = "cpu_bound"
-BOTTLENECK = ("custom StoppingCriteria copies all generated ids to the host and rescans them for 6000 blocklisted "
+BOTTLENECK = ("custom StoppingCriteria copies all generated ids to the host and rescans them for 8000 blocklisted "
               "phrases in pure Python on every decode step (growing per token) while the GPU idles")
 FIX = ("make the stopping criterion incremental: index the phrases by their last token and check only the phrases "
        "that end in the newest token (input_ids[:, -1])")
@@ -46,7 +46,7 @@ FIX_WORDS = ["stopping criteria", "incremental", "newest token", "blocklist"]
 
 PROMPT_LEN = 64
 NEW_TOKENS = 48
-BLOCKLIST_SIZE = 6000
+BLOCKLIST_SIZE = 8000
 WARMUP_CALLS = 2
 PROG = os.path.basename(sys.argv[0]) or "hf_generate_streamer.py"
 
