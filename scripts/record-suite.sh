@@ -17,7 +17,7 @@
 #        PROG_ARGS (extra arguments for every Python program, e.g. "--device cpu" for a smoke run without a GPU)
 #
 # Expected times on one H200 (estimates; programs are sized for them), per program: --ab / recorded / plain
-#   serving: hf_generate_streamer ~25/~20/~14 s, aiohttp_batcher ~15/~15/~12 s, continuous_batching ~35/~20/~15 s,
+#   serving: hf_generate_streamer ~25/~20/~14 s, aiohttp_batcher ~15/~15/~12 s, continuous_batching ~30/~20/~15 s,
 #            blocking_handler ~30/~16/~14 s                                          -> part ~4.5 min
 #   advice:  host_sampling ~16/~20/~15 s, per_sequence_item ~14/~15/~12 s, fp16_gemm_mlp ~15/~14/~12 s,
 #            static_tensor_copy ~10/~14/~11 s, cpp_server (nvcc ~30 s) ~18/~14/~13 s -> part ~4.5 min
@@ -48,7 +48,7 @@ t_start=$(date +%s)
 # Default --ab rounds per program (each sized so its --ab run takes ~10-35 s on an H200).
 default_rounds() {
   case $1 in
-    hf_generate_streamer) echo 6 ;; aiohttp_batcher) echo 5 ;; continuous_batching) echo 4 ;;
+    hf_generate_streamer) echo 6 ;; aiohttp_batcher) echo 5 ;; continuous_batching) echo 3 ;;
     blocking_handler) echo 4 ;; host_sampling) echo 8 ;; per_sequence_item) echo 6 ;; fp16_gemm_mlp) echo 10 ;;
     static_tensor_copy) echo 8 ;; cpp_server) echo 8 ;; dataloader_bound) echo 6 ;; fp32_gemm) echo 10 ;;
     *) echo 6 ;;

@@ -39,6 +39,11 @@ import statistics
 import sys
 import time
 
+try:
+    from aiohttp import web
+except ImportError:  # reported (exit 77) in main()
+    web = None
+
 EXPECTED = "wait"
 BOTTLENECK = ("the dynamic batcher always sleeps the whole 8 ms batching window (asyncio.sleep) before each batch, "
               "even when the batch is already full, so the GPU idles and requests queue behind the sleep")
@@ -239,7 +244,6 @@ async def classify(request):
     fut = asyncio.get_running_loop().create_future()
     await batcher.queue.put((tokens, fut))
     label, score = await fut
-    from aiohttp import web
     resp = web.json_response({"id": body.get("id"), "label": label, "score": round(score, 5)})
     batcher.request_ms.append((time.perf_counter() - t0) * 1e3)
     return resp
@@ -259,7 +263,6 @@ async def drive(clients, n):
 
 
 async def serve(args, torch, model, device):
-    from aiohttp import web
     batcher = Batcher(torch, model, device, fixed=args.fixed)
     app = web.Application()
     app["batcher"] = batcher

@@ -102,6 +102,14 @@ def make_trace(vocab, seed=0):
     return trace
 
 
+def cache_layers(cache):
+    """[(keys, values)] per layer of a DynamicCache: transformers >= 4.56 keeps them in `cache.layers`, older
+    versions in `key_cache` / `value_cache`."""
+    if hasattr(cache, "layers"):
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    return list(zip(cache.key_cache, cache.value_cache))
+
+
 class Request:
     __slots__ = ("rid", "prompt", "max_new", "t_arrive", "t_first", "t_done", "out", "length", "kv")
 
@@ -166,7 +174,7 @@ class Engine:
         req.t_first = time.perf_counter()
         req.out.append(first)
         req.length = len(req.prompt)
-        return req, [(k, v) for k, v in cache]  # per layer: [1, heads, prompt_len, head_dim]
+        return req, cache_layers(cache)  # per layer: [1, heads, prompt_len, head_dim]
 
     def _mask_and_positions(self, cache_len):
         """2-D padding mask over cache_len past columns + the new token, and each row's position id."""
@@ -196,7 +204,7 @@ class Engine:
         next_tokens = out.logits[:, -1].argmax(-1).tolist()
         if self.per_request_cache:
             # Hand this step's key/value back to every request's own cache.
-            for layer, (k, v) in enumerate(cache):
+            for layer, (k, v) in enumerate(cache_layers(cache)):
                 k_new, v_new = k[:, :, -1:], v[:, :, -1:]
                 for i, r in enumerate(self.running):
                     rk, rv = r.kv[layer]
@@ -231,7 +239,8 @@ class Engine:
             return
         trim = min(self.cache_len - r.length for r in self.running)  # leading columns now padding in every row
         idx = self.torch.tensor(keep, device=self.device)
-        layers = [(k.index_select(0, idx)[:, :, trim:], v.index_select(0, idx)[:, :, trim:]) for k, v in self.cache]
+        layers = [(k.index_select(0, idx)[:, :, trim:], v.index_select(0, idx)[:, :, trim:])
+                  for k, v in cache_layers(self.cache)]
         self.cache = self._rebuild(layers)
         self.cache_len -= trim
 
@@ -245,11 +254,12 @@ class Engine:
             return
         new_len = max([r.length for r in reqs] + [self.cache_len])
         n_layers = len(admitted[0][1])
+        running_layers = cache_layers(self.cache) if self.cache is not None else None
         layers = []
         for layer in range(n_layers):
             ks, vs = [], []
-            if self.cache is not None:
-                k, v = self.cache[layer]
+            if running_layers is not None:
+                k, v = running_layers[layer]
                 ks.append(F.pad(k, (0, 0, new_len - self.cache_len, 0)))
                 vs.append(F.pad(v, (0, 0, new_len - self.cache_len, 0)))
             for r, kv in admitted:

@@ -106,7 +106,7 @@ class TokenTimer(BaseStreamer):
         self.stamps = []
 
     def put(self, value):
-        if not self.prompt_seen:
+        if not self.prompt_seen and value.numel() > 1:  # the prompt (batch 1: a new token is one id)
             self.prompt_seen = True
             return
         self.stamps.append(time.perf_counter())
