@@ -46,7 +46,7 @@ NEW_TOKENS = 256
 VOCAB = 32000
 EOS = 2
 DIM, LAYERS, HEADS = 768, 12, 12
-MAX_SEQ = 288
+MAX_SEQ = 288  # >= PROMPT_LEN + NEW_TOKENS + 1, a multiple of 16
 PROG = os.path.basename(sys.argv[0]) or "per_sequence_item.py"
 
 
@@ -157,12 +157,35 @@ class Runner:
         torch.cuda.synchronize()
 
     def run(self, mode, steps):
-        """One call: prefill, then `steps` decode steps. Returns (outputs, scores, decode start time)."""
+        """One call: prefill (first token), then `steps` decode steps. Returns (outputs, scores, decode start)."""
         torch = self.torch
         outputs = [[] for _ in range(BATCH)]
         scores = [0.0] * BATCH
         finished = [False] * BATCH
+        limit = steps + 1
+
+        def record(nxt, lp):
+            if mode == "fixed":
+                toks, lps = nxt.tolist(), lp.tolist()
+                for i in range(BATCH):
+                    if finished[i]:
+                        continue
+                    outputs[i].append(toks[i])
+                    scores[i] += lps[i]
+                    if toks[i] == EOS or len(outputs[i]) >= limit:
+                        finished[i] = True
+            else:
+                for i in range(BATCH):
+                    if finished[i]:
+                        continue
+                    tok = nxt[i].item()
+                    outputs[i].append(tok)
+                    scores[i] += lp[i].item()
+                    if tok == EOS or len(outputs[i]) >= limit:
+                        finished[i] = True
+
         nxt, lp = self.step(self.prompt, self.prompt_pos)
+        record(nxt, lp)
         pos = torch.tensor([PROMPT_LEN], device=self.device)
         if mode == "cuda_graph":
             self.cur_tok.copy_(nxt[:, None])
@@ -175,24 +198,7 @@ class Runner:
             else:
                 nxt, lp = self.step(nxt[:, None], pos)
                 pos = pos + 1
-            if mode == "fixed":
-                toks, lps = nxt.tolist(), lp.tolist()
-                for i in range(BATCH):
-                    if finished[i]:
-                        continue
-                    outputs[i].append(toks[i])
-                    scores[i] += lps[i]
-                    if toks[i] == EOS or len(outputs[i]) >= steps:
-                        finished[i] = True
-            else:
-                for i in range(BATCH):
-                    if finished[i]:
-                        continue
-                    tok = nxt[i].item()
-                    outputs[i].append(tok)
-                    scores[i] += lp[i].item()
-                    if tok == EOS or len(outputs[i]) >= steps:
-                        finished[i] = True
+            record(nxt, lp)
         return outputs, scores, t_decode
 
 
