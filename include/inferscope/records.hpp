@@ -25,6 +25,7 @@ enum class RecordKind : uint8_t {
   kPyCall = 6,        ///< PyCallRecord: a complete Python function call (code id from the code table)
   kNvtxRange = 7,     ///< RangeRecord layout: an NVTX push/pop or start/end range the application emitted
   kNvtxMark = 8,      ///< MarkRecord layout: an NVTX mark
+  kPyCoroutine = 9,   ///< PyCoroutineRecord: which coroutine object the PyCallRecord just before it ran
   kGpuKernel = 32,    ///< GpuKernelRecord
   kGpuMemcpy = 33,    ///< GpuMemcpyRecord
   kGpuMemset = 34,    ///< GpuMemsetRecord
@@ -118,6 +119,22 @@ struct PyCallRecord {
   uint64_t end;
 };
 static_assert(sizeof(PyCallRecord) == 24);
+
+/// Written right after the PyCallRecord of a coroutine, an async generator or a generator-based coroutine: the
+/// object that ran, so one task's resumptions (each a PyCallRecord of its own, from resumption to the next await)
+/// can be joined into the task's life from its first run to its return. `code` and `start` repeat the call's, so a
+/// reader pairs them even where a record was lost in between. The object's address is unique among the coroutines
+/// alive at once and may be reused after one is freed: a run flagged kCoroutineFirstRun starts a new life.
+/// aux: flags (kCoroutineFirstRun).
+struct PyCoroutineRecord {
+  RecordHeader h;
+  uint32_t code;    ///< the code id of the call it describes
+  uint64_t start;   ///< that call's start
+  uint64_t object;  ///< the coroutine object's address
+};
+static_assert(sizeof(PyCoroutineRecord) == 24);
+/// PyCoroutineRecord aux bit: this run began the coroutine (its first run), not a resumption after an await.
+inline constexpr uint8_t kCoroutineFirstRun = 1;
 
 /// Memory kinds as CUPTI names them (CUpti_ActivityMemoryKind values 0..5 map 1:1).
 enum class MemoryKind : uint8_t { kUnknown = 0, kPageable = 1, kPinned = 2, kDevice = 3, kArray = 4, kManaged = 5,
@@ -323,6 +340,7 @@ constexpr uint16_t fixed_record_size(RecordKind k) {
     case RecordKind::kAsyncRange: return sizeof(AsyncRangeRecord);
     case RecordKind::kThreadEnd: return sizeof(ThreadEndRecord);
     case RecordKind::kPyCall: return sizeof(PyCallRecord);
+    case RecordKind::kPyCoroutine: return sizeof(PyCoroutineRecord);
     case RecordKind::kGpuKernel: return sizeof(GpuKernelRecord);
     case RecordKind::kGpuMemcpy: return sizeof(GpuMemcpyRecord);
     case RecordKind::kGpuMemset: return sizeof(GpuMemsetRecord);

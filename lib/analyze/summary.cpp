@@ -22,6 +22,7 @@ const char* record_kind_name(RecordKind k) {
     case RecordKind::kPyCall: return "python_call";
     case RecordKind::kNvtxRange: return "nvtx_range";
     case RecordKind::kNvtxMark: return "nvtx_mark";
+    case RecordKind::kPyCoroutine: return "python_coroutine";
     case RecordKind::kGpuKernel: return "gpu_kernel";
     case RecordKind::kGpuMemcpy: return "gpu_memcpy";
     case RecordKind::kGpuMemset: return "gpu_memset";

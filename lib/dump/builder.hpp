@@ -133,6 +133,12 @@ class DumpBuilder {
     PyCallRecord r{{RecordKind::kPyCall, sat(depth), sizeof(PyCallRecord)}, code_id, ticks(start_ns), ticks(end_ns)};
     put(t, &r, sizeof(r));
   }
+  /// The coroutine companion of the pycall just written on thread t (records.hpp, PyCoroutineRecord).
+  void coroutine(uint32_t t, uint32_t code_id, int64_t start_ns, uint64_t object, bool first_run) {
+    PyCoroutineRecord r{{RecordKind::kPyCoroutine, uint8_t(first_run ? kCoroutineFirstRun : 0), sizeof(PyCoroutineRecord)},
+                        code_id, ticks(start_ns), object};
+    put(t, &r, sizeof(r));
+  }
   /// An async range (id) begun on begin_thread and ended on end_thread, written to thread t.
   void async_range(uint32_t t, std::string_view name, uint64_t id, int64_t start_ns, int64_t end_ns,
                    uint32_t begin_thread, uint32_t end_thread) {

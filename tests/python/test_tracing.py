@@ -127,6 +127,24 @@ def test_coroutines_are_traced(record):
     assert not calls(d, "BaseEventLoop.run_until_complete")  # asyncio itself is stdlib: not traced by default
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="coroutine records need PyFrame_GetGenerator (CPython 3.11)")
+def test_each_coroutine_run_names_its_object_and_its_first_run(record):
+    d = record(lambda: asyncio.run(parent()), trace=True)
+    kids = calls(d, "child")
+    runs = of_kind(d, "python_coroutine", "child")
+    # One coroutine record right after each run of child, with the run's start.
+    assert len(runs) == len(kids) == 6
+    assert sorted(r["start"] for r in runs) == sorted(k["start"] for k in kids)
+    objects = {r["object"] for r in runs}
+    assert len(objects) == 3  # three coroutines, two runs each
+    for o in objects:
+        mine = sorted((r for r in runs if r["object"] == o), key=lambda r: r["start"])
+        assert [r["first"] for r in mine] == [True, False]  # its first run, then the resumption after the await
+    # parent is one coroutine too; plain functions get no coroutine record.
+    assert len({r["object"] for r in of_kind(d, "python_coroutine", "parent")}) == 1
+    assert not of_kind(d, "python_coroutine", "leaf")
+
+
 def test_threads_started_before_and_after_tracing_are_traced(record):
     go = threading.Event()
     seen = {}

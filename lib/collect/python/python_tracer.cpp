@@ -3,10 +3,15 @@
 // Hot path per traced call: one code-object extra-slot read (the code's classification and code id are
 // cached there, tagged with the filter generation), one push of {code, start ticks} on a per-thread stack at
 // entry, and at exit a pop plus one 24-byte PyCallRecord into the thread's ring. Nothing allocates, nothing
-// locks, no Python object is created.
+// locks, no Python object is created. A coroutine's run (a task's step, from its first run or a resumption to the
+// next await) also notes which coroutine object ran, and is followed by a 24-byte PyCoroutineRecord: that is how a
+// request served by several tasks' steps becomes one span (CPython 3.11 and later; before, the calls alone).
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#include <opcode.h>  // RESUME: a 3.11 frame's first run (first_run)
+#endif
 
 #include "collect/python/python_tracer.hpp"
 #include "collect/python/thread_names.hpp"
@@ -59,10 +64,11 @@ inline void* code_extra_direct(PyObject* code, Py_ssize_t i) {
   return e && i < e->ce_size ? e->ce_extras[i] : nullptr;
 }
 
-// The slot holds (generation << 33) | (excluded << 32) | code id; 0 means "not classified yet". A filter change
-// bumps the generation, so every code object is classified again on its next call.
+// The slot holds (generation << 34) | (coroutine << 33) | (excluded << 32) | code id; 0 means "not classified
+// yet". A filter change bumps the generation, so every code object is classified again on its next call.
 constexpr uint64_t kExcludedBit = 1ull << 32;
-constexpr int kGenShift = 33;
+constexpr uint64_t kCoroutineBit = 1ull << 33;  // async def, async generator or @types.coroutine generator
+constexpr int kGenShift = 34;
 
 // --- global state: written with the GIL held; the hooks run with the GIL held too -------------------------
 
@@ -86,6 +92,8 @@ struct Frame {
   PyObject* code;  // borrowed: identifies the activation at its exit; the frame keeps the code alive
   uint64_t start;
   uint32_t id;     // code id; 0 = traced but deeper than max_depth, not recorded
+  uint8_t coroutine_flags = 0;  // PyCoroutineRecord's aux, for a coroutine's run
+  uint64_t coroutine = 0;       // the coroutine object's address; 0: not a coroutine (or not known)
 };
 
 struct ThreadTrace {
@@ -197,13 +205,15 @@ bool decide(const std::string& file, const std::string& name, const std::string&
     return false;
   }
   if (g_filters.mode == "full") return true;
-  // default: the user's code, model forward passes, and the library calls where threads hand work to each other
-  // (wait_points.hpp: Queue.get, Condition.wait, a DataLoader's __next__, ...), which say whom a thread waited on.
+  // default: the user's code, model forward passes, a library's `generate` (Hugging Face's GenerationMixin.generate:
+  // the call a user means by one step of generation, however it is decorated or called; once per request, so it
+  // costs nothing measurable), and the library calls where threads hand work to each other (wait_points.hpp:
+  // Queue.get, Condition.wait, a DataLoader's __next__, ...), which say whom a thread waited on.
   if (file.empty() || file[0] == '<') return !starts_with(file, "<frozen");
   bool library = file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos;
   for (const auto& d : g_library_dirs)
     if (!library && starts_with(file, d)) library = true;
-  if (!library || name == "forward") return true;
+  if (!library || name == "forward" || name == "generate") return true;
   if (!have_module) module = module_name_for(file);
   return find_wait_point(module, qualname) != nullptr;
 }
@@ -223,6 +233,13 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
   }
   PyErr_Clear();
   const bool traced = decide(file, name, qualname);
+  long flags = 0;
+  if (PyObject* f = PyObject_GetAttrString(code, "co_flags")) {
+    flags = PyLong_AsLong(f);
+    Py_DECREF(f);
+  }
+  PyErr_Clear();
+  const bool coroutine = traced && (flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
   uint32_t id = 0;
   if (traced) {
     id = runtime::intern_code(qualname, file, static_cast<uint32_t>(line > 0 ? line : 0));
@@ -230,7 +247,7 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
   } else {
     ++g_stats.codes_excluded;
   }
-  const uint64_t v = (uint64_t(g_code_gen) << kGenShift) | (traced ? 0 : kExcludedBit) | id;
+  const uint64_t v = (uint64_t(g_code_gen) << kGenShift) | (traced ? 0 : kExcludedBit) | (coroutine ? kCoroutineBit : 0) | id;
 #if ISCOPE_PY_MONITORING
   // Excluded code is answered with DISABLE, so its local events stop firing without a cache; leave the
   // interpreter's static (deep-frozen, immortal) code objects untouched, as they are shared and finalized
@@ -260,8 +277,33 @@ inline uint64_t code_info(PyObject* code) {
 
 // --- the two events every mechanism reduces to -------------------------------------------------------------
 
+// The coroutine object that owns `frame` (its address) and whether this run is its first; {0, 0} when the frame
+// belongs to none. The frame object is made once per coroutine (later runs find it), so the cost falls on
+// coroutine code alone. Needs PyFrame_GetGenerator (3.11).
+struct CoroutineRun {
+  uint64_t object = 0;
+  uint8_t flags = 0;
+};
+__attribute__((noinline)) CoroutineRun coroutine_of(PyFrameObject* frame, bool first_run) {
+  CoroutineRun run;
+#if PY_VERSION_HEX >= 0x030B0000
+  if (frame == nullptr) return run;
+  if (PyObject* gen = PyFrame_GetGenerator(frame)) {
+    run.object = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(gen));
+    run.flags = first_run ? kCoroutineFirstRun : 0;
+    Py_DECREF(gen);
+  }
+#else
+  (void)frame;
+  (void)first_run;
+#endif
+  return run;
+}
+
 // A call or resumption of `code` begins on the thread that owns `t`. Returns false when the code is excluded.
-inline bool on_enter(ThreadTrace* t, PyObject* code) {
+// `run_of()` says which coroutine runs (a CoroutineRun); it is only called for coroutine code.
+template <class RunOf>
+inline bool on_enter(ThreadTrace* t, PyObject* code, RunOf&& run_of) {
   const uint64_t info = code_info(code);
   if (info & kExcludedBit) return false;
   if (INFERSCOPE_UNLIKELY(t->gen != g_stack_gen)) {  // tracing was switched since this thread last traced
@@ -270,7 +312,13 @@ inline bool on_enter(ThreadTrace* t, PyObject* code) {
   }
   const uint32_t max = g_filters.max_depth;
   const uint32_t id = (max == 0 || t->frames.size() < max) ? static_cast<uint32_t>(info) : 0;
-  t->frames.push_back(Frame{code, detail::now(), id});
+  Frame f{code, detail::now(), id};
+  if (INFERSCOPE_UNLIKELY((info & kCoroutineBit) && id != 0)) {
+    const CoroutineRun run = run_of();
+    f.coroutine = run.object;
+    f.coroutine_flags = run.flags;
+  }
+  t->frames.push_back(f);
   return true;
 }
 
@@ -288,6 +336,11 @@ inline bool on_exit(ThreadTrace* t, PyObject* code) {
                           static_cast<uint16_t>(sizeof(PyCallRecord))},
                          f.id, f.start, end};
     detail::emit_record(&r, sizeof(r));
+    if (INFERSCOPE_UNLIKELY(f.coroutine != 0)) {
+      const PyCoroutineRecord c{{RecordKind::kPyCoroutine, f.coroutine_flags, static_cast<uint16_t>(sizeof(PyCoroutineRecord))},
+                                f.id, f.start, f.coroutine};
+      detail::emit_record(&c, sizeof(c));
+    }
   }
   return true;
 }
@@ -312,9 +365,17 @@ inline PyObject* ret_disable() {
 // type whose vectorcall slot is the function itself, which skips the builtin-function layer
 // (cfunction_vectorcall_FASTCALL) on every event.
 // Local events (PY_START, PY_RESUME, PY_RETURN, PY_YIELD) may answer DISABLE for code that is not traced.
+// The coroutine that runs, read from the current frame: sys.monitoring calls back from inside the frame that
+// begins. PY_START is a call, or a coroutine's first run (its RESUME 0: creating it runs no event); PY_RESUME is a
+// resumption after an await or a yield.
+inline CoroutineRun current_run(bool first_run) { return coroutine_of(PyEval_GetFrame(), first_run); }
 PyObject* mon_enter(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
   if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
-  return on_enter(thread_trace(), args[0]) ? ret_none() : ret_disable();
+  return on_enter(thread_trace(), args[0], [] { return current_run(true); }) ? ret_none() : ret_disable();
+}
+PyObject* mon_resume(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
+  if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
+  return on_enter(thread_trace(), args[0], [] { return current_run(false); }) ? ret_none() : ret_disable();
 }
 PyObject* mon_exit(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
   if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
@@ -322,7 +383,8 @@ PyObject* mon_exit(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
 }
 // PY_THROW and PY_UNWIND cannot be disabled per location.
 PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
-  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed)) on_enter(thread_trace(), args[0]);
+  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed))
+    on_enter(thread_trace(), args[0], [] { return current_run(false); });  // PY_THROW: thrown into a suspended frame
   return ret_none();
 }
 PyObject* mon_exit_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
@@ -335,8 +397,8 @@ struct MonCallback {
   vectorcallfunc call;
 };
 PyTypeObject MonCallbackType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-constexpr vectorcallfunc g_mon_funcs[4] = {mon_enter, mon_exit, mon_enter_nonlocal, mon_exit_nonlocal};
-PyObject* g_mon_callbacks[4] = {};
+constexpr vectorcallfunc g_mon_funcs[5] = {mon_enter, mon_exit, mon_enter_nonlocal, mon_exit_nonlocal, mon_resume};
+PyObject* g_mon_callbacks[5] = {};
 
 // Calls sys.monitoring.<method>(*args); returns a new reference or nullptr with the error described.
 PyObject* mon_call(const char* method, PyObject* args, std::string* error) {
@@ -382,7 +444,7 @@ struct EventCallback {
   const char* event;
   int callback;
 };
-constexpr EventCallback kEvents[] = {{"PY_START", 0},  {"PY_RESUME", 0}, {"PY_RETURN", 1},
+constexpr EventCallback kEvents[] = {{"PY_START", 0},  {"PY_RESUME", 4}, {"PY_RETURN", 1},
                                      {"PY_YIELD", 1},  {"PY_THROW", 2},  {"PY_UNWIND", 3}};
 
 // Another tool holding PROFILER_ID (cProfile since 3.12, or any sys.monitoring profiler) keeps it: install_hooks()
@@ -464,7 +526,7 @@ bool init_mechanism(std::string* error) {
     *error = "cannot create the sys.monitoring callback type";
     return false;
   }
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     auto* cb = PyObject_New(MonCallback, &MonCallbackType);
     if (cb) cb->call = g_mon_funcs[i];
     g_mon_callbacks[i] = reinterpret_cast<PyObject*>(cb);
@@ -529,6 +591,31 @@ inline PyObject* frame_code(PyFrameObject* frame) {
 #endif
 }
 
+// A 'call' event of a generator's frame is its first run when the frame stands at its RESUME 0, the instruction
+// every function starts at (3.11: a resumption stands at the YIELD_VALUE it suspended at, and the RESUME after it
+// has oparg 1-3). Read from the code's unquickened bytes (PyCode_GetCode caches them on the code object); only asked
+// for coroutine code.
+inline bool first_run(PyFrameObject* frame) {
+#if ISCOPE_PY_311
+  const int lasti = PyFrame_GetLasti(frame);
+  if (lasti < 0) return true;
+  PyCodeObject* code = PyFrame_GetCode(frame);
+  PyObject* bytes = code ? PyCode_GetCode(code) : nullptr;
+  bool first = false;
+  if (bytes && PyBytes_Check(bytes) && lasti + 1 < PyBytes_GET_SIZE(bytes)) {
+    const auto* b = reinterpret_cast<const unsigned char*>(PyBytes_AS_STRING(bytes));
+    first = b[lasti] == RESUME && b[lasti + 1] == 0;
+  }
+  Py_XDECREF(bytes);
+  Py_XDECREF(code);
+  PyErr_Clear();
+  return first;
+#else
+  (void)frame;
+  return false;
+#endif
+}
+
 int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
   if (what != PyTrace_CALL && what != PyTrace_RETURN) return 0;
   if (INFERSCOPE_UNLIKELY(!g_active.load(std::memory_order_relaxed) || obj == nullptr)) {
@@ -538,7 +625,7 @@ int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
   }
   ThreadTrace* t = reinterpret_cast<TraceHolder*>(obj)->trace;
   PyObject* code = frame_code(frame);
-  if (what == PyTrace_CALL) on_enter(t, code);
+  if (what == PyTrace_CALL) on_enter(t, code, [frame] { return coroutine_of(frame, first_run(frame)); });
   else on_exit(t, code);
   return 0;
 }

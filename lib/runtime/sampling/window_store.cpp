@@ -22,6 +22,7 @@ std::optional<uint64_t> record_time(const RecordHeader& h, const uint8_t* record
     case RecordKind::kThreadName:
     case RecordKind::kThreadEnd:
     case RecordKind::kNvtxMark:
+    case RecordKind::kPyCoroutine:
     case RecordKind::kGpuKernel:
     case RecordKind::kGpuMemcpy:
     case RecordKind::kGpuMemset:
