@@ -14,7 +14,8 @@
 #        PYTHON (default python3), ONLY="name1 name2" (a subset, names without .py; cpp_server for the C++ one),
 #        AB_ROUNDS (overrides every program's default rounds), BUDGET_S (default 510: no run starts, and every run's
 #        timeout is cut, so that the whole part ends within it), NVCC (default nvcc), CUDA_ARCH (default sm_90),
-#        PROG_ARGS (extra arguments for every Python program, e.g. "--device cpu" for a smoke run without a GPU)
+#        PROG_ARGS (extra arguments for every Python program, e.g. "--device cpu" for a smoke run without a GPU),
+#        PLAIN=0 (skip (c): the recorded run's own timers are the comparison for the headline; saves a run each)
 #
 # Expected times on one H200 (estimates; programs are sized for them), per program: --ab / recorded / plain
 #   serving: hf_generate_streamer ~25/~20/~14 s, aiohttp_batcher ~15/~15/~12 s, continuous_batching ~30/~20/~15 s,
@@ -131,8 +132,13 @@ for name in $names; do
   tr=$(( $(date +%s) - tr ))
 
   tp=$(date +%s)
-  run_logged "$out/$name.plain.log" 70 "${cmd[@]}"
-  plain_rc=$rc
+  if [ "${PLAIN:-1}" = 0 ]; then
+    echo "record-suite: skipped (PLAIN=0)" > "$out/$name.plain.log"
+    plain_rc=0
+  else
+    run_logged "$out/$name.plain.log" 70 "${cmd[@]}"
+    plain_rc=$rc
+  fi
   tp=$(( $(date +%s) - tp ))
 
   for r in $ab_rc $run_rc $plain_rc; do [ "$r" = 0 ] || status=1; done

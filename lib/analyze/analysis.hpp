@@ -18,7 +18,7 @@ namespace inferscope::analyze {
 inline constexpr const char* kCategories[] = {"cpu_bound", "launch_bound", "sync_bound", "h2d_bound", "d2h_bound",
                                               "gpu_bound", "memory_alloc", "cpu_contention", "pcie_saturation",
                                               "wait", "communication", "pipeline_bubble", "gemm_fallback",
-                                              "warmup", "slow_steps"};
+                                              "warmup", "slow_steps", "loop_blocked"};
 
 /// An example interval from this trace that supports a finding.
 struct TimeSpan {
@@ -27,12 +27,20 @@ struct TimeSpan {
   std::string what;  ///< e.g. "step 17: GPU idle 4.2 ms while thread 'main' ran tokenize"
 };
 
+/// What the trace shows about the program (program_facts.hpp): the facts that hold, each with why. A suggestion is
+/// offered only where every fact it needs holds.
+struct ProgramFacts {
+  std::map<std::string, std::string> holds;  ///< fact name -> the sentence that says why
+  bool has(const std::string& fact) const { return holds.count(fact) > 0; }
+};
+
 struct Suggestion {
   std::string action;    ///< concrete: "Move the tokenizer out of the step into a prefetch thread"
   std::string priority;  ///< "high" | "medium" | "low"
   double impact_ms = 0;  ///< estimated saving per step (what-if replay); 0 when not estimated
   bool estimated = false;  ///< impact_ms comes from a model of the step; false: "not estimated"
   std::string model;     ///< how it was estimated, e.g. "replay: syncs removed" (empty when not estimated)
+  std::vector<std::string> needs;  ///< the program facts it needs (ProgramFacts; program_facts.hpp names them)
 };
 
 struct Finding {
@@ -47,7 +55,10 @@ struct Finding {
   bool primary = false;   ///< the finding with the largest impact
   bool informational = false;  ///< describes the run (warm-up, slow steps), never ranked as primary
   double impact_ms = 0;   ///< estimated time per step this bottleneck costs
-  double impact_pct = 0;  ///< impact_ms / mean step time * 100
+  double impact_pct = 0;  ///< impact_ms / mean step time * 100 (of the mean request, when per is "request")
+  /// What impact_ms and the savings are per: "step", or "request" (an asyncio service's requests, whose latency is
+  /// not the step's: a callback holding the event loop delays requests, not the batch step).
+  std::string per = "step";
   bool impact_estimated = true;  ///< false: a rule file's rule that gives no impact (impact_ms is then 0)
   std::vector<std::string> evidence;       ///< sentences with numbers from this trace
   std::map<std::string, double> metrics;   ///< the numbers behind the evidence (name -> value)
@@ -82,9 +93,23 @@ struct StepInstance {
   double duration_ms = 0;
 };
 
+/// Another repeated range or function the step could have been (StepStats::candidates): `--step NAME` picks it.
+struct StepCandidate {
+  std::string name;    ///< what --step takes: a range's name or a Python function's qualified name
+  std::string kind;    ///< "range" | "nvtx range" | "function"
+  uint64_t count = 0;  ///< its instances (calls) on its thread
+  double total_ms = 0; ///< the time they cover
+  bool launches = false;  ///< at least half of them hold a CUDA call
+};
+
 struct StepStats {
   std::string name;       ///< the step range or scope
   bool detected = false;  ///< found automatically (no --step)
+  /// How the step was found, in a line ("the calls of GenerationMixin.generate, each holding 32 calls of
+  /// GPT2LMHeadModel.forward"); empty when asked for with --step.
+  std::string chosen_because;
+  /// The other repeated ranges and functions, by time covered (at most 5, the step itself left out).
+  std::vector<StepCandidate> candidates;
   uint64_t count = 0;     ///< steady steps: what the statistics below cover
   uint64_t total = 0;     ///< every step found, warm-up included
   uint64_t warmup = 0;    ///< leading steps left out as warm-up
@@ -174,6 +199,57 @@ struct GenerationLoop {
   double tokens_per_s = 0;      ///< per sequence: a step's tokens over its start to its last token's end (median)
   GenerationPhase prefill, decode;
   std::vector<std::string> notes;  ///< what limits the figures (calls cut, steps left out)
+};
+
+/// Where a request's time went (requests.hpp), in ms per request (means over the requests measured). The parts add
+/// up to the request's latency: its own runs on the loop, then each suspension split by what the step did meanwhile.
+struct RequestSplit {
+  double running_ms = 0;     ///< its own code running on the loop (parsing, queueing itself, the response)
+  double queued_ms = 0;      ///< suspended while batch steps that did not serve it ran (queued behind earlier batches)
+  double batch_wait_ms = 0;  ///< suspended while no step ran, before the step that served it (the batching window)
+  double in_batch_ms = 0;    ///< in the step that served it (the one that ended last before it resumed)
+  double delayed_ms = 0;     ///< its step had ended, but the loop ran other callbacks before resuming it
+  double other_ms = 0;       ///< suspended awaiting something a step did not end (I/O, a sleep, a lock, a client)
+};
+
+/// A callback of the event loop: a top-level run on its thread (a task's step, or a function the loop called).
+struct LoopCallbackRow {
+  std::string name;           ///< qualified name of the function or coroutine
+  uint64_t runs = 0;
+  uint64_t slow = 0;          ///< runs longer than Requests::slow_callback_ms
+  double total_ms = 0, max_ms = 0;
+  double share = 0;           ///< of the time the requests span, [0, 1]
+  double delay_ms = 0;        ///< per request: time a ready request waited while this ran (RequestSplit::delayed_ms), or
+                              ///< with Requests::delay_modeled, the arrival model's delay from its runs over the bound
+};
+
+/// Requests of an asyncio service (requests.hpp): the lives of the coroutine the loop runs once per request (an
+/// HTTP handler, a client task), from their first run to their last, across the loop's other callbacks.
+struct Requests {
+  bool detected = false;
+  std::string name;               ///< the coroutine each request runs (qualified name)
+  std::string loop_thread;        ///< the event loop's thread
+  uint64_t count = 0;             ///< requests measured (begun and ended inside the trace)
+  double mean_ms = 0, p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
+  double per_s = 0;               ///< requests completed per second over their span
+  bool batched = false;           ///< the analysis's steps served them (a batch step): the split has batch parts
+  double requests_per_step = 0;   ///< requests served per step, when batched
+  uint64_t max_per_step = 0;      ///< the most requests one step served
+  double full_share = 0;          ///< of the steps that served requests, those that served max_per_step, [0, 1]
+  double batch_gap_ms = 0;        ///< median time from a batch's first request waiting to its batch callback's start
+  double batch_ms = 0;            ///< median duration of the batch callbacks that served requests (the step before its window)
+  /// The mean delay per request that callbacks holding the loop cause under random arrivals: a request arriving while
+  /// one of d ms runs waits d/2 on average, so sum(d^2) / (2 * span). What a handler that never awaits cannot show
+  /// in its own life (its request waited in the socket before the handler ran).
+  double modeled_delay_ms = 0;
+  /// The requests never waited in their own lives (handlers that never await): the callbacks' delay_ms are the arrival
+  /// model's (modeled_delay_ms split by callback), not measured.
+  bool delay_modeled = false;
+  RequestSplit split;
+  double loop_busy_share = 0;     ///< of the requests' span, the loop thread ran traced callbacks, [0, 1]
+  double slow_callback_ms = 0;    ///< a callback longer than this holds the loop (requests.hpp says why)
+  std::vector<LoopCallbackRow> callbacks;  ///< by total time, at most 8
+  std::vector<std::string> notes;
 };
 
 struct PythonRow {
@@ -461,6 +537,8 @@ struct Analysis {
   std::vector<KernelFamilyRow> kernel_families;  ///< kernel time by family, largest first (kernel_traits.hpp)
   double tensor_core_share = 0;  ///< of all kernel time, in tensor-core kernels, [0, 1]
   GenerationLoop generation;     ///< the step's token loop, when it is one (not detected: detected = false)
+  Requests requests;             ///< an asyncio service's requests and its event loop (not detected: detected = false)
+  ProgramFacts program;          ///< what the trace shows of the program, which suggestions may need
   std::vector<PythonRow> python;
   std::vector<RangeRow> ranges;
   std::vector<CopyRow> copies;

@@ -21,6 +21,7 @@
 #include "analyze/kernel_traits.hpp"
 #include "analyze/rules/rule.hpp"
 #include "analyze/rules/rule_settings.hpp"
+#include "analyze/serving/requests.hpp"
 #include "analyze/stages.hpp"
 #include "analyze/what_if.hpp"
 
@@ -143,7 +144,24 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
 
   Ingested in = ingest(cx);  // the stages below read it const; order_gpu only reorders the GPU activities
   phase("pass 1");
-  const StepSet ss = find_steps(cx, in);
+  const CoroutineActivity coroutines = collect_coroutines(cx, in);
+  std::vector<int64_t> first_queued;  // a batched server's: by step, when its first request began waiting for it
+  StepSet found = find_steps(cx, in, coroutines);
+  const Requests requests = [&] {
+    std::vector<Span> steps;
+    if (!found.whole)
+      for (const Cand& c : found.steps) steps.push_back({c.start, c.end, 0});
+    Requests r = measure_requests(coroutines, steps, [&](uint32_t code) { return cx.code_name(code); }, &first_queued);
+    if (r.detected) {
+      auto it = r.detected ? cx.r.threads().find(coroutines.loop_thread) : cx.r.threads().end();
+      r.loop_thread = it != cx.r.threads().end() && !it->second.name.empty() ? it->second.name
+                                                                           : std::to_string(coroutines.loop_thread);
+    }
+    return r;
+  }();
+  // A batcher's step is its cycle, the batching window included (serving/loop_steps.hpp); the requests' split
+  // above keeps the batch callbacks, which is where each request's batch ran.
+  const StepSet ss = requests.batched && found.step_code ? batch_cycles(cx, in, found, first_queued) : std::move(found);
   const Sampling sampling = describe_sampling(cx, in, ss);
   phase("steps");
   order_gpu(in.gpu, cx.W);
@@ -204,6 +222,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   Timeline timeline = build_timeline(cx, in, ss, hw, at.max_gpu_dur);
   phase("timeline");
 
+  const ProgramFacts facts = find_program_facts(cx, in, ss, measured.steps, sapi, tables, generation, a.process);
   const Breakdown breakdown = detail::breakdown_of(typical);
   const bool gpu_work = in.gpu.size() > 0;
   const rules::RuleInput rule_input{.process = a.process,
@@ -226,6 +245,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
                                     .bounces = bounces,
                                     .chains = chains,
                                     .generation = generation,
+                                    .requests = requests,
+                                    .facts = facts,
                                     .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative)};
   rules::RulesResult ranked = rules::run_rules(rule_input, opt.rules ? *opt.rules : rules::RuleSettings{});
 
@@ -247,6 +268,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   a.kernel_families = kernel_families(tables.kernels);
   for (const KernelFamilyRow& fam : a.kernel_families) a.tensor_core_share += fam.share * fam.tensor_core_share;
   a.generation = generation;
+  a.requests = requests;
+  a.program = facts;
   a.kernels = std::move(tables.kernels);
   a.python = std::move(tables.python);
   a.ranges = std::move(tables.ranges);

@@ -40,6 +40,14 @@ struct AnalyzeOptions {
 /// A bad input that yields no analysis at all (lib/import's): the message names the file and the offset/line/field.
 using import::InputError;
 
+/// `--step NAME` named nothing the trace holds: no range, scope or Python function of that name. The message names
+/// the file and lists the best candidates, each as --step takes it; the tools exit 2 (bad usage). Analysing the
+/// whole trace as one step instead would answer a question nobody asked.
+class UnknownStep : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Analyses an open dump. A damaged dump (cut short, corrupt chunk) is analysed up to the damage and says so
 /// in `warnings`; `partial` (below) tells callers whether data were lost to corruption.
 Analysis analyze_dump(const dump::DumpReader& reader, const AnalyzeOptions& options);

@@ -95,7 +95,16 @@ ChildProcess summarise(const std::string& path, uint64_t pid, const AnalyzeOptio
     c.cmdline = r.process_value("cmdline");
     c.complete = r.complete();
     if (!c.pid) c.pid = process_number(r.process_value("pid"), UINT64_MAX).value_or(0);
-    Analysis a = analyze_dump(r, options);
+    Analysis a = [&] {
+      try {
+        return analyze_dump(r, options);
+      } catch (const UnknownStep&) {
+        // --step names the parent's step; a child (a DataLoader worker, a pool) has its own, detected as usual.
+        AnalyzeOptions own = options;
+        own.step.clear();
+        return analyze_dump(r, own);
+      }
+    }();
     a.source = c.path;
     c.events = a.events;
     c.steps = a.steps.count;

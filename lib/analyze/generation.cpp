@@ -141,6 +141,8 @@ static std::string profiler_module_class(const std::string& name) {
   return cls;
 }
 
+bool generating_name(const std::string& qualname) { return generating_function(split_qualname(qualname).second); }
+
 std::string model_class_marker(const std::string& token_function) {
   std::string cls = profiler_module_class(token_function);
   if (cls.empty()) cls = split_qualname(token_function).first;

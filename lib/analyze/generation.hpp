@@ -64,6 +64,14 @@ std::string generation_marker(const std::string& token_function, const std::stri
 /// name also needs the loop's shape (work launched between the calls, no repeated function holding several).
 std::string model_class_marker(const std::string& token_function);
 
+/// Whether a function's name says it generates (generate, decode, next_token, sample_token: its last part).
+bool generating_name(const std::string& qualname);
+
+/// Whether the calls `outer` (by start) each hold the per-token calls `inner` (by start): at least half of them
+/// hold kMinTokenCalls or more. A `generate()` called a few times holds its model's forward once per token; the
+/// step the user means is the generate call, not one token (steps.cpp).
+bool holds_token_calls(std::span<const std::pair<int64_t, int64_t>> outer, std::span<const std::pair<int64_t, int64_t>> inner);
+
 /// The function called at least kMinTokenCalls times in at least half of the `windows` (the measured steps, by
 /// start), whose calls launch GPU work (at least half of them hold a launch: `launch_starts`, sorted), and which
 /// covers the most time with its outermost calls; of those that are the same calls (kWrapperShare), the innermost

@@ -153,6 +153,11 @@ class Pass1 {
     }
     if (rc.aux() == 0) t.pend_py.clear();
   }
+  void on(const PyCoroutineRecord& rec, const dump::RecordContext& rc) {
+    auto& t = P.T(Context::thread_slot(rc.thread));
+    ++t.coroutine_runs;
+    ++t.coroutine_codes[rec.code >= code_limit ? 0 : rec.code];
+  }
   void on(const CudaApiRecord& rec, const dump::RecordContext& rc) {
     const auto [s, e] = P.span_ns(clock, rec.start, rec.end);
     const uint32_t thread = rc.thread;
@@ -356,6 +361,8 @@ void join_threads(const Part& P, std::vector<ThreadState>& ts) {
       sum.first += c.first;
       sum.second += c.second;
     });
+    y.coroutine_runs += x.coroutine_runs;
+    x.coroutine_codes.for_each([&](uint64_t code, uint64_t n) { y.coroutine_codes[code] += n; });
   }
 }
 

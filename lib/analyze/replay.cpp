@@ -26,11 +26,11 @@ class Replayer {
  public:
   Replayer(const StepGraph& g, const Change& c)
       : g_(g), c_(c), busy_at_start_(non_negative(g.gpu_busy_at_start_ns)), queued_(g.gpu.size(), false),
-        keeps_waiting_(c.remove_syncs ? last_wait_op(g) : g.host.size()) {}
+        keeps_waiting_(c.remove_syncs || c.merge_reads ? last_wait_op(g) : g.host.size()) {}
 
   int64_t run() {
     for (size_t i = 0; i < g_.host.size(); ++i) replay_op(i);
-    now_ += scaled_gap(non_negative(g_.tail_ns));
+    now_ += c_.only_after_read ? non_negative(g_.tail_ns) : scaled_gap(non_negative(g_.tail_ns));
     return std::max({now_, gpu_end_, moved_work_floor()});
   }
 
@@ -38,10 +38,11 @@ class Replayer {
   void replay_op(size_t i) {
     const HostOp& op = g_.host[i];
     now_ += gap_before(i);
+    if (is_wait_kind(op.kind)) read_seen_ = true;
     const int64_t call_start = now_;
     const int64_t own_end = call_start + own_cost(i);
     // A launch's work is ready when the call returns; a blocking copy queues its copy once its own cost is paid.
-    const int64_t copy_end = queue_work(op, own_end);
+    const int64_t copy_end = read_merged(i) ? -1 : queue_work(op, own_end);
     if (!waits(i)) {
       now_ = own_end;
     } else if (op.kind == OpKind::kFree) {
@@ -58,6 +59,7 @@ class Replayer {
     const int64_t gap = non_negative(g_.host[i].gap_before_ns);
     if ((c_.collapse_launches || c_.keep_launching_code) && gap_inside_graph(g_, i))
       return c_.collapse_launches ? 0 : gap;
+    if (c_.only_after_read && !(read_seen_ && g_.host[i].kind == OpKind::kLaunch)) return gap;
     return scaled_gap(gap);
   }
 
@@ -81,6 +83,7 @@ class Replayer {
     const int64_t dur = non_negative(op.dur_ns);
     const int64_t own = dur - std::clamp(op.wait_ns, int64_t{0}, dur);
     if (allocs_gone() && is_alloc_kind(op.kind)) return 0;
+    if (h2d_gone(op) || read_merged(i)) return 0;
     if (c_.collapse_launches && op.kind == OpKind::kLaunch) {
       // The whole graph is launched once, where its first launch was.
       if (graph_launched_) return 0;
@@ -90,6 +93,22 @@ class Replayer {
     // Pinned memory needs no staging through a driver buffer: the call keeps only its launch-like part.
     if (c_.pin_copies && queues_pageable_copy(op)) return std::min(own, non_negative(c_.pinned_call_ns));
     return own;
+  }
+
+  bool queues_h2d_copy(const HostOp& op) const {
+    return std::any_of(op.work.begin(), op.work.end(), [&](uint32_t w) { return w < g_.gpu.size() && g_.gpu[w].h2d; });
+  }
+  /// The data of its copies stays on the GPU: the call is gone (remove_h2d).
+  bool h2d_gone(const HostOp& op) const { return c_.remove_h2d && queues_h2d_copy(op); }
+  /// A read merged into the step's last one (merge_reads): a blocking op but the last, or a call queueing only
+  /// device-to-host copies before the last read.
+  bool read_merged(size_t i) const {
+    if (!c_.merge_reads || i >= keeps_waiting_) return false;
+    const HostOp& op = g_.host[i];
+    if (is_wait_kind(op.kind)) return true;
+    return !op.work.empty() && std::all_of(op.work.begin(), op.work.end(), [&](uint32_t w) {
+      return w < g_.gpu.size() && g_.gpu[w].d2h;
+    });
   }
 
   bool queues_pageable_copy(const HostOp& op) const {
@@ -105,7 +124,7 @@ class Replayer {
   bool waits(size_t i) const {
     const OpKind k = g_.host[i].kind;
     if (k == OpKind::kFree) return !allocs_gone();
-    if (!is_wait_kind(k)) return false;
+    if (!is_wait_kind(k) || h2d_gone(g_.host[i]) || read_merged(i)) return false;
     return !c_.remove_syncs || i == keeps_waiting_;
   }
 
@@ -123,6 +142,7 @@ class Replayer {
       if (w >= g_.gpu.size() || queued_[w]) continue;  // a bad index or a piece queued twice: replay it once
       queued_[w] = true;
       const GpuWork& work = g_.gpu[w];
+      if (c_.remove_h2d && work.h2d) continue;  // the data is already on the GPU
       int64_t& free_at = stream_slot(work.stream);
       const int64_t end = std::max(ready, free_at) + gpu_duration(work);
       free_at = end;
@@ -159,6 +179,7 @@ class Replayer {
   int64_t now_ = 0;               // the host thread's clock
   int64_t moved_ns_ = 0;          // host gap time host_gap_scale took off the thread
   bool graph_launched_ = false;
+  bool read_seen_ = false;  // a blocking op has run in the step (only_after_read)
 };
 
 }  // namespace

@@ -30,6 +30,8 @@ struct GpuWork {          // one kernel, memset or copy on the GPU
   uint16_t stream = 0;
   bool copy = false;      // a host<->device copy (for kPinCopies)
   bool pageable = false;  // host side is pageable memory
+  bool h2d = false;       // host to device (for remove_h2d)
+  bool d2h = false;       // device to host (for merge_reads)
   uint64_t bytes = 0;
 };
 
@@ -71,6 +73,13 @@ struct Change {
                                  //   (their throughput). 0: the time is gone (a wait or contention removed)
   bool keep_launching_code = false;  // host_gap_scale leaves the gaps gap_inside_graph finds alone: the code that
                                      //   issues the step's launches stays on the step thread (no worker runs it)
+  bool remove_h2d = false;       // host-to-device copies are gone, their calls cost nothing (the data stays on the GPU)
+  bool merge_reads = false;      // the step's reads made one: every blocking op but the step's last, and every call that
+                                 //   queues only device-to-host copies (the copy of an .item()), costs nothing, waits for
+                                 //   nothing and queues nothing; the last read still waits (it now reads everything)
+  bool only_after_read = false;  // host_gap_scale applies only to the gaps after a blocking op of the step and before a
+                                 //   launch: host work that needs the step's own results (sampling the next token from
+                                 //   the logits just read), done on the GPU instead
   int64_t min_step_ns = 0;       // saving_ns: the changed step lasts at least this long, in the recorded step's time:
                                  //   another party (DataLoader workers, a producer) delivers one step's input at this
                                  //   pace, measured from its CPU time (0: no floor)

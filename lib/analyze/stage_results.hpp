@@ -59,6 +59,8 @@ struct LaunchSummary {
   double short_kernel_ns = 20000;  ///< AnalyzeOptions::launch_bound_max_kernel_us
   std::string top_kernel_launcher;  ///< most frequent launcher of kernels in steps
   std::vector<std::pair<std::string, std::string>> top_copies;  ///< (description, launcher), at most 3
+  std::vector<uint64_t> top_copy_counts;  ///< how many such copies the trace holds, for each of top_copies
+  std::vector<uint64_t> top_copy_bytes;   ///< their bytes in all, for each of top_copies
   std::string top_sync_api, top_sync_caller;
   std::string top_alloc_api, top_alloc_caller;
 };

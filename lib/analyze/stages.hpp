@@ -7,6 +7,7 @@
 #include "analyze/analyzer.hpp"
 #include "analyze/host_state.hpp"
 #include "analyze/model.hpp"
+#include "analyze/serving/coroutines.hpp"
 #include "analyze/stage_results.hpp"
 #include "analyze/duration_stats.hpp"
 #include "analyze/waits.hpp"
@@ -205,6 +206,16 @@ class FlatMap {
     }
     return slots_[i].second;
   }
+  /// The value of `key`, or nullptr when absent (never inserts).
+  const V* find(uint64_t key) const {
+    if (slots_.empty() || key == kEmpty) return nullptr;
+    size_t i = hash(key) & (slots_.size() - 1);
+    while (slots_[i].first != kEmpty) {
+      if (slots_[i].first == key) return &slots_[i].second;
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    return nullptr;
+  }
   template <class F>
   void for_each(F&& f) const {
     for (auto& e : slots_)
@@ -246,6 +257,10 @@ struct ThreadState {
   // the largest code id each thread called, threads x code ids (a 610 KB dump asked for 3.3 GB); the map holds
   // only the codes the thread called, so it is bounded by its records.
   FlatMap<std::pair<uint64_t, int64_t>> shallow_py;
+  /// Codes that ran as coroutines on this thread (python_coroutine records), with their runs: a coroutine's
+  /// records are its runs between awaits, not calls, so they are never step candidates.
+  FlatMap<uint64_t> coroutine_codes;
+  uint64_t coroutine_runs = 0;
   uint64_t apis = 0, py_calls = 0, ranges = 0;
   bool seen = false;
 };
@@ -403,6 +418,8 @@ Ingested ingest(const Context& cx);
 struct StepSet {
   std::vector<Cand> steps;
   uint32_t step_thread = 0;
+  uint32_t step_code = 0;  ///< the Python code whose calls (or coroutine runs) are the steps; 0: ranges or none
+  size_t detection_warnings = 0;  ///< found.warnings[0, this): how the steps were found (the rest: the step policy's)
   bool whole = false;  ///< no steps: the whole trace is one
   size_t rep = 0;      ///< the representative step: the steady step closest to the median
   int64_t rep_s = 0, rep_e = 0;
@@ -426,7 +443,11 @@ struct StepSet {
 };
 
 /// Finds the steps and applies the step policy: the selection, the statistics and the representative step.
-StepSet find_steps(const Context& cx, const Ingested& in);
+StepSet find_steps(const Context& cx, const Ingested& in, const CoroutineActivity& co);
+/// An asyncio batcher's steps as its cycles (serving/loop_steps.hpp): each batch callback of `batch` extended back to
+/// when its first request began waiting for it (`first_queued`, by step; -1: none), or to the previous batch's end
+/// if later; the step policy and statistics again over them.
+StepSet batch_cycles(const Context& cx, const Ingested& in, const StepSet& batch, const std::vector<int64_t>& first_queued);
 
 // ---------------------------------------------------------------- sampled runs (sampling.cpp)
 /// The options for a sampled dump: with no step asked for, the step range the runtime counted.
@@ -546,6 +567,12 @@ SweptSteps join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers&
 // ---------------------------------------------------------------- generation (generation*.cpp)
 /// The step's token loop (generation.hpp), from the step thread's Python calls inside the first typical steps;
 /// detected = false when the step is not one.
+// ---------------------------------------------------------------- program facts (program_facts_stage.cpp)
+/// What the trace shows of the program that suggestions may need (program_facts.hpp).
+ProgramFacts find_program_facts(const Context& cx, const Ingested& in, const StepSet& ss, const std::vector<StepMetrics>& steps,
+                                const std::vector<const ApiOp*>& sapi, const Tables& tables, const GenerationLoop& generation,
+                                const std::map<std::string, std::string>& process);
+
 GenerationLoop find_generation(const Context& cx, const Ingested& in, const StepSet& ss,
                                const std::vector<StepMetrics>& steps, const std::vector<const ApiOp*>& sapi,
                                const LaunchIndex& li);

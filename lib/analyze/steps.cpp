@@ -1,8 +1,12 @@
 // Stage "steps": the step instances (asked for with --step, else detected), the step thread, the step policy
 // (step_policy.cpp) and the representative step (docs/analysis.md section 3).
 #include "analyze/aggregate.hpp"
+#include "analyze/generation.hpp"
 #include "analyze/stages.hpp"
 #include "analyze/gpu_pacing.hpp"
+#include "analyze/order_stats.hpp"
+#include "analyze/serving/loop_steps.hpp"
+#include "analyze/step_candidates.hpp"
 #include "analyze/sync_iterations.hpp"
 
 #include <cmath>
@@ -39,12 +43,28 @@ struct PythonStep {
   int64_t total = -1;  ///< time its calls cover; -1: none repeats
   std::vector<Cand> instances;
   bool iterations = false;  ///< the instances are loop iterations: from one call's start to the next one's
+  uint32_t token_code = 0;  ///< the per-token call each step holds, when the step is a generation call
+  uint32_t loop_code = 0;   ///< the coroutine whose runs are the steps (the event loop's callback), when they are
+  uint32_t inner_code = 0;  ///< the call those runs hold (the repeated function found first)
 };
 
 // Over a tenth of the time between the first call and the last one's end spent outside the calls: the loop
 // does per-iteration work outside the function (loading the next batch, logging, waiting), which is part of
 // what each step costs, so the steps become the iterations, each from one call's start to the next one's.
-// (Loop overhead between back-to-back calls is far below a tenth.)
+// (Loop overhead between back-to-back calls is far below a tenth.) Only when the typical iteration pays it: the
+// median gap between calls over a tenth of the median call. A server's engine that idles between bursts of work
+// (sleeping until the next request arrives) spends a tenth of the run outside its step calls in a few long gaps,
+// while most of its steps follow each other at once: those gaps are the server waiting for work, not what a step
+// costs (a continuous-batching engine's steps read 114 ms against its own 64.7 ms timer before this condition).
+bool typical_gap_counts(const std::vector<Cand>& outer) {
+  std::vector<double> gaps, calls;
+  for (size_t i = 0; i + 1 < outer.size(); ++i) {
+    gaps.push_back(double(outer[i + 1].start - outer[i].end));
+    calls.push_back(double(outer[i].end - outer[i].start));
+  }
+  return median_in_place(gaps) > 0.1 * median_in_place(calls);
+}
+
 void to_iterations(PythonStep& py) {
   auto& v = py.instances;
   std::sort(v.begin(), v.end(), [](const Cand& x, const Cand& y) { return x.start < y.start; });
@@ -55,7 +75,7 @@ void to_iterations(PythonStep& py) {
   int64_t inside = 0;
   for (const Cand& c : outer) inside += c.end - c.start;
   const int64_t span = outer.back().end - outer.front().start;
-  if (span <= 0 || double(span - inside) <= 0.1 * double(span)) return;
+  if (span <= 0 || double(span - inside) <= 0.1 * double(span) || !typical_gap_counts(outer)) return;
   for (size_t i = 0; i + 1 < outer.size(); ++i) outer[i].end = outer[i + 1].start;
   outer.pop_back();  // the last call has no next start to end its iteration
   v = std::move(outer);
@@ -80,7 +100,70 @@ struct CallsOf {
 // __getitem__, a tokenizer) describes a sample or a part, not the step, however much time it covers. A
 // program that makes no CUDA call on that thread takes the first candidate.
 // `only`: the one code to consider (a function named step, step_named_function), 0: every candidate.
-PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, uint32_t only = 0) {
+using Spans = std::vector<std::pair<int64_t, int64_t>>;
+Spans spans_of(const std::vector<Cand>& v) {
+  Spans out;
+  for (const Cand& c : v) out.push_back({c.start, c.end});
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The generation call holding the per-token call `inner` (a generating model's forward: a model class or a name
+// that says so): the candidate covering the most time, repeated, launching, named as a generation call
+// (GenerationMixin.generate, a hand-written generate_reply) whose calls hold kMinTokenCalls or more of `inner`.
+// `ranked`'s index, or `inner` itself when there is none.
+template <class Launching>
+size_t generation_call(const Context& cx, const std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>>& ranked,
+                       std::map<uint32_t, std::vector<Cand>>& calls_of, size_t inner, Launching&& launching) {
+  const std::string inner_name = cx.code_name(ranked[inner].second);
+  if (model_class_marker(inner_name).empty() && !generating_name(inner_name)) return inner;
+  const Spans inner_spans = spans_of(calls_of[ranked[inner].second]);
+  for (size_t k = 0; k < ranked.size(); ++k) {
+    if (k == inner || ranked[k].first.second < 2 || !generating_name(cx.code_name(ranked[k].second))) continue;
+    const auto& outer = calls_of[ranked[k].second];
+    if (launching(outer) && holds_token_calls(spans_of(outer), inner_spans)) return k;
+  }
+  return inner;
+}
+
+// The per-token call a generation call (`outer`, ranked's index) holds, when it is the step already (it covers the
+// most time itself): the model call it makes kMinTokenCalls times or more, for the step's explanation. 0: none.
+uint32_t token_call_inside(const Context& cx, const std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>>& ranked,
+                           std::map<uint32_t, std::vector<Cand>>& calls_of, size_t outer) {
+  if (!generating_name(cx.code_name(ranked[outer].second))) return 0;
+  const Spans outer_spans = spans_of(calls_of[ranked[outer].second]);
+  for (size_t k = 0; k < ranked.size(); ++k) {
+    if (k == outer) continue;
+    const std::string name = cx.code_name(ranked[k].second);
+    if (model_class_marker(name).empty() && !generating_name(name)) continue;
+    if (holds_token_calls(outer_spans, spans_of(calls_of[ranked[k].second]))) return ranked[k].second;
+  }
+  return 0;
+}
+
+// The step's calls made on an event loop: each replaced by the coroutine run holding it (loop_steps.hpp).
+void to_loop_callbacks(PythonStep& py, const CoroutineActivity& co) {
+  auto& v = py.instances;
+  std::sort(v.begin(), v.end(), [](const Cand& x, const Cand& y) { return x.start < y.start; });
+  std::vector<Cand> outer;  // recursive calls: the outermost only
+  for (const Cand& c : v)
+    if (outer.empty() || c.start >= outer.back().end) outer.push_back(c);
+  const Spans spans = spans_of(outer);
+  const std::vector<LoopStep> runs = enclosing_coroutine_runs(spans, co.runs);
+  if (runs.empty()) return;
+  py.inner_code = py.code;
+  for (const LoopStep& r : runs)
+    if (r.code) py.loop_code = r.code;
+  for (size_t i = 0; i < outer.size(); ++i) {
+    outer[i].start = runs[i].start;
+    outer[i].end = runs[i].end;
+    if (runs[i].code) outer[i].name = 0x80000000u | runs[i].code;
+  }
+  v = std::move(outer);
+}
+
+PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, const CoroutineActivity& co,
+                       uint32_t only = 0) {
   constexpr size_t kCandidates = 8;
   // Calls from which a function gives statistics of its own: a median, a p90 and a warm-up to leave out.
   constexpr uint64_t kMinRepeats = 8;
@@ -90,8 +173,11 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, u
   std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>> ranked;  // ((total, count), code)
   // A wait point (Queue.get, Event.wait, a selector's select) repeats once per step too, but it is where the step
   // waits, never the step.
+  // A coroutine's records are its runs between awaits, not calls: never a step candidate (its runs may become the
+  // steps below, as the callbacks holding the candidate found).
+  const auto& coroutines = in.ts[thread].coroutine_codes;
   shallow.for_each([&](uint64_t code, const std::pair<uint64_t, int64_t>& c) {
-    if (c.first >= 2 && !cx.wait_point(uint32_t(code)) && (!only || code == only))
+    if (c.first >= 2 && !cx.wait_point(uint32_t(code)) && (!only || code == only) && !coroutines.find(code))
       ranked.push_back({{c.second, c.first}, uint32_t(code)});
   });
   if (ranked.empty()) return out;
@@ -136,10 +222,19 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, u
         break;
       }
   if (only && (launches.empty() || !launching(calls_of[ranked[pick].second]))) return out;  // a step launches GPU work
+  // A per-token forward inside a generate() called a few times: the step the user means is the generate call.
+  if (!only && !launches.empty())
+    if (const size_t g = generation_call(cx, ranked, calls_of, pick, launching); g != pick) {
+      out.token_code = ranked[pick].second;
+      pick = g;
+    } else {
+      out.token_code = token_call_inside(cx, ranked, calls_of, pick);
+    }
   out.code = ranked[pick].second;
   out.total = ranked[pick].first.first;
   out.instances = std::move(calls_of[out.code]);
-  if (!launches.empty()) to_iterations(out);
+  if (!only && co.found && co.loop_thread == thread && !out.token_code) to_loop_callbacks(out, co);
+  if (!launches.empty() && !out.token_code && !out.loop_code) to_iterations(out);
   return out;
 }
 
@@ -246,7 +341,22 @@ RangeStep detected_range(const Context& cx, const Ingested& in, bool nvtx) {
   return ranked.front();
 }
 
-void detect_steps(const Context& cx, const Ingested& in, StepsFound& a, std::vector<Cand>& steps) {
+// Why the Python function's calls (or what holds them) are the steps, in the words of the step line and the warning.
+std::string python_step_because(const Context& cx, const PythonStep& py, const std::string& name) {
+  if (py.token_code)
+    return "the calls of '" + name + "': each holds the model's per-token call '" + cx.code_name(py.token_code) +
+           "' once per token, so a step is one generation call, not one token";
+  if (py.loop_code)
+    return "the event loop's callbacks that run '" + cx.code_name(py.inner_code) + "': each run of the coroutine '" + name +
+           "' from its resumption to its next await (building the batch, the model, the results), not the awaits between";
+  return std::string("the ") + (py.iterations ? "loop iterations around the calls" : "calls") + " of the Python function '" +
+         name + "' (repeated, launching GPU work, covering the most time" +
+         (py.iterations ? "; over a tenth of the loop's time is spent outside it, so each step runs from one call to the next"
+                        : "") + ")";
+}
+
+void detect_steps(const Context& cx, const Ingested& in, const CoroutineActivity& co, StepsFound& a,
+                  std::vector<Cand>& steps) {
   const auto& top = in.top;
   // The repeated top-level range covering the most time on one thread (detected_range). The program's own ISCOPE
   // ranges come first; NVTX ranges may be a library's (CUB wraps each scan in one), so one only counts as the step
@@ -269,31 +379,27 @@ void detect_steps(const Context& cx, const Ingested& in, StepsFound& a, std::vec
     uint32_t launcher_thread = launching_thread(in);
     PythonStep py;
     if (const auto [t, code] = step_named_function(cx, in); code) {
-      py = python_step(cx, in, t, code);
+      py = python_step(cx, in, t, co, code);
       if (py.total >= 0) launcher_thread = t;
     }
-    if (py.total < 0) py = python_step(cx, in, launcher_thread);
+    if (py.total < 0) py = python_step(cx, in, launcher_thread, co);
     if (nvtx_score.first >= 0 && nvtx_score.first >= py.total) {
       take_range(best_nvtx);
     } else if (py.total < 0) {
       take_sync_iterations(cx, in, launcher_thread, a, steps);
     } else {
-      const uint32_t bc = py.code;
       steps.insert(steps.end(), py.instances.begin(), py.instances.end());
-      a.stats.name = cx.code_name(bc);
+      a.stats.name = cx.code_name(py.loop_code ? py.loop_code : py.code);
       a.stats.detected = true;
-      a.warnings.push_back(std::string("no repeated top-level range: the steps are the ") +
-                           (py.iterations ? "loop iterations around the calls" : "calls") + " of the Python function '" +
-                           a.stats.name + "' (repeated, launching GPU work, covering the most time" +
-                           (py.iterations ? "; over a tenth of the loop's time is spent outside it, so each step runs "
-                                            "from one call to the next" : "") +
-                           "); mark steps with inferscope_py.scope(\"step\") or pass --step to choose");
+      a.stats.chosen_because = python_step_because(cx, py, a.stats.name);
+      a.warnings.push_back("no repeated top-level range: the steps are " + a.stats.chosen_because +
+                           "; mark steps with inferscope_py.scope(\"step\") or pass --step to choose");
     }
   }
 }
 
 // The step's instances: asked for or detected, on one thread (the one with the most instances), no overlaps.
-std::vector<Cand> step_instances(const Context& cx, const Ingested& in, StepsFound& a) {
+std::vector<Cand> step_instances(const Context& cx, const Ingested& in, const CoroutineActivity& co, StepsFound& a) {
   const auto& opt = cx.opt;
   std::vector<Cand> steps;
   auto cand_name = [&](const Cand& c) {
@@ -302,11 +408,9 @@ std::vector<Cand> step_instances(const Context& cx, const Ingested& in, StepsFou
   if (!opt.step.empty()) {
     steps = in.asked;
     a.stats.name = opt.step;
-    if (steps.empty())
-      a.warnings.push_back("no range, scope or Python function named '" + opt.step +
-                           "' in " + cx.r.path() + "; the whole trace is analysed as one step");
+    if (steps.empty()) throw UnknownStep(unknown_step_message(cx.r.path(), opt.step, step_candidates(cx, in)));
   } else {
-    detect_steps(cx, in, a, steps);
+    detect_steps(cx, in, co, a, steps);
   }
   if (!steps.empty()) {  // one thread (the one with the most instances), no overlaps
     std::map<uint32_t, size_t> per_thread;
@@ -442,10 +546,13 @@ void keep_window_steps(const Context& cx, const Ingested& in, StepsFound& a, std
 
 }  // namespace
 
-StepSet find_steps(const Context& cx, const Ingested& in) {
+StepSet find_steps(const Context& cx, const Ingested& in, const CoroutineActivity& co) {
   StepSet ss;
   StepsFound& a = ss.found;
-  ss.steps = step_instances(cx, in, a);
+  ss.steps = step_instances(cx, in, co, a);
+  ss.detection_warnings = a.warnings.size();
+  a.stats.candidates = step_candidates(cx, in, a.stats.name);
+  if (!ss.steps.empty() && (ss.steps.front().name & 0x80000000u)) ss.step_code = ss.steps.front().name & 0x7fffffffu;
   if (cx.r.is_sampled()) keep_window_steps(cx, in, a, ss.steps);
   ss.whole = ss.steps.empty();
   for (const Cand& c : ss.steps) a.stats.spans.push_back({c.start, c.end, c.thread});
@@ -456,6 +563,41 @@ StepSet find_steps(const Context& cx, const Ingested& in) {
     ss.step_thread_name = it != cx.r.threads().end() && !it->second.name.empty() ? it->second.name
                                                                                  : "thread " + std::to_string(ss.step_thread);
   }
+  select_steps_of(cx, in, ss);
+  return ss;
+}
+
+StepSet batch_cycles(const Context& cx, const Ingested& in, const StepSet& batch, const std::vector<int64_t>& first_queued) {
+  StepSet ss;
+  ss.step_thread = batch.step_thread;
+  ss.step_thread_name = batch.step_thread_name;
+  ss.step_code = batch.step_code;
+  StepStats& st = ss.found.stats;
+  st.name = batch.found.stats.name;
+  st.detected = batch.found.stats.detected;
+  st.candidates = batch.found.stats.candidates;
+  int64_t prev_end = std::numeric_limits<int64_t>::min();
+  for (size_t k = 0; k < batch.steps.size(); ++k) {
+    Cand c = batch.steps[k];
+    if (k < first_queued.size() && first_queued[k] >= 0) c.start = std::min(c.start, std::max(prev_end, first_queued[k]));
+    prev_end = batch.steps[k].end;
+    ss.steps.push_back(c);
+    st.spans.push_back({c.start, c.end, c.thread});
+  }
+  char callback[64];
+  std::snprintf(callback, sizeof callback, "%.3f ms", batch.found.stats.p50_ms);
+  const std::string before = batch.found.stats.chosen_because;
+  st.chosen_because = "the batch cycles of the coroutine '" + st.name + "': each from the moment its first request began "
+                      "waiting for it (or the previous batch ended, if later) to the end of its batch callback, so the "
+                      "batching window and the batch, as a batcher's own timer counts them (the callback alone: p50 " +
+                      callback + ")";
+  for (size_t i = 0; i < batch.detection_warnings && i < batch.found.warnings.size(); ++i) {
+    std::string w = batch.found.warnings[i];
+    if (const size_t at = before.empty() ? std::string::npos : w.find(before); at != std::string::npos)
+      w.replace(at, before.size(), st.chosen_because);
+    ss.found.warnings.push_back(std::move(w));
+  }
+  ss.detection_warnings = ss.found.warnings.size();
   select_steps_of(cx, in, ss);
   return ss;
 }

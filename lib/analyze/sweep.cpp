@@ -307,10 +307,14 @@ SweptSteps join_sweeps(const Context& cx, std::vector<Sweep>& sweeps, Launchers&
   top_of(sync_by_api, m.top_sync_api, m.top_sync_caller);
   top_of(alloc_by_api, m.top_alloc_api, m.top_alloc_caller);
   {
-    std::vector<std::pair<uint64_t, std::pair<std::string, std::string>>> v;
-    for (auto& [k, x] : copy_launchers) v.push_back({x.first, k});
-    std::sort(v.begin(), v.end(), [](auto& p, auto& q) { return p.first > q.first; });
-    for (size_t i = 0; i < v.size() && i < 3; ++i) m.top_copies.push_back(v[i].second);
+    std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::pair<std::string, std::string>>> v;  // ((bytes, n), key)
+    for (auto& [k, x] : copy_launchers) v.push_back({x, k});
+    std::sort(v.begin(), v.end(), [](auto& p, auto& q) { return p.first.first > q.first.first; });
+    for (size_t i = 0; i < v.size() && i < 3; ++i) {
+      m.top_copies.push_back(v[i].second);
+      m.top_copy_bytes.push_back(v[i].first.first);
+      m.top_copy_counts.push_back(v[i].first.second);
+    }
   }
   return out;
 }

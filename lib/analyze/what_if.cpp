@@ -26,6 +26,8 @@ replay::GpuWork work_of(const GpuOp& g) {
   w.stream = g.stream;
   w.copy = g.kind == kH2D || g.kind == kD2H;
   w.pageable = w.copy && g.host_mem == uint8_t(MemoryKind::kPageable);
+  w.h2d = g.kind == kH2D;
+  w.d2h = g.kind == kD2H;
   w.bytes = is_compute_launch(g.kind) ? 0 : g.name_or_bytes;
   return w;
 }

@@ -144,6 +144,16 @@ bool recorded_whole(const analyze::Sampling& s) {
   return false;
 }
 
+std::string step_runner_ups(const analyze::StepStats& s) {
+  std::string out;
+  for (size_t i = 0; i < s.candidates.size() && i < 3; ++i) {
+    const analyze::StepCandidate& c = s.candidates[i];
+    out += (i ? ", '" : "'") + c.name + "' (" + c.kind + ", " + std::to_string(c.count) + " " +
+           (c.kind == "function" ? "calls" : "instances") + ", " + fmt(c.total_ms, 1) + " ms)";
+  }
+  return out.empty() ? out : out + "; pick one with --step NAME";
+}
+
 std::string sampling_sentence(const analyze::Sampling& s) {
   std::string out = "full detail for ";
   for (const auto& w : s.windows)

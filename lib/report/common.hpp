@@ -60,6 +60,10 @@ std::vector<std::pair<std::string, std::string>> headline_process(const analyze:
 /// A sampled run in one plain-text sentence, lower case after a heading: coverage in steps and time, windows kept
 /// and dropped, slow steps ("full detail for 12 of 1530 steps of 'step' (0.8 %) and ...").
 std::string sampling_sentence(const analyze::Sampling& s);
+
+/// The step's runner-ups in a line, each as --step takes it: "'GPT2LMHeadModel.forward' (function, 192 calls,
+/// 2.3 s), 'step' (range, 40, 1.1 s); pick one with --step NAME" ("" when there are none).
+std::string step_runner_ups(const analyze::StepStats& s);
 /// True when an adaptive run ended within its baseline (the default mode's short run): a full capture.
 bool recorded_whole(const analyze::Sampling& s);
 /// The windows table's and the slow-steps table's cells (plain text; the writers escape them).

@@ -4,6 +4,7 @@
 // hover; warnings and data-quality notes come right after the headline, the process facts last, collapsed.
 #include "report/common.hpp"
 #include "report/generation.hpp"
+#include "report/requests.hpp"
 #include "report/escape.hpp"
 #include "report/html_parts.hpp"
 #include "report/html_script.hpp"
@@ -249,8 +250,7 @@ void write_finding_list(const std::vector<analyze::Finding>& findings, const Ker
     else if (!f.impact_estimated)
       out << "confidence " << fmt(f.confidence, 2) << " · impact not estimated</p>\n";
     else
-      out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << fmt(f.impact_ms, 3) << " ms</b> per step ("
-          << fmt(f.impact_pct, 1) << " % of the step)</p>\n";
+      out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << h(impact_text(f)) << "</b></p>\n";
     if (!f.evidence.empty()) {
       out << "<p><b>Evidence</b></p><ul>";
       for (const auto& e : f.evidence) out << "<li>" << prose(names, e) << "</li>";
@@ -266,7 +266,7 @@ void write_finding_list(const std::vector<analyze::Finding>& findings, const Ker
       out << "<p><b>Suggestions</b></p><ol>";
       for (const auto& s : f.suggestions) {
         out << "<li><span class=\"badge\">" << h(s.priority) << "</span>" << prose(names, s.action);
-        out << " <span class=\"muted\">(" << h(saving_text(s))
+        out << " <span class=\"muted\">(" << h(saving_text(s, f.per))
             << (s.estimated ? "; " + prose(names, s.model) : std::string()) << ")</span>";
         out << "</li>";
       }
@@ -303,6 +303,27 @@ void write_generation(const Analysis& a, std::ostream& out) {
   }
   out << "<section id=\"generation\"><h2>Generation loop</h2>\n<p>" << h(t.lead) << "<code>" << h(t.token_function) << "</code>" << h(t.rest) << "</p>\n";
   table.write(out);
+  for (const auto& n : t.notes) out << "<p class=\"muted\">" << h(n) << "</p>";
+  out << "</section>\n";
+}
+
+// An asyncio service's requests: their latency, where it went, and the event loop's callbacks (report/requests.hpp).
+void write_requests(const Analysis& a, std::ostream& out) {
+  if (!a.requests.detected) return;
+  const RequestsText t = requests_text(a.requests);
+  out << "<section id=\"requests\"><h2>Requests and the event loop</h2>\n<p>" << h(t.summary) << "</p>\n";
+  Table split{t.split_head, {false, true, true}, {}};
+  for (const auto& r : t.split_rows) {
+    split.rows.emplace_back();
+    for (const auto& c : r) split.rows.back().push_back(h(c));
+  }
+  if (!split.rows.empty()) split.write(out);
+  Table loop{t.loop_head, {false, true, true, true, true, true, true}, {}};
+  for (const auto& r : t.loop_rows) {
+    loop.rows.emplace_back();
+    for (size_t i = 0; i < r.size(); ++i) loop.rows.back().push_back(i == 0 ? "<code>" + h(r[i]) + "</code>" : h(r[i]));
+  }
+  if (!loop.rows.empty()) loop.write(out);
   for (const auto& n : t.notes) out << "<p class=\"muted\">" << h(n) << "</p>";
   out << "</section>\n";
 }
@@ -468,6 +489,7 @@ void write_html(const Analysis& a, std::ostream& out) {
     write_waits(a, out);
     write_steps(a, out);
     write_generation(a, out);
+    write_requests(a, out);
     write_sampling(a, out);
   }
   write_tables(a, names, out);

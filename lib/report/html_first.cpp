@@ -4,6 +4,7 @@
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/generation.hpp"
+#include "report/requests.hpp"
 #include "report/html_parts.hpp"
 #include "report/labels.hpp"
 
@@ -46,12 +47,14 @@ void write_verdict(const Analysis& a, const KernelNames& names, std::ostream& ou
       << "</span><b class=\"cat\" title=\"category " << h(p->category) << "\">" << h(category_name(p->category))
       << "</b>: " << prose(names, p->title);
   if (p->impact_estimated)
-    out << " <span class=\"cost\">" << fmt(p->impact_ms, 3) << " ms per step (" << fmt(p->impact_pct, 1)
-        << " % of the step)</span>";
+    out << " <span class=\"cost\">" << h(impact_text(*p)) << "</span>";
   out << "</p>\n";
-  if (const analyze::Suggestion* s = first_suggestion(*p))
-    out << "<p class=\"todo\"><span class=\"lead\">Do first</span>" << prose(names, s->action)
-        << " — <b class=\"saving\">" << h(saving_text(*s)) << "</b></p>\n";
+  if (const DoFirst d = do_first(a, *p); d.suggestion)
+    out << "<p class=\"todo\"><span class=\"lead\">Do first</span>" << prose(names, d.suggestion->action)
+        << " — <b class=\"saving\">" << h(saving_text(*d.suggestion, p->per)) << "</b>"
+        << (d.from != p ? " <span class=\"muted\">(" + h(category_name(d.from->category)) + "'s advice: its saving is the largest)</span>"
+                        : std::string())
+        << "</p>\n";
   out << "<p class=\"jump\"><a href=\"#" << (run ? "run-finding-1" : "finding-1") << "\">the finding, its evidence "
       << "and other suggestions</a>";
   if (!a.launcher && !a.representative.lanes.empty()) out << " · <a href=\"#timeline\">where it shows in the timeline</a>";
@@ -81,6 +84,9 @@ void write_first_screen(const Analysis& a, const KernelNames& names, std::ostrea
   if (a.generation.detected && !a.launcher)
     out << "<p id=\"generation-headline\"><b>Generation loop</b>: " << h(generation_headline(a.generation))
         << " (<a href=\"#generation\">prefill and decode</a>).</p>\n";
+  if (a.requests.detected && !a.launcher)
+    out << "<p id=\"requests-headline\"><b>Requests</b>: " << h(requests_headline(a.requests))
+        << " (<a href=\"#requests\">where their time went</a>).</p>\n";
   if (a.sampling.sampled)
     out << "<p><span class=\"badge\">" << (recorded_whole(a.sampling) ? "full capture" : "sampled") << "</span>"
         << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";

@@ -43,6 +43,18 @@ json::object steps_json(const analyze::StepStats& s) {
   json::object o;
   o["name"] = str(s.name);
   o["detected"] = s.detected;
+  o["chosen_because"] = str(s.chosen_because);
+  json::array candidates;
+  for (const analyze::StepCandidate& c : s.candidates) {
+    json::object k;
+    k["name"] = str(c.name);
+    k["kind"] = str(c.kind);
+    k["count"] = num(c.count);
+    k["total_ms"] = num(c.total_ms);
+    k["launches"] = c.launches;
+    candidates.push_back(std::move(k));
+  }
+  o["candidates"] = std::move(candidates);
   o["count"] = num(s.count);
   o["total"] = num(s.total);
   o["warmup"] = num(s.warmup);
@@ -135,6 +147,7 @@ json::object finding_json(const analyze::Finding& f) {
   impact["ms"] = num(f.impact_ms);
   if (!f.impact_estimated) impact["estimated"] = false;  // a rule file's rule without impact_ms (docs/rules.md)
   impact["pct"] = num(f.impact_pct);
+  impact["per"] = str(f.per);  // "step", or "request" (an asyncio service's request latency)
   o["impact"] = std::move(impact);
   json::array evidence;
   for (const auto& e : f.evidence) evidence.push_back(str(e));
@@ -159,6 +172,9 @@ json::object finding_json(const analyze::Finding& f) {
     e["impact_ms"] = s.estimated ? num(s.impact_ms) : json::value(nullptr);  // null: not estimated
     e["estimated"] = s.estimated;
     e["model"] = str(s.model);
+    json::array needs;  // the program facts it needs (the report's "program" object says which hold)
+    for (const auto& n : s.needs) needs.push_back(str(n));
+    e["needs"] = std::move(needs);
     suggestions.push_back(std::move(e));
   }
   o["suggestions"] = std::move(suggestions);
@@ -218,6 +234,45 @@ json::object generation_json(const analyze::GenerationLoop& g) {
   o["decode"] = phase_json(g.decode);
   json::array notes;
   for (const auto& n : g.notes) notes.push_back(str(n));
+  o["notes"] = std::move(notes);
+  return o;
+}
+
+// An asyncio service's requests (analysis.hpp's Requests); written only when they were detected.
+json::object requests_json(const analyze::Requests& r) {
+  json::object o;
+  o["name"] = str(r.name);
+  o["loop_thread"] = str(r.loop_thread);
+  o["count"] = num(r.count);
+  o["mean_ms"] = num(r.mean_ms);
+  o["p50_ms"] = num(r.p50_ms);
+  o["p90_ms"] = num(r.p90_ms);
+  o["p99_ms"] = num(r.p99_ms);
+  o["max_ms"] = num(r.max_ms);
+  o["per_s"] = num(r.per_s);
+  o["batched"] = r.batched;
+  o["requests_per_step"] = num(r.requests_per_step);
+  json::object split;
+  split["running_ms"] = num(r.split.running_ms);
+  split["queued_ms"] = num(r.split.queued_ms);
+  split["batch_wait_ms"] = num(r.split.batch_wait_ms);
+  split["in_batch_ms"] = num(r.split.in_batch_ms);
+  split["delayed_ms"] = num(r.split.delayed_ms);
+  split["other_ms"] = num(r.split.other_ms);
+  o["split"] = std::move(split);
+  o["loop_busy_share"] = num(r.loop_busy_share);
+  o["slow_callback_ms"] = num(r.slow_callback_ms);
+  o["callbacks"] = rows(r.callbacks, [](const analyze::LoopCallbackRow& c, json::object& x) {
+    x["name"] = str(c.name);
+    x["runs"] = num(c.runs);
+    x["slow"] = num(c.slow);
+    x["total_ms"] = num(c.total_ms);
+    x["max_ms"] = num(c.max_ms);
+    x["share"] = num(c.share);
+    x["delay_ms"] = num(c.delay_ms);
+  });
+  json::array notes;
+  for (const auto& n : r.notes) notes.push_back(str(n));
   o["notes"] = std::move(notes);
   return o;
 }
@@ -472,6 +527,12 @@ void write_json(const Analysis& a, std::ostream& out) {
   root["breakdown"] = breakdown_json(a.breakdown);
   root["waits"] = waits_json(a.waits);
   if (a.generation.detected) root["generation"] = generation_json(a.generation);  // a generation loop only
+  if (a.requests.detected) root["requests"] = requests_json(a.requests);            // an asyncio service only
+  {
+    json::object program;  // the program facts that hold, each with why (suggestions' "needs" name them)
+    for (const auto& [fact, why] : a.program.holds) program[fact] = str(why);
+    root["program"] = std::move(program);
+  }
   json::array findings;
   for (const auto& f : a.findings) findings.push_back(finding_json(f));
   root["findings"] = std::move(findings);

@@ -62,6 +62,7 @@ std::string category_name(std::string_view c) {
       {"gemm_fallback", "Matrix multiplies off the fast path"},
       {"warmup", "Warm-up steps"},
       {"slow_steps", "Slow steps"},
+      {"loop_blocked", "Event loop held by a callback"},
       {"unattributed", "Unattributed"},
   };
   if (auto it = names.find(c); it != names.end()) return std::string(it->second);
@@ -117,10 +118,28 @@ const analyze::Suggestion* first_suggestion(const analyze::Finding& f) {
   return f.suggestions.empty() ? nullptr : &f.suggestions.front();
 }
 
-std::string saving_text(const analyze::Suggestion& s) {
+std::string saving_text(const analyze::Suggestion& s, const std::string& per) {
   if (!s.estimated) return "saving not estimated";
   if (s.impact_ms < 0.0005) return "no saving estimated for this trace";
-  return "saves about " + fmt(s.impact_ms, 3) + " ms per step";
+  return "saves about " + fmt(s.impact_ms, 3) + " ms per " + per;
+}
+
+std::string impact_text(const analyze::Finding& f) {
+  const bool request = f.per == "request";
+  return fmt(f.impact_ms, 3) + " ms per " + f.per + " (" + fmt(f.impact_pct, 1) + (request ? " % of a request)" : " % of the step)");
+}
+
+DoFirst do_first(const analyze::Analysis& a, const analyze::Finding& primary) {
+  DoFirst best{first_suggestion(primary), &primary};
+  auto saving = [](const analyze::Suggestion* s) { return s && s->estimated ? s->impact_ms : -1.0; };
+  // The run's findings (several ranks) stand alone: their suggestions are not compared with one process's.
+  const std::vector<analyze::Finding>& pool = !a.run.findings.empty() ? a.run.findings : a.findings;
+  for (const analyze::Finding& f : pool) {
+    if (f.informational || f.per != primary.per) continue;
+    const analyze::Suggestion* s = first_suggestion(f);
+    if (saving(s) > saving(best.suggestion) + 0.0005) best = {s, &f};
+  }
+  return best;
 }
 
 const analyze::Finding* headline_finding(const analyze::Analysis& a) {

@@ -35,7 +35,19 @@ const analyze::Suggestion* first_suggestion(const analyze::Finding& f);
 
 /// A suggestion's saving in words: "saves about 1.234 ms per step", "no saving estimated for this trace"
 /// (estimated at under 1 us), "saving not estimated".
-std::string saving_text(const analyze::Suggestion& s);
+std::string saving_text(const analyze::Suggestion& s, const std::string& per = "step");
+/// "3.000 ms per step (12.0 % of the step)", or per request for a finding about an asyncio service's requests.
+std::string impact_text(const analyze::Finding& f);
+
+/// What to do first: the suggestion with the largest estimated saving among the causes that cost the same unit as
+/// `primary` (per step, or per request), whichever finding it belongs to (a GEMM padded saves more than the
+/// busy-GPU finding's own advice; one transfer per step is ranked against a CUDA graph by its saving); the primary's
+/// first suggestion when none is estimated. `from` is the finding it belongs to.
+struct DoFirst {
+  const analyze::Suggestion* suggestion = nullptr;
+  const analyze::Finding* from = nullptr;
+};
+DoFirst do_first(const analyze::Analysis& a, const analyze::Finding& primary);
 
 /// The primary finding the first screen reports: the run's (several ranks) before this process's; nullptr when
 /// there is none or this process is a launcher without findings of its own.

@@ -6,6 +6,7 @@
 // longer than about 300 characters: table cells are cut, prose is wrapped outside code spans.
 #include "report/common.hpp"
 #include "report/generation.hpp"
+#include "report/requests.hpp"
 #include "report/escape.hpp"
 #include "report/labels.hpp"
 #include "report/markdown_parts.hpp"
@@ -260,6 +261,18 @@ void write_generation(const Analysis& a, std::ostream& out) {
   for (const auto& n : t.notes) out << md_escape(n) << "\n\n";
 }
 
+// An asyncio service's requests: their latency, where it went, and the event loop's callbacks (report/requests.hpp).
+void write_requests(const Analysis& a, std::ostream& out) {
+  if (!a.requests.detected) return;
+  const RequestsText t = requests_text(a.requests);
+  out << "## Requests and the event loop\n\n" << md_escape(t.summary) << "\n\n";
+  if (!t.split_rows.empty()) table(out, t.split_head, {false, true, true}, t.split_rows);
+  std::vector<std::vector<std::string>> rows = t.loop_rows;
+  for (auto& r : rows) r[0] = md_cell(code(r[0]));
+  if (!rows.empty()) table(out, t.loop_head, {false, true, true, true, true, true, true}, rows);
+  for (const auto& n : t.notes) out << md_escape(n) << "\n\n";
+}
+
 // A sampled run: which windows it holds, how much of the run they cover, the slow steps the runtime caught.
 void write_sampling(const Analysis& a, std::ostream& out) {
   const auto& s = a.sampling;
@@ -291,7 +304,7 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
       << "\n";
   if (f.informational) out << "- Informational: describes the run, not a per-step cost\n\n";
   else if (!f.impact_estimated) out << "- Impact: not estimated\n\n";
-  else out << "- Impact: " << fmt(f.impact_ms, 3) << " ms per step (" << fmt(f.impact_pct, 1) << " % of the step)\n\n";
+  else out << "- Impact: " << impact_text(f) << "\n\n";
   if (!f.evidence.empty()) {
     out << "Evidence:\n\n";
     for (const auto& e : f.evidence) out << "- " << prose(names, e) << '\n';
@@ -317,7 +330,7 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
     size_t i = 1;
     for (const auto& s : f.suggestions) {
       out << i++ << ". **" << md_escape(s.priority) << "**: " << prose(names, s.action);
-      out << " (" << saving_text(s) << (s.estimated ? "; " + prose(names, s.model) : std::string()) << ")";
+      out << " (" << saving_text(s, f.per) << (s.estimated ? "; " + prose(names, s.model) : std::string()) << ")";
       out << '\n';
     }
     out << '\n';
@@ -533,6 +546,7 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
     write_waits(a, out);
     write_steps(a, out);
     write_generation(a, out);
+    write_requests(a, out);
     write_sampling(a, out);
   }
   write_tables(a, names, out);

@@ -7,6 +7,7 @@
 #include "report/generation.hpp"
 #include "report/labels.hpp"
 #include "report/markdown_parts.hpp"
+#include "report/requests.hpp"
 
 namespace inferscope::report::md {
 namespace {
@@ -26,6 +27,12 @@ void write_latency(const Analysis& a, std::ostream& out) {
   else
     out << " (whole trace, no steps found)";
   out << "\n\n";
+  if (!a.launcher && s.count > 0) {
+    const std::string others = step_runner_ups(s);
+    if (!s.chosen_because.empty() || !others.empty())
+      out << "Step: " << (s.chosen_because.empty() ? "" : md_escape(s.chosen_because) + ". ")
+          << (others.empty() ? "" : "Other candidates: " + md_escape(others) + ".") << "\n\n";
+  }
   if (!s.spread.empty() && !a.launcher)
     out << "**Steps not alike**: " << md_escape(s.spread) << ". The latency above is their mean, and every "
         << "\"per step\" below is of that mean.\n\n";
@@ -40,10 +47,12 @@ void write_verdict(const Analysis& a, const KernelNames& names, std::ostream& ou
   out << "**Primary cause" << (a.run.findings.empty() ? "" : " of the run") << "**: " << md_escape(category_name(p->category))
       << " (" << code(p->category) << "): " << prose(names, p->title, 240);
   if (p->impact_estimated)
-    out << ", " << fmt(p->impact_ms, 3) << " ms per step (" << fmt(p->impact_pct, 1) << " % of the step)";
+    out << ", " << impact_text(*p);
   out << ".\n\n";
-  if (const analyze::Suggestion* s = first_suggestion(*p))
-    out << "**Do first**: " << prose(names, s->action) << " (" << saving_text(*s) << ").\n\n";
+  if (const DoFirst d = do_first(a, *p); d.suggestion)
+    out << "**Do first**: " << prose(names, d.suggestion->action) << " (" << saving_text(*d.suggestion, p->per)
+        << (d.from != p ? "; from " + md_escape(category_name(d.from->category)) + ", whose fix saves the most" : std::string())
+        << ").\n\n";
 }
 
 }  // namespace
@@ -54,6 +63,8 @@ void write_top(const Analysis& a, const KernelNames& names, std::ostream& out) {
   write_latency(a, out);
   if (a.generation.detected && !a.launcher)
     out << "**Generation loop**: " << md_escape(generation_headline(a.generation)) << " (see Generation loop).\n\n";
+  if (a.requests.detected && !a.launcher)
+    out << "**Requests**: " << md_escape(requests_headline(a.requests)) << " (see Requests and the event loop).\n\n";
   if (a.sampling.sampled)
     out << (recorded_whole(a.sampling) ? "**Full capture**" : "**Sampled run**") << " (mode: " << a.sampling.mode
         << "): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";

@@ -31,6 +31,9 @@ struct RuleFixture {
   detail::HostBounces bounces;
   detail::KernelChains chains;
   GenerationLoop generation;
+  Requests requests;
+  /// A Python inference program whose host work can be done ahead, unless a test says otherwise.
+  ProgramFacts facts{{{"python", "test"}, {"prefetchable", "test"}, {"inference", "test"}, {"static_shapes", "test"}}};
   rules::Thresholds th;
   StepInstance representative;
 
@@ -57,6 +60,8 @@ struct RuleFixture {
             .bounces = bounces,
             .chains = chains,
             .generation = generation,
+            .requests = requests,
+            .facts = facts,
             .trace_t0_ns = rules::trace_origin_ns(steps, representative),
             .th = th};
   }

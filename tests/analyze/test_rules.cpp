@@ -1390,8 +1390,9 @@ TEST_CASE("gpu_bound: with several GPUs, the busiest one's share, not their unio
 
 TEST_CASE("the registry lists every rule once, in the documented order") {
   std::vector<std::string> names;
-  for (const auto& e : rules::registry()) names.push_back(rules::category_name(e.category));
+  for (const auto& e : rules::registry()) names.push_back(rules::rule_name(e));
   CHECK(names == std::vector<std::string>{"cpu_contention", "wait", "cpu_bound", "launch_bound", "sync_bound",
                                           "h2d_bound", "d2h_bound", "memory_alloc", "gpu_bound", "communication",
-                                          "pipeline_bubble", "gemm_fallback", "warmup", "slow_steps"});
+                                          "pipeline_bubble", "gemm_fallback", "warmup", "slow_steps", "loop_blocked",
+                                          "batch_wait"});
 }

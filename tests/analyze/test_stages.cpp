@@ -73,8 +73,9 @@ struct Run {
   AnalyzeOptions opt;
   Context cx;
   Ingested in;
+  CoroutineActivity co;
   StepSet ss;
-  explicit Run(const std::string& path) : r(path), opt(), cx(r, opt), in(ingest(cx)), ss(find_steps(cx, in)) {}
+  explicit Run(const std::string& path) : r(path), opt(), cx(r, opt), in(ingest(cx)), co(collect_coroutines(cx, in)), ss(find_steps(cx, in, co)) {}
 };
 
 const std::string& program() {

@@ -52,6 +52,19 @@ class Sim {
     b_.pycall(thread_, code, d, s, now_);
   }
 
+  /// One run of a coroutine (from its first run or a resumption to its next await): the call record and its
+  /// coroutine record, as the tracer writes them on CPython 3.11 and later.
+  void coro(const std::string& qualname, uint64_t object, bool first, const std::function<void()>& body,
+            const std::string& file = "server.py", uint32_t line = 20) {
+    uint32_t code = b_.code(qualname, file, line);
+    int64_t s = now_;
+    uint32_t d = py_depth_++;
+    body();
+    --py_depth_;
+    b_.pycall(thread_, code, d, s, now_);
+    b_.coroutine(thread_, code, s, object, first);
+  }
+
   /// cudaLaunchKernel: the kernel queues on the stream and starts when the stream is free.
   void launch(const std::string& kernel, int64_t kernel_ns, int64_t api_ns = 5'000) {
     uint32_t c = ++corr_;

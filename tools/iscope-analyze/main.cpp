@@ -344,6 +344,9 @@ int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& 
       a = inferscope::analyze::analyze_file(path, o);
     }
     return 0;
+  } catch (const inferscope::analyze::UnknownStep& e) {  // the command's fault, not the file's
+    std::cerr << "iscope-analyze: " << e.what() << "\n";
+    return 2;
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
   } catch (const inferscope::analyze::InputError& e) {

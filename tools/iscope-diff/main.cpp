@@ -61,12 +61,16 @@ bool write_to(const std::string& path, const std::string& fmt, const inferscope:
   return true;
 }
 
-// One run's analysis; nullopt (after naming the file and the reason) when it cannot be read.
-std::optional<Analysis> analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& o) {
+// One run's analysis; nullopt (after naming the file and the reason) when it cannot be read. `bad_usage` is set
+// when the reason is the command's (a --step that names nothing in the file: exit 2, as iscope-analyze).
+std::optional<Analysis> analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& o, bool& bad_usage) {
   try {
     Analysis a = inferscope::analyze::analyze_file(path, o);
     for (const auto& w : a.warnings) std::cerr << kTool << ": warning: " << path << ": " << w << "\n";
     return a;
+  } catch (const inferscope::analyze::UnknownStep& e) {
+    std::cerr << kTool << ": " << e.what() << "\n";
+    bad_usage = true;
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << kTool << ": " << e.what() << "\n";
   } catch (const inferscope::analyze::InputError& e) {
@@ -185,10 +189,11 @@ int run(int argc, char** argv) {
     std::cerr << kTool << ": " << e.what() << "\n";
     return 2;
   }
-  const auto before = analyse(inputs[0], o);
-  if (!before) return 1;
-  const auto after = analyse(inputs[1], o);
-  if (!after) return 1;
+  bool bad_usage = false;
+  const auto before = analyse(inputs[0], o, bad_usage);
+  if (!before) return bad_usage ? 2 : 1;
+  const auto after = analyse(inputs[1], o, bad_usage);
+  if (!after) return bad_usage ? 2 : 1;
   const auto c = inferscope::report::compare(*before, *after);
   if (!c.related) {
     std::cerr << kTool << ": " << c.unrelated_reason << "\n";

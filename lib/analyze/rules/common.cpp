@@ -2,6 +2,7 @@
 // example spans and caller evidence.
 #include "analyze/rules/rule.hpp"
 #include "analyze/aggregate.hpp"
+#include "analyze/program_facts.hpp"
 #include "analyze/what_if.hpp"
 
 #include <algorithm>
@@ -67,6 +68,9 @@ Finding make_finding(const RuleInput& in, Category c, std::string title, double 
 // prompt pass all of them), so the cache comes first. Its blocking calls per token stay between the graphs.
 std::string graph_advice(const RuleInput& in, const std::string& step_tail) {
   const GenerationLoop& g = in.generation;
+  if (!python_program(in))
+    return "Capture the step in a CUDA graph (cudaStreamBeginCapture on its stream, cudaGraphInstantiate once, then one "
+           "cudaGraphLaunch per step; its buffers allocated once, outside the capture) " + step_tail;
   if (!g.detected)
     return "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) " + step_tail;
   std::string s;
@@ -77,11 +81,14 @@ std::string graph_advice(const RuleInput& in, const std::string& step_tail) {
   else
     s = "Capture";
   s += " each token's forward (" + g.token_function + ") in a CUDA graph, so its " + fmt("%.0f launches", g.decode.call_kernels) +
-       " per token become one: keep the KV cache static (HF generate: model.generation_config.cache_implementation = "
-       "\"static\"; a hand-written loop: StaticCache) and compile the forward with torch.compile(mode=\"reduce-overhead\")";
+       " per token become one. A graph needs the same shapes every token: a static KV cache (HF generate: "
+       "model.generation_config.cache_implementation = \"static\", or generate(..., cache_implementation=\"static\"); "
+       "a hand-written loop: StaticCache) and fixed input shapes, then the forward compiled with "
+       "torch.compile(mode=\"reduce-overhead\")";
   if (g.decode.d2d_copies >= 1)
-    s += fmt("; the loop makes %.0f device-to-device copies per token: if they grow the cache, its shapes change every "
-             "token and prevent capture", g.decode.d2d_copies);
+    s += fmt("; in this trace the loop makes %.0f device-to-device copies per token: a cache grown by concatenation "
+             "(the default DynamicCache), whose shapes change every token and block capture until the cache is static",
+             g.decode.d2d_copies);
   if (g.decode.syncs >= 1) s += fmt("; the %.0f blocking calls per token stay between the graphs", g.decode.syncs);
   return s;
 }
@@ -129,6 +136,48 @@ void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std
 
 void suggest(Finding& f, const char* priority, std::string action) {
   f.suggestions.push_back({std::move(action), priority, 0, false, ""});
+}
+
+bool fits(const RuleInput& in, Needs needs) {
+  for (const char* n : needs)
+    if (!in.facts.has(n)) return false;
+  return true;
+}
+
+bool python_program(const RuleInput& in) { return in.facts.has(detail::kFactPython); }
+
+void suggest(Finding& f, const RuleInput& in, const char* priority, std::string action, Needs needs) {
+  if (!fits(in, needs)) return;
+  suggest(f, priority, std::move(action));
+  f.suggestions.back().needs.assign(needs.begin(), needs.end());
+}
+
+void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
+                      const replay::Change& change, const char* model, Needs needs) {
+  if (!fits(in, needs)) return;
+  suggest_replayed(f, in, priority, std::move(action), change, model);
+  f.suggestions.back().needs.assign(needs.begin(), needs.end());
+}
+
+void keep_fitting_advice(Finding& f, const RuleInput& in) {
+  std::erase_if(f.suggestions, [&](const Suggestion& s) {
+    for (const std::string& n : s.needs)
+      if (!in.facts.has(n)) return true;
+    return false;
+  });
+  // A finding that costs the typical step nothing is evidence, not a cause: advice on it would save nothing.
+  if (!f.informational && f.impact_estimated && f.impact_ms <= 0) f.suggestions.clear();
+  // What a saving is per: the step, or a request (a finding about an asyncio service's requests).
+  const bool request = f.per == "request";
+  // A finding per request may say which latency it is a share of (request_ms: a client's, handler and wait).
+  const auto own_base = f.metrics.find("request_ms");
+  const double whole = request ? (own_base != f.metrics.end() ? own_base->second : in.requests.mean_ms) : in.step_ms();
+  for (Suggestion& s : f.suggestions)
+    if (s.estimated && whole > 0 && s.impact_ms > whole) {
+      s.impact_ms = whole;
+      s.model += request ? " (capped at the mean request: no change saves more than the whole request)"
+                         : " (capped at the step: no change saves more than the whole step)";
+    }
 }
 
 void add_examples(Finding& f, const RuleInput& in, detail::Span detail::StepMetrics::*which, const std::string& what) {

@@ -1,9 +1,12 @@
 // h2d_bound / d2h_bound / pcie_saturation: copies of one direction are all the GPU does for a share of the
 // step. Below saturated_share of the link's practical peak the way the copies are made is the problem
 // (pageable memory, no overlap): h2d/d2h_bound; at or above it the link itself is: pcie_saturation.
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 namespace inferscope::analyze::rules {
 namespace {
@@ -11,6 +14,11 @@ namespace {
 /// From this share of a direction's bytes in GPU-to-GPU copies through host memory, that is what the copies are:
 /// half or more, so the advice for the rest (pinning) is not the first thing to do.
 constexpr double kBouncedShare = 0.5;
+/// A copy seen this many times per step, or at most 1/this: once per step (a step or two of warm-up either way).
+constexpr double kOncePerStep = 0.9;
+/// A copy that carries this share of the step's host-to-device bytes is the step's copy: its removal is the removal
+/// of them all, as the replay models it.
+constexpr double kMostBytes = 0.9;
 
 struct CopyTotals {
   uint64_t bytes = 0, pageable = 0;
@@ -56,6 +64,52 @@ void bounce_evidence(Finding& f, const RuleInput& in, bool h2d) {
   f.metrics["bounced_share"] = b.share(h2d);
 }
 
+// How many times per step a copy of the same size from the same code is made, when it is a whole number k >= 1 (the
+// count over the trace within a tenth of k per step: a step or two of warm-up either way); 0 otherwise.
+int times_per_step(uint64_t count, uint64_t steps) {
+  if (steps == 0 || count < steps * kOncePerStep) return 0;
+  const double per = double(count) / double(steps);
+  const double k = std::round(per);
+  return k >= 1 && std::fabs(per - k) <= (1 - kOncePerStep) * k ? int(k) : 0;
+}
+
+// The largest host-to-device copy repeated a fixed number of times per step, the same size from the same code: a
+// tensor that may not change between steps (a table, a mask, weights copied again). nullopt: none.
+std::optional<size_t> repeated_h2d(const RuleInput& in) {
+  const auto& l = in.launchers;
+  for (size_t i = 0; i < l.top_copies.size() && i < l.top_copy_counts.size(); ++i) {
+    if (l.top_copies[i].first.rfind("H2D", 0) != 0) continue;
+    if (times_per_step(l.top_copy_counts[i], in.stats.total)) return i;
+  }
+  return std::nullopt;
+}
+
+// "Keep it on the GPU": the copy repeated every step, if its data do not change, is made once before the loop.
+void suggest_resident(Finding& f, const RuleInput& in) {
+  const std::optional<size_t> i = repeated_h2d(in);
+  if (!i) return;
+  const auto& [desc, who] = in.launchers.top_copies[*i];
+  const uint64_t n = in.launchers.top_copy_counts[*i];
+  const int k = times_per_step(n, in.stats.total);
+  const double each = double(in.launchers.top_copy_bytes[*i]) / double(n);
+  const double per_step = each * k;
+  f.evidence.push_back("the same " + fmb(each) + " copy (" + desc + ") from " + who + ", " +
+                       (k == 1 ? std::string("once") : std::to_string(k) + " times") + " per step: " + std::to_string(n) +
+                       " copies over " + std::to_string(in.stats.total) + " steps");
+  replay::Change resident;
+  resident.remove_h2d = true;
+  // The replay removes every host-to-device copy of the step: that is this copy only where it carries nearly all
+  // of the step's bytes; otherwise the saving would count other copies too, and is not estimated.
+  const bool alone = in.t.h2d_bytes > 0 && per_step >= kMostBytes * in.t.h2d_bytes;
+  const std::string action = "If the tensor " + who + " copies every step does not change between steps (a table, a "
+                             "mask, weights), copy it to the GPU once before the loop and reuse it: " + fmb(per_step) +
+                             " less to move per step" + (python_program(in) ? " (keep the .to('cuda') result)" : "");
+  if (alone)
+    suggest_replayed(f, in, "high", action, resident, "the step's host-to-device copies gone (the data stays on the GPU)");
+  else
+    suggest(f, "high", action);
+}
+
 void unsaturated_suggestions(Finding& f, const RuleInput& in, bool h2d, const CopyTotals& c, const std::string& what,
                              double copies_per_step) {
   if (bounced(in, h2d)) {
@@ -64,13 +118,21 @@ void unsaturated_suggestions(Finding& f, const RuleInput& in, bool h2d, const Co
                        "\", non_blocking=True) on a tensor on cuda:" + std::to_string(in.bounces.from_device) +
                        " is one peer copy (NVLink or PCIe), where .cpu() then .to() crosses host memory twice and waits "
                        "for the first copy on the host");
-  } else if (c.pageable) {
-    replay::Change pin;
-    pin.pin_copies = true;
-    pin.pinned_gbps = in.link.pinned_gbps;
-    suggest_replayed(f, in, "high", "Pin the host buffers: " + what + " comes from pageable memory; use tensor.pin_memory() "
-                     "(DataLoader(pin_memory=True)) and .to('cuda', non_blocking=True)", pin,
-                     "pageable copies at the link's practical peak");
+  } else {
+    if (h2d) suggest_resident(f, in);
+    if (c.pageable) {
+      replay::Change pin;
+      pin.pin_copies = true;
+      pin.pinned_gbps = in.link.pinned_gbps;
+      const std::string how = python_program(in)
+          ? (in.facts.has(detail::kFactDataLoader) ? "DataLoader(pin_memory=True), or tensor.pin_memory() for tensors made "
+                                                     "outside it, and .to('cuda', non_blocking=True)"
+                                                   : "tensor.pin_memory() once (a pinned staging buffer reused each step) "
+                                                     "and .to('cuda', non_blocking=True)")
+          : "cudaHostAlloc / cudaHostRegister the host buffers once, and cudaMemcpyAsync from them";
+      suggest_replayed(f, in, "high", "Pin the host buffers: " + what + " comes from pageable memory; use " + how, pin,
+                       "pageable copies at the link's practical peak");
+    }
   }
   suggest(f, "high", std::string("Overlap the ") + (h2d ? "input" : "output") + " copies with compute: issue them on a side "
                      "CUDA stream with non_blocking=True and prefetch step N+1's data during step N");
@@ -78,7 +140,8 @@ void unsaturated_suggestions(Finding& f, const RuleInput& in, bool h2d, const Co
                                                                : "reduce on the GPU (argmax/top-k) and copy back only the result"));
   if (copies_per_step >= 4)
     suggest(f, "medium", fmt("Batch the %.0f copies per step into fewer, larger ones (small copies pay a fixed cost each)", copies_per_step));
-  if (!c.pageable || copies_per_step < 4) suggest(f, "low", "Keep reused data resident on the GPU instead of copying it every step");
+  if ((!c.pageable || copies_per_step < 4) && !(h2d && repeated_h2d(in)))
+    suggest(f, "low", "Keep reused data resident on the GPU instead of copying it every step");
 }
 
 std::optional<Finding> copy_rule(const RuleInput& in, bool h2d) {

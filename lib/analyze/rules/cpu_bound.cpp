@@ -1,8 +1,10 @@
 // cpu_bound: the GPU waits while the step thread runs host code outside CUDA calls.
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 #include "analyze/what_if.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <string>
 
@@ -89,54 +91,117 @@ replay::Change moved_to_workers(const RuleInput& in, int workers) {
   return c;
 }
 
-/// "Move the work to N workers", priced by moved_to_workers; with one CPU there is nobody to move it to.
+/// Who can prepare the next step's input ahead, in the program's own terms: its DataLoader's workers, else worker
+/// processes (Python) or a thread pool (native code).
+std::string workers_phrase(const RuleInput& in, const std::string& n) {
+  if (in.facts.has(detail::kFactDataLoader))
+    return n + " DataLoader workers (num_workers=" + n + ", pin_memory=True, persistent_workers=True)";
+  return python_program(in) ? n + " worker processes (a multiprocessing.Pool or a producer process feeding a queue)"
+                            : n + " producer threads feeding a bounded queue";
+}
+
+/// "Move the work to N workers", priced by moved_to_workers; with one CPU there is nobody to move it to. Only for
+/// work that does not need the step's own results (kFactPrefetchable): the next batch can be ready before it is due.
 void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::string& what) {
   const int workers = suggested_workers(in);
   if (workers == 0) {
-    suggest(f, "high", one_cpu_limit(in) + ": workers that prepared " + what + " ahead would take turns with the "
-                       "step thread for it. Give the process more CPUs (taskset, the container's cpuset or CPU limit), "
-                       "then move the work to DataLoader or worker processes");
+    suggest(f, in, "high", one_cpu_limit(in) + ": workers that prepared " + what + " ahead would take turns with the "
+                           "step thread for it. Give the process more CPUs (taskset, the container's cpuset or CPU limit), "
+                           "then prepare it ahead in worker processes", {detail::kFactPrefetchable});
     return;
   }
   const std::string n = std::to_string(workers);
   const std::string model = "host work of 100 us or more between CUDA calls, except the code between the step's "
                             "launches, done by " + n + " workers ahead of time, the step no faster than they deliver";
   if (gpu)
-    suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch in " + n +
-                     " DataLoader workers (num_workers=" + n + ", pin_memory=True) or background workers while the GPU "
-                     "runs the current one", moved_to_workers(in, workers), model.c_str());
+    suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch in " +
+                     workers_phrase(in, n) + " while the GPU runs the current one", moved_to_workers(in, workers),
+                     model.c_str(), {detail::kFactPrefetchable});
   else
-    suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in " + n +
-                     " worker processes ahead of the step", moved_to_workers(in, workers), model.c_str());
+    suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in " +
+                     workers_phrase(in, n) + " ahead of the step", moved_to_workers(in, workers), model.c_str(),
+                     {detail::kFactPrefetchable});
+}
+
+/// A function whose name says it picks tokens from logits (a sampler, top-p/top-k, a softmax): in a generation loop
+/// the fix is to sample on the GPU. Other work after the read (a stop check that rescans the text) has other fixes.
+bool names_sampling(const std::string& what) {
+  std::string w;
+  for (char c : what) w += char(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* k : {"sampl", "top_p", "top_k", "topk", "nucleus", "softmax", "multinomial", "logit", "temperature"})
+    if (w.find(k) != std::string::npos) return true;
+  return false;
+}
+
+/// Host work that reads this step's results back and feeds its next launches (kFactDependentHost): nobody can do it
+/// ahead; the GPU can do it in place. In a generation loop that picks the next token on the host, it is sampling.
+void suggest_on_gpu(Finding& f, const RuleInput& in, const std::string& what) {
+  replay::Change on_gpu;
+  on_gpu.host_gap_scale = 0;
+  on_gpu.min_scaled_gap_ns = in.th.dispatch_gap_ns;
+  on_gpu.only_after_read = true;
+  const char* model = "host work of 100 us or more after a read of the step's results and before its next launch "
+                      "removed (done by a few kernels instead; the read itself stays)";
+  if (in.generation.detected && names_sampling(what))
+    suggest_replayed(f, in, "high", "Sample the next token on the GPU: " + what + " runs on the host after each token's "
+                     "logits are read back, and the next token's launches wait for it. Keep the logits on the GPU and "
+                     "pick the token there (torch.softmax, torch.topk or sort + cumsum for top-p, torch.multinomial), "
+                     "reading back only the token id, or none", on_gpu, model, {detail::kFactDependentHost, detail::kFactPython});
+  else if (in.generation.detected)
+    suggest_replayed(f, in, "high", "Cut " + what + " out of each token: it runs on the host after every token is read "
+                     "back, and the next token's launches wait for it. Do only the new token's share of it each time "
+                     "(an incremental check over what the last token changed, not a rescan of everything generated), "
+                     "or do it on the GPU over the tokens already there", on_gpu, model, {detail::kFactDependentHost});
+  else
+    suggest_replayed(f, in, "high", "Do " + what + " on the GPU: it runs on the host after the step reads GPU results back, "
+                     "and the step's next launches wait for it, so no worker can do it ahead. " +
+                     std::string(python_program(in) ? "Express it as torch operations on the tensors still on the GPU"
+                                                    : "Write it as a kernel over the results still on the GPU") +
+                     " and read back only what the host needs", on_gpu, model, {detail::kFactDependentHost});
 }
 
 void add_suggestions(Finding& f, const RuleInput& in, const detail::HostFrames& host, bool gpu) {
   const std::string step_work = "the host work in '" + in.stats.name + "'";
   const std::string hottest = host.hot.empty() ? step_work : host.hot.front().label;
+  const bool py = python_program(in);
   const bool graph_first =
       gpu && detail::share_of_host_work_between_launches(in.graphs, in.th.dispatch_gap_ns) >= in.th.between_launches_share;
   if (graph_first) suggest_graph_capture(f, in, hottest);
   const detail::HotFrame* own = movable_work(host);
   if (own || host.hot.empty()) {
     const std::string what = own ? own->label : step_work;
+    if (gpu) suggest_on_gpu(f, in, what);
     suggest_workers(f, in, gpu, what);
-    if (gpu)
-      suggest(f, "high", "Vectorise or port " + what + " to torch/NumPy ops (or run it on the GPU) instead of per-item Python");
+    if (gpu && py)
+      suggest(f, in, "high", "Vectorise or port " + what + " to torch/NumPy ops (or run it on the GPU) instead of per-item "
+                             "Python", {detail::kFactPython});
+    else if (py)
+      suggest(f, in, "high", "Vectorise " + what + " (NumPy, or a compiled extension) instead of per-item Python",
+              {detail::kFactPython});
     else
-      suggest(f, "high", "Vectorise " + what + " (NumPy, or a compiled extension) instead of per-item Python");
-  } else {
+      suggest(f, in, "high", "Vectorise " + what + " (SIMD, a library call over whole arrays) or move it into a kernel",
+              {detail::kFactCpp});
+  } else if (py) {
     // The host time is a model's forward or a library's code: no worker can run it for the step, and the user does
     // not vectorise torch. What cuts it is fewer Python dispatches per step.
     if (!graph_first && gpu) suggest_graph_capture(f, in, hottest);
-    suggest(f, "high", "Compile the model (torch.compile) so " + hottest + " runs as fused kernels with less Python "
-                       "dispatch per step; or batch more work per step so the same host cost covers more");
+    suggest(f, in, "high", "Compile the model (torch.compile) so " + hottest + " runs as fused kernels with less Python "
+                           "dispatch per step; or batch more work per step so the same host cost covers more",
+            {detail::kFactPython});
+  } else if (!graph_first && gpu) {
+    suggest_graph_capture(f, in, hottest);
   }
   if (gpu)
-    suggest(f, "medium", "Overlap: launch the GPU work first and prepare step N+1 on the host while step N's kernels run "
-                         "(non_blocking copies, no synchronization in between)");
+    suggest(f, in, "medium", "Overlap: launch the GPU work first and prepare step N+1 on the host while step N's kernels "
+                             "run (" + std::string(py ? "non_blocking copies" : "cudaMemcpyAsync from pinned buffers") +
+                             ", no synchronization in between)", {detail::kFactPrefetchable});
   else
-    suggest(f, "medium", "Spread independent items over worker processes (multiprocessing / concurrent.futures)");
-  suggest(f, "low", "Profile " + (own ? own->label : hottest) + " itself (py-spy / cProfile) to find its hot lines");
+    suggest(f, in, "medium", py ? "Spread independent items over worker processes (multiprocessing / concurrent.futures)"
+                                : "Spread independent items over a thread pool", {});
+  const std::string who = own ? own->label : hottest;
+  if (py) suggest(f, in, "low", "Profile " + who + " itself (py-spy / cProfile) to find its hot lines", {detail::kFactPython});
+  else suggest(f, in, "low", "Profile " + who + " itself (perf record -g, or ISCOPE_RANGEs around its parts) to find its "
+                             "hot lines", {detail::kFactCpp});
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // other threads, or held back because its cgroup had used up its CPU quota), or for the GIL while another Python
 // thread ran. Only with evidence (counters, or busy Python threads); a thread that blocks by its own choice is a
 // wait (wait.cpp), never contention.
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -113,7 +114,7 @@ void add_suggestions(Finding& f, const RuleInput& in, const Evidence& e) {
   if (e.gil && !holders.empty() && holders.front().share >= 0.5) {
     suggest_for_party(f, in, holders.front(), in.t.host_gil / 1e6 * holders.front().share);
     suggest(f, "low", "Pin the inference thread to a dedicated core (os.sched_setaffinity / taskset)");
-  } else if (e.gil) {
+  } else if (e.gil) {  // the GIL: a Python program by construction
     suggest_replayed(f, in, "high", "Stop or throttle the busy background Python threads while '" + step + "' runs, or move "
                      "their work to a separate process (multiprocessing), so the inference thread keeps the GIL", gone, model);
     suggest(f, "medium", "Release the GIL in background work: do heavy work in NumPy/torch ops or C extensions that drop "
@@ -124,15 +125,19 @@ void add_suggestions(Finding& f, const RuleInput& in, const Evidence& e) {
     suggest_replayed(f, in, "high", "Raise the CPU limit of the container or cgroup (now " + fcpus(e.quota_cpus) +
                      " CPUs: Kubernetes resources.limits.cpu, docker --cpus, systemd CPUQuota): once the process has "
                      "used its quota, every thread waits for the next period", gone, model);
-    suggest(f, "medium", "Size the thread pools to the quota, not the machine: torch.set_num_threads(" + n +
-                         "), OMP_NUM_THREADS=" + n + ", fewer DataLoader workers; pools sized by the host's core "
-                         "count burn the quota in parallel, then all wait");
+    suggest(f, "medium", "Size the thread pools to the quota, not the machine: " +
+                         (python_program(in) ? "torch.set_num_threads(" + n + "), " : std::string()) + "OMP_NUM_THREADS=" +
+                         n + (in.facts.has(detail::kFactDataLoader) ? ", fewer DataLoader workers" : "") +
+                         "; pools sized by the host's core count burn the quota in parallel, then all wait");
     suggest(f, "low", "Move CPU work that is not on the step's path (logging, metrics, preprocessing for later "
                       "requests) out of this container, or out of the step's time");
   } else {
-    suggest_replayed(f, in, "high", "Give the inference thread a CPU of its own: pin it (os.sched_setaffinity / taskset) "
-                     "and keep other work off that core; check the machine's load from other processes", gone, model);
-    suggest(f, "medium", "Reduce intra-op thread pools (torch.set_num_threads, OMP_NUM_THREADS) that oversubscribe the cores");
+    suggest_replayed(f, in, "high", std::string("Give the inference thread a CPU of its own: pin it (") +
+                     (python_program(in) ? "os.sched_setaffinity / taskset" : "pthread_setaffinity_np / taskset") +
+                     ") and keep other work off that core; check the machine's load from other processes", gone, model);
+    suggest(f, "medium", python_program(in) ? "Reduce intra-op thread pools (torch.set_num_threads, OMP_NUM_THREADS) that "
+                                              "oversubscribe the cores"
+                                            : "Reduce the thread pools (OMP_NUM_THREADS, your own pools) that oversubscribe the cores");
     suggest(f, "low", "Stop or throttle background threads and processes that compete for the same cores");
   }
 }

@@ -1,6 +1,7 @@
 // gpu_bound (informational in tone, ranked like any other): the GPU is busy most of the step; name the kernels
 // that take its time. No saving is estimated: how much faster a kernel can run is not in the trace.
 #include "analyze/kernel_traits.hpp"
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -54,8 +55,17 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
     suggest(f, "high", "Find the kernels that take the time inside '" + k0 + "': record a few steps again with "
                        "graph_nodes=true (iscope-run --set graph_nodes=true), which times every node of every launch");
   }
-  suggest(f, "high", "Speed up '" + k0 + "': use lower precision (bf16/fp16 autocast, FP8 where supported) and tensor-core "
-                     "friendly shapes (multiples of 8/16)");
+  // Lower precision only where matrix kernels run off tensor cores: GEMMs already in fp16/bf16 on tensor cores gain
+  // nothing from it (FP8 aside, which changes numerics and is a model decision).
+  suggest(f, in, "high", "Speed up '" + k0 + "': run the matrix work in lower precision on tensor cores (" +
+                         (python_program(in) ? "torch.autocast(\"cuda\", dtype=torch.bfloat16), or at least "
+                                               "torch.backends.cuda.matmul.allow_tf32 = True for fp32"
+                                             : "cuBLAS with CUBLAS_COMPUTE_32F_FAST_TF32 or bf16 inputs") +
+                         ") and tensor-core friendly shapes (multiples of 8/16)", {detail::kFactFp32Matmul});
+  if (!in.facts.has(detail::kFactFp32Matmul) && !families.empty())
+    suggest(f, "medium", "The matrix kernels already run on tensor cores: cut the work itself (a smaller or distilled model, "
+                         "fewer tokens per step, a KV cache) or check with Nsight Compute that '" + k0 +
+                         "' reaches the GPU's memory or compute roof");
   const detail::KernelChains& c = in.chains;
   if (c.chains_per_step >= 1 && c.ns_per_step >= kChainShare * in.t.kernel_ns) {
     f.evidence.push_back(fmt("%.0f chains of elementwise kernels per step", c.chains_per_step) + fmt(" (%.0f kernels, ", c.kernels_per_step) +
@@ -64,12 +74,15 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
     f.metrics["elementwise_chain_ms"] = c.ns_per_step / 1e6;
     // Fused, a chain reads and writes its tensors once: about the time of one of its kernels.
     const double saving = c.ns_per_step / 1e6 * (1 - c.chains_per_step / c.kernels_per_step);
-    f.suggestions.push_back({"Fuse the chains of elementwise kernels (" + c.most_frequent + ", ...): torch.compile the "
-                             "module, or use fused ops (F.gelu, nn.LayerNorm, F.scaled_dot_product_attention) for "
-                             "hand-written formulas",
+    f.suggestions.push_back({"Fuse the chains of elementwise kernels (" + c.most_frequent + ", ...): " +
+                                 std::string(python_program(in) ? "torch.compile the module, or use fused ops (F.gelu, "
+                                                                  "nn.LayerNorm, F.scaled_dot_product_attention) for "
+                                                                  "hand-written formulas"
+                                                                : "one kernel for each chain of elementwise operations"),
                              "high", saving, true, "each chain fused into one kernel of its kernels' mean time, GPU-paced step"});
   }
-  suggest(f, "medium", "Fuse memory-bound kernels around '" + k0 + "' (torch.compile, FlashAttention/SDPA for attention)");
+  suggest(f, "medium", "Fuse memory-bound kernels around '" + k0 + "'" +
+                       (python_program(in) ? " (torch.compile, FlashAttention/SDPA for attention)" : " (one kernel for a chain of elementwise ops)"));
   suggest(f, "medium", "Raise the batch size if latency allows: a busy GPU gains throughput from larger batches");
   suggest(f, "low", "Check the kernels with Nsight Compute for occupancy and memory-bandwidth limits");
   return f;

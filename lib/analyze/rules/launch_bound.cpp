@@ -1,6 +1,7 @@
 // launch_bound: the GPU idled while the host was launching: inside launch calls, or in the short dispatch gaps
 // between them (Python and framework overhead per op). Not "any gap between kernels": a long host gap is host
 // work (cpu_bound), a gap after a sync is the sync's.
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -36,13 +37,15 @@ std::optional<Finding> launch_bound(const RuleInput& in) {
   for (const KernelRow& k : in.tables.kernels)
     if (k.mean_us * 1e3 < in.launchers.short_kernel_ns && !k.whole_graph && (!k0 || k.count > k0->count)) k0 = &k;
   suggest(f, "high", "Fuse the small kernels launched from " + (named ? in.launchers.top_kernel_launcher : std::string("the step")) +
-                     " (torch.compile, fused optimizers/ops, a custom kernel)" +
+                     (python_program(in) ? " (torch.compile, fused optimizers/ops, a custom kernel)"
+                                         : " (one kernel doing the work of several, CUTLASS epilogues, a custom kernel)") +
                      (k0 ? ", e.g. '" + k0->name + "' (" + fmt("%.1f us", k0->mean_us) + " x " + std::to_string(k0->count) + ")" : std::string()) +
                      (in.chains.chains_per_step >= 1 ? fmt("; %.0f chains of elementwise kernels per step", in.chains.chains_per_step) +
                                                            " to fuse, most often " + in.chains.most_frequent
                                                      : std::string()));
   suggest(f, "medium", "Batch more work per launch (larger batch or sequence per step) so each kernel runs longer than its launch costs");
-  suggest(f, "low", "Cut Python overhead between launches (no tensor creation or shape logic inside the loop)");
+  suggest(f, in, "low", "Cut Python overhead between launches (no tensor creation or shape logic inside the loop)",
+          {detail::kFactPython});
   return f;
 }
 

@@ -1,5 +1,6 @@
 // memory_alloc: device allocation and release on the critical path (the GPU idles inside the calls and while
 // the host refills it after a cudaFree, which synchronizes the device), or host memory pressure.
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -37,6 +38,12 @@ std::optional<Finding> memory_alloc(const RuleInput& in) {
                                   : std::string("Host memory pressure during the steps"),
                            impact, device ? 0.5 + 0.4 * std::min(1.0, pct / 20) : 0.35);
   add_evidence(f, in);
+  // Host memory pressure with no device cost in the step: evidence to read, not a cause with a cost to fix.
+  if (!device) {
+    f.informational = true;
+    f.evidence.push_back("it costs the typical step no measured time: described, not ranked as a cause");
+    return f;
+  }
   // The first CUDA call creates the context (hundreds of ms): a one-time cost. It is inside the analysed steps
   // only when the warm-up could not be left out (the whole trace is one step, or --skip-steps 0).
   const bool init = in.first_call.in_steps && in.selection.warmup == 0 && in.first_call.ms >= 20 &&
@@ -52,16 +59,23 @@ std::optional<Finding> memory_alloc(const RuleInput& in) {
   cached.remove_allocs = true;
   const std::string who = in.launchers.top_alloc_caller.empty() || in.launchers.top_alloc_caller == "-" ? "the step" : in.launchers.top_alloc_caller;
   const char* model = "allocations and frees served from a cache (no call, no synchronization)";
-  suggest_replayed(f, in, "high", "Keep PyTorch's caching allocator on: do not call torch.cuda.empty_cache() in the step and "
-                   "do not set PYTORCH_NO_CUDA_MEMORY_CACHING=1", cached, model);
+  const bool py = python_program(in);
+  if (py)
+    suggest_replayed(f, in, "high", "Keep PyTorch's caching allocator on: do not call torch.cuda.empty_cache() in the step "
+                     "and do not set PYTORCH_NO_CUDA_MEMORY_CACHING=1", cached, model, {detail::kFactPython});
   suggest_replayed(f, in, "high", "Allocate once and reuse: preallocate the buffers " + who + " creates each step (output "
-                   "tensors, workspaces) outside the loop and write into them (out=...)", cached, model);
-  suggest(f, "medium", "Use stream-ordered allocation (cudaMallocAsync / PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) "
-                       "instead of cudaMalloc/cudaFree, which synchronize the device");
-  suggest(f, "low", "Keep shapes static across steps (pad to buckets) so cached blocks fit and nothing is reallocated");
+                   "tensors, workspaces) outside the loop and write into them" + std::string(py ? " (out=...)" : ""),
+                   cached, model, {});
+  suggest(f, in, "medium", py ? "Use stream-ordered allocation (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) instead of "
+                                "cudaMalloc/cudaFree, which synchronize the device"
+                              : "Use stream-ordered allocation (cudaMallocAsync / cudaFreeAsync, or a memory pool) instead "
+                                "of cudaMalloc/cudaFree, which synchronize the device", {});
+  suggest(f, in, "low", "Keep shapes static across steps (pad to buckets) so cached blocks fit and nothing is reallocated", {});
   if (init)
-    suggest(f, "high", "Warm up before measuring: initialise CUDA (torch.cuda.init() or a cudaFree(0)) and run a few steps "
-                       "outside the measured region, and mark the steps with ISCOPE_RANGE/inferscope_py.scope");
+    suggest(f, in, "high", std::string("Warm up before measuring: initialise CUDA (") +
+                           (py ? "torch.cuda.init() or a cudaFree(0)" : "a cudaFree(0)") + ") and run a few steps "
+                           "outside the measured region, and mark the steps with " +
+                           (py ? "inferscope_py.scope(\"step\")" : "ISCOPE_RANGE(\"step\")"), {});
   return f;
 }
 

@@ -7,8 +7,9 @@
 namespace inferscope::analyze::rules {
 
 // Category follows analysis.hpp's kCategories, the names the JSON uses: one list, not two to keep in step.
-static_assert(std::size(kCategories) == size_t(Category::kSlowSteps) + 1);
+static_assert(std::size(kCategories) == size_t(Category::kLoopBlocked) + 1);
 const char* category_name(Category c) { return kCategories[size_t(c)]; }
+const char* rule_name(const RuleEntry& e) { return e.name ? e.name : category_name(e.category); }
 
 std::span<const RuleEntry> registry() {
   static constexpr RuleEntry entries[] = {
@@ -20,6 +21,8 @@ std::span<const RuleEntry> registry() {
       {Category::kPipelineBubble, &pipeline_bubble}, {Category::kGemmFallback, &gemm_fallback},
       {Category::kWarmup, &warmup},
       {Category::kSlowSteps, &slow_steps},
+      {Category::kLoopBlocked, &loop_blocked},
+      {Category::kWait, &batch_wait, "batch_wait"},
   };
   return entries;
 }

@@ -16,6 +16,7 @@
 #include "analyze/step_policy.hpp"
 #include "analyze/waits.hpp"
 
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,7 +26,7 @@ namespace inferscope::analyze::rules {
 
 enum class Category {
   kCpuBound, kLaunchBound, kSyncBound, kH2dBound, kD2hBound, kGpuBound, kMemoryAlloc, kCpuContention,
-  kPcieSaturation, kWait, kCommunication, kPipelineBubble, kGemmFallback, kWarmup, kSlowSteps
+  kPcieSaturation, kWait, kCommunication, kPipelineBubble, kGemmFallback, kWarmup, kSlowSteps, kLoopBlocked
 };
 /// The JSON name (analysis.hpp's kCategories).
 const char* category_name(Category c);
@@ -73,6 +74,8 @@ struct RuleInput {
   const detail::HostBounces& bounces;            ///< host bounces: GPU-to-GPU copies made through host memory
   const detail::KernelChains& chains;            ///< kernel chains: runs of elementwise kernels in the typical steps
   const GenerationLoop& generation;              ///< generation: the step's token loop (detected = false: none)
+  const Requests& requests;                      ///< requests: an asyncio service's requests (detected = false: none)
+  const ProgramFacts& facts;                     ///< program facts: what a suggestion may need (program_facts.hpp)
   double trace_t0_ns = 0;                        ///< the trace's time origin, for example spans
   Thresholds th = {};
   /// The typical step in ms (what impact_pct divides by).
@@ -87,7 +90,10 @@ using Rule = std::optional<Finding> (*)(const RuleInput&);
 struct RuleEntry {
   Category category;
   Rule rule;
+  const char* name = nullptr;  ///< the rule's name (what a rule file disables it by); nullptr: its category's
 };
+/// A built-in rule's name: its own, else its category's.
+const char* rule_name(const RuleEntry& e);
 /// Every rule, in the order their findings are listed on equal impact.
 std::span<const RuleEntry> registry();
 
@@ -110,6 +116,8 @@ std::optional<Finding> gpu_bound(const RuleInput& in);
 std::optional<Finding> gemm_fallback(const RuleInput& in);
 std::optional<Finding> warmup(const RuleInput& in);
 std::optional<Finding> slow_steps(const RuleInput& in);
+std::optional<Finding> loop_blocked(const RuleInput& in);
+std::optional<Finding> batch_wait(const RuleInput& in);  ///< category wait, per request
 
 // ---- shared pieces (rules/common.cpp)
 std::string fmt(const char* f, double v);
@@ -133,6 +141,22 @@ void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std
                       const replay::Change& change, const char* model);
 /// A suggestion with no model behind it: "not estimated".
 void suggest(Finding& f, const char* priority, std::string action);
+
+// ---- advice needs evidence (program_facts.hpp): a suggestion that names a language, a DataLoader, prefetching, a
+// precision or a static shape declares it, and is offered only where the trace shows it.
+using Needs = std::initializer_list<const char*>;
+/// Every fact in `needs` holds for this program.
+bool fits(const RuleInput& in, Needs needs);
+/// suggest, offered only where `needs` hold; the suggestion records them (Suggestion::needs).
+void suggest(Finding& f, const RuleInput& in, const char* priority, std::string action, Needs needs);
+/// suggest_replayed, offered only where `needs` hold.
+void suggest_replayed(Finding& f, const RuleInput& in, const char* priority, std::string action,
+                      const replay::Change& change, const char* model, Needs needs);
+/// The program is Python (its advice names torch, NumPy, py-spy); otherwise native (CUDA C++, perf, ranges).
+bool python_program(const RuleInput& in);
+/// Suggestions whose needs do not hold are dropped (a rule's slip, never shown), a finding that costs nothing keeps
+/// none (it is evidence only), and no saving is larger than the step.
+void keep_fitting_advice(Finding& f, const RuleInput& in);
 /// Up to three example spans: the steps where `which` was longest.
 void add_examples(Finding& f, const RuleInput& in, detail::Span detail::StepMetrics::*which, const std::string& what);
 /// "cudaStreamSynchronize from Tensor.item (_tensor.py:1) ×600, 45.3 ms; ..." from a table's callers.

@@ -40,8 +40,14 @@ void apply(Thresholds& th, const ThresholdDef& def, double value) {
   std::visit([&](auto member) { th.*member = static_cast<std::remove_reference_t<decltype(th.*member)>>(value); }, def.member);
 }
 
+// Causes before descriptions of the run (informational); a cause whose cost was estimated before one whose cost was
+// not (a rule file's rule without an impact); then by cost.
 bool comes_first(const Finding& x, const Finding& y) {
   if (x.informational != y.informational) return !x.informational;
+  const bool xe = x.impact_estimated && x.impact_ms > 0, ye = y.impact_estimated && y.impact_ms > 0;
+  if (xe != ye) return xe;
+  // A share of what each is per (the step, or a request): the same order as impact_ms among the step's findings.
+  if (x.per != y.per) return x.impact_pct > y.impact_pct;
   return x.impact_ms > y.impact_ms;
 }
 
@@ -69,7 +75,7 @@ bool reads_threshold(const ThresholdDef& def, std::string_view rule) {
 
 std::vector<std::string> builtin_rule_names() {
   std::vector<std::string> names;
-  for (const RuleEntry& e : registry()) names.emplace_back(category_name(e.category));
+  for (const RuleEntry& e : registry()) names.emplace_back(rule_name(e));
   return names;
 }
 
@@ -88,12 +94,13 @@ RulesResult run_rules(const RuleInput& in, const RuleSettings& settings) {
   RulesResult out;
   if (in.steps.empty() || in.t.steps == 0 || in.t.dur <= 0) return out;
   for (const RuleEntry& e : registry()) {
-    const std::string name = category_name(e.category);
+    const std::string name = rule_name(e);
     if (settings.disabled.count(name)) continue;
     RuleInput own = in;
     own.th = thresholds_for(in.th, settings, name);
     if (auto f = e.rule(own)) {
       f->rule = name;
+      keep_fitting_advice(*f, own);
       out.findings.push_back(std::move(*f));
     }
   }

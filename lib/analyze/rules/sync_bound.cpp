@@ -1,10 +1,15 @@
 // sync_bound: host-device synchronizations drain the GPU: it idles while the host is in the synchronizing call
 // and while it refills the queue afterwards (launches and dispatch gaps until the host does real work).
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
 
 namespace inferscope::analyze::rules {
+
+/// Synchronizations per step from which reading values one at a time is the pattern to name (an .item() per
+/// sequence or per element): eight reads are already seven waits more than one transfer would make.
+constexpr double kPerItemSyncs = 8;
 
 std::optional<Finding> sync_bound(const RuleInput& in) {
   const double impact = in.t.idle_sync / 1e6;
@@ -25,6 +30,21 @@ std::optional<Finding> sync_bound(const RuleInput& in) {
   replay::Change no_syncs;
   no_syncs.remove_syncs = true;
   const char* replayed = "every synchronization but the step's last no longer waits";
+  const bool py = python_program(in);
+  const std::string who = in.launchers.top_sync_caller.empty() || in.launchers.top_sync_caller == "-" ? "the step" : in.launchers.top_sync_caller;
+  // Many reads per step, one value each (an .item() per sequence, per token): gathered, they are one transfer. The
+  // replay merges them: each read's calls cost nothing and wait for nothing, but the last, which reads everything.
+  replay::Change one_read;
+  one_read.merge_reads = true;
+  if (syncs >= kPerItemSyncs)
+    suggest_replayed(f, in, "high", fmt("Read the values with one transfer per step instead of %.0f: ", syncs) + who +
+                     (py ? " reads them one at a time (.item() per element or per sequence), each a wait for the GPU; "
+                           "gather them into one tensor on the GPU and read it once (.tolist() or one .cpu()), or decide "
+                           "on the GPU (torch.where, masks) and read only the result"
+                         : " reads them one at a time, each a synchronous copy; copy them all with one cudaMemcpyAsync "
+                           "into a pinned buffer and wait once (an event or one stream synchronization)"),
+                     one_read, "the step's reads made one: the calls of every read but the last (its copy and its "
+                     "synchronization) gone, the last one waiting for everything", {});
   // The loop's own reads between the model calls (the stop check, streaming a token), not blocking calls inside the
   // model's forward (routing, cache bookkeeping), which the loop cannot move.
   if (in.generation.detected && in.generation.decode.syncs >= 1 &&
@@ -35,19 +55,30 @@ std::optional<Finding> sync_bound(const RuleInput& in) {
                          fmt(" (%.3f ms blocked per token)", g.decode.sync_ms));
     suggest_replayed(f, in, "high", "Stop reading every token back: keep the stopping check on the GPU (finished |= "
                      "next_token == eos) and read it every 16 tokens, and hand tokens to the client in batches (one "
-                     ".tolist() per batch) instead of .item() per token", no_syncs, replayed);
-  } else {
-    const std::string who = in.launchers.top_sync_caller.empty() || in.launchers.top_sync_caller == "-" ? "the step" : in.launchers.top_sync_caller;
+                     ".tolist() per batch) instead of .item() per token", no_syncs, replayed, {detail::kFactPython});
+  } else if (py) {
     suggest_replayed(f, in, "high", "Remove the synchronizations in " + who + ": .item(), .cpu(), .tolist(), print(tensor) and "
                      "torch.cuda.synchronize() each wait for the GPU; keep values on the GPU until the step ends",
-                     no_syncs, replayed);
+                     no_syncs, replayed, {detail::kFactPython});
+  } else {
+    suggest_replayed(f, in, "high", "Remove the synchronizations in " + who + ": cudaDeviceSynchronize, "
+                     "cudaStreamSynchronize and synchronous cudaMemcpy each wait for the GPU; queue the work and wait once, "
+                     "where the step needs its result", no_syncs, replayed, {detail::kFactCpp});
   }
-  suggest_replayed(f, in, "high", "If a value is needed on the host, copy it with .to('cpu', non_blocking=True) into pinned "
-                   "memory and read it one step later (or after a CUDA event), so the GPU keeps running",
-                   no_syncs, replayed);
-  suggest(f, "medium", "Replace data-dependent host control flow (if tensor.item() > ...) with torch.where / masks on the GPU, "
-                       "or check the condition every N iterations");
-  suggest(f, "low", "Set torch.cuda.set_sync_debug_mode('warn') to find every implicit synchronization");
+  if (py)
+    suggest_replayed(f, in, "high", "If a value is needed on the host, copy it with .to('cpu', non_blocking=True) into "
+                     "pinned memory and read it one step later (or after a CUDA event), so the GPU keeps running",
+                     no_syncs, replayed, {detail::kFactPython});
+  else
+    suggest_replayed(f, in, "high", "If a value is needed on the host, cudaMemcpyAsync it into pinned memory, record an "
+                     "event and read it one step later (cudaEventQuery / cudaEventSynchronize), so the GPU keeps running",
+                     no_syncs, replayed, {detail::kFactCpp});
+  suggest(f, in, "medium", py ? "Replace data-dependent host control flow (if tensor.item() > ...) with torch.where / masks "
+                                "on the GPU, or check the condition every N iterations"
+                              : "Replace data-dependent host control flow with work on the GPU, or check the condition "
+                                "every N iterations", {});
+  if (py) suggest(f, in, "low", "Set torch.cuda.set_sync_debug_mode('warn') to find every implicit synchronization",
+                  {detail::kFactPython});
   return f;
 }
 

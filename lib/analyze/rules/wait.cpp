@@ -3,6 +3,7 @@
 // them, child processes such as a DataLoader's workers, a lock's holder, or the step thread's own sleep or I/O;
 // the title names the party that took most of the wait, and the suggestions are those that fit it. Without the
 // system counters there is no wait finding.
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -33,21 +34,27 @@ std::string title(const RuleInput& in, const PartyShare* lead, double impact) {
 }
 
 // Up to three suggestions in all, from those that fit the party whatever its numbers (none of them priced).
-void add_fitting_extras(Finding& f, const detail::WaitParty& p) {
+void add_fitting_extras(Finding& f, const RuleInput& in, const detail::WaitParty& p) {
+  const bool py = python_program(in);
   std::vector<std::string> extra;
   if (p.kind == Kind::kOwnSleep || p.kind == Kind::kOwnIo) {
-    extra.push_back("Wrap the blocking call in an ISCOPE_RANGE or scope() to see each wait on the timeline");
+    extra.push_back(py ? "Wrap the blocking call in inferscope_py.scope() to see each wait on the timeline"
+                       : "Wrap the blocking call in an ISCOPE_RANGE to see each wait on the timeline");
     extra.push_back(p.kind == Kind::kOwnSleep
-                        ? "If the sleep paces incoming work, block on the work's queue (queue.get with a timeout) instead"
+                        ? (py ? "If the sleep paces incoming work, block on the work's queue (queue.get with a timeout) instead"
+                              : "If the sleep paces incoming work, block on the work's queue (a condition variable) instead")
                         : "Batch small reads, and read from memory (mmap, a cache) what is read again and again");
   } else {
     const bool many = p.members.size() > 1;
-    extra.push_back("Profile " + describe_party(p) + (many ? " themselves" : " itself") +
-                    (p.kind == Kind::kProcesses ? " (py-spy dump --pid, or record them with iscope-run --follow-children)"
-                                                : " (py-spy dump --pid, or ISCOPE_RANGEs in the loop)") +
-                    " to see what " + (many ? "they do" : "it does") + " while the step waits");
-    extra.push_back("Keep more items in flight (a deeper queue; a DataLoader's prefetch_factor) so that one slow item "
-                    "does not stall the step");
+    const std::string how = py ? (p.kind == Kind::kProcesses ? " (py-spy dump --pid, or record them with iscope-run --follow-children)"
+                                                              : " (py-spy dump --pid, or scopes in their loop)")
+                               : (p.kind == Kind::kProcesses ? " (perf record -p, or record them with iscope-run --follow-children)"
+                                                              : " (ISCOPE_RANGEs in their loop, or perf record -t)");
+    extra.push_back("Profile " + describe_party(p) + (many ? " themselves" : " itself") + how + " to see what " +
+                    (many ? "they do" : "it does") + " while the step waits");
+    extra.push_back(in.facts.has(detail::kFactDataLoader)
+                        ? "Keep more items in flight (the DataLoader's prefetch_factor) so that one slow item does not stall the step"
+                        : "Keep more items in flight (a deeper queue) so that one slow item does not stall the step");
   }
   for (const std::string& e : extra)
     if (f.suggestions.size() < 3) suggest(f, "low", e);
@@ -107,14 +114,16 @@ std::optional<Finding> host_wait(const RuleInput& in) {
       return p.kind == Kind::kThreads || p.kind == Kind::kProcesses;
     });
     if (!feeders)
-      suggest_replayed(f, in, "high", "Fetch ahead: a producer thread or DataLoader workers keep a queue of ready inputs "
-                       "so the step never waits for I/O", gone, "the waiting share of the host time removed");
+      suggest_replayed(f, in, "high", std::string("Fetch ahead: ") +
+                       (in.facts.has(detail::kFactDataLoader) ? "more DataLoader workers" : "a producer thread") +
+                       " keep a queue of ready inputs so the step never waits for I/O", gone,
+                       "the waiting share of the host time removed", {detail::kFactPrefetchable});
   }
   if (!lead) {
     suggest(f, "medium", "If the wait is I/O, read asynchronously or from memory (mmap, a cache), and batch small reads");
     suggest(f, "low", "If the wait is a lock, shorten what is done while holding it or give the step thread its own copy");
   } else {
-    add_fitting_extras(f, *lead->party);
+    add_fitting_extras(f, in, *lead->party);
   }
   return f;
 }

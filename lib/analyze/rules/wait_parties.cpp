@@ -2,6 +2,7 @@
 // user knows them (a thread, a pool of threads, a DataLoader's worker processes, the GIL's holder), the evidence
 // for each, and the suggestions that fit what each party is and does. Shared by the wait and cpu_contention rules;
 // it reads only the attribution and the typical step, never another rule's finding.
+#include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
@@ -130,8 +131,9 @@ void suggest_for_idle_party(Finding& f, const RuleInput& in, const detail::WaitP
                      "step waits; read ahead with more reader threads or a deeper queue, or cache the inputs", gone, model);
     return;
   }
-  suggest(f, "medium", "Find out what " + who + " waits for in " + hot + " while the step waits on it (py-spy dump, "
-                       "or ISCOPE_RANGEs around its blocking calls)");
+  suggest(f, "medium", "Find out what " + who + " waits for in " + hot + " while the step waits on it (" +
+                       (python_program(in) ? "py-spy dump, or scopes around its blocking calls"
+                                           : "ISCOPE_RANGEs around its blocking calls, or perf record -t") + ")");
 }
 
 }  // namespace
@@ -257,8 +259,10 @@ void suggest_for_party(Finding& f, const RuleInput& in, const PartyShare& ps, do
       return;
     case Kind::kOwnIo:
       suggest_replayed(f, in, "high", "Take the I/O in " + (p.site.empty() ? std::string("the step") : p.site) +
-                       " off the step's thread: read ahead in a background thread or DataLoader workers, or from memory "
-                       "(mmap, a cache)", without_party(in, party_ms, 0), "the I/O wait removed");
+                       " off the step's thread: read ahead in a background thread" +
+                       (in.facts.has(detail::kFactDataLoader) ? std::string(" or more DataLoader workers") : std::string()) +
+                       ", or from memory (mmap, a cache)", without_party(in, party_ms, 0), "the I/O wait removed",
+                       {detail::kFactPrefetchable});
       return;
     case Kind::kUnknown:
       return;

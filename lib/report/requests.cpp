@@ -1,0 +1,68 @@
+// The requests' text for the Markdown and HTML reports (requests.hpp).
+#include "report/requests.hpp"
+
+#include "report/escape.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace inferscope::report {
+namespace {
+
+// The parts of a request's latency, largest first, leaving out those under 0.05 % of it (a zero row is noise).
+std::vector<std::pair<std::string, double>> parts(const analyze::Requests& r) {
+  const auto& s = r.split;
+  std::vector<std::pair<std::string, double>> v = {
+      {"in its batch step", s.in_batch_ms},
+      {"waiting for its batch (no step running)", s.batch_wait_ms},
+      {"queued behind earlier batches", s.queued_ms},
+      {"delayed by other callbacks holding the loop", s.delayed_ms},
+      {"its own code on the loop", s.running_ms},
+      {r.batched ? "awaiting anything else (I/O, a sleep, a client)" : "awaiting (I/O, the GPU, a sleep, a client)", s.other_ms},
+  };
+  std::erase_if(v, [&](const auto& p) { return p.second <= 0.0005 * r.mean_ms; });
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return v;
+}
+
+}  // namespace
+
+RequestsText requests_text(const analyze::Requests& r) {
+  RequestsText t;
+  t.summary = std::to_string(r.count) + " requests, each a run of the coroutine " + r.name + " on the event loop (thread " +
+              r.loop_thread + ") from its first run to its return: mean " + fmt(r.mean_ms, 3) + " ms, p50 " +
+              fmt(r.p50_ms, 3) + ", p90 " + fmt(r.p90_ms, 3) + ", p99 " + fmt(r.p99_ms, 3) + ", max " + fmt(r.max_ms, 3) +
+              " ms; " + fmt(r.per_s, 1) + " requests/s. The loop ran callbacks " + fmt(r.loop_busy_share * 100, 1) +
+              " % of their span.";
+  if (r.batched)
+    t.summary += " The steps are the batches that served them, " + fmt(r.requests_per_step, 1) + " requests per batch.";
+  t.split_head = {"where a request's time went", "ms per request", "share"};
+  for (const auto& [name, ms] : parts(r))
+    t.split_rows.push_back({name, fmt(ms, 3), fmt(r.mean_ms > 0 ? ms / r.mean_ms * 100 : 0, 1) + " %"});
+  t.loop_head = {"callback on the loop", "runs", "total ms", "share of the span", "longest ms",
+                 "runs over " + fmt(r.slow_callback_ms, 1) + " ms", "delay per request, ms"};
+  for (const auto& c : r.callbacks)
+    t.loop_rows.push_back({c.name, std::to_string(c.runs), fmt(c.total_ms, 3), fmt(c.share * 100, 1) + " %", fmt(c.max_ms, 3),
+                           std::to_string(c.slow), fmt(c.delay_ms, 3)});
+  t.notes = r.notes;
+  t.notes.push_back(
+      r.batched ? "A request's suspensions are split by the step that ended last before it resumed (the batch that "
+                  "served it): before that step, time while other batches ran is queued, time while none ran is the "
+                  "batching wait; after it ended, until the request resumed, the loop was running other callbacks."
+                : "No step served the requests (no batch step ended right before they resumed): a suspension counts as "
+                  "delayed for the time another callback held the loop longer than " + fmt(r.slow_callback_ms, 1) +
+                  " ms (a tenth of the median request, at least 1 ms), the rest as awaiting.");
+  return t;
+}
+
+std::string requests_headline(const analyze::Requests& r) {
+  std::string line = std::to_string(r.count) + " requests of " + r.name + ": p50 " + fmt(r.p50_ms, 3) + " ms, p90 " +
+                     fmt(r.p90_ms, 3) + " ms, p99 " + fmt(r.p99_ms, 3) + " ms";
+  const auto v = parts(r);
+  if (v.empty()) return line;
+  line += "; of the mean " + fmt(r.mean_ms, 3) + " ms, ";
+  for (size_t i = 0; i < v.size() && i < 3; ++i) line += (i ? ", " : "") + fmt(v[i].second, 3) + " ms " + v[i].first;
+  return line;
+}
+
+}  // namespace inferscope::report
