@@ -37,7 +37,7 @@ tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,mono
 .finding.primary{border-left-color:#c0392b}.finding.uncertain{border-style:dashed}
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
 .badge.primary{background:#c0392b;color:#fff}button.tl-goto{font:12px system-ui,sans-serif;margin-left:6px}td.n[style]{min-width:120px}
-rect.mk.sb{fill:#2c3e50}rect.mk.hl{fill:#f1c40f;fill-opacity:.3;stroke:#d68910;stroke-width:1}.badge.uncertain{background:#f4d03f}
+rect.mk.sb{fill:#2c3e50}rect.mk.tk{fill:#8e44ad;fill-opacity:.55}rect.mk.hl{fill:#f1c40f;fill-opacity:.3;stroke:#d68910;stroke-width:1}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
 svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl-svg.dragging{cursor:grabbing}
 #tl-svg:focus{outline:none}#tl-svg:focus-visible{outline:2px solid #4f7cac}rect.sel{stroke:#1d232b;stroke-width:2}
