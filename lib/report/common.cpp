@@ -50,12 +50,15 @@ std::vector<BreakdownRow> cause_rows(const analyze::Breakdown& b, bool gpu_work)
 
 double pct_of(double ms, double step_ms) { return step_ms > 0 ? ms / step_ms * 100.0 : 0.0; }
 
+// Decimal units, as the analyzer's own sentences ("12.6 MB", "1.20 GB") and the bandwidths (GB/s) are written: a
+// report says one quantity in one unit (docs/reports.md, "Units and precision").
 std::string fmt_bytes(uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  return u == 0 ? std::to_string(bytes) + " B" : fmt(v, 1) + " " + units[u];
+  const double v = static_cast<double>(bytes);
+  if (bytes < 1000) return std::to_string(bytes) + " B";
+  if (v < 1e6) return fmt(v / 1e3, 1) + " kB";
+  if (v < 1e9) return fmt(v / 1e6, 1) + " MB";
+  if (v < 1e12) return fmt(v / 1e9, 2) + " GB";
+  return fmt(v / 1e12, 2) + " TB";
 }
 
 std::string fmt_peak(const analyze::CopyRow& r) {

@@ -29,7 +29,7 @@ std::vector<BreakdownRow> cause_rows(const analyze::Breakdown& b, bool gpu_work 
 /// ms as percent of the step ("0.0" when there is no step time).
 double pct_of(double ms, double step_ms);
 
-/// Bytes with a binary unit: "512 B", "1.5 MiB".
+/// Bytes with a decimal unit, as the analyzer writes them: "512 B", "1.5 kB", "12.6 MB", "1.20 GB".
 std::string fmt_bytes(uint64_t bytes);
 
 /// A copy row's peak bandwidth cell: "25.2", "55.0 (assumed)" when no PCIe link was recorded, "unknown".

@@ -249,7 +249,7 @@ void write_finding_list(const std::vector<analyze::Finding>& findings, const Ker
     else if (!f.impact_estimated)
       out << "confidence " << fmt(f.confidence, 2) << " · impact not estimated</p>\n";
     else
-      out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << fmt(f.impact_ms, 3) << " ms</b> per step ("
+      out << "confidence " << fmt(f.confidence, 2) << " · impact <b>" << fmt_ms(f.impact_ms) << " ms</b> per step ("
           << fmt(f.impact_pct, 1) << " % of the step)</p>\n";
     if (!f.evidence.empty()) {
       out << "<p><b>Evidence</b></p><ul>";

@@ -120,7 +120,7 @@ const analyze::Suggestion* first_suggestion(const analyze::Finding& f) {
 std::string saving_text(const analyze::Suggestion& s) {
   if (!s.estimated) return "saving not estimated";
   if (s.impact_ms < 0.0005) return "no saving estimated for this trace";
-  return "saves about " + fmt(s.impact_ms, 3) + " ms per step";
+  return "saves about " + fmt_ms(s.impact_ms) + " ms per step";
 }
 
 const analyze::Finding* headline_finding(const analyze::Analysis& a) {
