@@ -21,11 +21,11 @@ void write_spread(const Analysis& a, std::ostream& out) {
   if (a.launcher) {
     out << "The slowest of " << a.run.ranks.size() << " ranks, per matched step: this process is their launcher.";
   } else if (s.count > 0) {
-    out << "<b>p50 " << fmt(s.p50_ms, 3) << " · p90 " << fmt(s.p90_ms, 3) << "</b> · p99 " << fmt(s.p99_ms, 3)
+    out << "<b>p50 " << fmt_ms(s.p50_ms) << " · p90 " << fmt_ms(s.p90_ms) << "</b> · p99 " << fmt_ms(s.p99_ms)
         << " ms per step over " << s.count << " steady steps of <code>" << h(s.name) << "</code> (headline: their "
-        << (s.alike ? "median" : "mean") << (s.alike ? ", mean " + fmt(s.mean_ms, 3) : ", median " + fmt(s.p50_ms, 3))
+        << (s.alike ? "median" : "mean") << (s.alike ? ", mean " + fmt_ms(s.mean_ms) : ", median " + fmt_ms(s.p50_ms))
         << " ms" << (s.warmup ? "; " + std::to_string(s.warmup) + " warm-up step(s) left out" : std::string()) << ").";
-    if (!s.spread.empty()) out << " <strong>Steps not alike:</strong> " << h(s.spread) << '.';
+    if (!s.spread.empty()) out << " <strong>Steps not alike:</strong> " << h(spread_text(s)) << '.';
   } else {
     out << "Whole trace: no steps found.";
   }
@@ -46,7 +46,7 @@ void write_verdict(const Analysis& a, const KernelNames& names, std::ostream& ou
       << "</span><b class=\"cat\" title=\"category " << h(p->category) << "\">" << h(category_name(p->category))
       << "</b>: " << prose(names, p->title);
   if (p->impact_estimated)
-    out << " <span class=\"cost\">" << fmt(p->impact_ms, 3) << " ms per step (" << fmt(p->impact_pct, 1)
+    out << " <span class=\"cost\">" << fmt_ms(p->impact_ms) << " ms per step (" << fmt(p->impact_pct, 1)
         << " % of the step)</span>";
   out << "</p>\n";
   if (const analyze::Suggestion* s = first_suggestion(*p))
@@ -76,14 +76,14 @@ void write_alignment(const Analysis& a, std::ostream& out) {
 }  // namespace
 
 void write_first_screen(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  out << "<header><h1>End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3) << " ms</h1>\n";
+  out << "<header><h1>End-to-end latency: " << fmt_ms(a.launcher ? a.run.step_ms : a.end_to_end_ms) << " ms</h1>\n";
   write_spread(a, out);
   if (a.generation.detected && !a.launcher)
     out << "<p id=\"generation-headline\"><b>Generation loop</b>: " << h(generation_headline(a.generation))
         << " (<a href=\"#generation\">prefill and decode</a>).</p>\n";
   if (a.sampling.sampled)
     out << "<p><span class=\"badge\">" << (recorded_whole(a.sampling) ? "full capture" : "sampled") << "</span>"
-        << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";
+        << h(sampling_headline(a.sampling)) << " (windows and slow steps: Sampled run, at the end)</p>\n";
   if (a.partial)
     out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
            "were read (see Data quality).</p>\n";
@@ -105,7 +105,11 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
   out << "<details id=\"warnings\"" << (problem.empty() ? "" : " open") << "><summary>Data quality: "
       << (problem.empty() ? "no problem found" : "<span class=\"warn\">check first: " + h(problem) + "</span>")
       << "</summary><ul>\n";
-  for (const auto& w : a.warnings) out << "<li class=\"warn\"><b>Warning</b>: " << prose(names, w) << "</li>\n";
+  for (const auto& w : a.warnings) {
+    const std::string note = note_label(w);
+    out << (note.empty() ? std::string("<li class=\"warn\"><b>Warning</b>: ") : "<li><b>" + note + "</b>: ")
+        << prose(names, w) << "</li>\n";
+  }
   write_alignment(a, out);
   if (!a.rule_file.empty()) out << "<li id=\"rule-file\">Rule file: " << h(a.rule_file) << ".</li>\n";
   out << "<li id=\"drops\">Dropped records: "

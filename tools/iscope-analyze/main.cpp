@@ -22,6 +22,7 @@
 #include "analyze/rules/rule_settings.hpp"
 #include "rulefile/rule_file.hpp"
 #include "export/perfetto.hpp"
+#include "report/labels.hpp"
 #include "report/report.hpp"
 #include "report/text_writers.hpp"
 #ifdef INFERSCOPE_HAVE_SQLITE
@@ -502,7 +503,8 @@ int analyse_and_write(const std::vector<std::string>& paths, const Requested& re
     inferscope::analyze::mark_launcher(a);
   }
   a.rule_file = rule_file_line(o.rules.get());
-  for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
+  for (auto& w : a.warnings)  // how the steps were found, a timeline drawn cut: notes, as the reports say
+    std::cerr << "iscope-analyze: " << (inferscope::report::note_label(w).empty() ? "warning: " : "note: ") << w << "\n";
   const bool ok = write_outputs(requested, a, reader, paths);
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
