@@ -328,7 +328,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
            "idle loop, so its findings are left out.</p>\n";
   if (run.steps_matched > 0)
     out << "<p>" << run.steps_matched << " steps matched on every rank; the run's step is the slowest rank's: <b>"
-        << fmt(run.step_ms, 3) << " ms</b>. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
+        << fmt_ms(run.step_ms) << " ms</b>. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
         << (run.straggler >= 0 ? " The other ranks wait for <b>rank " + std::to_string(run.straggler) + "</b>" +
                                      (run.straggler_did.empty() ? std::string(".") : ": " + h(run.straggler_did) + ".")
                                : std::string())

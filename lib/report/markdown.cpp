@@ -422,7 +422,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
         << "idle loop, so its findings are left out. The run is described below.\n\n";
   if (run.steps_matched > 0)
     out << run.steps_matched << " steps matched on every rank (by their index); the run's step is the slowest rank's: "
-        << fmt(run.step_ms, 3) << " ms. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
+        << fmt_ms(run.step_ms) << " ms. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
         << (run.straggler >= 0 ? " The other ranks wait for **rank " + std::to_string(run.straggler) + "**" +
                                      (run.straggler_did.empty() ? std::string(".") : ": " + md_escape(run.straggler_did) + ".")
                                : std::string())
