@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs what InferScope needs from Debian 12's packages, only when something is missing.
+#   scripts/deps.sh                everything: the build, every test, the browser checks, the wheel
+#   scripts/deps.sh first-report   only what scripts/quickstart.sh builds (the tools, the runtime library, the
+#                                  C++ sample): no test framework, browser, node, Python headers or sanitizer runtime
 set -euo pipefail
+FIRST_REPORT=(build-essential cmake ninja-build pkg-config
+              libboost1.81-dev libboost-json1.81-dev libcxxopts-dev libyaml-cpp-dev zlib1g-dev)
 PKGS=(build-essential cmake ninja-build pkg-config
       libboost1.81-dev libboost-json1.81-dev   # Debian 12's default Boost (1.74) has no Boost.JSON
       doctest-dev libcxxopts-dev libyaml-cpp-dev libbenchmark-dev
@@ -13,6 +18,11 @@ PKGS=(build-essential cmake ninja-build pkg-config
       python3 python3-dev python3-pytest
       python3-venv python3-pip python3-setuptools python3-wheel   # pip install . (tests/pip), offline
       clang libclang-rt-14-dev binutils)
+case "${1:-all}" in
+  all) ;;
+  first-report) PKGS=("${FIRST_REPORT[@]}") ;;
+  *) echo "usage: scripts/deps.sh [all|first-report]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

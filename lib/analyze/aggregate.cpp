@@ -155,8 +155,8 @@ void fill_step_stats(StepStats& st, const std::vector<double>& durs, const StepS
   st.outlier_bound_ms = ms(sel.outlier_bound_ns);
   describe_spread(st, sel);
   for (size_t i : sel.outliers) {
-    if (st.outliers.size() >= 20) break;
-    st.outliers.push_back({uint32_t(i), starts_ms[i], ms(durs[i])});
+    st.outlier_indexes.push_back(uint32_t(i));
+    if (st.outliers.size() < 20) st.outliers.push_back({uint32_t(i), starts_ms[i], ms(durs[i])});
   }
   std::stable_sort(steady.begin(), steady.end(), [&](size_t x, size_t y) { return durs[x] > durs[y]; });
   for (size_t k = 0; k < steady.size() && k < 5; ++k)

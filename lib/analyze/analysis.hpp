@@ -118,6 +118,9 @@ struct StepStats {
   uint64_t typical = 0;   ///< steady steps that are not slow outliers: what the breakdown and impacts describe
   double outlier_bound_ms = 0;
   std::vector<StepInstance> outliers;  ///< steady steps slower than outlier_bound_ms, in time order (at most 20)
+  /// Every slow outlier's index, in time order (`outliers` keeps the first 20 with their times). The Perfetto
+  /// trace marks these steps "slow" and no others, so it counts what the report counts. Not in the JSON report.
+  std::vector<uint32_t> outlier_indexes;
   double mean_ms = 0, p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0, min_ms = 0;
   /// The steady steps are alike: their mean is within 15 % of their median and they do not fall into two modes.
   /// When not, end_to_end_ms is their mean (what the run costs per step; every finding's "per step" is of that

@@ -219,7 +219,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
 
   Tables tables = build_tables(cx, in, at, who, link);
   phase("tables");
-  Timeline timeline = build_timeline(cx, in, ss, hw, at.max_gpu_dur);
+  Timeline timeline = build_timeline(cx, in, ss, hw, at.max_gpu_dur, generation.token_function);
   phase("timeline");
 
   const ProgramFacts facts = find_program_facts(cx, in, ss, measured.steps, sapi, tables, generation, a.process);

@@ -613,8 +613,10 @@ Waits describe_waits(const WaitAttribution& waits, const TypicalStep& typical);
 Tables build_tables(const Context& cx, const Ingested& in, const Attribution& at, Launchers& who, const LinkPeak& link);
 
 // ---------------------------------------------------------------- representative timeline (timeline.cpp)
-/// The representative step's spans (a warning when they were cut to the longest).
-Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur);
+/// The representative step's spans (a warning when they were cut: timeline_cut.hpp says which stay; a generation
+/// loop's per-token calls, `token_function`, among the first).
+Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur,
+                        const std::string& token_function);
 /// Each thread lane's scheduler states in the step [rep_s, rep_e) (TimelineLane::states; timeline_states.cpp),
 /// from the dump's thread.state samples of its thread (dump thread id -> its lane).
 void add_thread_states(const Context& cx, const Ingested& in, int64_t rep_s, int64_t rep_e,

@@ -1,6 +1,7 @@
 // Stage "representative timeline": the representative step's spans by lane (threads, then GPU streams), tiny
 // spans merged and the longest kept (docs/analysis.md section 8).
 #include "analyze/stages.hpp"
+#include "analyze/timeline_cut.hpp"
 
 namespace inferscope::analyze::detail {
 namespace {
@@ -121,35 +122,21 @@ void keep_drawn_pairs(Lanes& lanes) {
 
 }  // namespace
 
-Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur) {
+Timeline build_timeline(const Context& cx, const Ingested& in, const StepSet& ss, const HostWork& hw, int64_t max_gpu_dur,
+                        const std::string& token_function) {
   Timeline a;
   const auto& opt = cx.opt;
   const int64_t rep_s = ss.rep_s, rep_e = ss.rep_e;
   std::map<std::string, uint32_t> lane_thread;
   Lanes lanes = collect_lanes(cx, in, ss, hw, max_gpu_dur, lane_thread);
   assign_rows(lanes);
-  // Cap: merge runs of tiny spans, then keep the longest.
+  // Cap: merge runs of tiny host spans, then keep GPU work and its launches first (timeline_cut.hpp).
   const double min_w = ms(double(rep_e - rep_s)) / 2000.0;
-  const size_t total = merge_tiny(lanes, min_w);
-  if (total > opt.max_timeline_spans) {
-    std::vector<double> widths;
-    for (auto& [n, L] : lanes)
-      for (auto& s : L.spans) widths.push_back(s.end_ms - s.start_ms);
-    std::nth_element(widths.begin(), widths.begin() + (opt.max_timeline_spans - 1), widths.end(), std::greater<>());
-    double cut = widths[opt.max_timeline_spans - 1];
-    size_t kept = 0;
-    for (auto& [n, L] : lanes) {
-      std::vector<TimelineSpan> out;
-      for (auto& s : L.spans)
-        if (s.end_ms - s.start_ms > cut || (s.end_ms - s.start_ms == cut && kept < opt.max_timeline_spans)) {
-          out.push_back(s);
-          ++kept;
-        }
-      L.spans = std::move(out);
-    }
-    a.warnings.push_back("the representative step's timeline was cut to its " + std::to_string(opt.max_timeline_spans) +
-                         " longest spans");
-  }
+  merge_tiny(lanes, min_w);
+  if (const TimelineCut cut = cut_timeline(lanes, opt.max_timeline_spans, token_function); cut.kept < cut.before)
+    a.warnings.push_back("the representative step's timeline was cut to " + std::to_string(cut.kept) + " of its " +
+                         std::to_string(cut.before) + " spans: its ranges, then GPU work with the calls that launched "
+                         "it, then other CUDA calls, then the longest Python frames");
   keep_drawn_pairs(lanes);
   std::map<uint32_t, TimelineLane*> lane_of_thread;
   for (auto& [n, L] : lanes)

@@ -647,10 +647,12 @@ class TraceWriter {
     }
   }
 
-  /// "warm-up", "slow" (a steady step slower than the analysis's outlier bound) or "steady".
-  static const char* step_kind(const analyze::StepStats& st, size_t i, double dur_ms) {
+  /// "warm-up", "slow" (one of the analysis's slow outliers, the steps its report counts as such) or "steady".
+  /// Not "above the outlier bound": steps of two modes have no outliers (the slow mode is a state of the run),
+  /// and a trace that called them slow would contradict the report.
+  static const char* step_kind(const analyze::StepStats& st, size_t i) {
     if (i < st.warmup) return "warm-up";
-    return st.outlier_bound_ms > 0 && dur_ms > st.outlier_bound_ms ? "slow" : "steady";
+    return std::binary_search(st.outlier_indexes.begin(), st.outlier_indexes.end(), uint32_t(i)) ? "slow" : "steady";
   }
 
   /// Each step the analysis found (warm-up included) as a slice "step N" on a "Steps" track at the top of the
@@ -664,7 +666,7 @@ class TraceWriter {
     for (size_t i = 0; i < st.spans.size(); ++i) {
       const auto& sp = st.spans[i];
       const int64_t dur = std::max<int64_t>(0, sp.end_ns - sp.start_ns);
-      const char* kind = step_kind(st, i, static_cast<double>(dur) / 1e6);
+      const char* kind = step_kind(st, i);
       std::string name = "step " + std::to_string(i);
       if (kind[0] != 's' || kind[1] != 't') name += std::string(" (") + kind + ")";
       Args a;

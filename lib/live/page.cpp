@@ -20,6 +20,7 @@ svg text{font-size:11px}
 <span>p90 <b id="p90">–</b> ms</span><span>slowest of the last <span id="window">0</span>: <b id="slowest">–</b> ms
 <span id="slowest_at"></span></span><span>dropped records <b id="dropped">0</b></span>
 <span>GPU busy p50 <b id="gpu_busy">–</b></span></div>
+<p id="step_hint" hidden></p>
 <h2>GPU and bottleneck (live estimates)</h2><p id="gpu_state">no GPU activity recorded</p>
 <p id="bottleneck"></p><table id="categories"></table>
 <h2>Breakdown of a step (mean of the newest steps)</h2><table id="breakdown"></table>
@@ -99,6 +100,7 @@ async function tick() {
     el('state').textContent = 'session ' + d.state + ', ' + d.records_total + ' records';
     el('state').className = '';
     el('steps').textContent = d.steps_total;
+    el('step_hint').textContent = d.step_hint; el('step_hint').hidden = !d.step_hint;
     el('p50').textContent = fmt(d.p50_ms); el('p90').textContent = fmt(d.p90_ms);
     el('window').textContent = d.window_steps;
     el('slowest').textContent = d.slowest ? fmt(d.slowest.dur_ms) : '–';

@@ -109,6 +109,26 @@ std::string json_string(const std::string& t) {
   return o + "\"";
 }
 
+std::string step_hint(const Snapshot& s) {
+  if (s.steps_total > 0) return {};
+  const std::string named = "no step named '" + s.step_name + "' yet";
+  if (s.step_candidates.empty())
+    return named + ", and no repeated top-level range or Python function either; mark a step with ISCOPE_RANGE(\"" +
+           s.step_name + "\") or inferscope_py.scope(\"" + s.step_name + "\")";
+  std::string seen;
+  bool python = false;
+  for (const StepCandidate& c : s.step_candidates) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3g s", c.seconds);
+    seen += (seen.empty() ? "" : ", ") + std::string(c.python ? "Python function " : "range ") + c.name + " (" +
+            std::to_string(c.count) + (c.python ? " calls, " : " times, ") + secs + ")";
+    python |= c.python;
+  }
+  return named + ": candidates seen: " + seen + "; name one with --set step=NAME (or ISCOPE_RANGE(\"" + s.step_name +
+         "\")" + (python ? ", or wrap a Python function's body in inferscope_py.scope(\"" + s.step_name + "\")" : "") +
+         ")";
+}
+
 std::string render_data_json(const Snapshot& s) {
   const auto window = newest(s.steps, kWindowSteps);
   std::vector<double> d;
@@ -118,6 +138,7 @@ std::string render_data_json(const Snapshot& s) {
     if (!slowest || x.end - x.start > slowest->end - slowest->start) slowest = &x;
   }
   std::string out = "{\"state\":" + json_string(s.state) + ",\"steps_total\":" + std::to_string(s.steps_total) +
+                    ",\"step_name\":" + json_string(s.step_name) + ",\"step_hint\":" + json_string(step_hint(s)) +
                     ",\"records_total\":" + std::to_string(s.records_total) +
                     ",\"dropped_records\":" + std::to_string(s.dropped_records) +
                     ",\"now_ms\":" + num(at_ms(s, s.now_ticks)) + ",\"window_steps\":" + std::to_string(window.size()) +

@@ -23,6 +23,11 @@ std::string render_data_json(const Snapshot& s);
 /// Prometheus text format 0.0.4: the step histogram, records and drops, the session state.
 std::string render_metrics(const Snapshot& s);
 
+/// While no step has been seen, why the page shows none and what to do: "no step named 'step' yet: candidates seen:
+/// range decode (120 times, 3.2 s), Python function infer (120 calls, 3.1 s); name one with --set step=NAME (or
+/// ISCOPE_RANGE("step"))". "" once a step is seen.
+std::string step_hint(const Snapshot& s);
+
 /// The page itself; its script fetches `data?token=<token>` every second ("" when no token is required).
 std::string render_page(const std::string& token);
 

@@ -17,7 +17,9 @@ Tap::Tap(uint32_t step_name, uint64_t origin_ticks, double ticks_per_ns, std::fu
          size_t step_capacity, size_t span_capacity)
     : step_name_(step_name), origin_(origin_ticks), ticks_per_ns_(ticks_per_ns > 0 ? ticks_per_ns : 1.0),
       resolve_(std::move(resolve)), steps_(step_capacity ? step_capacity : 1), spans_(span_capacity ? span_capacity : 1),
-      gpu_(ticks_per_ns_) {}
+      gpu_(ticks_per_ns_) {
+  step_text_ = resolve_ ? resolve_(step_name_) : std::string("step");
+}
 
 void Tap::observe(uint32_t thread, const uint8_t* p, size_t bytes) {
   std::lock_guard lk(mu_);
@@ -34,6 +36,8 @@ void Tap::observe(uint32_t thread, const uint8_t* p, size_t bytes) {
       add_gpu(h.kind, p + o, h.size);
     } else if (h.kind == RecordKind::kCudaApi) {
       add_api(thread, p + o, h.size);
+    } else if (h.kind == RecordKind::kPyCall && steps_total_ == 0 && h.aux <= kCandidateDepth) {
+      add_python_call(p + o, h.size);
     }
     o += h.size;
   }
@@ -44,9 +48,52 @@ void Tap::add_range(uint32_t thread, uint32_t name, uint32_t depth, uint64_t sta
   if (end > now_) now_ = end;
   remember_name(name);
   if (name == step_name_) return add_step(s);
+  if (depth == 0 && steps_total_ == 0) count_candidate(range_seen_, name, end - start);
   spans_[spans_next_] = s;
   spans_next_ = (spans_next_ + 1) % spans_.size();
   ++spans_total_;
+}
+
+// A step candidate seen once more; a program that makes more than kMaxNames of them keeps counting the first ones.
+void Tap::count_candidate(std::map<uint32_t, Seen>& seen, uint32_t id, uint64_t ticks) {
+  auto it = seen.find(id);
+  if (it == seen.end()) {
+    if (seen.size() >= kMaxNames) return;
+    it = seen.emplace(id, Seen{}).first;
+  }
+  ++it->second.count;
+  it->second.ticks += ticks;
+}
+
+void Tap::add_python_call(const uint8_t* record, size_t size) {
+  if (!resolve_code_ || size < sizeof(PyCallRecord)) return;
+  PyCallRecord r;
+  std::memcpy(&r, record, sizeof(r));
+  if (r.end < r.start) return;
+  count_candidate(python_seen_, r.code, r.end - r.start);
+  if (!code_names_.count(r.code) && code_names_.size() < kMaxNames) code_names_[r.code] = resolve_code_(r.code);
+}
+
+// The candidates seen twice or more, most time first. Called under the lock; names were resolved when first seen.
+std::vector<StepCandidate> Tap::step_candidates() const {
+  std::vector<StepCandidate> out;
+  if (steps_total_ > 0) return out;
+  for (const auto& [id, s] : range_seen_)
+    if (s.count >= 2)
+      if (const auto n = names_.find(id); n != names_.end())
+        out.push_back({n->second, false, s.count, double(s.ticks) / ticks_per_ns_ * 1e-9});
+  for (const auto& [id, s] : python_seen_)
+    if (s.count >= 2)
+      if (const auto n = code_names_.find(id); n != code_names_.end() && !n->second.empty())
+        out.push_back({n->second, true, s.count, double(s.ticks) / ticks_per_ns_ * 1e-9});
+  std::stable_sort(out.begin(), out.end(), [](const StepCandidate& x, const StepCandidate& y) { return x.seconds > y.seconds; });
+  if (out.size() > kMaxCandidates) out.resize(kMaxCandidates);
+  return out;
+}
+
+void Tap::set_code_names(std::function<std::string(uint32_t)> resolve_code) {
+  std::lock_guard lk(mu_);
+  resolve_code_ = std::move(resolve_code);
 }
 
 void Tap::add_gpu(RecordKind kind, const uint8_t* record, size_t size) {
@@ -176,6 +223,8 @@ Snapshot Tap::snapshot() const {
   s.names = names_;
   s.threads = threads_;
   s.steps_total = steps_total_;
+  s.step_name = step_text_;
+  s.step_candidates = step_candidates();
   s.step_seconds_sum = sum_;
   s.buckets = buckets_;
   s.steps_over_last_bound = over_;

@@ -37,6 +37,21 @@ inline constexpr size_t kTimelineGpuSpans = 4096;
 inline constexpr std::array<double, 14> kBucketBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                          0.25,  0.5,    1.0,   2.5,  5.0,   10.0, 30.0};
 
+/// Python calls at most this deep (frames on their thread, from 0) count as step candidates: a loop's body is
+/// called from the script's top level, from main() or one level below.
+inline constexpr uint32_t kCandidateDepth = 3;
+/// Step candidates a snapshot names at most.
+inline constexpr size_t kMaxCandidates = 5;
+
+/// Something repeated that could be the step, seen while no step (a range named by the setting `step`) has been:
+/// a top-level range, or a Python function called near the top of its thread's stack.
+struct StepCandidate {
+  std::string name;
+  bool python = false;  ///< a Python function (else a range)
+  uint64_t count = 0;   ///< ranges or calls that ended
+  double seconds = 0;   ///< their total time
+};
+
 /// What the server reads: a copy, taken under the tap's lock.
 struct Snapshot {
   std::vector<Span> steps;  ///< the newest steps, oldest first
@@ -44,6 +59,10 @@ struct Snapshot {
   std::map<uint32_t, std::string> names;    ///< string id -> text (ranges' names)
   std::map<uint32_t, std::string> threads;  ///< dump thread id -> name
   uint64_t steps_total = 0;
+  std::string step_name;  ///< the range a step is (the setting `step`, "step" when empty)
+  /// While no step has been seen: the repeated top-level ranges and shallow Python functions, most time first
+  /// (at most kMaxCandidates; each seen twice or more). Empty once a step is seen.
+  std::vector<StepCandidate> step_candidates;
   double step_seconds_sum = 0;
   std::array<uint64_t, kBucketBounds.size()> buckets{};  ///< non-cumulative counts per bucket
   uint64_t steps_over_last_bound = 0;                    ///< steps above the last bound (+Inf only)
@@ -75,6 +94,9 @@ class Tap {
   void observe(uint32_t thread, const uint8_t* records, size_t bytes);
   /// Feeding thread: the session's cumulative dropped records, and a thread's name.
   void set_dropped(uint64_t records);
+  /// Feeding thread, before the first observe(): code id -> a Python function's qualified name, for the step
+  /// candidates (without it, Python calls are not counted).
+  void set_code_names(std::function<std::string(uint32_t)> resolve_code);
   /// `os_tid` (0: unknown) places CUDA API records that name their caller's OS thread (CUPTI's API activity
   /// records, written to the `gpu` channel) on that thread.
   void set_thread_name(uint32_t thread, const std::string& name, uint32_t os_tid = 0);
@@ -89,6 +111,12 @@ class Tap {
   void add_range(uint32_t thread, uint32_t name, uint32_t depth, uint64_t start, uint64_t end);
   void add_step(const Span& s);
   void remember_name(uint32_t id);
+  void add_python_call(const uint8_t* record, size_t size);
+  struct Seen {
+    uint64_t count = 0, ticks = 0;
+  };
+  static void count_candidate(std::map<uint32_t, Seen>& seen, uint32_t id, uint64_t ticks);
+  std::vector<StepCandidate> step_candidates() const;
   void add_gpu(RecordKind kind, const uint8_t* record, size_t size);
   void add_api(uint32_t thread, const uint8_t* record, size_t size);
   uint8_t api_kind_of(uint32_t name);
@@ -105,6 +133,11 @@ class Tap {
   std::array<uint64_t, kBucketBounds.size()> buckets_{};
   uint64_t over_ = 0, records_ = 0, dropped_ = 0, now_ = 0;
   std::map<uint32_t, std::string> names_, threads_;
+  std::string step_text_;  // the step's name, resolved once
+  // Step candidates, counted only while no step has been seen: top-level ranges by name id, Python calls by code id.
+  std::map<uint32_t, Seen> range_seen_, python_seen_;
+  std::function<std::string(uint32_t)> resolve_code_;
+  std::map<uint32_t, std::string> code_names_;
   std::map<uint32_t, uint32_t> thread_of_os_tid_;
   std::map<uint32_t, uint8_t> api_kinds_;  // CUDA API name id -> analyze::detail::ApiKind
   // The timeline's range: the newest kTimelineSteps settled steps, or before any settled, the newest steps to

@@ -50,12 +50,15 @@ std::vector<BreakdownRow> cause_rows(const analyze::Breakdown& b, bool gpu_work)
 
 double pct_of(double ms, double step_ms) { return step_ms > 0 ? ms / step_ms * 100.0 : 0.0; }
 
+// Decimal units, as the analyzer's own sentences ("12.6 MB", "1.20 GB") and the bandwidths (GB/s) are written: a
+// report says one quantity in one unit (docs/reports.md, "Units and precision").
 std::string fmt_bytes(uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  return u == 0 ? std::to_string(bytes) + " B" : fmt(v, 1) + " " + units[u];
+  const double v = static_cast<double>(bytes);
+  if (bytes < 1000) return std::to_string(bytes) + " B";
+  if (v < 1e6) return fmt(v / 1e3, 1) + " kB";
+  if (v < 1e9) return fmt(v / 1e6, 1) + " MB";
+  if (v < 1e12) return fmt(v / 1e9, 2) + " GB";
+  return fmt(v / 1e12, 2) + " TB";
 }
 
 std::string fmt_peak(const analyze::CopyRow& r) {
@@ -154,19 +157,94 @@ std::string step_runner_ups(const analyze::StepStats& s) {
   return out.empty() ? out : out + "; pick one with --step NAME";
 }
 
-std::string sampling_sentence(const analyze::Sampling& s) {
-  std::string out = "full detail for ";
-  for (const auto& w : s.windows)
-    if (w.reason == "baseline" && w.open)  // the run ended within the baseline: a full capture
-      return "full detail for the whole run: it ended within the baseline, after " + std::to_string(w.steps) +
-             " steps, so nothing was sampled out.";
-    else if (w.reason == "baseline")
-      out = "full detail from the start for " + std::to_string(w.steps) + " steps, then in windows; in all, for ";
+namespace {
+
+// "15 of 200 steps of 'step' (7.5 %) and 40.0 of 900.0 ms (4.4 %)": how much of the run has full detail.
+std::string coverage_of(const analyze::Sampling& s) {
+  std::string out;
   if (s.by_steps)
     out += std::to_string(s.steps_in_windows) + " of " + std::to_string(s.steps_seen) + " steps of '" + s.step_name +
            "' (" + fmt(s.step_coverage_pct, 1) + " %) and ";
   out += fmt(s.window_ms, 1) + " of " + fmt(s.run_ms, 1) + " ms (" + fmt(s.time_coverage_pct, 1) + " %)";
   if (!s.by_steps) out += ", in timed windows (no step range was seen)";
+  return out;
+}
+
+}  // namespace
+
+std::string sampling_headline(const analyze::Sampling& s) {
+  if (recorded_whole(s)) return sampling_sentence(s);
+  return "full detail for " + coverage_of(s) + "; the step statistics, breakdown and findings describe those only.";
+}
+
+std::string spread_text(const analyze::StepStats& s) {
+  // The analyzer's sentence for steps that are not alike without two modes opens with these words; after a
+  // "Steps not alike" label they would say it twice.
+  constexpr std::string_view kOpening = "the steps are not alike: ";
+  return s.spread.starts_with(kOpening) ? s.spread.substr(kOpening.size()) : s.spread;
+}
+
+std::string step_counts_sentence(const analyze::StepStats& s) {
+  const uint64_t left_out = s.count > s.typical ? s.count - s.typical : 0;
+  return std::to_string(s.total) + " steps = " + std::to_string(s.warmup) + " warm-up + " + std::to_string(s.count) +
+         " steady (the statistics); the " + std::to_string(s.count) + " steady = " + std::to_string(s.typical) +
+         " typical (the breakdown and the impacts) + " + std::to_string(left_out) +
+         " slow outlier(s) left out. Warm-up: " + s.warmup_reason + ".";
+}
+
+std::string outliers_sentence(const analyze::StepStats& s) {
+  const uint64_t left_out = s.count > s.typical ? s.count - s.typical : 0;
+  const size_t above = std::max(s.outlier_indexes.size(), s.outliers.size());
+  const std::string bound = fmt_ms(s.outlier_bound_ms) + " ms (median + max(3 scaled MADs, 25 %))";
+  if (left_out > 0)
+    return std::to_string(left_out) + " steady step(s) slower than " + bound +
+           " are left out of the breakdown; see the slow_steps finding.";
+  if (above > 0)
+    return std::to_string(above) + " steady step(s) are slower than " + bound + "; as the steps are not alike, they " +
+           "stay in the breakdown, whose step is the mean of all " + std::to_string(s.count) +
+           " steady steps (see the slow_steps finding).";
+  return {};
+}
+
+ZeroSplit split_zero_rows(std::vector<BreakdownRow> rows) {
+  ZeroSplit z;
+  for (auto& r : rows) {
+    if (std::fabs(r.ms) < 0.0005) z.zero.push_back(r);  // prints as 0.000 ms
+    else z.shown.push_back(r);
+  }
+  return z;
+}
+
+std::string zero_rows_note(const std::vector<std::string>& names, const std::string& noun) {
+  if (names.empty()) return {};
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+  return std::to_string(names.size()) + " " + noun + (names.size() == 1 ? "" : "s") + " at 0 ms not shown (" + list + ").";
+}
+
+std::vector<std::string> labels_of(const std::vector<BreakdownRow>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows) out.push_back(r.label);
+  return out;
+}
+
+// The runtime counts a window's steps by the range it takes as a step (Sampling::step_name, "step" unless set):
+// a program without that range (most Python programs, whose step the analysis finds as a function) has windows
+// of 0 steps. A count of 0 is then not known, never "after 0 steps" beside the N steps the analysis describes.
+std::string sampling_sentence(const analyze::Sampling& s) {
+  std::string out = "full detail for ";
+  const auto counted = [&s](const analyze::SampledWindow& w) {
+    return s.by_steps && w.steps > 0 ? std::to_string(w.steps) + " steps of '" + s.step_name + "'" : std::string();
+  };
+  for (const auto& w : s.windows)
+    if (w.reason == "baseline" && w.open)  // the run ended within the baseline: a full capture
+      return "full detail for the whole run: it ended within the baseline" +
+             (counted(w).empty() ? std::string() : ", after " + counted(w)) + ", so nothing was sampled out.";
+    else if (w.reason == "baseline")
+      out = "full detail from the start for " +
+            (counted(w).empty() ? "its first " + fmt(w.end_ms - w.start_ms, 1) + " ms" : counted(w)) +
+            ", then in windows; in all, for ";
+  out += coverage_of(s);
   out += "; " + std::to_string(s.windows_opened) + " window(s) opened, " + std::to_string(s.windows_kept) +
          " kept in the ring";
   if (s.windows_dropped)

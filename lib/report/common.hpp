@@ -29,7 +29,7 @@ std::vector<BreakdownRow> cause_rows(const analyze::Breakdown& b, bool gpu_work 
 /// ms as percent of the step ("0.0" when there is no step time).
 double pct_of(double ms, double step_ms);
 
-/// Bytes with a binary unit: "512 B", "1.5 MiB".
+/// Bytes with a decimal unit, as the analyzer writes them: "512 B", "1.5 kB", "12.6 MB", "1.20 GB".
 std::string fmt_bytes(uint64_t bytes);
 
 /// A copy row's peak bandwidth cell: "25.2", "55.0 (assumed)" when no PCIe link was recorded, "unknown".
@@ -66,6 +66,32 @@ std::string sampling_sentence(const analyze::Sampling& s);
 std::string step_runner_ups(const analyze::StepStats& s);
 /// True when an adaptive run ended within its baseline (the default mode's short run): a full capture.
 bool recorded_whole(const analyze::Sampling& s);
+/// The first screen's short form: the whole-run sentence of a full capture, else how much of the run has full
+/// detail and that the figures describe that part only (the windows and slow steps are in the report's appendix).
+std::string sampling_headline(const analyze::Sampling& s);
+
+/// StepStats::spread for a line that already says the steps are not alike: the analyzer's opening words of the
+/// same meaning dropped ("their mean (327 ms) is 56 % above their median (144 ms)").
+std::string spread_text(const analyze::StepStats& s);
+
+/// How the steps divide, in counts that add up, as one sentence (plain text): "103 steps = 3 warm-up + 100 steady
+/// (...); the 100 steady = 98 typical (...) + 2 slow outlier(s) left out. Warm-up: <reason>." Steady steps that
+/// are not alike are all typical (their mean is the headline), so none is left out.
+std::string step_counts_sentence(const analyze::StepStats& s);
+/// The slow outliers in one sentence: how many are left out of the breakdown, or, for steps that are not alike,
+/// how many lie above the bound yet stay in it; "" when none is above the bound.
+std::string outliers_sentence(const analyze::StepStats& s);
+
+/// Breakdown rows split into those with a time to show and those at 0 ms (under half a microsecond: "0.000"),
+/// whose labels a line names instead of a table full of zero rows.
+struct ZeroSplit {
+  std::vector<BreakdownRow> shown, zero;
+};
+ZeroSplit split_zero_rows(std::vector<BreakdownRow> rows);
+/// "2 parts at 0 ms not shown (H2D copies, D2H copies)." for `names` of rows and `noun` "part"; "" for none.
+std::string zero_rows_note(const std::vector<std::string>& names, const std::string& noun = "part");
+/// The labels of `rows` (the component table's names).
+std::vector<std::string> labels_of(const std::vector<BreakdownRow>& rows);
 /// The windows table's and the slow-steps table's cells (plain text; the writers escape them).
 inline const std::vector<std::string> kSamplingWindowHead = {"window", "reason", "detail", "start (ms)", "end (ms)",
                                                              "first step", "steps", "analysed", "slow", "records"};

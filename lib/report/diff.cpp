@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -20,13 +21,30 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double pct_change(double before, double after) { return before != 0 ? (after - before) / before * 100.0 : kNaN; }
 
-// The median of a resample (with replacement) of `from`, drawn into `scratch`. `rng() % n` rather than
+// A statistic of the step durations in `v` (which it may reorder): "p50" (the median), "mean" or "p90".
+double statistic_of(const std::string& statistic, std::vector<double>& v) {
+  if (v.empty()) return 0;
+  if (statistic == "mean") return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  if (statistic == "p90") {
+    std::sort(v.begin(), v.end());
+    return analyze::percentile_sorted(v, 0.9);
+  }
+  return analyze::median_in_place(v);
+}
+
+// The statistic of a resample (with replacement) of `from`, drawn into `scratch`. `rng() % n` rather than
 // std::uniform_int_distribution, whose output differs between standard libraries: the interval must be
 // the same bytes everywhere.
-double resampled_median(const std::vector<double>& from, std::mt19937_64& rng, std::vector<double>& scratch) {
+double resampled(const std::string& statistic, const std::vector<double>& from, std::mt19937_64& rng,
+                 std::vector<double>& scratch) {
   scratch.resize(from.size());
   for (auto& x : scratch) x = from[size_t(rng() % from.size())];
-  return analyze::median_in_place(scratch);
+  return statistic_of(statistic, scratch);
+}
+
+// Words for a statistic in a note: "medians", "means", "p90s".
+std::string plural(const std::string& statistic) {
+  return statistic == "p50" ? "medians" : statistic == "mean" ? "means" : statistic + "s";
 }
 
 StepSide side_of(const analyze::StepStats& s) { return {s.name, s.count, s.mean_ms, s.p50_ms, s.p90_ms}; }
@@ -167,6 +185,11 @@ void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::An
 
 MedianInterval median_difference_interval(const std::vector<double>& before, const std::vector<double>& after,
                                           uint32_t resamples, uint64_t seed, double level) {
+  return difference_interval("p50", before, after, resamples, seed, level);
+}
+
+MedianInterval difference_interval(const std::string& statistic, const std::vector<double>& before,
+                                   const std::vector<double>& after, uint32_t resamples, uint64_t seed, double level) {
   MedianInterval iv;
   iv.level = level;
   iv.seed = seed;
@@ -179,15 +202,15 @@ MedianInterval median_difference_interval(const std::vector<double>& before, con
   std::vector<double> diffs, scratch;
   diffs.reserve(resamples);
   for (uint32_t r = 0; r < resamples; ++r) {
-    const double mb = resampled_median(before, rng, scratch);
-    diffs.push_back(resampled_median(after, rng, scratch) - mb);
+    const double mb = resampled(statistic, before, rng, scratch);
+    diffs.push_back(resampled(statistic, after, rng, scratch) - mb);
   }
   std::sort(diffs.begin(), diffs.end());
   iv.available = true;
   iv.resamples = resamples;
   iv.low_ms = analyze::percentile_sorted(diffs, (1 - level) / 2);
   iv.high_ms = analyze::percentile_sorted(diffs, 1 - (1 - level) / 2);
-  iv.note = "bootstrap of the difference of medians: " + std::to_string(resamples) +
+  iv.note = "bootstrap of the difference of " + plural(statistic) + ": " + std::to_string(resamples) +
             " resamples of the steady steps, percentile interval, seed " + std::to_string(seed);
   return iv;
 }
@@ -199,10 +222,36 @@ LatencyChange compare_latency(const analyze::StepStats& before, const analyze::S
   l.after = l.paced ? paced_side_of(after) : side_of(after);
   l.delta_p50_ms = l.after.p50_ms - l.before.p50_ms;
   l.delta_p50_pct = pct_change(l.before.p50_ms, l.after.p50_ms);
-  l.interval = l.paced ? median_difference_interval(before.completion_periods_ms, after.completion_periods_ms)
-                       : median_difference_interval(before.steady_durations_ms, after.steady_durations_ms);
+  const auto& sb = l.paced ? before.completion_periods_ms : before.steady_durations_ms;
+  const auto& sa = l.paced ? after.completion_periods_ms : after.steady_durations_ms;
+  l.interval = median_difference_interval(sb, sa);
   l.verdict = verdict_of(l.interval);
+  for (const char* stat : {"p50", "mean", "p90"}) {
+    StatisticChange c;
+    c.statistic = stat;
+    c.before_ms = stat[0] == 'm' ? l.before.mean_ms : stat[1] == '5' ? l.before.p50_ms : l.before.p90_ms;
+    c.after_ms = stat[0] == 'm' ? l.after.mean_ms : stat[1] == '5' ? l.after.p50_ms : l.after.p90_ms;
+    c.delta_ms = c.after_ms - c.before_ms;
+    c.delta_pct = pct_change(c.before_ms, c.after_ms);
+    c.interval = c.statistic == "p50" ? l.interval : difference_interval(c.statistic, sb, sa);
+    c.verdict = verdict_of(c.interval);
+    l.statistics.push_back(std::move(c));
+  }
+  // The analysis report's basis: the mean where a side's steps are not alike (its headline is then their mean).
+  if (!before.alike || !after.alike) {
+    l.headline = "mean";
+    l.headline_reason = !before.alike && !after.alike ? "the steps of both runs are not alike"
+                        : !before.alike               ? "the steps of BEFORE are not alike"
+                                                      : "the steps of AFTER are not alike";
+  }
   return l;
+}
+
+const StatisticChange& LatencyChange::headline_change() const {
+  static const StatisticChange none;
+  for (const auto& c : statistics)
+    if (c.statistic == headline) return c;
+  return statistics.empty() ? none : statistics.front();
 }
 
 std::vector<BreakdownChange> compare_breakdown(const analyze::Breakdown& before, const analyze::Breakdown& after) {

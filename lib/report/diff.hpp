@@ -28,7 +28,8 @@ struct StepSide {
   double mean_ms = 0, p50_ms = 0, p90_ms = 0;
 };
 
-/// A bootstrap percentile interval of median(AFTER) - median(BEFORE) from the steady step durations.
+/// A bootstrap percentile interval of statistic(AFTER) - statistic(BEFORE) from the steady step durations (the
+/// median's, the mean's or the p90's; the name is the median's, which came first).
 struct MedianInterval {
   bool available = false;
   std::string note;      ///< why it is not available, or how it was computed
@@ -36,6 +37,15 @@ struct MedianInterval {
   double level = 0.95;
   uint32_t resamples = 0;
   uint64_t seed = 0;
+};
+
+/// One statistic of the steady steps (p50, mean or p90), before and after, with its own interval and verdict.
+struct StatisticChange {
+  std::string statistic;  ///< "p50" | "mean" | "p90"
+  double before_ms = 0, after_ms = 0, delta_ms = 0;
+  double delta_pct = 0;  ///< of before; NaN when before is 0
+  MedianInterval interval;
+  std::string verdict;   ///< as LatencyChange::verdict, from this statistic's interval
 };
 
 struct LatencyChange {
@@ -48,6 +58,15 @@ struct LatencyChange {
   /// The host ran ahead of the GPU on a side (StepStats::host_ahead): both sides are compared by the GPU's
   /// pace (completion periods), not by their step ranges, which then measure the host only.
   bool paced = false;
+  /// The statistic the headline compares, on the analysis report's basis (StepStats::basis): "mean" when the steps
+  /// of either side are not alike (two modes, or a mean far from the median), where the median hides what the run
+  /// costs; else "p50". delta_p50_*, interval and verdict above stay the median's.
+  std::string headline = "p50";
+  std::string headline_reason;  ///< why the mean, "" for p50: "the steps of BEFORE are not alike"
+  /// p50, mean and p90 in that order, each with its interval (where the bootstrap applies) and verdict.
+  std::vector<StatisticChange> statistics;
+  /// The headline statistic's change (one of `statistics`).
+  const StatisticChange& headline_change() const;
 };
 
 /// One part of the mean step (analyze::Breakdown), before and after.
@@ -103,6 +122,10 @@ Comparison compare(const analyze::Analysis& before, const analyze::Analysis& aft
 MedianInterval median_difference_interval(const std::vector<double>& before, const std::vector<double>& after,
                                           uint32_t resamples = kBootstrapResamples, uint64_t seed = kBootstrapSeed,
                                           double level = 0.95);
+/// The same for another statistic of the steps: "p50", "mean" or "p90".
+MedianInterval difference_interval(const std::string& statistic, const std::vector<double>& before,
+                                   const std::vector<double>& after, uint32_t resamples = kBootstrapResamples,
+                                   uint64_t seed = kBootstrapSeed, double level = 0.95);
 
 /// Parts of compare(), each on its own.
 LatencyChange compare_latency(const analyze::StepStats& before, const analyze::StepStats& after);

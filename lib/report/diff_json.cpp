@@ -27,16 +27,35 @@ json::object side_json(const StepSide& s) {
   return o;
 }
 
-json::object latency_json(const LatencyChange& l) {
+json::object interval_json(const MedianInterval& i, const std::string& statistic) {
   json::object iv;
-  iv["available"] = l.interval.available;
-  iv["method"] = "bootstrap_difference_of_medians";
-  iv["level"] = num(l.interval.level);
-  iv["resamples"] = l.interval.resamples;
-  iv["seed"] = l.interval.seed;
-  iv["low_ms"] = l.interval.available ? num(l.interval.low_ms) : json::value(nullptr);
-  iv["high_ms"] = l.interval.available ? num(l.interval.high_ms) : json::value(nullptr);
-  iv["note"] = str(l.interval.note);
+  iv["available"] = i.available;
+  iv["method"] = statistic == "mean" ? "bootstrap_difference_of_means"
+                 : statistic == "p90" ? "bootstrap_difference_of_p90s"
+                                      : "bootstrap_difference_of_medians";
+  iv["level"] = num(i.level);
+  iv["resamples"] = i.resamples;
+  iv["seed"] = i.seed;
+  iv["low_ms"] = i.available ? num(i.low_ms) : json::value(nullptr);
+  iv["high_ms"] = i.available ? num(i.high_ms) : json::value(nullptr);
+  iv["note"] = str(i.note);
+  return iv;
+}
+
+json::object statistic_json(const StatisticChange& c) {
+  json::object s;
+  s["statistic"] = str(c.statistic);
+  s["before_ms"] = num(c.before_ms);
+  s["after_ms"] = num(c.after_ms);
+  s["delta_ms"] = num(c.delta_ms);
+  s["delta_pct"] = num(c.delta_pct);
+  s["verdict"] = str(c.verdict);
+  s["interval"] = interval_json(c.interval, c.statistic);
+  return s;
+}
+
+json::object latency_json(const LatencyChange& l) {
+  json::object iv = interval_json(l.interval, "p50");
   json::object o;
   o["before"] = side_json(l.before);
   o["after"] = side_json(l.after);
@@ -45,6 +64,14 @@ json::object latency_json(const LatencyChange& l) {
   o["verdict"] = str(l.verdict);
   o["basis"] = str(l.paced ? "gpu_pace" : "step_ranges");  // gpu_pace: a side's host ran ahead of its GPU
   o["interval"] = std::move(iv);
+  // Appended (schema version 1 only ever grows): the headline's statistic, as the analysis report's basis, and the
+  // p50, mean and p90 side by side.
+  o["headline_statistic"] = str(l.headline);
+  o["headline_reason"] = str(l.headline_reason);
+  o["headline_verdict"] = str(l.headline_change().verdict);
+  json::array stats;
+  for (const auto& c : l.statistics) stats.push_back(statistic_json(c));
+  o["statistics"] = std::move(stats);
   return o;
 }
 

@@ -32,17 +32,23 @@ std::string pct_cell(double v) { return std::isfinite(v) ? signed_fmt(v, 1) + " 
 Cell text(std::string s) { return {std::move(s), false}; }
 Cell code(std::string s) { return {std::move(s), true}; }
 
+// "[-10.972, -10.193]": a statistic's 95 % interval of the change, or why there is none.
+std::string interval_cell(const MedianInterval& iv) {
+  return iv.available ? "[" + signed_fmt(iv.low_ms, 3) + ", " + signed_fmt(iv.high_ms, 3) + "]" : "not available";
+}
+
+// The p50, mean and p90 verdicts side by side, each with its interval: the headline's statistic is one of them.
 Table latency_table(const LatencyChange& l) {
-  Table t{"Step latency (steady state)", {"", "Before", "After", "Change"}, {}, "", "lrrr"};
-  t.rows.push_back({text("Step"), code(l.before.name), code(l.after.name), text("")});
+  Table t{"Step latency (steady state)", {"", "Before", "After", "Change", "Verdict", "95 % interval of the change (ms)"},
+          {}, "", "lrrrll"};
+  t.rows.push_back({text("Step"), code(l.before.name), code(l.after.name), text(""), text(""), text("")});
   t.rows.push_back({text("Steady steps"), text(std::to_string(l.before.count)), text(std::to_string(l.after.count)),
-                    text(signed_fmt(double(l.after.count) - double(l.before.count), 0))});
-  auto row = [&](const char* name, double b, double a) {
-    t.rows.push_back({text(name), text(fmt(b, 3)), text(fmt(a, 3)), text(signed_fmt(a - b, 3) + " (" + pct_cell(b ? (a - b) / b * 100 : NAN) + ")")});
-  };
-  row("p50 (ms)", l.before.p50_ms, l.after.p50_ms);
-  row("mean (ms)", l.before.mean_ms, l.after.mean_ms);
-  row("p90 (ms)", l.before.p90_ms, l.after.p90_ms);
+                    text(signed_fmt(double(l.after.count) - double(l.before.count), 0)), text(""), text("")});
+  for (const auto& c : l.statistics)
+    t.rows.push_back({text(c.statistic + " (ms)" + (c.statistic == l.headline ? ", the headline" : "")),
+                      text(fmt(c.before_ms, 3)), text(fmt(c.after_ms, 3)),
+                      text(signed_fmt(c.delta_ms, 3) + " (" + pct_cell(c.delta_pct) + ")"), text(c.verdict),
+                      text(interval_cell(c.interval))});
   return t;
 }
 
@@ -87,16 +93,25 @@ std::vector<Table> tables_of(const Comparison& c) {
           names_table("Python functions that changed most, by count", "Function", c.python_by_count)};
 }
 
-// "Step latency (p50): 12.400 ms -> 3.100 ms (-9.300 ms, -75.0 %): faster." and the interval's sentence.
+// "Step latency (p50): 12.400 ms -> 3.100 ms (-9.300 ms, -75.0 %): faster." on the analysis report's basis (the
+// mean where the steps are not alike, saying so), the interval's sentence, and the other statistics' verdicts.
 std::vector<std::string> headline(const Comparison& c) {
   const auto& l = c.latency;
-  std::string h = "Step latency (p50): " + fmt(l.before.p50_ms, 3) + " ms -> " + fmt(l.after.p50_ms, 3) + " ms (" +
-                  signed_fmt(l.delta_p50_ms, 3) + " ms, " + pct_cell(l.delta_p50_pct) + "): " + l.verdict + ".";
-  std::string i = "95 % interval of the change in the median: ";
-  if (l.interval.available)
-    i += "[" + signed_fmt(l.interval.low_ms, 3) + ", " + signed_fmt(l.interval.high_ms, 3) + "] ms (" + l.interval.note + ").";
+  const StatisticChange& m = l.headline_change();
+  std::string h = "Step latency (" + m.statistic + (l.headline_reason.empty() ? "" : ": " + l.headline_reason) +
+                  "): " + fmt(m.before_ms, 3) + " ms -> " + fmt(m.after_ms, 3) + " ms (" + signed_fmt(m.delta_ms, 3) +
+                  " ms, " + pct_cell(m.delta_pct) + "): " + m.verdict + ".";
+  std::string i = "95 % interval of the change in the " + std::string(m.statistic == "p50" ? "median" : m.statistic) + ": ";
+  if (m.interval.available)
+    i += "[" + signed_fmt(m.interval.low_ms, 3) + ", " + signed_fmt(m.interval.high_ms, 3) + "] ms (" + m.interval.note + ").";
   else
-    i += l.interval.note + ".";
+    i += m.interval.note + ".";
+  std::string others;
+  for (const auto& s : l.statistics)
+    if (s.statistic != m.statistic)
+      others += (others.empty() ? "" : "; ") + s.statistic + " " + signed_fmt(s.delta_ms, 3) + " ms (" +
+                pct_cell(s.delta_pct) + "): " + s.verdict;
+  if (!others.empty()) i += " Beside it: " + others + ".";
   return {h, i};
 }
 

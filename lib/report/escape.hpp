@@ -8,6 +8,7 @@ namespace inferscope::report {
 
 using text::append_json_escaped;
 using text::fmt;
+using text::fmt_ms;
 using text::fmt_value;
 using text::html_escape;
 using text::json_quote;

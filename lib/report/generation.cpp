@@ -19,8 +19,8 @@ GenerationText generation_text(const analyze::GenerationLoop& g) {
   GenerationText t;
   t.lead = "Each step generates " + fmt(g.tokens_per_step, 0) + " tokens, one call of ";
   t.token_function = g.token_function;
-  t.rest = " per token (a generation loop: " + g.marker + "). Time to first token " + fmt(g.ttft_ms, 3) + " ms (p90 " +
-           fmt(g.ttft_ms_p90, 3) + "), time per output token " + fmt(g.tpot_ms, 3) + " ms (p90 " + fmt(g.tpot_ms_p90, 3) +
+  t.rest = " per token (a generation loop: " + g.marker + "). Time to first token " + fmt_ms(g.ttft_ms) + " ms (p90 " +
+           fmt_ms(g.ttft_ms_p90) + "), time per output token " + fmt_ms(g.tpot_ms) + " ms (p90 " + fmt_ms(g.tpot_ms_p90) +
            "), " + fmt(g.tokens_per_s, 1) + " tokens/s per sequence; measured over " + std::to_string(g.steps) +
            " typical steps. A token is done when the GPU work it launched has ended.";
   t.head = {"phase", "tokens", "ms per token, p50 / p90", "GPU ms (of the token)", "kernels (in the call)",
@@ -36,8 +36,8 @@ GenerationText generation_text(const analyze::GenerationLoop& g) {
 }
 
 std::string generation_headline(const analyze::GenerationLoop& g) {
-  return fmt(g.tokens_per_step, 0) + " tokens per step: time to first token " + fmt(g.ttft_ms, 3) +
-         " ms, per output token " + fmt(g.tpot_ms, 3) + " ms (p90 " + fmt(g.tpot_ms_p90, 3) + "), " +
+  return fmt(g.tokens_per_step, 0) + " tokens per step: time to first token " + fmt_ms(g.ttft_ms) +
+         " ms, per output token " + fmt_ms(g.tpot_ms) + " ms (p90 " + fmt_ms(g.tpot_ms_p90) + "), " +
          fmt(g.tokens_per_s, 1) + " tokens/s per sequence";
 }
 

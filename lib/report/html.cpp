@@ -38,7 +38,7 @@ tfoot td{background:#f7f9fb}td.name{font-family:ui-monospace,Menlo,Consolas,mono
 .finding.primary{border-left-color:#c0392b}.finding.uncertain{border-style:dashed}
 .badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;background:#e8edf2;margin-right:6px}
 .badge.primary{background:#c0392b;color:#fff}button.tl-goto{font:12px system-ui,sans-serif;margin-left:6px}td.n[style]{min-width:120px}
-rect.mk.sb{fill:#2c3e50}rect.mk.hl{fill:#f1c40f;fill-opacity:.3;stroke:#d68910;stroke-width:1}.badge.uncertain{background:#f4d03f}
+rect.mk.sb{fill:#2c3e50}rect.mk.tk{fill:#8e44ad;fill-opacity:.55}rect.mk.hl{fill:#f1c40f;fill-opacity:.3;stroke:#d68910;stroke-width:1}.badge.uncertain{background:#f4d03f}
 .legend span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
 svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl-svg.dragging{cursor:grabbing}
 #tl-svg:focus{outline:none}#tl-svg:focus-visible{outline:2px solid #4f7cac}rect.sel{stroke:#1d232b;stroke-width:2}
@@ -115,20 +115,18 @@ void write_breakdown(const Analysis& a, std::ostream& out) {
   out << "</div>\n<details id=\"components\"><summary>The same step split by component (a time split, not "
          "causes)</summary>\n";
   Table t{{"Component", "Time (ms)", "% of step"}, {false, true, true}, {}, {}, {true}, {2}};
-  for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
-    t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
+  const ZeroSplit split = split_zero_rows(breakdown_rows(b, a.gpu_work_recorded));  // as the Markdown report
+  for (const auto& r : split.shown) t.rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   t.foot = {"<b>Step total</b>", "<b>" + fmt(b.step_ms, 3) + "</b>", b.step_ms > 0 ? "<b>100.0</b>" : "0.0"};
   t.write(out);
+  if (!split.zero.empty()) out << "<p class=\"muted\">" << h(zero_rows_note(labels_of(split.zero))) << "</p>\n";
   out << "</details>\n";
   if (!a.gpu_work_recorded) {
     out << "<p>No GPU work was recorded: the step is host time only.</p></section>\n";
     return;
   }
-  out << "<p>GPU utilization: <b>" << fmt(b.gpu_utilization * 100.0, 1) << " %</b> of the step. GPU idle "
-      << fmt(b.gpu_idle_waiting_on_host_ms, 3) << " ms waiting on the host, "
-      << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms while the host launched, "
-      << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms at synchronizations, "
-      << fmt(b.gpu_idle_in_memory_ms, 3) << " ms in allocations/frees (one cause per idle instant).</p></section>\n";
+  out << "<p>GPU utilization: <b>" << fmt(b.gpu_utilization * 100.0, 1) << " %</b> of the step; each instant the "
+      << "GPU was idle has one cause, in the bar above.</p></section>\n";
 }
 
 void write_steps(const Analysis& a, std::ostream& out) {
@@ -138,8 +136,8 @@ void write_steps(const Analysis& a, std::ostream& out) {
     out << "<p>No steps found: the numbers cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).</p></section>\n";
     return;
   }
-  out << "<p>Step <code>" << h(s.name) << "</code>" << (s.detected ? " (detected automatically)" : "") << ", "
-      << s.count << " steps.</p>\n";
+  out << "<p>Step <code>" << h(s.name) << "</code>" << (s.detected ? " (detected automatically)" : "") << ". "
+      << h(step_counts_sentence(s)) << "</p>\n";
   Table{{"count", "mean (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "min (ms)"},
         {true, true, true, true, true, true, true},
         {{std::to_string(s.count), fmt(s.mean_ms, 3), fmt(s.p50_ms, 3), fmt(s.p90_ms, 3), fmt(s.p99_ms, 3),
@@ -152,6 +150,7 @@ void write_steps(const Analysis& a, std::ostream& out) {
       t.rows.push_back({std::to_string(st.index), fmt(st.start_ms, 3), fmt(st.duration_ms, 3)});
     t.write(out);
   }
+  if (const std::string o = outliers_sentence(s); !o.empty()) out << "<p>" << h(o) << "</p>\n";
   out << "</section>\n";
 }
 
@@ -350,7 +349,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
            "idle loop, so its findings are left out.</p>\n";
   if (run.steps_matched > 0)
     out << "<p>" << run.steps_matched << " steps matched on every rank; the run's step is the slowest rank's: <b>"
-        << fmt(run.step_ms, 3) << " ms</b>. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
+        << fmt_ms(run.step_ms) << " ms</b>. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
         << (run.straggler >= 0 ? " The other ranks wait for <b>rank " + std::to_string(run.straggler) + "</b>" +
                                      (run.straggler_did.empty() ? std::string(".") : ": " + h(run.straggler_did) + ".")
                                : std::string())
@@ -490,10 +489,10 @@ void write_html(const Analysis& a, std::ostream& out) {
     write_steps(a, out);
     write_generation(a, out);
     write_requests(a, out);
-    write_sampling(a, out);
   }
   write_tables(a, names, out);
   write_children(a, out);
+  if (!a.launcher) write_sampling(a, out);  // reference, with the process facts at the end (as the Markdown's appendix)
   write_process(a, out);
   out << "<script>" << html::kScript << html::kTimelineScript << "</script>\n</body></html>\n";
 }

@@ -22,11 +22,11 @@ void write_spread(const Analysis& a, std::ostream& out) {
   if (a.launcher) {
     out << "The slowest of " << a.run.ranks.size() << " ranks, per matched step: this process is their launcher.";
   } else if (s.count > 0) {
-    out << "<b>p50 " << fmt(s.p50_ms, 3) << " · p90 " << fmt(s.p90_ms, 3) << "</b> · p99 " << fmt(s.p99_ms, 3)
+    out << "<b>p50 " << fmt_ms(s.p50_ms) << " · p90 " << fmt_ms(s.p90_ms) << "</b> · p99 " << fmt_ms(s.p99_ms)
         << " ms per step over " << s.count << " steady steps of <code>" << h(s.name) << "</code> (headline: their "
-        << (s.alike ? "median" : "mean") << (s.alike ? ", mean " + fmt(s.mean_ms, 3) : ", median " + fmt(s.p50_ms, 3))
+        << (s.alike ? "median" : "mean") << (s.alike ? ", mean " + fmt_ms(s.mean_ms) : ", median " + fmt_ms(s.p50_ms))
         << " ms" << (s.warmup ? "; " + std::to_string(s.warmup) + " warm-up step(s) left out" : std::string()) << ").";
-    if (!s.spread.empty()) out << " <strong>Steps not alike:</strong> " << h(s.spread) << '.';
+    if (!s.spread.empty()) out << " <strong>Steps not alike:</strong> " << h(spread_text(s)) << '.';
   } else {
     out << "Whole trace: no steps found.";
   }
@@ -79,7 +79,7 @@ void write_alignment(const Analysis& a, std::ostream& out) {
 }  // namespace
 
 void write_first_screen(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  out << "<header><h1>End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3) << " ms</h1>\n";
+  out << "<header><h1>End-to-end latency: " << fmt_ms(a.launcher ? a.run.step_ms : a.end_to_end_ms) << " ms</h1>\n";
   write_spread(a, out);
   if (a.generation.detected && !a.launcher)
     out << "<p id=\"generation-headline\"><b>Generation loop</b>: " << h(generation_headline(a.generation))
@@ -89,7 +89,7 @@ void write_first_screen(const Analysis& a, const KernelNames& names, std::ostrea
         << " (<a href=\"#requests\">where their time went</a>).</p>\n";
   if (a.sampling.sampled)
     out << "<p><span class=\"badge\">" << (recorded_whole(a.sampling) ? "full capture" : "sampled") << "</span>"
-        << h(sampling_sentence(a.sampling)) << " (see Sampled run)</p>\n";
+        << h(sampling_headline(a.sampling)) << " (windows and slow steps: Sampled run, at the end)</p>\n";
   if (a.partial)
     out << "<p><span class=\"badge uncertain\">partial</span>The input is corrupt; only the data before the damage "
            "were read (see Data quality).</p>\n";
@@ -111,7 +111,11 @@ void write_quality(const Analysis& a, const KernelNames& names, std::ostream& ou
   out << "<details id=\"warnings\"" << (problem.empty() ? "" : " open") << "><summary>Data quality: "
       << (problem.empty() ? "no problem found" : "<span class=\"warn\">check first: " + h(problem) + "</span>")
       << "</summary><ul>\n";
-  for (const auto& w : a.warnings) out << "<li class=\"warn\"><b>Warning</b>: " << prose(names, w) << "</li>\n";
+  for (const auto& w : a.warnings) {
+    const std::string note = note_label(w);
+    out << (note.empty() ? std::string("<li class=\"warn\"><b>Warning</b>: ") : "<li><b>" + note + "</b>: ")
+        << prose(names, w) << "</li>\n";
+  }
   write_alignment(a, out);
   if (!a.rule_file.empty()) out << "<li id=\"rule-file\">Rule file: " << h(a.rule_file) << ".</li>\n";
   out << "<li id=\"drops\">Dropped records: "

@@ -9,7 +9,7 @@ namespace inferscope::report::html {
 // version used, only fits the first table and threw a TypeError on any other. What it needs of the markup
 // (Table::write): a <thead> row of <th>, class "n" on a numeric column's header, and a <tbody> whose rows have a
 // cell per header; a <tfoot> (a total) stays where it is.
-//  - A numeric column sorts by the number a cell starts with: "12.5", "234.2 MiB" as bytes, "55.0 (assumed)" as
+//  - A numeric column sorts by the number a cell starts with: "12.5", "234.2 MB" as bytes, "55.0 (assumed)" as
 //    55. A figure below the counter's resolution ("under 10" ms of CPU time) sorts as 0, before every measured
 //    one. Cells with no number ("n/a", "unknown", "-") go last either way, so the largest values come first on
 //    the second click.
@@ -19,14 +19,14 @@ namespace inferscope::report::html {
 // tests/report/html_sort_harness.js runs it in node on a generated page; tests/report/browser_check.py in Chromium.
 constexpr const char* kScript = R"JS(
 (function () {
-  var UNITS = {B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4};
+  var UNITS = {B: 0, kB: 1, MB: 2, GB: 3, TB: 4};
   var text = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
 
   function cellNumber(t) {
     if (/^under [\d.]+$/.test(t.trim())) return 0;
-    var m = t.trim().match(/^(-?\d+(?:\.\d+)?)(?: (B|KiB|MiB|GiB|TiB)\b)?/);
+    var m = t.trim().match(/^(-?\d+(?:\.\d+)?)(?: (B|kB|MB|GB|TB)\b)?/);
     if (!m) return NaN;
-    return parseFloat(m[1]) * (m[2] ? Math.pow(1024, UNITS[m[2]]) : 1);
+    return parseFloat(m[1]) * (m[2] ? Math.pow(1000, UNITS[m[2]]) : 1);
   }
 
   function compare(x, y, numeric, asc) {

@@ -47,8 +47,9 @@ struct Layout {
 /// A mark over the lanes, in ms from the step's start.
 struct Mark {
   double start_ms = 0, end_ms = 0;
-  bool hl = false;  ///< the primary finding's example (else a step boundary)
+  bool hl = false;  ///< the primary finding's example (else a step or token boundary)
   std::string title;
+  bool token = false;  ///< a generation loop's token boundary: the start of a per-token call
 };
 
 /// Rows per lane: the depths the lane uses, in order, without gaps (an analyzer may put API calls at a large
@@ -268,7 +269,7 @@ void write_marks(const Layout& lay, const std::vector<Mark>& marks, std::ostream
   for (const auto& m : marks) {
     const double s0 = std::clamp(m.start_ms, 0.0, lay.span), s1 = std::clamp(m.end_ms, s0, lay.span);
     const double x0 = s0 / lay.span * kPlotW, w = std::max(m.hl ? 3.0 : 1.5, (s1 - s0) / lay.span * kPlotW);
-    out << "<rect class=\"mk " << (m.hl ? "hl" : "sb") << "\" x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << kAxisH - 4
+    out << "<rect class=\"mk " << (m.hl ? "hl" : m.token ? "tk" : "sb") << "\" x=\"" << fmt(kLabelW + x0, 2) << "\" y=\"" << kAxisH - 4
         << "\" width=\"" << fmt(w, 2) << "\" height=\"" << fmt(lay.height - kAxisH + 4, 0) << "\" data-s=\"" << fmt(s0, 6)
         << "\" data-e=\"" << fmt(s1, 6) << "\"><title>" << h(m.title) << "</title></rect>\n";
   }
@@ -345,6 +346,25 @@ void add_idle_mark(const analyze::Analysis& a, std::vector<Mark>& marks) {
                    "what the primary finding (" + category_name(f.category) + ") is about"});
 }
 
+/// A generation loop's token boundaries in the drawn step: the start of each call of the per-token function on the
+/// thread lane that holds most of them (the step's thread; the analyzer's cut keeps these calls first).
+std::vector<Mark> token_marks(const analyze::Analysis& a) {
+  std::vector<Mark> best;
+  if (!a.generation.detected || a.generation.token_function.empty()) return best;
+  for (const auto& l : a.representative.lanes) {
+    if (l.gpu) continue;
+    std::vector<Mark> marks;
+    for (const auto& s : l.spans)
+      if (s.category == "python" && s.label == a.generation.token_function)
+        marks.push_back({s.start_ms, s.start_ms, false, "", true});
+    if (marks.size() > best.size()) best = std::move(marks);
+  }
+  std::sort(best.begin(), best.end(), [](const Mark& x, const Mark& y) { return x.start_ms < y.start_ms; });
+  for (size_t i = 0; i < best.size(); ++i)
+    best[i].title = "token " + std::to_string(i + 1) + " starts: a call of " + a.generation.token_function;
+  return best;
+}
+
 /// The step's boundaries and, where they fall in it, the primary finding's example spans (ms from its start).
 std::vector<Mark> step_marks(const analyze::Analysis& a) {
   const auto& st = a.representative.step;
@@ -370,11 +390,16 @@ void write_timeline(const analyze::Analysis& a, const KernelNames& names, std::o
     out << "<p class=\"muted\">No timeline: the analysis kept no representative step.</p></section>\n";
     return;
   }
-  const std::vector<Mark> marks = step_marks(a);
+  std::vector<Mark> marks = step_marks(a);
+  const std::vector<Mark> tokens = token_marks(a);
+  marks.insert(marks.begin(), tokens.begin(), tokens.end());  // drawn first: under the step's own marks
   const auto hl = std::find_if(marks.begin(), marks.end(), [](const Mark& m) { return m.hl; });
   out << "<p class=\"muted\">Step " << rep.step.index << " from " << fmt(rep.step.start_ms, 3) << " ms of the trace (the "
       << "Perfetto trace's Steps track has it at the same time), lasting " << fmt(rep.step.duration_ms, 3)
-      << " ms; dark lines mark its start and end. "
+      << " ms; dark lines mark its start and end"
+      << (tokens.empty() ? std::string(". ")
+                         : ", thin violet lines the start of each of its " + std::to_string(tokens.size()) +
+                               " tokens (the calls of <code>" + h(a.generation.token_function) + "</code>). ")
       << (hl != marks.end() && hl->title.starts_with("the primary") ? "Highlighted: the primary finding's example. "
           : hl != marks.end() ? "Highlighted: the longest GPU-idle stretch of this step, time like the primary finding's. " +
                                     outside_note(a)

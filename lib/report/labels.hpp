@@ -24,10 +24,22 @@ std::string metric_label(std::string_view key);
 std::string metric_value(std::string_view key, double v);
 
 /// Why the data-quality notes must be read before the numbers, or "" when nothing is wrong. Wrong means any of:
-/// the input is corrupt (partial), the analyzer warned, clock alignment was measured and is suspect, records
-/// were dropped, or the dump has no END chunk (so drops are not known). "No steps found" and warm-up steps left
-/// out are facts about the run, not problems with its data: they are said in the headline instead.
+/// the input is corrupt (partial), the analyzer warned (other than to say how it found the steps), clock
+/// alignment was measured and is suspect, records were dropped, or the dump has no END chunk (so drops are not
+/// known). "No steps found", a step found automatically and warm-up steps left out are facts about the run, not
+/// problems with its data: they are said in the headline instead.
 std::string quality_problem(const analyze::Analysis& a);
+
+/// True for the analyzer's note on how it found the steps of a program that marks none (lib/analyze/steps.cpp:
+/// "no repeated top-level range: the steps are the calls of ...", the loop iterations ending at a sync, the whole
+/// trace). Such a note says what the step is, which the headline names too; a report that called it a data-quality
+/// problem would open its warnings for almost every unannotated program and teach readers to skip them.
+bool is_step_detection_note(std::string_view warning);
+
+/// How the reports label one of the analyzer's warnings that is a note about how the report was made, not a doubt
+/// about its numbers: "How the steps were found" (is_step_detection_note), "The timeline" (the representative step
+/// drawn cut, lib/analyze/timeline.cpp: every figure is still of every span). "" for a warning proper.
+std::string note_label(std::string_view warning);
 
 /// The one suggestion to try first from a finding: the one with the largest estimated saving above zero; when
 /// none has one, the first (by the analyzer's order). nullptr when the finding has no suggestion.

@@ -1,8 +1,9 @@
 // The Markdown report. Layout (docs/report-schema.md, "Markdown report"): the top (markdown_top.cpp: an H1
-// title, the end-to-end latency with its spread, the primary cause and what to do first, the data-quality notes
-// when something in them is wrong), then the breakdown by cause, findings ranked by impact, step statistics, the
-// tables, the data-quality notes when nothing was wrong, and the process facts. Sections with nothing to show are left out, except the breakdown and findings,
-// which say so. Names are code spans (verbatim, so grep finds them), kernels by their short names; no line is
+// title, the end-to-end latency with its spread, the primary cause and what to do first, one line on the data
+// with the warnings that make it doubtful), then the findings ranked by impact (within the first 25 lines), the
+// breakdown (rows at 0 ms named in a line, not shown), whom the step waits on, step statistics, the tables, and
+// the appendix (markdown_appendix.cpp: data-quality notes, a sampled run's windows, the process facts). Sections
+// with nothing to show are left out, except the breakdown and findings, which say so. Names are code spans (verbatim, so grep finds them), kernels by their short names; no line is
 // longer than about 300 characters: table cells are cut, prose is wrapped outside code spans.
 #include "report/common.hpp"
 #include "report/generation.hpp"
@@ -50,15 +51,6 @@ std::string prose(const KernelNames& names, std::string_view text, size_t max_ch
   return out;
 }
 
-}  // namespace md
-
-namespace {
-
-using analyze::Analysis;
-using md::code;
-using md::prose;
-
-/// A GitHub-flavoured table; cells must already be escaped. `right` marks right-aligned (numeric) columns.
 void table(std::ostream& out, const std::vector<std::string>& head, const std::vector<bool>& right,
            const std::vector<std::vector<std::string>>& rows) {
   out << '|';
@@ -73,6 +65,15 @@ void table(std::ostream& out, const std::vector<std::string>& head, const std::v
   }
   out << '\n';
 }
+
+}  // namespace md
+
+namespace {
+
+using analyze::Analysis;
+using md::code;
+using md::prose;
+using md::table;
 
 /// Longest name in a table cell, in characters; kernel names are short already (names.hpp).
 constexpr size_t kCellChars = 100;
@@ -152,41 +153,34 @@ std::string wrap(const std::string& line, size_t width) {
 void write_causes(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
   out << "By cause, in the findings' categories:\n\n";
+  const ZeroSplit split = split_zero_rows(cause_rows(b, a.gpu_work_recorded));
   std::vector<std::vector<std::string>> rows;
-  for (const auto& r : cause_rows(b, a.gpu_work_recorded))
+  for (const auto& r : split.shown)
     rows.push_back({category_name(r.key) + " (" + code(r.key) + ")", r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1)});
   table(out, {"Cause", "What", "Time (ms)", "% of step"}, {false, false, true, true}, rows);
+  std::vector<std::string> keys;  // the causes by their keys, as the findings' categories are grepped
+  for (const auto& r : split.zero) keys.push_back(code(r.key));
+  if (!keys.empty()) out << zero_rows_note(keys, "cause") << "\n\n";
 }
 
+// The step split by component, rows at 0 ms named in a line instead of shown, then the same step by cause (whose
+// rows are the GPU's idle time by cause and the host's state: they are not repeated in words).
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
   out << "## Timeline Breakdown\n\n";
   out << "The step split by component (a time split; the causes, named as the findings name them, follow):\n\n";
+  const ZeroSplit split = split_zero_rows(breakdown_rows(b, a.gpu_work_recorded));
   std::vector<std::vector<std::string>> rows;
-  for (const auto& r : breakdown_rows(b, a.gpu_work_recorded))
+  for (const auto& r : split.shown)
     rows.push_back({r.label, fmt(r.ms, 3), fmt(pct_of(r.ms, b.step_ms), 1), md::share_bar(pct_of(r.ms, b.step_ms))});
   rows.push_back({"**Step total**", "**" + fmt(b.step_ms, 3) + "**", b.step_ms > 0 ? "**100.0**" : "0.0", ""});
   table(out, {"Component", "Time (ms)", "% of step", ""}, {false, true, true, false}, rows);
-  if (!a.gpu_work_recorded) {
-    out << "No GPU work was recorded: the step is host time only.";
-    if (b.host_state_measured)
-      out << " The step thread ran " << fmt(b.host_running_ms, 3) << " ms, was held off a CPU (run queue, CPU quota or GIL) "
-          << fmt(b.host_contention_ms, 3) << " ms and waited by its own choice (sleep, I/O, a queue) "
-          << fmt(b.host_waiting_ms, 3) << " ms.";
-    out << "\n\n";
-    write_causes(a, out);
-    return;
-  }
-  out << "GPU utilization: " << fmt(b.gpu_utilization * 100.0, 1) << " % of the step. GPU idle "
-      << fmt(b.gpu_idle_waiting_on_host_ms, 3) << " ms waiting on the host, "
-      << fmt(b.gpu_idle_gaps_between_kernels_ms, 3) << " ms while the host launched, "
-      << fmt(b.gpu_idle_waiting_on_sync_ms, 3) << " ms at synchronizations, "
-      << fmt(b.gpu_idle_in_memory_ms, 3) << " ms in allocations/frees (one cause per idle instant).";
-  if (b.host_state_measured)
-    out << " While the GPU waited on the host, the step thread ran " << fmt(b.host_running_ms, 3) << " ms, was held up by "
-        << "other threads (CPU or GIL) " << fmt(b.host_contention_ms, 3) << " ms and waited by its own choice (sleep, I/O, "
-        << "a queue) " << fmt(b.host_waiting_ms, 3) << " ms.";
-  out << "\n\n";
+  if (!split.zero.empty()) out << zero_rows_note(labels_of(split.zero)) << "\n\n";
+  if (!a.gpu_work_recorded) out << "No GPU work was recorded: the step is host time only.\n\n";
+  else
+    out << "GPU utilization: " << fmt(b.gpu_utilization * 100.0, 1) << " % of the step; each instant the GPU was idle "
+        << "has one cause below (the host's work, its contention and its waits, launches, synchronizations, "
+        << "allocations).\n\n";
   write_causes(a, out);
 }
 
@@ -232,10 +226,8 @@ void write_steps(const Analysis& a, std::ostream& out) {
     out << "No steps found: the numbers above cover the whole trace (" << fmt(a.trace_ms, 3) << " ms).\n\n";
     return;
   }
-  out << "Step: " << code(s.name) << (s.detected ? " (detected automatically)" : "") << ", " << s.total
-      << " steps: " << s.warmup << " warm-up, " << s.count << " steady (the statistics below), " << s.typical
-      << " typical (steady and not unusually slow: the breakdown and the impacts). Warm-up: "
-      << md_escape(s.warmup_reason) << ".\n\n";
+  out << "Step: " << code(s.name) << (s.detected ? " (detected automatically)" : "") << ". "
+      << md_escape(step_counts_sentence(s)) << "\n\n";
   table(out, {"count", "mean (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "min (ms)"},
         {true, true, true, true, true, true, true},
         {{std::to_string(s.count), fmt(s.mean_ms, 3), fmt(s.p50_ms, 3), fmt(s.p90_ms, 3), fmt(s.p99_ms, 3),
@@ -247,9 +239,7 @@ void write_steps(const Analysis& a, std::ostream& out) {
       rows.push_back({std::to_string(st.index), fmt(st.start_ms, 3), fmt(st.duration_ms, 3)});
     table(out, {"step", "start (ms)", "duration (ms)"}, {true, true, true}, rows);
   }
-  if (!s.outliers.empty())
-    out << s.outliers.size() << " steady step(s) slower than " << fmt(s.outlier_bound_ms, 3)
-        << " ms (median + max(3 scaled MADs, 25 %)) are left out of the breakdown; see the slow_steps finding.\n\n";
+  if (const std::string o = outliers_sentence(s); !o.empty()) out << md_escape(o) << "\n\n";
 }
 
 // A generation loop: TTFT, TPOT, tokens/s, and prefill against decode per token (report/generation.hpp).
@@ -271,29 +261,6 @@ void write_requests(const Analysis& a, std::ostream& out) {
   for (auto& r : rows) r[0] = md_cell(code(r[0]));
   if (!rows.empty()) table(out, t.loop_head, {false, true, true, true, true, true, true}, rows);
   for (const auto& n : t.notes) out << md_escape(n) << "\n\n";
-}
-
-// A sampled run: which windows it holds, how much of the run they cover, the slow steps the runtime caught.
-void write_sampling(const Analysis& a, std::ostream& out) {
-  const auto& s = a.sampling;
-  if (!s.sampled) return;
-  out << "## Sampled run\n\nThe run was sampled (mode: " << s.mode << "): " << md_escape(sampling_sentence(s)) << "\n\n";
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& w : s.windows) {
-    auto c = sampling_window_cells(w);
-    for (auto& x : c) x = md_cell(md_escape(x));
-    rows.push_back(std::move(c));
-  }
-  if (!rows.empty()) table(out, kSamplingWindowHead, {true, false, false, true, true, true, true, true, true, true}, rows);
-  if (s.slow_steps.empty()) return;
-  out << "Slow steps the runtime caught (the slow_steps finding explains those kept in full detail):\n\n";
-  rows.clear();
-  for (const auto& x : s.slow_steps) {
-    auto c = sampling_slow_cells(x);
-    for (auto& v : c) v = md_cell(md_escape(v));
-    rows.push_back(std::move(c));
-  }
-  table(out, kSamplingSlowHead, {true, true, true, true, false, false}, rows);
 }
 
 void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& names, std::ostream& out) {
@@ -456,8 +423,9 @@ void write_host_clocks(const analyze::RunAnalysis& run, std::ostream& out) {
   out << md_escape(host_clock_note(run)) << "\n\n";
 }
 
-// The ranks of a multi-process run analysed together (docs/multi-gpu.md): who waits for whom in the
-// collectives, how much of them moves data, and the run's own findings.
+// The ranks of a multi-process run analysed together (docs/multi-gpu.md): the run's own findings first (so they
+// start within the report's first 25 lines), then who waits for whom in the collectives and how much of them
+// moves data.
 void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const analyze::RunAnalysis& run = a.run;
   if (run.ranks.empty()) return;
@@ -467,11 +435,13 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
         << "idle loop, so its findings are left out. The run is described below.\n\n";
   if (run.steps_matched > 0)
     out << run.steps_matched << " steps matched on every rank (by their index); the run's step is the slowest rank's: "
-        << fmt(run.step_ms, 3) << " ms. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
+        << fmt_ms(run.step_ms) << " ms. GPU compute imbalance across ranks: " << fmt(run.imbalance_pct, 1) << " %."
         << (run.straggler >= 0 ? " The other ranks wait for **rank " + std::to_string(run.straggler) + "**" +
                                      (run.straggler_did.empty() ? std::string(".") : ": " + md_escape(run.straggler_did) + ".")
                                : std::string())
         << "\n\n";
+  for (size_t i = 0; i < run.findings.size(); ++i) write_finding(run.findings[i], i + 1, names, out);
+  out << "### The ranks\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : run.ranks)
     rows.push_back({std::to_string(r.rank), std::to_string(r.pid), cell(r.devices.empty() ? "-" : r.devices),
@@ -493,7 +463,6 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
   }
   for (const auto& w : run.warnings) out << "- Note: " << md_escape(w) << "\n";
   if (!run.warnings.empty()) out << "\n";
-  for (size_t i = 0; i < run.findings.size(); ++i) write_finding(run.findings[i], i + 1, names, out);
 }
 
 void write_children(const Analysis& a, std::ostream& out) {
@@ -513,26 +482,6 @@ void write_children(const Analysis& a, std::ostream& out) {
   out << "Analyse one with `iscope-analyze <dump>` for its full report.\n\n";
 }
 
-void write_process(const Analysis& a, std::ostream& out) {
-  size_t os_threads = 0;
-  bool any = false;
-  for (const auto& [k, v] : a.process) {
-    if (k.rfind("os_thread.", 0) == 0) {
-      ++os_threads;
-      continue;
-    }
-    if (!any) out << "## Process\n\n";
-    any = true;
-    out << "- " << md_escape(k) << ": " << code(truncate(v, 240)) << '\n';
-  }
-  if (os_threads > 0) {
-    if (!any) out << "## Process\n\n";
-    any = true;
-    out << "- " << os_threads << " OS thread names (`os_thread.*`, in the JSON report)\n";
-  }
-  if (any) out << '\n';
-}
-
 }  // namespace
 
 void write_markdown(const Analysis& a, std::ostream& stream) {
@@ -541,18 +490,16 @@ void write_markdown(const Analysis& a, std::ostream& stream) {
   md::write_top(a, names, out);
   write_run(a, names, out);
   if (!a.launcher) {  // a launcher's own step, breakdown and findings describe its idle loop
-    write_breakdown(a, out);
     write_findings(a, names, out);
+    write_breakdown(a, out);
     write_waits(a, out);
     write_steps(a, out);
     write_generation(a, out);
     write_requests(a, out);
-    write_sampling(a, out);
   }
   write_tables(a, names, out);
   write_children(a, out);
-  if (quality_problem(a).empty()) md::write_quality(a, names, out);  // nothing wrong: reference, at the end
-  write_process(a, out);
+  md::write_appendix(a, names, out);
 
   std::istringstream in(out.str());
   for (std::string line; std::getline(in, line);) stream << wrap(line, kWrapChars);

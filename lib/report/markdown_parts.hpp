@@ -1,5 +1,6 @@
 // What the Markdown report's writers share (internal to lib/report): markdown.cpp writes the report,
-// markdown_top.cpp its top (the headline, the primary cause, what to do first) and the data-quality notes.
+// markdown_top.cpp its top (the headline, the primary cause, what to do first) and the data-quality notes,
+// markdown_appendix.cpp the appendix.
 #pragma once
 
 #include "analyze/analysis.hpp"
@@ -8,6 +9,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inferscope::report::md {
 
@@ -23,10 +25,17 @@ std::string prose(const KernelNames& names, std::string_view text, size_t max_ch
 /// 51.2 % of 10): the HTML tables' inline bars, in plain text. Empty below half an eighth (and for no share).
 std::string share_bar(double pct, size_t width = 10);
 
+/// A GitHub-flavoured table; cells must already be escaped. `right` marks right-aligned (numeric) columns.
+void table(std::ostream& out, const std::vector<std::string>& head, const std::vector<bool>& right,
+           const std::vector<std::vector<std::string>>& rows);
+
 /// The report's top: title, latency with its spread, the primary cause in words and what to do first, one line
-/// on the data's quality (the notes themselves come here when something is wrong, else at the end).
+/// on the data's quality (with the warnings that make the numbers doubtful, when there are any).
 void write_top(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
-/// The data-quality notes as a section.
+/// The data-quality notes, as the appendix's first part.
 void write_quality(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
+/// What a reader looks up rather than reads (markdown_appendix.cpp): the data-quality notes, a sampled run's
+/// windows and slow steps, and every process fact, under "## Appendix" at the end of the report.
+void write_appendix(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
 
 }  // namespace inferscope::report::md

@@ -1,7 +1,8 @@
 // The Markdown report's top, in the spirit of the HTML report's first screen (docs/reports.md): what the step
-// costs and how it spreads, the primary cause in words, what to do first and what it saves. Markdown cannot
-// collapse a section, so the data-quality notes come here only when something in them is wrong
-// (quality_problem); otherwise one line says so and the notes close the report.
+// costs and how it spreads, the primary cause in words, what to do first and what it saves, and one line on the
+// data. It stays short so that the findings start within the report's first 25 lines: the data-quality notes,
+// the sampled run's windows and the process facts are in the appendix (markdown_appendix.cpp); only the warnings
+// that make the numbers doubtful (quality_problem) are repeated here, at most kTopWarnings of them.
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/generation.hpp"
@@ -9,20 +10,25 @@
 #include "report/markdown_parts.hpp"
 #include "report/requests.hpp"
 
+#include <algorithm>
+
 namespace inferscope::report::md {
 namespace {
 
 using analyze::Analysis;
 
+/// Warnings listed under "Data quality: check first"; the rest are in the appendix.
+constexpr size_t kTopWarnings = 3;
+
 void write_latency(const Analysis& a, std::ostream& out) {
   const auto& s = a.steps;
-  out << "End-to-end latency: " << fmt(a.launcher ? a.run.step_ms : a.end_to_end_ms, 3) << " ms";
+  out << "End-to-end latency: " << fmt_ms(a.launcher ? a.run.step_ms : a.end_to_end_ms) << " ms";
   if (a.launcher)
     out << " (the slowest of " << a.run.ranks.size() << " ranks, per matched step: this process is their launcher)";
   else if (s.count > 0)
-    out << " per step: **p50 " << fmt(s.p50_ms, 3) << " ms, p90 " << fmt(s.p90_ms, 3) << " ms**, p99 " << fmt(s.p99_ms, 3)
+    out << " per step: **p50 " << fmt_ms(s.p50_ms) << " ms, p90 " << fmt_ms(s.p90_ms) << " ms**, p99 " << fmt_ms(s.p99_ms)
         << " ms (" << s.basis << " of " << s.count << " steady steps of " << code(s.name) << "; "
-        << (s.alike ? "mean " + fmt(s.mean_ms, 3) : "median " + fmt(s.p50_ms, 3)) << " ms"
+        << (s.alike ? "mean " + fmt_ms(s.mean_ms) : "median " + fmt_ms(s.p50_ms)) << " ms"
         << (s.warmup ? "; " + std::to_string(s.warmup) + " warm-up step(s) left out" : std::string()) << ")";
   else
     out << " (whole trace, no steps found)";
@@ -34,7 +40,7 @@ void write_latency(const Analysis& a, std::ostream& out) {
           << (others.empty() ? "" : "Other candidates: " + md_escape(others) + ".") << "\n\n";
   }
   if (!s.spread.empty() && !a.launcher)
-    out << "**Steps not alike**: " << md_escape(s.spread) << ". The latency above is their mean, and every "
+    out << "**Steps not alike**: " << md_escape(spread_text(s)) << ". The latency above is their mean, and every "
         << "\"per step\" below is of that mean.\n\n";
 }
 
@@ -46,13 +52,32 @@ void write_verdict(const Analysis& a, const KernelNames& names, std::ostream& ou
   }
   out << "**Primary cause" << (a.run.findings.empty() ? "" : " of the run") << "**: " << md_escape(category_name(p->category))
       << " (" << code(p->category) << "): " << prose(names, p->title, 240);
-  if (p->impact_estimated)
+  if (p->impact_estimated && p->title.find(fmt_ms(p->impact_ms) + " ms") != std::string::npos)  // the title says it
+    out << " (" << fmt(p->impact_pct, 1) << (p->per == "request" ? " % of a request)" : " % of the step)");
+  else if (p->impact_estimated)
     out << ", " << impact_text(*p);
   out << ".\n\n";
   if (const DoFirst d = do_first(a, *p); d.suggestion)
     out << "**Do first**: " << prose(names, d.suggestion->action) << " (" << saving_text(*d.suggestion, p->per)
         << (d.from != p ? "; from " + md_escape(category_name(d.from->category)) + ", whose fix saves the most" : std::string())
         << ").\n\n";
+}
+
+/// One line on the data; when something in it is wrong, the warnings that say so (at most kTopWarnings).
+void write_data_line(const Analysis& a, const KernelNames& names, std::ostream& out) {
+  const std::string problem = quality_problem(a);
+  out << (problem.empty() ? "Data quality: no problem found (the notes are in the appendix)."
+                          : "**Data quality: check first**: " + md_escape(problem) + " (the notes are in the appendix).");
+  out << " Source: " << code(a.source);
+  if (!a.source_format.empty()) out << " (" << code(a.source_format) << ")";
+  out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms; times are ms from its first event.\n\n";
+  if (problem.empty()) return;
+  std::vector<const std::string*> warned;
+  for (const auto& w : a.warnings)
+    if (note_label(w).empty()) warned.push_back(&w);
+  for (size_t i = 0; i < warned.size() && i < kTopWarnings; ++i) out << "- **Warning**: " << prose(names, *warned[i]) << '\n';
+  if (warned.size() > kTopWarnings) out << "- and " << warned.size() - kTopWarnings << " more in the appendix\n";
+  if (!warned.empty()) out << '\n';
 }
 
 }  // namespace
@@ -67,26 +92,19 @@ void write_top(const Analysis& a, const KernelNames& names, std::ostream& out) {
     out << "**Requests**: " << md_escape(requests_headline(a.requests)) << " (see Requests and the event loop).\n\n";
   if (a.sampling.sampled)
     out << (recorded_whole(a.sampling) ? "**Full capture**" : "**Sampled run**") << " (mode: " << a.sampling.mode
-        << "): " << md_escape(sampling_sentence(a.sampling)) << " See Sampled run.\n\n";
+        << "): " << md_escape(sampling_headline(a.sampling)) << "\n\n";
   if (a.partial)
-    out << "**Partial analysis**: the input is corrupt; only the data before the damage were read (see Warnings).\n\n";
+    out << "**Partial analysis**: the input is corrupt; only the data before the damage were read.\n\n";
   write_verdict(a, names, out);
-  const std::string problem = quality_problem(a);
-  out << (problem.empty() ? "Data quality: no problem found (the notes are at the end)."
-                          : "**Data quality: check first**: " + md_escape(problem) + " (below).");
-  out << " Source: " << code(a.source);
-  if (!a.source_format.empty()) out << " (" << code(a.source_format) << ")";
-  out << ", " << a.events << " events over " << fmt(a.trace_ms, 3) << " ms; times are ms from its first event.\n\n";
-  std::string ran;
-  for (const auto& [k, v] : headline_process(a))
-    ran += std::string(ran.empty() ? "" : ", ") + k + " " + code(truncate(v, 120));
-  if (!ran.empty()) out << "Process: " << ran << "\n\n";
-  if (!problem.empty()) write_quality(a, names, out);
+  write_data_line(a, names, out);
 }
 
 void write_quality(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  out << "## Warnings and data quality\n\n";
-  for (const auto& w : a.warnings) out << "- **Warning**: " << prose(names, w) << '\n';
+  out << "### Warnings and data quality\n\n";
+  for (const auto& w : a.warnings) {
+    const std::string note = note_label(w);
+    out << (note.empty() ? "- **Warning**: " : "- " + note + ": ") << prose(names, w) << '\n';
+  }
   const auto& al = a.alignment;
   out << "- Clock alignment: ";
   if (!a.gpu_work_recorded) {

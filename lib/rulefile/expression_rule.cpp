@@ -91,10 +91,11 @@ std::string format_value(double value, rules::MetricUnit unit) {
     case rules::MetricUnit::kUs: std::snprintf(b, sizeof(b), "%.1f us", value); break;
     case rules::MetricUnit::kShare: std::snprintf(b, sizeof(b), "%.1f %%", value * 100); break;
     case rules::MetricUnit::kBytes:
-      // Binary units, as the reports' tables write bytes: a rule's "4.00 MiB" reads the same as the Metrics line.
-      if (value >= 1024.0 * 1024 * 1024) std::snprintf(b, sizeof(b), "%.2f GiB", value / (1024.0 * 1024 * 1024));
-      else if (value >= 1024.0 * 1024) std::snprintf(b, sizeof(b), "%.2f MiB", value / (1024.0 * 1024));
-      else if (value >= 1024.0) std::snprintf(b, sizeof(b), "%.1f KiB", value / 1024.0);
+      // Decimal units, as the reports write bytes (report/common.hpp fmt_bytes) and the analyzer's sentences do:
+      // a rule's "4.19 MB" reads the same as the Metrics line.
+      if (value >= 1e9) std::snprintf(b, sizeof(b), "%.2f GB", value / 1e9);
+      else if (value >= 1e6) std::snprintf(b, sizeof(b), "%.2f MB", value / 1e6);
+      else if (value >= 1e3) std::snprintf(b, sizeof(b), "%.1f kB", value / 1e3);
       else std::snprintf(b, sizeof(b), "%.0f B", value);
       break;
     case rules::MetricUnit::kCount: std::snprintf(b, sizeof(b), value == std::floor(value) ? "%.0f" : "%.2f", value); break;

@@ -66,6 +66,8 @@ void make_live_tap(SessionState& s) {
   const uint32_t step = intern(Sampler::step_name(s.cfg));
   s.live_tap = std::make_shared<live::Tap>(step, s.calib.front().ticks, rate_of(s.calib),
                                            [](uint32_t id) { return string_of(id); });
+  // Python functions as step candidates while no step is seen (the page says which; docs/live.md).
+  s.live_tap->set_code_names([](uint32_t code) { return code_qualname(code); });
 }
 
 void start_live_server(SessionState& s) {

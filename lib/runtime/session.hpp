@@ -12,6 +12,8 @@ namespace inferscope::runtime {
 void choose_clock();
 /// The text of string id `id` ("" when unknown). Takes the string table's lock: not for hot paths.
 std::string string_of(uint32_t id);
+/// The qualified name of Python code id `code_id` ("" when unknown). Takes the table's lock: not for hot paths.
+std::string code_qualname(uint32_t code_id);
 void strings_since(uint32_t first, const std::function<void(uint32_t, std::string_view)>& f, uint32_t* next);
 void code_since(uint32_t first, const std::function<void(const dump::CodeEntry&)>& f, uint32_t* next);
 

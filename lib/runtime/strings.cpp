@@ -92,6 +92,14 @@ std::string string_of(uint32_t id) {
   return id < t.strings.size() ? t.strings[id] : std::string();
 }
 
+std::string code_qualname(uint32_t code_id) {
+  Tables& t = tables();
+  std::lock_guard lk(t.mu);
+  if (code_id == 0 || code_id > t.code.size()) return {};  // ids count from 1 (intern_code)
+  const uint32_t q = t.code[code_id - 1].qualname;
+  return q < t.strings.size() ? t.strings[q] : std::string();
+}
+
 void strings_since(uint32_t first, const std::function<void(uint32_t, std::string_view)>& f, uint32_t* next) {
   Tables& t = tables();
   std::lock_guard lk(t.mu);

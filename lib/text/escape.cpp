@@ -316,6 +316,11 @@ std::string fmt(double v, int decimals) {
 
 namespace inferscope::text {
 
+std::string fmt_ms(double ms) {
+  const double a = std::fabs(ms);
+  return fmt(ms, a >= 10 ? 1 : a >= 0.1 ? 2 : 3);
+}
+
 std::string fmt_value(double v) {
   if (std::isfinite(v) && v == std::round(v) && std::fabs(v) < 1e15) return fmt(v, 0);
   std::string s = fmt(v, 3);

@@ -52,4 +52,9 @@ std::string truncate(std::string_view s, size_t max_chars);
 /// Fixed-point formatting without locale surprises: fmt(3.14159, 2) == "3.14"; non-finite values as "n/a".
 std::string fmt(double v, int decimals);
 
+/// A time in ms for prose, with the precision the analyzer's own sentences give it (its findings' titles and
+/// evidence): 1 decimal from 10 ms, 2 from 0.1 ms, 3 below ("19.5", "1.23", "0.045"), without the unit. Tables
+/// keep fmt(v, 3); a sentence of a report that quotes a figure a title also quotes then reads it the same way.
+std::string fmt_ms(double ms);
+
 }  // namespace inferscope::text

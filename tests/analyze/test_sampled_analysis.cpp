@@ -286,8 +286,9 @@ TEST_CASE("adaptive dump: the baseline's steps with their warm-up, then the wind
   std::ostringstream md, json;
   report::write_markdown(a, md);
   report::write_json(a, json);
-  CHECK(contains(md.str(), "**Sampled run** (mode: adaptive): full detail from the start for 30 steps, then in windows; "
-                           "in all, for 40 of 120 steps of 'step' (33.3 %)"));
+  CHECK(contains(md.str(), "**Sampled run** (mode: adaptive): full detail for 40 of 120 steps of 'step' (33.3 %)"));
+  CHECK(contains(md.str(), "The run was sampled (mode: adaptive): full detail from the start for 30 steps of 'step', "
+                           "then in windows; in all, for 40 of 120 steps of 'step' (33.3 %)"));  // the appendix
   CHECK(contains(json.str(), "\"mode\": \"adaptive\""));
   CHECK(contains(json.str(), "\"reason\": \"baseline\""));
 }
@@ -320,7 +321,7 @@ TEST_CASE("adaptive dump recorded whole (the baseline open at the end): the repo
   report::write_markdown(a, md);
   report::write_html(a, html);
   CHECK(contains(md.str(), "**Full capture** (mode: adaptive): full detail for the whole run: it ended within the "
-                           "baseline, after 12 steps, so nothing was sampled out."));
+                           "baseline, after 12 steps of 'step', so nothing was sampled out."));
   CHECK_FALSE(contains(md.str(), "**Sampled run**"));
   CHECK(contains(html.str(), "<span class=\"badge\">full capture</span>"));
 }

@@ -279,7 +279,7 @@ TEST_CASE("build_timeline: the representative step's lanes, threads before the G
   Launchers who(run.cx, run.ss.found.stats.name);
   const Attribution at = attribute(run.cx, run.in, li, who);
   const HostWork hw = measure_host(run.cx, run.ss, run.in.py_agg.size(), run.ss.found.stats.count);
-  const Timeline tl = build_timeline(run.cx, run.in, run.ss, hw, at.max_gpu_dur);
+  const Timeline tl = build_timeline(run.cx, run.in, run.ss, hw, at.max_gpu_dur, /*token_function=*/"");
   CHECK(tl.warnings.empty());
   REQUIRE(tl.lanes.size() >= 2);
   CHECK_FALSE(tl.lanes.front().gpu);

@@ -24,6 +24,12 @@ void add(std::vector<uint8_t>& buf, uint32_t name, uint8_t depth, uint64_t start
 
 std::string names(uint32_t id) { return id == 1 ? "step" : id == 2 ? "compute" : "other"; }
 
+void add_call(std::vector<uint8_t>& buf, uint32_t code, uint8_t depth, uint64_t start, uint64_t end) {
+  PyCallRecord r{{RecordKind::kPyCall, depth, sizeof(PyCallRecord)}, code, start, end};
+  const auto* p = reinterpret_cast<const uint8_t*>(&r);
+  buf.insert(buf.end(), p, p + sizeof(r));
+}
+
 }  // namespace
 
 TEST_CASE("steps go to the histogram and the step ring; the rings keep the newest only") {
@@ -51,6 +57,53 @@ TEST_CASE("steps go to the histogram and the step ring; the rings keep the newes
   CHECK(d.find("\"steps_total\":10") != std::string::npos);
   CHECK(d.find("\"name\":\"compute\",\"ms\":1") != std::string::npos);  // the breakdown: 1 ms per step
   CHECK(d.find("\"dur_ms\":90") != std::string::npos);                  // the slowest step
+}
+
+TEST_CASE("no range named step: the page names the step candidates it saw, until a step comes") {
+  Tap tap(1, 0, 1.0, names);
+  tap.set_code_names([](uint32_t code) { return code == 7 ? std::string("Server.infer") : "deep_helper"; });
+  std::vector<uint8_t> buf;
+  for (uint64_t i = 0; i < 6; ++i) {
+    const uint64_t t = i * 10'000'000;  // ticks are ns here
+    add(buf, 2, 0, t, t + 4'000'000);                   // a top-level range "compute" each iteration
+    add_call(buf, 7, 1, t, t + 9'000'000);              // a shallow Python function around it
+    add_call(buf, 8, 6, t, t + 1'000'000);              // too deep to be a step
+  }
+  add(buf, 3, 0, 0, 50'000'000);                        // a range seen once: not a candidate
+  tap.observe(3, buf.data(), buf.size());
+  Snapshot s = tap.snapshot();
+  CHECK(s.steps_total == 0);
+  CHECK(s.step_name == "step");
+  REQUIRE(s.step_candidates.size() == 2);
+  CHECK(s.step_candidates[0].name == "Server.infer");  // most time first
+  CHECK(s.step_candidates[0].python);
+  CHECK(s.step_candidates[0].count == 6);
+  CHECK(s.step_candidates[1].name == "compute");
+  CHECK_FALSE(s.step_candidates[1].python);
+  const std::string hint = step_hint(s);
+  CHECK(hint.find("no step named 'step' yet: candidates seen: Python function Server.infer (6 calls") == 0);
+  CHECK(hint.find("range compute (6 times") != std::string::npos);
+  CHECK(hint.find("name one with --set step=NAME (or ISCOPE_RANGE(\"step\")") != std::string::npos);
+  CHECK(hint.find("deep_helper") == std::string::npos);
+  CHECK(hint.find("other") == std::string::npos);
+  CHECK(render_data_json(s).find("\"step_hint\":\"no step named 'step' yet: candidates seen: ") != std::string::npos);
+
+  // Once a step is seen, the page has steps to show: no hint, no candidates.
+  std::vector<uint8_t> step;
+  add(step, 1, 0, 100'000'000, 102'000'000);
+  tap.observe(3, step.data(), step.size());
+  s = tap.snapshot();
+  CHECK(s.steps_total == 1);
+  CHECK(s.step_candidates.empty());
+  CHECK(step_hint(s).empty());
+  CHECK(render_data_json(s).find("\"step_hint\":\"\"") != std::string::npos);
+}
+
+TEST_CASE("no step and nothing repeated: the hint says how to mark one") {
+  Tap tap(1, 0, 1.0, names);
+  const Snapshot s = tap.snapshot();
+  CHECK(step_hint(s) == "no step named 'step' yet, and no repeated top-level range or Python function either; mark a "
+                        "step with ISCOPE_RANGE(\"step\") or inferscope_py.scope(\"step\")");
 }
 
 TEST_CASE("a corrupt chunk never loops nor reads past its end") {

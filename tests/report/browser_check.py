@@ -236,11 +236,11 @@ TABLE_STATE = r"""
   const table = document.querySelectorAll('table.sortable')[TI], th = table.tHead.rows[0].cells[COL];
   const rows = Array.from(table.tBodies[0].rows);
   const vals = rows.map((r) => r.cells[COL].textContent);
-  const units = {B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4};
+  const units = {B: 0, kB: 1, MB: 2, GB: 3, TB: 4};
   const number = (t) => {
     if (/^under [\d.]+$/.test(t.trim())) return 0;
-    const m = t.trim().match(/^(-?\d+(?:\.\d+)?)(?: (B|KiB|MiB|GiB|TiB))?/);
-    return m ? parseFloat(m[1]) * 1024 ** (units[m[2]] || 0) : null;
+    const m = t.trim().match(/^(-?\d+(?:\.\d+)?)(?: (B|kB|MB|GB|TB))?/);
+    return m ? parseFloat(m[1]) * 1000 ** (units[m[2]] || 0) : null;
   };
   const collator = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
   let bad = null;

@@ -52,11 +52,11 @@ new Function('document', script)(document);
 // The order a reader expects, written apart from the page's script: a numeric column (header class "n") by the
 // number each cell starts with (sizes in bytes, "under 10", below the counters' resolution, as 0), cells without
 // one last either way; a text column in natural order (digits as numbers).
-const units = { B: 0, KiB: 1, MiB: 2, GiB: 3, TiB: 4 };
+const units = { B: 0, kB: 1, MB: 2, GB: 3, TB: 4 };
 const num = (t) => {
   if (/^under [\d.]+$/.test(t)) return 0;
-  const m = t.match(/^(-?\d+(?:\.\d+)?)(?: (B|KiB|MiB|GiB|TiB))?/);
-  return m ? parseFloat(m[1]) * 1024 ** (units[m[2]] || 0) : null;
+  const m = t.match(/^(-?\d+(?:\.\d+)?)(?: (B|kB|MB|GB|TB))?/);
+  return m ? parseFloat(m[1]) * 1000 ** (units[m[2]] || 0) : null;
 };
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
 const outOfOrder = (x, y, numeric, dir) => {

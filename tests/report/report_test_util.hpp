@@ -17,6 +17,13 @@ inline std::string html(const analyze::Analysis& a) {
   return out.str();
 }
 
+/// The Markdown report of `a`, as a string.
+inline std::string markdown(const analyze::Analysis& a) {
+  std::ostringstream out;
+  report::write_markdown(a, out);
+  return out.str();
+}
+
 /// True when the whole string is well-formed UTF-8.
 inline bool is_valid_utf8(const std::string& s) { return valid_utf8(s) == s; }
 

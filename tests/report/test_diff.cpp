@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,28 @@ fs::path decoder(const std::string& name, bool syncs, bool end_chunk = true) {
     sim.host(200 * us);
   }
   b.finish(end_chunk);
+  return p;
+}
+
+// A server loop whose steps fall into two groups: most run in about 3 ms, and `slow` of every 10 wait 60 ms for
+// their input (a host wait). Fixing most of the waits leaves the median, a fast step either way, where it was, and
+// halves the mean: the bimodal runs the analysis report headlines by their mean.
+fs::path bimodal(const std::string& name, int slow) {
+  const fs::path p = work_dir() / (name + ".iscope");
+  dump::DumpBuilder b(p.string());
+  testsupport::Sim sim(b);
+  for (int i = 0; i < 40; ++i) {
+    sim.range("step", [&] {
+      sim.py("Server.handle", [&] {
+        if (i % 10 >= 10 - slow) sim.py("Queue.get", [&] { sim.host(60'000 * us); }, "queue.py", 154);
+        sim.host((2'500 + (i * 37 % 11) * 10) * us);  // 2.5 to 2.6 ms of host work
+        sim.launch("gemm_kernel", 400 * us);
+        sim.sync("cudaStreamSynchronize");
+      }, "serve.py", 12);
+    });
+    sim.host(100 * us);
+  }
+  b.finish();
   return p;
 }
 
@@ -192,6 +215,57 @@ TEST_CASE("diff: when the host ran ahead on a side, both sides are compared by t
   CHECK(l.interval.low_ms > -17.5);
   sa.host_ahead = false;
   CHECK_FALSE(report::compare_latency(sb, sa).paced);
+}
+
+TEST_CASE("diff: bimodal steps are compared on the report's basis, the mean, with p50, mean and p90 side by side") {
+  const auto before = analyze::analyze_file(bimodal("bimodal_before", 3).string(), {});
+  const auto after = analyze::analyze_file(bimodal("bimodal_after", 1).string(), {});
+  REQUIRE_FALSE(before.steps.alike);  // the analysis report headlines these by their mean
+  REQUIRE(before.steps.basis == "mean");
+  const auto c = report::compare(before, after);
+  const auto& l = c.latency;
+  CHECK(l.headline == "mean");
+  CHECK(l.headline_reason.find("not alike") != std::string::npos);
+  REQUIRE(l.statistics.size() == 3);
+  CHECK(l.statistics[0].statistic == "p50");
+  CHECK(l.statistics[1].statistic == "mean");
+  CHECK(l.statistics[2].statistic == "p90");
+  const auto& mean = l.headline_change();
+  CHECK(mean.statistic == "mean");
+  CHECK(mean.delta_pct < -40);  // 21.0 ms -> 9.0 ms
+  REQUIRE(mean.interval.available);
+  CHECK(mean.interval.high_ms < 0);
+  CHECK(mean.verdict == "faster");
+  CHECK(mean.interval.note.find("difference of means") != std::string::npos);
+  // The median is a fast step on both sides: alone it would have headlined "no clear change".
+  CHECK(std::fabs(l.statistics[0].delta_pct) < 5);
+  CHECK(l.statistics[0].verdict == "no clear change");
+  CHECK(l.verdict == "no clear change");  // the JSON's "verdict" stays the median's, as documented
+
+  std::ostringstream md;
+  report::write_diff_markdown(c, md);
+  const std::string text = md.str();
+  CHECK(text.find("Step latency (mean: the steps of both runs are not alike): ") != std::string::npos);
+  CHECK(text.find("): faster.") != std::string::npos);
+  CHECK(text.find("95 % interval of the change in the mean: [") != std::string::npos);
+  CHECK(text.find("Beside it: p50 ") != std::string::npos);
+  CHECK(text.find("| mean (ms), the headline |") != std::string::npos);
+  CHECK(text.find("| p50 (ms) |") != std::string::npos);
+  CHECK(text.find("| p90 (ms) |") != std::string::npos);
+  std::ostringstream js;
+  report::write_diff_json(c, js);
+  const auto root = boost::json::parse(js.str());
+  const auto& lat = root.at("latency").as_object();
+  CHECK(lat.at("headline_statistic").as_string() == "mean");
+  CHECK(lat.at("headline_verdict").as_string() == "faster");
+  CHECK(lat.at("statistics").as_array().size() == 3);
+  CHECK(lat.at("verdict").as_string() == "no clear change");
+
+  // Steps alike on both sides: the median, as before.
+  const auto alike = report::compare(analyze::analyze_file(decoder("alike_a", true).string(), {}),
+                                     analyze::analyze_file(decoder("alike_b", false).string(), {}));
+  CHECK(alike.latency.headline == "p50");
+  CHECK(alike.latency.headline_reason.empty());
 }
 
 TEST_CASE("diff: findings matched by category") {

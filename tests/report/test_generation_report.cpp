@@ -39,10 +39,11 @@ TEST_CASE("a generation loop's TTFT, TPOT and per-phase table are in the Markdow
   REQUIRE(at != std::string::npos);
   CHECK(at > md.find("## Step latency"));
   // The first screen says it before any section.
-  const size_t top = md.find("**Generation loop**: 6 tokens per step: time to first token 0.179 ms, per output token 0.089 ms");
+  // Sentences give a time in ms to the analyzer's precision (docs/reports.md, "Units and precision").
+  const size_t top = md.find("**Generation loop**: 6 tokens per step: time to first token 0.18 ms, per output token 0.089 ms");
   CHECK(top < md.find("\n## "));
   CHECK(md.find("Each step generates 6 tokens, one call of `nn.Module: GPT2LMHeadModel_0` per token", at) != std::string::npos);
-  CHECK(md.find("Time to first token 0.179 ms (p90 0.179), time per output token 0.089 ms (p90 0.089), 9615.4 tokens/s", at) !=
+  CHECK(md.find("Time to first token 0.18 ms (p90 0.18), time per output token 0.089 ms (p90 0.089), 9615.4 tokens/s", at) !=
         std::string::npos);
   CHECK(md.find("| prefill (first token) | 5 | 0.179 / 0.179 | 0.156 (87 %) | 6.0 (5.0) |", at) != std::string::npos);
   CHECK(md.find("| decode (each later token) | 25 | 0.089 / 0.089 | 0.046 (52 %) | 6.0 (5.0) |", at) != std::string::npos);

@@ -103,3 +103,20 @@ TEST_CASE("html timeline: spans with a correlation id carry it for the arrows, w
   // The run's timeline (no correlation ids there) never gets the layer: one per page.
   CHECK(count(page, "id=\"tl-arrows\"") == 1);
 }
+
+TEST_CASE("html timeline: a generation loop's token boundaries are marked where its per-token calls start") {
+  auto a = sample_analysis();
+  CHECK(tags(step_svg(html(a)), "<rect class=\"mk tk\"").empty());  // no generation loop: no token marks
+  a.generation.detected = true;
+  a.generation.token_function = "GPT2LMHeadModel.forward";
+  auto& host = a.representative.lanes[0];
+  for (double t : {2.0, 5.5, 9.0}) host.spans.push_back({t, t + 2.5, "GPT2LMHeadModel.forward", "python", 2});
+  const std::string page = html(a);
+  const auto marks = tags(step_svg(page), "<rect class=\"mk tk\"");
+  REQUIRE(marks.size() == 3);
+  CHECK(attr(marks[0], "data-s") == "2.000000");
+  CHECK(attr(marks[2], "data-s") == "9.000000");
+  CHECK(page.find("thin violet lines the start of each of its 3 tokens (the calls of <code>GPT2LMHeadModel.forward"
+                  "</code>)") != std::string::npos);
+  CHECK(tags(step_svg(page), "<rect class=\"mk sb\"").size() == 2);  // the step's own start and end, still there
+}

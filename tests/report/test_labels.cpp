@@ -24,7 +24,10 @@ TEST_CASE("labels: metric keys in words, with the unit their value is shown in")
   CHECK(metric_value("runqueue_wait_share", 0.256) == "25.6");
   CHECK(metric_label("launch_api_ms_per_step") == "Launch API per step (ms)");
   CHECK(metric_label("h2d_bytes_per_step") == "Host-to-device bytes per step");
-  CHECK(metric_value("h2d_bytes_per_step", 3 * 1024 * 1024) == "3.0 MiB");
+  CHECK(metric_value("h2d_bytes_per_step", 3 * 1024 * 1024) == "3.1 MB");  // decimal, as the analyzer's "3.1 MB"
+  CHECK(metric_value("h2d_bytes_per_step", 3e6) == "3.0 MB");
+  CHECK(metric_value("h2d_bytes_per_step", 512) == "512 B");
+  CHECK(metric_value("h2d_bytes_per_step", 1.5e9) == "1.50 GB");
   CHECK(metric_label("median_kernel_us") == "Median kernel (us)");
   CHECK(metric_label("peak_bandwidth_gbps") == "Peak bandwidth (GB/s)");
   CHECK(metric_value("kernels_per_step", 412) == "412");
@@ -60,7 +63,7 @@ TEST_CASE("labels: what to do first is the largest estimated saving, never one t
                    {"d", "high", 0.0, false, ""}};
   CHECK(first_suggestion(f)->action == "c");
   CHECK(saving_text(f.suggestions[0]) == "no saving estimated for this trace");
-  CHECK(saving_text(f.suggestions[2]) == "saves about 0.900 ms per step");
+  CHECK(saving_text(f.suggestions[2]) == "saves about 0.90 ms per step");  // as the analyzer writes 0.90 ms
   CHECK(saving_text(f.suggestions[3]) == "saving not estimated");
   f.suggestions = {{"a", "high", 0.0, true, "m"}, {"d", "high", 0.0, false, ""}};
   CHECK(first_suggestion(f)->action == "a");  // none saves anything: the analyzer's first

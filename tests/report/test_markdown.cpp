@@ -19,12 +19,6 @@ using namespace inferscope::report::testing;
 
 namespace {
 
-std::string markdown(const analyze::Analysis& a) {
-  std::ostringstream out;
-  report::write_markdown(a, out);
-  return out.str();
-}
-
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> v;
   std::istringstream in(s);
@@ -95,7 +89,7 @@ std::vector<std::vector<std::string>> breakdown_rows(const std::string& md) {
 TEST_CASE("markdown leads with the end-to-end latency and a breakdown that adds up") {
   auto a = sample_analysis();
   const std::string md = markdown(a);
-  CHECK(md.rfind("# InferScope report: serve.py (gpt2.iscope)\n\nEnd-to-end latency: 12.500 ms", 0) == 0);
+  CHECK(md.rfind("# InferScope report: serve.py (gpt2.iscope)\n\nEnd-to-end latency: 12.5 ms", 0) == 0);
   auto rows = breakdown_rows(md);
   REQUIRE(rows.size() == 8);  // seven parts and the total
   const char* labels[] = {"CPU preprocessing", "H2D copies", "GPU compute", "D2H copies", "Sync wait",
@@ -113,28 +107,30 @@ TEST_CASE("markdown leads with the end-to-end latency and a breakdown that adds 
   CHECK(sum_ms == doctest::Approx(12.5).epsilon(1e-6));
   CHECK(sum_pct == doctest::Approx(100.0).epsilon(1e-3));
   CHECK(md.find("GPU utilization: 44.0 %") != std::string::npos);
-  CHECK(md.find("5.500 ms waiting on the host") != std::string::npos);
+  CHECK(md.find("| Host-to-device copies (`h2d_bound`) | host-to-device copies | 0.250 | 2.0 |") != std::string::npos);
 }
 
 TEST_CASE("markdown shows an unattributed row when the parts do not add up") {
   auto a = sample_analysis();
   a.breakdown.idle_ms = 0;  // the parts now sum to 11.5 of 12.5 ms
-  auto rows = breakdown_rows(markdown(a));
-  REQUIRE(rows.size() == 9);
-  CHECK(rows[7][0] == "Unattributed");
-  CHECK(rows[7][1] == "1.000");
+  const std::string md = markdown(a);
+  auto rows = breakdown_rows(md);
+  REQUIRE(rows.size() == 8);  // idle, at 0 ms, is named under the table instead
+  CHECK(rows[6][0] == "Unattributed");
+  CHECK(rows[6][1] == "1.000");
+  CHECK(md.find("1 part at 0 ms not shown (Idle).") != std::string::npos);
 }
 
 TEST_CASE("markdown orders sections and ranks findings with their details") {
   const std::string md = markdown(sample_analysis());
   const char* order[] = {"End-to-end latency", "**Primary cause**: Kernel launch overhead (`launch_bound`)",
                          "**Do first**: Capture the decode step in a CUDA graph", "**Data quality: check first**",
-                         "## Warnings and data quality", "- **Warning**: 17 records dropped",
+                         "- **Warning**: 17 records dropped", "## Findings (ranked by impact)", "### 1. [primary]",
+                         "### 2.", "## Timeline Breakdown", "## Step latency", "## Top kernels", "## Python functions",
+                         "## Ranges", "## Memory copies", "## Synchronizations", "## Allocations", "## Model layers",
+                         "## Threads", "## Appendix", "### Warnings and data quality", "- **Warning**: 17 records dropped",
                          "- Clock alignment: OK, 24800 kernels checked", "- Dropped records: 17 (`buffer_full` 17)",
-                         "- Warm-up: 3 step(s) left out", "## Timeline Breakdown", "## Findings (ranked by impact)",
-                         "### 1. [primary]", "### 2.", "## Step latency", "## Top kernels", "## Python functions", "## Ranges",
-                         "## Memory copies", "## Synchronizations", "## Allocations", "## Model layers",
-                         "## Threads", "## Process"};
+                         "- Warm-up: 3 step(s) left out", "### Process"};
   size_t pos = 0;
   for (const char* h : order) {
     size_t p = md.find(h, pos);
@@ -144,10 +140,10 @@ TEST_CASE("markdown orders sections and ranks findings with their details") {
   }
   CHECK(md.find("| 100 | 12.500 | 12.100 | 13.400 | 18.900 | 21.000 | 11.800 |") != std::string::npos);
   CHECK(md.find("- Category: Kernel launch overhead (`launch_bound`)") != std::string::npos);
-  CHECK(md.find("- Impact: 5.500 ms per step (44.0 % of the step)") != std::string::npos);
+  CHECK(md.find("- Impact: 5.50 ms per step (44.0 % of the step)") != std::string::npos);
   CHECK(md.find("(**uncertain**") != std::string::npos);
   CHECK(md.find("1. **high**: Capture the decode step in a CUDA graph") != std::string::npos);
-  CHECK(md.find("saves about 4.500 ms per step") != std::string::npos);
+  CHECK(md.find("saves about 4.50 ms per step") != std::string::npos);
   CHECK(md.find("- 520.500 to 524.700 ms: step 41") != std::string::npos);
   CHECK(md.find("## Clock alignment") == std::string::npos);  // in the notes at the top now
 }
@@ -183,13 +179,13 @@ TEST_CASE("markdown names are findable with grep: no backslashes in them") {
   CHECK(md.find("Metrics: Kernels per step: 412") != std::string::npos);  // in words (labels.hpp)
 }
 
-TEST_CASE("markdown of a real unannotated program: Python names with <locals> are code spans, from the first warning on") {
+TEST_CASE("markdown of a real unannotated program: Python names with <locals> are code spans, from the first note on") {
   // Recorded on an H100 from samples/validation/empty_cache.py: its steps are found as the calls of a nested
-  // function, which the top warning and the allocation evidence name.
+  // function, which the note on how the steps were found and the allocation evidence name.
   const auto a = analyze::analyze_file((testsupport::fixtures() / "real_empty_cache.iscope").string(), {});
   const std::string md = markdown(a);
   CHECK(md.find("\\<locals\\>") == std::string::npos);
-  const size_t warning = md.find("- **Warning**: no repeated top-level range");
+  const size_t warning = md.find("- How the steps were found: no repeated top-level range");
   REQUIRE(warning != std::string::npos);
   CHECK(md.find("`main.<locals>.handle_request`", warning) < md.find('\n', warning));
   CHECK(md.find("cudaFree from `main.<locals>.handle_request` (empty_cache.py:27)") != std::string::npos);

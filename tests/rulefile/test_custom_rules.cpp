@@ -277,7 +277,7 @@ TEST_CASE("a title placeholder is in its metric's unit") {
     suggestion: Keep results on the GPU
 )"));
   REQUIRE(r.findings.size() == 1);
-  CHECK(r.findings[0].title == "1.43 MiB per step, 1.91 MiB at most; 40.0 %; 80");  // 1.5e6 and 2e6 bytes
+  CHECK(r.findings[0].title == "1.50 MB per step, 2.00 MB at most; 40.0 %; 80");  // 1.5e6 and 2e6 bytes
 }
 
 TEST_CASE("one rule set serves analyses on several threads at once") {

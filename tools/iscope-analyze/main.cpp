@@ -1,6 +1,6 @@
 // iscope-analyze: reads a dump (or the seeds' JSON event trace) and explains it.
 //
-//   iscope-analyze DUMP                          Markdown report on stdout
+//   iscope-analyze DUMP                          a short summary on a terminal; the Markdown report into a pipe or file
 //   iscope-analyze DUMP -o report.md|.html|.json|.perfetto.json [--md F] [--html F] [--json F] [--perfetto F] [--step NAME]
 //   iscope-analyze DUMP --sqlite out.db          the records and the analysis as SQLite (docs/sqlite-schema.md)
 //   iscope-analyze DUMP --summary                what the dump holds (threads, ranges, drops, clock)
@@ -22,6 +22,7 @@
 #include "analyze/rules/rule_settings.hpp"
 #include "rulefile/rule_file.hpp"
 #include "export/perfetto.hpp"
+#include "report/labels.hpp"
 #include "report/report.hpp"
 #include "report/text_writers.hpp"
 #ifdef INFERSCOPE_HAVE_SQLITE
@@ -190,6 +191,11 @@ struct Requested {
   bool findings = false;
 };
 
+// With no output named, what goes to standard output: on a terminal the short summary (a person reads it there, and
+// the whole report is one -o away: hundreds of lines scrolled past are read by nobody); into a pipe or a file the
+// Markdown report, as scripts and tests have always read it. `-o -` is always the whole Markdown.
+std::string default_stdout_format(bool stdout_is_terminal) { return stdout_is_terminal ? "summary" : "md"; }
+
 Requested requested_outputs(const cxxopts::ParseResult& args, bool findings) {
   Requested r;
   if (args.count("output"))
@@ -207,7 +213,7 @@ Requested requested_outputs(const cxxopts::ParseResult& args, bool findings) {
   if (args.count("sqlite")) r.sqlite = args["sqlite"].as<std::string>();
   r.findings = findings;
   if (r.reports.empty() && r.perfetto.empty() && r.unknown.empty() && r.sqlite.empty() && !r.findings)
-    r.reports.emplace_back("md", "-");
+    r.reports.emplace_back(default_stdout_format(::isatty(STDOUT_FILENO) == 1), "-");
   return r;
 }
 
@@ -395,6 +401,7 @@ bool write_outputs(const Requested& r, const Analysis& a, const std::optional<in
   for (auto& [fmt, p] : r.reports) {
     if (fmt == "html") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_html(a, s); });
     else if (fmt == "json") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_json(a, s); });
+    else if (fmt == "summary") ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_terminal_summary(a, s); });
     else ok &= write_to(p, [&](std::ostream& s) { inferscope::report::write_markdown(a, s); });
   }
   for (const auto& p : r.perfetto) {
@@ -505,7 +512,8 @@ int analyse_and_write(const std::vector<std::string>& paths, const Requested& re
     inferscope::analyze::mark_launcher(a);
   }
   a.rule_file = rule_file_line(o.rules.get());
-  for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
+  for (auto& w : a.warnings)  // how the steps were found, a timeline drawn cut: notes, as the reports say
+    std::cerr << "iscope-analyze: " << (inferscope::report::note_label(w).empty() ? "warning: " : "note: ") << w << "\n";
   const bool ok = write_outputs(requested, a, reader, paths);
   if (a.partial) return 3;  // corrupt (not merely cut short): partial output was written
   return ok ? 0 : 1;
