@@ -1089,6 +1089,16 @@ class RecordDicts {
       Py_CLEAR(d);
     add(d, rc);
   }
+  // Short calls of one function the tracer counted instead of recording: their count and summed time.
+  void on(const inferscope::PyElidedRecord& rec, const inferscope::dump::RecordContext& rc) {
+    auto it = r.code_table().find(rec.code);
+    std::string name = it == r.code_table().end() ? "<code " + std::to_string(rec.code) + ">" : it->second.qualname;
+    PyObject* d = span(rc, "python_elided", name, rec.first, rec.last);
+    if (d && (!set_item(d, "calls", PyLong_FromUnsignedLong(rec.calls)) ||
+              !set_item(d, "total_ns", PyFloat_FromDouble(clock.duration_ns(rec.total)))))
+      Py_CLEAR(d);
+    add(d, rc);
+  }
   void on(const inferscope::MarkRecord& rec, const inferscope::dump::RecordContext& rc) {
     if (rc.kind() != inferscope::RecordKind::kMark) return;
     add(span(rc, "mark", r.string_at(rec.name), rec.ts, rec.ts), rc);

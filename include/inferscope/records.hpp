@@ -26,6 +26,7 @@ enum class RecordKind : uint8_t {
   kNvtxRange = 7,     ///< RangeRecord layout: an NVTX push/pop or start/end range the application emitted
   kNvtxMark = 8,      ///< MarkRecord layout: an NVTX mark
   kPyCoroutine = 9,   ///< PyCoroutineRecord: which coroutine object the PyCallRecord just before it ran
+  kPyElided = 10,     ///< PyElidedRecord: short calls of one function, counted instead of recorded one by one
   kGpuKernel = 32,    ///< GpuKernelRecord
   kGpuMemcpy = 33,    ///< GpuMemcpyRecord
   kGpuMemset = 34,    ///< GpuMemsetRecord
@@ -135,6 +136,20 @@ struct PyCoroutineRecord {
 static_assert(sizeof(PyCoroutineRecord) == 24);
 /// PyCoroutineRecord aux bit: this run began the coroutine (its first run), not a resumption after an await.
 inline constexpr uint8_t kCoroutineFirstRun = 1;
+
+/// Calls of one function on this thread that the tracer counted instead of recording one by one: calls shorter than
+/// its elision bound of a function already recorded in full many times (docs/python.md, "Short calls"). Their time
+/// is inside their callers' recorded calls, as a call's children are.
+struct PyElidedRecord {
+  RecordHeader h;     ///< aux unused
+  uint32_t code;      ///< code id
+  uint64_t first;     ///< the start of the first call counted
+  uint64_t last;      ///< the end of the last call counted
+  uint64_t total;     ///< their durations, summed (ticks)
+  uint32_t calls;     ///< how many
+  uint32_t reserved;
+};
+static_assert(sizeof(PyElidedRecord) == 40);
 
 /// Memory kinds as CUPTI names them (CUpti_ActivityMemoryKind values 0..5 map 1:1).
 enum class MemoryKind : uint8_t { kUnknown = 0, kPageable = 1, kPinned = 2, kDevice = 3, kArray = 4, kManaged = 5,
@@ -341,6 +356,7 @@ constexpr uint16_t fixed_record_size(RecordKind k) {
     case RecordKind::kThreadEnd: return sizeof(ThreadEndRecord);
     case RecordKind::kPyCall: return sizeof(PyCallRecord);
     case RecordKind::kPyCoroutine: return sizeof(PyCoroutineRecord);
+    case RecordKind::kPyElided: return sizeof(PyElidedRecord);
     case RecordKind::kGpuKernel: return sizeof(GpuKernelRecord);
     case RecordKind::kGpuMemcpy: return sizeof(GpuMemcpyRecord);
     case RecordKind::kGpuMemset: return sizeof(GpuMemsetRecord);

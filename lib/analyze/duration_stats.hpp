@@ -25,6 +25,15 @@ class DurationStats {
     if (ns < min_) min_ = ns;
     if (ns > max_) max_ = ns;
   }
+  /// Adds `n` durations of `ns` each (calls the tracer counted in aggregate, each taken at their mean).
+  void add(uint64_t ns, uint64_t n) {
+    if (n == 0) return;
+    bucket(bucket_of(ns)) += n;
+    count_ += n;
+    total_ += ns * n;
+    if (ns < min_) min_ = ns;
+    if (ns > max_) max_ = ns;
+  }
   /// Adds everything `o` counted (exact: the result does not depend on how the values were split).
   void merge(const DurationStats& o);
   uint64_t count() const { return count_; }

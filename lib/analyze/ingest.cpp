@@ -153,6 +153,16 @@ class Pass1 {
     }
     if (rc.aux() == 0) t.pend_py.clear();
   }
+  // Short calls the tracer counted instead of recording: their count and time join their function's totals (their time
+  // is also inside their callers' recorded calls, as their callers' self time).
+  void on(const PyElidedRecord& rec, const dump::RecordContext&) {
+    if (rec.calls == 0) return;
+    const uint32_t code = rec.code >= code_limit ? 0 : rec.code;
+    const double ns = clock.duration_ns(rec.total);
+    NameAgg& agg = name_agg(P.py_agg, code);
+    agg.d.add(uint64_t(ns / double(rec.calls)), rec.calls);
+    agg.self += int64_t(ns);  // short calls are leaves, or nearly
+  }
   void on(const PyCoroutineRecord& rec, const dump::RecordContext& rc) {
     auto& t = P.T(Context::thread_slot(rc.thread));
     ++t.coroutine_runs;

@@ -80,7 +80,11 @@ ProgramFacts program_facts(const ProgramFactsInput& in) {
       f.holds[kFactGrowingCache] = fixed0(g.decode.d2d_copies) + " device-to-device copies per decode token: a KV "
                                    "cache grown by concatenation, whose shapes change every token";
   }
-  if (!f.has(kFactGrowingCache)) f.holds[kFactStaticShapes] = "no KV cache grows from token to token";
+  const bool same_work = in.fewest_kernels > 0 && double(in.most_kernels) <= kSameKernelsRatio * double(in.fewest_kernels);
+  if (!f.has(kFactGrowingCache) && same_work)
+    f.holds[kFactStaticShapes] = "every typical step launches " + fixed0(double(in.fewest_kernels)) +
+                                 (in.most_kernels > in.fewest_kernels ? " to " + fixed0(double(in.most_kernels)) : std::string()) +
+                                 " kernels, and no KV cache grows";
   return f;
 }
 

@@ -27,7 +27,7 @@ inline constexpr const char* kFactFp32Matmul = "fp32_matmul";   ///< matrix kern
 inline constexpr const char* kFactInference = "inference";      ///< no backward pass or optimizer step was seen
 inline constexpr const char* kFactGeneration = "generation";    ///< a generation loop (tokens per step)
 inline constexpr const char* kFactGrowingCache = "growing_kv_cache";  ///< its KV cache grows by copies every token (shapes change)
-inline constexpr const char* kFactStaticShapes = "static_shapes";     ///< no sign of shapes changing from step to step
+inline constexpr const char* kFactStaticShapes = "static_shapes";     ///< every typical step launches as many kernels, and no cache grows
 inline constexpr const char* kFactNames[] = {kFactPython, kFactCpp, kFactDataLoader, kFactPrefetchable, kFactDependentHost,
                                              kFactFp32Matmul, kFactInference, kFactGeneration, kFactGrowingCache,
                                              kFactStaticShapes};
@@ -36,6 +36,10 @@ inline constexpr const char* kFactNames[] = {kFactPython, kFactCpp, kFactDataLoa
 /// next token sampled on the host from the logits just read): no worker can prepare it ahead. At least this share
 /// of the step's host work makes it "after read".
 inline constexpr double kDependentHostShare = 0.5;
+/// A step whose shapes are fixed launches the same kernels every time: kernel counts of the typical steps within this
+/// ratio of each other (an op every Nth step moves a count of hundreds by a few) are the same work. A count that moves
+/// more follows the step's shapes (a batch whose members change, a sequence that grows), which one CUDA graph cannot replay.
+inline constexpr double kSameKernelsRatio = 1.05;
 /// Matrix kernels off tensor cores must carry this share of matrix-kernel time before lower precision is advice:
 /// a few fp32 GEMMs beside many half-precision ones (a final projection kept in fp32 on purpose) are not the cost.
 inline constexpr double kFp32MatmulShare = 0.2;
@@ -55,6 +59,7 @@ struct ProgramFactsInput {
   HostAfterRead host;
   double matmul_ns = 0, matmul_tensor_core_ns = 0;  ///< GEMM and attention kernels, and those on tensor cores
   bool backward = false;       ///< a backward pass or an optimizer step was seen (kernels or Python code)
+  uint64_t fewest_kernels = 0, most_kernels = 0;  ///< kernels launched per typical step, the least and the most
   const GenerationLoop* generation = nullptr;
 };
 

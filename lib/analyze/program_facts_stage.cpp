@@ -55,6 +55,11 @@ ProgramFacts find_program_facts(const Context& cx, const Ingested& in, const Ste
     if (i < steps.size()) windows.push_back({steps[i].start, steps[i].start + steps[i].dur, uint32_t(i)});
   std::sort(windows.begin(), windows.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
   if (!ss.whole) x.host = host_after_read(sapi, windows);
+  for (const Span& w : windows) {
+    const uint64_t k = steps[w.step].kernels;
+    x.fewest_kernels = x.fewest_kernels ? std::min(x.fewest_kernels, k) : k;
+    x.most_kernels = std::max(x.most_kernels, k);
+  }
   x.generation = &generation;
   return program_facts(x);
 }

@@ -23,6 +23,7 @@ const char* record_kind_name(RecordKind k) {
     case RecordKind::kNvtxRange: return "nvtx_range";
     case RecordKind::kNvtxMark: return "nvtx_mark";
     case RecordKind::kPyCoroutine: return "python_coroutine";
+    case RecordKind::kPyElided: return "python_elided";
     case RecordKind::kGpuKernel: return "gpu_kernel";
     case RecordKind::kGpuMemcpy: return "gpu_memcpy";
     case RecordKind::kGpuMemset: return "gpu_memset";

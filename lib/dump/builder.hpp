@@ -139,6 +139,12 @@ class DumpBuilder {
                         code_id, ticks(start_ns), object};
     put(t, &r, sizeof(r));
   }
+  /// `calls` short calls of code_id counted in aggregate on thread t (records.hpp, PyElidedRecord).
+  void elided(uint32_t t, uint32_t code_id, int64_t first_ns, int64_t last_ns, int64_t total_ns, uint32_t calls) {
+    PyElidedRecord r{{RecordKind::kPyElided, 0, sizeof(PyElidedRecord)}, code_id, ticks(first_ns), ticks(last_ns),
+                     uint64_t(std::llround(double(total_ns) * tpn_)), calls, 0};
+    put(t, &r, sizeof(r));
+  }
   /// An async range (id) begun on begin_thread and ended on end_thread, written to thread t.
   void async_range(uint32_t t, std::string_view name, uint64_t id, int64_t start_ns, int64_t end_ns,
                    uint32_t begin_thread, uint32_t end_thread) {

@@ -577,10 +577,14 @@ const uint8_t* RecordCursor::next(RecordHeader& h) {
 // Ids in records that callers index by: a Python code id must be in the code table (DumpReader::adopt_tables),
 // and thread ids follow the reader's renumbering (patched in the window, which is this cursor's own copy).
 void RecordCursor::check_ids(const RecordHeader& h, uint8_t* rec) {
-  if (h.kind == RecordKind::kPyCall || h.kind == RecordKind::kPyCoroutine) {
-    const uint32_t code = h.kind == RecordKind::kPyCall ? load<PyCallRecord>(rec).code : load<PyCoroutineRecord>(rec).code;
+  if (h.kind == RecordKind::kPyCall || h.kind == RecordKind::kPyCoroutine || h.kind == RecordKind::kPyElided) {
+    const uint32_t code = h.kind == RecordKind::kPyCall       ? load<PyCallRecord>(rec).code
+                          : h.kind == RecordKind::kPyElided   ? load<PyElidedRecord>(rec).code
+                                                              : load<PyCoroutineRecord>(rec).code;
     if (code > r_.code_id_bound())
-      bad(next_, std::string(h.kind == RecordKind::kPyCall ? "python_call" : "python_coroutine") + " names code id " +
+      bad(next_, std::string(h.kind == RecordKind::kPyCall       ? "python_call"
+                             : h.kind == RecordKind::kPyElided   ? "python_elided"
+                                                                 : "python_coroutine") + " names code id " +
                      std::to_string(code) + " beyond the " + std::to_string(r_.code_id_bound()) +
                      " code-table entries the file declares");
   }

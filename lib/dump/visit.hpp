@@ -56,7 +56,7 @@ concept Handles = requires(V& v, const T& rec, const RecordContext& cx) { v.on(r
 template <class V>
 inline constexpr bool kHandlesAny =
     Handles<V, RangeRecord> || Handles<V, MarkRecord> || Handles<V, ThreadNameRecord> ||
-    Handles<V, AsyncRangeRecord> || Handles<V, ThreadEndRecord> || Handles<V, PyCallRecord> || Handles<V, PyCoroutineRecord> ||
+    Handles<V, AsyncRangeRecord> || Handles<V, ThreadEndRecord> || Handles<V, PyCallRecord> || Handles<V, PyCoroutineRecord> || Handles<V, PyElidedRecord> ||
     Handles<V, GpuKernelRecord> || Handles<V, GpuMemcpyRecord> || Handles<V, GpuMemsetRecord> ||
     Handles<V, GpuSyncRecord> || Handles<V, GpuMemoryRecord> || Handles<V, CudaApiRecord> ||
     Handles<V, GpuGraphLaunchRecord> || Handles<V, OverheadRecord> || Handles<V, ClockCheckRecord> ||
@@ -83,6 +83,7 @@ inline void dispatch_record(V& v, const RecordContext& cx) {
     case RecordKind::kThreadEnd: return deliver<ThreadEndRecord>(v, cx);
     case RecordKind::kPyCall: return deliver<PyCallRecord>(v, cx);
     case RecordKind::kPyCoroutine: return deliver<PyCoroutineRecord>(v, cx);
+    case RecordKind::kPyElided: return deliver<PyElidedRecord>(v, cx);
     case RecordKind::kGpuKernel: return deliver<GpuKernelRecord>(v, cx);
     case RecordKind::kGpuMemcpy: return deliver<GpuMemcpyRecord>(v, cx);
     case RecordKind::kGpuMemset: return deliver<GpuMemsetRecord>(v, cx);

@@ -145,6 +145,39 @@ def test_each_coroutine_run_names_its_object_and_its_first_run(record):
     assert not of_kind(d, "python_coroutine", "leaf")
 
 
+def tiny(x):
+    return x + 1
+
+
+def test_short_calls_of_a_hot_function_are_counted_not_recorded_one_by_one(record):
+    def work():
+        for i in range(5000):
+            tiny(i)
+
+    d = record(work, trace=True)
+    recorded = calls(d, "tiny")
+    counted = of_kind(d, "python_elided", "tiny")
+    # The first 1000 calls are recorded one by one; after that the short ones are counted, 4096 to a record, the
+    # rest written when tracing stops.
+    assert len(recorded) >= 1000
+    assert counted, "a tiny function called 5000 times was recorded call by call"
+    assert len(recorded) + sum(c["calls"] for c in counted) == 5000
+    assert all(c["total_ns"] > 0 and c["start"] <= c["end"] for c in counted)
+
+
+def test_a_coroutines_runs_and_wait_points_are_never_counted_in_aggregate(record):
+    async def ping():
+        return 1
+
+    async def many():
+        for _ in range(1500):
+            await ping()
+
+    d = record(lambda: asyncio.run(many()), trace=True)
+    assert len(calls(d, "test_a_coroutines_runs_and_wait_points_are_never_counted_in_aggregate.<locals>.ping")) == 1500
+    assert not of_kind(d, "python_elided", "test_a_coroutines_runs_and_wait_points_are_never_counted_in_aggregate.<locals>.ping")
+
+
 def test_threads_started_before_and_after_tracing_are_traced(record):
     go = threading.Event()
     seen = {}
@@ -491,7 +524,9 @@ def test_many_calls_reach_the_dump_without_drops(record):
 
     d = record(lambda: fib(20), trace=True, config=dict(thread_buffer_kb=16384))
     assert d["dropped"] == 0
-    assert len(calls(d, "test_many_calls_reach_the_dump_without_drops.<locals>.fib")) == 21891
+    name = "test_many_calls_reach_the_dump_without_drops.<locals>.fib"
+    # Every call is there: recorded one by one, or (the short ones after the first 1000) counted in aggregate.
+    assert len(calls(d, name)) + sum(c["calls"] for c in of_kind(d, "python_elided", name)) == 21891
 
 
 def test_a_forked_child_unhooks_tracing(record):

@@ -71,6 +71,19 @@ std::string graph_advice(const RuleInput& in, const std::string& step_tail) {
   if (!python_program(in))
     return "Capture the step in a CUDA graph (cudaStreamBeginCapture on its stream, cudaGraphInstantiate once, then one "
            "cudaGraphLaunch per step; its buffers allocated once, outside the capture) " + step_tail;
+  if (!g.detected && !in.facts.has(detail::kFactStaticShapes)) {
+    // A graph replays fixed shapes: a step whose work changes shape needs one graph per padded size.
+    uint64_t fewest = 0, most = 0;
+    for (size_t i : detail::typical_indexes(in.selection))
+      if (i < in.steps.size()) {
+        fewest = fewest ? std::min(fewest, in.steps[i].kernels) : in.steps[i].kernels;
+        most = std::max(most, in.steps[i].kernels);
+      }
+    return "Capture the step in CUDA graphs (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) " + step_tail +
+           ". A graph replays fixed shapes, and this step's work changes shape from step to step (it launched between " +
+           fmt("%.0f", double(fewest)) + " and " + fmt("%.0f", double(most)) + " kernels): pad its batch to a few fixed "
+           "sizes and capture one graph per size, as serving engines do";
+  }
   if (!g.detected)
     return "Capture the step in a CUDA graph (torch.cuda.graphs / torch.compile(mode=\"reduce-overhead\")) " + step_tail;
   std::string s;

@@ -1,10 +1,12 @@
 // gpu_bound (informational in tone, ranked like any other): the GPU is busy most of the step; name the kernels
-// that take its time. No saving is estimated: how much faster a kernel can run is not in the trace.
+// that take its time. How much faster a kernel can run is not in the trace: savings are estimated only where a
+// model says it (elementwise chains fused; fp32 matrix kernels moved to TF32 tensor cores, at the datasheet ratio).
 #include "analyze/kernel_traits.hpp"
 #include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace inferscope::analyze::rules {
 namespace {
@@ -12,6 +14,28 @@ namespace {
 /// Chains of elementwise kernels worth a suggestion: 5 % of the step's kernel time, the floor of every rule's
 /// impact, so a chain fused away saves something a reader could see.
 constexpr double kChainShare = 0.05;
+
+/// The datasheet ratio of dense TF32 tensor-core throughput to FP32 throughput, by compute capability: how much faster
+/// a compute-bound fp32 GEMM runs once TF32 is allowed. 0: not known for this GPU (no saving is estimated). A100
+/// (sm_80): 156 / 19.5 TFLOPS; H100 and H200 (sm_90): 495 / 67 TFLOPS.
+double tf32_over_fp32(int sm) {
+  if (sm == 80) return 156.0 / 19.5;
+  if (sm == 90) return 495.0 / 67.0;
+  return 0;
+}
+
+/// Per step, the time of the matrix kernels that run off tensor cores (the tables' share of kernel time, applied to
+/// the typical step's kernel time).
+double fp32_matmul_ns(const RuleInput& in) {
+  double all = 0, off = 0;
+  for (const KernelRow& k : in.tables.kernels) {
+    all += k.total_ms;
+    const KernelTraits t = kernel_traits(k.name);
+    const std::string_view fam = t.family;
+    if ((fam == "gemm" || fam == "attention") && !t.tensor_core) off += k.total_ms;
+  }
+  return all > 0 ? in.t.kernel_ns * off / all : 0;
+}
 
 }  // namespace
 
@@ -56,12 +80,26 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
                        "graph_nodes=true (iscope-run --set graph_nodes=true), which times every node of every launch");
   }
   // Lower precision only where matrix kernels run off tensor cores: GEMMs already in fp16/bf16 on tensor cores gain
-  // nothing from it (FP8 aside, which changes numerics and is a model decision).
-  suggest(f, in, "high", "Speed up '" + k0 + "': run the matrix work in lower precision on tensor cores (" +
-                         (python_program(in) ? "torch.autocast(\"cuda\", dtype=torch.bfloat16), or at least "
-                                               "torch.backends.cuda.matmul.allow_tf32 = True for fp32"
-                                             : "cuBLAS with CUBLAS_COMPUTE_32F_FAST_TF32 or bf16 inputs") +
-                         ") and tensor-core friendly shapes (multiples of 8/16)", {detail::kFactFp32Matmul});
+  // nothing from it (FP8 aside, which changes numerics and is a model decision). The saving: those kernels' time at
+  // the datasheet's TF32-to-FP32 ratio for this GPU, in a step the GPU paces (an upper bound: a GEMM limited by memory
+  // gains less); TF32 changes numerics (a 10-bit mantissa in the products), which the suggestion says.
+  const std::string lower = "Speed up '" + k0 + "': run the matrix work on tensor cores (" +
+                            (python_program(in) ? "torch.backends.cuda.matmul.allow_tf32 = True, or "
+                                                  "torch.set_float32_matmul_precision(\"high\"), for TF32; "
+                                                  "torch.autocast(\"cuda\", dtype=torch.bfloat16) for bf16"
+                                                : "cuBLAS with CUBLAS_COMPUTE_32F_FAST_TF32, or bf16 inputs") +
+                            "); TF32 keeps fp32 ranges with a shorter mantissa in the products, so compare the outputs "
+                            "once";
+  if (const double k = tf32_over_fp32(device_sm(in.process)); k > 0 && in.facts.has(detail::kFactFp32Matmul)) {
+    const double saving = std::min(in.step_ms(), fp32_matmul_ns(in) / 1e6 * (1 - 1 / k));
+    Suggestion s{lower, "high", saving, saving > 0,
+                 fmt("the fp32 matrix kernels' time divided by %.1f, the datasheet ratio of TF32 tensor-core to FP32 "
+                     "throughput on this GPU, in a step the GPU paces (an upper bound: memory-bound GEMMs gain less)", k),
+                 {detail::kFactFp32Matmul}};
+    f.suggestions.push_back(std::move(s));
+  } else {
+    suggest(f, in, "high", lower, {detail::kFactFp32Matmul});
+  }
   if (!in.facts.has(detail::kFactFp32Matmul) && !families.empty())
     suggest(f, "medium", "The matrix kernels already run on tensor cores: cut the work itself (a smaller or distilled model, "
                          "fewer tokens per step, a KV cache) or check with Nsight Compute that '" + k0 +

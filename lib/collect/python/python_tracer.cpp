@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
@@ -70,6 +71,23 @@ constexpr uint64_t kExcludedBit = 1ull << 32;
 constexpr uint64_t kCoroutineBit = 1ull << 33;  // async def, async generator or @types.coroutine generator
 constexpr int kGenShift = 34;
 
+// --- short calls, counted instead of recorded (docs/python.md, "Short calls") -----------------------------------
+//
+// A function called hundreds of thousands of times for a few microseconds each (a generator expression in a stop
+// check, a recursive JSON normaliser) filled a 50 MB capture in two generate() calls with records nobody reads one
+// by one: what the analysis needs of them is their count and time, and their callers' recorded calls hold that time
+// already. Once a function has been recorded kRecordedBeforeEliding times, its calls shorter than kElideBelowNs are
+// counted in a tally per function and written as one PyElidedRecord every kElidedPerRecord calls (and when tracing
+// stops). Never a coroutine's runs (a request's life needs each) nor a wait point (whom a thread waited on needs each).
+/// Calls of a function recorded one by one before its short ones are counted: enough for its distribution in the
+/// tables and any step or token analysis (a step repeats at most a few thousand times in a capture's baseline).
+constexpr uint32_t kRecordedBeforeEliding = 1000;
+/// Shorter than a launching call can be (a CUDA launch from PyTorch costs 5 us or more on the host), so no call
+/// that launches GPU work, no per-token forward and no step is ever counted instead of recorded.
+constexpr double kElideBelowNs = 5000;
+constexpr uint32_t kElidedPerRecord = 4096;
+constexpr uint64_t kNoElideBit = 1ull << 31;  // in the slot's id half: ids stay far below 2^31
+
 // --- global state: written with the GIL held; the hooks run with the GIL held too -------------------------
 
 Py_ssize_t g_extra_index = -1;
@@ -93,8 +111,38 @@ struct Frame {
   uint64_t start;
   uint32_t id;     // code id; 0 = traced but deeper than max_depth, not recorded
   uint8_t coroutine_flags = 0;  // PyCoroutineRecord's aux, for a coroutine's run
+  bool elidable = false;        // a short call of it may be counted instead of recorded
   uint64_t coroutine = 0;       // the coroutine object's address; 0: not a coroutine (or not known)
 };
+
+// Per code id: its calls recorded one by one, and the short ones counted since its last PyElidedRecord. Touched with
+// the GIL held only (the hooks, classification, disable()).
+struct CodeTally {
+  uint32_t recorded = 0;
+  uint32_t calls = 0;
+  uint64_t first = 0, last = 0, total = 0;
+};
+std::vector<CodeTally> g_tallies;  // by code id
+uint64_t g_elide_ticks = 0;        // kElideBelowNs in session ticks (0: not measured yet, nothing is elided)
+
+CodeTally& tally_slot(uint32_t id) {
+  if (id >= g_tallies.size()) g_tallies.resize(size_t(id) + 1);
+  return g_tallies[id];
+}
+
+void emit_elided(uint32_t id, CodeTally& t) {
+  const PyElidedRecord r{{RecordKind::kPyElided, 0, static_cast<uint16_t>(sizeof(PyElidedRecord))}, id, t.first, t.last,
+                         t.total, t.calls, 0};
+  detail::emit_record(&r, sizeof(r));
+  t.calls = 0;
+  t.total = 0;
+}
+
+// The short calls still counted, written now (tracing stops): from the calling thread, whose ring holds them.
+void flush_elided() {
+  for (uint32_t id = 0; id < g_tallies.size(); ++id)
+    if (g_tallies[id].calls) emit_elided(id, g_tallies[id]);
+}
 
 struct ThreadTrace {
   uint32_t gen = 0;
@@ -240,6 +288,7 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
   }
   PyErr_Clear();
   const bool coroutine = traced && (flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR)) != 0;
+  const bool no_elide = coroutine || (traced && find_wait_point(module_name_for(file), qualname) != nullptr);
   uint32_t id = 0;
   if (traced) {
     id = runtime::intern_code(qualname, file, static_cast<uint32_t>(line > 0 ? line : 0));
@@ -247,7 +296,9 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
   } else {
     ++g_stats.codes_excluded;
   }
-  const uint64_t v = (uint64_t(g_code_gen) << kGenShift) | (traced ? 0 : kExcludedBit) | (coroutine ? kCoroutineBit : 0) | id;
+  if (traced) tally_slot(id);  // sized here, not on the hot path
+  const uint64_t v = (uint64_t(g_code_gen) << kGenShift) | (traced ? 0 : kExcludedBit) | (coroutine ? kCoroutineBit : 0) |
+                     (no_elide ? kNoElideBit : 0) | id;
 #if ISCOPE_PY_MONITORING
   // Excluded code is answered with DISABLE, so its local events stop firing without a cache; leave the
   // interpreter's static (deep-frozen, immortal) code objects untouched, as they are shared and finalized
@@ -311,8 +362,9 @@ inline bool on_enter(ThreadTrace* t, PyObject* code, RunOf&& run_of) {
     t->gen = g_stack_gen;
   }
   const uint32_t max = g_filters.max_depth;
-  const uint32_t id = (max == 0 || t->frames.size() < max) ? static_cast<uint32_t>(info) : 0;
+  const uint32_t id = (max == 0 || t->frames.size() < max) ? static_cast<uint32_t>(info & ~kNoElideBit) : 0;
   Frame f{code, detail::now(), id};
+  f.elidable = !(info & (kNoElideBit | kCoroutineBit));
   if (INFERSCOPE_UNLIKELY((info & kCoroutineBit) && id != 0)) {
     const CoroutineRun run = run_of();
     f.coroutine = run.object;
@@ -330,7 +382,18 @@ inline bool on_exit(ThreadTrace* t, PyObject* code) {
     return !(code_info(code) & kExcludedBit);  // excluded, or an activation that began before tracing did
   const Frame f = t->frames.back();
   t->frames.pop_back();
+  if (f.id != 0 && f.elidable && end - f.start < g_elide_ticks && f.id < g_tallies.size()) {
+    CodeTally& c = g_tallies[f.id];
+    if (c.recorded >= kRecordedBeforeEliding) {
+      if (c.calls == 0) c.first = f.start;
+      c.last = end;
+      c.total += end - f.start;
+      if (++c.calls >= kElidedPerRecord) emit_elided(f.id, c);
+      return true;
+    }
+  }
   if (f.id != 0) {
+    if (f.id < g_tallies.size()) ++g_tallies[f.id].recorded;
     const size_t depth = t->frames.size();
     const PyCallRecord r{{RecordKind::kPyCall, static_cast<uint8_t>(depth < 255 ? depth : 255),
                           static_cast<uint16_t>(sizeof(PyCallRecord))},
@@ -963,6 +1026,17 @@ void add_own_file(const std::string& file) {
   if (++g_code_gen >= (1u << 30)) g_code_gen = 1;  // code of that file classified before is classified again
 }
 
+// kElideBelowNs in session ticks, from two calibration points 2 ms apart (once per process: the TSC's rate does not
+// change). A clock that is not the TSC counts nanoseconds.
+uint64_t elide_ticks() {
+  const dump::CalibrationPoint a = runtime::take_calibration_point();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const dump::CalibrationPoint b = runtime::take_calibration_point();
+  const double ns = double(b.monotonic_ns - a.monotonic_ns), ticks = double(b.ticks - a.ticks);
+  const double per_ns = ns > 0 && ticks > 0 ? ticks / ns : 1.0;
+  return static_cast<uint64_t>(kElideBelowNs * per_ns);
+}
+
 std::string enable(const Filters& filters) {
   if (g_extra_index < 0) return "the tracer was not initialised";
   // Checked before anything changes, on the first enable and on a re-enable alike: cProfile may have taken the
@@ -979,6 +1053,7 @@ std::string enable(const Filters& filters) {
 #endif
   }
   ++g_stack_gen;
+  if (g_elide_ticks == 0) g_elide_ticks = elide_ticks();
   g_active.store(true);
   if (!g_installed) {
     std::string error = install_hooks();
@@ -1008,6 +1083,7 @@ std::string enable(const Filters& filters) {
 
 void disable(bool at_exit) {
   if (at_exit) g_switch_allowed.store(false);  // no sampled window switches tracing on again from here
+  flush_elided();
   g_active.store(false);
   if (g_installed) {
     remove_hooks(at_exit);

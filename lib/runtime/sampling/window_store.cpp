@@ -23,6 +23,7 @@ std::optional<uint64_t> record_time(const RecordHeader& h, const uint8_t* record
     case RecordKind::kThreadEnd:
     case RecordKind::kNvtxMark:
     case RecordKind::kPyCoroutine:
+    case RecordKind::kPyElided:
     case RecordKind::kGpuKernel:
     case RecordKind::kGpuMemcpy:
     case RecordKind::kGpuMemset:
