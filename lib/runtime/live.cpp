@@ -76,7 +76,7 @@ void start_live_server(SessionState& s) {
   if (s.live_api) {
     const std::string token = s.cfg.live_token ? live::random_token() : std::string();
     std::shared_ptr<const live::Tap> tap = s.live_tap;
-    s.live_server = s.live_api->start(where, token, [tap] { return tap->snapshot(); }, error);
+    s.live_server = s.live_api->start(where, token, [tap] { return tap->snapshot(); }, error, -1);
   }
   if (!s.live_server) return log(LogLevel::kError, error + " (recording goes on)");
   // Printed whatever the log level: it is what the user asked for, and the only place the token is shown.
