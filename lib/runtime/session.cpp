@@ -44,11 +44,8 @@ Global& G() {
 
 void send_command(uint8_t c) {
   Global& g = G();
-  if (g.pipe_w >= 0 && g.owner_pid.load(std::memory_order_relaxed) == ::getpid()) {
-    ssize_t r;
-    do r = ::write(g.pipe_w, &c, 1);
-    while (r < 0 && errno == EINTR);
-  }
+  if (g.owner_pid.load(std::memory_order_relaxed) != ::getpid()) return;
+  g.doorbell.ring(c == kCmdFinish ? Doorbell::kFinish : c == kCmdSnapshot ? Doorbell::kSnapshot : Doorbell::kWake);
 }
 
 namespace {
@@ -75,18 +72,10 @@ bool start_collector(SessionState& s, std::unique_ptr<Collector> c) {
 
 namespace {
 
-// The writer's pipe, made by (and for) this process.
-bool ensure_pipe(Global& g) {
-  if (g.pipe_r >= 0 && g.owner_pid.load() == ::getpid()) return true;
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-    log(LogLevel::kError, std::string("start: cannot create the writer's pipe: ") + std::strerror(errno));
-    return false;
-  }
-  g.pipe_r = p[0];
-  g.pipe_w = p[1];
+// The writer's doorbell is this process's; commands left over from an earlier session mean nothing to this one.
+void claim_doorbell(Global& g) {
   g.owner_pid.store(::getpid());
-  return true;
+  g.doorbell.clear();
 }
 
 }  // namespace
@@ -424,13 +413,8 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   g.log_level = config.log_level;
   choose_clock();
   ensure_builtin_collectors();
-  if (!ensure_pipe(g)) return false;
+  claim_doorbell(g);
   register_fork_handlers(g);
-  {  // Commands left over from an earlier session mean nothing to this one.
-    uint8_t junk[64];
-    while (::read(g.pipe_r, junk, sizeof(junk)) > 0) {
-    }
-  }
 
   auto* s = new SessionState;
   s->cfg = config;

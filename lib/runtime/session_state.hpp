@@ -13,6 +13,7 @@
 #include "live/server.hpp"
 #include "live/tap.hpp"
 #include "runtime/crash_dump.hpp"
+#include "runtime/doorbell.hpp"
 #include "runtime/dump_file.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
@@ -51,8 +52,7 @@ RingEntry* make_ring(uint64_t bytes);
 
 enum Command : uint8_t { kCmdWake = 'W', kCmdFinish = 'F', kCmdSnapshot = 'S' };
 
-// Set by the SIGUSR2 handler (lock-free, so async-signal-safe) beside the byte it writes to the writer's pipe: a
-// snapshot is not lost when that byte cannot be written. The writer clears it; a forked child starts clear.
+// Set by the SIGUSR2 handler (lock-free, so async-signal-safe) beside the doorbell it rings. The writer clears it; a forked child starts clear.
 extern std::atomic<int> g_snapshot_signal;
 
 struct SessionState;
@@ -145,9 +145,9 @@ struct Global {
   std::vector<std::function<std::unique_ptr<Collector>()>> factories;
   std::vector<ProcessInfoSource> info_sources;  // register_process_info_source, under factories_mu
   std::mutex factories_mu;  // register_collector; held across fork
-  // The writer's wake-up pipe belongs to `owner_pid`: a forked child closes its copy and makes its own, and
-  // nothing (a signal handler included) ever writes to a pipe made by another process.
-  int pipe_r = -1, pipe_w = -1;
+  // The writer's wake-up belongs to `owner_pid`: a forked child forgets what its copy holds, and nothing (a signal
+  // handler included) rings it in any other process.
+  Doorbell doorbell;
   std::atomic<pid_t> owner_pid{0};
   bool atfork_registered = false;
   std::string last_output;

@@ -2,6 +2,7 @@
 // or let it exit, and then check the dump. Sessions start from the environment (INFERSCOPE_ENABLE=1).
 #include <inferscope/scope.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -227,6 +228,21 @@ int main(int argc, char** argv) {
     }
     std::printf("recorded %ld\n", n);
     return 0;
+  }
+  if (mode == "fill-fds") {  // records N ranges, opens /dev/null until the descriptor limit, prints how many
+    for (long i = 0, n = argc > 2 ? std::atol(argv[2]) : 100; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the collectors have opened what they keep
+    long opened = 0;
+    // A descriptor the recorder holds only for a read comes back: the limit is tried again a few times.
+    for (int tries = 0; tries < 5; ++tries) {
+      while (::open("/dev/null", O_RDONLY) >= 0) ++opened;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::printf("opened %ld\n", opened);
+    std::fflush(stdout);
+    return 0;  // every descriptor still taken: the recorder writes its dump at exit with what it holds
   }
   if (mode == "own-write") {  // records N ranges, then writes BYTES to FILE itself (a file-size limit ends it)
     if (argc < 5) return 2;
