@@ -684,6 +684,24 @@ bool read_leading_chunk_header(int fd, ChunkHeader& h) {
 
 }  // namespace
 
+bool ends_with_end_chunk(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct {
+    ChunkHeader h;
+    EndEntry end;
+  } tail{};
+  static_assert(sizeof(tail) == sizeof(ChunkHeader) + sizeof(EndEntry));
+  struct stat st{};
+  const bool read = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    st.st_size >= off_t(sizeof(FileHeader) + sizeof(tail)) &&
+                    ::pread(fd, &tail, sizeof(tail), st.st_size - off_t(sizeof(tail))) == ssize_t(sizeof(tail));
+  ::close(fd);
+  return read && tail.h.type == static_cast<uint32_t>(ChunkType::kEnd) && tail.h.length == sizeof(EndEntry) &&
+         tail.h.header_crc == crc32c(&tail.h, offsetof(ChunkHeader, header_crc)) &&
+         tail.h.payload_crc == crc32c(&tail.end, sizeof(EndEntry));
+}
+
 std::optional<std::vector<std::pair<std::string, std::string>>> leading_process_info(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;

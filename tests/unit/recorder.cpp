@@ -244,6 +244,13 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return 0;  // every descriptor still taken: the recorder writes its dump at exit with what it holds
   }
+  if (mode == "underscore-exit") {  // records N ranges, waits for the writer to drain them, ends with _exit(0)
+    for (long i = 0, n = argc > 2 ? std::atol(argv[2]) : 100; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::_exit(0);  // no atexit: the session never stops, its dump has no END chunk
+  }
   if (mode == "own-write") {  // records N ranges, then writes BYTES to FILE itself (a file-size limit ends it)
     if (argc < 5) return 2;
     for (long i = 0, n = std::atol(argv[2]); i < n; ++i) {

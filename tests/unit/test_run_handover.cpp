@@ -103,7 +103,7 @@ TEST_CASE("under a limit of 64 descriptors the recorder holds at most the dump, 
     REQUIRE(at != std::string::npos);
     if (recorded) {
       // The recorder wrote its whole dump at the end, with every other descriptor taken by the program.
-      CHECK(dump::DumpReader(out).complete());
+      CHECK(dump::ends_with_end_chunk(out));
       CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "counted") == 100);
     }
     return std::atol(r.out.c_str() + at + 7);
@@ -111,4 +111,73 @@ TEST_CASE("under a limit of 64 descriptors the recorder holds at most the dump, 
   const long alone = opened(false), recorded = opened(true);
   MESSAGE("descriptors a program could open under a limit of 64: ", alone, " alone, ", recorded, " recorded");
   CHECK(recorded >= alone - 3);
+}
+
+// With the final snapshot failing (no descriptor left, a full disk, a file-size limit) the dump was left without its
+// END chunk, yet iscope-run printed "dump written" and exited 0. A program that ends with _exit() leaves such a dump
+// every time (no atexit runs: the session never stops), and one killed by SIGKILL too.
+TEST_CASE("iscope-run says 'dump written' only for a dump with its END chunk; otherwise it says what is missing" *
+          doctest::skip(testsupport::kSanitizedBuild)) {
+  const std::string out = testutil::temp_path("no-end-run.iscope");
+  fs::remove(out);
+  testutil::ToolRun r = testutil::run_tool(
+      "tools/iscope-run/iscope-run", {"-o", out, "--set", "mode=full", "--", recorder(), "underscore-exit", "1000"});
+  CAPTURE(r.err);
+  CHECK(r.exit == 125);
+  CHECK(r.err.find("dump written") == std::string::npos);
+  CHECK(r.err.find("the dump at " + out + " is incomplete: it has no END chunk") != std::string::npos);
+  CHECK_FALSE(dump::ends_with_end_chunk(out));
+  CHECK(testutil::count_named(testutil::read_all(dump::DumpReader(out)).ranges, "counted") == 1000);  // what it holds
+  // Killed: the shell's status, 128+9, and both facts said.
+  fs::remove(out);
+  const std::string log = testutil::temp_path("no-end-run.log");
+  const pid_t run = testutil::spawn({"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out, "--set", "mode=full",
+                                     "--", recorder(), "work-for", "60000"}, {}, log);
+  REQUIRE(run > 0);
+  pid_t program = 0;
+  for (int i = 0; i < 3000 && !program; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::string said = testutil::read_file(log);
+    if (const size_t at = said.find("ready "); at != std::string::npos) program = std::atoi(said.c_str() + at + 6);
+  }
+  REQUIRE(program > 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // some chunks are in the file
+  ::kill(program, SIGKILL);
+  const int st = testutil::wait_status_within(run, 60000);
+  const std::string said = testutil::read_file(log);
+  CAPTURE(said);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 128 + SIGKILL);
+  CHECK(said.find("iscope-run: the program was ended by signal 9 (SIGKILL)") != std::string::npos);
+  CHECK(said.find("the dump at " + out + " is incomplete: it has no END chunk") != std::string::npos);
+  CHECK(said.find("dump written") == std::string::npos);
+}
+
+// A program that died by a signal ended iscope-run with 128+N and no word on why; its last line of output may be
+// missing, so the shell's "Segmentation fault" was all a user could go by, and iscope-run swallowed it.
+TEST_CASE("iscope-run says when a signal ended the program, and exits 128+N as the shell would" *
+          doctest::skip(testsupport::kSanitizedBuild)) {
+  const std::string out = testutil::temp_path("segv-run.iscope");
+  fs::remove(out);
+  const testutil::ToolRun r = testutil::run_tool("tools/iscope-run/iscope-run", {"-o", out, "--", recorder(), "segv", "100"},
+                                                 {.env = {"ASAN_OPTIONS=handle_segv=0"}});
+  CAPTURE(r.err);
+  CHECK(r.exit == 128 + SIGSEGV);
+  CHECK(r.err.find("iscope-run: the program was ended by signal 11 (SIGSEGV)") != std::string::npos);
+  CHECK(r.err.find("dump written to " + out) != std::string::npos);  // the crash handler completed it
+  CHECK(dump::ends_with_end_chunk(out));
+}
+
+TEST_CASE("ends_with_end_chunk: a whole dump yes; cut by one byte, empty or not a dump, no") {
+  const std::string out = testutil::temp_path("end-check.iscope");
+  fs::remove(out);
+  const testutil::ToolRun r = testutil::run_tool("tests/unit/iscope_test_recorder", {"count", "10"},
+                                                 {.env = {"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out}});
+  REQUIRE(r.exit == 0);
+  CHECK(dump::ends_with_end_chunk(out));
+  fs::resize_file(out, fs::file_size(out) - 1);
+  CHECK_FALSE(dump::ends_with_end_chunk(out));
+  testsupport::write(out, "");
+  CHECK_FALSE(dump::ends_with_end_chunk(out));
+  CHECK_FALSE(dump::ends_with_end_chunk("/proc/self/status"));
 }

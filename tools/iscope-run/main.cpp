@@ -6,7 +6,7 @@
 // environment (the contract with lib/runtime/autostart.cpp: INFERSCOPE_ENABLE, INFERSCOPE_OUTPUT,
 // INFERSCOPE_ROOT_PID, INFERSCOPE_FOLLOW_CHILDREN, LD_PRELOAD, CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,
 // PYTHONPATH), execs the program, waits, and exits with the program's status (128+N when a signal N killed
-// it), or 125 when the program ran but this run wrote no dump. The program's stdin, stdout and stderr are its
+// it, said on stderr), or 125 when the program ran but this run wrote no whole dump. The program's stdin, stdout and stderr are its
 // own; iscope-run writes to stderr only its own errors and one closing line naming the dump (unless -q).
 // docs/cli.md lists the exit statuses of every tool.
 #include "library.hpp"
@@ -56,7 +56,8 @@ constexpr int kUsage = 2;  // bad usage or a setting that would record nothing: 
 
 const char* kExitStatus =
     "Exit status: the program's own, 128+N when signal N ended it; 2 for bad usage (nothing was run); 125 when\n"
-    "the program ran but no dump was written; 127 when the program or libinferscope.so could not be found.\n";
+    "the program ran but no whole dump was written (none, or one without its END chunk); 127 when the program or\n"
+    "libinferscope.so could not be found.\n";
 
 // The options that take a value, by every name they have: where iscope-run's options end and the program's
 // arguments begin (the first argument that is neither an option nor an option's value) depends on them.
