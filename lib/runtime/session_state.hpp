@@ -44,6 +44,7 @@ struct RingEntry : detail::ThreadRing {
   uint32_t thread_id = 0;
   uint32_t epoch = 0;
   bool channel = false;
+  bool program = true;  // its records are the program's own (not the system collector's counters)
   std::atomic<bool> retired{false};
   std::unique_ptr<uint8_t[]> storage;
 };
@@ -100,6 +101,7 @@ struct SessionState {
   std::deque<std::vector<uint8_t>> retained;  // ring mode: whole EVENTS chunks, oldest first
   uint64_t retained_bytes = 0;
   uint64_t records_written = 0;
+  uint64_t program_records = 0;  // of them, the program's own: ranges, marks, Python calls, GPU activity
   uint64_t drops_written_total = ~0ull;
   bool resend_threads = false;  // stream: a failed append took thread entries with it
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> write_lost;  // thread -> records, bytes of dropped appends
@@ -133,6 +135,12 @@ struct SessionState {
   uint64_t live_threads_generation = ~0ull;  // writer only: the thread names the tap has
   uint64_t live_cycles = 0;                  // writer only
   uint64_t live_gpu_delivered = 0;           // writer only: when CUPTI last handed its complete records over (ticks)
+  std::string live_token;                    // the page's token ("" when none is required)
+
+  // Stopping because this process execs (stop_for_exec): the live page's socket is handed to the new image
+  // (live_handed_fd), and no report is written (the image the exec makes writes it at its end).
+  bool stopping_for_exec = false;
+  int live_handed_fd = -1;
 };
 
 struct Global {
@@ -184,8 +192,11 @@ void start_live_server(SessionState& s);
 void live_observe(SessionState& s, const std::vector<uint8_t>& chunk);
 /// Writer, after each cycle: drops and thread names.
 void live_after_cycle(SessionState& s, uint64_t dropped_records);
-/// stop(): the state shown becomes "stopping"; the server stops within a bounded time.
+/// stop(): the state shown becomes "stopping"; the server stops within a bounded time (before an exec it is handed
+/// over instead: its listening socket stays open for the new image).
 void stop_live(SessionState& s);
+/// After a stop for exec: the variables that hand the page's socket and token to the new image.
+std::vector<std::string> live_handover_environment(const SessionState& s);
 
 // --- signals.cpp
 void install_session_handlers(const SessionState& s);

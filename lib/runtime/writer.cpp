@@ -78,7 +78,9 @@ void drain_all(SessionState& s, Drained& out) {
     // Read `retired` before draining: a retired ring gets no more records, so once drained it can go.
     const bool retired = e->retired.load(std::memory_order_acquire);
     std::vector<uint8_t> chunk;
+    const uint64_t before = s.records_written;
     if (drain_ring(e, chunk, s.records_written)) {
+      if (e->program) s.program_records += s.records_written - before;
       live_observe(s, chunk);  // the live page's tap (nothing when `live` is off)
       out.chunks.push_back(std::move(chunk));
     }

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -244,12 +245,34 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return 0;  // every descriptor still taken: the recorder writes its dump at exit with what it holds
   }
+  if (mode == "children") {  // runs "count N" for each N given, each in a child process (posix_spawn), in turn
+    for (int i = 2; i < argc; ++i) {
+      char* child[] = {argv[0], const_cast<char*>("count"), argv[i], nullptr};
+      pid_t pid = 0;
+      if (::posix_spawn(&pid, argv[0], nullptr, nullptr, child, environ) != 0) return 3;
+      int st = 0;
+      while (::waitpid(pid, &st, 0) < 0) {
+      }
+    }
+    return 0;
+  }
   if (mode == "underscore-exit") {  // records N ranges, waits for the writer to drain them, ends with _exit(0)
     for (long i = 0, n = argc > 2 ? std::atol(argv[2]) : 100; i < n; ++i) {
       ISCOPE_RANGE("counted");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ::_exit(0);  // no atexit: the session never stops, its dump has no END chunk
+  }
+  if (mode == "until-file") {  // prints "ready PID", records until the file PATH exists (at most 60 s), returns 0
+    if (argc < 3) return 2;
+    std::printf("ready %d\n", static_cast<int>(::getpid()));
+    std::fflush(stdout);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::access(argv[2], F_OK) != 0 && std::chrono::steady_clock::now() < until) {
+      ISCOPE_RANGE("tick");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return 0;
   }
   if (mode == "own-write") {  // records N ranges, then writes BYTES to FILE itself (a file-size limit ends it)
     if (argc < 5) return 2;

@@ -86,6 +86,122 @@ std::string get_status(int port, const std::string& path) {
 
 }  // namespace
 
+// A Python user's `python3` through a pyenv shim is env -> bash -> pyenv -> python: each image recorded, and each
+// exec moved the dump before it aside, leaving six `*.pre-exec<N>.iscope` files of 0 ms beside the real dump.
+TEST_CASE("an exec chain through shims leaves one dump: images that recorded nothing hand the output on" *
+          doctest::skip(testsupport::kSanitizedBuild)) {
+  const std::string dir = fresh_dir("exec-chain");
+  const std::string out = dir + "/run.iscope";
+  const std::string chain = "exec /usr/bin/env /bin/sh -c 'exec \"$0\" count 7' \"$0\"";
+  const int st = run_logged({iscope_run(), "-o", out, "--", "/bin/sh", "-c", chain, recorder()}, {},
+                            dir + "/../exec-chain.log");
+  const std::string said = testutil::read_file(dir + "/../exec-chain.log");
+  CAPTURE(said);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(files_in(dir) == std::vector<std::string>{"run.iscope"});
+  dump::DumpReader r(out);
+  CHECK(r.complete());
+  CHECK(testutil::count_named(testutil::read_all(r).ranges, "counted") == 7);
+}
+
+// An image that did record something of the program keeps it aside, as before (exec keeps what was recorded).
+TEST_CASE("an image that recorded ranges before its exec still keeps them in <stem>.pre-exec1.iscope" *
+          doctest::skip(testsupport::kSanitizedBuild)) {
+  const std::string dir = fresh_dir("exec-kept");
+  const std::string out = dir + "/run.iscope";
+  const int st = run_logged({iscope_run(), "-o", out, "--", recorder(), "exec-self", "7"}, {}, dir + "/../exec-kept.log");
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(files_in(dir) == std::vector<std::string>{"run.iscope", "run.pre-exec1.iscope"});
+}
+
+// With --live each image of the chain printed its own URL with its own token (seven for the pyenv chain), and the
+// first one, the one a user clicks, answered "a token is required": that process had exec'd away.
+TEST_CASE("an exec chain under --live prints one URL, and it serves the program the chain became" *
+          doctest::skip(testsupport::kSanitizedBuild)) {
+  const std::string dir = fresh_dir("exec-live");
+  const std::string out = dir + "/run.iscope", stop = dir + "/stop", log = dir + "/../exec-live.log";
+  fs::remove(log);
+  const std::string chain = "exec /usr/bin/env /bin/sh -c 'exec \"$0\" until-file \"$1\"' \"$0\" \"$1\"";
+  std::vector<std::string> sh{"/bin/sh", "-c", "\"$@\" 2>&1", "sh", iscope_run(), "-o", out, "--live", "127.0.0.1:0",
+                              "--", "/bin/sh", "-c", chain, recorder(), stop};
+  const pid_t pid = testutil::spawn(sh, {}, log);
+  REQUIRE(pid > 0);
+  std::string said;
+  for (int i = 0; i < 3000 && said.find("ready") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    said = testutil::read_file(log);
+  }
+  std::smatch m;
+  const bool printed = std::regex_search(said, m, std::regex(R"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]+))"));
+  const int port = printed ? std::stoi(m[1]) : 0;
+  const std::string token = printed ? m[2].str() : "";
+  const std::string status = printed ? get_status(port, "/data?token=" + token) : "";
+  testsupport::write(stop, "");
+  const int st = testutil::wait_status_within(pid, 60000);
+  said = testutil::read_file(log);
+  CAPTURE(said);
+  REQUIRE(printed);
+  CHECK(count_of(said, "live page: http") == 1);
+  CHECK(status == "HTTP/1.1 200 OK");
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  CHECK(files_in(dir) == std::vector<std::string>{"run.iscope", "stop"});
+}
+
+// INFERSCOPE_ENABLE=1 without iscope-run: each exec'd child inherited INFERSCOPE_OUTPUT, found it locked by its parent
+// and said "... is being written by another session; not recording"; with INFERSCOPE_FOLLOW_CHILDREN=1 they were not
+// recorded at all (under iscope-run they are).
+TEST_CASE("exec'd children of a recording started from the environment: silent by default, recorded with "
+          "follow_children") {
+  for (const bool follow : {false, true}) {
+    CAPTURE(follow);
+    const std::string dir = fresh_dir(follow ? "env-children-follow" : "env-children");
+    const std::string out = dir + "/run.iscope", log = dir + "/../env-children.log";
+    std::vector<std::string> env{"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out};
+    if (follow) env.push_back("INFERSCOPE_FOLLOW_CHILDREN=1");
+    const int st = run_logged({recorder(), "children", "5", "6"}, env, log);
+    const std::string said = testutil::read_file(log);
+    CAPTURE(said);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(said.find("being written by another session") == std::string::npos);
+    CHECK(said.find("recorded 5") != std::string::npos);
+    const std::vector<std::string> files = files_in(dir);
+    CHECK(files.size() == (follow ? 3u : 1u));  // the root's dump, and one per child (no lock file left)
+    long counted = 0;
+    for (const std::string& f : files)
+      if (f != "run.iscope") counted += testutil::count_named(testutil::read_all(dump::DumpReader(dir + "/" + f)).ranges, "counted");
+    CHECK(counted == (follow ? 11 : 0));
+  }
+}
+
+// iscope-run exported INFERSCOPE_FOLLOW_CHILDREN=0 whenever --follow-children was absent, so the setting from the
+// environment or .inferscope.yaml was ignored while `iscope-config show` reported it.
+TEST_CASE("iscope-run takes follow_children from INFERSCOPE_FOLLOW_CHILDREN and from the config file" *
+          doctest::skip(testsupport::kSanitizedBuild)) {
+  const std::string config = testutil::temp_path("follow.yaml");
+  testsupport::write(config, "follow_children: true\n");
+  for (const std::string& source : std::vector<std::string>{"INFERSCOPE_FOLLOW_CHILDREN=1", "INFERSCOPE_CONFIG=" + config}) {
+    CAPTURE(source);
+    const std::string dir = fresh_dir("follow-source");
+    const std::string out = dir + "/run.iscope";
+    const int st = run_logged({iscope_run(), "-o", out, "--", recorder(), "children", "5"}, {source},
+                              dir + "/../follow-source.log");
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(files_in(dir).size() == 2u);  // the program's dump and its child's run.<pid>.iscope
+  }
+  // The flag still wins over both.
+  const std::string dir = fresh_dir("follow-source");
+  const int st = run_logged({iscope_run(), "-o", dir + "/run.iscope", "--follow-children=false", "--", recorder(),
+                             "children", "5"},
+                            {"INFERSCOPE_FOLLOW_CHILDREN=1"}, dir + "/../follow-source.log");
+  REQUIRE(WIFEXITED(st));
+  CHECK(files_in(dir).size() == 1u);
+}
+
 // A program that opens files up to a limit of 64 got 47 instead of 60 while recorded (35 in Python): the writer's
 // pipe, the /proc and /sys files the system collector held open, and a lock and a dump. Now the output's two (the
 // dump and its lock) and at most limit/64 per-thread files (1 here) are held.

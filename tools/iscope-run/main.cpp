@@ -237,7 +237,8 @@ struct Plan {
   std::string output_named_by;  ///< what named `output`: "-o X", "INFERSCOPE_OUTPUT=X", ... ("" : the default)
   std::vector<std::pair<std::string, std::string>> settings;
   std::vector<FlagSetting> checked;
-  bool follow = false, quiet = false;
+  std::optional<bool> follow;  ///< --follow-children as given; absent: the settings' follow_children applies
+  bool quiet = false;
   void setting(const std::string& key, const std::string& value, const std::string& spelling,
                const std::string& as_typed = "") {
     settings.emplace_back(env_key(key), value);
@@ -304,7 +305,9 @@ int refused(const std::vector<std::string>& problems) {
 // the variable or the file. nullopt after saying why.
 std::optional<cfg::Resolved> program_settings(const Plan& plan) {
   ::setenv("INFERSCOPE_ENABLE", "1", 1);
-  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
+  // Only a flag sets it: without one, follow_children comes from INFERSCOPE_FOLLOW_CHILDREN or .inferscope.yaml as
+  // the runtime reads them (it was exported as 0 whenever the flag was absent, so those were ignored).
+  if (plan.follow) ::setenv("INFERSCOPE_FOLLOW_CHILDREN", *plan.follow ? "1" : "0", 1);
   for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
   try {
     return cfg::resolve();
