@@ -132,7 +132,7 @@ void DumpReader::read_header() {
   if (major_ != kVersionMajor)
     fail(at(path_, 8) + "dump format version " + std::to_string(major_) + "." + std::to_string(minor_) +
              " is not supported by this reader (it reads version " + std::to_string(kVersionMajor) +
-             ".x); use a matching iscope-analyze",
+             ".x); use the InferScope tools of a matching version",
          8);
 }
 

@@ -112,6 +112,11 @@ std::string unwritable(const std::string& path) {
   if (path.size() > 1 && path[0] == '-')
     return "is an option, not a file name: give the file name after the flag (a file named so: ./" + path + ")";
   const std::string abs = absolute(path);
+  // Through a link the end of the chain is written: a loop is refused now, not when the program ends (a --report
+  // into a loop was refused only after the run, which still exited 0).
+  if (const auto target = inferscope::dump::resolve_output(abs); !target.error.empty()) return "is a symbolic link loop";
+  // /proc/self/mem is a "regular file" that stat() passes.
+  if (const auto why = inferscope::dump::on_kernel_filesystem(abs)) return why->substr(abs.size() + 2);
   struct stat st{};
   if (::stat(abs.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return "is a directory; name a file";
