@@ -143,6 +143,82 @@ TEST_CASE("--sqlite - is refused: a database is a file, and no file named '-' is
   CHECK_FALSE(fs::exists(dir + "/-"));
 }
 
+// One malformed record, three answers: --summary exited 1 with nothing on stdout, the report read the rest and exited
+// 3, --perfetto exited 3 and wrote nothing (69 of 650 mutants of an adversarial pass).
+TEST_CASE("one malformed record gets one answer: every command reads the rest, writes, names the damage, exit 3") {
+  const std::string dir = fresh_dir("damage-status");
+  const std::string dump = dump_with_malformed_record(dir + "/damaged.iscope");
+  const testutil::ToolRun summary = run(kAnalyze, {dump, "--summary"});
+  CHECK(summary.exit == 3);
+  CHECK(summary.out.find("# InferScope dump summary") == 0);
+  CHECK(summary.out.find("the rest of that chunk was skipped") != std::string::npos);
+  const testutil::ToolRun report = run(kAnalyze, {dump, "-o", dir + "/r.md"});
+  CHECK(report.exit == 3);
+  CHECK(fs::exists(dir + "/r.md"));
+  const testutil::ToolRun trace = run(kAnalyze, {dump, "--perfetto", dir + "/t.json"});
+  CHECK(trace.exit == 3);
+  REQUIRE(fs::exists(dir + "/t.json"));
+  CHECK(slurp(dir + "/t.json").find("\"gemm\"") != std::string::npos);  // the undamaged records are in it
+  for (const testutil::ToolRun* r : {&summary, &report, &trace})
+    CHECK(r->err.find("the rest of that chunk was skipped") != std::string::npos);
+}
+
+// --summary printed raw terminal control sequences from the dump (the command line, the host name, names), which the
+// reports escape.
+TEST_CASE("--summary writes no control character from the dump: C0, DEL and C1 are dropped") {
+  const std::string dir = fresh_dir("summary-escape");
+  const std::string path = dir + "/evil.iscope";
+  {
+    dump::DumpBuilder b(path);
+    write_small(b, "python serve.py\x1b[2J\x1b]0;owned\x07");
+    b.process("hostname", "box\x1b[31m\x7f");
+    const uint32_t t = b.thread("t\x1b[1m\xc2\x9b" "31m", 9);
+    b.range(t, "r\x1b[0m\xc2\x9b" "2J", 0, 10, 20);
+    b.mark(t, "m\x1b" "c", 15);
+    b.finish();
+  }
+  const testutil::ToolRun r = run(kAnalyze, {path, "--summary"});
+  CHECK(r.exit == 0);
+  CHECK(r.out.find("python serve.py") != std::string::npos);
+  CHECK_FALSE(has_byte(r.out, 0x1b));
+  CHECK_FALSE(has_byte(r.out, 0x07));
+  CHECK_FALSE(has_byte(r.out, 0x7f));
+  CHECK(r.out.find("\xc2\x9b") == std::string::npos);  // U+009B, a terminal's CSI
+}
+
+// A dump truncated to 0 events exited 0 with "Primary cause: Host work 0.000 ms (100 %)".
+TEST_CASE("a dump with no events says so and exits 1 in every tool; no report is written") {
+  const std::string dir = fresh_dir("no-events");
+  const std::string whole = small_dump(dir + "/whole.iscope");
+  const std::string empty = dir + "/empty.iscope";
+  {
+    dump::DumpBuilder b(empty);
+    b.thread("main", 1);
+    b.finish();
+  }
+  // Cut short before its first events: the head alone (file header and process info).
+  const std::string cut = dir + "/cut.iscope";
+  {
+    const std::string bytes = slurp(whole);
+    dump::ChunkHeader h{};
+    std::memcpy(&h, bytes.data() + sizeof(dump::FileHeader), sizeof(h));
+    testsupport::write(cut, bytes.substr(0, sizeof(dump::FileHeader) + sizeof(h) + h.length));
+  }
+  for (const std::string& p : {empty, cut}) {
+    CAPTURE(p);
+    const testutil::ToolRun a = run(kAnalyze, {p, "-o", dir + "/r.md"});
+    CHECK(a.exit == 1);
+    CHECK(a.err.find(p + ": holds no events") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir + "/r.md"));
+    const testutil::ToolRun d = run(kDiff, {whole, p});
+    CHECK(d.exit == 1);
+    CHECK(d.err.find("iscope-diff: " + p + ": holds no events") != std::string::npos);
+    const testutil::ToolRun s = run(kAnalyze, {p, "--summary"});
+    CHECK(s.exit == 1);
+    CHECK(s.out.find("# InferScope dump summary") == 0);  // what it holds is still said
+  }
+}
+
 // iscope-diff's errors named iscope-analyze ("iscope-analyze reads dumps and JSON traces from regular files only").
 TEST_CASE("iscope-diff's messages name iscope-diff, never iscope-analyze") {
   const std::string dir = fresh_dir("diff-names");

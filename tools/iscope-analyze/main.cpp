@@ -154,8 +154,16 @@ int print_summary_of(const std::string& path) {
     inferscope::dump::report_file_accounting(reader, warnings, drops);
     for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
     auto summary = inferscope::analyze::summarize(reader);
+    for (const std::string& d : summary.damage) std::cerr << "iscope-analyze: warning: " << d << "\n";
     inferscope::report::print_summary(reader, summary, std::cout);
-    const bool corrupt = (reader.damage() && !reader.damage()->truncated) || !reader.skipped_chunks().empty();
+    if (summary.records == 0) {  // what it holds is said above; as a run, it is nothing (the report's exit 1)
+      std::cerr << "iscope-analyze: " << path << ": holds no events"
+                << (reader.complete() ? " (the session recorded nothing)" : " (cut short before its first events)") << "\n";
+      return 1;
+    }
+    // The status the report gives the same damage (a malformed record: exit 3, what could be read written).
+    const bool corrupt = (reader.damage() && !reader.damage()->truncated) || !reader.skipped_chunks().empty() ||
+                         !summary.damage.empty();
     return corrupt ? 3 : 0;
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
@@ -446,6 +454,10 @@ int analyse_and_write(const std::vector<std::string>& paths, const Requested& re
   Analysis a;
   std::optional<inferscope::dump::DumpReader> reader;
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
+  if (const std::string why = inferscope::tools::nothing_to_analyse(a, path); !why.empty()) {
+    std::cerr << "iscope-analyze: " << why << "\n";
+    return 1;
+  }
   if (paths.size() > 1) {
     a.children = inferscope::analyze::analyze_rank_dumps(paths, o, a.run);
     inferscope::analyze::mark_launcher(a);  // the launcher's dump named with its ranks

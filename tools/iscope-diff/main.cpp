@@ -67,6 +67,10 @@ std::optional<Analysis> analyse(const std::string& path, const inferscope::analy
   try {
     Analysis a = inferscope::analyze::analyze_file(path, o);
     for (const auto& w : a.warnings) std::cerr << kTool << ": warning: " << path << ": " << w << "\n";
+    if (const std::string why = inferscope::tools::nothing_to_analyse(a, path); !why.empty()) {
+      std::cerr << kTool << ": " << why << "\n";
+      return std::nullopt;
+    }
     return a;
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << kTool << ": " << e.what() << "\n";
