@@ -264,3 +264,18 @@ TEST_CASE("iscope-run refuses a --report that is a symlink loop before the progr
   CHECK(r.err.find("--report " + dir + "/a.md: is a symbolic link loop") != std::string::npos);
   CHECK_FALSE(fs::exists(marker));
 }
+
+// `output: "a\0b.iscope"` in .inferscope.yaml wrote the dump to `a`.
+TEST_CASE("a setting holding a NUL character is refused, naming it") {
+  const std::string config = testutil::temp_path("nul.yaml");
+  testsupport::write(config, "output: \"a\\0b.iscope\"\n");
+  const testutil::ToolRun v = testutil::run_tool("tools/iscope-config/iscope-config", {"validate", config});
+  CHECK(v.exit == 1);
+  CHECK((v.out + v.err).find("holds a NUL character") != std::string::npos);
+  const std::string marker = testutil::temp_path("nul.ran");
+  fs::remove(marker);
+  const testutil::ToolRun r = testutil::run_tool(kRun, {"--", "/usr/bin/touch", marker}, {.env = {"INFERSCOPE_CONFIG=" + config}});
+  CHECK(r.exit == 2);
+  CHECK(r.err.find("holds a NUL character") != std::string::npos);
+  CHECK_FALSE(fs::exists(marker));
+}
