@@ -219,6 +219,20 @@ TEST_CASE("a dump with no events says so and exits 1 in every tool; no report is
   }
 }
 
+// The tool's own JSON report fed back in read as "'events' is not an array".
+TEST_CASE("iscope-analyze's own JSON report given as input is named for what it is") {
+  const std::string dir = fresh_dir("report-as-input");
+  const std::string dump = small_dump(dir + "/run.iscope");
+  REQUIRE(run(kAnalyze, {dump, "--json", dir + "/r.json"}).exit == 0);
+  for (const char* tool : {kAnalyze, kDiff}) {
+    CAPTURE(tool);
+    const testutil::ToolRun r = tool == kAnalyze ? run(kAnalyze, {dir + "/r.json"}) : run(kDiff, {dir + "/r.json", dump});
+    CHECK(r.exit == 1);
+    CHECK(r.err.find(dir + "/r.json: an InferScope JSON report (written by iscope-analyze or iscope-diff), not a trace") !=
+          std::string::npos);
+  }
+}
+
 // iscope-diff's errors named iscope-analyze ("iscope-analyze reads dumps and JSON traces from regular files only").
 TEST_CASE("iscope-diff's messages name iscope-diff, never iscope-analyze") {
   const std::string dir = fresh_dir("diff-names");
