@@ -31,14 +31,6 @@ namespace {
 std::string recorder() { return testutil::binary("tests/unit/iscope_test_recorder"); }
 std::string iscope_run() { return testutil::binary("tools/iscope-run/iscope-run"); }
 
-// A fresh directory for one case: what a run leaves beside its dump is counted.
-std::string fresh_dir(const std::string& name) {
-  const std::string d = testutil::temp_path(name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 std::vector<std::string> files_in(const std::string& dir) {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
@@ -90,7 +82,7 @@ std::string get_status(int port, const std::string& path) {
 // exec moved the dump before it aside, leaving six `*.pre-exec<N>.iscope` files of 0 ms beside the real dump.
 TEST_CASE("an exec chain through shims leaves one dump: images that recorded nothing hand the output on" *
           doctest::skip(testsupport::kSanitizedBuild)) {
-  const std::string dir = fresh_dir("exec-chain");
+  const std::string dir = testutil::fresh_dir("exec-chain");
   const std::string out = dir + "/run.iscope";
   const std::string chain = "exec /usr/bin/env /bin/sh -c 'exec \"$0\" count 7' \"$0\"";
   const int st = run_logged({iscope_run(), "-o", out, "--", "/bin/sh", "-c", chain, recorder()}, {},
@@ -108,7 +100,7 @@ TEST_CASE("an exec chain through shims leaves one dump: images that recorded not
 // An image that did record something of the program keeps it aside, as before (exec keeps what was recorded).
 TEST_CASE("an image that recorded ranges before its exec still keeps them in <stem>.pre-exec1.iscope" *
           doctest::skip(testsupport::kSanitizedBuild)) {
-  const std::string dir = fresh_dir("exec-kept");
+  const std::string dir = testutil::fresh_dir("exec-kept");
   const std::string out = dir + "/run.iscope";
   const int st = run_logged({iscope_run(), "-o", out, "--", recorder(), "exec-self", "7"}, {}, dir + "/../exec-kept.log");
   REQUIRE(WIFEXITED(st));
@@ -120,7 +112,7 @@ TEST_CASE("an image that recorded ranges before its exec still keeps them in <st
 // first one, the one a user clicks, answered "a token is required": that process had exec'd away.
 TEST_CASE("an exec chain under --live prints one URL, and it serves the program the chain became" *
           doctest::skip(testsupport::kSanitizedBuild)) {
-  const std::string dir = fresh_dir("exec-live");
+  const std::string dir = testutil::fresh_dir("exec-live");
   const std::string out = dir + "/run.iscope", stop = dir + "/stop", log = dir + "/../exec-live.log";
   fs::remove(log);
   const std::string chain = "exec /usr/bin/env /bin/sh -c 'exec \"$0\" until-file \"$1\"' \"$0\" \"$1\"";
@@ -157,7 +149,7 @@ TEST_CASE("exec'd children of a recording started from the environment: silent b
           "follow_children") {
   for (const bool follow : {false, true}) {
     CAPTURE(follow);
-    const std::string dir = fresh_dir(follow ? "env-children-follow" : "env-children");
+    const std::string dir = testutil::fresh_dir(follow ? "env-children-follow" : "env-children");
     const std::string out = dir + "/run.iscope", log = dir + "/../env-children.log";
     std::vector<std::string> env{"INFERSCOPE_ENABLE=1", "INFERSCOPE_OUTPUT=" + out};
     if (follow) env.push_back("INFERSCOPE_FOLLOW_CHILDREN=1");
@@ -185,7 +177,7 @@ TEST_CASE("iscope-run takes follow_children from INFERSCOPE_FOLLOW_CHILDREN and 
   testsupport::write(config, "follow_children: true\n");
   for (const std::string& source : std::vector<std::string>{"INFERSCOPE_FOLLOW_CHILDREN=1", "INFERSCOPE_CONFIG=" + config}) {
     CAPTURE(source);
-    const std::string dir = fresh_dir("follow-source");
+    const std::string dir = testutil::fresh_dir("follow-source");
     const std::string out = dir + "/run.iscope";
     const int st = run_logged({iscope_run(), "-o", out, "--", recorder(), "children", "5"}, {source},
                               dir + "/../follow-source.log");
@@ -194,7 +186,7 @@ TEST_CASE("iscope-run takes follow_children from INFERSCOPE_FOLLOW_CHILDREN and 
     CHECK(files_in(dir).size() == 2u);  // the program's dump and its child's run.<pid>.iscope
   }
   // The flag still wins over both.
-  const std::string dir = fresh_dir("follow-source");
+  const std::string dir = testutil::fresh_dir("follow-source");
   const int st = run_logged({iscope_run(), "-o", dir + "/run.iscope", "--follow-children=false", "--", recorder(),
                              "children", "5"},
                             {"INFERSCOPE_FOLLOW_CHILDREN=1"}, dir + "/../follow-source.log");

@@ -33,13 +33,6 @@ testutil::ToolRun run(const char* tool, const std::vector<std::string>& args) {
   return testutil::run_tool(tool, args, {.env = {"INFERSCOPE_ANALYZE_THREADS=2"}, .deadline_s = 60});
 }
 
-std::string fresh_dir(const std::string& name) {
-  const std::string d = testutil::temp_path(name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 // A small dump of 20 steps with a kernel each: enough for every tool to say something.
 void write_small(dump::DumpBuilder& b, const std::string& cmdline = "small") {
   b.process("cmdline", cmdline);
@@ -97,7 +90,7 @@ bool has_byte(const std::string& s, unsigned char c) { return s.find(char(c)) !=
 // Report outputs onto a FIFO with no reader blocked for ever (-o, --md, --html, --json, --perfetto and iscope-diff's
 // outputs); --sqlite already refused, after the analysis. Every output now follows its rule, before anything is read.
 TEST_CASE("every output of iscope-analyze and iscope-diff refuses a FIFO and a device, before anything is written") {
-  const std::string dir = fresh_dir("outputs-rule");
+  const std::string dir = testutil::fresh_dir("outputs-rule");
   const std::string dump = small_dump(dir + "/run.iscope"), other = small_dump(dir + "/other.iscope");
   const std::string fifo = dir + "/pipe.md";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -123,7 +116,7 @@ TEST_CASE("every output of iscope-analyze and iscope-diff refuses a FIFO and a d
 
 // `--json mp_producer.2006.iscope` replaced a child's dump beside an input of iscope-diff.
 TEST_CASE("iscope-diff refuses an output over a child's dump beside an input, as iscope-analyze does") {
-  const std::string dir = fresh_dir("diff-child");
+  const std::string dir = testutil::fresh_dir("diff-child");
   const std::string parent = small_dump(dir + "/run.iscope"), other = small_dump(dir + "/other.iscope");
   const std::string child = small_dump(dir + "/run.2006.iscope");
   const std::string before = slurp(child);
@@ -135,7 +128,7 @@ TEST_CASE("iscope-diff refuses an output over a child's dump beside an input, as
 }
 
 TEST_CASE("--sqlite - is refused: a database is a file, and no file named '-' is made") {
-  const std::string dir = fresh_dir("sqlite-dash");
+  const std::string dir = testutil::fresh_dir("sqlite-dash");
   const std::string dump = small_dump(dir + "/run.iscope");
   const testutil::ToolRun r = testutil::run_tool(kAnalyze, {dump, "--sqlite", "-"}, {.cwd = dir});
   CHECK(r.exit == 2);
@@ -146,7 +139,7 @@ TEST_CASE("--sqlite - is refused: a database is a file, and no file named '-' is
 // One malformed record, three answers: --summary exited 1 with nothing on stdout, the report read the rest and exited
 // 3, --perfetto exited 3 and wrote nothing (69 of 650 mutants of an adversarial pass).
 TEST_CASE("one malformed record gets one answer: every command reads the rest, writes, names the damage, exit 3") {
-  const std::string dir = fresh_dir("damage-status");
+  const std::string dir = testutil::fresh_dir("damage-status");
   const std::string dump = dump_with_malformed_record(dir + "/damaged.iscope");
   const testutil::ToolRun summary = run(kAnalyze, {dump, "--summary"});
   CHECK(summary.exit == 3);
@@ -166,7 +159,7 @@ TEST_CASE("one malformed record gets one answer: every command reads the rest, w
 // --summary printed raw terminal control sequences from the dump (the command line, the host name, names), which the
 // reports escape.
 TEST_CASE("--summary writes no control character from the dump: C0, DEL and C1 are dropped") {
-  const std::string dir = fresh_dir("summary-escape");
+  const std::string dir = testutil::fresh_dir("summary-escape");
   const std::string path = dir + "/evil.iscope";
   {
     dump::DumpBuilder b(path);
@@ -188,7 +181,7 @@ TEST_CASE("--summary writes no control character from the dump: C0, DEL and C1 a
 
 // A dump truncated to 0 events exited 0 with "Primary cause: Host work 0.000 ms (100 %)".
 TEST_CASE("a dump with no events says so and exits 1 in every tool; no report is written") {
-  const std::string dir = fresh_dir("no-events");
+  const std::string dir = testutil::fresh_dir("no-events");
   const std::string whole = small_dump(dir + "/whole.iscope");
   const std::string empty = dir + "/empty.iscope";
   {
@@ -221,7 +214,7 @@ TEST_CASE("a dump with no events says so and exits 1 in every tool; no report is
 
 // The tool's own JSON report fed back in read as "'events' is not an array".
 TEST_CASE("iscope-analyze's own JSON report given as input is named for what it is") {
-  const std::string dir = fresh_dir("report-as-input");
+  const std::string dir = testutil::fresh_dir("report-as-input");
   const std::string dump = small_dump(dir + "/run.iscope");
   REQUIRE(run(kAnalyze, {dump, "--json", dir + "/r.json"}).exit == 0);
   for (const char* tool : {kAnalyze, kDiff}) {
@@ -235,7 +228,7 @@ TEST_CASE("iscope-analyze's own JSON report given as input is named for what it 
 
 // iscope-diff's errors named iscope-analyze ("iscope-analyze reads dumps and JSON traces from regular files only").
 TEST_CASE("iscope-diff's messages name iscope-diff, never iscope-analyze") {
-  const std::string dir = fresh_dir("diff-names");
+  const std::string dir = testutil::fresh_dir("diff-names");
   const std::string dump = small_dump(dir + "/run.iscope");
   const std::string fifo = dir + "/in.fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -267,7 +260,7 @@ TEST_CASE("iscope-run refuses an -o or --report on /proc or /sys before the prog
 
 // A --report that is a symlink loop was refused only when the program ended, and the run still exited 0.
 TEST_CASE("iscope-run refuses a --report that is a symlink loop before the program runs") {
-  const std::string dir = fresh_dir("report-loop");
+  const std::string dir = testutil::fresh_dir("report-loop");
   fs::create_symlink(dir + "/b.md", dir + "/a.md");
   fs::create_symlink(dir + "/a.md", dir + "/b.md");
   const std::string marker = dir + "/ran";
