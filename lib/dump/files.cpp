@@ -199,13 +199,12 @@ std::optional<std::string> on_kernel_filesystem(const std::string& path) {
     at = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     if (::statfs(at.c_str(), &fs) != 0) return std::nullopt;
   }
-  if (const char* name = kernel_filesystem(fs.f_type))
-    return path + ": is on " + name + ", which holds no data; name a file on a disk";
+  if (const char* name = kernel_filesystem(fs.f_type)) return "is on " + std::string(name) + ", which holds no data; name a file on a disk";
   return std::nullopt;
 }
 
 std::optional<std::string> unusable_output(const std::string& path) {
-  if (auto why = on_kernel_filesystem(path)) return why;
+  if (auto why = on_kernel_filesystem(path)) return path + ": " + *why;
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;  // nothing there (or unreachable: open says why)
   if (S_ISREG(st.st_mode)) return std::nullopt;

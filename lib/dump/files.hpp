@@ -85,7 +85,7 @@ class AtomicOutput {
 std::string absolute_path(const std::string& path);
 
 /// Why `path` (or, when nothing is there, its directory) is on a file system of the kernel's own rather than one that
-/// stores data: /proc, /sys, cgroup, debugfs, ... ("PATH: is on /proc (procfs), which holds no data: name a file on a
+/// stores data: /proc, /sys, cgroup, debugfs, ... ("is on /proc (procfs), which holds no data; name a file on a
 /// disk"). `/proc/self/mem` is a "regular file" there. Empty otherwise, or when it cannot be told.
 std::optional<std::string> on_kernel_filesystem(const std::string& path);
 

@@ -113,7 +113,7 @@ void Gate::refuse(Waiting& w, std::string_view response) {
   w.deadline = Clock::now() + limits_.linger;
 }
 
-void Gate::hand_over(Waiting& w) {
+void Gate::queue_for_worker(Waiting& w) {
   {
     std::lock_guard lk(mu_);
     if (ready_.size() < limits_.max_ready) {
@@ -172,7 +172,7 @@ bool Gate::read_head(Waiting& w) {
       refuse(w, kTooLarge);  // before a byte of the body is read
     } else {
       w.head.resize(end + 4);  // one request per connection: anything after the head is not read
-      hand_over(w);
+      queue_for_worker(w);
       return w.lingering;  // handed over (fd taken), or refused because the workers' queue was full
     }
   }

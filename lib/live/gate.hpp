@@ -67,7 +67,7 @@ class Gate {
   bool read_head(Waiting& w);  // false when the connection is done with (handed over, refused or closed)
   void expire(std::deque<Waiting>& waiting);
   void refuse(Waiting& w, std::string_view response);
-  void hand_over(Waiting& w);
+  void queue_for_worker(Waiting& w);
 
   int listen_fd_;
   GateLimits limits_;

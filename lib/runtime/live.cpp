@@ -73,7 +73,8 @@ void make_live_tap(SessionState& s) {
 namespace {
 
 // The live page of a recording that exec'd into this image (same pid): its listening socket and token, handed over
-// through the environment by hand_over_live() so that the URL it printed goes on working (docs/live.md, "exec").
+// through the environment (live_handover_environment) so that the URL it printed goes on working (docs/live.md, "One
+// page per run").
 // Taken out of the environment when the library loads, so the program and its children never see them.
 struct Inherited {
   int fd = -1;

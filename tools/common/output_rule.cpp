@@ -17,7 +17,7 @@ std::string not_a_file(const std::string& path) {
   if (t.mode && !S_ISREG(t.mode))
     return "is " + dump::file_kind(t.mode) + (t.path == path ? "" : " (reached through " + path + ")") +
            "; reports and exports are written to regular files only (- for standard output)";
-  if (auto why = dump::on_kernel_filesystem(t.path)) return why->substr(t.path.size() + 2);
+  if (auto why = dump::on_kernel_filesystem(t.path)) return *why;
   return "";
 }
 

@@ -116,7 +116,7 @@ std::string unwritable(const std::string& path) {
   // into a loop was refused only after the run, which still exited 0).
   if (const auto target = inferscope::dump::resolve_output(abs); !target.error.empty()) return "is a symbolic link loop";
   // /proc/self/mem is a "regular file" that stat() passes.
-  if (const auto why = inferscope::dump::on_kernel_filesystem(abs)) return why->substr(abs.size() + 2);
+  if (const auto why = inferscope::dump::on_kernel_filesystem(abs)) return *why;
   struct stat st{};
   if (::stat(abs.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return "is a directory; name a file";
