@@ -23,14 +23,15 @@ std::string not_a_file(const std::string& path) {
 
 }  // namespace
 
-std::string output_problem(const NamedOutput& o, const std::vector<InputFile>& inputs) {
+std::string output_problem(const NamedOutput& o, const std::vector<InputFile>& inputs, std::string_view file_flags) {
   const std::string named = o.flag + " " + o.path;
   if (o.path.empty()) return o.flag + ": an empty file name; name the file to write" + (o.stdout_ok ? " (- for stdout)" : "");
   if (o.path == "-")
     return o.stdout_ok ? "" : named + ": a database cannot be written to standard output; name a file";
   if (o.path.size() > 1 && o.path[0] == '-')  // `--json -o r.md`: the report would land in a file named "-o"
-    return named + ": is an option: the output file name '" + o.path + "' is an option, which " + o.flag +
-           " took for its file; give the file name after " + o.flag + " (a file named so: ./" + o.path + ")";
+    return named + ": is an option: the output file name '" + o.path + "' is an option: an option that takes a file " +
+           "name (" + std::string(file_flags) + ") was followed by another option; give the file name after " + o.flag +
+           " (a file named so: ./" + o.path + ")";
   for (const InputFile& in : inputs)
     if (dump::same_file(o.path, in.path))
       return named + ": is the input " + in.path +

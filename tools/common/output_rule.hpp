@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace inferscope::tools {
@@ -30,7 +31,8 @@ std::vector<InputFile> files_read(const std::vector<std::string>& named, bool ch
 /// Why `o` must not be written, "" when it may: an empty name; a name that is an option (`--json -o r.md`); "-"
 /// where standard output is not possible; one of `inputs` (the same file however named: links, hard links, relative
 /// paths); at the end of its symbolic links something other than a regular file (a FIFO, a device, a socket, a
-/// directory) or a loop; a file on a kernel file system (/proc, /sys). The message names the flag.
-std::string output_problem(const NamedOutput& o, const std::vector<InputFile>& inputs);
+/// directory) or a loop; a file on a kernel file system (/proc, /sys). The message names the flag; `file_flags`, the
+/// tool's options that take a file name, for the message about an option taken for one.
+std::string output_problem(const NamedOutput& o, const std::vector<InputFile>& inputs, std::string_view file_flags);
 
 }  // namespace inferscope::tools

@@ -270,7 +270,8 @@ int check_outputs(const std::vector<std::string>& paths, const cxxopts::ParseRes
                   bool children) {
   const std::vector<inferscope::tools::InputFile> inputs = inferscope::tools::files_read(paths, children);
   for (const inferscope::tools::NamedOutput& o : named_outputs(args))
-    if (const std::string why = inferscope::tools::output_problem(o, inputs); !why.empty()) {
+    if (const std::string why = inferscope::tools::output_problem(o, inputs, "--md, --html, --json, --perfetto, --sqlite, -o");
+        !why.empty()) {
       std::cerr << "iscope-analyze: " << why << "\n";
       return 2;
     }
@@ -455,6 +456,7 @@ int analyse_and_write(const std::vector<std::string>& paths, const Requested& re
   std::optional<inferscope::dump::DumpReader> reader;
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
   if (const std::string why = inferscope::tools::nothing_to_analyse(a, path); !why.empty()) {
+    for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";  // damage, if that is why
     std::cerr << "iscope-analyze: " << why << "\n";
     return 1;
   }

@@ -90,7 +90,7 @@ bool whole(const Analysis& a) { return !a.partial && a.complete; }
 // status 2 after saying why. `inputs`: BEFORE and AFTER, and the child dumps beside each (an output over one
 // replaced a recorded process's dump).
 int check_output(const std::string& flag, const std::string& p, const std::vector<inferscope::tools::InputFile>& inputs) {
-  const std::string why = inferscope::tools::output_problem({flag, p}, inputs);
+  const std::string why = inferscope::tools::output_problem({flag, p}, inputs, "-o, --md, --html, --json");
   if (why.empty()) return 0;
   std::cerr << kTool << ": " << why << "\n";
   return 2;

@@ -108,10 +108,12 @@ int finish(const std::string& dump, const FileVersion& before, const timespec& l
   }
   if (!why_not) {
     // This run's file, but its session never wrote END: a full disk, a file-size limit, no descriptor left for the
-    // final snapshot, a kill. "dump written" would claim a whole dump.
+    // final snapshot, a kill, or a program that never ran its exit handlers (_exit(): dash ends so). "dump written"
+    // would claim a whole dump.
     std::fprintf(stderr, "iscope-run: the dump at %s is incomplete: it has no END chunk, so the recorder did not "
-                 "finish it (the program ended with status %d; the lines above say why); it is readable up to its "
-                 "last whole chunk\n", dump.c_str(), ended.status);
+                 "finish it (the program ended with status %d; either it ended without running its exit handlers, "
+                 "with _exit() as dash does, or writing the end failed and the lines above say why); it is readable "
+                 "up to its last whole chunk\n", dump.c_str(), ended.status);
     return failed;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == kCannotStart) return kCannotStart;  // exec failed: said above
