@@ -374,8 +374,8 @@ TEST_CASE("under any address-space limit the analysis ends with its report or th
 }
 
 // The JSON trace was parsed whole into a tree 18 to 27 times the text: a 102 KB gzip trace reached 1.73 GB, and one
-// event holding 40 million numbers in 78 KB took iscope-analyze to 1.98 GB before it ended by SIGSEGV (here, under
-// RLIMIT_AS, it ran out of memory). The trace streams now, an event at most 4 MiB of content.
+// event holding 40 million numbers in 78 KB took iscope-analyze to 1.98 GB (here, under RLIMIT_AS, it ran out of
+// memory). The trace streams now, an event at most 4 MiB of content.
 TEST_CASE("a gzip trace of one event holding 40 million numbers is refused in bounded memory") {
   skip_where_address_space_cannot_be_limited();
   std::string zeros;
