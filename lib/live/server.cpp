@@ -21,6 +21,9 @@
 #include <thread>
 #include <vector>
 
+extern "C" int __cxa_atexit(void (*f)(void*), void* arg, void* dso);
+extern "C" void* __dso_handle;
+
 namespace inferscope::live {
 
 namespace {
@@ -33,6 +36,8 @@ constexpr int kWorkers = 2;
 // An answer is written within this, whole, or the connection is closed: a client that does not read holds a worker
 // for at most this long. Also what a stop waits for a worker, within its own bound.
 constexpr std::chrono::milliseconds kWriteDeadline{1000};
+// At exit, how long the server's threads are waited for before the process's statics are destroyed (see exit, below).
+constexpr std::chrono::seconds kExitBound{10};
 
 // Compares in time independent of where the strings differ.
 bool same_token(const std::string& a, const std::string& b) {
@@ -109,6 +114,28 @@ class HeadStream : public httplib::Stream {
   Clock::time_point deadline_;
 };
 
+// A request answered in memory: what builds httplib's function-local statics before any worker runs (see exit, below).
+class MemoryStream : public httplib::Stream {
+ public:
+  explicit MemoryStream(std::string in) : in_(std::move(in)) {}
+  bool is_readable() const override { return at_ < in_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    size = std::min(size, in_.size() - at_);
+    std::memcpy(ptr, in_.data() + at_, size);
+    at_ += size;
+    return ssize_t(size);
+  }
+  ssize_t write(const char*, size_t size) override { return ssize_t(size); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 0; }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { ip = "127.0.0.1", port = 0; }
+  socket_t socket() const override { return -1; }
+
+ private:
+  std::string in_;
+  size_t at_ = 0;
+};
+
 // A listening socket on `where` (a name such as localhost resolved as the system does), -1 with `error` set.
 int bind_listener(const Listen& where, std::string& error) {
   addrinfo hints{};
@@ -173,6 +200,46 @@ sigset_t program_signals() {
   return set;
 }
 
+// --- exit ---------------------------------------------------------------------------------------------------------
+//
+// exit() runs the atexit handlers and destroys statics in the reverse order of their registration, all in one list.
+// httplib builds function-local statics on first use (parse_request_line's set of methods), so a worker's first
+// request registered them after the runtime's own atexit handler: whenever that handler had not ended the workers
+// (its stop is bounded to 1 s; under ThreadSanitizer the statics went first outright), they were destroyed while a
+// worker still parsed a request: ThreadSanitizer under live_stress.py reported operator delete in exit() against
+// memcmp in a worker, then a heap-use-after-free, in 7 of 8 runs and 6 of 6. That is the likely cause of the SIGSEGV
+// after "dump written" seen once in 18 runs under load, with the program's last line of output lost. Now the first
+// server builds those statics before its workers start (a request answered in memory), then registers, once per
+// process, a handler that ends every server's threads: registered after the statics, it runs before they go.
+struct ServingList {
+  std::mutex mu;
+  std::vector<std::weak_ptr<Server::Impl>> impls;
+};
+ServingList& serving() {
+  static ServingList* s = new ServingList;  // never destroyed: exit handlers and servers' threads use it
+  return *s;
+}
+void stop_all_at_exit();
+
+void prepare_for_exit(Routes& routes) {
+  static std::once_flag once;
+  std::call_once(once, [&routes] {
+    MemoryStream warm("GET /warm-up?q=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+    routes.answer(warm);
+    // __cxa_atexit with this module's handle, as the compiler registers a static's destructor: the same list and the
+    // same treatment (ThreadSanitizer ran a plain atexit() handler at another place in the order than the statics').
+    __cxa_atexit([](void*) { stop_all_at_exit(); }, nullptr, &__dso_handle);
+  });
+}
+
+// A server joins the list its exit handler stops (expired entries are dropped as new ones come).
+void add_serving(const std::shared_ptr<Server::Impl>& impl) {
+  std::lock_guard lk(serving().mu);
+  auto& v = serving().impls;
+  v.erase(std::remove_if(v.begin(), v.end(), [](const auto& w) { return w.expired(); }), v.end());
+  v.push_back(impl);
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -211,14 +278,38 @@ struct Server::Impl {
     }
   }
   // A stop ends the answers being written: a client that does not read never holds the stop, and no thread of ours
-  // is left running while the process exits (a detached server thread still inside httplib while exit() destroyed
-  // what it used is the likely cause of a SIGSEGV after "dump written", seen once in 18 runs under load).
+  // is left running while the process exits (see exit, above).
   void end_answers() {
     std::lock_guard lk(mu);
     ending = true;
     for (int fd : answering) ::shutdown(fd, SHUT_RDWR);
   }
+  // Asks the threads to end and waits for them until `deadline`; true when they all did.
+  bool end_threads(Clock::time_point deadline) {
+    gate->stop();
+    end_answers();
+    std::unique_lock lk(mu);
+    return cv.wait_until(lk, deadline, [&] { return running == 0; });
+  }
 };
+
+namespace {
+
+void stop_all_at_exit() {
+  std::vector<std::shared_ptr<Server::Impl>> live;
+  {
+    std::lock_guard lk(serving().mu);
+    for (auto& w : serving().impls)
+      if (auto impl = w.lock()) live.push_back(std::move(impl));
+  }
+  // Longer than a stop's bound: nothing a client does can hold a thread now (the gate's loop ends within its poll
+  // period, the answers being written are shut), only CPU time on a loaded machine, and a thread still running when
+  // the statics go is the crash this prevents.
+  const auto deadline = Clock::now() + kExitBound;
+  for (auto& impl : live) impl->end_threads(deadline);
+}
+
+}  // namespace
 
 std::unique_ptr<Server> Server::start(const Listen& where, const std::string& token, std::function<Snapshot()> tap,
                                       std::string& error, int listener) {
@@ -248,6 +339,8 @@ std::unique_ptr<Server> Server::start(const Listen& where, const std::string& to
   impl->listener = listener >= 0 ? adopt_listener(listener, error) : bind_listener(where, error);
   if (impl->listener < 0) return nullptr;
   impl->gate = std::make_unique<Gate>(impl->listener, gate_limits());
+  prepare_for_exit(impl->routes);  // before any worker runs httplib (see exit, above)
+  add_serving(impl);
   const sigset_t blocked = program_signals();
   sigset_t old;
   ::pthread_sigmask(SIG_BLOCK, &blocked, &old);  // inherited by the threads made here
@@ -274,14 +367,7 @@ std::unique_ptr<Server> Server::start(const Listen& where, const std::string& to
 
 bool Server::finish(std::chrono::milliseconds bound) {
   if (!impl_) return true;
-  const auto deadline = Clock::now() + bound;
-  impl_->gate->stop();
-  impl_->end_answers();
-  bool done;
-  {
-    std::unique_lock lk(impl_->mu);
-    done = impl_->cv.wait_until(lk, deadline, [&] { return impl_->running == 0; });
-  }
+  const bool done = impl_->end_threads(Clock::now() + bound);
   // Left behind, the threads keep `impl_` alive through their own references; the process may exit meanwhile.
   for (std::thread& t : impl_->threads) done ? t.join() : t.detach();
   impl_.reset();
