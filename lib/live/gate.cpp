@@ -21,15 +21,17 @@ constexpr std::chrono::milliseconds kPollPeriod{100};
 // What a refused client may still send while it reads why (a body already in flight) before it is cut off.
 constexpr size_t kLingerDiscardBytes = 1u << 20;
 
-// The answers the gate gives itself, each closing its connection.
-std::string answer(std::string_view status, std::string_view body) {
-  return "HTTP/1.1 " + std::string(status) + "\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+// The answers the gate gives itself, each closing its connection. Never destroyed: exit() destroys a module's
+// statics while its threads may still run (server.cpp, "exit").
+const std::string& answer(std::string_view status, std::string_view body) {
+  return *new std::string("HTTP/1.1 " + std::string(status) +
+                          "\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + std::string(body));
 }
-const std::string kTooLarge = answer("413 Payload Too Large", "the live page takes no request bodies: GET only\n");
-const std::string kHeadTooLarge = answer("431 Request Header Fields Too Large", "the request line and headers are too large\n");
-const std::string kTimeout = answer("408 Request Timeout", "the request head did not arrive in time\n");
-const std::string kBusy = answer("503 Service Unavailable", "too many connections; try again\n");
+const std::string& kTooLarge = answer("413 Payload Too Large", "the live page takes no request bodies: GET only\n");
+const std::string& kHeadTooLarge = answer("431 Request Header Fields Too Large", "the request line and headers are too large\n");
+const std::string& kTimeout = answer("408 Request Timeout", "the request head did not arrive in time\n");
+const std::string& kBusy = answer("503 Service Unavailable", "too many connections; try again\n");
 
 std::string lower(std::string_view s) {
   std::string out(s);

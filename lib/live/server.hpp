@@ -45,8 +45,11 @@ class Server {
   /// (-1 when there is none), for the program an exec makes to serve on.
   int hand_over(std::chrono::milliseconds bound);
 
- private:
+  /// The module's state behind a server (server.cpp), opaque here; public so that the module's exit handler can
+  /// reach every server still serving.
   struct Impl;
+
+ private:
   Server() = default;
   bool finish(std::chrono::milliseconds bound);
   std::shared_ptr<Impl> impl_;
