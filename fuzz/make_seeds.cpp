@@ -48,6 +48,18 @@ void full_trace(dump::DumpBuilder& b) {
   b.drop(main, "buffer_full", 3);
 }
 
+// The shape UBSan found a signed overflow in (the analyzer's self time, issue 43): ranges of ~2^61 ns, the longest
+// durations the reader's clock keeps, eight of them at one depth under an open parent, so their sum passes 2^63.
+// Kept as fuzz/regressions/fuzz_analyze_dump/self-time-overflow, replayed by ctest in every build.
+void self_time_overflow(const std::string& path) {
+  dump::DumpBuilder b(path);
+  const uint32_t t = b.thread("main", 1);
+  const int64_t huge = int64_t(1) << 61;
+  for (int i = 0; i < 8; ++i) b.range(t, "child", 1, 0, huge);
+  b.range(t, "step", 0, 0, huge);
+  b.finish();
+}
+
 // The shape that made the analyzer allocate gigabytes from 4.5 KB, CRC-valid: thread ids near 2^20 and 2^32, a
 // code-table entry with id 2^24 - 1 and Python calls naming it (tests/unit/test_hostile_input.cpp builds the
 // same). Mutations around it keep probing every table indexed by an id.
@@ -117,6 +129,7 @@ int main(int argc, char** argv) {
     b.finish();
   }
   hostile_ids(dir / "hostile_ids.iscope");
+  self_time_overflow((dir / "self_time_overflow.iscope").string());
   // A dump cut short in the middle of its last chunk, as after a crash.
   const std::string full = slurp(dir / "full.iscope");
   std::ofstream(dir / "truncated.iscope", std::ios::binary).write(full.data(), full.size() * 2 / 3);

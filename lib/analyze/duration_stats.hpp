@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace inferscope::analyze {
@@ -72,7 +73,8 @@ class DurationStats {
 };
 
 /// Self time in one pass: a thread's ranges arrive in the order they end, so every child arrives before its
-/// parent. children[d] accumulates the time of finished ranges at depth d whose parent is still open.
+/// parent. children[d] accumulates the time of finished ranges at depth d whose parent is still open; the sum
+/// saturates at T's largest value (a crafted dump's ranges of ~2^61 ns each overflowed a signed sum: UB).
 template <class T>
 struct SelfTimer {
   std::vector<T> children;
@@ -80,7 +82,8 @@ struct SelfTimer {
     if (children.size() < depth + 2) children.resize(depth + 2, 0);
     T kids = children[depth + 1];
     children[depth + 1] = 0;
-    children[depth] += dur;
+    T sum;
+    children[depth] = __builtin_add_overflow(children[depth], dur, &sum) ? std::numeric_limits<T>::max() : sum;
     return dur > kids ? dur - kids : 0;
   }
 };

@@ -127,7 +127,7 @@ class Summarizer {
 Summary summarize(const dump::DumpReader& r) {
   Summary s;
   Summarizer v(r, s);
-  dump::visit_records(r, v);
+  dump::visit_records_past_damage(r, v, s.damage);
   return s;
 }
 

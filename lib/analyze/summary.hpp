@@ -36,9 +36,10 @@ struct Summary {
   uint64_t memcpy_bytes = 0;
   uint64_t records = 0;
   uint64_t first_ts = ~0ull, last_ts = 0;
+  std::vector<std::string> damage;  ///< malformed records met: each skipped the rest of its chunk (dump/visit.hpp)
 };
 
-/// Computes the summary in one pass; throws dump::DumpError on a malformed record.
+/// Computes the summary in one pass; a malformed record skips the rest of its chunk and is named in `damage`.
 Summary summarize(const dump::DumpReader& reader);
 
 const char* record_kind_name(RecordKind k);

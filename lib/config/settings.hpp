@@ -46,7 +46,10 @@ inline constexpr std::array kNonSettingEnvironment = {
     std::string_view("INFERSCOPE_CLOCK"),            // runtime: forces the clock source (tests use monotonic)
     std::string_view("INFERSCOPE_CHILD"),            // set by iscope-run in processes it starts
     std::string_view("INFERSCOPE_ROOT_PID"),         // iscope-run: the pid of the process it started
-    std::string_view("INFERSCOPE_EXEC_FROM"),        // runtime: the pid whose dump an exec'd image moves aside
+    std::string_view("INFERSCOPE_EXEC_FROM"),        // runtime: the pid whose dump an exec'd image takes over
+    std::string_view("INFERSCOPE_EXEC_EMPTY"),       // runtime: that dump holds nothing of the program (replaced)
+    std::string_view("INFERSCOPE_LIVE_FD"),          // runtime: the live page's socket, handed over by exec
+    std::string_view("INFERSCOPE_LIVE_TOKEN"),       // runtime: the live page's token, handed over by exec
     std::string_view("INFERSCOPE_INJECTED"),         // set once the CUPTI injection entry has run
     std::string_view("INFERSCOPE_ANALYZE"),          // runtime: iscope-analyze for the report at exit
     std::string_view("INFERSCOPE_ANALYZE_THREADS"),  // iscope-analyze: worker threads (default: the machine's)

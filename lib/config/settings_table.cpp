@@ -321,6 +321,10 @@ std::string parse_enum(std::string_view text, E& out) {
 }
 
 std::string parse_string(const KeyDef& def, std::string_view text, std::string& out) {
+  // YAML's "\0" makes one: every user of the value reads it as a C string, cut at the NUL (output "a\0b.iscope"
+  // wrote the dump to "a").
+  if (text.find('\0') != std::string_view::npos)
+    return "holds a NUL character (\\0), which no path or name can hold: everything after it would be lost";
   if (!def.choices.empty() && !contains(def.choices, text)) return quoted(text) + " is not an allowed value";
   if (def.check) {
     std::string problem = def.check(text);

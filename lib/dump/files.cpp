@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,8 +35,8 @@ std::optional<std::string> not_a_regular_file(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return path + ": cannot open: " + std::strerror(errno);
   if (S_ISREG(st.st_mode)) return std::nullopt;
   if (S_ISDIR(st.st_mode)) return path + ": is a directory, not a file (name the dump or JSON trace inside it)";
-  return path + ": is " + file_kind(st.st_mode) + ", not a regular file; iscope-analyze reads dumps and JSON traces "
-         "from regular files only";
+  return path + ": is " + file_kind(st.st_mode) + ", not a regular file; dumps and JSON traces "
+         "are read from regular files only";
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -167,7 +168,43 @@ std::optional<std::string> report_target_would_block(const std::string& path) {
   return std::string("is a FIFO (named pipe) that nothing reads");
 }
 
+namespace {
+
+// The file systems that hold no data of a user's: what statfs(2) calls them (linux/magic.h), and their names.
+const char* kernel_filesystem(long type) {
+  switch (static_cast<unsigned long>(type)) {
+    case 0x9fa0: return "/proc (procfs)";
+    case 0x62656572: return "/sys (sysfs)";
+    case 0x27e0eb: return "a cgroup file system";
+    case 0x63677270: return "a cgroup2 file system";
+    case 0x64626720: return "debugfs";
+    case 0x74726163: return "tracefs";
+    case 0x73636673: return "securityfs";
+    case 0x62656570: return "configfs";
+    case 0xcafe4a11: return "bpffs";
+    case 0x6165676c: return "pstore";
+    case 0xde5e81e4: return "efivarfs";
+    case 0x1cd1: return "devpts";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> on_kernel_filesystem(const std::string& path) {
+  struct statfs fs{};
+  std::string at = path;
+  if (::statfs(at.c_str(), &fs) != 0) {
+    const size_t slash = path.rfind('/');
+    at = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    if (::statfs(at.c_str(), &fs) != 0) return std::nullopt;
+  }
+  if (const char* name = kernel_filesystem(fs.f_type)) return "is on " + std::string(name) + ", which holds no data; name a file on a disk";
+  return std::nullopt;
+}
+
 std::optional<std::string> unusable_output(const std::string& path) {
+  if (auto why = on_kernel_filesystem(path)) return path + ": " + *why;
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;  // nothing there (or unreachable: open says why)
   if (S_ISREG(st.st_mode)) return std::nullopt;

@@ -84,8 +84,14 @@ class AtomicOutput {
 /// working directory cannot be read.
 std::string absolute_path(const std::string& path);
 
+/// Why `path` (or, when nothing is there, its directory) is on a file system of the kernel's own rather than one that
+/// stores data: /proc, /sys, cgroup, debugfs, ... ("is on /proc (procfs), which holds no data; name a file on a
+/// disk"). `/proc/self/mem` is a "regular file" there. Empty otherwise, or when it cannot be told.
+std::optional<std::string> on_kernel_filesystem(const std::string& path);
+
 /// Why `path` cannot be a dump's output: it is a symbolic link ("refusing to follow it"), a directory, FIFO,
-/// device or socket. Empty when nothing is there or it is a regular file. Uses lstat(), never opens it.
+/// device or socket, or on a kernel file system (on_kernel_filesystem). Empty when nothing is there or it is a
+/// regular file elsewhere. Uses lstat() and statfs(), never opens it.
 std::optional<std::string> unusable_output(const std::string& path);
 
 /// Why writing a report to `path` at a program's exit could hold that exit for ever: a FIFO (through links too)

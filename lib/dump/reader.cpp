@@ -132,7 +132,7 @@ void DumpReader::read_header() {
   if (major_ != kVersionMajor)
     fail(at(path_, 8) + "dump format version " + std::to_string(major_) + "." + std::to_string(minor_) +
              " is not supported by this reader (it reads version " + std::to_string(kVersionMajor) +
-             ".x); use a matching iscope-analyze",
+             ".x); use the InferScope tools of a matching version",
          8);
 }
 
@@ -688,6 +688,24 @@ bool read_leading_chunk_header(int fd, ChunkHeader& h) {
 }
 
 }  // namespace
+
+bool ends_with_end_chunk(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct {
+    ChunkHeader h;
+    EndEntry end;
+  } tail{};
+  static_assert(sizeof(tail) == sizeof(ChunkHeader) + sizeof(EndEntry));
+  struct stat st{};
+  const bool read = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    st.st_size >= off_t(sizeof(FileHeader) + sizeof(tail)) &&
+                    ::pread(fd, &tail, sizeof(tail), st.st_size - off_t(sizeof(tail))) == ssize_t(sizeof(tail));
+  ::close(fd);
+  return read && tail.h.type == static_cast<uint32_t>(ChunkType::kEnd) && tail.h.length == sizeof(EndEntry) &&
+         tail.h.header_crc == crc32c(&tail.h, offsetof(ChunkHeader, header_crc)) &&
+         tail.h.payload_crc == crc32c(&tail.end, sizeof(EndEntry));
+}
 
 std::optional<std::vector<std::pair<std::string, std::string>>> leading_process_info(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);

@@ -282,4 +282,9 @@ void report_file_accounting(const DumpReader& r, std::vector<std::string>& warni
 /// Empty when the file is not a regular file that starts with a dump header and a whole process-info chunk.
 std::optional<std::vector<std::pair<std::string, std::string>>> leading_process_info(const std::string& path);
 
+/// Whether the dump at `path` ends with a whole END chunk (its session stopped and wrote everything before it),
+/// read from the file's last bytes alone: what iscope-run checks before it says "dump written". False for anything
+/// else (cut short, a torn last chunk, not a dump, not a regular file).
+bool ends_with_end_chunk(const std::string& path);
+
 }  // namespace inferscope::dump

@@ -24,7 +24,9 @@
 
 #include "dump/reader.hpp"
 
+#include <string>
 #include <type_traits>
+#include <vector>
 
 namespace inferscope::dump {
 
@@ -130,6 +132,25 @@ struct BothVisitors {
 template <class V>
 inline void visit_records(const DumpReader& r, V&& v, VisitTally* tally = nullptr) {
   for (const auto& c : r.event_chunks()) visit_records(r, c, v, tally);
+}
+
+/// What every reader of records does with a malformed one (the analysis, --summary, the Perfetto trace, the SQLite
+/// export alike, so one damaged dump gets one answer): the rest of its chunk is skipped, the message naming the file
+/// and the offset is added to `damage` (its one wording: "...; the rest of that chunk was skipped"), and every other
+/// chunk is read. A malformed record used to end --summary with no output and the Perfetto trace with none.
+inline std::string skipped_rest_of_chunk(const DumpError& e) {
+  return std::string(e.what()) + "; the rest of that chunk was skipped";
+}
+template <class V>
+inline void visit_records_past_damage(const DumpReader& r, V&& v, std::vector<std::string>& damage,
+                                      VisitTally* tally = nullptr) {
+  for (const auto& c : r.event_chunks()) {
+    try {
+      visit_records(r, c, v, tally);
+    } catch (const DumpError& e) {
+      damage.push_back(skipped_rest_of_chunk(e));
+    }
+  }
 }
 
 }  // namespace inferscope::dump

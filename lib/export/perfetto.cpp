@@ -255,7 +255,7 @@ class TraceWriter {
     if (part_.alone) header();
     name_cpu_threads();
     write_steps();
-    dump::visit_records(r_, *this);
+    dump::visit_records_past_damage(r_, *this, damage_);
     if (part_.alone) footer();
     else w_.flush();
   }
@@ -282,7 +282,8 @@ class TraceWriter {
     KernelLabels kernels;
     const dump::ClockModel clock(r.calibration());
     Scan scan(r, clock, flows, kernels);
-    dump::visit_records(r, scan);
+    std::vector<std::string> damage;  // what a malformed record skips: the analysis names it
+    dump::visit_records_past_damage(r, scan, damage);
     return scan.origin_ns();
   }
 
@@ -455,7 +456,7 @@ class TraceWriter {
   // --- pass one ----------------------------------------------------------------------------------------
   void scan() {
     Scan scan(r_, clock_, flows_, kernels_);
-    dump::visit_records(r_, scan);
+    dump::visit_records_past_damage(r_, scan, damage_);
     origin_ns_ = !part_.alone ? part_.origin_ns : scan.origin_ns();
     pid_ = process_pid(r_);
     if (part_.pid) pid_ = part_.pid;
@@ -730,6 +731,7 @@ class TraceWriter {
   std::vector<std::string> names_;               ///< escaped names by string id, filled on first use
   std::vector<bool> cached_;
   std::string scratch_;                          ///< an escaped name outside the table (damaged dump)
+  std::vector<std::string> damage_;              ///< malformed records met (the analysis names them; exit 3)
 };
 
 }  // namespace

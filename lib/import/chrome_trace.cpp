@@ -24,6 +24,9 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <deque>
+#include <set>
+#include <unordered_set>
 
 namespace inferscope::import {
 namespace json = boost::json;
@@ -116,9 +119,13 @@ bool is_host(Role r) { return r >= Role::kRange && r <= Role::kMark; }
 
 using Track = std::pair<std::string, std::string>;  // (pid, tid) as written: numbers or strings
 
+// What is kept of an event until the records are written (docs/reliability.md, "Memory bounds"): its fields, its
+// name and track as pointers into the converter's tables (each distinct name and track is held once), in deques
+// (no reallocation doubling the peak).
 struct HostEvent {
   Role role = Role::kRange;
-  std::string name, file;
+  const std::string* name = nullptr;
+  const std::string* file = nullptr;
   int64_t start = 0, end = 0;
   uint32_t correlation = 0, cbid = 0, line = 0, depth = 0;
   int64_t step = -1;  // ProfilerStep#N: N
@@ -127,8 +134,8 @@ struct HostEvent {
 
 struct GpuEvent {
   Role role = Role::kKernel;
-  std::string name;
-  Track track;
+  const std::string* name = nullptr;
+  const Track* track = nullptr;
   int64_t start = 0, end = 0;
   uint32_t correlation = 0, device = 0, stream = 0, context = 0;
   uint64_t bytes = 0;
@@ -173,18 +180,16 @@ void parse_copy_name(std::string_view name, GpuEvent& g) {
 }
 
 /// "torch/nn/modules/linear.py(125): forward" -> file, line, function. Other names ("nn.Module: Linear_0",
-/// "<built-in method ...>") stay whole, without a location.
-void parse_python_name(const std::string& name, HostEvent& e) {
+/// "<built-in method ...>") stay whole, without a location. Returns the function's name.
+std::string parse_python_name(const std::string& name, std::string& file, uint32_t& line) {
   const size_t colon = name.find("): ");
   const size_t open = colon == std::string::npos ? std::string::npos : name.rfind('(', colon);
   if (open == std::string::npos || open == 0 || open + 1 == colon ||
-      name.find_first_not_of("0123456789", open + 1) != colon) {
-    e.name = name;
-    return;
-  }
-  e.file = name.substr(0, open);
-  e.line = to_uint<uint32_t>(std::strtod(name.c_str() + open + 1, nullptr));
-  e.name = name.substr(colon + 3);
+      name.find_first_not_of("0123456789", open + 1) != colon)
+    return name;
+  file = name.substr(0, open);
+  line = to_uint<uint32_t>(std::strtod(name.c_str() + open + 1, nullptr));
+  return name.substr(colon + 3);
 }
 
 /// "ProfilerStep#12" -> 12; -1 for any other name.
@@ -200,18 +205,17 @@ int64_t profiler_step(std::string_view name) {
   return n;
 }
 
+}  // namespace
+
 // ---- the converter --------------------------------------------------------------------------------------------
 
-class ChromeTraceConverter {
+class ChromeTraceReader::Converter {
  public:
-  ChromeTraceConverter(const std::string& path, Dialect d) : path_(path), dialect_(d) {}
+  Converter(const std::string& path, Dialect d) : path_(path), dialect_(d) {}
 
-  void read(const json::array& events) {
-    for (size_t i = 0; i < events.size(); ++i) {
-      const json::value& v = events[i];
-      if (!v.is_object()) throw InputError(where(i) + ": not an object");
-      read_event(v.as_object(), i);
-    }
+  void read(const json::value& v, size_t i) {
+    if (!v.is_object()) throw InputError(where(i) + ": not an object");
+    read_event(v.as_object(), i);
   }
 
   /// Correlation ids missing from args, taken from the flow events that link a call to its GPU work.
@@ -219,7 +223,7 @@ class ChromeTraceConverter {
     for (auto* m : {&flow_start_, &flow_end_})
       for (auto& [t, v] : *m) std::sort(v.begin(), v.end());
     for (auto& g : gpu_)
-      if (!g.correlation) g.correlation = flow_in(flow_end_, g.track, g.start, g.end);
+      if (!g.correlation) g.correlation = flow_in(flow_end_, *g.track, g.start, g.end);
     for (auto& [t, evs] : host_)
       for (auto& e : evs)
         if ((e.role == Role::kApi || e.role == Role::kDriverApi) && !e.correlation)
@@ -252,7 +256,7 @@ class ChromeTraceConverter {
     auto best = std::max_element(n.begin(), n.end(), [](auto& x, auto& y) { return x.second < y.second; });
     return best == n.end() ? "" : best->first;
   }
-  void write_thread(dump::DumpBuilder& b, const Track& track, std::vector<HostEvent>& evs, int64_t shift) const;
+  void write_thread(dump::DumpBuilder& b, const Track& track, std::deque<HostEvent>& evs, int64_t shift) const;
   void write_host_event(dump::DumpBuilder& b, uint32_t t, const HostEvent& e, int64_t shift) const;
   void write_gpu(dump::DumpBuilder& b, int64_t shift);
 
@@ -274,8 +278,13 @@ class ChromeTraceConverter {
 
   std::string path_;
   Dialect dialect_;
-  std::map<Track, std::vector<HostEvent>> host_;
-  std::vector<GpuEvent> gpu_;
+  const std::string* intern(std::string s) { return &*names_.insert(std::move(s)).first; }
+  const Track* track_of(Track t) { return &*tracks_.insert(std::move(t)).first; }
+
+  std::unordered_set<std::string> names_;  // every distinct name and file, once
+  std::set<Track> tracks_;                 // every GPU track, once
+  std::map<Track, std::deque<HostEvent>> host_;
+  std::deque<GpuEvent> gpu_;
   std::map<Track, std::vector<Flow>> flow_start_, flow_end_;
   std::map<Track, std::string> thread_names_;
   std::map<std::string, std::string> full_kernel_names_;  // InferScope's short kernel name -> the full one
@@ -286,7 +295,7 @@ class ChromeTraceConverter {
   bool any_ = false;
 };
 
-int64_t ChromeTraceConverter::time_ns(const json::object& o, const char* key, size_t i, const std::string& cat) {
+int64_t ChromeTraceReader::Converter::time_ns(const json::object& o, const char* key, size_t i, const std::string& cat) {
   const json::value* v = member(o, key);
   const std::string at = where(i) + (cat.empty() ? "" : " (cat '" + cat + "')");
   if (!v) throw InputError(at + ": missing field '" + key + "'");
@@ -297,7 +306,7 @@ int64_t ChromeTraceConverter::time_ns(const json::object& o, const char* key, si
   return std::llround(*d * 1000);
 }
 
-void ChromeTraceConverter::read_event(const json::object& o, size_t i) {
+void ChromeTraceReader::Converter::read_event(const json::object& o, size_t i) {
   const json::value* phv = member(o, "ph");
   if (!phv || !phv->is_string() || phv->as_string().empty()) throw InputError(where(i) + ": missing field 'ph'");
   const char ph = phv->as_string()[0];
@@ -330,7 +339,7 @@ void ChromeTraceConverter::read_event(const json::object& o, size_t i) {
   else add_gpu(role, o, std::move(track), s, e);
 }
 
-void ChromeTraceConverter::read_metadata(const json::object& o) {
+void ChromeTraceReader::Converter::read_metadata(const json::object& o) {
   if (string_of(member(o, "name")) != "thread_name") return;
   const json::object* a = args_of(o);
   std::string name = a ? string_of(a->if_contains("name")) : "";
@@ -338,7 +347,7 @@ void ChromeTraceConverter::read_metadata(const json::object& o) {
   if (!name.empty()) thread_names_[{string_of(member(o, "pid")), string_of(member(o, "tid"))}] = name;
 }
 
-void ChromeTraceConverter::read_flow(const json::object& o, char ph, size_t i) {
+void ChromeTraceReader::Converter::read_flow(const json::object& o, char ph, size_t i) {
   const std::string cat = string_of(member(o, "cat"));
   if (cat != (dialect_ == Dialect::kKineto ? "ac2g" : "launch")) return;
   const uint32_t id = to_uint<uint32_t>(number(member(o, "id")));
@@ -347,36 +356,38 @@ void ChromeTraceConverter::read_flow(const json::object& o, char ph, size_t i) {
   (ph == 's' ? flow_start_ : flow_end_)[track].push_back({time_ns(o, "ts", i, cat), id});
 }
 
-void ChromeTraceConverter::add_host(Role role, const json::object& o, Track track, int64_t s, int64_t e) {
+void ChromeTraceReader::Converter::add_host(Role role, const json::object& o, Track track, int64_t s, int64_t e) {
   const json::object* args = args_of(o);
   HostEvent h;
   h.role = role;
   h.start = s;
   h.end = e;
-  h.name = string_of(member(o, "name"));
+  std::string name = string_of(member(o, "name")), file;
   if (role == Role::kPyCall && dialect_ == Dialect::kKineto) {
-    parse_python_name(h.name, h);
+    name = parse_python_name(name, file, h.line);
   } else if (role == Role::kPyCall) {
-    h.file = args ? string_of(args->if_contains("file")) : "";
+    file = args ? string_of(args->if_contains("file")) : "";
     h.line = to_uint<uint32_t>(arg_number(args, "line"));
   } else if (role == Role::kApi || role == Role::kDriverApi) {
     h.correlation = to_uint<uint32_t>(arg_number(args, "correlation"));
     h.cbid = to_uint<uint32_t>(arg_number(args, "cbid"));
   } else if (role == Role::kRange && dialect_ == Dialect::kKineto) {
-    h.step = profiler_step(h.name);
-    if (h.step >= 0) h.name = "ProfilerStep";  // one name for every step, so the step detection sees repeats
+    h.step = profiler_step(name);
+    if (h.step >= 0) name = "ProfilerStep";  // one name for every step, so the step detection sees repeats
   } else if (role == Role::kRange) {
     h.layer = arg_number(args, "layer").value_or(0) != 0;
   }
-  host_[std::move(track)].push_back(std::move(h));
+  h.name = intern(std::move(name));
+  h.file = intern(std::move(file));
+  host_[std::move(track)].push_back(h);
 }
 
-void ChromeTraceConverter::add_gpu(Role role, const json::object& o, Track track, int64_t s, int64_t e) {
+void ChromeTraceReader::Converter::add_gpu(Role role, const json::object& o, Track track, int64_t s, int64_t e) {
   const json::object* args = args_of(o);
   GpuEvent g;
   g.role = role;
-  g.name = string_of(member(o, "name"));
-  if (dialect_ == Dialect::kPerfetto && role == Role::kKernel) g.name = full_kernel_name(g.name, args);
+  std::string name = string_of(member(o, "name"));
+  if (dialect_ == Dialect::kPerfetto && role == Role::kKernel) name = full_kernel_name(name, args);
   g.start = s;
   g.end = e;
   g.correlation = to_uint<uint32_t>(arg_number(args, "correlation"));
@@ -396,7 +407,7 @@ void ChromeTraceConverter::add_gpu(Role role, const json::object& o, Track track
   g.static_smem = to_uint<uint32_t>(arg_number(args, dialect_ == Dialect::kKineto ? "shared memory" : "static_smem"));
   g.dynamic_smem = to_uint<uint32_t>(arg_number(args, "dynamic_smem"));
   if (role == Role::kMemcpy) {
-    parse_copy_name(g.name, g);
+    parse_copy_name(name, g);
     if (g.copy == CopyKind::kUnknown) ++unknown_copies_;
     const MemoryKind host = g.copy == CopyKind::kHtoD ? g.src : g.copy == CopyKind::kDtoH ? g.dst : MemoryKind::kDevice;
     if (g.copy == CopyKind::kHtoD || g.copy == CopyKind::kDtoH) {
@@ -404,11 +415,12 @@ void ChromeTraceConverter::add_gpu(Role role, const json::object& o, Track track
       if (host == MemoryKind::kUnknown) ++host_kind_unknown_;
     }
   }
-  g.track = std::move(track);
-  gpu_.push_back(std::move(g));
+  g.name = intern(std::move(name));
+  g.track = track_of(std::move(track));
+  gpu_.push_back(g);
 }
 
-void ChromeTraceConverter::write_process_info(const json::object& root, dump::DumpBuilder& b) const {
+void ChromeTraceReader::Converter::write_process_info(const json::object& root, dump::DumpBuilder& b) const {
   if (dialect_ == Dialect::kPerfetto) {
     // The dump's process info, as the writer put it into otherData ("process.<key>").
     if (auto* od = root.if_contains("otherData"); od && od->is_object())
@@ -465,7 +477,7 @@ void ChromeTraceConverter::write_process_info(const json::object& root, dump::Du
   }
 }
 
-void ChromeTraceConverter::write_thread(dump::DumpBuilder& b, const Track& track, std::vector<HostEvent>& evs,
+void ChromeTraceReader::Converter::write_thread(dump::DumpBuilder& b, const Track& track, std::deque<HostEvent>& evs,
                                         int64_t shift) const {
   auto named = thread_names_.find(track);
   std::string name = named != thread_names_.end() ? named->second : "thread " + track.second;
@@ -492,24 +504,24 @@ void ChromeTraceConverter::write_thread(dump::DumpBuilder& b, const Track& track
   for (auto& e : evs) write_host_event(b, t, e, shift);
 }
 
-void ChromeTraceConverter::write_host_event(dump::DumpBuilder& b, uint32_t t, const HostEvent& e, int64_t shift) const {
+void ChromeTraceReader::Converter::write_host_event(dump::DumpBuilder& b, uint32_t t, const HostEvent& e, int64_t shift) const {
   const int64_t s = e.start + shift, en = e.end + shift;
   switch (e.role) {
     case Role::kRange:
-      if (e.step >= 0) b.range(t, e.name, e.depth, s, en, {{"step", e.step}});
-      else if (e.layer) b.range(t, e.name, e.depth, s, en, {{"layer", int64_t(1)}});
-      else b.range(t, e.name, e.depth, s, en);
+      if (e.step >= 0) b.range(t, *e.name, e.depth, s, en, {{"step", e.step}});
+      else if (e.layer) b.range(t, *e.name, e.depth, s, en, {{"layer", int64_t(1)}});
+      else b.range(t, *e.name, e.depth, s, en);
       break;
-    case Role::kLibRange: b.range(t, e.name, e.depth, s, en, {}, RecordKind::kNvtxRange); break;
-    case Role::kPyCall: b.pycall(t, b.code(e.name, e.file, e.line), e.depth, s, en); break;
-    case Role::kApi: b.api(t, e.name, e.correlation, s, en, e.cbid, ApiDomain::kRuntime); break;
-    case Role::kDriverApi: b.api(t, e.name, e.correlation, s, en, e.cbid, ApiDomain::kDriver); break;
-    case Role::kMark: b.mark(t, e.name, s); break;
+    case Role::kLibRange: b.range(t, *e.name, e.depth, s, en, {}, RecordKind::kNvtxRange); break;
+    case Role::kPyCall: b.pycall(t, b.code(*e.name, *e.file, e.line), e.depth, s, en); break;
+    case Role::kApi: b.api(t, *e.name, e.correlation, s, en, e.cbid, ApiDomain::kRuntime); break;
+    case Role::kDriverApi: b.api(t, *e.name, e.correlation, s, en, e.cbid, ApiDomain::kDriver); break;
+    case Role::kMark: b.mark(t, *e.name, s); break;
     default: break;
   }
 }
 
-void ChromeTraceConverter::write_gpu(dump::DumpBuilder& b, int64_t shift) {
+void ChromeTraceReader::Converter::write_gpu(dump::DumpBuilder& b, int64_t shift) {
   std::stable_sort(gpu_.begin(), gpu_.end(), [](auto& x, auto& y) { return x.start < y.start; });
   std::map<uint32_t, uint32_t> channel;  // device -> channel
   for (const auto& g : gpu_) {
@@ -520,7 +532,7 @@ void ChromeTraceConverter::write_gpu(dump::DumpBuilder& b, int64_t shift) {
     if (g.role == Role::kKernel) {
       GpuKernelRecord r{};
       r.h = {RecordKind::kGpuKernel, 0, sizeof(GpuKernelRecord)};
-      r.name = b.str(g.name);
+      r.name = b.str(*g.name);
       r.start = s, r.end = e, r.correlation = g.correlation, r.device = g.device, r.context = g.context;
       r.stream = g.stream, r.registers = g.registers, r.static_smem = g.static_smem, r.dynamic_smem = g.dynamic_smem;
       std::copy(g.grid, g.grid + 3, r.grid);
@@ -542,7 +554,7 @@ void ChromeTraceConverter::write_gpu(dump::DumpBuilder& b, int64_t shift) {
   }
 }
 
-void ChromeTraceConverter::warnings(std::vector<ImportWarning>& w) const {
+void ChromeTraceReader::Converter::warnings(std::vector<ImportWarning>& w) const {
   if (dialect_ == Dialect::kKineto) w.push_back({ImportIssue::kNoHostCounters});
   if (host_kind_unknown_) w.push_back({ImportIssue::kHostMemoryKindUnknown, host_kind_unknown_, host_copies_});
   if (unknown_copies_) w.push_back({ImportIssue::kCopyDirectionUnknown, unknown_copies_});
@@ -556,31 +568,38 @@ void ChromeTraceConverter::warnings(std::vector<ImportWarning>& w) const {
   w.push_back(std::move(s));
 }
 
-}  // namespace
-
-bool is_chrome_trace(const json::value& root) {
-  if (!root.is_object()) return false;
-  const json::object& o = root.as_object();
+bool is_chrome_trace(const json::object& o) {
   return o.contains("traceEvents") || o.contains("schemaVersion") || o.contains("deviceProperties") ||
          o.contains("baseTimeNanoseconds");
 }
 
-void chrome_trace_to_records(const std::string& path, const json::object& root, dump::DumpBuilder& b,
-                             std::vector<ImportWarning>& warnings) {
-  const json::value* events = root.if_contains("traceEvents");
-  if (!events)
-    throw InputError(path + ": a Chrome trace (torch.profiler export) without a \"traceEvents\" array: nothing to analyse");
-  if (!events->is_array()) throw InputError(path + ": field 'traceEvents' is not an array");
-  Dialect d = Dialect::kKineto;
-  if (auto* od = root.if_contains("otherData"); od && od->is_object())
+namespace {
+
+// InferScope's own Perfetto export names itself in otherData, which it writes before traceEvents.
+Dialect dialect_of(const json::object& members) {
+  if (auto* od = members.if_contains("otherData"); od && od->is_object())
     if (auto* g = od->as_object().if_contains("generator"); g && g->is_string() && g->as_string() == "iscope-analyze")
-      d = Dialect::kPerfetto;
-  ChromeTraceConverter c(path, d);
-  c.read(events->as_array());
-  c.link_flows();
-  c.write(root, b);
-  c.warnings(warnings);
-  if (events->as_array().empty()) warnings.push_back({ImportIssue::kNoEvents});
+      return Dialect::kPerfetto;
+  return Dialect::kKineto;
+}
+
+}  // namespace
+
+ChromeTraceReader::ChromeTraceReader(const std::string& path, const json::object& members)
+    : c_(std::make_unique<Converter>(path, dialect_of(members))) {}
+
+ChromeTraceReader::~ChromeTraceReader() = default;
+
+void ChromeTraceReader::event(const json::value& e, uint64_t index) {
+  c_->read(e, size_t(index));
+  ++events_;
+}
+
+void ChromeTraceReader::finish(const json::object& members, dump::DumpBuilder& b, std::vector<ImportWarning>& warnings) {
+  c_->link_flows();
+  c_->write(members, b);
+  c_->warnings(warnings);
+  if (events_ == 0) warnings.push_back({ImportIssue::kNoEvents});
 }
 
 }  // namespace inferscope::import

@@ -4,6 +4,8 @@
 
 #include "import/warnings.hpp"
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,14 +20,29 @@ class DumpBuilder;
 
 namespace inferscope::import {
 
-/// True for a Chrome trace-event document: an object with "traceEvents", or with the members torch.profiler
+/// True for the top-level members of a Chrome trace-event document: "traceEvents", or the members torch.profiler
 /// writes beside them ("schemaVersion", "deviceProperties", "baseTimeNanoseconds").
-bool is_chrome_trace(const boost::json::value& root);
+bool is_chrome_trace(const boost::json::object& members);
 
-/// Adds a torch.profiler (Kineto) Chrome trace, or an InferScope Perfetto export, read from `path`, to `b`; process
-/// info "source_format" says which ("kineto" or "perfetto"). What the trace does not record and what was skipped
-/// are appended to `warnings`. Throws InputError naming the file, the event index and the field.
-void chrome_trace_to_records(const std::string& path, const boost::json::object& root, dump::DumpBuilder& b,
-                             std::vector<ImportWarning>& warnings);
+/// A torch.profiler (Kineto) Chrome trace, or an InferScope Perfetto export, read event by event as it streams
+/// (json_stream.hpp), then added to a dump builder; process info "source_format" says which ("kineto" or
+/// "perfetto"). What it keeps per event is what the records need (docs/reliability.md, "Memory bounds").
+class ChromeTraceReader {
+ public:
+  /// `members`: the document's top-level members read before its traceEvents (InferScope's export puts otherData,
+  /// which names it, first).
+  ChromeTraceReader(const std::string& path, const boost::json::object& members);
+  ~ChromeTraceReader();
+  /// One element of traceEvents. Throws InputError naming the file, the event index and the field.
+  void event(const boost::json::value& e, uint64_t index);
+  /// The records, once every event was read; `members`: all of the document's top-level members. What the trace
+  /// does not record and what was skipped are appended to `warnings`.
+  void finish(const boost::json::object& members, dump::DumpBuilder& b, std::vector<ImportWarning>& warnings);
+
+ private:
+  class Converter;
+  std::unique_ptr<Converter> c_;
+  uint64_t events_ = 0;
+};
 
 }  // namespace inferscope::import

@@ -4,7 +4,7 @@
 #include "dump/files.hpp"
 #include "import/chrome_trace.hpp"
 #include "import/json_events.hpp"
-#include "import/trace_text.hpp"
+#include "import/json_stream.hpp"
 
 #include <boost/json.hpp>
 
@@ -13,47 +13,74 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 namespace inferscope::import {
 namespace json = boost::json;
 
 namespace {
 
-std::string where(const std::string& text, size_t off) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < off && i < text.size(); ++i) {
-    if (text[i] == '\n') { ++line; col = 1; }
-    else ++col;
+// The importer the document's event array calls for: a Chrome trace under "traceEvents", the seeds' events under
+// "events" or as a bare array.
+class Importers : public EventSink {
+ public:
+  explicit Importers(const std::string& path) : path_(path) {}
+  void begin_events(const std::string& key, const json::object& members) override {
+    if (key == "traceEvents") chrome_.emplace(path_, members);
+    else events_.emplace(path_);
   }
-  return "line " + std::to_string(line) + ", column " + std::to_string(col) + " (offset " + std::to_string(off) + ")";
+  // An event the importer refuses is said once the whole text is parsed, so that a syntax error anywhere is what a
+  // broken file is reported for, as when the document was parsed whole before anything was converted.
+  void event(const json::value& e, uint64_t index) override {
+    if (refused_) return;
+    try {
+      if (chrome_) chrome_->event(e, index);
+      else events_->event(e, index);
+    } catch (const InputError& err) {
+      refused_ = err.what();
+    }
+  }
+  std::optional<ChromeTraceReader> chrome_;
+  std::optional<JsonEventsReader> events_;
+  std::optional<std::string> refused_;
+
+ private:
+  const std::string& path_;
+};
+
+// InferScope's own JSON report or comparison (iscope-analyze --json, iscope-diff --json): its "events" is a count.
+bool is_inferscope_report(const json::object& members) {
+  return members.contains("schema_version") &&
+         (members.contains("findings") || members.contains("breakdown") || members.contains("before"));
 }
 
-json::value parse(const std::string& path, const TraceText& in) {
-  const std::string& text = in.text;
-  json::stream_parser p;
-  json::error_code ec;
-  size_t n = p.write(text.data(), text.size(), ec);
-  if (!ec) p.finish(ec);
-  if (ec)
-    throw InputError(path + ": JSON syntax error at " + where(text, std::min(n, text.size())) +
-                     (in.gzipped ? " of the gunzipped text" : "") + ": " + ec.message() +
-                     (n >= text.size() ? " (the text ends there: is the file cut short?)" : ""));
-  return p.release();
+// Why a document with no event array cannot be analysed, by what it holds instead.
+[[noreturn]] void no_event_array(const std::string& path, const StreamedDocument& doc) {
+  const json::object& m = doc.members;
+  if (is_inferscope_report(m))
+    throw InputError(path + ": an InferScope JSON report (written by iscope-analyze or iscope-diff), not a trace: analyse "
+                     "the dump or the trace it was made from" +
+                     (m.contains("source") && m.at("source").is_string()
+                          ? " (its \"source\": " + std::string(m.at("source").as_string()) + ")"
+                          : std::string()));
+  if (m.contains("traceEvents")) throw InputError(path + ": field 'traceEvents' is not an array");
+  if (is_chrome_trace(m))
+    throw InputError(path + ": a Chrome trace (torch.profiler export) without a \"traceEvents\" array: nothing to analyse");
+  if (m.contains("events")) throw InputError(path + ": \"events\" is not an array");
+  throw InputError(path + ": a JSON object without an \"events\" array (expected {\"events\": [...]} or a bare array)");
 }
 
 }  // namespace
 
 ImportedTrace import_json_trace(const std::string& path) {
   ImportedTrace t;
-  const json::value root = parse(path, read_trace_text(path));
+  Importers importers(path);
+  const StreamedDocument doc = stream_json_trace(path, importers);
+  if (!doc.has_events) no_event_array(path, doc);
+  if (importers.refused_) throw InputError(*importers.refused_);
   dump::DumpBuilder b{dump::DumpBuilder::InMemory{}};
-  if (is_chrome_trace(root)) {
-    chrome_trace_to_records(path, root.as_object(), b, t.warnings);
-  } else {
-    b.process("source", path);
-    b.process("source_format", "json");
-    json_events_to_records(path, root, b, t.warnings);
-  }
+  if (importers.chrome_) importers.chrome_->finish(doc.members, b, t.warnings);
+  else importers.events_->finish(b, t.warnings);
   b.finish();
   t.dump = b.take_bytes();
   return t;

@@ -40,97 +40,103 @@ struct HostEvent {
   uint32_t depth = 0;
 };
 
+// What is kept of the events until the records are written: what the records need, per event.
+struct GpuEvent {
+  int kind;
+  std::string name;
+  int64_t s, e;
+  uint64_t bytes;
+  uint32_t stream, device, corr;
+  int host_mem;
+};
+
 }  // namespace
 
-void json_events_to_records(const std::string& path, const json::value& root, dump::DumpBuilder& b,
-                            std::vector<ImportWarning>& warnings) {
-  const json::array* events = nullptr;
-  if (root.is_array()) events = &root.as_array();
-  else if (root.is_object()) {
-    auto* e = root.as_object().if_contains("events");
-    if (!e) throw InputError(path + ": a JSON object without an \"events\" array (expected {\"events\": [...]} or a bare array)");
-    if (!e->is_array()) throw InputError(path + ": \"events\" is not an array");
-    events = &e->as_array();
-  } else {
-    throw InputError(path + ": the JSON document is neither an object with \"events\" nor an array");
-  }
+struct JsonEventsReader::State {
+  std::map<std::string, uint64_t> unknown;
+  std::map<int64_t, std::vector<HostEvent>> host;  // thread -> events
+  std::vector<GpuEvent> gpu;
+  double min_us = 0;
+  bool first = true;
+  uint64_t events = 0;
+};
 
-  auto num = [&](const json::object& o, const char* key, size_t i, bool required, double def = 0) -> double {
-    auto* v = o.if_contains(key);
-    if (!v || v->is_null()) {
+JsonEventsReader::JsonEventsReader(const std::string& path) : path_(path), s_(std::make_unique<State>()) {}
+JsonEventsReader::~JsonEventsReader() = default;
+
+void JsonEventsReader::event(const json::value& v, uint64_t index) {
+  const std::string& path = path_;
+  const size_t i = size_t(index);
+  ++s_->events;
+  auto num = [&](const json::object& o, const char* key, bool required, double def = 0) -> double {
+    auto* f = o.if_contains(key);
+    if (!f || f->is_null()) {
       if (required) throw InputError(path + ": event " + std::to_string(i) + ": missing field '" + key + "'");
       return def;
     }
-    if (v->is_double()) return v->as_double();
-    if (v->is_int64()) return double(v->as_int64());
-    if (v->is_uint64()) return double(v->as_uint64());
-    if (v->is_string()) {  // lenient: "12.5"
-      try { return std::stod(std::string(v->as_string())); } catch (...) {}
+    if (f->is_double()) return f->as_double();
+    if (f->is_int64()) return double(f->as_int64());
+    if (f->is_uint64()) return double(f->as_uint64());
+    if (f->is_string()) {  // lenient: "12.5"
+      try { return std::stod(std::string(f->as_string())); } catch (...) {}
     }
     throw InputError(path + ": event " + std::to_string(i) + ": field '" + key + "' is not a number");
   };
-  auto str = [&](const json::object& o, const char* key, size_t i) -> std::string {
-    auto* v = o.if_contains(key);
-    if (!v) throw InputError(path + ": event " + std::to_string(i) + ": missing field '" + key + "'");
-    if (v->is_string()) return std::string(v->as_string());
-    if (v->is_number()) return json::serialize(*v);
+  auto str = [&](const json::object& o, const char* key) -> std::string {
+    auto* f = o.if_contains(key);
+    if (!f) throw InputError(path + ": event " + std::to_string(i) + ": missing field '" + key + "'");
+    if (f->is_string()) return std::string(f->as_string());
+    if (f->is_number()) return json::serialize(*f);
     throw InputError(path + ": event " + std::to_string(i) + ": field '" + key + "' is not a string");
   };
-
-  std::map<std::string, uint64_t> unknown;
-  std::map<int64_t, std::vector<HostEvent>> host;  // thread -> events
-  struct Gpu { int kind; std::string name; int64_t s, e; uint64_t bytes; uint32_t stream, device, corr; int host_mem; };
-  std::vector<Gpu> gpu;
-  double min_us = 0;
-  bool first = true;
-  for (size_t i = 0; i < events->size(); ++i) {
-    const json::value& v = (*events)[i];
-    if (!v.is_object()) throw InputError(path + ": event " + std::to_string(i) + ": not an object");
-    const json::object& o = v.as_object();
-    std::string type = str(o, "event_type", i);
-    static const char* known[] = {"cpu_call", "gpu_kernel", "gpu_memcpy_h2d", "gpu_memcpy_d2h", "gpu_memset", "gpu_sync", "mark"};
-    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return type == k; }) == std::end(known)) {
-      ++unknown[type];
-      continue;
-    }
-    std::string name = str(o, "name", i);
-    double s = num(o, "start_us", i, true);
-    double e = type == "mark" ? num(o, "end_us", i, false, s) : num(o, "end_us", i, true);
-    if (!std::isfinite(s) || !std::isfinite(e)) throw InputError(path + ": event " + std::to_string(i) + ": time is not finite");
-    // 1e15 us is 31 years: anything beyond cannot be a trace time and would not fit in nanoseconds.
-    if (std::fabs(s) > 1e15 || std::fabs(e) > 1e15)
-      throw InputError(path + ": event " + std::to_string(i) + ": start_us/end_us out of range (|t| > 1e15 us)");
-    if (e < s) throw InputError(path + ": event " + std::to_string(i) + ": end_us (" + std::to_string(e) + ") before start_us (" + std::to_string(s) + ")");
-    if (first || s < min_us) min_us = s;
-    first = false;
-    int64_t sn = std::llround(s * 1000), en = std::llround(e * 1000);
-    int64_t thread = to_int<int64_t>(num(o, "thread_id", i, false, 0));
-    if (type == "cpu_call") host[thread].push_back({sn, en, 0, name});
-    else if (type == "gpu_sync") host[thread].push_back({sn, en, 1, name});
-    else if (type == "mark") host[thread].push_back({sn, sn, 2, name});
-    else {
-      int kind = type == "gpu_kernel" ? 0 : type == "gpu_memcpy_h2d" ? 1 : type == "gpu_memcpy_d2h" ? 2 : 3;
-      int host_mem = 0;
-      if (auto* pv = o.if_contains("pinned"); pv && pv->is_bool()) host_mem = pv->as_bool() ? 2 : 1;
-      if (auto* pv = o.if_contains("memory"); pv && pv->is_string()) host_mem = pv->as_string() == "pinned" ? 2 : pv->as_string() == "pageable" ? 1 : 0;
-      gpu.push_back({kind, name, sn, en, to_int<uint64_t>(num(o, "bytes", i, false, 0)),
-                     to_int<uint32_t>(num(o, "stream_id", i, false, 7)), to_int<uint32_t>(num(o, "device_id", i, false, 0)),
-                     to_int<uint32_t>(num(o, "correlation_id", i, false, 0)), host_mem});
-    }
+  if (!v.is_object()) throw InputError(path + ": event " + std::to_string(i) + ": not an object");
+  const json::object& o = v.as_object();
+  std::string type = str(o, "event_type");
+  static const char* known[] = {"cpu_call", "gpu_kernel", "gpu_memcpy_h2d", "gpu_memcpy_d2h", "gpu_memset", "gpu_sync", "mark"};
+  if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return type == k; }) == std::end(known)) {
+    ++s_->unknown[type];
+    return;
   }
-  for (auto& [t, n] : unknown) {
+  std::string name = str(o, "name");
+  double s = num(o, "start_us", true);
+  double e = type == "mark" ? num(o, "end_us", false, s) : num(o, "end_us", true);
+  if (!std::isfinite(s) || !std::isfinite(e)) throw InputError(path + ": event " + std::to_string(i) + ": time is not finite");
+  // 1e15 us is 31 years: anything beyond cannot be a trace time and would not fit in nanoseconds.
+  if (std::fabs(s) > 1e15 || std::fabs(e) > 1e15)
+    throw InputError(path + ": event " + std::to_string(i) + ": start_us/end_us out of range (|t| > 1e15 us)");
+  if (e < s) throw InputError(path + ": event " + std::to_string(i) + ": end_us (" + std::to_string(e) + ") before start_us (" + std::to_string(s) + ")");
+  if (s_->first || s < s_->min_us) s_->min_us = s;
+  s_->first = false;
+  int64_t sn = std::llround(s * 1000), en = std::llround(e * 1000);
+  int64_t thread = to_int<int64_t>(num(o, "thread_id", false, 0));
+  if (type == "cpu_call") s_->host[thread].push_back({sn, en, 0, name});
+  else if (type == "gpu_sync") s_->host[thread].push_back({sn, en, 1, name});
+  else if (type == "mark") s_->host[thread].push_back({sn, sn, 2, name});
+  else {
+    int kind = type == "gpu_kernel" ? 0 : type == "gpu_memcpy_h2d" ? 1 : type == "gpu_memcpy_d2h" ? 2 : 3;
+    int host_mem = 0;
+    if (auto* pv = o.if_contains("pinned"); pv && pv->is_bool()) host_mem = pv->as_bool() ? 2 : 1;
+    if (auto* pv = o.if_contains("memory"); pv && pv->is_string()) host_mem = pv->as_string() == "pinned" ? 2 : pv->as_string() == "pageable" ? 1 : 0;
+    s_->gpu.push_back({kind, name, sn, en, to_int<uint64_t>(num(o, "bytes", false, 0)),
+                       to_int<uint32_t>(num(o, "stream_id", false, 7)), to_int<uint32_t>(num(o, "device_id", false, 0)),
+                       to_int<uint32_t>(num(o, "correlation_id", false, 0)), host_mem});
+  }
+}
+
+void JsonEventsReader::finish(dump::DumpBuilder& b, std::vector<ImportWarning>& warnings) {
+  for (auto& [t, n] : s_->unknown) {
     ImportWarning w{ImportIssue::kUnknownEventType, n};
     w.name = t;
     warnings.push_back(std::move(w));
   }
-  if (events->empty()) warnings.push_back({ImportIssue::kNoEvents});
+  if (s_->events == 0) warnings.push_back({ImportIssue::kNoEvents});
 
   // Times start at zero (and never go negative) in the dump.
-  const int64_t shift = first ? 0 : -std::llround(min_us * 1000);
-  b.process("source", path);
+  const int64_t shift = s_->first ? 0 : -std::llround(s_->min_us * 1000);
+  b.process("source", path_);
   b.process("source_format", "json");
   std::map<int64_t, uint32_t> tid;
-  for (auto& [t, evs] : host) {
+  for (auto& [t, evs] : s_->host) {
     tid[t] = b.thread(t == 0 ? "main" : "thread " + std::to_string(t), uint32_t(t));
     // Depth from nesting, then END order as the runtime writes them.
     std::sort(evs.begin(), evs.end(), [](auto& x, auto& y) { return x.start != y.start ? x.start < y.start : x.end > y.end; });
@@ -150,6 +156,7 @@ void json_events_to_records(const std::string& path, const json::value& root, du
       else b.mark(tid[t], e.name, e.start + shift);
     }
   }
+  auto& gpu = s_->gpu;
   std::stable_sort(gpu.begin(), gpu.end(), [](auto& x, auto& y) { return x.s < y.s; });
   std::map<uint32_t, uint32_t> ch;
   for (auto& g : gpu) {

@@ -8,105 +8,132 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <string_view>
-#include <vector>
+#include <sys/stat.h>
 
 namespace inferscope::import {
-namespace {
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+namespace {
 
 bool starts_with_gzip_magic(std::string_view b) {
   return b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b;
 }
 
-/// Inflates every gzip member of `in` (gzip -c a b > c writes several), to at most gunzip_limit(in.size()) bytes.
-/// Errors name the compressed offset, or the limit.
-std::string gunzip(const std::string& path, const std::string& in) {
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) throw InputError(path + ": cannot start zlib");
-  std::string out;
-  const uint64_t limit = gunzip_limit(in.size());
-  std::vector<Bytef> buf(1 << 18);
-  size_t fed = 0;  // input bytes handed to zlib so far
-  auto consumed = [&] { return fed - z.avail_in; };
-  for (;;) {
-    if (z.avail_in == 0 && fed < in.size()) {
-      const size_t n = std::min<size_t>(in.size() - fed, 1u << 30);
-      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + fed));
-      z.avail_in = static_cast<uInt>(n);
-      fed += n;
-    }
-    z.next_out = buf.data();
-    z.avail_out = static_cast<uInt>(buf.size());
-    const int rc = inflate(&z, Z_NO_FLUSH);
-    const size_t produced = buf.size() - z.avail_out;
-    if (out.size() + produced > limit) {  // checked before the text grows past it
-      inflateEnd(&z);
-      throw InputError(path + ": decompresses to more than " + std::to_string(limit) + " bytes (the limit for a " +
-                       std::to_string(in.size()) + "-byte gzip file: " + std::to_string(kGunzipMaxRatio) +
-                       " times its size, at least " + std::to_string(kGunzipFloorBytes >> 20) +
-                       " MiB); refusing to expand it further. If it is a real trace, gunzip it and analyse the JSON");
-    }
-    out.append(reinterpret_cast<const char*>(buf.data()), produced);
-    if (rc == Z_STREAM_END) {
-      const size_t at = consumed();
-      if (at < in.size() && starts_with_gzip_magic(std::string_view(in).substr(at))) {
-        inflateReset(&z);
-        continue;
-      }
-      if (in.find_first_not_of('\0', at) != std::string::npos) {
-        inflateEnd(&z);
-        throw InputError(path + ": offset " + std::to_string(at) + ": data after the end of the gzip stream");
-      }
-      break;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && z.avail_in == 0 && fed == in.size()) {
-      const size_t at = consumed();
-      inflateEnd(&z);
-      throw InputError(path + ": the gzip stream is cut short at offset " + std::to_string(at) + " (" +
-                       std::to_string(out.size()) + " bytes decompressed): the file is incomplete");
-    }
-    const std::string why = z.msg ? z.msg : "zlib error " + std::to_string(rc);
-    const size_t at = consumed();
-    inflateEnd(&z);
-    throw InputError(path + ": offset " + std::to_string(at) + ": starts like gzip (1f 8b) but is not a valid gzip stream: " + why);
-  }
-  inflateEnd(&z);
-  return out;
-}
-
-// Editors on Windows write a UTF-8 byte-order mark before JSON; JSON parsers refuse it.
-void strip_bom(std::string& text) {
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
-}
-
 }  // namespace
 
-TraceText read_trace_text(const std::string& path) {
-  TraceText t;
-  t.text = read_bytes(path);
-  if (!starts_with_gzip_magic(t.text)) {
-    strip_bom(t.text);
-    return t;
+// zlib's state, its compressed input being raw_ (members of one gzip file one after another: gzip -c a b > c).
+struct TraceTextSource::Inflate {
+  z_stream z{};
+  bool open = false;
+  ~Inflate() {
+    if (open) inflateEnd(&z);
   }
-  t.text = gunzip(path, t.text);
-  t.gzipped = true;
-  if (t.text.empty()) throw InputError(path + ": the gzip stream holds no data");
-  if (t.text.size() >= 8 && std::memcmp(t.text.data(), dump::kMagic, 8) == 0)
-    throw InputError(path + ": a gzip-compressed InferScope dump: decompress it (gunzip) and analyse the dump");
-  strip_bom(t.text);
-  return t;
+};
+
+TraceTextSource::TraceTextSource(const std::string& path) : path_(path), file_(path, std::ios::binary), raw_(kPieceBytes) {
+  if (!file_) throw InputError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0) file_size_ = uint64_t(st.st_size);
 }
 
+TraceTextSource::~TraceTextSource() = default;
+
+bool TraceTextSource::read_raw() {
+  file_.read(raw_.data(), std::streamsize(raw_.size()));
+  raw_at_ = 0;
+  raw_end_ = size_t(file_.gcount());
+  file_read_ += raw_end_;
+  if (file_.bad()) throw InputError(path_ + ": cannot read: " + std::strerror(errno));
+  return raw_end_ > 0;
+}
+
+bool TraceTextSource::next(std::string_view& piece) {
+  if (!started_) {
+    started_ = true;
+    if (!read_raw()) return false;
+    gzipped_ = starts_with_gzip_magic(std::string_view(raw_.data(), raw_end_));
+    if (gzipped_) {
+      z_ = std::make_unique<Inflate>();
+      if (inflateInit2(&z_->z, 15 + 16) != Z_OK) throw InputError(path_ + ": cannot start zlib");
+      z_->open = true;
+      text_.resize(kPieceBytes);
+    }
+    const bool more = gzipped_ ? next_gunzipped(piece) : next_plain(piece);
+    if (gzipped_ && !more) throw InputError(path_ + ": the gzip stream holds no data");
+    if (more) check_first_text(piece);
+    // Editors on Windows write a UTF-8 byte-order mark before JSON; JSON parsers refuse it.
+    if (more && piece.substr(0, 3) == "\xEF\xBB\xBF") piece.remove_prefix(3);
+    return more;
+  }
+  return gzipped_ ? next_gunzipped(piece) : next_plain(piece);
+}
+
+void TraceTextSource::check_first_text(std::string_view piece) {
+  if (gzipped_ && piece.size() >= 8 && std::memcmp(piece.data(), dump::kMagic, 8) == 0)
+    throw InputError(path_ + ": a gzip-compressed InferScope dump: decompress it (gunzip) and analyse the dump");
+}
+
+bool TraceTextSource::next_plain(std::string_view& piece) {
+  if (raw_at_ == raw_end_ && !read_raw()) return false;
+  piece = std::string_view(raw_.data() + raw_at_, raw_end_ - raw_at_);
+  raw_at_ = raw_end_;
+  return true;
+}
+
+bool TraceTextSource::next_gunzipped(std::string_view& piece) {
+  if (finished_) return false;
+  z_stream& z = z_->z;
+  const uint64_t limit = gunzip_limit(file_size_);
+  // The compressed offset zlib reached: where the current buffer starts in the file, plus how far into it.
+  auto consumed = [&] {
+    return file_read_ - raw_end_ + uint64_t(reinterpret_cast<const char*>(z.next_in) - raw_.data());
+  };
+  for (;;) {
+    if (z.avail_in == 0) {
+      if (raw_at_ == raw_end_ && !read_raw()) {
+        throw InputError(path_ + ": the gzip stream is cut short at offset " + std::to_string(file_read_) + " (" +
+                         std::to_string(produced_) + " bytes decompressed): the file is incomplete");
+      }
+      z.next_in = reinterpret_cast<Bytef*>(raw_.data() + raw_at_);
+      z.avail_in = static_cast<uInt>(raw_end_ - raw_at_);
+      raw_at_ = raw_end_;
+    }
+    z.next_out = reinterpret_cast<Bytef*>(text_.data());
+    z.avail_out = static_cast<uInt>(text_.size());
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    const size_t produced = text_.size() - z.avail_out;
+    if (produced_ + produced > limit)  // checked before the text is handed on
+      throw InputError(path_ + ": decompresses to more than " + std::to_string(limit) + " bytes (the limit for a " +
+                       std::to_string(file_size_) + "-byte gzip file: " + std::to_string(kGunzipMaxRatio) +
+                       " times its size, at least " + std::to_string(kGunzipFloorBytes >> 20) +
+                       " MiB); refusing to expand it further. If it is a real trace, gunzip it and analyse the JSON");
+    if (rc == Z_STREAM_END) {
+      // Another member follows, or zeros (some writers pad), or nothing; anything else is not gzip's.
+      std::string_view rest(reinterpret_cast<const char*>(z.next_in), z.avail_in);
+      if (rest.empty() && raw_at_ == raw_end_ && read_raw()) {
+        rest = std::string_view(raw_.data(), raw_end_);
+        z.next_in = reinterpret_cast<Bytef*>(raw_.data());
+        z.avail_in = static_cast<uInt>(raw_end_);
+        raw_at_ = raw_end_;
+      }
+      if (starts_with_gzip_magic(rest)) {
+        inflateReset(&z);
+      } else if (rest.find_first_not_of('\0') != std::string_view::npos) {
+        throw InputError(path_ + ": offset " + std::to_string(consumed()) + ": data after the end of the gzip stream");
+      } else {
+        finished_ = true;
+      }
+    } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && z.avail_in == 0)) {
+      const std::string why = z.msg ? z.msg : "zlib error " + std::to_string(rc);
+      throw InputError(path_ + ": offset " + std::to_string(consumed()) +
+                       ": starts like gzip (1f 8b) but is not a valid gzip stream: " + why);
+    }
+    produced_ += produced;
+    if (produced) {
+      piece = std::string_view(text_.data(), produced);
+      return true;
+    }
+    if (finished_) return false;
+  }
+}
 
 }  // namespace inferscope::import

@@ -30,9 +30,10 @@ std::string random_token();
 class Server {
  public:
   /// Binds and starts serving; nullptr with `error` set when it cannot bind. `token` "" = none required.
-  /// `source` gives a fresh snapshot (called on the server's threads).
+  /// `source` gives a fresh snapshot (called on the server's threads). `listener`: a listening socket to serve on
+  /// instead of binding one (the one a recording handed to the program it exec'd: docs/live.md), or -1.
   static std::unique_ptr<Server> start(const Listen& where, const std::string& token,
-                                       std::function<Snapshot()> source, std::string& error);
+                                       std::function<Snapshot()> source, std::string& error, int listener = -1);
   ~Server();
   /// The URL of the page, token included.
   const std::string& url() const { return url_; }
@@ -40,10 +41,17 @@ class Server {
   /// Stops serving; waits at most `bound` for the server's threads, then leaves them behind (detached).
   /// True when they had finished.
   bool stop(std::chrono::milliseconds bound);
+  /// Stops serving as stop() does, but leaves the listening socket open and inheritable across exec; returns it
+  /// (-1 when there is none), for the program an exec makes to serve on.
+  int hand_over(std::chrono::milliseconds bound);
+
+  /// The module's state behind a server (server.cpp), opaque here; public so that the module's exit handler can
+  /// reach every server still serving.
+  struct Impl;
 
  private:
-  struct Impl;
   Server() = default;
+  bool finish(std::chrono::milliseconds bound);
   std::shared_ptr<Impl> impl_;
   std::string url_;
   int port_ = 0;
@@ -54,9 +62,10 @@ class Server {
 // zlib, brotli). Both sides are built together from these headers.
 struct ModuleApi {
   Server* (*start)(const Listen& where, const std::string& token, std::function<Snapshot()> source,
-                   std::string& error);
+                   std::string& error, int listener);
   const char* (*url)(const Server* server);
-  bool (*stop)(Server* server, int64_t bound_ms);  // stops and frees the server
+  bool (*stop)(Server* server, int64_t bound_ms);       // stops and frees the server
+  int (*hand_over)(Server* server, int64_t bound_ms);  // stops and frees it, returns its listening socket
 };
 
 }  // namespace inferscope::live

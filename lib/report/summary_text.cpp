@@ -18,12 +18,8 @@ namespace {
 std::string cell(const std::string& name) { return text::md_cell(text::md_code(name)); }
 
 // A value from the dump on a bullet line (the command line, a collector's status): one line, so it cannot start a
-// line of its own.
-std::string one_line(std::string v) {
-  for (char& c : v)
-    if (c == '\n' || c == '\r') c = ' ';
-  return v;
-}
+// line of its own, and no control character, so it cannot drive the terminal (text/escape.hpp).
+std::string one_line(const std::string& v) { return text::one_line(v); }
 
 std::string ms(double ns) {
   char b[32];
@@ -64,8 +60,9 @@ void print_summary(const dump::DumpReader& r, const analyze::Summary& s, std::os
       << (r.complete() ? "complete"
                        : "INCOMPLETE (no end chunk: the process did not stop cleanly, or the disk was full when it stopped)")
       << "\n";
-  if (r.damage()) out << "- damage: " << r.damage()->message << "\n";
-  for (const std::string& skipped : r.skipped_chunks()) out << "- skipped: " << skipped << "\n";
+  if (r.damage()) out << "- damage: " << one_line(r.damage()->message) << "\n";
+  for (const std::string& skipped : r.skipped_chunks()) out << "- skipped: " << one_line(skipped) << "\n";
+  for (const std::string& d : s.damage) out << "- damage: " << one_line(d) << "\n";
   for (const char* k : {"cmdline", "pid", "hostname", "clock", "buffer_mode"}) {
     std::string v = r.process_value(k);
     if (!v.empty()) out << "- " << k << ": " << one_line(v) << "\n";
@@ -87,7 +84,7 @@ void print_summary(const dump::DumpReader& r, const analyze::Summary& s, std::os
   std::snprintf(line, sizeof(line),
                 "- %zu points over %.3f s; %.6f ticks/ns (%s); max residual %.1f ns; max reading uncertainty %.1f ns\n",
                 clock.points(), clock.span_s(), clock.ns_per_tick() > 0 ? 1.0 / clock.ns_per_tick() : 0.0,
-                r.process_value("clock").c_str(), clock.max_residual_ns(), clock.max_uncertainty_ns());
+                one_line(r.process_value("clock")).c_str(), clock.max_residual_ns(), clock.max_uncertainty_ns());
   out << line;
 
   if (!r.collector_status().empty()) {

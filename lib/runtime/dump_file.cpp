@@ -116,12 +116,18 @@ bool DumpFile::rewrite(const void* data, size_t size) {
   return append(data, size);
 }
 
+void DumpFile::close_keeping_lock() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  closed_ = true;
+}
+
 bool DumpFile::commit(std::string& error, bool replace) {
-  if (fd_ < 0) {
+  if (fd_ < 0 && !closed_) {
     error = "no file open for " + output_;
     return false;
   }
-  ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   bool ok = true;
   if (!temp_.empty() && !replace) {

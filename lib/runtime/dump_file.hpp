@@ -48,6 +48,9 @@ class DumpFile {
   /// symlink appeared there meanwhile; the temporary then stays, named in `error`). `replace` false: an
   /// incomplete dump never replaces an earlier one; it stays at the temporary (named in `error`).
   bool commit(std::string& error, bool replace = true);
+  /// Closes the file, keeping the lock, so that a program that used every other descriptor still leaves one for
+  /// the dump written at stop (adaptive mode's snapshot beside its streamed baseline); commit() then only renames.
+  void close_keeping_lock();
   /// Closes and removes what this session created (its start failed).
   void discard();
   /// A forked child's copy: closed; the file, the temporary and the lock stay the parent's.
@@ -67,6 +70,7 @@ class DumpFile {
   uint64_t size_ = 0;
   bool broken_ = false;   // a truncation back to the last whole append failed: nothing more is appended
   bool created_ = false;  // written_path() is ours to remove
+  bool closed_ = false;   // close_keeping_lock() closed it: what it holds is final
 };
 
 }  // namespace inferscope::runtime

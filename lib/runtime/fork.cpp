@@ -18,7 +18,7 @@ namespace {
 // --- fork --------------------------------------------------------------------------------------------------
 //
 // A child gets a clean runtime: every runtime lock free (the ones with data behind them are held across
-// fork(), so the child's copy is whole), no writer thread, no inherited pipe, signal handlers back to what
+// fork(), so the child's copy is whole), no writer thread, no inherited wake-up, signal handlers back to what
 // they replaced, and either a session of its own (follow_children) or none: g_session is 0, so its hot path
 // costs one load. The parent's session goes on untouched.
 
@@ -78,9 +78,7 @@ void after_fork_in_child() {
   new (&device_locations_mutex()) std::mutex;
   strings_unlock_after_fork(true);
   Inherited in = abandon_parent_session(g);
-  if (g.pipe_r >= 0) ::close(g.pipe_r);
-  if (g.pipe_w >= 0) ::close(g.pipe_w);
-  g.pipe_r = g.pipe_w = -1;
+  g.doorbell.clear();
   g.owner_pid.store(::getpid());
   restore_handlers_in_child();
   crash::restore_in_child();

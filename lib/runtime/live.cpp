@@ -6,8 +6,10 @@
 #include "live/tap.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 // The GPU collector's delivery (lib/collect/cupti): weak, as the collector is built only where the CUDA headers
@@ -70,17 +72,61 @@ void make_live_tap(SessionState& s) {
   s.live_tap->set_code_names([](uint32_t code) { return code_qualname(code); });
 }
 
+namespace {
+
+// The live page of a recording that exec'd into this image (same pid): its listening socket and token, handed over
+// through the environment (live_handover_environment) so that the URL it printed goes on working (docs/live.md, "One
+// page per run").
+// Taken out of the environment when the library loads, so the program and its children never see them.
+struct Inherited {
+  int fd = -1;
+  std::string token;
+};
+Inherited& inherited() {
+  static Inherited i;
+  return i;
+}
+
+constexpr const char* kLiveFdVar = "INFERSCOPE_LIVE_FD";
+constexpr const char* kLiveTokenVar = "INFERSCOPE_LIVE_TOKEN";
+
+}  // namespace
+
+void take_inherited_live() {
+  const char* fd = std::getenv(kLiveFdVar);
+  const char* token = std::getenv(kLiveTokenVar);
+  const char* from = std::getenv("INFERSCOPE_EXEC_FROM");
+  // Only the image an exec made of the process that served the page takes it: a child that inherited the variables
+  // (from a program that copied its environment) has another pid.
+  if (fd && from && std::atol(from) == ::getpid()) {
+    inherited().fd = std::atoi(fd);
+    inherited().token = token ? token : "";
+  }
+  ::unsetenv(kLiveFdVar);
+  ::unsetenv(kLiveTokenVar);
+}
+
+void close_unused_inherited_live() {
+  if (inherited().fd >= 0) ::close(inherited().fd);
+  inherited().fd = -1;
+}
+
 void start_live_server(SessionState& s) {
   if (!s.live_tap) return;
   live::Listen where;
   std::string error = live::parse_listen(s.cfg.live, s.cfg.live_any_address, where);
   if (error.empty()) s.live_api = load_module(error);
+  const bool adopted = inherited().fd >= 0;
   if (s.live_api) {
-    const std::string token = s.cfg.live_token ? live::random_token() : std::string();
+    s.live_token = adopted ? inherited().token : s.cfg.live_token ? live::random_token() : std::string();
     std::shared_ptr<const live::Tap> tap = s.live_tap;
-    s.live_server = s.live_api->start(where, token, [tap] { return tap->snapshot(); }, error);
+    s.live_server = s.live_api->start(where, s.live_token, [tap] { return tap->snapshot(); }, error, inherited().fd);
   }
+  if (adopted && !s.live_server) ::close(inherited().fd);
+  inherited().fd = -1;
   if (!s.live_server) return log(LogLevel::kError, error + " (recording goes on)");
+  // The URL printed before the exec serves this image now: printing another would offer a second page.
+  if (adopted) return log(LogLevel::kInfo, std::string("live page: continues at ") + s.live_api->url(s.live_server));
   // Printed whatever the log level: it is what the user asked for, and the only place the token is shown.
   std::fprintf(stderr, "inferscope: live page: %s (metrics: /metrics%s)\n", s.live_api->url(s.live_server),
                s.cfg.live_token ? ", same token" : "");
@@ -120,9 +166,17 @@ void live_after_cycle(SessionState& s, uint64_t dropped_records) {
 void stop_live(SessionState& s) {
   if (s.live_tap) s.live_tap->set_state("stopping");
   if (!s.live_server) return;
-  if (!s.live_api->stop(s.live_server, kStopBound.count()))
+  if (s.stopping_for_exec) {
+    s.live_handed_fd = s.live_api->hand_over(s.live_server, kStopBound.count());
+  } else if (!s.live_api->stop(s.live_server, kStopBound.count())) {
     log(LogLevel::kWarn, "live: the server did not stop within 1 s (a client held it); left behind");
+  }
   s.live_server = nullptr;
+}
+
+std::vector<std::string> live_handover_environment(const SessionState& s) {
+  if (s.live_handed_fd < 0) return {};
+  return {std::string(kLiveFdVar) + "=" + std::to_string(s.live_handed_fd), std::string(kLiveTokenVar) + "=" + s.live_token};
 }
 
 }  // namespace inferscope::runtime

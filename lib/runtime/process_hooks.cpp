@@ -1,13 +1,15 @@
-// exec() keeps what was recorded before it. The exec family is interposed here (libinferscope is first in
-// LD_PRELOAD under iscope-run, and before libc for a program linked with it): a process that owns a running
-// session completes its dump, then execs. The new image, if it records too (same pid, same output path),
-// moves that dump aside to <stem>.pre-exec<N>.iscope before it opens its own (autostart.cpp), told by
-// INFERSCOPE_EXEC_FROM=<pid> in the environment it was given.
+// A recording that execs hands itself to the program it becomes. The exec family is interposed here (libinferscope
+// is first in LD_PRELOAD under iscope-run, and before libc for a program linked with it): a process that owns a
+// running session completes its dump, then execs, telling the new image (same pid, same output path) through its
+// environment (session.hpp, ExecHandover): INFERSCOPE_EXEC_FROM=<pid>; INFERSCOPE_EXEC_EMPTY=1 when the dump holds
+// nothing of the program, which the new image then replaces (an exec chain through shims, env -> bash -> pyenv ->
+// python, leaves one dump), else moves aside to <stem>.pre-exec<N>.iscope (autostart.cpp); and the live page's
+// listening socket and token, so the one URL printed goes on working (live.cpp).
 //
 // Why interposition and not an exit hook: exec runs no atexit handler and no destructor; the old image's
 // memory (rings not yet drained) is gone the moment execve succeeds, so the dump must be finished before the
 // call. A vfork child (posix_spawn, system(), Python's subprocess) shares its parent's memory and owns no
-// session: it passes straight through, touching nothing (finish_session_of_this_process checks the pid).
+// session: it passes straight through, touching nothing (stop_for_exec checks the pid).
 // Recording stops before an exec that then fails; the program goes on unrecorded (docs/reliability.md).
 #include "runtime/session.hpp"
 
@@ -56,50 +58,64 @@ RealExec& real() {
   return g_real;
 }
 
-const char kExecFrom[] = "INFERSCOPE_EXEC_FROM=";
+// The names of the variables a handover sets ("INFERSCOPE_EXEC_FROM" of "INFERSCOPE_EXEC_FROM=4242").
+std::string name_of(const std::string& assignment) { return assignment.substr(0, assignment.find('=')); }
 
-// `envp` with INFERSCOPE_EXEC_FROM=<pid> (replacing any); `store` keeps the strings alive.
-std::vector<char*> env_with_exec_from(char* const envp[], std::string& store) {
-  store = kExecFrom + std::to_string(::getpid());
+bool is_handover_variable(const char* entry, const std::vector<std::string>& handover) {
+  for (const std::string& v : handover) {
+    const std::string name = name_of(v) + "=";
+    if (std::strncmp(entry, name.c_str(), name.size()) == 0) return true;
+  }
+  return false;
+}
+
+// `envp` with the handover's variables (replacing any of the same names); the strings stay in `handover`.
+std::vector<char*> env_with(char* const envp[], std::vector<std::string>& handover) {
   std::vector<char*> out;
   for (char* const* e = envp; e && *e; ++e)
-    if (std::strncmp(*e, kExecFrom, sizeof(kExecFrom) - 1) != 0) out.push_back(*e);
-  out.push_back(store.data());
+    if (!is_handover_variable(*e, handover)) out.push_back(*e);
+  for (std::string& v : handover) out.push_back(v.data());
   out.push_back(nullptr);
   return out;
 }
 
-// Finishes this process's dump before an exec; true when there was one (the new image is then told).
-bool finish_before_exec() {
+// Stops this process's session before an exec (completing its dump, keeping its live page's socket open for the new
+// image); errno as it was. Nothing when the process records nothing of its own.
+ExecHandover stop_before_exec() {
   const int saved = errno;
-  const bool had = !finish_session_of_this_process().empty();
+  ExecHandover h = stop_for_exec();
   errno = saved;
-  return had;
+  return h;
 }
 
-// For the variants that pass `environ`: the marker goes into this process's environment, and out again when
-// the exec fails.
-template <class Call>
-int exec_with_environ(Call call) {
-  if (!finish_before_exec()) return call();
-  ::setenv("INFERSCOPE_EXEC_FROM", std::to_string(::getpid()).c_str(), 1);
-  const int r = call();
+// The exec failed: this process goes on, unrecorded; the page's socket is no longer anyone's.
+void after_failed_exec(const ExecHandover& h) {
   const int saved = errno;
-  ::unsetenv("INFERSCOPE_EXEC_FROM");
+  if (h.live_fd >= 0) ::close(h.live_fd);
   log(LogLevel::kWarn, "exec failed; this process is no longer recorded (its dump was completed before the exec)");
   errno = saved;
+}
+
+// For the variants that pass `environ`: the handover goes into this process's environment, and out again when the
+// exec fails.
+template <class Call>
+int exec_with_environ(Call call) {
+  const ExecHandover h = stop_before_exec();
+  if (!h.had_session) return call();
+  for (const std::string& v : h.environment) ::setenv(name_of(v).c_str(), v.substr(v.find('=') + 1).c_str(), 1);
+  const int r = call();
+  for (const std::string& v : h.environment) ::unsetenv(name_of(v).c_str());
+  after_failed_exec(h);
   return r;
 }
 
 template <class Call>
 int exec_with_envp(char* const envp[], Call call) {
-  if (!finish_before_exec()) return call(envp);
-  std::string store;
-  std::vector<char*> env = env_with_exec_from(envp, store);
+  ExecHandover h = stop_before_exec();
+  if (!h.had_session) return call(envp);
+  std::vector<char*> env = env_with(envp, h.environment);
   const int r = call(env.data());
-  const int saved = errno;
-  log(LogLevel::kWarn, "exec failed; this process is no longer recorded (its dump was completed before the exec)");
-  errno = saved;
+  after_failed_exec(h);
   return r;
 }
 

@@ -44,11 +44,8 @@ Global& G() {
 
 void send_command(uint8_t c) {
   Global& g = G();
-  if (g.pipe_w >= 0 && g.owner_pid.load(std::memory_order_relaxed) == ::getpid()) {
-    ssize_t r;
-    do r = ::write(g.pipe_w, &c, 1);
-    while (r < 0 && errno == EINTR);
-  }
+  if (g.owner_pid.load(std::memory_order_relaxed) != ::getpid()) return;
+  g.doorbell.ring(c == kCmdFinish ? Doorbell::kFinish : c == kCmdSnapshot ? Doorbell::kSnapshot : Doorbell::kWake);
 }
 
 namespace {
@@ -75,18 +72,10 @@ bool start_collector(SessionState& s, std::unique_ptr<Collector> c) {
 
 namespace {
 
-// The writer's pipe, made by (and for) this process.
-bool ensure_pipe(Global& g) {
-  if (g.pipe_r >= 0 && g.owner_pid.load() == ::getpid()) return true;
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-    log(LogLevel::kError, std::string("start: cannot create the writer's pipe: ") + std::strerror(errno));
-    return false;
-  }
-  g.pipe_r = p[0];
-  g.pipe_w = p[1];
+// The writer's doorbell is this process's; commands left over from an earlier session mean nothing to this one.
+void claim_doorbell(Global& g) {
   g.owner_pid.store(::getpid());
-  return true;
+  g.doorbell.clear();
 }
 
 }  // namespace
@@ -147,7 +136,8 @@ bool stop_impl(bool from_writer, int signal_number, bool* written) {
   }
   if (from_writer) termination_finalised();
   if (written) *written = s && s->dump_written;
-  if (s && s->from_env && !s->cfg.report.empty()) write_report_at_exit(s->output, s->cfg.report, s->cfg.step);
+  if (s && s->from_env && !s->cfg.report.empty() && !s->stopping_for_exec)
+    write_report_at_exit(s->output, s->cfg.report, s->cfg.step);
   if (!signal_number && s) signal_number = s->pending_signal.load();
   // A SIGINT/SIGTERM that came while the program was stopping: it ends the process (or already is, on the writer).
   if (!signal_number) signal_number = termination_to_raise(from_writer);
@@ -167,6 +157,26 @@ std::string finish_session_of_this_process() {
   }
   stop_impl(false, 0);
   return path;
+}
+
+ExecHandover stop_for_exec() {
+  ExecHandover h;
+  if (detail::g_session.load() == 0 || G().owner_pid.load() != ::getpid()) return h;
+  SessionState* s = nullptr;
+  {
+    std::lock_guard ctl(G().control);
+    s = G().session;
+    if (!s || detail::g_session.load() != s->epoch) return h;
+    s->stopping_for_exec = true;
+  }
+  stop_impl(false, 0);
+  // `s` stays valid: a session state is freed only when this process starts another session.
+  h.had_session = true;
+  h.environment.push_back("INFERSCOPE_EXEC_FROM=" + std::to_string(::getpid()));
+  if (s->program_records == 0) h.environment.push_back("INFERSCOPE_EXEC_EMPTY=1");
+  for (std::string& v : live_handover_environment(*s)) h.environment.push_back(std::move(v));
+  h.live_fd = s->live_handed_fd;
+  return h;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -316,6 +326,7 @@ Channel* open_channel(std::string_view name) {
   e->thread_id = g.next_thread_id++;
   e->epoch = s->epoch;
   e->channel = true;
+  e->program = name != "system";  // whether a run recorded anything of the program: counters alone are not
   g.rings.push_back(e);
   dump::ThreadEntry t{e->thread_id, 0, static_cast<uint32_t>(::getpid()), intern(name), detail::now(), 0,
                       dump::kThreadChannel, 0};
@@ -424,13 +435,8 @@ bool start_session(const Config& config, bool from_env, const std::string& famil
   g.log_level = config.log_level;
   choose_clock();
   ensure_builtin_collectors();
-  if (!ensure_pipe(g)) return false;
+  claim_doorbell(g);
   register_fork_handlers(g);
-  {  // Commands left over from an earlier session mean nothing to this one.
-    uint8_t junk[64];
-    while (::read(g.pipe_r, junk, sizeof(junk)) > 0) {
-    }
-  }
 
   auto* s = new SessionState;
   s->cfg = config;

@@ -4,8 +4,10 @@
 #include "runtime/runtime.hpp"
 
 #include <functional>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace inferscope::runtime {
 
@@ -38,6 +40,24 @@ bool start_from_code(const Config& code);
 void ensure_builtin_collectors();
 /// Starts a session if INFERSCOPE_ENABLE asks for one; false otherwise (or on a configuration error).
 bool autostart_from_environment();
+
+/// What a recording hands to the program an exec makes of this process (docs/reliability.md, "exec").
+struct ExecHandover {
+  bool had_session = false;
+  /// "NAME=value" for the new image's environment: INFERSCOPE_EXEC_FROM=<pid>; INFERSCOPE_EXEC_EMPTY=1 when the
+  /// dump holds nothing of the program (a shim: env, bash, pyenv), so the new image replaces it instead of keeping
+  /// it aside; the live page's listening socket and token.
+  std::vector<std::string> environment;
+  int live_fd = -1;  ///< the live page's socket, inheritable; to be closed when the exec fails
+};
+/// Stops this process's session before an exec: the dump completed, no report (the new image writes it), the live
+/// page's socket kept open for the new image. Nothing when this process owns no running session (a vfork child).
+ExecHandover stop_for_exec();
+
+/// When the library loads: the live page an exec handed to this image, taken out of the environment (live.cpp).
+void take_inherited_live();
+/// After autostart: a page handed over that no session took is closed (its clients are refused, not left waiting).
+void close_unused_inherited_live();
 
 /// Logging to stderr, prefixed "inferscope: ", filtered by the session's log level.
 void log(LogLevel level, const std::string& message);

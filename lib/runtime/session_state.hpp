@@ -13,6 +13,7 @@
 #include "live/server.hpp"
 #include "live/tap.hpp"
 #include "runtime/crash_dump.hpp"
+#include "runtime/doorbell.hpp"
 #include "runtime/dump_file.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/session.hpp"
@@ -43,6 +44,7 @@ struct RingEntry : detail::ThreadRing {
   uint32_t thread_id = 0;
   uint32_t epoch = 0;
   bool channel = false;
+  bool program = true;  // its records are the program's own (not the system collector's counters)
   std::atomic<bool> retired{false};
   std::unique_ptr<uint8_t[]> storage;
 };
@@ -51,8 +53,7 @@ RingEntry* make_ring(uint64_t bytes);
 
 enum Command : uint8_t { kCmdWake = 'W', kCmdFinish = 'F', kCmdSnapshot = 'S' };
 
-// Set by the SIGUSR2 handler (lock-free, so async-signal-safe) beside the byte it writes to the writer's pipe: a
-// snapshot is not lost when that byte cannot be written. The writer clears it; a forked child starts clear.
+// Set by the SIGUSR2 handler (lock-free, so async-signal-safe) beside the doorbell it rings. The writer clears it; a forked child starts clear.
 extern std::atomic<int> g_snapshot_signal;
 
 struct SessionState;
@@ -100,6 +101,7 @@ struct SessionState {
   std::deque<std::vector<uint8_t>> retained;  // ring mode: whole EVENTS chunks, oldest first
   uint64_t retained_bytes = 0;
   uint64_t records_written = 0;
+  uint64_t program_records = 0;  // of them, the program's own: ranges, marks, Python calls, GPU activity
   uint64_t drops_written_total = ~0ull;
   bool resend_threads = false;  // stream: a failed append took thread entries with it
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> write_lost;  // thread -> records, bytes of dropped appends
@@ -133,6 +135,12 @@ struct SessionState {
   uint64_t live_threads_generation = ~0ull;  // writer only: the thread names the tap has
   uint64_t live_cycles = 0;                  // writer only
   uint64_t live_gpu_delivered = 0;           // writer only: when CUPTI last handed its complete records over (ticks)
+  std::string live_token;                    // the page's token ("" when none is required)
+
+  // Stopping because this process execs (stop_for_exec): the live page's socket is handed to the new image
+  // (live_handed_fd), and no report is written (the image the exec makes writes it at its end).
+  bool stopping_for_exec = false;
+  int live_handed_fd = -1;
 };
 
 struct Global {
@@ -145,9 +153,9 @@ struct Global {
   std::vector<std::function<std::unique_ptr<Collector>()>> factories;
   std::vector<ProcessInfoSource> info_sources;  // register_process_info_source, under factories_mu
   std::mutex factories_mu;  // register_collector; held across fork
-  // The writer's wake-up pipe belongs to `owner_pid`: a forked child closes its copy and makes its own, and
-  // nothing (a signal handler included) ever writes to a pipe made by another process.
-  int pipe_r = -1, pipe_w = -1;
+  // The writer's wake-up belongs to `owner_pid`: a forked child forgets what its copy holds, and nothing (a signal
+  // handler included) rings it in any other process.
+  Doorbell doorbell;
   std::atomic<pid_t> owner_pid{0};
   bool atfork_registered = false;
   std::string last_output;
@@ -184,8 +192,11 @@ void start_live_server(SessionState& s);
 void live_observe(SessionState& s, const std::vector<uint8_t>& chunk);
 /// Writer, after each cycle: drops and thread names.
 void live_after_cycle(SessionState& s, uint64_t dropped_records);
-/// stop(): the state shown becomes "stopping"; the server stops within a bounded time.
+/// stop(): the state shown becomes "stopping"; the server stops within a bounded time (before an exec it is handed
+/// over instead: its listening socket stays open for the new image).
 void stop_live(SessionState& s);
+/// After a stop for exec: the variables that hand the page's socket and token to the new image.
+std::vector<std::string> live_handover_environment(const SessionState& s);
 
 // --- signals.cpp
 void install_session_handlers(const SessionState& s);

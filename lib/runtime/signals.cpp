@@ -23,7 +23,7 @@ namespace {
 //
 // SIGINT/SIGTERM handlers only ever replace a default action (SIG_DFL), and remember what they replaced: in any
 // process but the one that installed them (a child made by clone() without fork's handlers, or before they ran)
-// they act exactly as that previous disposition would. Only the owner writes to its own writer's pipe.
+// they act exactly as that previous disposition would. Only the owner rings its own writer's doorbell.
 // SIGUSR2 (ring and sampled modes) is chained instead: over a handler the program installed first, ours asks for
 // the snapshot and then calls the program's, so both happen; a program that ignores SIGUSR2 keeps ignoring it.
 
@@ -42,7 +42,7 @@ std::atomic<bool> g_deferred_python_signals{false};  // SIGTERM/SIGUSR2 wait for
 // found the session already stopped and ended the process with status 0 while the writer still wrote the report).
 enum Phase : int {
   kNone = 0,
-  kAsked = 1,      // the handler wrote the signal to the writer's pipe
+  kAsked = 1,      // the handler rang the writer's doorbell with the signal
   kStopping = 2,   // the writer took the session: it is writing the dump
   kFinalised = 3,  // the dump is written; the writer writes the report (if any), then re-raises
 };
@@ -99,7 +99,7 @@ void call_program_handler(int sig, siginfo_t* info, void* context) {
 // SIGINT/SIGTERM in the process that owns the session: the writer is asked to write the dump and end the process by
 // the signal, and this thread waits for it (above). With no session recording (stopped already), nothing is left to
 // write: the signal's own action at once. A second one while the first is handled waits likewise.
-void handle_termination(int sig, siginfo_t* info, void* context, int pipe_w) {
+void handle_termination(int sig, siginfo_t* info, void* context, Doorbell& doorbell) {
   if (g_termination_phase.load() == kNone) {
     if (detail::g_session.load(std::memory_order_relaxed) == 0) {
       chain_signal(sig, info, context);
@@ -107,25 +107,23 @@ void handle_termination(int sig, siginfo_t* info, void* context, int pipe_w) {
     }
     g_termination_signal.store(sig);
     g_termination_phase.store(kAsked);
-    uint8_t c = static_cast<uint8_t>(sig);
-    [[maybe_unused]] ssize_t r = ::write(pipe_w, &c, 1);
+    doorbell.ring(sig == SIGINT ? Doorbell::kSigInt : Doorbell::kSigTerm);
   }
   wait_for_termination_in_handler();
 }
 
 void handle_signal(int sig, siginfo_t* info, void* context) {
-  // Async-signal-safe: a flag and one byte to this process's own writer thread, which writes the dump (and for
+  // Async-signal-safe: a flag and this process's own writer's doorbell (the writer writes the dump, and for
   // SIGINT/SIGTERM re-raises); no lock, no allocation.
   const int saved_errno = errno;
   Global& g = G();
   if (::getpid() == g_handler_owner.load(std::memory_order_relaxed) &&
-      g.owner_pid.load(std::memory_order_relaxed) == ::getpid() && g.pipe_w >= 0) {
+      g.owner_pid.load(std::memory_order_relaxed) == ::getpid()) {
     if (sig == SIGINT || sig == SIGTERM) {
-      handle_termination(sig, info, context, g.pipe_w);
-    } else {
-      if (sig == SIGUSR2) g_snapshot_signal.store(1, std::memory_order_release);
-      uint8_t c = static_cast<uint8_t>(sig);
-      [[maybe_unused]] ssize_t r = ::write(g.pipe_w, &c, 1);
+      handle_termination(sig, info, context, g.doorbell);
+    } else if (sig == SIGUSR2) {
+      g_snapshot_signal.store(1, std::memory_order_release);
+      g.doorbell.ring(Doorbell::kSnapshot);
     }
     if (g_chained[sig].load(std::memory_order_relaxed)) call_program_handler(sig, info, context);
   } else {

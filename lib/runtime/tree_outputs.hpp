@@ -35,6 +35,7 @@ inline void own_files_below_root(const config::Resolved& resolved, Config& cfg) 
   };
   if (!cfg.output.empty() && from_outside("output")) cfg.output = with_pid_suffix(cfg.output);
   if (!cfg.report.empty() && from_outside("report")) cfg.report = with_pid_suffix(cfg.report);
+  if (!cfg.live.empty() && from_outside("live")) cfg.live.clear();  // the run's page is the root's
 }
 
 }  // namespace inferscope::runtime

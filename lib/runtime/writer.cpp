@@ -78,7 +78,9 @@ void drain_all(SessionState& s, Drained& out) {
     // Read `retired` before draining: a retired ring gets no more records, so once drained it can go.
     const bool retired = e->retired.load(std::memory_order_acquire);
     std::vector<uint8_t> chunk;
+    const uint64_t before = s.records_written;
     if (drain_ring(e, chunk, s.records_written)) {
+      if (e->program) s.program_records += s.records_written - before;
       live_observe(s, chunk);  // the live page's tap (nothing when `live` is off)
       out.chunks.push_back(std::move(chunk));
     }
@@ -495,6 +497,9 @@ bool finish_stream(SessionState& s) {
 // it. A snapshot that cannot be written leaves the streamed baseline at the output, and says so.
 bool finish_streamed_baseline(SessionState& s, const std::vector<uint8_t>& out) {
   std::string error;
+  // The snapshot needs a descriptor of its own: the stream's is given back first (nothing more is appended to it),
+  // so a program that used every other one at its end still gets its dump.
+  s.file.close_keeping_lock();
   if (write_snapshot_bytes(out, s.output)) {
     if (!s.file.commit(error)) log(LogLevel::kError, error);
     return true;
@@ -547,20 +552,10 @@ void writer_main(SessionState* s) {
   auto next_calib = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->cfg.calibration_period_ms);
   int signalled = 0;  // a SIGINT/SIGTERM not yet acted on
   for (;;) {
-    pollfd p{g.pipe_r, POLLIN, 0};
-    int r = ::poll(&p, 1, static_cast<int>(s->cfg.flush_period_ms));
-    bool finish = false, snapshot = false;
-    int sig = 0;
-    if (r > 0) {
-      uint8_t cmds[64];
-      ssize_t n = ::read(g.pipe_r, cmds, sizeof(cmds));
-      for (ssize_t i = 0; i < n; ++i) {
-        if (cmds[i] == kCmdFinish) finish = true;
-        else if (cmds[i] == kCmdSnapshot) snapshot = true;
-        else if (cmds[i] == SIGINT || cmds[i] == SIGTERM) sig = cmds[i];
-        else if (cmds[i] == SIGUSR2) snapshot = true;
-      }
-    }
+    const uint32_t rung = g.doorbell.wait(static_cast<int>(s->cfg.flush_period_ms));
+    const bool finish = rung & Doorbell::kFinish;
+    bool snapshot = rung & Doorbell::kSnapshot;
+    const int sig = rung & Doorbell::kSigTerm ? SIGTERM : rung & Doorbell::kSigInt ? SIGINT : 0;
     if (finish) break;
     if (sig) signalled = sig;
     if (signalled) {
@@ -571,7 +566,7 @@ void writer_main(SessionState* s) {
       s->pending_signal.store(signalled);
     }
     for (Collector* c : collectors_of(*s)) c->flush();
-    // SIGUSR2's flag: set even when the handler's byte could not be written (a full pipe).
+    // SIGUSR2: its handler sets this flag beside ringing the doorbell.
     if (g_snapshot_signal.exchange(0, std::memory_order_acq_rel)) snapshot = true;
     if (std::chrono::steady_clock::now() >= next_calib) {
       s->calib.push_back(take_calibration_point());

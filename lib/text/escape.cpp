@@ -50,13 +50,21 @@ void for_each_char(std::string_view s, F&& f) {
   }
 }
 
-/// for_each_char for the escapers: multi-byte sequences (and U+FFFD for stray bytes) go to `out` as they are;
-/// each ASCII character goes to f(char), which decides what `out` gets.
+/// The C1 control characters, U+0080..U+009F (UTF-8 C2 80..C2 9F): U+009B is a terminal's CSI as ESC [ is.
+bool is_c1_control(std::string_view ch) {
+  return ch.size() == 2 && static_cast<uint8_t>(ch[0]) == 0xC2 && static_cast<uint8_t>(ch[1]) <= 0x9F;
+}
+
+/// for_each_char for the escapers: multi-byte sequences (and U+FFFD for stray bytes) go to `out` as they are,
+/// C1 control characters excepted (dropped); each ASCII character goes to f(char), which decides what `out` gets.
 template <class F>
 void for_each_ascii(std::string_view s, std::string& out, F&& f) {
   for_each_char(s, [&](std::string_view ch) {
-    if (ch.size() > 1) out.append(ch);
-    else f(ch[0]);
+    if (ch.size() > 1) {
+      if (!is_c1_control(ch)) out.append(ch);
+    } else {
+      f(ch[0]);
+    }
   });
 }
 
@@ -276,6 +284,16 @@ std::string md_code(std::string_view s) {
   const bool pad = body.front() == '`' || body.back() == '`' ||
                    (body.front() == ' ' && body.back() == ' ' && body.find_first_not_of(' ') != std::string::npos);
   return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
+}
+
+std::string one_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for_each_ascii(s, out, [&](char c) {
+    if (c == '\n' || c == '\r' || c == '\t') out += ' ';
+    else if (static_cast<uint8_t>(c) >= 0x20 && c != 0x7f) out += c;
+  });
+  return out;
 }
 
 std::string md_cell(std::string_view s) {

@@ -35,10 +35,15 @@ std::string md_escape(std::string_view s);
 /// words with other characters stay escaped text.
 std::string md_prose(std::string_view s);
 
-/// `s` as a Markdown code span on one line, verbatim: the fence is longer than any run of backticks inside, as
+/// `s` as a Markdown code span on one line, verbatim (control characters dropped, C1 included): the fence is longer than any run of backticks inside, as
 /// CommonMark allows, so a name with backticks is kept as it is and can be found with grep. In a table cell,
 /// pass the result through md_cell.
 std::string md_code(std::string_view s);
+
+/// `s` as text on one line of a terminal or a plain-text file: valid UTF-8, newlines and tabs as spaces, every other
+/// control character (C0, DEL, C1) dropped, so a value from a trace cannot move the cursor, recolour the terminal or
+/// start a line of its own. What --summary writes values with (a command line, a host name, a collector's status).
+std::string one_line(std::string_view s);
 
 /// A table cell: only `|` escaped (GitHub splits cells at a pipe even inside a code span, and unescapes `\|`).
 std::string md_cell(std::string_view s);

@@ -81,3 +81,15 @@ TEST_CASE("percentiles within 0.8 % of the exact value, from nanoseconds to hour
   CHECK(whole.percentile(0) == double(whole.min()));
   CHECK(whole.percentile(1) == double(whole.max()));
 }
+
+// UBSan found a signed overflow in SelfTimer (a 0.9 MB crafted dump: ranges of ~2^61 ns at one depth under an open
+// parent, issue 43). The children's sum saturates; a parent shorter than its children has no self time.
+TEST_CASE("SelfTimer: the children's sum saturates instead of overflowing") {
+  using inferscope::analyze::SelfTimer;
+  SelfTimer<int64_t> t;
+  const int64_t huge = int64_t(1) << 61;
+  for (int i = 0; i < 8; ++i) CHECK(t.self(1, huge) == huge);  // eight children of 2^61 ns: 2^64 in all
+  CHECK(t.children[1] == INT64_MAX);
+  CHECK(t.self(0, INT64_MAX) == 0);  // the parent: every instant of it is a child's
+  CHECK(t.children[1] == 0);
+}

@@ -2,7 +2,9 @@
 // or let it exit, and then check the dump. Sessions start from the environment (INFERSCOPE_ENABLE=1).
 #include <inferscope/scope.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -226,6 +228,50 @@ int main(int argc, char** argv) {
       if (i % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     std::printf("recorded %ld\n", n);
+    return 0;
+  }
+  if (mode == "fill-fds") {  // records N ranges, opens /dev/null until the descriptor limit, prints how many
+    for (long i = 0, n = argc > 2 ? std::atol(argv[2]) : 100; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the collectors have opened what they keep
+    long opened = 0;
+    // A descriptor the recorder holds only for a read comes back: the limit is tried again a few times.
+    for (int tries = 0; tries < 5; ++tries) {
+      while (::open("/dev/null", O_RDONLY) >= 0) ++opened;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::printf("opened %ld\n", opened);
+    std::fflush(stdout);
+    return 0;  // every descriptor still taken: the recorder writes its dump at exit with what it holds
+  }
+  if (mode == "children") {  // runs "count N" for each N given, each in a child process (posix_spawn), in turn
+    for (int i = 2; i < argc; ++i) {
+      char* child[] = {argv[0], const_cast<char*>("count"), argv[i], nullptr};
+      pid_t pid = 0;
+      if (::posix_spawn(&pid, argv[0], nullptr, nullptr, child, environ) != 0) return 3;
+      int st = 0;
+      while (::waitpid(pid, &st, 0) < 0) {
+      }
+    }
+    return 0;
+  }
+  if (mode == "underscore-exit") {  // records N ranges, waits for the writer to drain them, ends with _exit(0)
+    for (long i = 0, n = argc > 2 ? std::atol(argv[2]) : 100; i < n; ++i) {
+      ISCOPE_RANGE("counted");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::_exit(0);  // no atexit: the session never stops, its dump has no END chunk
+  }
+  if (mode == "until-file") {  // prints "ready PID", records until the file PATH exists (at most 60 s), returns 0
+    if (argc < 3) return 2;
+    std::printf("ready %d\n", static_cast<int>(::getpid()));
+    std::fflush(stdout);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::access(argv[2], F_OK) != 0 && std::chrono::steady_clock::now() < until) {
+      ISCOPE_RANGE("tick");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     return 0;
   }
   if (mode == "own-write") {  // records N ranges, then writes BYTES to FILE itself (a file-size limit ends it)

@@ -132,13 +132,6 @@ testutil::ToolRun code_session(const std::string& cwd, const std::string& out, c
   return testutil::run_tool("tests/unit/iscope_test_recorder", {"code-session", out, "100"}, lim);
 }
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = testutil::temp_path(name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 // The dumps a session left in `dir` (file names), so a test sees where it wrote and that it wrote nowhere else.
 std::vector<std::string> dumps_in(const std::string& dir) {
   std::vector<std::string> names;
@@ -158,7 +151,7 @@ size_t counted_ranges(const std::string& path) {
 }  // namespace
 
 TEST_CASE("a session started in code: INFERSCOPE_OUTPUT redirects it when the code set no output") {
-  const std::string dir = fresh_dir("code-env");
+  const std::string dir = testutil::fresh_dir("code-env");
   const testutil::ToolRun r = code_session(dir, "-", {"INFERSCOPE_OUTPUT=" + dir + "/from-env.iscope"});
   CAPTURE(r.err);
   CHECK(r.exit == 0);
@@ -168,7 +161,7 @@ TEST_CASE("a session started in code: INFERSCOPE_OUTPUT redirects it when the co
 }
 
 TEST_CASE("a session started in code: an output the code set wins over INFERSCOPE_OUTPUT") {
-  const std::string dir = fresh_dir("code-wins");
+  const std::string dir = testutil::fresh_dir("code-wins");
   const testutil::ToolRun r =
       code_session(dir, dir + "/from-code.iscope", {"INFERSCOPE_OUTPUT=" + dir + "/from-env.iscope"});
   CAPTURE(r.err);
@@ -178,7 +171,7 @@ TEST_CASE("a session started in code: an output the code set wins over INFERSCOP
 }
 
 TEST_CASE("a session started in code: .inferscope.yaml's output applies when no variable sets it; the variable wins") {
-  const std::string dir = fresh_dir("code-yaml");
+  const std::string dir = testutil::fresh_dir("code-yaml");
   std::ofstream(dir + "/.inferscope.yaml") << "output: from-yaml.iscope\n";
   const testutil::ToolRun r = code_session(dir, "-", {});
   CAPTURE(r.err);
@@ -190,7 +183,7 @@ TEST_CASE("a session started in code: .inferscope.yaml's output applies when no 
 }
 
 TEST_CASE("a session started in code: a bad INFERSCOPE_* value is refused as the tools refuse it; the program goes on") {
-  const std::string dir = fresh_dir("code-bad-env");
+  const std::string dir = testutil::fresh_dir("code-bad-env");
   const std::vector<std::string> env{"INFERSCOPE_BUFFER_MODE=bogus", "INFERSCOPE_OUTPUT=" + dir + "/x.iscope"};
   const testutil::ToolRun r = code_session(dir, "-", env);
   CHECK(r.exit == 0);  // the program's own status
@@ -208,7 +201,7 @@ TEST_CASE("a session started in code: a bad INFERSCOPE_* value is refused as the
 TEST_CASE("a session started in code in a child of iscope-run: an output from outside gets the child's pid") {
   // iscope-run names the process it started (INFERSCOPE_ROOT_PID) and hands its output to the whole tree; a child
   // that starts a session in code must not write over the parent's dump.
-  const std::string dir = fresh_dir("code-child");
+  const std::string dir = testutil::fresh_dir("code-child");
   const testutil::ToolRun r =
       code_session(dir, "-", {"INFERSCOPE_ROOT_PID=1", "INFERSCOPE_OUTPUT=" + dir + "/family.iscope"});
   CAPTURE(r.err);
@@ -223,7 +216,7 @@ TEST_CASE("a session started in code in a child of iscope-run: an output from ou
 // turn until memory runs out (found by fuzz_config, issue 25). A 1-byte config file hung every tool and every
 // recorded program; now it is a syntax error naming its line and column.
 TEST_CASE("a stray ',' in the config file is a syntax error naming its line, never a hang") {
-  const std::string dir = fresh_dir("stray-comma");
+  const std::string dir = testutil::fresh_dir("stray-comma");
   const std::vector<std::pair<std::string, std::string>> files{
       {",", ":1:1: YAML syntax error"}, {"- a\n,\n- b\n", ":2:1: YAML syntax error"},
       {"enable: true\n---\n,\n", ":3: a config file holds one YAML document"}};  // refused before the ','

@@ -168,10 +168,22 @@ TEST_CASE("iscope-analyze exits non-zero with the file named for bad input, zero
   CHECK(run("/no/such.iscope") == 1);
   auto full = slurp(sample_dump());
   auto offs = chunk_offsets(full);
-  spit(p, full, offs[offs.size() / 2] + 7);
+  // The EVENTS chunks (the default mode writes its windows after the tables, in a snapshot at stop).
+  std::vector<size_t> events;
+  for (size_t off : offs) {
+    dump::ChunkHeader h;
+    std::memcpy(&h, full.data() + off, sizeof(h));
+    if (h.type == static_cast<uint32_t>(dump::ChunkType::kEvents)) events.push_back(off);
+  }
+  REQUIRE(!events.empty());
+  const auto after_events = std::upper_bound(offs.begin(), offs.end(), events.back());
+  REQUIRE(after_events != offs.end());
+  spit(p, full, offs.back() + 7);  // cut in the END chunk: every record is there
   CHECK(run(p) == 0);
+  spit(p, full, events.front() + 7);  // cut before the first record: nothing to describe as a run (issue 43)
+  CHECK(run(p) == 1);
   auto b = full;
-  b[offs[offs.size() / 2] + sizeof(dump::ChunkHeader) + 10] ^= 0xff;
+  b[*after_events + sizeof(dump::ChunkHeader) + 2] ^= 0xff;  // damage after the records: they are read
   spit(p, b, b.size());
   CHECK(run(p) == 3);
   CHECK(run(sample_dump()) == 0);

@@ -386,7 +386,7 @@ void parent_and_child(const std::string& dir, const std::string& parent = "run.i
 
 }  // namespace
 
-TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule of every other output") {
+TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule of every output") {
   const std::string dump_path = small_dump("sqlite-targets.iscope");
   const std::string dir = testutil::temp_path("sqlite-targets");
   fs::remove_all(dir);  // each subcase runs the case from the top
@@ -401,17 +401,17 @@ TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule 
   // A character device reached through a link: if the rule were broken, the link (not /dev/null) is replaced.
   fs::create_symlink("/dev/null", to_null);
 
-  SUBCASE("a FIFO, and a link to a FIFO or to a character device: refused and left alone; the report is written") {
+  // Refused before anything is read, as every output now is (issue 43): exit 2, and no other output written.
+  SUBCASE("a FIFO, and a link to a FIFO or to a character device: refused and left alone; nothing is written") {
     for (auto& [target, kind] : std::vector<std::pair<std::string, std::string>>{
              {fifo, "a FIFO"}, {to_fifo, "a FIFO"}, {to_null, "a character device"}}) {
       CAPTURE(target);
       const unsigned before = kind_at(target);
       ToolRun r = run_tool({dump_path, "-o", dir + "/report.md", "--sqlite", target});
-      CHECK(r.exit == 1);  // -1 would mean it blocked on the FIFO
-      CHECK(r.err.find("cannot write " + target + ": it is " + kind) != std::string::npos);
+      CHECK(r.exit == 2);  // -1 would mean it blocked on the FIFO
+      CHECK(r.err.find("--sqlite " + target + ": is " + kind) != std::string::npos);
       CHECK(kind_at(target) == before);
-      CHECK(kind_at(dir + "/report.md") == S_IFREG);  // as for any output that cannot be written: the rest are
-      fs::remove(dir + "/report.md");
+      CHECK(kind_at(dir + "/report.md") == 0);
     }
     CHECK(kind_at(fifo) == S_IFIFO);
     CHECK(kind_at("/dev/null") == S_IFCHR);
@@ -423,8 +423,8 @@ TEST_CASE("--sqlite never replaces a FIFO, a device node or a symlink: the rule 
               << "); the link to /dev/null above checks the same refusal");
     } else {
       ToolRun r = run_tool({dump_path, "--sqlite", dev});
-      CHECK(r.exit == 1);
-      CHECK(r.err.find("it is a character device") != std::string::npos);
+      CHECK(r.exit == 2);
+      CHECK(r.err.find("--sqlite " + dev + ": is a character device") != std::string::npos);
       CHECK(kind_at(dev) == S_IFCHR);
     }
   }

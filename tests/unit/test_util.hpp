@@ -37,6 +37,15 @@ inline std::string temp_path(const std::string& name) {
   return dir + "/" + name;
 }
 
+/// An empty directory `name` in the test's temporary directory (emptied when a case runs again): what a run leaves
+/// in it can be counted.
+inline std::string fresh_dir(const std::string& name) {
+  const std::string dir = temp_path(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 struct RangeView {
   uint32_t thread;
   std::string name;

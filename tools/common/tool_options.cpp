@@ -48,6 +48,14 @@ std::vector<std::pair<std::string, std::string>> report_file_flags(const cxxopts
   return out;
 }
 
+std::string nothing_to_analyse(const analyze::Analysis& a, const std::string& path) {
+  if (a.events > 0) return "";
+  return path + ": holds no events, so there is nothing to analyse (" +
+         (a.complete ? std::string("the session recorded nothing, or the trace is empty")
+                     : std::string("the dump was cut short before its first events: no END chunk")) +
+         "); no report is written";
+}
+
 std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules) {
   if (args.count("rules") > 1) return "--rules is given " + std::to_string(args.count("rules")) +
                                          " times: one rule file is read (put the rules in one file)";

@@ -30,6 +30,11 @@ std::vector<std::pair<std::string, std::string>> report_file_flags(const cxxopts
 /// `no_rules`: the built-in rules only, whatever rule file is found.
 analyze::AnalyzeOptions analysis_options(const cxxopts::ParseResult& args, const char* tool, bool no_rules);
 
+/// Why the analysis of `path` describes nothing, "" when it holds events: a dump or trace with no events at all (a
+/// session that recorded nothing, a dump cut short before its first events, an empty trace) is said so and is exit 1
+/// in every tool, rather than reported as a run that spent 100 % of 0 ms in host work.
+std::string nothing_to_analyse(const analyze::Analysis& a, const std::string& path);
+
 /// One rule file, named once and not empty, and not with --no-rules: "" when the flags are fine, else the message.
 std::string rules_flags_problem(const cxxopts::ParseResult& args, bool no_rules);
 

@@ -29,6 +29,7 @@
 #include "export/sqlite.hpp"
 #endif
 
+#include "output_rule.hpp"
 #include "tool_options.hpp"
 
 #include <cxxopts.hpp>
@@ -89,24 +90,6 @@ bool write_to(const std::string& path, F&& f) {
     return false;
   }
   return true;
-}
-
-// An output that is an input (same inode: through a symlink, a relative path or a hard link) would destroy a
-// dump being read; refused before anything is written. The inputs are the dump and the child dumps beside it
-// that the analysis opens (children.hpp), `inputs.front()` being the dump named on the command line.
-bool refuses_input_as_output(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
-  for (const auto& out : outputs) {
-    if (out.empty() || out == "-") continue;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!inferscope::dump::same_file(out, inputs[i])) continue;
-      std::cerr << "iscope-analyze: output " << out << " is the input " << inputs[i]
-                << (i == 0 ? std::string(" itself")
-                           : " (a child process's dump, read with " + inputs.front() + ")")
-                << "; refusing to overwrite it (name another output file)\n";
-      return true;
-    }
-  }
-  return false;
 }
 
 // The rule file the analysis used, in a line for the reports and stderr ("" when none).
@@ -172,8 +155,16 @@ int print_summary_of(const std::string& path) {
     inferscope::dump::report_file_accounting(reader, warnings, drops);
     for (auto& w : warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";
     auto summary = inferscope::analyze::summarize(reader);
+    for (const std::string& d : summary.damage) std::cerr << "iscope-analyze: warning: " << d << "\n";
     inferscope::report::print_summary(reader, summary, std::cout);
-    const bool corrupt = (reader.damage() && !reader.damage()->truncated) || !reader.skipped_chunks().empty();
+    if (summary.records == 0) {  // what it holds is said above; as a run, it is nothing (the report's exit 1)
+      std::cerr << "iscope-analyze: " << path << ": holds no events"
+                << (reader.complete() ? " (the session recorded nothing)" : " (cut short before its first events)") << "\n";
+      return 1;
+    }
+    // The status the report gives the same damage (a malformed record: exit 3, what could be read written).
+    const bool corrupt = (reader.damage() && !reader.damage()->truncated) || !reader.skipped_chunks().empty() ||
+                         !summary.damage.empty();
     return corrupt ? 3 : 0;
   } catch (const inferscope::dump::DumpError& e) {
     std::cerr << "iscope-analyze: " << e.what() << "\n";
@@ -215,49 +206,6 @@ Requested requested_outputs(const cxxopts::ParseResult& args, bool findings) {
   if (r.reports.empty() && r.perfetto.empty() && r.unknown.empty() && r.sqlite.empty() && !r.findings)
     r.reports.emplace_back(default_stdout_format(::isatty(STDOUT_FILENO) == 1), "-");
   return r;
-}
-
-// An output path that is an option: `--json -o report.md` gives --json the file "-o" (and the report goes
-// there, silently). Such a name is refused; a file really named so is reachable as ./-o.
-bool refuses_option_as_output(const std::vector<std::string>& written) {
-  for (const auto& p : written)
-    if (p.size() > 1 && p[0] == '-') {
-      std::cerr << "iscope-analyze: output file name '" << p << "' is an option: an option that takes a file "
-                << "name (--md, --html, --json, --perfetto, --sqlite, -o) was followed by another option; give the "
-                << "file name after it (a file named so: ./" << p << ")\n";
-      return true;
-    }
-  return false;
-}
-
-// Checked before the analysis, so that nothing is written when one output is wrong. Exit status 2 (with the
-// message) for an output that is an input (the dump or, unless `children` is false, a child dump beside it), is
-// an option, or has an unknown extension; else 0. An output that cannot be written (a missing directory; for
-// --sqlite also a device node, FIFO or socket) is found when it is written: exit 1, the others still written.
-// An output flag given an empty name (`--sqlite ""`, `--json=`): said by flag, not written nowhere with exit 0.
-bool refuses_empty_output(const cxxopts::ParseResult& args) {
-  for (const char* flag : {"md", "html", "json", "perfetto", "sqlite"})
-    if (args.count(flag) && args[flag].as<std::string>().empty()) {
-      std::cerr << "iscope-analyze: --" << flag << ": an empty file name; name the file to write\n";
-      return true;
-    }
-  if (args.count("output"))
-    for (const auto& p : args["output"].as<std::vector<std::string>>())
-      if (p.empty()) {
-        std::cerr << "iscope-analyze: -o: an empty file name; name the file to write (- for stdout)\n";
-        return true;
-      }
-  return false;
-}
-
-// A dump by its content (children are read beside a dump only); false for a JSON trace and for a file that cannot
-// be read (the analysis says why).
-bool is_dump(const std::string& path) {
-  try {
-    return inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump;
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 // One file named twice, however spelt (`r0.iscope ./r0.iscope`, a link, a hard link): it would count as two ranks.
@@ -310,16 +258,29 @@ int check_inputs(const std::vector<std::string>& paths) {
   return refuses_mixed_formats(paths);
 }
 
-int check_outputs(const std::vector<std::string>& paths, const Requested& r, bool children) {
-  std::vector<std::string> written = r.perfetto;
-  for (auto& [fmt, p] : r.reports) written.push_back(p);
-  written.insert(written.end(), r.unknown.begin(), r.unknown.end());
-  if (refuses_option_as_output(written) || refuses_option_as_output({r.sqlite})) return 2;
-  written.push_back(r.sqlite);
-  std::vector<std::string> inputs = paths;
-  if (children && is_dump(paths.front()))
-    for (auto& c : inferscope::analyze::child_dump_candidates(paths.front())) inputs.push_back(c);
-  if (refuses_input_as_output(inputs, written)) return 2;
+// Every output as the command line named it, for the one rule (output_rule.hpp).
+std::vector<inferscope::tools::NamedOutput> named_outputs(const cxxopts::ParseResult& args) {
+  std::vector<inferscope::tools::NamedOutput> out;
+  if (args.count("output"))
+    for (const auto& p : args["output"].as<std::vector<std::string>>()) out.push_back({"-o", p});
+  for (const auto& [fmt, p] : inferscope::tools::report_file_flags(args)) out.push_back({"--" + fmt, p});
+  if (args.count("perfetto")) out.push_back({"--perfetto", args["perfetto"].as<std::string>()});
+  if (args.count("sqlite")) out.push_back({"--sqlite", args["sqlite"].as<std::string>(), /*stdout_ok=*/false});
+  return out;
+}
+
+// Checked before the analysis, so that nothing is written when one output is wrong: exit status 2 (with the message)
+// for an output the one rule refuses (an empty name, an option, a FIFO, device, socket or directory, an input or a
+// child dump beside it unless `children` is false), --sqlite with several inputs, an -o with an unknown extension.
+int check_outputs(const std::vector<std::string>& paths, const cxxopts::ParseResult& args, const Requested& r,
+                  bool children) {
+  const std::vector<inferscope::tools::InputFile> inputs = inferscope::tools::files_read(paths, children);
+  for (const inferscope::tools::NamedOutput& o : named_outputs(args))
+    if (const std::string why = inferscope::tools::output_problem(o, inputs, "--md, --html, --json, --perfetto, --sqlite, -o");
+        !why.empty()) {
+      std::cerr << "iscope-analyze: " << why << "\n";
+      return 2;
+    }
   if (!r.sqlite.empty() && paths.size() > 1) {
     // The database is one process's: its row ids, its step column and its analysis tables are that dump's; the
     // ranks of a run would need a process in every row and every analysis, which the schema does not have.
@@ -504,6 +465,11 @@ int analyse_and_write(const std::vector<std::string>& paths, const Requested& re
   Analysis a;
   std::optional<inferscope::dump::DumpReader> reader;
   if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
+  if (const std::string why = inferscope::tools::nothing_to_analyse(a, path); !why.empty()) {
+    for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";  // damage, if that is why
+    std::cerr << "iscope-analyze: " << why << "\n";
+    return 1;
+  }
   if (paths.size() > 1) {
     a.children = inferscope::analyze::analyze_rank_dumps(paths, o, a.run);
     inferscope::analyze::mark_launcher(a);  // the launcher's dump named with its ranks
@@ -550,10 +516,9 @@ int run(int argc, char** argv) {
     }
     return print_summary_of(paths.front());
   }
-  if (refuses_empty_output(args)) return 2;
   const Requested requested = requested_outputs(args, flags.on("findings"));
   const bool children = paths.size() == 1 && !flags.on("no-children");
-  if (int status = check_outputs(paths, requested, children)) return status;
+  if (int status = check_outputs(paths, args, requested, children)) return status;
   if (int status = check_inputs(paths)) return status;
   const auto o = analysis_options_for(args, flags, paths.front());
   if (!o) return 2;

@@ -16,6 +16,7 @@
 #include "report/diff.hpp"
 #include "rulefile/rule_file.hpp"
 
+#include "output_rule.hpp"
 #include "tool_options.hpp"
 
 #include <cxxopts.hpp>
@@ -67,6 +68,10 @@ std::optional<Analysis> analyse(const std::string& path, const inferscope::analy
   try {
     Analysis a = inferscope::analyze::analyze_file(path, o);
     for (const auto& w : a.warnings) std::cerr << kTool << ": warning: " << path << ": " << w << "\n";
+    if (const std::string why = inferscope::tools::nothing_to_analyse(a, path); !why.empty()) {
+      std::cerr << kTool << ": " << why << "\n";
+      return std::nullopt;
+    }
     return a;
   } catch (const inferscope::analyze::UnknownStep& e) {
     std::cerr << kTool << ": " << e.what() << "\n";
@@ -85,30 +90,21 @@ std::optional<Analysis> analyse(const std::string& path, const inferscope::analy
 // not whole is written with a note naming it, and exits 4.
 bool whole(const Analysis& a) { return !a.partial && a.complete; }
 
-// One named output checked: 0, or exit status 2 (after saying why) for an empty name, an option taken for a file
-// name or an input as output. `flag` is how it was named ("-o", "--json").
-int check_output(const std::string& flag, const std::string& p, const std::vector<std::string>& inputs) {
-  if (p.empty()) {
-    std::cerr << kTool << ": " << flag << ": an empty file name; name the file to write (- for stdout)\n";
-    return 2;
-  }
-  if (p.size() > 1 && p[0] == '-') {  // `-o --json.md`: an option taken for the file name
-    std::cerr << kTool << ": " << flag << " " << p << ": is an option, not a file name: give the file name after "
-              << flag << " (a file named so: ./" << p << ")\n";
-    return 2;
-  }
-  for (const auto& in : inputs)
-    if (p != "-" && inferscope::dump::same_file(p, in)) {
-      std::cerr << kTool << ": output " << p << " is the input " << in << " itself; refusing to overwrite it\n";
-      return 2;
-    }
-  return 0;
+// One named output checked by the rule every output of the analysing tools follows (output_rule.hpp): 0, or exit
+// status 2 after saying why. `inputs`: BEFORE and AFTER, and the child dumps beside each (an output over one
+// replaced a recorded process's dump).
+int check_output(const std::string& flag, const std::string& p, const std::vector<inferscope::tools::InputFile>& inputs) {
+  const std::string why = inferscope::tools::output_problem({flag, p}, inputs, "-o, --md, --html, --json");
+  if (why.empty()) return 0;
+  std::cerr << kTool << ": " << why << "\n";
+  return 2;
 }
 
 // -o values (the extension picks the format), then --md, --html, --json (the flag does), as (format, path); exit
 // status 2 (after saying why) for an unknown extension or an output check_output refuses.
-int parse_outputs(const cxxopts::ParseResult& args, const std::vector<std::string>& inputs,
+int parse_outputs(const cxxopts::ParseResult& args, const std::vector<std::string>& named_inputs,
                   std::vector<std::pair<std::string, std::string>>& outputs) {
+  const std::vector<inferscope::tools::InputFile> inputs = inferscope::tools::files_read(named_inputs);
   if (args.count("output"))
     for (const auto& p : args["output"].as<std::vector<std::string>>()) {
       if (int rc = check_output("-o", p, inputs)) return rc;

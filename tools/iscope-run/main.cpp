@@ -6,7 +6,7 @@
 // environment (the contract with lib/runtime/autostart.cpp: INFERSCOPE_ENABLE, INFERSCOPE_OUTPUT,
 // INFERSCOPE_ROOT_PID, INFERSCOPE_FOLLOW_CHILDREN, LD_PRELOAD, CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,
 // PYTHONPATH), execs the program, waits, and exits with the program's status (128+N when a signal N killed
-// it), or 125 when the program ran but this run wrote no dump. The program's stdin, stdout and stderr are its
+// it, said on stderr), or 125 when the program ran but this run wrote no whole dump. The program's stdin, stdout and stderr are its
 // own; iscope-run writes to stderr only its own errors and one closing line naming the dump (unless -q).
 // docs/cli.md lists the exit statuses of every tool.
 #include "library.hpp"
@@ -56,7 +56,8 @@ constexpr int kUsage = 2;  // bad usage or a setting that would record nothing: 
 
 const char* kExitStatus =
     "Exit status: the program's own, 128+N when signal N ended it; 2 for bad usage (nothing was run); 125 when\n"
-    "the program ran but no dump was written; 127 when the program or libinferscope.so could not be found.\n";
+    "the program ran but no whole dump was written (none, or one without its END chunk); 127 when the program or\n"
+    "libinferscope.so could not be found.\n";
 
 // The options that take a value, by every name they have: where iscope-run's options end and the program's
 // arguments begin (the first argument that is neither an option nor an option's value) depends on them.
@@ -111,6 +112,11 @@ std::string unwritable(const std::string& path) {
   if (path.size() > 1 && path[0] == '-')
     return "is an option, not a file name: give the file name after the flag (a file named so: ./" + path + ")";
   const std::string abs = absolute(path);
+  // Through a link the end of the chain is written: a loop is refused now, not when the program ends (a --report
+  // into a loop was refused only after the run, which still exited 0).
+  if (const auto target = inferscope::dump::resolve_output(abs); !target.error.empty()) return "is a symbolic link loop";
+  // /proc/self/mem is a "regular file" that stat() passes.
+  if (const auto why = inferscope::dump::on_kernel_filesystem(abs)) return *why;
   struct stat st{};
   if (::stat(abs.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return "is a directory; name a file";
@@ -236,7 +242,8 @@ struct Plan {
   std::string output_named_by;  ///< what named `output`: "-o X", "INFERSCOPE_OUTPUT=X", ... ("" : the default)
   std::vector<std::pair<std::string, std::string>> settings;
   std::vector<FlagSetting> checked;
-  bool follow = false, quiet = false;
+  std::optional<bool> follow;  ///< --follow-children as given; absent: the settings' follow_children applies
+  bool quiet = false;
   void setting(const std::string& key, const std::string& value, const std::string& spelling,
                const std::string& as_typed = "") {
     settings.emplace_back(env_key(key), value);
@@ -303,7 +310,9 @@ int refused(const std::vector<std::string>& problems) {
 // the variable or the file. nullopt after saying why.
 std::optional<cfg::Resolved> program_settings(const Plan& plan) {
   ::setenv("INFERSCOPE_ENABLE", "1", 1);
-  ::setenv("INFERSCOPE_FOLLOW_CHILDREN", plan.follow ? "1" : "0", 1);
+  // Only a flag sets it: without one, follow_children comes from INFERSCOPE_FOLLOW_CHILDREN or .inferscope.yaml as
+  // the runtime reads them (it was exported as 0 whenever the flag was absent, so those were ignored).
+  if (plan.follow) ::setenv("INFERSCOPE_FOLLOW_CHILDREN", *plan.follow ? "1" : "0", 1);
   for (auto& [k, v] : plan.settings) ::setenv(k.c_str(), v.c_str(), 1);
   try {
     return cfg::resolve();

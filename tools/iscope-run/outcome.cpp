@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <string>
@@ -33,14 +34,6 @@ std::optional<std::string> opening_pid(const std::string& path) {
   return pid == info->end() ? std::string() : pid->second;
 }
 
-bool ends_with_end_chunk(const std::string& path) {
-  try {
-    return inferscope::dump::DumpReader(path).complete();
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 // Where this run's dump is when it is not at `dump`: in a temporary beside it (<dump>.tmpXXXXXX, new since the
 // program started and opening with its pid), where the session wrote because an earlier dump was at `dump`, left
 // there when END or the rename failed or the program was killed. The words for the closing line, naming that
@@ -50,7 +43,7 @@ std::string left_in_temporary(const std::string& dump, const timespec& launched,
     if (!written_since(FileVersion{}, version_of(temp), launched) || opening_pid(temp) != std::to_string(program))
       continue;
     return "; this run's dump is left at " + temp +
-           (ends_with_end_chunk(temp) ? " (complete, but it did not replace " + dump + ")"
+           (inferscope::dump::ends_with_end_chunk(temp) ? " (complete, but it did not replace " + dump + ")"
                                       : " (incomplete: no END chunk)");
   }
   return "";
@@ -81,19 +74,53 @@ FileVersion version_of(const std::string& path) {
   return v;
 }
 
+namespace {
+
+// How the program ended, in the shell's terms: its exit status, or 128+N for signal N; and, for a signal, the words
+// iscope-run says it with (" (the program was ended by signal 11, SIGSEGV)"), "" otherwise.
+struct Ending {
+  int status = 1;
+  std::string by_signal;
+};
+Ending ending_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return {WEXITSTATUS(wait_status), ""};
+  if (!WIFSIGNALED(wait_status)) return {1, ""};
+  const int sig = WTERMSIG(wait_status);
+  const char* abbrev = ::sigabbrev_np(sig);
+  return {128 + sig, "the program was ended by signal " + std::to_string(sig) +
+                         (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string()) +
+                         (WCOREDUMP(wait_status) ? ", core dumped" : "")};
+}
+
+}  // namespace
+
 int finish(const std::string& dump, const FileVersion& before, const timespec& launched, pid_t program, int status,
            bool quiet) {
-  const int program_status = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  const Ending ended = ending_of(status);
+  // The program's death by a signal is said whatever became of the dump: the shell would have said it (its last
+  // lines of output may be missing), and iscope-run exits as the shell would, 128+N.
+  if (!ended.by_signal.empty()) std::fprintf(stderr, "iscope-run: %s\n", ended.by_signal.c_str());
+  const int failed = ended.by_signal.empty() ? kNoDump : ended.status;
   const std::optional<std::string> why_not = not_this_runs(dump, before, launched, program);
-  if (!why_not) {
+  if (!why_not && inferscope::dump::ends_with_end_chunk(dump)) {
     if (!quiet) std::fprintf(stderr, "iscope-run: dump written to %s\n", dump.c_str());
-    return program_status;
+    return ended.status;
+  }
+  if (!why_not) {
+    // This run's file, but its session never wrote END: a full disk, a file-size limit, no descriptor left for the
+    // final snapshot, a kill, or a program that never ran its exit handlers (_exit(): dash ends so). "dump written"
+    // would claim a whole dump.
+    std::fprintf(stderr, "iscope-run: the dump at %s is incomplete: it has no END chunk, so the recorder did not "
+                 "finish it (the program ended with status %d; either it ended without running its exit handlers, "
+                 "with _exit() as dash does, or writing the end failed and the lines above say why); it is readable "
+                 "up to its last whole chunk\n", dump.c_str(), ended.status);
+    return failed;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == kCannotStart) return kCannotStart;  // exec failed: said above
   std::fprintf(stderr, "iscope-run: no dump written to %s by this run%s (the program ended with status %d; its stderr "
-               "may say why)%s\n", dump.c_str(), why_not->c_str(), program_status,
+               "may say why)%s\n", dump.c_str(), why_not->c_str(), ended.status,
                left_in_temporary(dump, launched, program).c_str());
-  return kNoDump;
+  return failed;
 }
 
 }  // namespace iscope_run

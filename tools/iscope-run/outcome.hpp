@@ -23,9 +23,10 @@ struct FileVersion {
 };
 FileVersion version_of(const std::string& path);
 
-/// The closing line and the exit status: the program's when this run wrote the dump, else kNoDump. `before`: the
-/// file at `dump` before the program started, `launched` (CLOCK_REALTIME_COARSE) when it started, `status` how
-/// the program `program` ended (waitpid's).
+/// The closing lines and the exit status: the program's when this run wrote the whole dump (its END chunk included),
+/// 128+N when signal N ended the program (said on stderr, as a shell would), else kNoDump, saying what is missing.
+/// `before`: the file at `dump` before the program started, `launched` (CLOCK_REALTIME_COARSE) when it started,
+/// `status` how the program `program` ended (waitpid's).
 int finish(const std::string& dump, const FileVersion& before, const timespec& launched, pid_t program, int status,
            bool quiet);
 

@@ -20,9 +20,20 @@
 namespace inferscope::sys {
 namespace {
 
-// Held file descriptors are capped so a process with thousands of threads is not pushed towards its fd
-// limit by the profiler; beyond the cap, files are opened for each read.
+// The per-thread files read between rounds (every thread_sample_us) are kept open while the program can spare the
+// descriptors: at most 1/64 of its limit (RLIMIT_NOFILE), never more than 384; beyond that they are opened for each
+// read, at about three times the cost (docs/counters.md, "Descriptors"). Every other file is opened for each read.
 constexpr size_t kMaxHeldFds = 384;
+constexpr size_t kLimitPerHeldFd = 64;
+
+size_t held_budget_for(size_t fd_limit) { return std::min(kMaxHeldFds, fd_limit / kLimitPerHeldFd); }
+
+size_t descriptor_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return kMaxHeldFds * kLimitPerHeldFd;
+  return static_cast<size_t>(r.rlim_cur);
+}
+
 constexpr int64_t kKeepAliveNs = 1'000'000'000;   // an unchanged counter is rewritten once a second
 
 int64_t steady_ns() {
@@ -35,6 +46,14 @@ int open_ro(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
+}
+
+// `path` when it can be opened now, "" otherwise: what open() checks before sampling it.
+std::string readable(const std::string& path) {
+  const int fd = open_ro(path);
+  if (fd < 0) return "";
+  ::close(fd);
+  return path;
 }
 
 CounterRecord int_counter(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, int64_t v) {
@@ -154,34 +173,23 @@ SystemSampler::~SystemSampler() {
     close_fd(c.stat);
     close_fd(c.schedstat);
   }
-  close_fd(task_dir_);
-  close_fd(statm_);
-  close_fd(cgroup_stat_);
-  close_fd(loadavg_);
-  close_fd(stat_);
-  close_fd(meminfo_);
-  close_fd(psi_cpu_);
-  close_fd(psi_mem_);
-  for (auto& n : nodes_) {
-    close_fd(n.numastat);
-    close_fd(n.meminfo);
-  }
 }
 
 std::string SystemSampler::open() {
   CounterNames::get();
   std::string status = "every " + std::to_string(opt_.period_ms) + " ms";
-  task_dir_ = ::open((self_ + "/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  statm_ = open_ro(self_ + "/statm");
-  status += task_dir_ >= 0 ? "; process and per-thread CPU, context switches, memory" : "; process counters only ("
+  held_budget_ = held_budget_for(descriptor_limit());
+  task_dir_ = readable(self_ + "/task");
+  statm_ = readable(self_ + "/statm");
+  status += !task_dir_.empty() ? "; process and per-thread CPU, context switches, memory" : "; process counters only ("
                                                                                        + self_ + "/task unreadable)";
   status += open_cgroup();
-  loadavg_ = open_ro(opt_.proc_root + "/loadavg");
-  stat_ = open_ro(opt_.proc_root + "/stat");
-  meminfo_ = open_ro(opt_.proc_root + "/meminfo");
-  psi_cpu_ = open_ro(opt_.proc_root + "/pressure/cpu");
-  psi_mem_ = open_ro(opt_.proc_root + "/pressure/memory");
-  status += psi_cpu_ >= 0 || psi_mem_ >= 0 ? "; machine load, PSI" : "; machine load (no PSI)";
+  loadavg_ = readable(opt_.proc_root + "/loadavg");
+  stat_ = readable(opt_.proc_root + "/stat");
+  meminfo_ = readable(opt_.proc_root + "/meminfo");
+  psi_cpu_ = readable(opt_.proc_root + "/pressure/cpu");
+  psi_mem_ = readable(opt_.proc_root + "/pressure/memory");
+  status += !psi_cpu_.empty() || !psi_mem_.empty() ? "; machine load, PSI" : "; machine load (no PSI)";
   {
     std::string text;
     int fd = open_ro("/sys/devices/system/node/online");
@@ -190,7 +198,7 @@ std::string SystemSampler::open() {
       if (auto ids = parse_id_list(text, &err))
         for (uint32_t id : *ids) {
           const std::string dir = "/sys/devices/system/node/node" + std::to_string(id);
-          nodes_.push_back({id, open_ro(dir + "/numastat"), open_ro(dir + "/meminfo")});
+          nodes_.push_back({id, readable(dir + "/numastat"), readable(dir + "/meminfo")});
         }
     }
     close_fd(fd);
@@ -245,14 +253,14 @@ std::string SystemSampler::open_cgroup() {
   if (!q->cpus) return "; no cgroup CPU quota";
   const std::string quota = "; cgroup CPU quota " + format_cpus(*q->cpus) + (*q->cpus == 1.0 ? " CPU" : " CPUs");
   cgroup_version_ = q->version;
-  cgroup_stat_ = open_ro(q->cpu_stat);
-  if (cgroup_stat_ < 0) {
+  cgroup_stat_ = readable(q->cpu_stat);
+  if (cgroup_stat_.empty()) {
     const int open_errno = errno;
     return quota + " (throttling not counted: cannot open " + q->cpu_stat + ": " + std::strerror(open_errno) + ")";
   }
   std::string text;
-  if (!read_file(cgroup_stat_, "", false, text) || !parse_cgroup_cpu_stat(text, cgroup_version_, &err)) {
-    close_fd(cgroup_stat_);
+  if (!read_path(cgroup_stat_, text) || !parse_cgroup_cpu_stat(text, cgroup_version_, &err)) {
+    cgroup_stat_.clear();
     return quota + " (throttling not counted: " + (err.empty() ? "nothing read from " + q->cpu_stat : err) + ")";
   }
   return quota + " (throttling counted)";
@@ -305,6 +313,11 @@ bool SystemSampler::read_file(int& fd, const std::string& path, bool keep, std::
   return len > 0;
 }
 
+bool SystemSampler::read_path(const std::string& path, std::string& out) {
+  int fd = -1;
+  return !path.empty() && read_file(fd, path, false, out);
+}
+
 void SystemSampler::emit(CounterRecord& r, bool is_double) {
   const uint64_t k = key_of(r.name, r.scope, r.target);
   auto [it, fresh] = last_.try_emplace(k);
@@ -337,8 +350,8 @@ void SystemSampler::round(bool final) {
   final_ = final;
   now_ns_ = steady_ns();
   sample_process();
-  if (task_dir_ >= 0) sample_threads();
-  if (task_dir_ >= 0 && (final || round_ % slow_every_ == 0)) discover_children();
+  if (!task_dir_.empty()) sample_threads();
+  if (!task_dir_.empty() && (final || round_ % slow_every_ == 0)) discover_children();
   sample_children();
   if (final || round_ % slow_every_ == 0) {
     sample_machine();
@@ -365,11 +378,11 @@ void SystemSampler::sample_process() {
     emit_int(n.mem_hwm_bytes, P, 0, ts, int64_t(ru.ru_maxrss) * 1024);
   }
   std::string err;
-  if (read_file(statm_, self_ + "/statm", true, buf_)) {
+  if (read_path(statm_, buf_)) {
     if (auto m = parse_statm(buf_, &err)) emit_int(n.mem_rss_bytes, P, 0, ts, int64_t(m->resident_pages * page_size_));
     else skip(err);
   }
-  if (cgroup_stat_ >= 0) sample_cgroup(ts);
+  if (!cgroup_stat_.empty()) sample_cgroup(ts);
 }
 
 // Every round, not at the machine files' cadence: one small file, and throttling comes in bursts of a period
@@ -378,7 +391,7 @@ void SystemSampler::sample_cgroup(uint64_t ts) {
   const auto& n = CounterNames::get();
   const auto P = CounterScope::kProcess;
   std::string err;
-  if (!read_file(cgroup_stat_, "", false, buf_)) return skip("cgroup cpu.stat: nothing read");
+  if (!read_path(cgroup_stat_, buf_)) return skip("cgroup cpu.stat: nothing read");
   if (auto c = parse_cgroup_cpu_stat(buf_, cgroup_version_, &err)) {
     emit_int(n.cgroup_cpu_periods, P, 0, ts, static_cast<int64_t>(c->periods));
     emit_int(n.cgroup_cpu_throttled_periods, P, 0, ts, static_cast<int64_t>(c->throttled_periods));
@@ -399,15 +412,9 @@ void SystemSampler::refresh_thread_map() {
 
 void SystemSampler::sample_threads() {
   // Listing the directory each round finds new threads and notices the ones that exited.
-  const int dfd = ::dup(task_dir_);
-  if (dfd < 0) return;
-  DIR* d = ::fdopendir(dfd);
-  if (!d) {
-    ::close(dfd);
-    return;
-  }
+  DIR* d = ::opendir(task_dir_.c_str());
+  if (!d) return;
   const uint64_t listed = detail::now();  // a thread this listing misses was born after it
-  ::rewinddir(d);
   bool unmapped = false;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
@@ -453,7 +460,7 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
   const CounterScope scope = t.dump_id ? CounterScope::kThread : CounterScope::kOsThread;
   const uint32_t target = t.dump_id ? t.dump_id : tid;
   const std::string dir = self_ + "/task/" + std::to_string(tid);
-  const bool keep = held_fds_ + 3 <= kMaxHeldFds;
+  const bool keep = held_fds_ + 3 <= held_budget_;
   std::string err;
   if (t.born_after) {
     write_birth(scope, target, t.born_after);
@@ -513,7 +520,7 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
     }
   }
   if (perf_ok_) {
-    if (t.perf < 0 && held_fds_ < kMaxHeldFds) {
+    if (t.perf < 0 && held_fds_ < held_budget_) {
       t.perf = open_perf(tid);
       if (t.perf >= 0) ++held_fds_;
     }
@@ -566,13 +573,14 @@ uint32_t SystemSampler::fast_every_us() const {
 
 // The threads read between rounds: those the session knows (the step thread among them: when it blocks and wakes
 // is what the analyzer needs to the millisecond), and those whose schedstat moved in the last ~100 ms (idle pool
-// threads are not read again until a round sees them move).
+// threads are not read again until a round sees them move). A thread whose schedstat is not held open (beyond the
+// descriptor budget) costs an open per read, so only the threads the session knows are read so.
 bool SystemSampler::fast_tier(const Task& t) const {
-  return t.schedstat >= 0 && (t.dump_id != 0 || round_ - t.moved_round <= slow_every_);
+  return t.dump_id != 0 || (t.schedstat >= 0 && round_ - t.moved_round <= slow_every_);
 }
 
 void SystemSampler::fast_round() {
-  if (!fast_every_us() || task_dir_ < 0) return;
+  if (!fast_every_us() || task_dir_.empty()) return;
   const auto& n = CounterNames::get();
   now_ns_ = steady_ns();
   constexpr size_t kMaxFastThreads = 64;  // a process with hundreds of busy threads costs at most 64 reads a tick
@@ -583,7 +591,7 @@ void SystemSampler::fast_round() {
     ++read;
     const CounterScope scope = t.dump_id ? CounterScope::kThread : CounterScope::kOsThread;
     const uint32_t target = t.dump_id ? t.dump_id : tid;
-    if (!read_file(t.schedstat, "", false, buf_)) continue;
+    if (!read_file(t.schedstat, self_ + "/task/" + std::to_string(tid) + "/schedstat", false, buf_)) continue;
     auto s = parse_schedstat(buf_, &err);
     if (!s) continue;  // counted by the round's own read
     exact_run_time(tid, *s);
@@ -614,7 +622,7 @@ void SystemSampler::exact_run_time(uint32_t tid, SchedStat& s) const {
 // two apart.
 void SystemSampler::sample_blocked_in(uint32_t tid, Task& t, uint64_t ts) {
   BlockedIn b = BlockedIn::kUnknown;  // not readable here (e.g. a kernel without it): says nothing either way
-  const bool keep = held_fds_ < kMaxHeldFds;
+  const bool keep = held_fds_ < held_budget_;
   std::string text;
   if (read_file(t.syscall, self_ + "/task/" + std::to_string(tid) + "/syscall", keep, text))
     b = blocked_in_of_syscall_text(text, nullptr).value_or(BlockedIn::kUnknown);
@@ -713,7 +721,7 @@ void SystemSampler::sample_children() {
   std::string err;
   for (auto& [pid, c] : children_) {
     const std::string dir = opt_.proc_root + "/" + std::to_string(pid);
-    const bool keep = held_fds_ + 2 <= kMaxHeldFds;
+    const bool keep = held_fds_ + 2 <= held_budget_;
     const uint64_t ts = detail::now();
     if (!read_file(c.stat, dir + "/stat", keep, buf_)) continue;
     auto st = parse_stat(buf_, &err);
@@ -771,7 +779,7 @@ void SystemSampler::sample_machine() {
   const auto M = CounterScope::kMachine;
   std::string err;
   uint64_t ts = detail::now();
-  if (read_file(loadavg_, "", false, buf_)) {
+  if (read_path(loadavg_, buf_)) {
     if (auto l = parse_loadavg(buf_, &err)) {
       emit_double(n.load_1m, M, 0, ts, l->load1);
       emit_int(n.load_runnable, M, 0, ts, static_cast<int64_t>(l->runnable));
@@ -779,7 +787,7 @@ void SystemSampler::sample_machine() {
       skip(err);
     }
   }
-  if (read_file(stat_, "", false, buf_)) {
+  if (read_path(stat_, buf_)) {
     if (auto c = parse_proc_stat_cpu(buf_, &err)) {
       if (prev_cpu_)
         if (auto pct = busy_percent(*prev_cpu_, *c)) emit_double(n.machine_busy_pct, M, 0, ts, *pct);
@@ -788,7 +796,7 @@ void SystemSampler::sample_machine() {
       skip(err);
     }
   }
-  if (read_file(meminfo_, "", false, buf_)) {
+  if (read_path(meminfo_, buf_)) {
     if (auto m = parse_meminfo(buf_, &err)) {
       if (m->available_bytes) emit_int(n.machine_mem_available_bytes, M, 0, ts, static_cast<int64_t>(*m->available_bytes));
     } else {
@@ -796,11 +804,11 @@ void SystemSampler::sample_machine() {
     }
   }
   ts = detail::now();
-  if (read_file(psi_cpu_, "", false, buf_)) {
+  if (read_path(psi_cpu_, buf_)) {
     if (auto p = parse_pressure(buf_, &err)) emit_int(n.psi_cpu_some_us, M, 0, ts, static_cast<int64_t>(p->some_total_us));
     else skip(err);
   }
-  if (read_file(psi_mem_, "", false, buf_)) {
+  if (read_path(psi_mem_, buf_)) {
     if (auto p = parse_pressure(buf_, &err)) {
       emit_int(n.psi_memory_some_us, M, 0, ts, static_cast<int64_t>(p->some_total_us));
       if (p->full_total_us) emit_int(n.psi_memory_full_us, M, 0, ts, static_cast<int64_t>(*p->full_total_us));
@@ -822,14 +830,14 @@ void SystemSampler::sample_numa() {
   std::string err;
   for (auto& node : nodes_) {
     const uint64_t ts = detail::now();
-    if (read_file(node.numastat, "", false, buf_)) {
+    if (read_path(node.numastat, buf_)) {
       if (auto kv = parse_numastat(buf_, &err)) {
         for (auto& [k, v] : *kv) emit_int(numa_name(k), CounterScope::kNumaNode, node.id, ts, static_cast<int64_t>(v));
       } else {
         skip(err);
       }
     }
-    if (read_file(node.meminfo, "", false, buf_)) {
+    if (read_path(node.meminfo, buf_)) {
       if (auto f = parse_node_memfree(buf_, &err))
         emit_int(CounterNames::get().numa_mem_free_bytes, CounterScope::kNumaNode, node.id, ts, static_cast<int64_t>(*f));
       else

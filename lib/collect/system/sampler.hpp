@@ -122,6 +122,7 @@ class SystemSampler {
   void emit_double(uint32_t name, CounterScope scope, uint32_t target, uint64_t ts, double v);
   void emit(CounterRecord& r, bool is_double);
   bool read_file(int& fd, const std::string& path, bool keep, std::string& out);
+  bool read_path(const std::string& path, std::string& out);
   void skip(const std::string& what);
 
   std::string open_cgroup();
@@ -169,11 +170,14 @@ class SystemSampler {
   uint64_t page_size_ = 4096;
   std::string self_;            // "<proc_root>/self"
   bool live_proc_ = false;      // proc_root is this process's /proc: its threads' CPU clocks can be read
-  int task_dir_ = -1;
-  int statm_ = -1;
-  int cgroup_stat_ = -1;  // cpu.stat of the level whose CPU quota binds (-1: no quota)
+  // Files read every round or less often are opened around each read (docs/counters.md, "Descriptors"): their
+  // paths, "" where one could not be read at open().
+  std::string task_dir_;
+  std::string statm_;
+  std::string cgroup_stat_;  // cpu.stat of the level whose CPU quota binds ("": no quota)
   CgroupVersion cgroup_version_ = CgroupVersion::kV2;
   size_t held_fds_ = 0;
+  size_t held_budget_ = 0;  // descriptors kept open between reads (per-thread files), at most; set by open()
   bool have_schedstat_ = true;
   bool perf_ok_ = false;
   std::unordered_map<uint32_t, Task> tasks_;
@@ -185,11 +189,11 @@ class SystemSampler {
   uint64_t listed_ts_ = 0;              // ticks just before the last listing of the threads (0: none yet)
   std::unordered_map<uint64_t, Last> last_;  // (name, scope, target) -> last written value
   // Machine
-  int loadavg_ = -1, stat_ = -1, meminfo_ = -1, psi_cpu_ = -1, psi_mem_ = -1;
+  std::string loadavg_, stat_, meminfo_, psi_cpu_, psi_mem_;
   std::optional<CpuTimes> prev_cpu_;
   struct Node {
     uint32_t id;
-    int numastat = -1, meminfo = -1;
+    std::string numastat, meminfo;
   };
   std::vector<Node> nodes_;
   std::unordered_map<std::string, uint32_t> numa_names_;
