@@ -189,6 +189,7 @@ uint64_t record_time(const ThreadEndRecord& t) { return t.ts; }
 uint64_t record_time(const GpuMemoryRecord& m) { return m.ts; }
 uint64_t record_time(const ClockCheckRecord& c) { return c.cpu_before; }
 uint64_t record_time(const CounterRecord& c) { return c.ts; }
+uint64_t record_time(const PyElidedRecord& e) { return e.first; }
 
 /// Pass one's visitor: the trace's time origin (dump/trace_bounds.hpp: the one every output shares), the first
 /// record of any kind, the correlation ids that have a traced call or GPU work, the kernel names to shorten; and
