@@ -2,12 +2,23 @@
 #include "export/sqlite_internal.hpp"
 
 #include "analyze/breakdown_fields.hpp"
+#include "text/names.hpp"
+
+#include <boost/json.hpp>
 
 #include <optional>
 #include <string>
 
 namespace inferscope::exporter::detail {
 namespace {
+
+/// A suggestion's program facts as a JSON array (`json_each(needs)` lists them); NULL when it needs none.
+std::optional<std::string> needs_json(const std::vector<std::string>& needs) {
+  if (needs.empty()) return std::nullopt;
+  boost::json::array a;
+  for (const auto& n : needs) a.emplace_back(n);
+  return boost::json::serialize(a);
+}
 
 uint64_t write_meta(Db& db, const analyze::Analysis& a, const TraceInfo& info) {
   Stmt st(db, "INSERT INTO meta VALUES (?,?)");
@@ -49,33 +60,40 @@ uint64_t write_steps_and_breakdown(Db& db, const analyze::Analysis& a) {
   Stmt bd(db, "INSERT INTO breakdown VALUES (" + marks + ")");
   analyze::for_each_breakdown_field(b, [&bd](const char*, const auto& value) { bd << value; });
   bd.row();
-  Stmt k(db, "INSERT INTO kernel_summary VALUES (?,?,?,?,?,?,?)");
+  Stmt k(db, "INSERT INTO kernel_summary VALUES (?,?,?,?,?,?,?,?,?)");
+  const text::KernelNames names = text::report_kernel_names(a);  // the reports' short names, the JSON's short_name
   int64_t rank = 0;
   for (auto& r : a.kernels) {
-    k << ++rank << r.name << r.count << r.total_ms << r.mean_us << r.share << r.launched_by;
+    k << ++rank << r.name << r.count << r.total_ms << r.mean_us << r.share << r.launched_by << names.short_of(r.name)
+      << r.whole_graph;
     k.row();
   }
   return 2 + a.kernels.size();
 }
 
 uint64_t write_findings(Db& db, const analyze::Analysis& a) {
-  Stmt f(db, "INSERT INTO findings VALUES (?,?,?,?,?,?,?,?)");
+  Stmt f(db, "INSERT INTO findings VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   Stmt ev(db, "INSERT INTO finding_evidence VALUES (?,?,?)");
   Stmt me(db, "INSERT INTO finding_metrics VALUES (?,?,?)");
   Stmt ex(db, "INSERT INTO finding_examples VALUES (?,?,?,?)");
-  Stmt su(db, "INSERT INTO suggestions VALUES (?,?,?,?,?)");
+  Stmt su(db, "INSERT INTO suggestions VALUES (?,?,?,?,?,?,?,?)");
   uint64_t rows = 0;
   int64_t id = 0;
   for (auto& x : a.findings) {
     ++id;
-    f << id << x.category << x.title << x.impact_ms << x.impact_pct << x.confidence << x.uncertain << x.primary;
+    f << id << x.category << x.title << x.impact_ms << x.impact_pct << x.confidence << x.uncertain << x.primary
+      << (x.rule.empty() ? x.category : x.rule)  // as the JSON report: a finding made without a rule name is its category's
+      << x.informational << x.impact_estimated << x.per;
     f.row();
     int64_t seq = 0;
     for (auto& e : x.evidence) ev << id << ++seq << e, ev.row();
     for (auto& [k, v] : x.metrics) me << id << k << v, me.row();
     for (auto& e : x.examples) ex << id << e.start_ms << e.end_ms << e.what, ex.row();
     seq = 0;
-    for (auto& s : x.suggestions) su << id << ++seq << s.action << s.priority << s.impact_ms, su.row();
+    for (auto& s : x.suggestions) {
+      su << id << ++seq << s.action << s.priority << s.impact_ms << s.estimated << s.model << needs_json(s.needs);
+      su.row();
+    }
     rows += 1 + x.evidence.size() + x.metrics.size() + x.examples.size() + x.suggestions.size();
   }
   return rows;

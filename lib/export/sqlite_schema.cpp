@@ -61,13 +61,15 @@ const char* const kSchema =
     "CREATE TABLE step_summary (name TEXT, detected INTEGER, count INTEGER, mean_ms REAL, p50_ms REAL, "
     "p90_ms REAL, p99_ms REAL, max_ms REAL, min_ms REAL);"
     "CREATE TABLE kernel_summary (rank INTEGER PRIMARY KEY, name TEXT, count INTEGER, total_ms REAL, "
-    "mean_us REAL, share REAL, launched_by TEXT);"
+    "mean_us REAL, share REAL, launched_by TEXT, short_name TEXT, whole_graph INTEGER);"
     "CREATE TABLE findings (id INTEGER PRIMARY KEY, category TEXT, title TEXT, impact_ms REAL, impact_pct REAL, "
-    "confidence REAL, uncertain INTEGER, is_primary INTEGER);"
+    "confidence REAL, uncertain INTEGER, is_primary INTEGER, rule TEXT, informational INTEGER, "
+    "impact_estimated INTEGER, impact_per TEXT);"
     "CREATE TABLE finding_evidence (finding_id INTEGER, seq INTEGER, sentence TEXT);"
     "CREATE TABLE finding_metrics (finding_id INTEGER, name TEXT, value REAL);"
     "CREATE TABLE finding_examples (finding_id INTEGER, start_ms REAL, end_ms REAL, what TEXT);"
-    "CREATE TABLE suggestions (finding_id INTEGER, seq INTEGER, action TEXT, priority TEXT, impact_ms REAL);"
+    "CREATE TABLE suggestions (finding_id INTEGER, seq INTEGER, action TEXT, priority TEXT, impact_ms REAL, "
+    "estimated INTEGER, model TEXT, needs TEXT);"
     "CREATE TABLE warnings (seq INTEGER PRIMARY KEY, message TEXT);";
 
 // Indexes are built after the rows are in: one sort per index instead of a B-tree update per row.

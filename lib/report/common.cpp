@@ -82,14 +82,7 @@ std::string thread_cpu_note(const std::vector<analyze::ThreadRow>& rows) {
   return {};
 }
 
-KernelNames kernel_names(const analyze::Analysis& a) {
-  std::vector<std::string> names;
-  for (const auto& k : a.kernels) names.push_back(k.name);
-  for (const auto& l : a.representative.lanes)
-    for (const auto& s : l.spans)
-      if (s.category == "kernel" && s.label.rfind("merged ", 0) != 0) names.push_back(s.label);
-  return KernelNames(names);
-}
+KernelNames kernel_names(const analyze::Analysis& a) { return text::report_kernel_names(a); }
 
 namespace {
 

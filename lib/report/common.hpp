@@ -46,8 +46,7 @@ std::string thread_cpu_note(const std::vector<analyze::ThreadRow>& rows);
 /// with the disk still full) says its counts are lower bounds, never that nothing was dropped.
 std::string drops_text(const analyze::Analysis& a, const std::function<std::string(const std::string&)>& code);
 
-/// The short names of the report's kernels: the kernel table's names first (busiest first), then the kernels
-/// drawn in the timeline, so that every kernel a person reads has one short name, unique in the report.
+/// The short names of the report's kernels (text::report_kernel_names, which the SQLite export uses too).
 KernelNames kernel_names(const analyze::Analysis& a);
 
 /// What the report is about, for its title: the program ("serve.py", the script a Python interpreter ran, or

@@ -20,6 +20,7 @@ namespace inferscope::report {
 namespace {
 
 using analyze::Analysis;
+using html::breakdown_color;
 using html::h;
 using html::prose;
 using html::Table;
@@ -50,28 +51,6 @@ svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl
 #verdict .cat{color:#922b21}#verdict .cost{font-weight:600}.saving{color:#1e8449}
 details#warnings,details#components{margin:8px 0}summary .warn{color:#8a4b00}
 )CSS";
-
-const char* breakdown_color(const std::string& key) {
-  // By cause (the bar), in the findings' categories.
-  if (key == "gpu_bound") return "#27ae60";
-  if (key == "h2d_bound") return "#e67e22";
-  if (key == "d2h_bound") return "#d35400";
-  if (key == "cpu_bound") return "#4f7cac";
-  if (key == "cpu_contention") return "#16a085";
-  if (key == "wait") return "#95a5a6";
-  if (key == "launch_bound") return "#8e44ad";
-  if (key == "sync_bound") return "#c0392b";
-  if (key == "memory_alloc") return "#b7950b";
-  if (key == "communication" || key == "gpu_comm") return "#2c3e50";
-  if (key == "cpu_preprocessing") return "#4f7cac";
-  if (key == "h2d") return "#e67e22";
-  if (key == "gpu_compute") return "#27ae60";
-  if (key == "d2h") return "#d35400";
-  if (key == "sync_wait") return "#c0392b";
-  if (key == "framework_overhead") return "#8e44ad";
-  if (key == "idle") return "#bdc3c7";
-  return "#7f8c8d";
-}
 
 /// A kernel by its short name, the full name on hover (when they differ).
 std::string kernel(const KernelNames& names, const std::string& full) {
@@ -463,6 +442,28 @@ void write_process(const Analysis& a, std::ostream& out) {
 }  // namespace
 
 namespace html {
+
+const char* breakdown_color(const std::string& key) {
+  // By cause (the bar), in the findings' categories.
+  if (key == "gpu_bound") return "#27ae60";
+  if (key == "h2d_bound") return "#e67e22";
+  if (key == "d2h_bound") return "#d35400";
+  if (key == "cpu_bound") return "#4f7cac";
+  if (key == "cpu_contention") return "#16a085";
+  if (key == "wait") return "#95a5a6";
+  if (key == "launch_bound") return "#8e44ad";
+  if (key == "sync_bound") return "#c0392b";
+  if (key == "memory_alloc") return "#b7950b";
+  if (key == "communication" || key == "gpu_comm") return "#2c3e50";
+  if (key == "cpu_preprocessing") return "#4f7cac";
+  if (key == "h2d") return "#e67e22";
+  if (key == "gpu_compute") return "#27ae60";
+  if (key == "d2h") return "#d35400";
+  if (key == "sync_wait") return "#c0392b";
+  if (key == "framework_overhead") return "#8e44ad";
+  if (key == "idle") return "#bdc3c7";
+  return kUnknownBreakdownColor;
+}
 
 std::string prose(const KernelNames& names, std::string_view text) {
   std::string out;

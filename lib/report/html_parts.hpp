@@ -28,6 +28,12 @@ void write_first_screen(const analyze::Analysis& a, const KernelNames& names, st
 /// The data-quality notes, collapsed unless something in them is wrong.
 void write_quality(const analyze::Analysis& a, const KernelNames& names, std::ostream& out);
 
+/// The fill of a part of the breakdown bar: a cause (common.hpp's cause_rows: a finding's category, or
+/// "unattributed") or a component (breakdown_rows); grey for any other key.
+const char* breakdown_color(const std::string& key);
+/// The grey breakdown_color gives a key it does not know.
+inline constexpr const char* kUnknownBreakdownColor = "#7f8c8d";
+
 /// The fill of a timeline span of this category (the timeline's legend uses the same).
 const char* span_color(const std::string& category);
 

@@ -334,12 +334,15 @@ std::pair<double, double> longest_gpu_idle(const analyze::RepresentativeStep& re
   return best;
 }
 
-/// When the primary finding is about GPU idle time on the host's side (its example lies in another step), the
-/// longest GPU-idle stretch of this step, highlighted as where such time shows: at least 5 % of the step.
+/// The categories of GPU idle time on the host's side, whose examples may lie in other steps than the one drawn.
+constexpr std::string_view kIdleCauses[] = {"wait", "cpu_bound", "cpu_contention", "sync_bound", "memory_alloc"};
+static_assert(std::ranges::all_of(kIdleCauses, is_category), "kIdleCauses: names from analyze::kCategories");
+
+/// When the primary finding is one of kIdleCauses, the longest GPU-idle stretch of this step, highlighted as where
+/// such time shows: at least 5 % of the step.
 void add_idle_mark(const analyze::Analysis& a, std::vector<Mark>& marks) {
-  static const std::set<std::string> idle_causes = {"wait", "cpu_bound", "cpu_contention", "sync_bound", "memory_alloc"};
   const auto& f = a.findings.front();
-  if (!idle_causes.count(f.category)) return;
+  if (std::ranges::find(kIdleCauses, f.category) == std::end(kIdleCauses)) return;
   const auto [s0, s1] = longest_gpu_idle(a.representative);
   if (s1 - s0 < 0.05 * a.representative.step.duration_ms || !(s1 > s0)) return;
   marks.push_back({s0, s1, true, "the GPU idle for " + fmt(s1 - s0, 3) + " ms, the longest in this step: time like this is "

@@ -43,30 +43,54 @@ bool is_share(std::string_view key) {
   return has_token(key, "share") || has_token(key, "utilization") || has_token(key, "util");
 }
 
+/// A category in words, in the order of analyze::kCategories (and kRunCategories below): the keys are checked
+/// against those lists when this file compiles, so a category added, removed or renamed there fails here
+/// until its words follow.
+struct CategoryWords {
+  std::string_view key, words;
+};
+constexpr std::string_view kCommunicationWords = "Multi-GPU communication (NCCL)";  // a category of both lists
+constexpr CategoryWords kCategoryWords[] = {
+    {"cpu_bound", "Host work (CPU-bound)"},
+    {"launch_bound", "Kernel launch overhead"},
+    {"sync_bound", "Waiting at synchronizations"},
+    {"h2d_bound", "Host-to-device copies"},
+    {"d2h_bound", "Device-to-host copies"},
+    {"gpu_bound", "GPU compute"},
+    {"memory_alloc", "Memory allocation and frees"},
+    {"cpu_contention", "CPU contention (run queue, CPU quota or GIL)"},
+    {"pcie_saturation", "PCIe bandwidth saturated"},
+    {"wait", "Waiting by its own choice (sleep, I/O, a queue)"},
+    {"communication", kCommunicationWords},
+    {"pipeline_bubble", "Pipeline bubbles between GPUs"},
+    {"gemm_fallback", "Matrix multiplies off the fast path"},
+    {"warmup", "Warm-up steps"},
+    {"slow_steps", "Slow steps"},
+    {"loop_blocked", "Event loop held by a callback"},
+};
+constexpr CategoryWords kRunCategoryWords[] = {
+    {"collective_wait", "Ranks waiting for a slower rank in collectives"},
+    {"communication", kCommunicationWords},
+};
+
+template <size_t N, size_t M>
+constexpr bool same_keys(const CategoryWords (&words)[N], const char* const (&keys)[M]) {
+  if (N != M) return false;
+  for (size_t i = 0; i < N; ++i)
+    if (words[i].key != std::string_view(keys[i])) return false;
+  return true;
+}
+static_assert(same_keys(kCategoryWords, analyze::kCategories), "one entry per analyze::kCategories, in its order");
+static_assert(same_keys(kRunCategoryWords, analyze::kRunCategories), "one entry per analyze::kRunCategories");
+
 }  // namespace
 
 std::string category_name(std::string_view c) {
-  static const std::map<std::string_view, std::string_view> names = {
-      {"cpu_bound", "Host work (CPU-bound)"},
-      {"launch_bound", "Kernel launch overhead"},
-      {"sync_bound", "Waiting at synchronizations"},
-      {"h2d_bound", "Host-to-device copies"},
-      {"d2h_bound", "Device-to-host copies"},
-      {"gpu_bound", "GPU compute"},
-      {"memory_alloc", "Memory allocation and frees"},
-      {"cpu_contention", "CPU contention (run queue, CPU quota or GIL)"},
-      {"pcie_saturation", "PCIe bandwidth saturated"},
-      {"wait", "Waiting by its own choice (sleep, I/O, a queue)"},
-      {"communication", "Multi-GPU communication (NCCL)"},
-      {"collective_wait", "Ranks waiting for a slower rank in collectives"},
-      {"pipeline_bubble", "Pipeline bubbles between GPUs"},
-      {"gemm_fallback", "Matrix multiplies off the fast path"},
-      {"warmup", "Warm-up steps"},
-      {"slow_steps", "Slow steps"},
-      {"loop_blocked", "Event loop held by a callback"},
-      {"unattributed", "Unattributed"},
-  };
-  if (auto it = names.find(c); it != names.end()) return std::string(it->second);
+  for (const CategoryWords& w : kCategoryWords)
+    if (w.key == c) return std::string(w.words);
+  for (const CategoryWords& w : kRunCategoryWords)
+    if (w.key == c) return std::string(w.words);
+  if (c == "unattributed") return "Unattributed";  // the breakdown's gap, not a category (cause_rows)
   if (c.starts_with("custom:")) return "Custom rule " + std::string(c.substr(7));
   return std::string(c);
 }

@@ -11,6 +11,16 @@
 
 namespace inferscope::report {
 
+/// Whether `key` names a built-in category (analyze::kCategories or kRunCategories). A constant expression, so
+/// that a list of some categories elsewhere in the reports is checked against the one list when it compiles.
+constexpr bool is_category(std::string_view key) {
+  for (const char* c : analyze::kCategories)
+    if (key == c) return true;
+  for (const char* c : analyze::kRunCategories)
+    if (key == c) return true;
+  return false;
+}
+
 /// A finding category (analyze::kCategories, "custom:<rule>", or a breakdown cause key such as "unattributed")
 /// in words; an unknown key is returned as it is.
 std::string category_name(std::string_view category);

@@ -303,9 +303,38 @@ void stream_write(SessionState& s, std::vector<uint8_t>& buf, const Cursors& bef
   buf.clear();
 }
 
+// Ring mode: an EVENTS chunk larger than the whole budget keeps only its newest records that fit, the older ones
+// counted as overwritten. One drain copies all a thread published since the last cycle, up to its ring
+// (thread_buffer_kb, which may exceed trace_size_mb): a writer that fell behind (a loaded machine, a sanitizer
+// build) would otherwise keep such a chunk whole as the newest, and the window would outgrow its budget.
+void keep_newest_within(SessionState& s, std::vector<uint8_t>& chunk, uint64_t budget) {
+  dump::ChunkHeader h;
+  std::memcpy(&h, chunk.data(), sizeof(h));
+  dump::EventsHeader eh;
+  std::memcpy(&eh, chunk.data() + sizeof(h), sizeof(eh));
+  const size_t first = sizeof(h) + sizeof(eh);
+  size_t off = first;
+  uint32_t dropped = 0;
+  while (off < chunk.size() && first + (chunk.size() - off) > budget) {
+    RecordHeader r;
+    std::memcpy(&r, chunk.data() + off, sizeof(r));
+    if (r.kind != RecordKind::kPad) ++dropped;  // pads are filler, not counted as records (drain_ring)
+    off += r.size ? r.size : chunk.size() - off;
+  }
+  ChunkBuilder b(ChunkType::kEvents);
+  b.append(&eh, sizeof(eh));
+  b.append(chunk.data() + off, chunk.size() - off);
+  b.add_count(h.count - std::min(dropped, h.count));
+  auto& c = s.overwritten[eh.thread_id];
+  c.first += dropped;
+  c.second += off - first;
+  chunk = b.finish();
+}
+
 // Ring mode: keep the newest chunks within the budget; what falls out is counted per thread.
 void retain(SessionState& s, std::vector<uint8_t>&& chunk) {
   const uint64_t budget = s.cfg.trace_size_mb * 1024 * 1024;
+  if (chunk.size() > budget) keep_newest_within(s, chunk, budget);
   s.retained_bytes += chunk.size();
   s.retained.push_back(std::move(chunk));
   while (s.retained_bytes > budget && s.retained.size() > 1) {

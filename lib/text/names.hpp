@@ -7,7 +7,7 @@
 //                     "at::detail::Array<char*, 3>>(int, at::native::AddFunctor<c10::Half>, ...)")
 //     == "vectorized_elementwise_kernel<4, AddFunctor<…>, Array<…>>"
 //
-//   KernelNames names(full_names_in_report_order);
+//   KernelNames names(full_names_in_report_order);   // or report_kernel_names(analysis)
 //   names.short_of(full)   // unique within the report: "gemm<…> #1", "gemm<…> #2" when two shorten alike
 #pragma once
 
@@ -54,5 +54,19 @@ class KernelNames {
   std::map<std::string, std::string, std::less<>> short_;  // full -> unique short
   std::vector<std::string> replaceable_;                   // full names that shorten, longest first
 };
+
+/// The short names of one analysis's kernels, as every writer of it names them (the Markdown, HTML and JSON reports,
+/// the SQLite export): its kernel table's names first (busiest first), then the kernels its representative step's
+/// timeline draws, so that every kernel a person reads has one short name, unique within the report. `Analysis` is
+/// analyze::Analysis; a template so that this library stays below the analyzer it names the kernels of.
+template <class Analysis>
+KernelNames report_kernel_names(const Analysis& a) {
+  std::vector<std::string> names;
+  for (const auto& k : a.kernels) names.push_back(k.name);
+  for (const auto& l : a.representative.lanes)
+    for (const auto& s : l.spans)
+      if (s.category == "kernel" && s.label.rfind("merged ", 0) != 0) names.push_back(s.label);  // not "merged N ..."
+  return KernelNames(names);
+}
 
 }  // namespace inferscope::text

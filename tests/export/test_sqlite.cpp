@@ -3,15 +3,18 @@
 // recorded by CUPTI) and the recorded fixtures, and its result is checked against the analysis of the same
 // dump. Then the bad cases of `iscope-analyze --sqlite`.
 #include "support/files.hpp"
+#include "support/json_keys.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/scenarios.hpp"
 #include "export/sqlite.hpp"
+#include "report/report.hpp"
 
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -238,6 +241,50 @@ void check_links(const fs::path& db, const Analysis& a) {
   CHECK(scalar(db, "SELECT count(*) FROM findings") == double(a.findings.size()));
 }
 
+/// The JSON report of `a`, parsed.
+boost::json::value json_report(const Analysis& a) {
+  std::ostringstream out;
+  report::write_json(a, out);
+  return boost::json::parse(out.str());
+}
+
+// The columns that carry the JSON report's keys hold what the report says (the keys' presence is checked below,
+// "every key ... is one of its columns").
+void check_carried_columns(const fs::path& db, const Analysis& a) {
+  const boost::json::value j = json_report(a);
+  const auto kernels = query(db, "SELECT name, short_name, whole_graph FROM kernel_summary ORDER BY rank");
+  REQUIRE(kernels.size() == a.kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    CHECK(kernels[i][0].text == a.kernels[i].name);
+    CHECK(kernels[i][1].text == std::string(j.at("tables").at("kernels").at(i).at("short_name").as_string()));
+    CHECK((kernels[i][2].num != 0) == a.kernels[i].whole_graph);
+  }
+  const auto findings = query(db, "SELECT rule, informational, impact_estimated, impact_per FROM findings ORDER BY id");
+  REQUIRE(findings.size() == a.findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    CHECK(findings[i][0].text == std::string(j.at("findings").at(i).at("rule").as_string()));
+    CHECK((findings[i][1].num != 0) == a.findings[i].informational);
+    CHECK((findings[i][2].num != 0) == a.findings[i].impact_estimated);
+    CHECK(findings[i][3].text == a.findings[i].per);
+  }
+  const auto suggestions = query(db, "SELECT finding_id, seq, estimated, model, needs FROM suggestions ORDER BY finding_id, seq");
+  size_t n = 0;
+  for (const auto& f : a.findings)
+    for (const auto& sug : f.suggestions) {
+      REQUIRE(n < suggestions.size());
+      const Row& r = suggestions[n++];
+      CHECK((r[2].num != 0) == sug.estimated);
+      CHECK(r[3].text == sug.model);
+      CHECK(r[4].null == sug.needs.empty());
+      if (!sug.needs.empty()) {
+        boost::json::array needs;
+        for (const auto& x : sug.needs) needs.emplace_back(x);
+        CHECK(r[4].text == boost::json::serialize(needs));
+      }
+    }
+  CHECK(n == suggestions.size());
+}
+
 void export_and_check(const fs::path& dump_path, const std::string& step = "") {
   INFO("dump: ", dump_path.string());
   dump::DumpReader reader(dump_path.string());
@@ -255,9 +302,95 @@ void export_and_check(const fs::path& dump_path, const std::string& step = "") {
     it->second(query(db, sql), a);
   }
   check_links(db, a);
+  check_carried_columns(db, a);
+}
+
+/// A table of the export that carries an object of the JSON report: each key of the object is a column, named as the
+/// key with its nested objects' names joined by "_" (`impact.ms` is `impact_ms`) unless `renamed`; the keys in
+/// `elsewhere` are the object's lists, carried by tables of their own, and the keys in `not_carried` are
+/// documented as left out (docs/sqlite-schema.md, "Tables of the analysis").
+struct Carried {
+  std::string object;  ///< its key path in the JSON report
+  std::string table;
+  std::map<std::string, std::string> renamed = {};
+  std::set<std::string> elsewhere = {};
+};
+
+const std::vector<Carried>& carried() {
+  static const std::vector<Carried> c = {
+      {"breakdown", "breakdown", {}, {"by_cause"}},  // by_cause regroups the breakdown's own fields
+      {"tables.kernels[]", "kernel_summary"},
+      {"findings[]", "findings", {{"bottleneck_type", "category"}, {"primary", "is_primary"}},
+       {"evidence", "metrics", "examples", "suggestions"}},
+      {"findings[].examples[]", "finding_examples"},
+      {"findings[].suggestions[]", "suggestions"},
+  };
+  return c;
+}
+
+std::set<std::string> columns(const fs::path& db, const std::string& table) {
+  std::set<std::string> out;
+  for (const Row& r : query(db, "SELECT name FROM pragma_table_info('" + table + "')")) out.insert(r[0].text);
+  return out;
+}
+
+/// "table.column" for each key of a carried object (in `keys.leaves`) that its table lacks.
+std::vector<std::string> missing_columns(const testsupport::JsonKeys& keys, const fs::path& db) {
+  std::vector<std::string> missing;
+  for (const Carried& c : carried()) {
+    const std::set<std::string> have = columns(db, c.table);
+    REQUIRE_MESSAGE(!have.empty(), c.table);
+    for (const std::string& leaf : keys.leaves) {
+      if (leaf.rfind(c.object + ".", 0) != 0) continue;
+      std::string rel = leaf.substr(c.object.size() + 1);
+      if (rel.size() > 2 && rel.ends_with("[]")) rel.resize(rel.size() - 2);  // a list of values: one column
+      const std::string first = rel.substr(0, rel.find_first_of(".["));
+      if (c.elsewhere.count(first) || rel.find("[]") != std::string::npos) continue;  // a list of objects: its own table
+      std::string column = c.renamed.count(rel) ? c.renamed.at(rel) : rel;
+      std::replace(column.begin(), column.end(), '.', '_');
+      if (!have.count(column)) missing.push_back(c.table + "." + column + " (" + leaf + ")");
+    }
+  }
+  return missing;
 }
 
 }  // namespace
+
+TEST_CASE("every key of the JSON report's objects that a table carries is one of its columns") {
+  // A recorded fixture with every optional key of those objects switched on, as other runs write them: a whole CUDA
+  // graph's row, a rule file's finding about requests that gives no impact, a suggestion that needs facts.
+  const fs::path copy = work_dir() / "columns_llm_decode_item.iscope";
+  fs::copy_file(fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / "llm_decode_item.iscope", copy,
+                fs::copy_options::overwrite_existing);
+  dump::DumpReader reader(copy.string());
+  Analysis a = analyze::analyze_dump(reader, {});
+  REQUIRE(!a.kernels.empty());
+  REQUIRE(!a.findings.empty());
+  REQUIRE(!a.findings[0].suggestions.empty());
+  a.kernels[0].whole_graph = true;
+  a.findings[0].impact_estimated = false;
+  a.findings[0].per = "request";
+  a.findings[0].suggestions[0].needs = {"python", "dataloader"};
+  const fs::path db = work_dir() / "columns_llm_decode_item.db";
+  exporter::write_sqlite(reader, a, db.string());
+  testsupport::JsonKeys keys;
+  testsupport::collect_json_keys(json_report(a), "", {"findings[].metrics"}, keys);
+  for (const char* leaf : {"tables.kernels[].whole_graph", "findings[].impact.estimated", "findings[].impact.per",
+                           "findings[].suggestions[].needs[]", "findings[].examples[].what", "breakdown.step_ms"})
+    CHECK_MESSAGE(keys.leaves.count(leaf), std::string(leaf));  // the analysis reaches what the check must see
+  const auto missing = missing_columns(keys, db);
+  std::string list;
+  for (const auto& m : missing) list += m + "; ";
+  CHECK_MESSAGE(missing.empty(), "JSON keys with no column: " << list);
+  check_carried_columns(db, a);
+
+  // The check itself: a key the JSON would write and no table carries is reported.
+  keys.leaves.insert("findings[].impact.not_a_column");
+  keys.leaves.insert("tables.kernels[].not_a_column");
+  CHECK(missing_columns(keys, db) == std::vector<std::string>{
+                                         "kernel_summary.not_a_column (tables.kernels[].not_a_column)",
+                                         "findings.impact_not_a_column (findings[].impact.not_a_column)"});
+}
 
 TEST_CASE("the doc's example queries and the test's checks are the same set") {
   const auto q = doc_queries();

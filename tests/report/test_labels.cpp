@@ -1,7 +1,13 @@
 // labels.hpp: the words the reports use for the analyzer's keys, and the first screen's choices.
+#include "report/common.hpp"
+#include "report/html_parts.hpp"
 #include "report/labels.hpp"
 
 #include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+#include <vector>
 
 using namespace inferscope;
 using namespace inferscope::report;
@@ -16,6 +22,27 @@ TEST_CASE("labels: every built-in category has words of its own") {
   CHECK(category_name("custom:slow_tokenizer") == "Custom rule slow_tokenizer");
   CHECK(category_name("collective_wait") == "Ranks waiting for a slower rank in collectives");  // a run's
   CHECK(category_name("something_new") == "something_new");  // unknown: as it is, not hidden
+}
+
+TEST_CASE("labels: each cause of the breakdown is a category, in words and in a colour of its own") {
+  // Every branch of cause_rows: GPU work, collectives (a rank's gpu_comm_ms) and a gap the parts leave.
+  analyze::Breakdown b;
+  b.step_ms = 100;
+  b.gpu_comm_ms = 1;
+  const std::vector<BreakdownRow> rows = cause_rows(b, true);
+  std::set<std::string> colours;
+  for (const BreakdownRow& r : rows) {
+    CAPTURE(r.key);
+    if (std::string_view(r.key) == "unattributed") continue;  // the gap: no category, grey on purpose
+    CHECK(is_category(r.key));
+    CHECK(category_name(r.key) != r.key);
+    CHECK(std::string(html::breakdown_color(r.key)) != html::kUnknownBreakdownColor);
+    CHECK(colours.insert(html::breakdown_color(r.key)).second);  // two causes never share a colour
+  }
+  CHECK(rows.back().key == std::string("unattributed"));
+  CHECK(colours.size() + 1 == rows.size());
+  CHECK_FALSE(is_category("unattributed"));
+  CHECK(is_category("collective_wait"));
 }
 
 TEST_CASE("labels: metric keys in words, with the unit their value is shown in") {
