@@ -1095,7 +1095,8 @@ class RecordDicts {
     std::string name = it == r.code_table().end() ? "<code " + std::to_string(rec.code) + ">" : it->second.qualname;
     PyObject* d = span(rc, "python_elided", name, rec.first, rec.last);
     if (d && (!set_item(d, "calls", PyLong_FromUnsignedLong(rec.calls)) ||
-              !set_item(d, "total_ns", PyFloat_FromDouble(clock.duration_ns(rec.total)))))
+              !set_item(d, "total_ns", PyFloat_FromDouble(clock.duration_ns(rec.total))) ||
+              (rec.owner != 0 && !set_item(d, "thread", PyLong_FromUnsignedLong(rec.owner - 1)))))
       Py_CLEAR(d);
     add(d, rc);
   }

@@ -147,7 +147,9 @@ struct PyElidedRecord {
   uint64_t last;      ///< the end of the last call counted
   uint64_t total;     ///< their durations, summed (ticks)
   uint32_t calls;     ///< how many
-  uint32_t reserved;
+  /// 0: the calls of the chunk's thread. Else the dump thread id + 1 of the thread whose calls they are: when tracing
+  /// stops, the stopping thread writes every thread's calls still counted (the others run no Python then).
+  uint32_t owner;
 };
 static_assert(sizeof(PyElidedRecord) == 40);
 

@@ -156,7 +156,12 @@ def test_enable_from_environment_records_scopes_and_calls_until_exit(tmp_path, p
     assert r["attrs"] == {"batch": 1}
     assert len(of_kind(d, "python_call", "model")) == 1
     inner = [c for c in of_kind(d, "python_call", "layer") if c["thread"] == r["thread"]]
-    assert len(inner) == 3 and all(r["start"] <= c["start"] <= c["end"] <= r["end"] for c in inner)
+    assert all(r["start"] <= c["start"] <= c["end"] <= r["end"] for c in inner)
+    # Once the spinning thread has made `layer` hot (1000 recorded calls), the tracer counts its short calls
+    # instead of recording each (python_elided), per thread: the main thread's three are then partly or wholly
+    # counted, and the spinning thread's counts never land on the main thread.
+    counted = sum(e["calls"] for e in of_kind(d, "python_elided", "layer") if e["thread"] == r["thread"])
+    assert len(inner) + counted == 3
     assert d["collectors"]["python"].startswith("on: ")
 
 

@@ -165,6 +165,39 @@ def test_short_calls_of_a_hot_function_are_counted_not_recorded_one_by_one(recor
     assert all(c["total_ns"] > 0 and c["start"] <= c["end"] for c in counted)
 
 
+def tiny_elsewhere(x):
+    return x - 1
+
+
+def test_short_calls_are_counted_per_thread_and_each_count_names_its_own_thread(record):
+    # The counts used to be one per function for the whole process, written by whichever thread reached 4096: a
+    # thread's calls landed on another thread, and a range's calls could not be told from a busy thread's.
+    done = threading.Event()
+
+    def spin():
+        for i in range(6000):
+            tiny_elsewhere(i)
+        done.set()
+
+    def work():
+        threading.Thread(target=spin, name="spinner").start()
+        done.wait()
+        for i in range(5):  # hot already: the spinning thread made it so
+            tiny_elsewhere(i)
+
+    d = record(work, trace=True)
+    main = {c["thread"] for c in calls(d, "test_short_calls_are_counted_per_thread_and_each_count_names_its_own_thread.<locals>.work")}
+    assert len(main) == 1
+    (main,) = main
+    per_thread = {}
+    for c in calls(d, "tiny_elsewhere"):
+        per_thread[c["thread"]] = per_thread.get(c["thread"], 0) + 1
+    for c in of_kind(d, "python_elided", "tiny_elsewhere"):
+        per_thread[c["thread"]] = per_thread.get(c["thread"], 0) + c["calls"]
+    assert per_thread.pop(main) == 5
+    assert list(per_thread.values()) == [6000]
+
+
 def test_a_coroutines_runs_and_wait_points_are_never_counted_in_aggregate(record):
     async def ping():
         return 1

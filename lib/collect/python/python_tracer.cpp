@@ -115,40 +115,87 @@ struct Frame {
   uint64_t coroutine = 0;       // the coroutine object's address; 0: not a coroutine (or not known)
 };
 
-// Per code id: its calls recorded one by one, and the short ones counted since its last PyElidedRecord. Touched with
-// the GIL held only (the hooks, classification, disable()).
+// Per code id: how many of its calls were recorded one by one (by every thread: how hot a function is does not
+// depend on the thread). Touched with the GIL held only (the hooks, classification).
+std::vector<uint32_t> g_recorded;  // by code id
+uint64_t g_elide_ticks = 0;        // kElideBelowNs in session ticks (0: not measured yet, nothing is elided)
+
+void size_code_slots(uint32_t id) {
+  if (id >= g_recorded.size()) g_recorded.resize(size_t(id) + 1);
+}
+
+// One thread's short calls of one function, counted since its last PyElidedRecord.
 struct CodeTally {
-  uint32_t recorded = 0;
   uint32_t calls = 0;
   uint64_t first = 0, last = 0, total = 0;
 };
-std::vector<CodeTally> g_tallies;  // by code id
-uint64_t g_elide_ticks = 0;        // kElideBelowNs in session ticks (0: not measured yet, nothing is elided)
 
-CodeTally& tally_slot(uint32_t id) {
-  if (id >= g_tallies.size()) g_tallies.resize(size_t(id) + 1);
-  return g_tallies[id];
-}
-
-void emit_elided(uint32_t id, CodeTally& t) {
+// `owner`: 0 when the calling thread's own calls (the record goes to its ring, as the dump format's records do);
+// else the dump thread id + 1 of the thread whose calls they are, when tracing stops and another thread writes them.
+void emit_elided(uint32_t id, CodeTally& t, uint32_t owner) {
   const PyElidedRecord r{{RecordKind::kPyElided, 0, static_cast<uint16_t>(sizeof(PyElidedRecord))}, id, t.first, t.last,
-                         t.total, t.calls, 0};
+                         t.total, t.calls, owner};
   detail::emit_record(&r, sizeof(r));
   t.calls = 0;
   t.total = 0;
 }
 
-// The short calls still counted, written now (tracing stops): from the calling thread, whose ring holds them.
-void flush_elided() {
-  for (uint32_t id = 0; id < g_tallies.size(); ++id)
-    if (g_tallies[id].calls) emit_elided(id, g_tallies[id]);
+struct ThreadTrace;
+// Every thread's stack and tallies, for disable(): the short calls a thread counted but has not written yet are
+// written when tracing stops, whichever thread stops it. A thread adds its own when its stack is made and removes
+// it when the stack goes (thread exit, or its profile object freed): the lock, not the GIL, guards the list. Never
+// destroyed: a thread may end after the process's static objects are.
+std::mutex g_traces_mutex;
+std::vector<ThreadTrace*>& all_traces() {
+  static auto* traces = new std::vector<ThreadTrace*>;
+  return *traces;
+}
+// Counts of threads that ended while tracing ran: written by disable() on their behalf (a thread's records cannot
+// be written while it exits: its buffer may be gone already).
+struct EndedThreadCount {
+  uint32_t dump_thread, id;
+  CodeTally tally;
+};
+std::vector<EndedThreadCount>& ended_threads_counts() {
+  static auto* counts = new std::vector<EndedThreadCount>;
+  return *counts;
 }
 
 struct ThreadTrace {
   uint32_t gen = 0;
   std::vector<Frame> frames;
-  ThreadTrace() { frames.reserve(256); }
+  std::vector<CodeTally> tallies;  // by code id; sized when the thread first counts a call of the id
+  uint32_t dump_thread = 0;        // its dump thread id in this session, when thread_known
+  bool thread_known = false;       // taken when it first counts a call; forgotten when tracing stops
+  ThreadTrace() {
+    frames.reserve(256);
+    std::lock_guard lock(g_traces_mutex);
+    all_traces().push_back(this);
+  }
+  ~ThreadTrace() {  // the thread ends (or its profile object goes): its counts wait for disable() to write them
+    std::lock_guard lock(g_traces_mutex);
+    std::erase(all_traces(), this);
+    if (thread_known)
+      for (uint32_t id = 0; id < tallies.size(); ++id)
+        if (tallies[id].calls) ended_threads_counts().push_back({dump_thread, id, tallies[id]});
+  }
+  ThreadTrace(const ThreadTrace&) = delete;
+  ThreadTrace& operator=(const ThreadTrace&) = delete;
 };
+
+// The short calls still counted, written now (tracing stops; the GIL is held, so no hook runs): the calling thread's
+// as its own, every other thread's on its behalf.
+void flush_elided() {
+  const uint32_t self = runtime::current_thread_id();
+  std::lock_guard lock(g_traces_mutex);
+  for (ThreadTrace* t : all_traces()) {
+    for (uint32_t id = 0; id < t->tallies.size(); ++id)
+      if (t->tallies[id].calls) emit_elided(id, t->tallies[id], t->dump_thread == self ? 0 : t->dump_thread + 1);
+    t->thread_known = false;  // a later session numbers its threads anew
+  }
+  for (EndedThreadCount& c : ended_threads_counts()) emit_elided(c.id, c.tally, c.dump_thread + 1);
+  ended_threads_counts().clear();
+}
 
 #if ISCOPE_PY_MONITORING
 // sys.monitoring callbacks get no per-thread argument: the stack hangs off the runtime's per-thread block
@@ -296,7 +343,7 @@ __attribute__((noinline)) uint64_t classify(PyObject* code) {
   } else {
     ++g_stats.codes_excluded;
   }
-  if (traced) tally_slot(id);  // sized here, not on the hot path
+  if (traced) size_code_slots(id);  // sized here, not on the hot path
   const uint64_t v = (uint64_t(g_code_gen) << kGenShift) | (traced ? 0 : kExcludedBit) | (coroutine ? kCoroutineBit : 0) |
                      (no_elide ? kNoElideBit : 0) | id;
 #if ISCOPE_PY_MONITORING
@@ -382,18 +429,24 @@ inline bool on_exit(ThreadTrace* t, PyObject* code) {
     return !(code_info(code) & kExcludedBit);  // excluded, or an activation that began before tracing did
   const Frame f = t->frames.back();
   t->frames.pop_back();
-  if (f.id != 0 && f.elidable && end - f.start < g_elide_ticks && f.id < g_tallies.size()) {
-    CodeTally& c = g_tallies[f.id];
-    if (c.recorded >= kRecordedBeforeEliding) {
-      if (c.calls == 0) c.first = f.start;
-      c.last = end;
-      c.total += end - f.start;
-      if (++c.calls >= kElidedPerRecord) emit_elided(f.id, c);
-      return true;
+  if (f.id != 0 && f.elidable && end - f.start < g_elide_ticks && f.id < g_recorded.size() &&
+      g_recorded[f.id] >= kRecordedBeforeEliding) {
+    if (INFERSCOPE_UNLIKELY(f.id >= t->tallies.size())) t->tallies.resize(size_t(f.id) + 1);
+    CodeTally& c = t->tallies[f.id];
+    if (c.calls == 0) {
+      c.first = f.start;
+      if (INFERSCOPE_UNLIKELY(!t->thread_known)) {
+        t->dump_thread = runtime::current_thread_id();
+        t->thread_known = true;
+      }
     }
+    c.last = end;
+    c.total += end - f.start;
+    if (++c.calls >= kElidedPerRecord) emit_elided(f.id, c, 0);
+    return true;
   }
   if (f.id != 0) {
-    if (f.id < g_tallies.size()) ++g_tallies[f.id].recorded;
+    if (f.id < g_recorded.size()) ++g_recorded[f.id];
     const size_t depth = t->frames.size();
     const PyCallRecord r{{RecordKind::kPyCall, static_cast<uint8_t>(depth < 255 ? depth : 255),
                           static_cast<uint16_t>(sizeof(PyCallRecord))},
