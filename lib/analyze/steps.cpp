@@ -223,13 +223,14 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, c
       }
   if (only && (launches.empty() || !launching(calls_of[ranked[pick].second]))) return out;  // a step launches GPU work
   // A per-token forward inside a generate() called a few times: the step the user means is the generate call.
-  if (!only && !launches.empty())
+  if (!only && !launches.empty()) {
     if (const size_t g = generation_call(cx, ranked, calls_of, pick, launching); g != pick) {
       out.token_code = ranked[pick].second;
       pick = g;
     } else {
       out.token_code = token_call_inside(cx, ranked, calls_of, pick);
     }
+  }
   out.code = ranked[pick].second;
   out.total = ranked[pick].first.first;
   out.instances = std::move(calls_of[out.code]);
