@@ -47,6 +47,9 @@ HostAfterRead host_after_read(std::span<const ApiOp* const> calls, std::span<con
       if (a.kind == kSync || a.kind == kCopySync) read = true;
       at = std::max(at, a.end());
     }
+    // The step's tail, after its last call: what the iteration does before the next one's launches (the next input
+    // made, the last output written), which no launch of this step waits for.
+    if (w.end - at >= kDispatchGapNs) out.host_ns += double(w.end - at);
   }
   return out;
 }

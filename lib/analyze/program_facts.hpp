@@ -46,7 +46,8 @@ inline constexpr double kFp32MatmulShare = 0.2;
 
 /// The step thread's host time between its CUDA calls in the typical steps, and the part of it that follows a read.
 struct HostAfterRead {
-  double host_ns = 0;       ///< gaps of kDispatchGapNs or more between calls (or from the step's start to its first)
+  double host_ns = 0;       ///< gaps of kDispatchGapNs or more between calls (or from the step's start to its first, or
+                            ///< from its last to its end)
   double after_read_ns = 0; ///< of those, gaps after a blocking read (a synchronization or a synchronous copy) in the same step and before a call that queues GPU work (a launch, an asynchronous copy)
 };
 /// `calls`: the step thread's CUDA calls by start; `windows`: the typical steps.

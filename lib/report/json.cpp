@@ -252,6 +252,12 @@ json::object requests_json(const analyze::Requests& r) {
   o["per_s"] = num(r.per_s);
   o["batched"] = r.batched;
   o["requests_per_step"] = num(r.requests_per_step);
+  o["max_per_step"] = num(r.max_per_step);
+  o["full_share"] = num(r.full_share);
+  o["batch_gap_ms"] = num(r.batch_gap_ms);
+  o["batch_ms"] = num(r.batch_ms);
+  o["modeled_delay_ms"] = num(r.modeled_delay_ms);
+  o["delay_modeled"] = r.delay_modeled;
   json::object split;
   split["running_ms"] = num(r.split.running_ms);
   split["queued_ms"] = num(r.split.queued_ms);

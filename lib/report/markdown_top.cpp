@@ -20,7 +20,7 @@ using analyze::Analysis;
 /// Warnings listed under "Data quality: check first"; the rest are in the appendix.
 constexpr size_t kTopWarnings = 3;
 
-void write_latency(const Analysis& a, std::ostream& out) {
+void write_latency(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const auto& s = a.steps;
   out << "End-to-end latency: " << fmt_ms(a.launcher ? a.run.step_ms : a.end_to_end_ms) << " ms";
   if (a.launcher)
@@ -36,8 +36,8 @@ void write_latency(const Analysis& a, std::ostream& out) {
   if (!a.launcher && s.count > 0) {
     const std::string others = step_runner_ups(s);
     if (!s.chosen_because.empty() || !others.empty())
-      out << "Step: " << (s.chosen_because.empty() ? "" : md_escape(s.chosen_because) + ". ")
-          << (others.empty() ? "" : "Other candidates: " + md_escape(others) + ".") << "\n\n";
+      out << "Step: " << (s.chosen_because.empty() ? "" : prose(names, s.chosen_because) + ". ")
+          << (others.empty() ? "" : "Other candidates: " + prose(names, others) + ".") << "\n\n";
   }
   if (!s.spread.empty() && !a.launcher)
     out << "**Steps not alike**: " << md_escape(spread_text(s)) << ". The latency above is their mean, and every "
@@ -85,7 +85,7 @@ void write_data_line(const Analysis& a, const KernelNames& names, std::ostream& 
 void write_top(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const std::string subject = report_subject(a);
   out << "# InferScope report" << (subject.empty() ? "" : ": " + md_escape(truncate(subject, 200))) << "\n\n";
-  write_latency(a, out);
+  write_latency(a, names, out);
   if (a.generation.detected && !a.launcher)
     out << "**Generation loop**: " << md_escape(generation_headline(a.generation)) << " (see Generation loop).\n\n";
   if (a.requests.detected && !a.launcher)

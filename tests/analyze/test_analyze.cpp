@@ -226,13 +226,13 @@ TEST_CASE("cpu_bound's saving: the moved host work still bounds the step by the 
   };
   const Analysis four = scenario("cpu_bound");
   const auto s4 = first_estimate(four);
-  CHECK(s4.action.find("num_workers=4") != std::string::npos);
+  CHECK(s4.action.find("4 worker processes") != std::string::npos);  // no DataLoader here: worker processes
   CHECK(s4.impact_ms == doctest::Approx(four.end_to_end_ms - 1.25).epsilon(0.03));
   fs::path p = work_dir() / "cpu_bound_2cpus.iscope";
   testsupport::write_scenario("cpu_bound", p.string(), false, {{"cpus_allowed", "2"}});
   const Analysis two = analyze::analyze_file(p.string(), {});
   const auto s1 = first_estimate(two);
-  CHECK(s1.action.find("num_workers=1") != std::string::npos);
+  CHECK(s1.action.find("1 worker processes") != std::string::npos);
   CHECK(s1.impact_ms == doctest::Approx(two.end_to_end_ms - 5.0).epsilon(0.05));
   CHECK(s1.impact_ms < s4.impact_ms);
 }
@@ -299,7 +299,7 @@ TEST_CASE("cpu_bound whose host work is mostly after the step's last call: worke
   REQUIRE(f);
   REQUIRE(!f->suggestions.empty());
   CHECK(f->suggestions.front().action.find("CUDA graph") == std::string::npos);
-  CHECK(f->suggestions.front().action.find("num_workers=4") != std::string::npos);
+  CHECK(f->suggestions.front().action.find("4 worker processes") != std::string::npos);
 }
 
 TEST_CASE("cpu_bound in a process that may run on one CPU: no worker count, no price") {
@@ -328,10 +328,10 @@ TEST_CASE("cpu_bound under a cgroup CPU quota: the workers fit the quota's whole
     return f->suggestions.front().action;
   };
   // 64 CPUs in the affinity, 3.7 CPUs of quota: 3 whole CPUs, one kept by the step thread.
-  CHECK(first_action("cpu_bound_quota3.iscope", {{"cpus_allowed", "64"}, {"cpu_quota", "3.70"}}).find("num_workers=2") !=
+  CHECK(first_action("cpu_bound_quota3.iscope", {{"cpus_allowed", "64"}, {"cpu_quota", "3.70"}}).find("2 worker processes") !=
         std::string::npos);
   // The affinity is tighter than the quota: the affinity counts.
-  CHECK(first_action("cpu_bound_quota8.iscope", {{"cpus_allowed", "2"}, {"cpu_quota", "8.00"}}).find("num_workers=1") !=
+  CHECK(first_action("cpu_bound_quota8.iscope", {{"cpus_allowed", "2"}, {"cpu_quota", "8.00"}}).find("1 worker processes") !=
         std::string::npos);
   const std::string one = first_action("cpu_bound_quota1.iscope", {{"cpus_allowed", "64"}, {"cpu_quota", "1.50"}});
   CHECK(one.find("This process may use at most 1.50 CPUs of CPU time (its cgroup's CPU quota): ") != std::string::npos);
@@ -342,9 +342,9 @@ TEST_CASE("cpu_bound under a cgroup CPU quota: the workers fit the quota's whole
   CHECK(both.find("may run on one CPU only (its CPU affinity) and may use at most 0.50 CPUs of CPU time") !=
         std::string::npos);
   // A decimal comma (a profiled program's locale) or other malformed value is ignored, not taken as 0 CPUs.
-  CHECK(first_action("cpu_bound_quota_comma.iscope", {{"cpu_quota", "0,50"}}).find("num_workers=4") != std::string::npos);
+  CHECK(first_action("cpu_bound_quota_comma.iscope", {{"cpu_quota", "0,50"}}).find("4 worker processes") != std::string::npos);
   // A malformed value is ignored, not taken as 0 CPUs.
-  CHECK(first_action("cpu_bound_quota_bad.iscope", {{"cpu_quota", "lots"}}).find("num_workers=4") != std::string::npos);
+  CHECK(first_action("cpu_bound_quota_bad.iscope", {{"cpu_quota", "lots"}}).find("4 worker processes") != std::string::npos);
 }
 
 TEST_CASE("steps, breakdown and attribution") {
@@ -662,7 +662,7 @@ TEST_CASE("layers: recognised by attribute or dotted path, with their kernels") 
   CHECK(!analyze::looks_like_module_path("ns::f.x"));
 }
 
-TEST_CASE("--step picks the step; a missing name falls back to the whole trace") {
+TEST_CASE("--step picks the step; a name that matches nothing is refused, with the candidates") {
   fs::path p = work_dir() / "steps.iscope";
   testsupport::write_scenario("layers", p.string());
   analyze::AnalyzeOptions o;
@@ -675,10 +675,18 @@ TEST_CASE("--step picks the step; a missing name falls back to the whole trace")
   a = analyze::analyze_file(p.string(), o);
   CHECK(a.steps.count == 80);
   o.step = "nope";
-  a = analyze::analyze_file(p.string(), o);
-  CHECK(a.steps.count == 0);
-  REQUIRE(!a.warnings.empty());
-  CHECK(a.warnings.front().find("nope") != std::string::npos);
+  try {
+    (void)analyze::analyze_file(p.string(), o);
+    FAIL("--step nope was analysed as the whole trace");
+  } catch (const analyze::UnknownStep& e) {
+    const std::string m = e.what();
+    CHECK(m.find("'nope'") != std::string::npos);
+    CHECK(m.find("--step 'MLP.forward'") != std::string::npos);  // a candidate, as --step takes it
+  }
+  std::string err;
+  CHECK(run_cli(p.string() + " --step nope -o " + (work_dir() / "nope.md").string(), &err) == 2);  // bad usage
+  CHECK(err.find("names no range, scope or Python function") != std::string::npos);
+  CHECK(!fs::exists(work_dir() / "nope.md"));
 }
 
 TEST_CASE("--md, --html, --json name the format whatever the extension, beside -o, as iscope-diff's do") {

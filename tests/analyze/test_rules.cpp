@@ -194,7 +194,7 @@ TEST_CASE("cpu_bound without counters: all the host time runs; the work moves to
   // 4 workers deliver a step every 15 ms: max(40, 15) = 40. Saving 100 - 40 = 60 ms.
   const Suggestion* move = suggestion(*f, "Move the host work in 'step' off the step's critical path");
   estimated(move, 60, "high");
-  CHECK(has(move->action, "num_workers=4"));
+  CHECK(has(move->action, "4 worker processes"));  // a Python program without a DataLoader
   CHECK(has(move->model, "done by 4 workers"));
   not_estimated(suggestion(*f, "Vectorise or port the host work in 'step'"));
   not_estimated(suggestion(*f, "Overlap: launch the GPU work first"));
@@ -206,11 +206,11 @@ TEST_CASE("cpu_bound without counters: all the host time runs; the work moves to
   f = rules::cpu_bound(t.in());
   move = suggestion(*f, "off the step's critical path");
   estimated(move, 40, "high");
-  CHECK(has(move->action, "num_workers=1"));
+  CHECK(has(move->action, "1 worker processes"));
   // A cgroup quota of 2.5 CPUs on 16 allowed: 2 whole CPUs, again one worker.
   t.process["cpus_allowed"] = "16";
   t.process["cpu_quota"] = "2.5";
-  CHECK(has(suggestion(*rules::cpu_bound(t.in()), "off the step's critical path")->action, "num_workers=1"));
+  CHECK(has(suggestion(*rules::cpu_bound(t.in()), "off the step's critical path")->action, "1 worker processes"));
   // One CPU: nobody to move the work to; more CPUs first, not estimated.
   t.process.erase("cpu_quota");
   t.process["cpus_allowed"] = "1";
@@ -402,7 +402,7 @@ TEST_CASE("launch_bound on a generation loop: each token's forward in a graph, w
   CHECK(has(graph->model, "one graph per token: the 31 further graph launches and 7 launches per token outside the forward stay"));
   CHECK(has(graph->action, "so its 80 launches per token become one"));
   CHECK(has(graph->action, "cache_implementation = \"static\""));
-  CHECK(has(graph->action, "24 device-to-device copies per token: if they grow the cache"));
+  CHECK(has(graph->action, "24 device-to-device copies per token: a cache grown by concatenation"));
   CHECK(has(graph->action, "the 3 blocking calls per token stay between the graphs"));
   CHECK_FALSE(has(graph->action, "Turn the KV cache on"));
   // Decode tokens as costly on the GPU as the prompt pass: the loop has no cache, which comes first.
@@ -978,18 +978,42 @@ TEST_CASE("gpu_bound names the kernels; its suggestions are not estimated") {
   CHECK(any_evidence(*f, "kernel 'sm90_gemm': 60 % of GPU time, 250.0 us mean x 200, launched by Linear.forward"));
   CHECK(any_evidence(*f, "GPU compute 90.0 ms of the 100.0 ms step"));
   check_suggestions(*f);
-  CHECK(priorities(*f) == std::vector<std::string>{"high", "medium", "medium", "low"});
-  not_estimated(suggestion(*f, "Speed up 'sm90_gemm'"));
+  // The program facts hold no fp32_matmul: no lower-precision advice.
+  CHECK(priorities(*f) == std::vector<std::string>{"medium", "medium", "low"});
+  CHECK_FALSE(suggestion(*f, "Speed up 'sm90_gemm'"));
   not_estimated(suggestion(*f, "Fuse memory-bound kernels around 'sm90_gemm'"));
   not_estimated(suggestion(*f, "Raise the batch size"));
   not_estimated(suggestion(*f, "Nsight Compute"));
+  // Matrix kernels off tensor cores (the fact holds): TF32 first, not estimated on a GPU the dump does not name.
+  t.facts.holds["fp32_matmul"] = "test";
+  f = rules::gpu_bound(t.in());
+  check_suggestions(*f);
+  CHECK(priorities(*f) == std::vector<std::string>{"high", "medium", "medium", "low"});
+  not_estimated(suggestion(*f, "Speed up 'sm90_gemm'"));
+  CHECK(has(suggestion(*f, "Speed up 'sm90_gemm'")->action, "allow_tf32 = True"));
+  // On an H200 (sm_90): the off-tensor-core matrix time at 495/67, the datasheet's TF32-to-FP32 ratio.
+  t.process["gpu.0.compute_capability"] = "9.0";
+  t.tables.kernels.front().total_ms = 120;  // all of the kernel time: the step's 90 ms of kernels
+  t.typical.kernel_ns = 90 * ms;
+  f = rules::gpu_bound(t.in());
+  const Suggestion* tf32 = suggestion(*f, "Speed up 'sm90_gemm'");
+  REQUIRE(tf32);
+  CHECK(tf32->estimated);
+  CHECK(tf32->impact_ms == doctest::Approx(90 * (1 - 67.0 / 495.0)).epsilon(0.001));
+  t.process.erase("gpu.0.compute_capability");
+  t.facts.holds.erase("fp32_matmul");
+  // The same GEMM on tensor cores: the work itself is what to cut.
+  t.tables.kernels.front().name = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1";
+  f = rules::gpu_bound(t.in());
+  CHECK_FALSE(suggestion(*f, "Speed up"));
+  not_estimated(suggestion(*f, "The matrix kernels already run on tensor cores"));
   // A whole CUDA graph at the top: first, how to see its kernels.
   t.tables.kernels.front().name = "CUDA graph 3";
   t.tables.kernels.front().whole_graph = true;
   f = rules::gpu_bound(t.in());
   CHECK(any_evidence(*f, "'CUDA graph 3' is a whole CUDA graph launch, recorded as one unit"));
   CHECK(has(f->suggestions.front().action, "graph_nodes=true"));
-  CHECK(priorities(*f) == std::vector<std::string>{"high", "high", "medium", "medium", "low"});
+  CHECK(priorities(*f) == std::vector<std::string>{"high", "medium", "medium", "low"});
 }
 
 // ================================================================================================ warmup

@@ -35,9 +35,9 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   json::value v = json::parse(text);
   const auto& root = v.as_object();
   CHECK(keys(root) == std::vector<std::string>{"schema_version", "source", "source_format", "process", "events",
-                                                "trace_ms", "end_to_end_ms", "steps", "breakdown", "waits", "findings",
-                                                "tables", "alignment", "drops", "warnings", "partial", "gpu_work_recorded",
-                                                "children", "representative"});
+                                                "trace_ms", "end_to_end_ms", "steps", "breakdown", "waits", "program",
+                                                "findings", "tables", "alignment", "drops", "warnings", "partial",
+                                                "gpu_work_recorded", "children", "representative"});
   REQUIRE(root.at("children").as_array().size() == 2);
   CHECK(root.at("children").at(0).at("pid").to_number<uint64_t>() == 4250);
   CHECK(root.at("children").at(0).at("primary").as_string() == "cpu_bound");
@@ -91,7 +91,7 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(f.at("examples").at(0).at("start_ms").as_double() == 520.5);
   const auto& sug = f.at("suggestions").as_array();
   REQUIRE(sug.size() >= 3);
-  CHECK(keys(sug[0].as_object()) == std::vector<std::string>{"action", "priority", "impact_ms", "estimated", "model"});
+  CHECK(keys(sug[0].as_object()) == std::vector<std::string>{"action", "priority", "impact_ms", "estimated", "model", "needs"});
   CHECK(sug[0].at("priority").as_string() == "high");
   CHECK(sug[0].at("estimated").as_bool());
   CHECK(sug[0].at("impact_ms").as_double() == 4.5);

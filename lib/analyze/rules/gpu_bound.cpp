@@ -100,7 +100,11 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
   } else {
     suggest(f, in, "high", lower, {detail::kFactFp32Matmul});
   }
-  if (!in.facts.has(detail::kFactFp32Matmul) && !families.empty())
+  // Matrix work already on tensor cores: no precision left to give, the work itself is what to cut.
+  const bool tensor_core_matmul = std::any_of(families.begin(), families.end(), [](const KernelFamilyRow& r) {
+    return (r.family == "gemm" || r.family == "attention") && r.tensor_core_share >= 0.5;
+  });
+  if (!in.facts.has(detail::kFactFp32Matmul) && tensor_core_matmul)
     suggest(f, "medium", "The matrix kernels already run on tensor cores: cut the work itself (a smaller or distilled model, "
                          "fewer tokens per step, a KV cache) or check with Nsight Compute that '" + k0 +
                          "' reaches the GPU's memory or compute roof");

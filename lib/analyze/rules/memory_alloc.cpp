@@ -38,8 +38,8 @@ std::optional<Finding> memory_alloc(const RuleInput& in) {
                                   : std::string("Host memory pressure during the steps"),
                            impact, device ? 0.5 + 0.4 * std::min(1.0, pct / 20) : 0.35);
   add_evidence(f, in);
-  // Host memory pressure with no device cost in the step: evidence to read, not a cause with a cost to fix.
-  if (!device) {
+  // Host memory pressure with no device cost in the step at all: evidence to read, not a cause with a cost to fix.
+  if (!device && impact <= 0) {
     f.informational = true;
     f.evidence.push_back("it costs the typical step no measured time: described, not ranked as a cause");
     return f;
