@@ -1057,6 +1057,14 @@ TEST_CASE("warmup: informational, when leading steps were left out and steady on
   CHECK(suggestion(*f, "Warm up at start-up"));
   CHECK(suggestion(*f, "CUDA_MODULE_LOADING=EAGER"));
   CHECK(suggestion(*f, "--skip-steps N"));
+  // A Python program (the fixture's facts) is told of PyTorch's switches, a native one of cuDNN's and cuBLASLt's.
+  CHECK(has(suggestion(*f, "CUDA_MODULE_LOADING=EAGER")->action, "torch.compile"));
+  t.facts.holds.erase("python");
+  f = rules::warmup(t.in());
+  REQUIRE(f);
+  CHECK_FALSE(has(suggestion(*f, "CUDA_MODULE_LOADING=EAGER")->action, "torch"));
+  CHECK(has(suggestion(*f, "CUDA_MODULE_LOADING=EAGER")->action, "cuDNN's Find"));
+  t.facts.holds["python"] = "test";
   // Every step warm-up: nothing steady to compare with, no finding.
   t.selection.warmup = 4;
   CHECK_FALSE(rules::warmup(t.in()));

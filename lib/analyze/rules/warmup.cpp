@@ -20,8 +20,13 @@ void add_suggestions(Finding& f, const RuleInput& in) {
   if (gpu_seen(in)) {
     suggest(f, "medium", "Warm up at start-up, before taking traffic: run a few dummy steps of every input shape (CUDA context, "
                        "cuBLAS/cuDNN handles, kernel loading and autotuning happen once)");
-    suggest(f, "medium", "If first-request latency matters, load CUDA modules eagerly (CUDA_MODULE_LOADING=EAGER) and keep "
-                         "shapes fixed so autotuning (cudnn.benchmark, torch.compile) does not run again");
+    // Autotuning is named by the framework the program runs: PyTorch's switches for Python, cuDNN's and cuBLASLt's
+    // own for a native program.
+    suggest(f, "medium", python_program(in)
+                             ? "If first-request latency matters, load CUDA modules eagerly (CUDA_MODULE_LOADING=EAGER) and "
+                               "keep shapes fixed so autotuning (cudnn.benchmark, torch.compile) does not run again"
+                             : "If first-request latency matters, load CUDA modules eagerly (CUDA_MODULE_LOADING=EAGER) and "
+                               "keep shapes fixed so algorithm searches (cuDNN's Find, cuBLASLt heuristics) are not repeated");
   } else {
     suggest(f, "medium", "Warm up at start-up, before taking traffic: run a few dummy steps (imports, lazy initialization, "
                        "caches and JIT compilation happen once)");
