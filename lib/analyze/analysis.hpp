@@ -226,6 +226,28 @@ struct LoopCallbackRow {
                               ///< with Requests::delay_modeled, the arrival model's delay from its runs over the bound
 };
 
+/// Steps that served batches of one size range (engine_batches.hpp).
+struct BatchSizeRow {
+  std::string batch;          ///< "1", "2", "3-4", "5-8", ...: requests the step resumed
+  uint64_t steps = 0;
+  double mean_batch = 0;      ///< requests per step in this row
+  double mean_ms = 0, p50_ms = 0;
+};
+
+/// A batching engine's step time against its batch, and streamed requests' first token and later tokens
+/// (engine_batches.hpp). Steps here are the batch callbacks that served requests.
+struct EngineBatches {
+  std::vector<BatchSizeRow> by_batch;  ///< by batch size, rows of kMinStepsPerBatchRow steps or more; empty: one size
+  /// Least squares over the serving steps: step ms = fixed_ms + per_request_ms x batch; fit_r2 how much of the steps'
+  /// variance the batch explains. Set with by_batch.
+  double fixed_ms = 0, per_request_ms = 0, fit_r2 = 0;
+  bool streamed = false;      ///< most requests were served by several steps: continuous batching
+  uint64_t streamed_requests = 0;  ///< requests served by two steps or more (the TTFT and TPOT below are theirs)
+  double steps_per_request = 0;    ///< mean serving steps per streamed request (tokens or chunks of its output)
+  double ttft_p50_ms = 0, ttft_p90_ms = 0;  ///< the request's start to the end of its first serving step
+  double tpot_p50_ms = 0, tpot_p90_ms = 0;  ///< (its last serving step's end - its first's) / (serving steps - 1)
+};
+
 /// Requests of an asyncio service (requests.hpp): the lives of the coroutine the loop runs once per request (an
 /// HTTP handler, a client task), from their first run to their last, across the loop's other callbacks.
 struct Requests {
@@ -249,6 +271,7 @@ struct Requests {
   /// model's (modeled_delay_ms split by callback), not measured.
   bool delay_modeled = false;
   RequestSplit split;
+  EngineBatches engine;           ///< when batched: step time by batch size; streamed requests' TTFT and TPOT
   double loop_busy_share = 0;     ///< of the requests' span, the loop thread ran traced callbacks, [0, 1]
   double slow_callback_ms = 0;    ///< a callback longer than this holds the loop (requests.hpp says why)
   std::vector<LoopCallbackRow> callbacks;  ///< by total time, at most 8

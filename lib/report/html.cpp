@@ -296,6 +296,13 @@ void write_requests(const Analysis& a, std::ostream& out) {
     for (const auto& c : r) split.rows.back().push_back(h(c));
   }
   if (!split.rows.empty()) split.write(out);
+  if (!t.engine.empty()) out << "<p>" << h(t.engine) << "</p>\n";
+  Table batches{t.batch_head, {false, true, true, true, true}, {}};
+  for (const auto& r : t.batch_rows) {
+    batches.rows.emplace_back();
+    for (const auto& c : r) batches.rows.back().push_back(h(c));
+  }
+  if (!batches.rows.empty()) batches.write(out);
   Table loop{t.loop_head, {false, true, true, true, true, true, true}, {}};
   for (const auto& r : t.loop_rows) {
     loop.rows.emplace_back();

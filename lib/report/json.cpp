@@ -258,6 +258,29 @@ json::object requests_json(const analyze::Requests& r) {
   o["batch_ms"] = num(r.batch_ms);
   o["modeled_delay_ms"] = num(r.modeled_delay_ms);
   o["delay_modeled"] = r.delay_modeled;
+  json::object engine;
+  json::array batch_rows;
+  for (const auto& b : r.engine.by_batch) {
+    json::object row;
+    row["batch"] = str(b.batch);
+    row["steps"] = num(b.steps);
+    row["mean_batch"] = num(b.mean_batch);
+    row["mean_ms"] = num(b.mean_ms);
+    row["p50_ms"] = num(b.p50_ms);
+    batch_rows.push_back(std::move(row));
+  }
+  engine["by_batch"] = std::move(batch_rows);
+  engine["fixed_ms"] = num(r.engine.fixed_ms);
+  engine["per_request_ms"] = num(r.engine.per_request_ms);
+  engine["fit_r2"] = num(r.engine.fit_r2);
+  engine["streamed"] = r.engine.streamed;
+  engine["streamed_requests"] = num(r.engine.streamed_requests);
+  engine["steps_per_request"] = num(r.engine.steps_per_request);
+  engine["ttft_p50_ms"] = num(r.engine.ttft_p50_ms);
+  engine["ttft_p90_ms"] = num(r.engine.ttft_p90_ms);
+  engine["tpot_p50_ms"] = num(r.engine.tpot_p50_ms);
+  engine["tpot_p90_ms"] = num(r.engine.tpot_p90_ms);
+  o["engine"] = std::move(engine);
   json::object split;
   split["running_ms"] = num(r.split.running_ms);
   split["queued_ms"] = num(r.split.queued_ms);

@@ -25,6 +25,25 @@ std::vector<std::pair<std::string, double>> parts(const analyze::Requests& r) {
   return v;
 }
 
+// The engine's batches: a sentence, and the step time by batch size.
+void engine_text(const analyze::EngineBatches& e, RequestsText& t) {
+  if (!e.by_batch.empty())
+    t.engine = "Step time against batch size: about " + fmt(e.fixed_ms, 3) + " ms per step plus " +
+               fmt(e.per_request_ms, 3) + " ms per request in the batch (a least-squares line over the steps; it " +
+               "explains " + fmt(e.fit_r2 * 100, 0) + " % of their variance).";
+  if (e.streamed)
+    t.engine += std::string(t.engine.empty() ? "" : " ") + std::to_string(e.streamed_requests) +
+                " requests streamed their output over " + fmt(e.steps_per_request, 1) +
+                " engine steps each (continuous batching): time to first token (its start to the end of its first "
+                "step) p50 " + fmt(e.ttft_p50_ms, 3) + " ms, p90 " + fmt(e.ttft_p90_ms, 3) +
+                " ms; time per output token (between its later steps) p50 " + fmt(e.tpot_p50_ms, 3) + " ms, p90 " +
+                fmt(e.tpot_p90_ms, 3) + " ms.";
+  if (e.by_batch.empty()) return;
+  t.batch_head = {"batch (requests per step)", "steps", "mean batch", "mean step ms", "p50 step ms"};
+  for (const auto& r : e.by_batch)
+    t.batch_rows.push_back({r.batch, std::to_string(r.steps), fmt(r.mean_batch, 1), fmt(r.mean_ms, 3), fmt(r.p50_ms, 3)});
+}
+
 }  // namespace
 
 RequestsText requests_text(const analyze::Requests& r) {
@@ -39,6 +58,7 @@ RequestsText requests_text(const analyze::Requests& r) {
   t.split_head = {"where a request's time went", "ms per request", "share"};
   for (const auto& [name, ms] : parts(r))
     t.split_rows.push_back({name, fmt(ms, 3), fmt(r.mean_ms > 0 ? ms / r.mean_ms * 100 : 0, 1) + " %"});
+  engine_text(r.engine, t);
   t.loop_head = {"callback on the loop", "runs", "total ms", "share of the span", "longest ms",
                  "runs over " + fmt(r.slow_callback_ms, 1) + " ms", "delay per request, ms"};
   for (const auto& c : r.callbacks)

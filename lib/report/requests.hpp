@@ -14,6 +14,9 @@ struct RequestsText {
   std::string summary;  ///< one paragraph: what a request is, its latency, the loop's busy share
   std::vector<std::string> split_head;
   std::vector<std::vector<std::string>> split_rows;  ///< the parts of a request's latency that are not zero
+  std::string engine;  ///< step time against batch size, streamed requests' first token and later tokens ("": none)
+  std::vector<std::string> batch_head;
+  std::vector<std::vector<std::string>> batch_rows;  ///< step time by batch size
   std::vector<std::string> loop_head;
   std::vector<std::vector<std::string>> loop_rows;   ///< the loop's callbacks, by total time
   std::vector<std::string> notes;

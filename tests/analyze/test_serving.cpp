@@ -5,6 +5,8 @@
 #include "analyze/analyzer.hpp"
 #include "analyze/generation.hpp"
 #include "analyze/serving/coroutines.hpp"
+#include "analyze/order_stats.hpp"
+#include "analyze/serving/engine_batches.hpp"
 #include "analyze/serving/loop_steps.hpp"
 #include "analyze/serving/requests.hpp"
 #include "support/dump_builder.hpp"
@@ -119,6 +121,91 @@ TEST_CASE("measure_requests: a batched request's suspension split by the step th
   for (const auto& c : r.callbacks)
     if (c.name == "other") blamed = c.delay_ms == doctest::Approx(4e-6);  // it ran 4 of the 5 delayed units
   CHECK(blamed);
+}
+
+namespace {
+
+// A continuous-batching engine: request i arrives just before step i and streams its output over the `streamed`
+// steps from i on (it resumes after each); step k costs 1000 ns plus 200 ns per request in its batch.
+struct Engine {
+  CoroutineActivity act;
+  std::vector<Span> steps;
+  std::vector<const CoroutineLife*> requests;
+};
+Engine continuous_engine(int requests, int streamed) {
+  Engine e;
+  e.act.found = true;
+  const int n_steps = requests + streamed - 1;
+  int64_t t = 1000;
+  for (int k = 0; k < n_steps; ++k) {
+    int batch = 0;
+    for (int i = 0; i < requests; ++i) batch += i <= k && k < i + streamed;
+    e.steps.push_back({t, t + 1000 + 200 * batch, 0});
+    t = e.steps.back().end + 100;
+  }
+  for (int i = 0; i < requests; ++i) {
+    const int64_t a = e.steps[size_t(i)].start - 50;
+    e.act.runs.push_back({1, 0, a, a + 1, uint64_t(100 + i), true});
+    for (int k = i; k < i + streamed; ++k)
+      e.act.runs.push_back({1, 0, e.steps[size_t(k)].end + 1, e.steps[size_t(k)].end + 2, uint64_t(100 + i), false});
+  }
+  std::sort(e.act.runs.begin(), e.act.runs.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  e.act.lives = coroutine_lives(e.act.runs);
+  for (const CoroutineLife& l : e.act.lives) e.requests.push_back(&l);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("engine_batches: step time against batch size, and a streamed request's first token and later tokens") {
+  const Engine e = continuous_engine(12, 6);
+  REQUIRE(e.requests.size() == 12);
+  const EngineBatches b = engine_batches(e.act, e.requests, e.steps);
+  // Batches ramp 1..6, hold at 6, fall to 1: sizes 1 and 2 have two steps each (under kMinStepsPerBatchRow, no row);
+  // 3-4 has four, 5-8 nine.
+  REQUIRE(b.by_batch.size() == 2);
+  CHECK(b.by_batch[0].batch == "3-4");
+  CHECK(b.by_batch[0].steps == 4);
+  CHECK(b.by_batch[0].mean_batch == doctest::Approx(3.5));
+  CHECK(b.by_batch[0].mean_ms == doctest::Approx((1000 + 200 * 3.5) / 1e6));
+  CHECK(b.by_batch[1].batch == "5-8");
+  CHECK(b.by_batch[1].steps == 9);
+  // The line over every serving step (the rows' cut does not drop points) is the engine's cost model exactly.
+  CHECK(b.fixed_ms == doctest::Approx(1000 / 1e6));
+  CHECK(b.per_request_ms == doctest::Approx(200 / 1e6));
+  CHECK(b.fit_r2 == doctest::Approx(1.0));
+  REQUIRE(b.streamed);
+  CHECK(b.streamed_requests == 12);
+  CHECK(b.steps_per_request == doctest::Approx(6.0));
+  // Request 0: arrived 50 ns before step 0 (batch 1: 1200 ns) began.
+  std::vector<double> ttft, tpot;
+  for (int i = 0; i < 12; ++i) {
+    ttft.push_back(double(e.steps[size_t(i)].end - (e.steps[size_t(i)].start - 50)) / 1e6);
+    tpot.push_back(double(e.steps[size_t(i + 5)].end - e.steps[size_t(i)].end) / 5 / 1e6);
+  }
+  std::sort(ttft.begin(), ttft.end());
+  std::sort(tpot.begin(), tpot.end());
+  CHECK(b.ttft_p50_ms == doctest::Approx(percentile_sorted(ttft, 0.5)));
+  CHECK(b.ttft_p90_ms == doctest::Approx(percentile_sorted(ttft, 0.9)));
+  CHECK(b.tpot_p50_ms == doctest::Approx(percentile_sorted(tpot, 0.5)));
+  CHECK(b.tpot_p90_ms > b.tpot_p50_ms);  // the requests in the full batches pay the most per token
+}
+
+TEST_CASE("engine_batches: requests served by one step each are not streamed; one batch size has no table") {
+  const Engine e = continuous_engine(12, 1);  // every step serves the one request that arrived before it
+  const EngineBatches b = engine_batches(e.act, e.requests, e.steps);
+  CHECK_FALSE(b.streamed);
+  CHECK(b.streamed_requests == 0);
+  CHECK(b.by_batch.empty());  // every batch is 1: nothing to set step time against
+  CHECK(b.per_request_ms == 0);
+}
+
+TEST_CASE("measure_requests: a batched service carries its engine batches") {
+  const Engine e = continuous_engine(12, 6);
+  const Requests r = measure_requests(e.act, e.steps, [](uint32_t) { return "generate_stream"; });
+  REQUIRE(r.batched);
+  CHECK(r.engine.streamed);
+  CHECK(r.engine.by_batch.size() == 2);
 }
 
 TEST_CASE("measure_requests: fewer than kMinRequests lives, or lives nested in another run, are no requests") {

@@ -75,6 +75,8 @@ analyze::Analysis full_analysis() {
   a.requests.detected = true;
   a.requests.name = "Server.handle";
   a.requests.callbacks = {{"Server.batch_loop", 100, 3, 400.0, 12.0, 0.3, 1.5}};
+  a.requests.engine.by_batch = {{"3-4", 12, 3.5, 6.2, 6.1}, {"5-8", 20, 7.0, 8.4, 8.3}};
+  a.requests.engine.streamed = true;
   a.requests.notes = {"4 requests began before the trace"};
   a.program.holds = {{"python", "Python functions were traced"}};
   a.findings[0].suggestions[0].needs = {"python"};
@@ -198,6 +200,7 @@ TEST_CASE("report schema: every key of a report with every optional object is in
   // The hand-made analysis reaches the objects written only sometimes: if one of these is missing, the writer
   // changed and full_analysis() should follow it.
   for (const char* p : {"generation.decode.device_copies", "requests.split.in_batch_ms", "requests.callbacks[].delay_ms",
+                        "requests.engine.by_batch[].mean_batch", "requests.engine.tpot_p90_ms",
                         "sampling.windows[].steps_analyzed", "sampling.slow_steps[].grew_ms", "program",
                         "findings[].suggestions[].needs", "findings[].impact.per", "findings[].impact.estimated",
                         "steps.candidates[].launches", "steps.chosen_because", "tables.kernels[].whole_graph",

@@ -2,6 +2,7 @@
 #include "analyze/serving/requests.hpp"
 
 #include "analyze/order_stats.hpp"
+#include "analyze/serving/engine_batches.hpp"
 
 #include <algorithm>
 #include <map>
@@ -31,14 +32,6 @@ uint32_t request_code(const CoroutineActivity& act) {
       best = code;
     }
   return best;
-}
-
-// The step that served a suspension [g0, g1): the last one to end inside it; -1 when none did.
-long serving_step(std::span<const Span> steps, int64_t g0, int64_t g1) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), g1, [](int64_t v, const Span& s) { return v < s.end; });
-  if (it == steps.begin()) return -1;
-  --it;
-  return it->end > g0 ? long(it - steps.begin()) : -1;
 }
 
 // Adds to `delay` (by code) the time each loop callback overlapped [a, b).
@@ -188,6 +181,7 @@ Requests measure_requests(const CoroutineActivity& act, std::span<const Span> st
     out.full_share = steps_serving ? double(full) / double(steps_serving) : 0;
     out.batch_gap_ms = median_in_place(gaps);
     out.batch_ms = median_in_place(batches);
+    out.engine = engine_batches(act, reqs, steps);
     if (first_queued) *first_queued = std::move(queued_from);
   } else {
     splits.clear();
