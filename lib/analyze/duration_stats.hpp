@@ -72,6 +72,14 @@ class DurationStats {
   uint64_t count_ = 0, total_ = 0, min_ = ~0ull, max_ = 0;
 };
 
+/// a += b, held at int64_t's largest value instead of overflowing: a crafted dump's ranges of ~2^61 ns each pass 2^63
+/// in a few (signed overflow is undefined behaviour; UBSan found it in the sums of self time).
+inline void add_saturating(int64_t& a, int64_t b) {
+  int64_t sum;
+  a = __builtin_add_overflow(a, b, &sum) ? (b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min())
+                                         : sum;
+}
+
 /// Self time in one pass: a thread's ranges arrive in the order they end, so every child arrives before its
 /// parent. children[d] accumulates the time of finished ranges at depth d whose parent is still open; the sum
 /// saturates at T's largest value (a crafted dump's ranges of ~2^61 ns each overflowed a signed sum: UB).

@@ -106,7 +106,7 @@ class Pass1 {
     uint32_t nm = rec.name < nstr ? rec.name : 0;
     auto& agg = name_agg(P.range_agg, nm);
     agg.d.add(uint64_t(e - s));
-    agg.self += t.range_self.self(rc.aux(), e - s, nm);
+    add_saturating(agg.self, t.range_self.self(rc.aux(), e - s, nm));
     if (rc.aux() == 0) {
       t.busy_range += double(e - s);
       P.top.push_back({thread, rc.kind() == RecordKind::kNvtxRange ? (nm | kNvtxCand) : nm, s, e});
@@ -139,7 +139,7 @@ class Pass1 {
     const uint32_t code = rec.code >= code_limit ? 0 : rec.code;  // never size a table by a damaged id
     auto& agg = name_agg(P.py_agg, code);
     agg.d.add(uint64_t(e - s));
-    agg.self += t.py_self.self(rc.aux(), e - s, code);
+    add_saturating(agg.self, t.py_self.self(rc.aux(), e - s, code));
     if (rc.aux() == 0) t.busy_py += double(e - s);
     if (!step_codes.empty() && step_codes.count(code)) P.asked.push_back({thread, 0x80000000u | code, s, e});
     if (rc.aux() <= 3) {  // step candidates when no range repeats
@@ -161,7 +161,7 @@ class Pass1 {
     const double ns = clock.duration_ns(rec.total);
     NameAgg& agg = name_agg(P.py_agg, code);
     agg.d.add(uint64_t(ns / double(rec.calls)), rec.calls);
-    agg.self += int64_t(ns);  // short calls are leaves, or nearly
+    add_saturating(agg.self, int64_t(ns));  // short calls are leaves, or nearly
   }
   void on(const PyCoroutineRecord& rec, const dump::RecordContext& rc) {
     auto& t = P.T(Context::thread_slot(rc.thread));
@@ -435,12 +435,12 @@ void join_parts(std::vector<Part>& parts, Ingested& in) {
     }
     for (size_t n = 0; n < P.range_agg.size(); ++n) {
       range_agg[n].d.merge(P.range_agg[n].d);
-      range_agg[n].self += P.range_agg[n].self;
+      add_saturating(range_agg[n].self, P.range_agg[n].self);
     }
     if (P.py_agg.size() > py_agg.size()) py_agg.resize(P.py_agg.size());
     for (size_t n = 0; n < P.py_agg.size(); ++n) {
       py_agg[n].d.merge(P.py_agg[n].d);
-      py_agg[n].self += P.py_agg[n].self;
+      add_saturating(py_agg[n].self, P.py_agg[n].self);
     }
     marks += P.marks;
     clock_checks += P.clock_checks;
@@ -466,8 +466,8 @@ void fix_self_times(std::vector<Part>& parts, Ingested& in) {
     for (auto& P : parts)
       for (size_t t = 0; t < P.ts.size(); ++t) {
         if (!P.ts[t].seen) continue;
-        P.ts[t].range_self.join_after(carry_range[t], [&](uint32_t nm, int64_t d) { range_agg[nm].self += d; });
-        P.ts[t].py_self.join_after(carry_py[t], [&](uint32_t code, int64_t d) { py_agg[code].self += d; });
+        P.ts[t].range_self.join_after(carry_range[t], [&](uint32_t nm, int64_t d) { add_saturating(range_agg[nm].self, d); });
+        P.ts[t].py_self.join_after(carry_py[t], [&](uint32_t code, int64_t d) { add_saturating(py_agg[code].self, d); });
       }
   }
 }
