@@ -5,8 +5,9 @@
 // fuzz-seeds: dump
 // The analyzer's packed(4) GpuOp/ApiOp (lib/analyze/model.hpp) bind misaligned int64 members to references
 // (std::min/std::max on x.start): UBSan's alignment check stops at the first seed. Harmless on x86; switched
-// off here so the fuzzer reaches everything else. Remove once the analyzer copies those fields first.
-// fuzz-flags: -fno-sanitize=alignment
+// off here so the fuzzer reaches everything else. Remove once the analyzer copies those fields first. The define
+// matters only to lib/rulefile (fuzz_rules); the same flags let scripts/fuzz.sh compile the shared sources once.
+// fuzz-flags: -fno-sanitize=alignment -DINFERSCOPE_HAVE_MUPARSER=1
 // fuzz-libs: -lz
 #include "analyze/analyzer.hpp"
 #include "dump/reader.hpp"

@@ -8,6 +8,7 @@
 #   scripts/fuzz.sh [OUTDIR]     default OUTDIR: build-fuzz (the corpus there grows from run to run)
 #   FUZZ_SECONDS=60              time per target, seconds
 #   FUZZ_TARGETS="a b"           only these targets (names without .cpp); default: all
+#   JOBS=N                       compiles at a time (default: nproc)
 #   FUZZ_SEED=1                  libFuzzer's random seed (default 0: a new one each run). CI fixes it, so a
 #                                run explores the same inputs every time and main does not turn red by luck;
 #                                fuzz longer with other seeds by hand to find new bugs
@@ -65,13 +66,23 @@ export TMPDIR=${FUZZ_TMPDIR:-/dev/shm}
 
 status=0
 ran=0
+# Three phases. (1) Each selected target's sources are resolved and each (flags, source) pair becomes one compile
+# job: the analyzer's ~150 files are shared by fuzz_analyze_dump and fuzz_json_trace, and compiling every target's
+# sources in one clang call built them twice, on one core (CI's fuzz step grew past a quarter of its time budget).
+# (2) The jobs run JOBS at a time. (3) Each target links its objects and runs.
+JOBS=${JOBS:-$(nproc)}
+OBJ="$OUT/obj"
+rm -rf "$OBJ"
+mkdir -p "$OBJ"
+: >"$OBJ/jobs"
+declare -A job_seen
+targets=()
+declare -A t_src t_seeds t_flags t_libs t_objs
 for src in "$ROOT"/fuzz/fuzz_*.cpp; do
   name=$(basename "$src" .cpp)
   if [ -n "${FUZZ_TARGETS:-}" ] && [[ " $FUZZ_TARGETS " != *" $name "* ]]; then continue; fi
   sources=$(sed -n 's#^// fuzz-sources: ##p' "$src" | head -1)
-  seeds=$(sed -n 's#^// fuzz-seeds: ##p' "$src" | head -1)
-  read -r -a flags <<<"$(sed -n 's#^// fuzz-flags: ##p' "$src" | head -1)"
-  read -r -a libs <<<"$(sed -n 's#^// fuzz-libs: ##p' "$src" | head -1)"  # after the sources, where ld wants them
+  flags=$(sed -n 's#^// fuzz-flags: ##p' "$src" | head -1)
   paths=()
   missing=""
   for s in $sources; do  # a source may be a glob (lib/analyze/*.cpp): the lists then follow the libraries
@@ -86,13 +97,64 @@ for src in "$ROOT"/fuzz/fuzz_*.cpp; do
     status=2
     continue
   fi
+  key=$(printf '%s' "$flags" | md5sum | cut -c1-8)  # objects are shared by targets with the same flags
+  mkdir -p "$OBJ/$key"
+  printf '%s\n' "$flags" >"$OBJ/$key/flags"
+  objs=""
+  for f in "${paths[@]}"; do
+    o="$OBJ/$key/${f#"$ROOT"/}.o"
+    objs="$objs $o"
+    if [ -z "${job_seen[$o]:-}" ]; then
+      job_seen[$o]=1
+      printf '%s %s %s\n' "$key" "$f" "$o" >>"$OBJ/jobs"
+    fi
+  done
+  targets+=("$name")
+  t_src[$name]=$src
+  t_seeds[$name]=$(sed -n 's#^// fuzz-seeds: ##p' "$src" | head -1)
+  t_flags[$name]=$flags
+  t_libs[$name]=$(sed -n 's#^// fuzz-libs: ##p' "$src" | head -1)  # after the objects, where ld wants them
+  t_objs[$name]=$objs
+done
+
+# One compile job: KEY SOURCE OBJECT. Coverage instrumentation without libFuzzer's main (fuzzer-no-link); the
+# target's own file brings the main when it links. A failed compile leaves OBJECT.log and no OBJECT.
+compile_one() {
+  local key=$1 f=$2 o=$3
+  mkdir -p "$(dirname "$o")"
+  read -r -a extra <"$OBJ/$key/flags" || true
+  "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+    -fno-omit-frame-pointer "${extra[@]}" -c "$f" -o "$o" 2>"$o.log" || rm -f "$o"
+}
+export -f compile_one
+export CXX OBJ
+export CXXFLAGS_STR="${CXXFLAGS[*]}"
+n_jobs=$(wc -l <"$OBJ/jobs")
+echo "fuzz.sh: compiling $n_jobs sources for ${#targets[@]} target(s), $JOBS at a time"
+# CXXFLAGS is an array: rebuilt in each job from its string (the paths in it hold no spaces: the repository's own).
+xargs -P "$JOBS" -L 1 bash -c 'read -r -a CXXFLAGS <<<"$CXXFLAGS_STR"; compile_one "$@"' _ <"$OBJ/jobs"
+
+for name in "${targets[@]}"; do
+  src=${t_src[$name]}
+  read -r -a flags <<<"${t_flags[$name]}"
+  read -r -a libs <<<"${t_libs[$name]}"
+  read -r -a objs <<<"${t_objs[$name]}"
   echo "fuzz.sh: building $name"
-  if ! "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "${flags[@]}" "$src" "${paths[@]}" "${libs[@]}" -o "$OUT/bin/$name" 2>"$OUT/$name.build.log"; then
+  broken=""
+  for o in "${objs[@]}"; do [ -f "$o" ] || broken="$broken $o"; done
+  if [ -n "$broken" ]; then
+    echo "fuzz.sh: $name does not build:" >&2
+    for o in $broken; do tail -20 "$o.log" >&2; done
+    status=2
+    continue
+  fi
+  if ! "$CXX" "${CXXFLAGS[@]}" "${SAN[@]}" "${flags[@]}" "$src" "${objs[@]}" "${libs[@]}" -o "$OUT/bin/$name" 2>"$OUT/$name.build.log"; then
     echo "fuzz.sh: $name does not build:" >&2
     tail -20 "$OUT/$name.build.log" >&2
     status=2
     continue
   fi
+  seeds=${t_seeds[$name]}
   corpus="$OUT/corpus/$name"
   mkdir -p "$corpus"
   regress=()
