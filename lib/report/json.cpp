@@ -238,6 +238,29 @@ json::object generation_json(const analyze::GenerationLoop& g) {
   return o;
 }
 
+// A batching engine's step time by batch size and its streamed requests' tokens (analysis.hpp's EngineBatches).
+json::object engine_json(const analyze::EngineBatches& e) {
+  json::object o;
+  o["by_batch"] = rows(e.by_batch, [](const analyze::BatchSizeRow& b, json::object& x) {
+    x["batch"] = str(b.batch);
+    x["steps"] = num(b.steps);
+    x["mean_batch"] = num(b.mean_batch);
+    x["mean_ms"] = num(b.mean_ms);
+    x["p50_ms"] = num(b.p50_ms);
+  });
+  o["fixed_ms"] = num(e.fixed_ms);
+  o["per_request_ms"] = num(e.per_request_ms);
+  o["fit_r2"] = num(e.fit_r2);
+  o["streamed"] = e.streamed;
+  o["streamed_requests"] = num(e.streamed_requests);
+  o["steps_per_request"] = num(e.steps_per_request);
+  o["ttft_p50_ms"] = num(e.ttft_p50_ms);
+  o["ttft_p90_ms"] = num(e.ttft_p90_ms);
+  o["tpot_p50_ms"] = num(e.tpot_p50_ms);
+  o["tpot_p90_ms"] = num(e.tpot_p90_ms);
+  return o;
+}
+
 // An asyncio service's requests (analysis.hpp's Requests); written only when they were detected.
 json::object requests_json(const analyze::Requests& r) {
   json::object o;
@@ -258,29 +281,7 @@ json::object requests_json(const analyze::Requests& r) {
   o["batch_ms"] = num(r.batch_ms);
   o["modeled_delay_ms"] = num(r.modeled_delay_ms);
   o["delay_modeled"] = r.delay_modeled;
-  json::object engine;
-  json::array batch_rows;
-  for (const auto& b : r.engine.by_batch) {
-    json::object row;
-    row["batch"] = str(b.batch);
-    row["steps"] = num(b.steps);
-    row["mean_batch"] = num(b.mean_batch);
-    row["mean_ms"] = num(b.mean_ms);
-    row["p50_ms"] = num(b.p50_ms);
-    batch_rows.push_back(std::move(row));
-  }
-  engine["by_batch"] = std::move(batch_rows);
-  engine["fixed_ms"] = num(r.engine.fixed_ms);
-  engine["per_request_ms"] = num(r.engine.per_request_ms);
-  engine["fit_r2"] = num(r.engine.fit_r2);
-  engine["streamed"] = r.engine.streamed;
-  engine["streamed_requests"] = num(r.engine.streamed_requests);
-  engine["steps_per_request"] = num(r.engine.steps_per_request);
-  engine["ttft_p50_ms"] = num(r.engine.ttft_p50_ms);
-  engine["ttft_p90_ms"] = num(r.engine.ttft_p90_ms);
-  engine["tpot_p50_ms"] = num(r.engine.tpot_p50_ms);
-  engine["tpot_p90_ms"] = num(r.engine.tpot_p90_ms);
-  o["engine"] = std::move(engine);
+  o["engine"] = engine_json(r.engine);
   json::object split;
   split["running_ms"] = num(r.split.running_ms);
   split["queued_ms"] = num(r.split.queued_ms);
