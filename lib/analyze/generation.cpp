@@ -5,34 +5,11 @@
 #include "analyze/order_stats.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <numeric>
 #include <string_view>
 
 namespace inferscope::analyze::detail {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-// "GPT2LMHeadModel.forward" -> class "GPT2LMHeadModel", function "forward"; "main.<locals>.generate" -> class
-// "<locals>", function "generate"; "generate" -> class "", function "generate".
-std::pair<std::string, std::string> split_qualname(const std::string& q) {
-  const size_t dot = q.rfind('.');
-  if (dot == std::string::npos) return {"", q};
-  std::string cls = q.substr(0, dot);
-  if (const size_t inner = cls.rfind('.'); inner != std::string::npos) cls = cls.substr(inner + 1);
-  return {cls, q.substr(dot + 1)};
-}
-bool has(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
-
-// A function name that says it generates or decodes tokens (the function's own name, not its class: a
-// TransformerDecoderLayer's forward is a layer, not a decode step).
-bool generating_function(const std::string& fn) {
-  const std::string f = lower(fn);
-  return has(f, "generat") || has(f, "decod") || has(f, "next_token") || has(f, "sample_token");
-}
 
 // One function's outermost calls inside the windows.
 struct Candidate {
@@ -129,41 +106,19 @@ bool token_loop_shaped(const Candidate& pick, const std::vector<Candidate>& all,
 
 }  // namespace
 
-// torch.profiler names a module's call "nn.Module: GPT2LMHeadModel_0" (the class and an instance number).
-static std::string profiler_module_class(const std::string& name) {
-  constexpr std::string_view prefix = "nn.Module: ";
-  if (name.compare(0, prefix.size(), prefix) != 0) return "";
-  std::string cls = name.substr(prefix.size());
-  const size_t under = cls.rfind('_');
-  if (under != std::string::npos && under + 1 < cls.size() &&
-      cls.find_first_not_of("0123456789", under + 1) == std::string::npos)
-    cls.resize(under);
-  return cls;
-}
-
-bool generating_name(const std::string& qualname) { return generating_function(split_qualname(qualname).second); }
-
-std::string model_class_marker(const std::string& token_function) {
-  std::string cls = profiler_module_class(token_function);
-  if (cls.empty()) cls = split_qualname(token_function).first;
-  const std::string c = lower(cls);
-  if (has(c, "maskedlm")) return "";  // a masked LM fills in tokens; called per position, it scores, not generates
-  for (const char* kind : {"causallm", "lmhead", "conditionalgeneration", "seq2seqlm"})
-    if (has(c, kind)) return "model class " + cls;
-  if (cls.size() > 2 && cls.compare(cls.size() - 2, 2, "LM") == 0) return "model class " + cls;
-  return "";
-}
-
 namespace {
 
-// An encoder-decoder's model call (T5ForConditionalGeneration.forward, once per token) can cover less than a
-// module both the encoder and the decoder run (T5Stack.forward: once more, for the encoder): the class-marked
-// candidate covering at least half of the most-covering one's time is the per-token call. nullptr: none.
-const Candidate* class_marked_inside(const std::vector<Candidate>& all, const Candidate& most,
+// The per-token call whose class marks it a generating model, when the most-covering per-token call is not: an
+// encoder-decoder's model call (T5ForConditionalGeneration.forward, once per token) can cover less than a module
+// both the encoder and the decoder run (T5Stack.forward: once more, for the encoder), and a stopping criterion or a
+// logits processor called once per token can cover more than the model itself (a host scan of every generated
+// token). A class that names a generating model is the model's call however little time it covers; of several, the
+// one covering the most. nullptr: none.
+const Candidate* class_marked_inside(const std::vector<Candidate>& all,
                                      const std::function<std::string(uint32_t)>& name_of_code, std::string& marker) {
   const Candidate* best = nullptr;
   for (const Candidate& k : all) {
-    if (2 * k.covered < most.covered || (best && k.covered <= best->covered)) continue;
+    if (best && k.covered <= best->covered) continue;
     if (std::string m = model_class_marker(name_of_code(k.code)); !m.empty()) {
       best = &k;
       marker = m;
@@ -210,7 +165,7 @@ std::optional<TokenFunction> token_function(std::span<const CallSpan> calls, con
       chosen = k;
       break;
     }
-  if (!chosen) chosen = class_marked_inside(all, most, name_of_code, marker);
+  if (!chosen) chosen = class_marked_inside(all, name_of_code, marker);
   if (!chosen) {
     chosen = same.front();
     marker = generation_marker(name_of_code(chosen->code), step_function);

@@ -14,6 +14,7 @@
 
 #include "analyze/analysis.hpp"
 #include "analyze/model.hpp"
+#include "analyze/token_names.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -24,10 +25,6 @@
 
 namespace inferscope::analyze::detail {
 
-/// A loop that calls the model fewer times than this per step is not analysed as generation: with 4 calls, a step
-/// gives 3 decode intervals, the fewest from which a median means something, and a model called two or three
-/// times per step is more often an encoder/decoder pair or a retry than a token loop.
-inline constexpr size_t kMinTokenCalls = 4;
 /// Steps measured, at most: 16 steps of 4 tokens or more give 48 decode intervals or more, enough for a stable
 /// median and p90, and the extra pass over the step thread's Python calls stays bounded however long the run.
 inline constexpr size_t kMaxGenerationSteps = 16;
@@ -60,13 +57,6 @@ struct TokenFunction {
 /// step whose name says generate/decode. Without a marker a repeated call is a layer, a micro-batch or a chunk,
 /// and its "tokens" would be wrong.
 std::string generation_marker(const std::string& token_function, const std::string& step_function);
-/// The model-class part of generation_marker alone ("" for none): enough on its own, where a function or step
-/// name also needs the loop's shape (work launched between the calls, no repeated function holding several).
-std::string model_class_marker(const std::string& token_function);
-
-/// Whether a function's name says it generates (generate, decode, next_token, sample_token: its last part).
-bool generating_name(const std::string& qualname);
-
 /// Whether the calls `outer` (by start) each hold the per-token calls `inner` (by start): at least half of them
 /// hold kMinTokenCalls or more. A `generate()` called a few times holds its model's forward once per token; the
 /// step the user means is the generate call, not one token (steps.cpp).

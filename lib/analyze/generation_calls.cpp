@@ -1,5 +1,5 @@
-// Stage "generation", its part that reads the dump: the Python calls on the step thread inside the first typical
-// steps (one more pass over that thread's chunks), handed to token_function and measure_generation
+// Stage "generation", its part that reads the dump: the Python calls on the step thread inside typical steps spread
+// over the run (one more pass over that thread's chunks), handed to token_function and measure_generation
 // (generation.cpp).
 #include "analyze/aggregate.hpp"
 #include "analyze/generation.hpp"
@@ -31,13 +31,17 @@ struct CallsInside {
   }
 };
 
-// The first kMaxGenerationSteps typical steps, by start.
+// kMaxGenerationSteps typical steps spread evenly over the run (all of them when there are no more), by start: the
+// run's steps, not its first ones. A serving engine's first steps admit a prompt after another (a model call each)
+// and would look like a token loop; its later steps make one batched call each.
 std::vector<Span> measured_windows(const StepSet& ss, const std::vector<StepMetrics>& steps) {
-  std::vector<Span> w;
+  std::vector<Span> all;
   for (size_t i : typical_indexes(ss.selection))
-    if (i < steps.size() && steps[i].dur > 0) w.push_back({steps[i].start, steps[i].start + steps[i].dur, uint32_t(i)});
-  std::sort(w.begin(), w.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  if (w.size() > kMaxGenerationSteps) w.resize(kMaxGenerationSteps);
+    if (i < steps.size() && steps[i].dur > 0) all.push_back({steps[i].start, steps[i].start + steps[i].dur, uint32_t(i)});
+  std::sort(all.begin(), all.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  if (all.size() <= kMaxGenerationSteps) return all;
+  std::vector<Span> w;
+  for (size_t k = 0; k < kMaxGenerationSteps; ++k) w.push_back(all[k * all.size() / kMaxGenerationSteps]);
   return w;
 }
 

@@ -108,26 +108,8 @@ Spans spans_of(const std::vector<Cand>& v) {
   return out;
 }
 
-// The generation call holding the per-token call `inner` (a generating model's forward: a model class or a name
-// that says so): the candidate covering the most time, repeated, launching, named as a generation call
-// (GenerationMixin.generate, a hand-written generate_reply) whose calls hold kMinTokenCalls or more of `inner`.
-// `ranked`'s index, or `inner` itself when there is none.
-template <class Launching>
-size_t generation_call(const Context& cx, const std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>>& ranked,
-                       std::map<uint32_t, std::vector<Cand>>& calls_of, size_t inner, Launching&& launching) {
-  const std::string inner_name = cx.code_name(ranked[inner].second);
-  if (model_class_marker(inner_name).empty() && !generating_name(inner_name)) return inner;
-  const Spans inner_spans = spans_of(calls_of[ranked[inner].second]);
-  for (size_t k = 0; k < ranked.size(); ++k) {
-    if (k == inner || ranked[k].first.second < 2 || !generating_name(cx.code_name(ranked[k].second))) continue;
-    const auto& outer = calls_of[ranked[k].second];
-    if (launching(outer) && holds_token_calls(spans_of(outer), inner_spans)) return k;
-  }
-  return inner;
-}
-
-// The per-token call a generation call (`outer`, ranked's index) holds, when it is the step already (it covers the
-// most time itself): the model call it makes kMinTokenCalls times or more, for the step's explanation. 0: none.
+// The per-token call a generation call (`outer`, ranked's index) holds: the model call (a generating model's
+// forward: a model class or a name that says so) it makes kMinTokenCalls times or more. 0: none.
 uint32_t token_call_inside(const Context& cx, const std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>>& ranked,
                            std::map<uint32_t, std::vector<Cand>>& calls_of, size_t outer) {
   if (!generating_name(cx.code_name(ranked[outer].second))) return 0;
@@ -139,6 +121,27 @@ uint32_t token_call_inside(const Context& cx, const std::vector<std::pair<std::p
     if (holds_token_calls(outer_spans, spans_of(calls_of[ranked[k].second]))) return ranked[k].second;
   }
   return 0;
+}
+
+// The generation call holding `inner`, a call made once per token: the candidate covering the most time, repeated,
+// launching, named as a generation call (GenerationMixin.generate, a hand-written generate_reply) whose calls hold
+// kMinTokenCalls or more of `inner`. `inner` is either the model's per-token forward itself or another per-token
+// call (a stopping criterion, a logits processor: whatever covers the most time), and then the generation call must
+// also hold a model's per-token forward: a function named generate that merely repeats some helper is no
+// generation. `ranked`'s index, or `inner` itself when there is none.
+template <class Launching>
+size_t generation_call(const Context& cx, const std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>>& ranked,
+                       std::map<uint32_t, std::vector<Cand>>& calls_of, size_t inner, Launching&& launching) {
+  const std::string inner_name = cx.code_name(ranked[inner].second);
+  const bool inner_is_model_call = !model_class_marker(inner_name).empty() || generating_name(inner_name);
+  const Spans inner_spans = spans_of(calls_of[ranked[inner].second]);
+  for (size_t k = 0; k < ranked.size(); ++k) {
+    if (k == inner || ranked[k].first.second < 2 || !generating_name(cx.code_name(ranked[k].second))) continue;
+    const auto& outer = calls_of[ranked[k].second];
+    if (!launching(outer) || !holds_token_calls(spans_of(outer), inner_spans)) continue;
+    if (inner_is_model_call || token_call_inside(cx, ranked, calls_of, k)) return k;
+  }
+  return inner;
 }
 
 // The step's calls made on an event loop: each replaced by the coroutine run holding it (loop_steps.hpp).
@@ -225,7 +228,9 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, c
   // A per-token forward inside a generate() called a few times: the step the user means is the generate call.
   if (!only && !launches.empty()) {
     if (const size_t g = generation_call(cx, ranked, calls_of, pick, launching); g != pick) {
-      out.token_code = ranked[pick].second;
+      const std::string inner = cx.code_name(ranked[pick].second);
+      const bool model_call = !model_class_marker(inner).empty() || generating_name(inner);
+      out.token_code = model_call ? ranked[pick].second : token_call_inside(cx, ranked, calls_of, g);
       pick = g;
     } else {
       out.token_code = token_call_inside(cx, ranked, calls_of, pick);

@@ -249,7 +249,9 @@ std::string write_batching_server(int cycles, int per_batch) {
 
 // generate() called at a script's top level, six times: <module> holds GenerationMixin.generate, which holds one
 // GPT2LMHeadModel.forward per token (four kernels each), an argmax launched and its token read back after each.
-std::string write_top_level_generate(int calls, int tokens) {
+// `stop_check`: a stopping criterion called after each token that copies the ids to the host and scans them for
+// 2 ms, so that it, not the model's forward, covers the most time of the per-token calls.
+std::string write_top_level_generate(int calls, int tokens, bool stop_check = false) {
   const std::string path = temp_path("generate");
   dump::DumpBuilder b(path);
   testsupport::Sim sim(b, "MainThread");
@@ -266,6 +268,12 @@ std::string write_top_level_generate(int calls, int tokens) {
           sim.launch("argmax_kernel", 5 * kUs);
           sim.sync("cudaStreamSynchronize");
           sim.host(150 * kUs);
+          if (stop_check)
+            sim.py("BlocklistCriteria.__call__", [&] {
+              sim.launch("copy_kernel", 2 * kUs);
+              sim.sync("cudaStreamSynchronize");
+              sim.host(2 * kMs);
+            });
         }
       }, "transformers/generation/utils.py");
   }, "script.py", 1);
@@ -328,6 +336,38 @@ TEST_CASE("generate() at a script's top level: the step is the generate call, wi
   bool forward_is_candidate = false;
   for (const auto& c : a.steps.candidates) forward_is_candidate |= c.name == "GPT2LMHeadModel.forward";
   CHECK(forward_is_candidate);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("generate() with a stopping criterion that covers more time than the model: still the generate call") {
+  const std::string path = write_top_level_generate(6, 8, true);
+  const Analysis a = analyze_file(path, {});
+  CHECK(a.steps.name == "GenerationMixin.generate");
+  CHECK(a.steps.total == 6);
+  REQUIRE(a.generation.detected);
+  CHECK(a.generation.token_function == "GPT2LMHeadModel.forward");  // the model's call, not the criterion
+  CHECK(a.generation.tokens_per_step == doctest::Approx(8));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a function named generate that repeats a helper but no model call is no generation call") {
+  const std::string path = temp_path("generate-helper");
+  {
+    dump::DumpBuilder b(path);
+    testsupport::Sim sim(b, "MainThread");
+    for (int c = 0; c < 4; ++c)
+      sim.py("generate_report", [&] {
+        for (int t = 0; t < 12; ++t)
+          sim.py("render_chart", [&] {
+            sim.launch("plot_kernel", 300 * kUs);
+            sim.sync("cudaStreamSynchronize");
+            sim.host(1 * kMs);
+          });
+      });
+  }
+  const Analysis a = analyze_file(path, {});
+  CHECK(a.steps.name == "render_chart");
+  CHECK_FALSE(a.generation.detected);
   std::filesystem::remove(path);
 }
 
