@@ -1079,13 +1079,15 @@ class RecordDicts {
       Py_CLEAR(d);
     add(d, rc);
   }
-  // The coroutine that ran in the python_call just before it: its object and whether this run began it.
+  // The coroutine that ran in the python_call just before it: its object, whether this run began it and whether
+  // it ended it.
   void on(const inferscope::PyCoroutineRecord& rec, const inferscope::dump::RecordContext& rc) {
     auto it = r.code_table().find(rec.code);
     std::string name = it == r.code_table().end() ? "<code " + std::to_string(rec.code) + ">" : it->second.qualname;
     PyObject* d = span(rc, "python_coroutine", name, rec.start, rec.start);
     if (d && (!set_item(d, "object", PyLong_FromUnsignedLongLong(rec.object)) ||
-              !set_item(d, "first", PyBool_FromLong((rc.aux() & inferscope::kCoroutineFirstRun) != 0))))
+              !set_item(d, "first", PyBool_FromLong((rc.aux() & inferscope::kCoroutineFirstRun) != 0)) ||
+              !set_item(d, "last", PyBool_FromLong((rc.aux() & inferscope::kCoroutineLastRun) != 0))))
       Py_CLEAR(d);
     add(d, rc);
   }

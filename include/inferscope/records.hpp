@@ -136,6 +136,9 @@ struct PyCoroutineRecord {
 static_assert(sizeof(PyCoroutineRecord) == 24);
 /// PyCoroutineRecord aux bit: this run began the coroutine (its first run), not a resumption after an await.
 inline constexpr uint8_t kCoroutineFirstRun = 1;
+/// PyCoroutineRecord aux bit: this run ended the coroutine (it returned or raised), not a suspension at an await:
+/// the life is over when this record is read, which a live reader needs (since 2026-12-02; clear in older dumps).
+inline constexpr uint8_t kCoroutineLastRun = 2;
 
 /// Calls of one function on this thread that the tracer counted instead of recording one by one: calls shorter than
 /// its elision bound of a function already recorded in full many times (docs/python.md, "Short calls"). Their time

@@ -140,9 +140,29 @@ def test_each_coroutine_run_names_its_object_and_its_first_run(record):
     for o in objects:
         mine = sorted((r for r in runs if r["object"] == o), key=lambda r: r["start"])
         assert [r["first"] for r in mine] == [True, False]  # its first run, then the resumption after the await
+        assert [r["last"] for r in mine] == [False, True]  # suspended at the await, then returned
     # parent is one coroutine too; plain functions get no coroutine record.
     assert len({r["object"] for r in of_kind(d, "python_coroutine", "parent")}) == 1
     assert not of_kind(d, "python_coroutine", "leaf")
+
+
+async def fails():
+    await asyncio.sleep(0)
+    raise ValueError("no")
+
+
+async def catches():
+    try:
+        await fails()
+    except ValueError:
+        return 1
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="coroutine records need PyFrame_GetGenerator (CPython 3.11)")
+def test_a_coroutine_that_raises_ends_its_life_too(record):
+    d = record(lambda: asyncio.run(catches()), trace=True)
+    runs = sorted(of_kind(d, "python_coroutine", "fails"), key=lambda r: r["start"])
+    assert [(r["first"], r["last"]) for r in runs] == [(True, False), (False, True)]
 
 
 def tiny(x):

@@ -421,8 +421,10 @@ inline bool on_enter(ThreadTrace* t, PyObject* code, RunOf&& run_of) {
   return true;
 }
 
-// A call of `code` returns, yields or unwinds. Returns false when the code is excluded.
-inline bool on_exit(ThreadTrace* t, PyObject* code) {
+// A call of `code` returns, yields or unwinds. Returns false when the code is excluded. `ended()` says whether a
+// coroutine's run ended its life (returned or raised) rather than suspending it; asked of coroutine runs only.
+template <class Ended>
+inline bool on_exit(ThreadTrace* t, PyObject* code, Ended&& ended) {
   const uint64_t end = detail::now();
   // Only traced code is ever pushed, so a match on the top of the stack needs no classification.
   if (INFERSCOPE_UNLIKELY(t == nullptr || t->gen != g_stack_gen || t->frames.empty() || t->frames.back().code != code))
@@ -453,7 +455,8 @@ inline bool on_exit(ThreadTrace* t, PyObject* code) {
                          f.id, f.start, end};
     detail::emit_record(&r, sizeof(r));
     if (INFERSCOPE_UNLIKELY(f.coroutine != 0)) {
-      const PyCoroutineRecord c{{RecordKind::kPyCoroutine, f.coroutine_flags, static_cast<uint16_t>(sizeof(PyCoroutineRecord))},
+      const uint8_t flags = static_cast<uint8_t>(f.coroutine_flags | (ended() ? kCoroutineLastRun : 0));
+      const PyCoroutineRecord c{{RecordKind::kPyCoroutine, flags, static_cast<uint16_t>(sizeof(PyCoroutineRecord))},
                                 f.id, f.start, f.coroutine};
       detail::emit_record(&c, sizeof(c));
     }
@@ -493,9 +496,14 @@ PyObject* mon_resume(PyObject*, PyObject* const* args, size_t nargsf, PyObject*)
   if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
   return on_enter(thread_trace(), args[0], [] { return current_run(false); }) ? ret_none() : ret_disable();
 }
+// PY_RETURN ends a call or a coroutine's life; PY_YIELD suspends a coroutine (an await) or a generator.
 PyObject* mon_exit(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
   if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
-  return on_exit(t_trace_slot(), args[0]) ? ret_none() : ret_disable();
+  return on_exit(t_trace_slot(), args[0], [] { return true; }) ? ret_none() : ret_disable();
+}
+PyObject* mon_yield(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
+  if (INFERSCOPE_UNLIKELY(PyVectorcall_NARGS(nargsf) < 1 || !g_active.load(std::memory_order_relaxed))) return ret_disable();
+  return on_exit(t_trace_slot(), args[0], [] { return false; }) ? ret_none() : ret_disable();
 }
 // PY_THROW and PY_UNWIND cannot be disabled per location.
 PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
@@ -504,7 +512,8 @@ PyObject* mon_enter_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, Py
   return ret_none();
 }
 PyObject* mon_exit_nonlocal(PyObject*, PyObject* const* args, size_t nargsf, PyObject*) {
-  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed)) on_exit(t_trace_slot(), args[0]);
+  if (PyVectorcall_NARGS(nargsf) >= 1 && g_active.load(std::memory_order_relaxed))
+    on_exit(t_trace_slot(), args[0], [] { return true; });  // PY_UNWIND: an exception leaves the frame for good
   return ret_none();
 }
 
@@ -513,8 +522,8 @@ struct MonCallback {
   vectorcallfunc call;
 };
 PyTypeObject MonCallbackType = {PyVarObject_HEAD_INIT(nullptr, 0)};
-constexpr vectorcallfunc g_mon_funcs[5] = {mon_enter, mon_exit, mon_enter_nonlocal, mon_exit_nonlocal, mon_resume};
-PyObject* g_mon_callbacks[5] = {};
+constexpr vectorcallfunc g_mon_funcs[6] = {mon_enter, mon_exit, mon_enter_nonlocal, mon_exit_nonlocal, mon_resume, mon_yield};
+PyObject* g_mon_callbacks[6] = {};
 
 // Calls sys.monitoring.<method>(*args); returns a new reference or nullptr with the error described.
 PyObject* mon_call(const char* method, PyObject* args, std::string* error) {
@@ -561,7 +570,7 @@ struct EventCallback {
   int callback;
 };
 constexpr EventCallback kEvents[] = {{"PY_START", 0},  {"PY_RESUME", 4}, {"PY_RETURN", 1},
-                                     {"PY_YIELD", 1},  {"PY_THROW", 2},  {"PY_UNWIND", 3}};
+                                     {"PY_YIELD", 5},  {"PY_THROW", 2},  {"PY_UNWIND", 3}};
 
 // Another tool holding PROFILER_ID (cProfile since 3.12, or any sys.monitoring profiler) keeps it: install_hooks()
 // refuses. sys.setprofile() needs no check here: since 3.12 it runs on a tool id of its own and coexists with
@@ -642,7 +651,7 @@ bool init_mechanism(std::string* error) {
     *error = "cannot create the sys.monitoring callback type";
     return false;
   }
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 6; ++i) {
     auto* cb = PyObject_New(MonCallback, &MonCallbackType);
     if (cb) cb->call = g_mon_funcs[i];
     g_mon_callbacks[i] = reinterpret_cast<PyObject*>(cb);
@@ -732,6 +741,27 @@ inline bool first_run(PyFrameObject* frame) {
 #endif
 }
 
+// A 'return' event of a generator's frame ends its life unless the frame stands at a YIELD_VALUE (it suspended at
+// an await or a yield). Read as first_run() reads; only asked for coroutine code.
+inline bool ended_run(PyFrameObject* frame) {
+#if ISCOPE_PY_311
+  const int lasti = PyFrame_GetLasti(frame);
+  if (lasti < 0) return true;
+  PyCodeObject* code = PyFrame_GetCode(frame);
+  PyObject* bytes = code ? PyCode_GetCode(code) : nullptr;
+  bool ended = true;
+  if (bytes && PyBytes_Check(bytes) && lasti < PyBytes_GET_SIZE(bytes))
+    ended = reinterpret_cast<const unsigned char*>(PyBytes_AS_STRING(bytes))[lasti] != YIELD_VALUE;
+  Py_XDECREF(bytes);
+  Py_XDECREF(code);
+  PyErr_Clear();
+  return ended;
+#else
+  (void)frame;
+  return false;  // unknown before 3.11: never claimed
+#endif
+}
+
 int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
   if (what != PyTrace_CALL && what != PyTrace_RETURN) return 0;
   if (INFERSCOPE_UNLIKELY(!g_active.load(std::memory_order_relaxed) || obj == nullptr)) {
@@ -742,7 +772,7 @@ int profile_hook(PyObject* obj, PyFrameObject* frame, int what, PyObject*) {
   ThreadTrace* t = reinterpret_cast<TraceHolder*>(obj)->trace;
   PyObject* code = frame_code(frame);
   if (what == PyTrace_CALL) on_enter(t, code, [frame] { return coroutine_of(frame, first_run(frame)); });
-  else on_exit(t, code);
+  else on_exit(t, code, [frame] { return ended_run(frame); });
   return 0;
 }
 
