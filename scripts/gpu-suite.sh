@@ -10,19 +10,11 @@
 #        included), AB_ROUNDS, ONLY (as record-suite.sh)
 set -u
 OUT=${OUT:-$PWD/out-gpu}
-BUILD=${BUILD:-build-gpu}
-PY=${PYTHON:-$(command -v python3)}
 START=$(date +%s)
 mkdir -p "$OUT"
 WORK=/tmp/suite
-mkdir -p "$WORK"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
-if [ ! -x "$BUILD/tools/iscope-analyze/iscope-analyze" ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PY" -DINFERSCOPE_BUILD_TESTS=OFF \
-    -DINFERSCOPE_BUILD_BENCH=OFF -DINFERSCOPE_BUILD_SAMPLES=OFF -DINFERSCOPE_BUILD_CUDA_SAMPLES=OFF > "$WORK/build.log" 2>&1 &&
-    ninja -C "$BUILD" -j"$(nproc)" >> "$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; exit 1; }
-  echo "build: $(( $(date +%s) - START )) s"
-fi
+. "$(dirname "$0")/gpu-build.sh"
 for part in "$@"; do
   left=$(( ${BUDGET_S:-540} - ($(date +%s) - START) - 40 ))
   [ "$left" -gt 30 ] || { echo "gpu-suite: no time left for $part"; continue; }

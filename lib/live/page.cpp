@@ -21,6 +21,7 @@ svg text{font-size:11px}
 <span id="slowest_at"></span></span><span>dropped records <b id="dropped">0</b></span>
 <span>GPU busy p50 <b id="gpu_busy">–</b></span></div>
 <p id="step_hint" hidden></p>
+<div id="serving" hidden><h2>Generation and requests</h2><table id="serving_rows"></table></div>
 <h2>GPU and bottleneck (live estimates)</h2><p id="gpu_state">no GPU activity recorded</p>
 <p id="bottleneck"></p><table id="categories"></table>
 <h2>Breakdown of a step (mean of the newest steps)</h2><table id="breakdown"></table>
@@ -67,6 +68,27 @@ function drawGpu(g) {
     d.style.width = Math.round(300 * c.share) + 'px'; b.appendChild(d);
   }
 }
+function drawServing(sv) {
+  el('serving').hidden = !sv;
+  const t = el('serving_rows'); t.innerHTML = '';
+  if (!sv) return;
+  const row = (what, p50, p90, note) => {
+    const tr = t.insertRow();
+    tr.insertCell().textContent = what;
+    const a = tr.insertCell(); a.className = 'n'; a.textContent = 'p50 ' + fmt(p50) + ' ms';
+    const b = tr.insertCell(); b.className = 'n'; b.textContent = 'p90 ' + fmt(p90) + ' ms';
+    tr.insertCell().textContent = note;
+  };
+  const g = sv.generation, q = sv.requests;
+  if (g) {
+    const of = g.calls + ' calls of ' + g.function + ', ' + g.tokens + ' tokens (' + g.token_function + ')';
+    row('time to first token', g.ttft_p50_ms, g.ttft_p90_ms, of);
+    row('time per output token', g.tpot_p50_ms, g.tpot_p90_ms, fmt(g.tokens_per_s) + ' tokens/s per call');
+    row('generation call', g.latency_p50_ms, g.latency_p90_ms, '');
+  }
+  if (q) row('request latency', q.latency_p50_ms, q.latency_p90_ms,
+             q.count + ' requests of ' + q.function + ', p99 ' + fmt(q.latency_p99_ms) + ' ms');
+}
 function drawTimeline(tl) {
   const svg = el('timeline'); const W = 1000, L = 140, RH = 16;
   const threads = [...new Set(tl.spans.map(s => s.thread))];
@@ -106,7 +128,7 @@ async function tick() {
     el('slowest').textContent = d.slowest ? fmt(d.slowest.dur_ms) : '–';
     el('slowest_at').textContent = d.slowest ? '(at ' + fmt(d.slowest.start_ms / 1000) + ' s)' : '';
     el('dropped').textContent = d.dropped_records;
-    drawBreakdown(d.breakdown); drawGpu(d.gpu); drawTimeline(d.timeline);
+    drawBreakdown(d.breakdown); drawServing(d.serving); drawGpu(d.gpu); drawTimeline(d.timeline);
   } catch (e) {
     el('state').textContent = 'not updating (' + e.message + '): the program has probably exited';
     el('state').className = 'stopped';

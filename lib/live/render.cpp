@@ -1,6 +1,7 @@
 #include "live/render.hpp"
 
 #include "live/render_gpu.hpp"
+#include "live/render_serving.hpp"
 #include "live/render_util.hpp"
 
 #include <algorithm>
@@ -148,7 +149,7 @@ std::string render_data_json(const Snapshot& s) {
   out += ",\"recent_ms\":[";
   for (size_t i = 0; i < d.size(); ++i) out += (i ? "," : "") + num(d[i]);
   out += "],\"breakdown\":" + breakdown_json(s) + ",\"timeline\":" + timeline_json(s) +
-         ",\"gpu\":" + gpu_json(s) + "}";
+         ",\"gpu\":" + gpu_json(s) + ",\"serving\":" + serving_json(s) + "}";
   return out;
 }
 
@@ -174,7 +175,7 @@ std::string render_metrics(const Snapshot& s) {
   o += "# TYPE inferscope_session_state gauge\n";
   for (const char* st : {"recording", "stopping"})
     o += std::string("inferscope_session_state{state=\"") + st + "\"} " + (s.state == st ? "1" : "0") + "\n";
-  return o + gpu_metrics(s);
+  return o + gpu_metrics(s) + serving_metrics(s);
 }
 
 }  // namespace inferscope::live

@@ -17,7 +17,7 @@ Tap::Tap(uint32_t step_name, uint64_t origin_ticks, double ticks_per_ns, std::fu
          size_t step_capacity, size_t span_capacity)
     : step_name_(step_name), origin_(origin_ticks), ticks_per_ns_(ticks_per_ns > 0 ? ticks_per_ns : 1.0),
       resolve_(std::move(resolve)), steps_(step_capacity ? step_capacity : 1), spans_(span_capacity ? span_capacity : 1),
-      gpu_(ticks_per_ns_) {
+      serving_(ticks_per_ns_), gpu_(ticks_per_ns_) {
   step_text_ = resolve_ ? resolve_(step_name_) : std::string("step");
 }
 
@@ -36,8 +36,10 @@ void Tap::observe(uint32_t thread, const uint8_t* p, size_t bytes) {
       add_gpu(h.kind, p + o, h.size);
     } else if (h.kind == RecordKind::kCudaApi) {
       add_api(thread, p + o, h.size);
-    } else if (h.kind == RecordKind::kPyCall && steps_total_ == 0 && h.aux <= kCandidateDepth) {
-      add_python_call(p + o, h.size);
+    } else if (h.kind == RecordKind::kPyCall) {
+      add_python_call(thread, h.aux, p + o, h.size);
+    } else if (h.kind == RecordKind::kPyCoroutine) {
+      add_coroutine(thread, p + o, h.size);
     }
     o += h.size;
   }
@@ -65,13 +67,24 @@ void Tap::count_candidate(std::map<uint32_t, Seen>& seen, uint32_t id, uint64_t 
   it->second.ticks += ticks;
 }
 
-void Tap::add_python_call(const uint8_t* record, size_t size) {
+// Every Python call feeds the serving meter; while no step has been seen, the shallow ones are step candidates too.
+void Tap::add_python_call(uint32_t thread, uint8_t depth, const uint8_t* record, size_t size) {
   if (!resolve_code_ || size < sizeof(PyCallRecord)) return;
   PyCallRecord r;
   std::memcpy(&r, record, sizeof(r));
   if (r.end < r.start) return;
+  if (r.end > now_) now_ = r.end;
+  serving_.call(thread, r.code, serving_.knows(r.code) ? std::string() : resolve_code_(r.code), depth, r.start, r.end);
+  if (steps_total_ != 0 || depth > kCandidateDepth) return;
   count_candidate(python_seen_, r.code, r.end - r.start);
   if (!code_names_.count(r.code) && code_names_.size() < kMaxNames) code_names_[r.code] = resolve_code_(r.code);
+}
+
+void Tap::add_coroutine(uint32_t thread, const uint8_t* record, size_t size) {
+  if (!resolve_code_ || size < sizeof(PyCoroutineRecord)) return;
+  PyCoroutineRecord r;
+  std::memcpy(&r, record, sizeof(r));
+  serving_.coroutine(thread, r.code, r.start, r.object, r.h.aux);
 }
 
 // The candidates seen twice or more, most time first. Called under the lock; names were resolved when first seen.
@@ -224,6 +237,7 @@ Snapshot Tap::snapshot() const {
   s.threads = threads_;
   s.steps_total = steps_total_;
   s.step_name = step_text_;
+  s.serving = serving_.view();
   s.step_candidates = step_candidates();
   s.step_seconds_sum = sum_;
   s.buckets = buckets_;

@@ -8,6 +8,7 @@
 // table's lock, so names are resolved there and the server never touches a runtime lock.
 #pragma once
 
+#include "live/serving_meter.hpp"
 #include "live/step_settler.hpp"
 #include "live/tap_types.hpp"
 
@@ -82,6 +83,8 @@ struct Snapshot {
   std::vector<SettledStep> settled;      ///< the newest settled steps, oldest first
   uint64_t steps_settled = 0, steps_pending = 0, steps_incomplete = 0;
   std::array<double, kCategories> category_seconds{};  ///< complete settled steps' seconds per Category
+  /// Generation calls and requests measured so far (serving_meter.hpp); empty histograms when none was seen.
+  ServingView serving;
 };
 
 class Tap {
@@ -111,7 +114,8 @@ class Tap {
   void add_range(uint32_t thread, uint32_t name, uint32_t depth, uint64_t start, uint64_t end);
   void add_step(const Span& s);
   void remember_name(uint32_t id);
-  void add_python_call(const uint8_t* record, size_t size);
+  void add_python_call(uint32_t thread, uint8_t depth, const uint8_t* record, size_t size);
+  void add_coroutine(uint32_t thread, const uint8_t* record, size_t size);
   struct Seen {
     uint64_t count = 0, ticks = 0;
   };
@@ -138,6 +142,7 @@ class Tap {
   std::map<uint32_t, Seen> range_seen_, python_seen_;
   std::function<std::string(uint32_t)> resolve_code_;
   std::map<uint32_t, std::string> code_names_;
+  ServingMeter serving_;  // fed every Python call and coroutine record, under mu_
   std::map<uint32_t, uint32_t> thread_of_os_tid_;
   std::map<uint32_t, uint8_t> api_kinds_;  // CUDA API name id -> analyze::detail::ApiKind
   // The timeline's range: the newest kTimelineSteps settled steps, or before any settled, the newest steps to

@@ -12,7 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -204,4 +207,67 @@ TEST_CASE("live tap replaying an H100 recording: records later than the 1 s boun
     short_of += s.ticks[size_t(Category::kGpuBusy)] < expected;
   }
   CHECK(short_of >= 1);  // why the page asks CUPTI for its records every 250 ms, well inside the bound
+}
+
+namespace {
+
+// The serving meter's view at the end of a recording fed to the tap chunk by chunk, as the writer drains them
+// (tests/live/live_replay.cpp does the same for any dump).
+ServingView replay_serving(const dump::DumpReader& r) {
+  const auto& cal = r.calibration();
+  REQUIRE(cal.size() >= 2);
+  const double rate = double(cal.back().ticks - cal.front().ticks) / double(cal.back().monotonic_ns - cal.front().monotonic_ns);
+  Tap tap(0, cal.front().ticks, rate, [&](uint32_t id) { return r.string_at(id); });
+  tap.set_code_names([&](uint32_t code) {
+    auto it = r.code_table().find(code);
+    return it == r.code_table().end() ? std::string() : it->second.qualname;
+  });
+  for (const dump::EventsChunkRef& c : r.event_chunks()) {
+    std::vector<uint8_t> bytes(c.length);
+    r.read_at(c.offset, bytes.data(), bytes.size());
+    tap.observe(c.thread_id, bytes.data(), bytes.size());
+  }
+  return tap.snapshot().serving;
+}
+
+// A number of the program's own last line (its timers, printed as JSON), stored beside the fixture.
+double own(const char* file, const std::string& key) {
+  std::ifstream in(fixture(file));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"" + key + "\":");
+  REQUIRE(at != std::string::npos);
+  return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
+}
+
+}  // namespace
+
+// hf_generate_fixed: samples/serving/hf_generate_streamer.py --fixed --calls 6 (GPT-2, 48 new tokens per call, a
+// streamer stamping each token), recorded on an H200 without CUPTI, its own timers beside it. The program leaves
+// its 2 warm-up calls out of its figures; the meter counts every call, and its medians hold regardless.
+TEST_CASE("live serving metrics replaying a GPU recording of generate(): within 15 % of the program's own timers") {
+  dump::DumpReader r(fixture("live/hf_generate_fixed.iscope"));
+  const ServingView v = replay_serving(r);
+  CHECK(v.generation_name == "GenerationMixin.generate");
+  CHECK(v.token_name == "GPT2LMHeadModel.forward");
+  CHECK(v.generation_calls == 8);  // 2 warm-up calls and 6 timed ones
+  CHECK(v.tokens == 8 * 48);
+  const double ttft = own("live/hf_generate_fixed.own.json", "ttft_ms_p50"), tpot = own("live/hf_generate_fixed.own.json", "tpot_ms_p50");
+  const double call = own("live/hf_generate_fixed.own.json", "call_ms_p50");
+  CHECK(v.ttft.recent_quantile(0.5) * 1e3 == doctest::Approx(ttft).epsilon(0.15));
+  CHECK(v.tpot.recent_quantile(0.5) * 1e3 == doctest::Approx(tpot).epsilon(0.15));
+  CHECK(v.generation_latency.recent_quantile(0.5) * 1e3 == doctest::Approx(call).epsilon(0.15));
+  CHECK(v.request_name.empty());  // no asyncio here
+}
+
+// aiohttp_batcher_small: samples/serving/aiohttp_batcher.py --requests 3000 --warmup 300 (an aiohttp server whose
+// batcher waits out an 8 ms window; client processes), recorded on an H200 without CUPTI. Its own request latency is
+// timed inside the handler, from its first line to its response.
+TEST_CASE("live serving metrics replaying a GPU recording of an aiohttp batching server: the handler's requests") {
+  dump::DumpReader r(fixture("live/aiohttp_batcher_small.iscope"));
+  const ServingView v = replay_serving(r);
+  CHECK(v.generation_calls == 0);
+  CHECK(v.request_name == "classify");
+  CHECK(v.request_latency.count >= 3000);  // and the warm-up's
+  CHECK(v.request_latency.recent_quantile(0.5) * 1e3 ==
+        doctest::Approx(own("live/aiohttp_batcher_small.own.json", "request_ms_p50")).epsilon(0.15));
 }
