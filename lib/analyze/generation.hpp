@@ -14,7 +14,7 @@
 
 #include "analyze/analysis.hpp"
 #include "analyze/model.hpp"
-#include "analyze/token_names.hpp"
+#include "text/token_names.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -24,6 +24,13 @@
 #include <vector>
 
 namespace inferscope::analyze::detail {
+
+// What a function's name says of generation (lib/text/token_names.hpp), shared with the live tap.
+using text::generating_function;
+using text::generating_name;
+using text::kMinTokenCalls;
+using text::model_class_marker;
+using text::split_qualname;
 
 /// Steps measured, at most: 16 steps of 4 tokens or more give 48 decode intervals or more, enough for a stable
 /// median and p90, and the extra pass over the step thread's Python calls stays bounded however long the run.

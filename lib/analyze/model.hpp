@@ -6,10 +6,10 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
-#include "analyze/api_kind.hpp"
 #include "analyze/replay.hpp"
 #include "analyze/step_policy.hpp"
 #include "analyze/summary.hpp"
+#include "text/api_kind.hpp"
 
 #include <cstdint>
 #include <string>
@@ -17,6 +17,17 @@
 #include <vector>
 
 namespace inferscope::analyze::detail {
+
+// What a CUDA API call does, by its name (lib/text/api_kind.hpp), as every stage names it.
+using text::ApiKind;
+using text::classify_api;
+using text::kAlloc;
+using text::kCopyAsync;
+using text::kCopySync;
+using text::kFree;
+using text::kLaunch;
+using text::kOtherApi;
+using text::kSync;
 
 /// Host gaps shorter than this between two CUDA calls are dispatch overhead (Python and framework work per op),
 /// not host work: the idle attribution gives them to the launch path and the graph what-if removes them.

@@ -1,7 +1,7 @@
 // Stage "program facts" (program_facts.hpp).
 #include "analyze/program_facts.hpp"
 
-#include "analyze/api_kind.hpp"
+#include "text/api_kind.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // The serving meter (serving_meter.hpp): generation calls and request lives, measured as their records drain.
 #include "live/serving_meter.hpp"
 
-#include "analyze/token_names.hpp"
+#include "text/token_names.hpp"
 
 #include <inferscope/records.hpp>
 
@@ -11,7 +11,7 @@
 namespace inferscope::live {
 
 namespace {
-using analyze::detail::kMinTokenCalls;
+using text::kMinTokenCalls;
 constexpr uint32_t kMaxCodeId = 1u << 22;  // code ids above it (a corrupt record) are not classified
 }  // namespace
 
@@ -46,8 +46,8 @@ ServingMeter::Kind ServingMeter::classify(uint32_t code, const std::string& name
   if (kind_[code] != kUnknown) return kind_[code];
   if (!name.empty() && names_.size() < kMaxCodeNames) names_.emplace(code, name);
   Kind k = kOther;
-  if (!analyze::detail::model_class_marker(name).empty()) k = kModel;
-  else if (analyze::detail::generating_name(name)) k = kGenerating;
+  if (!text::model_class_marker(name).empty()) k = kModel;
+  else if (text::generating_name(name)) k = kGenerating;
   kind_[code] = k;
   return k;
 }

@@ -1,13 +1,13 @@
 #include "live/step_settler.hpp"
 
-#include "analyze/api_kind.hpp"
+#include "text/api_kind.hpp"
 
 #include <algorithm>
 #include <utility>
 
 namespace inferscope::live {
 
-using analyze::detail::ApiKind;
+using text::ApiKind;
 
 const char* gpu_kind_name(GpuKind k) {
   switch (k) {

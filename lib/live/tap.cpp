@@ -1,6 +1,6 @@
 #include "live/tap.hpp"
 
-#include "analyze/api_kind.hpp"
+#include "text/api_kind.hpp"
 
 #include <inferscope/records.hpp>
 
@@ -139,10 +139,10 @@ void Tap::add_api(uint32_t thread, const uint8_t* record, size_t size) {
   gpu_.add_api(thread, api_kind_of(r.name), r.start, r.end);
 }
 
-// The analyzer's classification by name (analyze/api_kind.hpp), resolved once per name id.
+// The analyzer's classification by name (text/api_kind.hpp), resolved once per name id.
 uint8_t Tap::api_kind_of(uint32_t name) {
   if (auto it = api_kinds_.find(name); it != api_kinds_.end()) return it->second;
-  const uint8_t kind = analyze::detail::classify_api(resolve_ ? resolve_(name) : std::string());
+  const uint8_t kind = text::classify_api(resolve_ ? resolve_(name) : std::string());
   if (api_kinds_.size() < kMaxNames) api_kinds_[name] = kind;
   return kind;
 }

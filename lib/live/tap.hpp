@@ -144,7 +144,7 @@ class Tap {
   std::map<uint32_t, std::string> code_names_;
   ServingMeter serving_;  // fed every Python call and coroutine record, under mu_
   std::map<uint32_t, uint32_t> thread_of_os_tid_;
-  std::map<uint32_t, uint8_t> api_kinds_;  // CUDA API name id -> analyze::detail::ApiKind
+  std::map<uint32_t, uint8_t> api_kinds_;  // CUDA API name id -> text::ApiKind
   // The timeline's range: the newest kTimelineSteps settled steps, or before any settled, the newest steps to
   // now (to = UINT64_MAX). The feeding thread's alone.
   std::pair<uint64_t, uint64_t> timeline_range() const;

@@ -1,12 +1,13 @@
 // What a CUDA API call does to the calling thread, told by the function's name: the one classification the
 // analyzer (pass 1, lib/analyze/ingest.cpp) and the live tap (lib/live/tap.cpp, its per-step split) both use.
-// Header-only and free of the analyzer's model, so the runtime's static live library can include it.
+// Header-only, in lib/text with the other readings of names: the runtime's live library and the analyzer both
+// depend on it, and neither on the other.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
-namespace inferscope::analyze::detail {
+namespace inferscope::text {
 
 enum ApiKind : uint8_t { kLaunch = 0, kSync = 1, kCopySync = 2, kCopyAsync = 3, kAlloc = 4, kFree = 5, kOtherApi = 6 };
 
@@ -23,4 +24,4 @@ inline ApiKind classify_api(std::string_view n) {
   return kOtherApi;
 }
 
-}  // namespace inferscope::analyze::detail
+}  // namespace inferscope::text

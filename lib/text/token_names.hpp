@@ -1,8 +1,8 @@
 // What a Python function's name says about token generation: whether it is a generation call (generate, decode,
 // next_token, sample_token) and whether its class is a generating model (GPT2LMHeadModel, LlamaForCausalLM,
 // T5ForConditionalGeneration). The analyzer's generation stage (generation.hpp) and the live tap's serving meter
-// (lib/live/serving_meter.hpp) both ask; header-only and free of the analyzer's model, so the runtime's static
-// live library can include it.
+// (lib/live/serving_meter.hpp) both ask. Header-only, in lib/text with the other readings of names: the runtime's
+// live library and the analyzer both depend on it, and neither on the other.
 #pragma once
 
 #include <cctype>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <utility>
 
-namespace inferscope::analyze::detail {
+namespace inferscope::text {
 
 /// A loop that calls the model fewer times than this per step is not analysed as generation: with 4 calls, a step
 /// gives 3 decode intervals, the fewest from which a median means something, and a model called two or three
@@ -73,4 +73,4 @@ inline std::string model_class_marker(const std::string& token_function) {
   return "";
 }
 
-}  // namespace inferscope::analyze::detail
+}  // namespace inferscope::text
