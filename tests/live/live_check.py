@@ -148,6 +148,9 @@ def check_data(args, base, token):
     # The demo runs no GPU work: the GPU part says so (null, no lanes), never a made-up 0 % busy share.
     if d["gpu"] is not None or d["timeline"]["gpu"]:
         fail(f"GPU data without GPU work: {d['gpu']}, {len(d['timeline']['gpu'])} GPU spans")
+    # Nor does it generate tokens or serve requests on an event loop (it is C++).
+    if d["serving"] is not None:
+        fail(f"serving data without generation or requests: {d['serving']}")
     print(f"data: steps grew from {first['steps_total']} to {d['steps_total']}, slowest {d['slowest']['dur_ms']:.0f} ms, "
           f"breakdown {sorted(names)}")
 
@@ -179,6 +182,25 @@ def check_page_draws_gpu(b):
     print(f"browser: GPU data drawn: busy {got['busy']}, {got['gpu_rects']} GPU spans in {len(want_lanes)} lanes")
 
 
+# What /data's serving part holds for a program that generates tokens inside asyncio requests (the shape
+# render_serving.cpp writes), drawn by the page's own function.
+SERVING_DATA_JS = """({generation: {calls: 8, tokens: 384, function: 'GenerationMixin.generate',
+  token_function: 'GPT2LMHeadModel.forward', ttft_p50_ms: 11.5, ttft_p90_ms: 14, tpot_p50_ms: 8.1, tpot_p90_ms: 9,
+  latency_p50_ms: 391, latency_p90_ms: 450, tokens_per_s: 118},
+  requests: {function: 'classify', count: 3300, latency_p50_ms: 24.2, latency_p90_ms: 25.4, latency_p99_ms: 728}})"""
+
+
+def check_page_draws_serving(b):
+    before = b.evaluate("el('serving').hidden")
+    got = b.evaluate("(() => { drawServing(" + SERVING_DATA_JS + "); return {hidden: el('serving').hidden, "
+                     "rows: [...el('serving_rows').rows].map(r => r.textContent)}; })()")
+    text = " | ".join(got["rows"])
+    if (not before or got["hidden"] or len(got["rows"]) != 4 or "time to first token" not in text
+            or "p50 11.5 ms" not in text or "GPT2LMHeadModel.forward" not in text or "3300 requests of classify" not in text):
+        fail(f"page given serving data drew {got} (hidden before: {before})")
+    print(f"browser: serving data drawn: {len(got['rows'])} rows")
+
+
 def check_browser(args, url):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "report"))
     import browser_check
@@ -202,6 +224,7 @@ def check_browser(args, url):
         print(f"browser: steps from {first} up, slowest {slowest():.0f} ms, {rows} breakdown rows, {rects} steps drawn")
         b.screenshot(os.path.join(args.out, "live.png"))
         check_page_draws_gpu(b)  # after the screenshot: it shows the real page, not the made-up GPU data
+        check_page_draws_serving(b)
     finally:
         b.close()
 
@@ -222,6 +245,9 @@ def check_final_counts(base, token, stop):
     gpu_series = [k for k in metrics if "gpu" in k or k.startswith("inferscope_step_time_seconds")]
     if gpu_series:
         fail(f"GPU series without GPU work: {gpu_series}")
+    serving_series = [k for k in metrics if "token" in k or "request_latency" in k or "serving" in k]
+    if serving_series:
+        fail(f"serving series without generation or requests: {serving_series}")
     if count != steps:
         fail(f"/metrics _count {count} != {steps} steps on the data endpoint")
     print(f"metrics: histogram well formed, _count {count} == steps seen")
