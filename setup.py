@@ -3,7 +3,7 @@
 The wheel holds one package, inferscope_py, shaped like an install prefix so that every relative lookup the
 C++ code already does keeps working:
 
-    inferscope_py/__init__.py, __main__.py, torch.py   the binding (bindings/python/inferscope_py)
+    inferscope_py/__init__.py, __main__.py, torch.py, _try.py   the binding (bindings/python/inferscope_py)
     inferscope_py/_native.<abi>.so                      the extension, RPATH $ORIGIN/lib
     inferscope_py/lib/libinferscope.so.0                the runtime (its soname, which _native needs)
     inferscope_py/bin/iscope-run, -analyze, -config     the real tools; the session's report-at-exit finds

@@ -23,6 +23,13 @@ def _start_inferscope():
         sys.modules["inferscope_py"]._native._own_file(__file__)  # as co_filename reads it
     except Exception as e:  # never break the user's program
         print(f"inferscope: Python collector not started: {type(e).__name__}: {e}", file=sys.stderr)
+        return
+    if os.environ.get("INFERSCOPE_TRY"):  # iscope-run --try: the tried settings (inferscope_py/_try.py)
+        try:
+            from inferscope_py import _try
+            _try.install()
+        except Exception as e:
+            print(f"inferscope: --try settings not applied: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 def _import_inferscope_py():

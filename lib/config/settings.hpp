@@ -57,6 +57,7 @@ inline constexpr std::array kNonSettingEnvironment = {
     std::string_view("INFERSCOPE_LIBRARY"),          // iscope-run: libinferscope.so to inject
     std::string_view("INFERSCOPE_PYTHON_DIR"),       // iscope-run: where inferscope_py and its sitecustomize live
     std::string_view("INFERSCOPE_CUPTI_LIBRARY"),    // GPU collector: libcupti.so to load
+    std::string_view("INFERSCOPE_TRY"),              // iscope-run --try: the Python knobs tried (inferscope_py/_try.py)
 };
 
 /// The file looked for in the working directory when neither --config nor INFERSCOPE_CONFIG names one.

@@ -13,6 +13,9 @@
 #include "outcome.hpp"
 #include "paths.hpp"
 #include "signals.hpp"
+#include "try_knobs.hpp"
+#include "try_measure.hpp"
+#include "try_run.hpp"
 
 #include "config/settings.hpp"
 #include "dump/files.hpp"
@@ -62,7 +65,8 @@ const char* kExitStatus =
 // The options that take a value, by every name they have: where iscope-run's options end and the program's
 // arguments begin (the first argument that is neither an option nor an option's value) depends on them.
 constexpr std::string_view kValueOptions[] = {"o",      "output",      "buffer-mode", "trace-size-mb",
-                                              "cupti-activities", "report", "set", "library", "live"};
+                                              "cupti-activities", "report", "set", "library", "live",
+                                              "try", "try-rounds"};
 
 bool takes_value(std::string_view name) {
   return std::find(std::begin(kValueOptions), std::end(kValueOptions), name) != std::end(kValueOptions);
@@ -229,6 +233,10 @@ cxxopts::Options make_options() {
       ("set", "any other setting (sets INFERSCOPE_<KEY>); repeatable", cxxopts::value<std::vector<std::string>>(), "KEY=VALUE")
       ("library", "libinferscope.so to inject (default: beside this tool; env INFERSCOPE_LIBRARY)",
        cxxopts::value<std::string>(), "PATH")
+      ("try", "measure a setting on this program: runs it in pairs of processes, as it is and with KNOB=VALUE, and "
+              "says the step time of each with an interval (docs/try.md lists the knobs); repeatable",
+       cxxopts::value<std::vector<std::string>>(), "KNOB=VALUE")
+      ("try-rounds", "--try: pairs of processes to run (default 5)", cxxopts::value<std::string>(), "N")
       ("q,quiet", "no closing line on stderr", boolean_flag(), "BOOL")
       ("h,help", "this help")
       ("version", "print the version and exit");
@@ -244,6 +252,8 @@ struct Plan {
   std::vector<FlagSetting> checked;
   std::optional<bool> follow;  ///< --follow-children as given; absent: the settings' follow_children applies
   bool quiet = false;
+  std::vector<iscope_run::TriedKnob> tried;  ///< --try: the knobs to measure (try_knobs.hpp)
+  int try_rounds = iscope_run::kDefaultTryRounds;
   void setting(const std::string& key, const std::string& value, const std::string& spelling,
                const std::string& as_typed = "") {
     settings.emplace_back(env_key(key), value);
@@ -279,6 +289,19 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
       else if (k == "live-any-address") plan.setting("live_any_address", on ? "true" : "false", "--live-any-address");
       else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", on ? "1" : "0");
     } else if (k == "report") plan.setting("report", absolute(v), "--report", v);
+    else if (k == "try") {
+      std::optional<iscope_run::TriedKnob> knob = iscope_run::parse_try(v, error);
+      if (!knob) return plan;
+      plan.tried.push_back(*knob);
+    } else if (k == "try-rounds") {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 2 || n > 100) {
+        error = "--try-rounds expects a number of pairs from 2 to 100, got '" + v + "'";
+        return plan;
+      }
+      plan.try_rounds = int(n);
+    }
     else if (k == "set") {
       const auto eq = v.find('=');
       if (eq == std::string::npos || eq == 0) {
@@ -457,6 +480,56 @@ int run_program(const Plan& plan, char** program, const std::string& library, co
   return iscope_run::finish(dump, before, launched, pid, status, plan.quiet);
 }
 
+// --try: the program as it is and with the tried knobs, in pairs of processes (try_run.hpp). Each process's dump
+// goes to <stem>.try/, the result to <stem>.try.json (stem: the -o file without .iscope, else the program's name).
+// Exit 0 with a result (a measured change or none), 2 when a knob does not apply, else the failing run's status.
+int run_try_mode(const Plan& plan, char** program, const std::string& library, const std::string& python_dir) {
+  std::string stem = plan.output;
+  if (stem.size() > 7 && stem.compare(stem.size() - 7, 7, ".iscope") == 0) stem.resize(stem.size() - 7);
+  if (stem.empty()) stem = std::string(program[0]).substr(std::string(program[0]).rfind('/') + 1);
+  stem = absolute(stem);
+  std::error_code ec;
+  std::filesystem::create_directories(stem + ".try", ec);
+  if (ec) {
+    std::fprintf(stderr, "iscope-run: --try: cannot create %s.try: %s\n", stem.c_str(), ec.message().c_str());
+    return kUsage;
+  }
+  auto run = [&](const std::vector<std::pair<std::string, std::string>>& env, const std::string& dump) {
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+    for (const auto& [k, v] : env) {
+      const char* old = std::getenv(k.c_str());
+      saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+      ::setenv(k.c_str(), v.c_str(), 1);
+    }
+    Plan p = plan;
+    p.output = dump;
+    p.quiet = true;
+    const int status = run_program(p, program, library, python_dir);
+    for (const auto& [k, old] : saved) old ? (void)::setenv(k.c_str(), old->c_str(), 1) : (void)::unsetenv(k.c_str());
+    return status;
+  };
+  auto dump_of = [&](bool tried, int round) {
+    return stem + ".try/" + (tried ? "tried." : "base.") + std::to_string(round + 1) + ".iscope";
+  };
+  std::fprintf(stderr, "iscope-run: --try %s: %d pairs of processes, dumps in %s.try/\n",
+               iscope_run::describe(plan.tried).c_str(), plan.try_rounds, stem.c_str());
+  const iscope_run::TryOutcome o = iscope_run::run_try(plan.tried, plan.try_rounds, run, iscope_run::measure_dump, dump_of);
+  std::string command = "iscope-run";
+  for (const auto& k : plan.tried) command += " --try " + std::string(k.knob->name) + "=" + k.value;
+  command += " --";
+  for (char** a = program; *a; ++a) command += " " + std::string(*a);
+  std::fputs(iscope_run::describe_outcome(plan.tried, o).c_str(), stderr);
+  const std::string result = stem + ".try.json";
+  if (FILE* f = std::fopen(result.c_str(), "w")) {
+    const std::string j = iscope_run::outcome_json(plan.tried, o, command);
+    std::fwrite(j.data(), 1, j.size(), f);
+    std::fclose(f);
+    std::fprintf(stderr, "iscope-run: --try result in %s\n", result.c_str());
+  }
+  if (o.refused.empty()) return 0;
+  return !o.processes.empty() && o.processes.back().status != 0 ? o.processes.back().status : kUsage;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -483,6 +556,7 @@ int main(int argc, char** argv) {
   if (int status = check_before_launch(plan, args)) return status;
   const std::string library = injected_library(plan);
   if (library.empty()) return kCannotStart;
+  if (!plan.tried.empty()) return run_try_mode(plan, argv + split.program, library, iscope_run::find_python_dir());
   if (!plan.output.empty() && !output_usable(absolute(plan.output))) return kUsage;
   return run_program(plan, argv + split.program, library, iscope_run::find_python_dir());
 }

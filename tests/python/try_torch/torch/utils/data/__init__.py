@@ -1,0 +1,1 @@
+from .dataloader import DataLoader  # noqa: F401

@@ -1,0 +1,57 @@
+// The knobs `iscope-run --try KNOB=VALUE` can change without editing the program (docs/try.md): the catalogue,
+// each knob's values, what it changes, whether it can change results, and what the program must show for it to
+// apply. Pure: no process is run here.
+//
+//   std::string error;
+//   std::optional<TriedKnob> k = parse_try("num_workers=4", error);   // nullopt: error says why
+//   std::string why = refusal(*k, facts);                                // "" when it applies to this program
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace iscope_run {
+
+/// How a knob reaches the program: an environment variable iscope-run sets, or the Python side of --try
+/// (inferscope_py/_try.py, at the DataLoader's construction or once torch is imported).
+enum class KnobWay { kEnvironment, kPython };
+
+struct Knob {
+  std::string_view name;     ///< as typed: num_workers, allow_tf32, PYTORCH_CUDA_ALLOC_CONF, ...
+  KnobWay way;
+  std::string_view values;   ///< what VALUE may be, in words
+  std::string_view changes;  ///< what it changes in the program
+  bool changes_results;      ///< it can change the program's numbers (precision), not only its speed
+  /// The program facts (lib/analyze/program_facts.hpp) the baseline run must show for the knob to apply.
+  std::vector<std::string_view> needs;
+  std::string_view applies_to;  ///< those facts in words, for the refusal
+};
+
+/// Every knob, in the order docs/try.md lists them.
+const std::vector<Knob>& knob_catalogue();
+
+/// One --try: the knob and its value as the program will get it.
+struct TriedKnob {
+  const Knob* knob = nullptr;
+  std::string value;
+};
+
+/// "KNOB=VALUE": the knob by name (case-sensitive, as the variable or the argument is spelled) and a value it
+/// accepts. nullopt with `error` naming the knob or the value and what is accepted.
+std::optional<TriedKnob> parse_try(const std::string& spec, std::string& error);
+
+/// Why `k` does not apply to a program whose baseline run showed `facts` ("" when it applies).
+std::string refusal(const TriedKnob& k, const std::set<std::string>& facts);
+
+/// The environment the tried run gets on top of the baseline's: the environment knobs' variables, and the Python
+/// knobs joined in INFERSCOPE_TRY ("num_workers=4;allow_tf32=true") for inferscope_py/_try.py.
+std::vector<std::pair<std::string, std::string>> tried_environment(const std::vector<TriedKnob>& knobs);
+
+/// "num_workers=4 allow_tf32=true", as the user typed them (for the result's heading and the report).
+std::string describe(const std::vector<TriedKnob>& knobs);
+
+}  // namespace iscope_run
