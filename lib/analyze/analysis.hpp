@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,17 @@ struct ProgramFacts {
   bool has(const std::string& fact) const { return holds.count(fact) > 0; }
 };
 
+/// What `iscope-run --try` measured for a suggestion on the program itself (docs/try.md), read from the result
+/// file beside the dump.
+struct TryMeasurement {
+  std::string command;      ///< the --try command that measured it
+  std::string knobs;        ///< "num_workers=8 persistent_workers=true", as tried
+  size_t pairs = 0;
+  double saving_pct = 0;    ///< median over the pairs of 1 - tried/baseline, percent of the step
+  double low_pct = 0, high_pct = 0;  ///< the pairs' smallest and largest saving
+  bool measurable = false;  ///< the interval excludes zero
+};
+
 struct Suggestion {
   std::string action;    ///< concrete: "Move the tokenizer out of the step into a prefetch thread"
   std::string priority;  ///< "high" | "medium" | "low"
@@ -41,6 +53,11 @@ struct Suggestion {
   bool estimated = false;  ///< impact_ms comes from a model of the step; false: "not estimated"
   std::string model;     ///< how it was estimated, e.g. "replay: syncs removed" (empty when not estimated)
   std::vector<std::string> needs;  ///< the program facts it needs (ProgramFacts; program_facts.hpp names them)
+  /// The `iscope-run --try` knob that applies this suggestion without editing the program ("num_workers=4",
+  /// "allow_tf32=true"; docs/try.md), "" when none does: the report then offers the command that measures it.
+  std::string try_knob;
+  /// Measured by `iscope-run --try` with the same knob (any value), when its result file lies beside the dump.
+  std::optional<TryMeasurement> measured;
 };
 
 struct Finding {

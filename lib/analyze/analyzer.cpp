@@ -23,6 +23,7 @@
 #include "analyze/rules/rule_settings.hpp"
 #include "analyze/serving/requests.hpp"
 #include "analyze/stages.hpp"
+#include "analyze/tried.hpp"
 #include "analyze/what_if.hpp"
 
 #include <sys/stat.h>
@@ -286,6 +287,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   a.warnings.insert(a.warnings.end(), timeline.warnings.begin(), timeline.warnings.end());
   a.findings = std::move(ranked.findings);
   a.warnings.insert(a.warnings.end(), ranked.warnings.begin(), ranked.warnings.end());
+  // What iscope-run --try measured on this program, beside the suggestions it measured (tried.hpp).
+  attach_try_results(a.findings, read_try_results(cx.r.path(), a.warnings));
   if (cx.prog.on) std::fprintf(stderr, "iscope-analyze: done: %llu records\n", (unsigned long long)a.events);
   return a;
 }

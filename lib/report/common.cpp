@@ -112,6 +112,16 @@ std::string program_of(std::string_view cmdline) {
 
 }  // namespace
 
+std::string cmdline_of(const analyze::Analysis& a) {
+  const auto it = a.process.find("cmdline");
+  return it == a.process.end() ? std::string() : it->second;
+}
+
+std::string try_command(const std::string& cmdline, const analyze::Suggestion& s) {
+  if (s.try_knob.empty() || cmdline.empty()) return "";
+  return "iscope-run --try " + s.try_knob + " -- " + cmdline;
+}
+
 std::string report_subject(const analyze::Analysis& a) {
   const auto it = a.process.find("cmdline");
   const std::string program = it == a.process.end() ? std::string() : program_of(it->second);

@@ -213,7 +213,7 @@ void write_example(const analyze::TimeSpan& x, const analyze::StepInstance* step
 
 /// The findings, each a div#<id_prefix><rank> that the first screen links to.
 void write_finding_list(const std::vector<analyze::Finding>& findings, const KernelNames& names, const char* id_prefix,
-                        const analyze::StepInstance* step, std::ostream& out) {
+                        const analyze::StepInstance* step, const std::string& cmdline, std::ostream& out) {
   size_t rank = 1;
   for (const auto& f : findings) {
     out << "<div class=\"finding" << (f.primary ? " primary" : "") << (f.uncertain ? " uncertain" : "") << "\" id=\""
@@ -246,6 +246,8 @@ void write_finding_list(const std::vector<analyze::Finding>& findings, const Ker
         out << "<li><span class=\"badge\">" << h(s.priority) << "</span>" << prose(names, s.action);
         out << " <span class=\"muted\">(" << h(saving_text(s, f.per))
             << (s.estimated ? "; " + prose(names, s.model) : std::string()) << ")</span>";
+        if (const std::string cmd = try_command(cmdline, s); !cmd.empty())
+          out << " Measure it on this program: <code>" << h(cmd) << "</code>";
         out << "</li>";
       }
       out << "</ol>\n";
@@ -258,7 +260,8 @@ void write_findings(const Analysis& a, const KernelNames& names, std::ostream& o
   out << "<section id=\"findings\"><h2>"
       << (!a.run.ranks.empty() ? "Findings of this dump's process alone" : "Findings") << " (ranked by impact)</h2>\n";
   if (a.findings.empty()) out << "<p>No bottleneck found with enough evidence.</p>\n";
-  write_finding_list(a.findings, names, "finding-", a.representative.lanes.empty() ? nullptr : &a.representative.step, out);
+  write_finding_list(a.findings, names, "finding-", a.representative.lanes.empty() ? nullptr : &a.representative.step,
+                     cmdline_of(a), out);
   out << "</section>\n";
 }
 
@@ -340,7 +343,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
                                      (run.straggler_did.empty() ? std::string(".") : ": " + h(run.straggler_did) + ".")
                                : std::string())
         << "</p>\n";
-  write_finding_list(run.findings, names, "run-finding-", nullptr, out);  // what to do first, then the numbers behind it
+  write_finding_list(run.findings, names, "run-finding-", nullptr, "", out);  // what to do first, then the numbers behind it
   Table t{{"rank", "pid", "GPUs", "step (ms)", "compute", "collectives", "waiting", "moving data", "overlap",
            "delayed others", "its own primary", "dump"},
           {true, true, false, true, true, true, true, true, true, true, false, false}, {}};

@@ -134,7 +134,7 @@ json::object breakdown_json(const analyze::Breakdown& b) {
   return o;
 }
 
-json::object finding_json(const analyze::Finding& f) {
+json::object finding_json(const analyze::Finding& f, const std::string& cmdline) {
   json::object o;
   o["bottleneck_type"] = str(f.category);
   o["rule"] = str(f.rule.empty() ? f.category : f.rule);  // the run's findings (ranks.cpp) are their category's rule
@@ -172,6 +172,20 @@ json::object finding_json(const analyze::Finding& f) {
     e["impact_ms"] = s.estimated ? num(s.impact_ms) : json::value(nullptr);  // null: not estimated
     e["estimated"] = s.estimated;
     e["model"] = str(s.model);
+    e["try_command"] = str(try_command(cmdline, s));  // "" : no knob measures it (docs/try.md)
+    if (s.measured) {  // what iscope-run --try measured (its result file beside the dump)
+      json::object m;
+      m["command"] = str(s.measured->command);
+      m["knobs"] = str(s.measured->knobs);
+      m["pairs"] = s.measured->pairs;
+      m["saving_pct"] = num(s.measured->saving_pct);
+      m["saving_low_pct"] = num(s.measured->low_pct);
+      m["saving_high_pct"] = num(s.measured->high_pct);
+      m["measurable"] = s.measured->measurable;
+      e["measured"] = std::move(m);
+    } else {
+      e["measured"] = nullptr;
+    }
     json::array needs;  // the program facts it needs (the report's "program" object says which hold)
     for (const auto& n : s.needs) needs.push_back(str(n));
     e["needs"] = std::move(needs);
@@ -564,7 +578,7 @@ void write_json(const Analysis& a, std::ostream& out) {
     root["program"] = std::move(program);
   }
   json::array findings;
-  for (const auto& f : a.findings) findings.push_back(finding_json(f));
+  for (const auto& f : a.findings) findings.push_back(finding_json(f, cmdline_of(a)));
   root["findings"] = std::move(findings);
   root["tables"] = tables_json(a);
   json::object al;
@@ -642,7 +656,7 @@ json::object run_json(const analyze::RunAnalysis& run, bool launcher) {
     o["host_clocks"] = std::move(clocks);
   }
   json::array findings;
-  for (const auto& f : run.findings) findings.push_back(finding_json(f));
+  for (const auto& f : run.findings) findings.push_back(finding_json(f, ""));
   o["findings"] = std::move(findings);
   json::array warnings;
   for (const auto& w : run.warnings) warnings.push_back(str(w));

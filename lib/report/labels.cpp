@@ -161,6 +161,15 @@ const analyze::Suggestion* first_suggestion(const analyze::Finding& f) {
 }
 
 std::string saving_text(const analyze::Suggestion& s, const std::string& per) {
+  if (s.measured) {
+    const analyze::TryMeasurement& m = *s.measured;
+    const std::string range = fmt(m.low_pct, 1) + " to " + fmt(m.high_pct, 1) + " % over " + std::to_string(m.pairs) + " pairs";
+    std::string t = m.measurable ? "measured on this program with --try " + m.knobs + ": saves " + fmt(m.saving_pct, 1) +
+                                       " % of the " + per + " (" + range + ")"
+                                 : "measured on this program with --try " + m.knobs + ": no measurable change (" + range + ")";
+    if (s.estimated && s.impact_ms >= 0.0005) t += "; the replay predicted about " + fmt_ms(s.impact_ms) + " ms per " + per;
+    return t;
+  }
   if (!s.estimated) return "saving not estimated";
   if (s.impact_ms < 0.0005) return "no saving estimated for this trace";
   return "saves about " + fmt_ms(s.impact_ms) + " ms per " + per;

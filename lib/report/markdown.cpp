@@ -265,7 +265,8 @@ void write_requests(const Analysis& a, std::ostream& out) {
   for (const auto& n : t.notes) out << md_escape(n) << "\n\n";
 }
 
-void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& names, std::ostream& out) {
+void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& names, const std::string& cmdline,
+                   std::ostream& out) {
   // A heading is one line: a title too long for it is cut (the JSON report has it whole).
   out << "### " << rank << ". " << (f.primary ? "[primary] " : "") << prose(names, f.title, 240) << "\n\n";
   out << "- Category: " << md_escape(category_name(f.category)) << " (" << md_code(f.category) << ")\n";
@@ -300,6 +301,8 @@ void write_finding(const analyze::Finding& f, size_t rank, const KernelNames& na
     for (const auto& s : f.suggestions) {
       out << i++ << ". **" << md_escape(s.priority) << "**: " << prose(names, s.action);
       out << " (" << saving_text(s, f.per) << (s.estimated ? "; " + prose(names, s.model) : std::string()) << ")";
+      if (const std::string cmd = try_command(cmdline, s); !cmd.empty())
+        out << ". Measure it on this program: `" << cmd << "`";
       out << '\n';
     }
     out << '\n';
@@ -313,7 +316,7 @@ void write_findings(const Analysis& a, const KernelNames& names, std::ostream& o
     out << "No bottleneck found with enough evidence.\n\n";
     return;
   }
-  for (size_t i = 0; i < a.findings.size(); ++i) write_finding(a.findings[i], i + 1, names, out);
+  for (size_t i = 0; i < a.findings.size(); ++i) write_finding(a.findings[i], i + 1, names, cmdline_of(a), out);
 }
 
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
@@ -442,7 +445,7 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
                                      (run.straggler_did.empty() ? std::string(".") : ": " + md_escape(run.straggler_did) + ".")
                                : std::string())
         << "\n\n";
-  for (size_t i = 0; i < run.findings.size(); ++i) write_finding(run.findings[i], i + 1, names, out);
+  for (size_t i = 0; i < run.findings.size(); ++i) write_finding(run.findings[i], i + 1, names, "", out);
   out << "### The ranks\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : run.ranks)

@@ -196,6 +196,16 @@ TEST_CASE("cpu_bound without counters: all the host time runs; the work moves to
   estimated(move, 60, "high");
   CHECK(has(move->action, "4 worker processes"));  // a Python program without a DataLoader
   CHECK(has(move->model, "done by 4 workers"));
+  CHECK(move->try_knob.empty());  // no knob makes worker processes appear
+  // With a DataLoader: its workers, and the knob that measures them on the program itself (iscope-run --try).
+  t.facts.holds["dataloader"] = "test";
+  const auto with_loader = rules::cpu_bound(t.in());
+  REQUIRE(with_loader);
+  const Suggestion* loader = suggestion(*with_loader, "off the step's critical path");
+  REQUIRE(loader);
+  CHECK(has(loader->action, "4 DataLoader workers (num_workers=4"));
+  CHECK(loader->try_knob == "num_workers=4");
+  t.facts.holds.erase("dataloader");
   not_estimated(suggestion(*f, "Vectorise or port the host work in 'step'"));
   not_estimated(suggestion(*f, "Overlap: launch the GPU work first"));
   not_estimated(suggestion(*f, "Profile the host work in 'step'"));
@@ -991,6 +1001,7 @@ TEST_CASE("gpu_bound names the kernels; its suggestions are not estimated") {
   CHECK(priorities(*f) == std::vector<std::string>{"high", "medium", "medium", "low"});
   not_estimated(suggestion(*f, "Speed up 'sm90_gemm'"));
   CHECK(has(suggestion(*f, "Speed up 'sm90_gemm'")->action, "allow_tf32 = True"));
+  CHECK(suggestion(*f, "Speed up 'sm90_gemm'")->try_knob == "allow_tf32=true");  // measurable: iscope-run --try
   // On an H200 (sm_90): the off-tensor-core matrix time at 495/67, the datasheet's TF32-to-FP32 ratio.
   t.process["gpu.0.compute_capability"] = "9.0";
   t.tables.kernels.front().total_ms = 120;  // all of the kernel time: the step's 90 ms of kernels
@@ -1000,6 +1011,7 @@ TEST_CASE("gpu_bound names the kernels; its suggestions are not estimated") {
   REQUIRE(tf32);
   CHECK(tf32->estimated);
   CHECK(tf32->impact_ms == doctest::Approx(90 * (1 - 67.0 / 495.0)).epsilon(0.001));
+  CHECK(tf32->try_knob == "allow_tf32=true");
   t.process.erase("gpu.0.compute_capability");
   t.facts.holds.erase("fp32_matmul");
   // The same GEMM on tensor cores: the work itself is what to cut.

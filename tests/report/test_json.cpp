@@ -91,7 +91,7 @@ TEST_CASE("json report has the documented keys in a fixed order") {
   CHECK(f.at("examples").at(0).at("start_ms").as_double() == 520.5);
   const auto& sug = f.at("suggestions").as_array();
   REQUIRE(sug.size() >= 3);
-  CHECK(keys(sug[0].as_object()) == std::vector<std::string>{"action", "priority", "impact_ms", "estimated", "model", "needs"});
+  CHECK(keys(sug[0].as_object()) == std::vector<std::string>{"action", "priority", "impact_ms", "estimated", "model", "try_command", "measured", "needs"});
   CHECK(sug[0].at("priority").as_string() == "high");
   CHECK(sug[0].at("estimated").as_bool());
   CHECK(sug[0].at("impact_ms").as_double() == 4.5);

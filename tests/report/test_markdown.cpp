@@ -281,3 +281,20 @@ TEST_CASE("markdown tables with a share column put a bar beside it, as the HTML 
     }
   }
 }
+
+TEST_CASE("a suggestion that a knob applies carries the iscope-run --try command that measures it") {
+  analyze::Analysis a = sample_analysis();
+  REQUIRE_FALSE(a.findings.empty());
+  REQUIRE_FALSE(a.findings.front().suggestions.empty());
+  a.findings.front().suggestions.front().try_knob = "num_workers=4";
+  a.process["cmdline"] = "python3 serve.py --batches 96";
+  const std::string cmd = "iscope-run --try num_workers=4 -- python3 serve.py --batches 96";
+  CHECK(markdown(a).find("Measure it on this program: `" + cmd + "`") != std::string::npos);
+  std::ostringstream html;
+  report::write_html(a, html);
+  CHECK(html.str().find("Measure it on this program: <code>" + cmd + "</code>") != std::string::npos);
+  // Without the recorded command line there is nothing to run: no command.
+  a.process.erase("cmdline");
+  CHECK(markdown(a).find("iscope-run --try") == std::string::npos);
+  CHECK(report::try_command("", a.findings.front().suggestions.front()).empty());
+}

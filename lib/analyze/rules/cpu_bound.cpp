@@ -113,6 +113,7 @@ void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::strin
   const std::string n = std::to_string(workers);
   const std::string model = "host work of 100 us or more between CUDA calls, except the code between the step's "
                             "launches, done by " + n + " workers ahead of time, the step no faster than they deliver";
+  const size_t before = f.suggestions.size();
   if (gpu)
     suggest_replayed(f, in, "high", "Move " + what + " off the step's critical path: prepare the next batch in " +
                      workers_phrase(in, n) + " while the GPU runs the current one", moved_to_workers(in, workers),
@@ -121,6 +122,8 @@ void suggest_workers(Finding& f, const RuleInput& in, bool gpu, const std::strin
     suggest_replayed(f, in, "high", "Move " + what + " out of the step: precompute it, cache its results, or run it in " +
                      workers_phrase(in, n) + " ahead of the step", moved_to_workers(in, workers), model.c_str(),
                      {detail::kFactPrefetchable});
+  if (f.suggestions.size() > before && in.facts.has(detail::kFactDataLoader))
+    f.suggestions.back().try_knob = "num_workers=" + n;  // a DataLoader argument: measurable with iscope-run --try
 }
 
 /// A function whose name says it picks tokens from logits (a sampler, top-p/top-k, a softmax): in a generation loop

@@ -96,9 +96,12 @@ std::optional<Finding> gpu_bound(const RuleInput& in) {
                  fmt("the fp32 matrix kernels' time divided by %.1f, the datasheet ratio of TF32 tensor-core to FP32 "
                      "throughput on this GPU, in a step the GPU paces (an upper bound: memory-bound GEMMs gain less)", k),
                  {detail::kFactFp32Matmul}};
+    if (python_program(in)) s.try_knob = "allow_tf32=true";  // a torch flag: measurable with iscope-run --try
     f.suggestions.push_back(std::move(s));
   } else {
+    const size_t before = f.suggestions.size();
     suggest(f, in, "high", lower, {detail::kFactFp32Matmul});
+    if (f.suggestions.size() > before && python_program(in)) f.suggestions.back().try_knob = "allow_tf32=true";
   }
   // Matrix work already on tensor cores: no precision left to give, the work itself is what to cut.
   const bool tensor_core_matmul = std::any_of(families.begin(), families.end(), [](const KernelFamilyRow& r) {

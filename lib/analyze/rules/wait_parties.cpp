@@ -77,10 +77,12 @@ void suggest_more_hands(Finding& f, const RuleInput& in, const detail::WaitParty
   const std::string pace = "the " + fms(cpu_ms) + " of CPU per step that " + who + " spend" + (now == 1 ? "s" : "") +
                            " done by " + ns + " in parallel, the step no faster than they deliver";
   if (p.kind == Kind::kProcesses && is_dataloader(p)) {
+    const size_t before = f.suggestions.size();
     suggest_replayed(f, in, "high", "Raise the DataLoader's num_workers from " + members_count(p) + " to " + ns +
                      " (persistent_workers=True): its workers need " + fms(cpu_ms) + " of CPU per batch, so " + ns +
                      " of them deliver a batch every " + fms(cpu_ms / n) + " (the rest of the step takes " +
                      fms(target) + ")", change, pace.c_str());
+    if (f.suggestions.size() > before) f.suggestions.back().try_knob = "num_workers=" + ns;  // iscope-run --try
   } else if (p.kind == Kind::kProcesses) {
     suggest_replayed(f, in, "high", "Start more producer processes: " + ns + " instead of " + members_count(p) +
                      " (multiprocessing.Process or Pool(processes=" + ns + ")): " + who + (now == 1 ? " is" : " are") +
