@@ -60,6 +60,14 @@ struct Suggestion {
   std::optional<TryMeasurement> measured;
 };
 
+/// The command that measures `s` on the recorded program itself (docs/try.md): `iscope-run --try KNOB -- <the
+/// recorded command line>`; "" when no knob applies it or there is no command line. The reports and the SQLite
+/// export write it.
+inline std::string try_command(const std::string& cmdline, const Suggestion& s) {
+  if (s.try_knob.empty() || cmdline.empty()) return "";
+  return "iscope-run --try " + s.try_knob + " -- " + cmdline;
+}
+
 struct Finding {
   /// One of kCategories; a rule file's finding: "custom:<its rule's name>".
   std::string category;

@@ -20,6 +20,21 @@ std::optional<std::string> needs_json(const std::vector<std::string>& needs) {
   return boost::json::serialize(a);
 }
 
+/// What iscope-run --try measured for a suggestion, as the JSON report's `measured` object; NULL when nothing.
+std::optional<std::string> measured_json(const analyze::Suggestion& s) {
+  if (!s.measured) return std::nullopt;
+  const analyze::TryMeasurement& m = *s.measured;
+  boost::json::object o;
+  o["command"] = m.command;
+  o["knobs"] = m.knobs;
+  o["pairs"] = m.pairs;
+  o["saving_pct"] = m.saving_pct;
+  o["saving_low_pct"] = m.low_pct;
+  o["saving_high_pct"] = m.high_pct;
+  o["measurable"] = m.measurable;
+  return boost::json::serialize(o);
+}
+
 uint64_t write_meta(Db& db, const analyze::Analysis& a, const TraceInfo& info) {
   Stmt st(db, "INSERT INTO meta VALUES (?,?)");
   uint64_t rows = 0;
@@ -76,9 +91,11 @@ uint64_t write_findings(Db& db, const analyze::Analysis& a) {
   Stmt ev(db, "INSERT INTO finding_evidence VALUES (?,?,?)");
   Stmt me(db, "INSERT INTO finding_metrics VALUES (?,?,?)");
   Stmt ex(db, "INSERT INTO finding_examples VALUES (?,?,?,?)");
-  Stmt su(db, "INSERT INTO suggestions VALUES (?,?,?,?,?,?,?,?)");
+  Stmt su(db, "INSERT INTO suggestions VALUES (?,?,?,?,?,?,?,?,?,?)");
   uint64_t rows = 0;
   int64_t id = 0;
+  const auto cmd = a.process.find("cmdline");
+  const std::string cmdline = cmd == a.process.end() ? std::string() : cmd->second;
   for (auto& x : a.findings) {
     ++id;
     f << id << x.category << x.title << x.impact_ms << x.impact_pct << x.confidence << x.uncertain << x.primary
@@ -91,7 +108,8 @@ uint64_t write_findings(Db& db, const analyze::Analysis& a) {
     for (auto& e : x.examples) ex << id << e.start_ms << e.end_ms << e.what, ex.row();
     seq = 0;
     for (auto& s : x.suggestions) {
-      su << id << ++seq << s.action << s.priority << s.impact_ms << s.estimated << s.model << needs_json(s.needs);
+      su << id << ++seq << s.action << s.priority << s.impact_ms << s.estimated << s.model << needs_json(s.needs)
+         << analyze::try_command(cmdline, s) << measured_json(s);
       su.row();
     }
     rows += 1 + x.evidence.size() + x.metrics.size() + x.examples.size() + x.suggestions.size();

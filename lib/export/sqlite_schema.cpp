@@ -69,7 +69,7 @@ const char* const kSchema =
     "CREATE TABLE finding_metrics (finding_id INTEGER, name TEXT, value REAL);"
     "CREATE TABLE finding_examples (finding_id INTEGER, start_ms REAL, end_ms REAL, what TEXT);"
     "CREATE TABLE suggestions (finding_id INTEGER, seq INTEGER, action TEXT, priority TEXT, impact_ms REAL, "
-    "estimated INTEGER, model TEXT, needs TEXT);"
+    "estimated INTEGER, model TEXT, needs TEXT, try_command TEXT, measured TEXT);"
     "CREATE TABLE warnings (seq INTEGER PRIMARY KEY, message TEXT);";
 
 // Indexes are built after the rows are in: one sort per index instead of a B-tree update per row.

@@ -117,10 +117,6 @@ std::string cmdline_of(const analyze::Analysis& a) {
   return it == a.process.end() ? std::string() : it->second;
 }
 
-std::string try_command(const std::string& cmdline, const analyze::Suggestion& s) {
-  if (s.try_knob.empty() || cmdline.empty()) return "";
-  return "iscope-run --try " + s.try_knob + " -- " + cmdline;
-}
 
 std::string report_subject(const analyze::Analysis& a) {
   const auto it = a.process.find("cmdline");

@@ -56,9 +56,7 @@ std::string report_subject(const analyze::Analysis& a);
 /// The recorded program's command line ("" when the dump holds none).
 std::string cmdline_of(const analyze::Analysis& a);
 
-/// The command that measures a suggestion on the recorded program itself (docs/try.md): `iscope-run --try KNOB
-/// -- <the recorded command line>`; "" when the suggestion maps to no knob or there is no command line.
-std::string try_command(const std::string& cmdline, const analyze::Suggestion& s);
+using analyze::try_command;
 
 /// The process facts a person needs up front (command line, pid, host, GPU), in that order, as (key, value).
 std::vector<std::pair<std::string, std::string>> headline_process(const analyze::Analysis& a);

@@ -296,5 +296,5 @@ TEST_CASE("a suggestion that a knob applies carries the iscope-run --try command
   // Without the recorded command line there is nothing to run: no command.
   a.process.erase("cmdline");
   CHECK(markdown(a).find("iscope-run --try") == std::string::npos);
-  CHECK(report::try_command("", a.findings.front().suggestions.front()).empty());
+  CHECK(analyze::try_command("", a.findings.front().suggestions.front()).empty());
 }
