@@ -39,6 +39,7 @@ std::string text(const json::object& o, const char* key) {
 }  // namespace
 
 std::vector<TryResult> read_try_results(const std::string& dump_path, std::vector<std::string>& warnings) {
+  if (dump_path.empty()) return {};  // a trace held in memory has no folder to look in
   const std::string file = result_file_of(dump_path);
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return {};
