@@ -122,6 +122,14 @@ def test_an_environment_knob_with_no_effect_is_no_measurable_change(tmp_path):
     assert abs(r["saving_pct"]) < 25
 
 
+def test_try_rounds_without_a_knob_is_refused(tmp_path):
+    prog = write(tmp_path, "raise SystemExit('must not run')\n")
+    p = subprocess.run([iscope_run(), "--try-rounds", "3", "--", sys.executable, str(prog)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "--try-rounds without --try" in p.stderr
+
+
 @pytest.mark.parametrize("spec, words", [
     ("num_workerz=2", "no knob named 'num_workerz'"),
     ("num_workers=many", "'many' is not an integer"),

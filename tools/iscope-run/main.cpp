@@ -552,6 +552,7 @@ int main(int argc, char** argv) {
   std::string error;
   Plan plan = plan_of(args, error);
   if (!error.empty()) return usage_error(error, opts);
+  if (args.count("try-rounds") && plan.tried.empty()) return usage_error("--try-rounds without --try: nothing to measure", opts);
   if (split.program >= argc) return usage_error("no program given", opts);
   if (int status = check_before_launch(plan, args)) return status;
   const std::string library = injected_library(plan);
