@@ -1,6 +1,6 @@
 // The settings table and the generic parsing/formatting it drives. Adding a setting means adding a field to
 // inferscope::Config and one row here; the file, environment, flags, `iscope-config` and the docs follow.
-#include "config/edit_distance.hpp"
+#include "text/edit_distance.hpp"
 #include "config/key_table.hpp"
 #include "config/settings.hpp"
 
@@ -424,7 +424,7 @@ std::string closest_key(std::string_view typed) {
   std::transform(unknown.begin(), unknown.end(), unknown.begin(), [](unsigned char c) { return std::tolower(c); });
   std::vector<std::string_view> keys;
   for (const KeyDef& def : kKeys) keys.push_back(def.key);
-  const std::vector<std::string> close = closest_names(unknown, keys);
+  const std::vector<std::string> close = text::closest_names(unknown, keys);
   return close.empty() ? std::string() : close.front();
 }
 

@@ -3,7 +3,7 @@
 // parallel) without shared state.
 #include "rulefile/expression.hpp"
 
-#include "config/edit_distance.hpp"
+#include "text/edit_distance.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -115,7 +115,7 @@ bool is_builtin_function(const std::string& name) {
 std::string named_metric_hint(const std::string& unknown) {
   std::vector<std::string_view> names;
   for (const rules::NamedMetric& m : rules::named_metrics()) names.emplace_back(m.name);
-  std::vector<std::string> offer = config::closest_names(unknown, names, 3);
+  std::vector<std::string> offer = text::closest_names(unknown, names, 3);
   const size_t underscore = unknown.find('_');
   if (underscore != std::string::npos && underscore > 0)
     for (std::string_view n : names)

@@ -2,7 +2,7 @@
 // expression compiled, and every problem reported with its file, line and column.
 #include "rulefile/rule_file.hpp"
 
-#include "config/edit_distance.hpp"
+#include "text/edit_distance.hpp"
 #include "config/yaml_file.hpp"
 #include "rulefile/expression_rule.hpp"
 
@@ -61,7 +61,7 @@ class Reader {
   }
   void problem(const YAML::Node& n, const std::string& what) { problems.push_back(at(n) + ": " + what); }
   void unknown(const YAML::Node& n, const std::string& what, const std::string& typed, const std::vector<std::string>& known) {
-    const std::vector<std::string> close = config::closest_names(typed, known);
+    const std::vector<std::string> close = text::closest_names(typed, known);
     const std::string near = close.empty() ? std::string() : close.front();
     problem(n, "unknown " + what + (near.empty() ? "; known: " + list(known) : "; did you mean '" + near + "'?"));
   }

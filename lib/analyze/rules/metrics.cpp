@@ -5,7 +5,7 @@
 
 #include "analyze/kernel_traits.hpp"
 
-#include "config/edit_distance.hpp"
+#include "text/edit_distance.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -249,7 +249,7 @@ std::vector<std::string> closest_metric_names(std::string_view unknown, size_t n
   std::vector<std::string_view> names;
   for (const Metric& m : kMetrics) names.emplace_back(m.name);
   for (const NamedMetric& m : kNamedMetrics) names.emplace_back(m.name);
-  return config::closest_names(unknown, names, n);
+  return text::closest_names(unknown, names, n);
 }
 
 std::vector<std::string> closest_trace_names(const RuleInput& in, std::string_view kind, std::string_view key, size_t n) {
@@ -266,7 +266,7 @@ std::vector<std::string> closest_trace_names(const RuleInput& in, std::string_vi
   for (std::string_view f : full) parts.push_back(lowered(comparable(kind, f)));
   std::vector<std::string_view> views(parts.begin(), parts.end());
   std::vector<std::string> out;
-  for (const std::string& c : config::closest_names(lowered(key), views, n))
+  for (const std::string& c : text::closest_names(lowered(key), views, n))
     for (size_t i = 0; i < parts.size(); ++i)
       if (parts[i] == c && std::find(out.begin(), out.end(), std::string(comparable(kind, full[i]))) == out.end()) {
         out.emplace_back(kind == "range" ? full[i] : comparable(kind, full[i]));

@@ -1,5 +1,6 @@
-// Edit distance for "did you mean" in messages about names the user typed: settings keys (settings_table.cpp) and
-// the metrics of rule files (analyze/rules/metrics.cpp). Header-only: the analyzer uses it without linking config.
+// Edit distance for "did you mean" in messages about names the user typed: settings keys (config's
+// settings_table.cpp), rule files' names (rulefile) and the metrics they read (analyze/rules/metrics.cpp).
+// Header-only, in lib/text with the other readings of names, below all three.
 #pragma once
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace inferscope::config {
+namespace inferscope::text {
 
 /// Insertions, deletions and substitutions that turn `a` into `b`.
 inline size_t edit_distance(std::string_view a, std::string_view b) {
@@ -45,4 +46,4 @@ std::vector<std::string> closest_names(std::string_view typed, const Names& name
   return out;
 }
 
-}  // namespace inferscope::config
+}  // namespace inferscope::text
