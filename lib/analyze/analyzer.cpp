@@ -132,6 +132,22 @@ void read_dump_state(const dump::DumpReader& r, Analysis& a) {
   dump::report_file_accounting(r, a.warnings, a.drops);  // END chunk's counts vs the file; ids beyond its tables
 }
 
+// The tables stage's result into the Analysis, the long ones cut to kTableRows.
+void take_tables(Analysis& a, Tables&& tables) {
+  a.kernels = std::move(tables.kernels);
+  a.python = std::move(tables.python);
+  a.ranges = std::move(tables.ranges);
+  a.copies = std::move(tables.copies);
+  a.syncs = std::move(tables.syncs);
+  a.allocations = std::move(tables.allocations);
+  a.graph_launches = std::move(tables.graph_launches);
+  a.layers = std::move(tables.layers);
+  a.threads = std::move(tables.threads);
+  if (a.kernels.size() > kTableRows) a.kernels.resize(kTableRows);
+  if (a.python.size() > kTableRows) a.python.resize(kTableRows);
+  if (a.ranges.size() > kTableRows) a.ranges.resize(kTableRows);
+}
+
 }  // namespace
 
 // The stages in order (docs/analysis.md, "Analyzer stages"); each takes the typed results of the ones before it
@@ -271,18 +287,7 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
   a.generation = generation;
   a.requests = requests;
   a.program = facts;
-  a.kernels = std::move(tables.kernels);
-  a.python = std::move(tables.python);
-  a.ranges = std::move(tables.ranges);
-  a.copies = std::move(tables.copies);
-  a.syncs = std::move(tables.syncs);
-  a.allocations = std::move(tables.allocations);
-  a.graph_launches = std::move(tables.graph_launches);
-  a.layers = std::move(tables.layers);
-  a.threads = std::move(tables.threads);
-  if (a.kernels.size() > kTableRows) a.kernels.resize(kTableRows);
-  if (a.python.size() > kTableRows) a.python.resize(kTableRows);
-  if (a.ranges.size() > kTableRows) a.ranges.resize(kTableRows);
+  take_tables(a, std::move(tables));
   a.representative.lanes = std::move(timeline.lanes);
   a.warnings.insert(a.warnings.end(), timeline.warnings.begin(), timeline.warnings.end());
   a.findings = std::move(ranked.findings);
