@@ -108,6 +108,9 @@ Spans spans_of(const std::vector<Cand>& v) {
   return out;
 }
 
+// A generating model's per-token call, by its name: a model class, or a function named generate/decode.
+bool model_call_name(const std::string& name) { return !model_class_marker(name).empty() || generating_name(name); }
+
 // The per-token call a generation call (`outer`, ranked's index) holds: the model call (a generating model's
 // forward: a model class or a name that says so) it makes kMinTokenCalls times or more. 0: none.
 uint32_t token_call_inside(const Context& cx, const std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>>& ranked,
@@ -116,8 +119,7 @@ uint32_t token_call_inside(const Context& cx, const std::vector<std::pair<std::p
   const Spans outer_spans = spans_of(calls_of[ranked[outer].second]);
   for (size_t k = 0; k < ranked.size(); ++k) {
     if (k == outer) continue;
-    const std::string name = cx.code_name(ranked[k].second);
-    if (model_class_marker(name).empty() && !generating_name(name)) continue;
+    if (!model_call_name(cx.code_name(ranked[k].second))) continue;
     if (holds_token_calls(outer_spans, spans_of(calls_of[ranked[k].second]))) return ranked[k].second;
   }
   return 0;
@@ -132,8 +134,7 @@ uint32_t token_call_inside(const Context& cx, const std::vector<std::pair<std::p
 template <class Launching>
 size_t generation_call(const Context& cx, const std::vector<std::pair<std::pair<int64_t, uint64_t>, uint32_t>>& ranked,
                        std::map<uint32_t, std::vector<Cand>>& calls_of, size_t inner, Launching&& launching) {
-  const std::string inner_name = cx.code_name(ranked[inner].second);
-  const bool inner_is_model_call = !model_class_marker(inner_name).empty() || generating_name(inner_name);
+  const bool inner_is_model_call = model_call_name(cx.code_name(ranked[inner].second));
   const Spans inner_spans = spans_of(calls_of[ranked[inner].second]);
   for (size_t k = 0; k < ranked.size(); ++k) {
     if (k == inner || ranked[k].first.second < 2 || !generating_name(cx.code_name(ranked[k].second))) continue;
@@ -228,9 +229,8 @@ PythonStep python_step(const Context& cx, const Ingested& in, uint32_t thread, c
   // A per-token forward inside a generate() called a few times: the step the user means is the generate call.
   if (!only && !launches.empty()) {
     if (const size_t g = generation_call(cx, ranked, calls_of, pick, launching); g != pick) {
-      const std::string inner = cx.code_name(ranked[pick].second);
-      const bool model_call = !model_class_marker(inner).empty() || generating_name(inner);
-      out.token_code = model_call ? ranked[pick].second : token_call_inside(cx, ranked, calls_of, g);
+      out.token_code = model_call_name(cx.code_name(ranked[pick].second)) ? ranked[pick].second
+                                                                           : token_call_inside(cx, ranked, calls_of, g);
       pick = g;
     } else {
       out.token_code = token_call_inside(cx, ranked, calls_of, pick);
