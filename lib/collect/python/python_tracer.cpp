@@ -28,6 +28,7 @@
 #include <stdexcept>
 #include <thread>
 #include <string_view>
+#include <utility>
 
 #if PY_VERSION_HEX >= 0x030C0000
 #define ISCOPE_PY_MONITORING 1
@@ -716,25 +717,33 @@ inline PyObject* frame_code(PyFrameObject* frame) {
 #endif
 }
 
-// A 'call' event of a generator's frame is its first run when the frame stands at its RESUME 0, the instruction
-// every function starts at (3.11: a resumption stands at the YIELD_VALUE it suspended at, and the RESUME after it
-// has oparg 1-3). Read from the code's unquickened bytes (PyCode_GetCode caches them on the code object); only asked
-// for coroutine code.
-inline bool first_run(PyFrameObject* frame) {
 #if ISCOPE_PY_311
+// The instruction `frame` stands at, from the code's unquickened bytes (PyCode_GetCode caches them on the code
+// object): its opcode and oparg; {-1, -1} before the frame's first instruction, {-2, -2} when unreadable.
+std::pair<int, int> instruction_at(PyFrameObject* frame) {
   const int lasti = PyFrame_GetLasti(frame);
-  if (lasti < 0) return true;
+  if (lasti < 0) return {-1, -1};
   PyCodeObject* code = PyFrame_GetCode(frame);
   PyObject* bytes = code ? PyCode_GetCode(code) : nullptr;
-  bool first = false;
+  std::pair<int, int> at{-2, -2};
   if (bytes && PyBytes_Check(bytes) && lasti + 1 < PyBytes_GET_SIZE(bytes)) {
     const auto* b = reinterpret_cast<const unsigned char*>(PyBytes_AS_STRING(bytes));
-    first = b[lasti] == RESUME && b[lasti + 1] == 0;
+    at = {b[lasti], b[lasti + 1]};
   }
   Py_XDECREF(bytes);
   Py_XDECREF(code);
   PyErr_Clear();
-  return first;
+  return at;
+}
+#endif
+
+// A 'call' event of a generator's frame is its first run when the frame stands at its RESUME 0, the instruction
+// every function starts at (3.11: a resumption stands at the YIELD_VALUE it suspended at, and the RESUME after it
+// has oparg 1-3). Only asked for coroutine code.
+inline bool first_run(PyFrameObject* frame) {
+#if ISCOPE_PY_311
+  const auto [op, arg] = instruction_at(frame);
+  return op == -1 || (op == RESUME && arg == 0);
 #else
   (void)frame;
   return false;
@@ -742,20 +751,10 @@ inline bool first_run(PyFrameObject* frame) {
 }
 
 // A 'return' event of a generator's frame ends its life unless the frame stands at a YIELD_VALUE (it suspended at
-// an await or a yield). Read as first_run() reads; only asked for coroutine code.
+// an await or a yield). Only asked for coroutine code.
 inline bool ended_run(PyFrameObject* frame) {
 #if ISCOPE_PY_311
-  const int lasti = PyFrame_GetLasti(frame);
-  if (lasti < 0) return true;
-  PyCodeObject* code = PyFrame_GetCode(frame);
-  PyObject* bytes = code ? PyCode_GetCode(code) : nullptr;
-  bool ended = true;
-  if (bytes && PyBytes_Check(bytes) && lasti < PyBytes_GET_SIZE(bytes))
-    ended = reinterpret_cast<const unsigned char*>(PyBytes_AS_STRING(bytes))[lasti] != YIELD_VALUE;
-  Py_XDECREF(bytes);
-  Py_XDECREF(code);
-  PyErr_Clear();
-  return ended;
+  return instruction_at(frame).first != YIELD_VALUE;
 #else
   (void)frame;
   return false;  // unknown before 3.11: never claimed
