@@ -92,6 +92,13 @@ def _hold_attribute(obj, name, value, knob):
     cls.__setattr__ = __setattr__
 
 
+def _hold_setter(module, name, value):
+    """Calls module.name(value) and makes the program's later calls of it do nothing."""
+    if value is not None:
+        getattr(module, name)(value)
+    setattr(module, name, lambda *args, **kwargs: None)
+
+
 def _patch_torch(torch, knobs):
     import importlib
     for sub in ("torch.backends.cuda", "torch.backends.cudnn"):  # torch's own, loaded lazily by some versions
@@ -104,14 +111,12 @@ def _patch_torch(torch, knobs):
         was = torch.backends.cuda.matmul.allow_tf32
         _hold_attribute(torch.backends.cuda.matmul, "allow_tf32", v, "allow_tf32")
         torch.backends.cudnn.allow_tf32 = v
-        # set_float32_matmul_precision("highest") would turn it off again.
-        torch.set_float32_matmul_precision = lambda precision: None
+        _hold_setter(torch, "set_float32_matmul_precision", None)  # "highest" would turn it off again
         _mark("allow_tf32", v, was, at="torch.backends.cuda.matmul")
     if "float32_matmul_precision" in knobs:
         v = knobs["float32_matmul_precision"]
         was = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision(v)
-        torch.set_float32_matmul_precision = lambda precision: None
+        _hold_setter(torch, "set_float32_matmul_precision", v)
         _mark("float32_matmul_precision", v, was, at="torch.set_float32_matmul_precision")
     if "cudnn_benchmark" in knobs:
         v = knobs["cudnn_benchmark"]
@@ -121,8 +126,7 @@ def _patch_torch(torch, knobs):
     if "num_threads" in knobs:
         v = knobs["num_threads"]
         was = torch.get_num_threads()
-        torch.set_num_threads(v)
-        torch.set_num_threads = lambda n: None
+        _hold_setter(torch, "set_num_threads", v)
         _mark("num_threads", v, was, at="torch.set_num_threads")
 
 
