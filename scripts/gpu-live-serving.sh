@@ -8,15 +8,7 @@
 #
 #   OUT=out scripts/gpu-live-serving.sh       # then: build/tests/live/live_replay out/live_generate.iscope
 set -u
-OUT=${OUT:-$PWD/out-gpu}
-mkdir -p "$OUT"
-WORK=/tmp/suite
-echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
-. "$(dirname "$0")/gpu-build.sh"
-for d in "$BUILD/python" "$BUILD/bindings/python"; do
-  [ -d "$d" ] && export PYTHONPATH="$d${PYTHONPATH:+:$PYTHONPATH}"
-done
-export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/gpu-build.sh"  # $OUT, $WORK, the device line, the build, PYTHONPATH
 run=$BUILD/tools/iscope-run/iscope-run
 small=(--set cupti=false --set python_max_depth=6)
 timeout 150 "$run" -q "${small[@]}" -o "$OUT/live_generate.iscope" -- \

@@ -9,12 +9,8 @@
 #   env: OUT (default ./out-gpu), BUILD (default build-gpu), BUDGET_S (default 540: seconds for all parts, the build
 #        included), AB_ROUNDS, ONLY (as record-suite.sh)
 set -u
-OUT=${OUT:-$PWD/out-gpu}
 START=$(date +%s)
-mkdir -p "$OUT"
-WORK=/tmp/suite
-echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
-. "$(dirname "$0")/gpu-build.sh"
+. "$(dirname "$0")/gpu-build.sh"  # $OUT, $WORK, the device line, the build
 for part in "$@"; do
   left=$(( ${BUDGET_S:-540} - ($(date +%s) - START) - 40 ))
   [ "$left" -gt 30 ] || { echo "gpu-suite: no time left for $part"; continue; }

@@ -8,15 +8,7 @@
 #   OUT=out scripts/gpu-try.sh              # env: ROUNDS (pairs per --try, default 4), ONLY (a subset of
 #                                           # "dataloader fp32_gemm refused"), BATCHES (dataloader_bound's, default 96)
 set -u
-OUT=${OUT:-$PWD/out-gpu}
-mkdir -p "$OUT"
-WORK=/tmp/suite
-echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
-. "$(dirname "$0")/gpu-build.sh"
-for d in "$BUILD/python" "$BUILD/bindings/python"; do
-  [ -d "$d" ] && export PYTHONPATH="$d${PYTHONPATH:+:$PYTHONPATH}"
-done
-export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/gpu-build.sh"  # $OUT, $WORK, the device line, the build, PYTHONPATH
 run=$BUILD/tools/iscope-run/iscope-run
 rounds=${ROUNDS:-4}
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
