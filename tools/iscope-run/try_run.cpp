@@ -1,6 +1,9 @@
 // The --try protocol (try_run.hpp).
 #include "try_run.hpp"
 
+#include "analyze/order_stats.hpp"
+#include "text/escape.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,12 +12,7 @@ namespace iscope_run {
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double median(std::vector<double> v) { return inferscope::analyze::median_in_place(v); }
 
 std::string fmt(double v, const char* f = "%.2f") {
   char b[48];
@@ -22,15 +20,7 @@ std::string fmt(double v, const char* f = "%.2f") {
   return b;
 }
 
-std::string json_text(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += char(c);
-    else if (c < 0x20) o += fmt(c, "\\u%04x");
-    else o += char(c);
-  }
-  return o + "\"";
-}
+std::string json_text(const std::string& s) { return inferscope::text::json_quote(s); }
 
 // Fills the medians, the pairs' savings and the interval from the processes run.
 void summarize(TryOutcome& o) {
