@@ -155,16 +155,8 @@ std::string render_data_json(const Snapshot& s) {
 
 std::string render_metrics(const Snapshot& s) {
   std::string o;
-  o += "# HELP inferscope_step_duration_seconds Duration of each step range, as recorded.\n";
-  o += "# TYPE inferscope_step_duration_seconds histogram\n";
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < kBucketBounds.size(); ++i) {
-    cumulative += s.buckets[i];
-    o += "inferscope_step_duration_seconds_bucket{le=\"" + num(kBucketBounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
-  }
-  o += "inferscope_step_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(cumulative + s.steps_over_last_bound) + "\n";
-  o += "inferscope_step_duration_seconds_sum " + num(s.step_seconds_sum) + "\n";
-  o += "inferscope_step_duration_seconds_count " + std::to_string(s.steps_total) + "\n";
+  o += histogram_text("inferscope_step_duration_seconds", "Duration of each step range, as recorded.", kBucketBounds,
+                      s.buckets, s.steps_over_last_bound, s.step_seconds_sum, s.steps_total);
   o += "# HELP inferscope_records_total Records the session has drained from the threads' buffers.\n";
   o += "# TYPE inferscope_records_total counter\n";
   o += "inferscope_records_total " + std::to_string(s.records_total) + "\n";

@@ -30,15 +30,7 @@ std::string requests_json(const ServingView& v) {
 }
 
 std::string histogram(const std::string& name, const std::string& help, const LatencyHistogram& h) {
-  std::string o = "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < kServingBounds.size(); ++i) {
-    cumulative += h.buckets[i];
-    o += name + "_bucket{le=\"" + num(kServingBounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
-  }
-  o += name + "_bucket{le=\"+Inf\"} " + std::to_string(cumulative + h.over) + "\n";
-  o += name + "_sum " + num(h.sum) + "\n";
-  return o + name + "_count " + std::to_string(h.count) + "\n";
+  return histogram_text(name, help, kServingBounds, h.buckets, h.over, h.sum, h.count);
 }
 
 // A label value in the text format: backslash, quote and newline escaped.

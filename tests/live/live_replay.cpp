@@ -6,10 +6,10 @@
 #include "live/render.hpp"
 #include "live/render_serving.hpp"
 #include "live/tap.hpp"
+#include "replay_tap.hpp"
 
 #include <cstdio>
 #include <exception>
-#include <vector>
 
 using namespace inferscope;
 
@@ -20,23 +20,7 @@ int main(int argc, char** argv) {
   }
   try {
     const dump::DumpReader r(argv[1]);
-    const auto& cal = r.calibration();
-    const double rate = cal.size() >= 2 ? double(cal.back().ticks - cal.front().ticks) /
-                                              double(cal.back().monotonic_ns - cal.front().monotonic_ns)
-                                        : 1.0;
-    live::Tap tap(0, cal.empty() ? 0 : cal.front().ticks, rate, [&](uint32_t id) { return r.string_at(id); });
-    tap.set_code_names([&](uint32_t code) {
-      auto it = r.code_table().find(code);
-      return it == r.code_table().end() ? std::string() : it->second.qualname;
-    });
-    for (const auto& [id, t] : r.threads()) tap.set_thread_name(id, t.name, t.os_tid);
-    std::vector<uint8_t> bytes;
-    for (const dump::EventsChunkRef& c : r.event_chunks()) {
-      bytes.resize(c.length);
-      r.read_at(c.offset, bytes.data(), bytes.size());
-      tap.observe(c.thread_id, bytes.data(), bytes.size());
-    }
-    const live::Snapshot s = tap.snapshot();
+    const live::Snapshot s = live::replay_to_end(r);
     std::printf("%s\n%s", live::serving_json(s).c_str(), live::render_metrics(s).c_str());
     return 0;
   } catch (const std::exception& e) {

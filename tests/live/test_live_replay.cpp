@@ -6,6 +6,7 @@
 // lib/live/step_settler.hpp) holds on a real run's records, not only on the made-up ones of test_live_gpu.cpp.
 #include "dump/reader.hpp"
 #include "live/tap.hpp"
+#include "replay_tap.hpp"
 
 #include <inferscope/records.hpp>
 
@@ -211,24 +212,8 @@ TEST_CASE("live tap replaying an H100 recording: records later than the 1 s boun
 
 namespace {
 
-// The serving meter's view at the end of a recording fed to the tap chunk by chunk, as the writer drains them
-// (tests/live/live_replay.cpp does the same for any dump).
-ServingView replay_serving(const dump::DumpReader& r) {
-  const auto& cal = r.calibration();
-  REQUIRE(cal.size() >= 2);
-  const double rate = double(cal.back().ticks - cal.front().ticks) / double(cal.back().monotonic_ns - cal.front().monotonic_ns);
-  Tap tap(0, cal.front().ticks, rate, [&](uint32_t id) { return r.string_at(id); });
-  tap.set_code_names([&](uint32_t code) {
-    auto it = r.code_table().find(code);
-    return it == r.code_table().end() ? std::string() : it->second.qualname;
-  });
-  for (const dump::EventsChunkRef& c : r.event_chunks()) {
-    std::vector<uint8_t> bytes(c.length);
-    r.read_at(c.offset, bytes.data(), bytes.size());
-    tap.observe(c.thread_id, bytes.data(), bytes.size());
-  }
-  return tap.snapshot().serving;
-}
+// The serving meter's view at the end of a recording fed to the tap chunk by chunk (replay_tap.hpp).
+ServingView replay_serving(const dump::DumpReader& r) { return replay_to_end(r).serving; }
 
 // A number of the program's own last line (its timers, printed as JSON), stored beside the fixture.
 double own(const char* file, const std::string& key) {
