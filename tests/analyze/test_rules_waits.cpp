@@ -75,6 +75,9 @@ TEST_CASE("wait names the DataLoader's workers and raises num_workers by their C
   CHECK(f->impact_ms == doctest::Approx(26));
   // The rest of the step is 30 - 26 = 4 ms: ceil(60 / 4) = 15 workers, which 16 CPUs allow (one kept).
   CHECK(any_action(*f, "num_workers from 2 to 15"));
+  bool knob = false;  // the knob that measures it on the program itself (iscope-run --try)
+  for (const auto& s : f->suggestions) knob |= s.action.find("num_workers from 2 to 15") != std::string::npos && s.try_knob == "num_workers=15";
+  CHECK(knob);
   CHECK_FALSE(any_action(*f, "Fetch ahead"));
   CHECK(f->suggestions.size() >= 3);
   // Four CPUs: at most 3 workers beside the step thread.
