@@ -157,6 +157,10 @@ void read_file(const std::string& path, const std::string& named_by, Resolved& r
                                   std::to_string(it->second) + ")");
       continue;
     }
+    if (key == kTryKnobsKey) {  // a section for iscope-run --try, not a setting (declared_knobs.hpp)
+      resolved.try_knobs = parse_declared_knobs(entry.second, path, problems.messages);
+      continue;
+    }
     const KeyDef* def = detail::find_key(key);
     if (!def) {
       problems.unknown_key(where, key);

@@ -12,6 +12,8 @@
 
 #include <inferscope/config.hpp>
 
+#include "config/declared_knobs.hpp"
+
 #include <array>
 #include <map>
 #include <optional>
@@ -100,6 +102,7 @@ struct Resolved {
   std::map<std::string, std::string> origin;  ///< key -> source description
   std::string config_file;                    ///< the YAML file that was read; empty when none
   std::vector<std::string> ignored;           ///< problems skipped under ResolveOptions::lenient_sources
+  std::vector<DeclaredKnob> try_knobs;        ///< the file's `try_knobs` section: knobs for iscope-run --try
 };
 
 /// Resolves the effective configuration; throws ConfigError on any unknown key, wrong type or bad value.

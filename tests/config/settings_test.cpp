@@ -682,3 +682,66 @@ TEST_CASE("keys --markdown has one row per key") {
   }
   CHECK(contains(markdown, "| `thread_buffer_kb` | `INFERSCOPE_THREAD_BUFFER_KB` | integer | `1024` | a power of two in [64, 262144] |"));
 }
+
+TEST_CASE("file: try_knobs declares a program's own environment variables for iscope-run --try") {
+  Clean clean;
+  cfg::ResolveOptions options;
+  options.config_path = clean.dir.write("k.yaml",
+                                        "trace_size_mb: 64\n"
+                                        "try_knobs:\n"
+                                        "  - variable: POOL_THREADS\n"
+                                        "    values: 1..64\n"
+                                        "    changes: threads of the request pool\n"
+                                        "  - variable: SERVER_BATCHING\n"
+                                        "    values: [off, dynamic]\n"
+                                        "    changes: how requests are batched\n"
+                                        "    changes_results: yes\n");
+  const cfg::Resolved r = cfg::resolve(options);
+  CHECK(r.config.trace_size_mb == 64);  // the settings around the section still apply
+  REQUIRE(r.try_knobs.size() == 2);
+  CHECK(r.try_knobs[0].variable == "POOL_THREADS");
+  CHECK(r.try_knobs[0].values_text() == "an integer, 1 to 64");
+  CHECK(r.try_knobs[0].accepted("016") == "16");
+  CHECK(r.try_knobs[0].accepted("65").empty());
+  CHECK(r.try_knobs[0].where == options.config_path + ":3");
+  CHECK_FALSE(r.try_knobs[0].changes_results);
+  CHECK(r.try_knobs[1].values_text() == "off or dynamic");
+  CHECK(r.try_knobs[1].accepted("dynamic") == "dynamic");
+  CHECK(r.try_knobs[1].accepted("static").empty());
+  CHECK(r.try_knobs[1].changes_results);
+}
+
+TEST_CASE("file: a bad try_knobs declaration names the file, the line and the field") {
+  Clean clean;
+  auto error_of = [&](const std::string& body) {
+    return validate_error(clean.dir.write("bad.yaml", "try_knobs:\n" + body));
+  };
+  const std::string at = (clean.dir.path() / "bad.yaml").string();
+  CHECK(contains(validate_error(clean.dir.write("m.yaml", "try_knobs:\n  variable: X\n")),
+                 "try_knobs: expected a list of declarations"));
+  CHECK(contains(error_of("  - variable: 9LIVES\n    values: [1]\n    changes: x\n"), at + ":2: try_knobs: variable:"));
+  CHECK(contains(error_of("  - variable: INFERSCOPE_MODE\n    values: [1]\n    changes: x\n"), "take --set"));
+  CHECK(contains(error_of("  - variable: LD_PRELOAD\n    values: [1]\n    changes: x\n"), "iscope-run sets"));
+  CHECK(contains(error_of("  - variable: A\n    changes: x\n"), "values: missing"));
+  CHECK(contains(error_of("  - variable: A\n    values: 64..1\n    changes: x\n"), "runs backwards"));
+  CHECK(contains(error_of("  - variable: A\n    values: lots\n    changes: x\n"), "a range of integers"));
+  CHECK(contains(error_of("  - variable: A\n    values: []\n    changes: x\n"), "the list is empty"));
+  CHECK(contains(error_of("  - variable: A\n    values: [1, 1]\n    changes: x\n"), "'1' is listed twice"));
+  CHECK(contains(error_of("  - variable: A\n    values: [1]\n"), "changes: missing"));
+  CHECK(contains(error_of("  - variable: A\n    values: [1]\n    changes: x\n    changes_results: maybe\n"),
+                 "changes_results: expected"));
+  CHECK(contains(error_of("  - variable: A\n    values: [1]\n    changes: x\n    value: 2\n"),
+                 at + ":5: try_knobs: unknown field 'value'"));
+  CHECK(contains(error_of("  - variable: A\n    variable: B\n    values: [1]\n    changes: x\n"),
+                 at + ":3: try_knobs: variable: set twice (first at line 2)"));
+  CHECK(contains(error_of("  - variable: A\n    values: [1]\n    changes: [x, y]\n"),
+                 at + ":4: try_knobs: changes: expected a few words"));
+  CHECK(contains(error_of("  - variable: NVTX_INJECTION64_PATH\n    values: [1]\n    changes: x\n"), "iscope-run sets"));
+  // A section with nothing under it declares nothing, and is no problem.
+  cfg::ResolveOptions empty;
+  empty.config_path = clean.dir.write("empty.yaml", "try_knobs:\ntrace_size_mb: 8\n");
+  CHECK(cfg::resolve(empty).try_knobs.empty());
+  CHECK(contains(error_of("  - variable: A\n    values: [1]\n    changes: x\n  - variable: A\n    values: [2]\n"
+                          "    changes: y\n"),
+                 at + ":5: try_knobs: A is declared twice (first at " + at + ":2)"));
+}
