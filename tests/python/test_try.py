@@ -143,3 +143,61 @@ def test_a_bad_knob_or_value_is_refused_before_anything_runs(tmp_path, spec, wor
     assert words in p.stderr
     assert r is None
     assert not (tmp_path / "run.try").exists()
+
+
+def pool_server():
+    """samples/try/pool_server, the C++ program whose pool size is the environment variable POOL_THREADS."""
+    path = os.path.join(os.environ.get("ISCOPE_BUILD_DIR", ""), "samples", "try", "pool_server")
+    if not os.path.exists(path):
+        pytest.skip(f"samples/try/pool_server is not built at {path} (INFERSCOPE_BUILD_SAMPLES=OFF?)")
+    return path
+
+
+POOL_DECLARATION = """\
+try_knobs:
+  - variable: POOL_THREADS
+    values: 1..4
+    changes: the worker threads that score each batch
+"""
+
+
+def run_pool_try(tmp_path, *tries, declaration=POOL_DECLARATION):
+    if declaration is not None:
+        (tmp_path / ".inferscope.yaml").write_text(declaration)
+    args = [iscope_run()]
+    for t in tries:
+        args += ["--try", t]
+    args += ["--try-rounds", "2", "-o", str(tmp_path / "pool.iscope"), "--", pool_server(), "--steps", "40",
+             "--work", "4000"]
+    env = {k: v for k, v in os.environ.items() if k != "POOL_THREADS"}  # the baseline runs without it
+    p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    result = tmp_path / "pool.try.json"
+    return p, (json.loads(result.read_text()) if result.exists() else None)
+
+
+def test_a_cpp_programs_declared_variable_reaches_the_tried_processes_only(tmp_path):
+    p, r = run_pool_try(tmp_path, "POOL_THREADS=2")
+    assert p.returncode == 0, p.stderr
+    assert r["refused"] is None, r["refused"]
+    assert r["knobs"] == [{"name": "POOL_THREADS", "value": "2", "changes_results": False,
+                           "declared_in": str(tmp_path / ".inferscope.yaml") + ":2"}]
+    assert r["step"] == "step" and r["pairs"] == 2
+    assert all(q["steps"] > 0 for q in r["processes"])
+    # The program says on its last line how many threads its pool had: the variable in the tried processes only,
+    # in the ABBA order of the result file (baseline, tried, tried, baseline).
+    threads = [json.loads(line)["threads"] for line in p.stdout.splitlines() if line.startswith('{"program"')]
+    assert threads == [2 if q["tried"] else 1 for q in r["processes"]] == [1, 2, 2, 1]
+
+
+def test_a_cpp_programs_variable_is_no_knob_until_declared_and_takes_only_its_declared_values(tmp_path):
+    p, r = run_pool_try(tmp_path, "POOL_THREADS=2", declaration=None)
+    assert p.returncode == 2
+    assert "no knob named 'POOL_THREADS'" in p.stderr and "try_knobs" in p.stderr
+    assert r is None  # nothing ran
+    p, r = run_pool_try(tmp_path, "POOL_THREADS=8")
+    assert p.returncode == 2
+    assert "'8' is not an integer, 1 to 4" in p.stderr
+    assert ".inferscope.yaml:2" in p.stderr
+    p, r = run_pool_try(tmp_path, "POOL_THREADS=2", declaration=POOL_DECLARATION + "    colour: blue\n")
+    assert p.returncode == 2
+    assert "unknown field 'colour'" in p.stderr

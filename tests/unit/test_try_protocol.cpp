@@ -6,12 +6,19 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace iscope_run;
 
 namespace {
+
+const std::vector<inferscope::config::DeclaredKnob> kNoneDeclared;
+
+std::optional<TriedKnob> parse_try(const std::string& spec, std::string& error) {
+  return iscope_run::parse_try(spec, kNoneDeclared, error);
+}
 
 TriedKnob knob(const std::string& spec) {
   std::string error;
@@ -63,8 +70,8 @@ TEST_CASE("try knobs: names, values and what the tried run's environment carries
   CHECK_FALSE(parse_try("PYTORCH_CUDA_ALLOC_CONF=a;b", error));
   CHECK(knob("allow_tf32=ON").value == "true");
   CHECK(knob("num_workers=08").value == "8");
-  CHECK(knob("allow_tf32=yes").knob->changes_results);
-  CHECK_FALSE(knob("num_workers=4").knob->changes_results);
+  CHECK(knob("allow_tf32=yes").knob.changes_results);
+  CHECK_FALSE(knob("num_workers=4").knob.changes_results);
   const auto env = tried_environment({knob("num_workers=4"), knob("OMP_NUM_THREADS=2"), knob("allow_tf32=true")});
   REQUIRE(env.size() == 2);
   CHECK(env[0] == std::pair<std::string, std::string>("OMP_NUM_THREADS", "2"));
@@ -129,4 +136,51 @@ TEST_CASE("try protocol: a knob that does not apply, or never took effect, stops
   crashing.fail_round = 0;
   o = crashing.run({knob("num_workers=4")}, 3);
   CHECK(o.refused.find("the tried run (round 1) exited with status 3") != std::string::npos);
+}
+
+TEST_CASE("try knobs: a variable the settings file declares is a knob of its own, with its values") {
+  inferscope::config::DeclaredKnob pool;
+  pool.variable = "POOL_THREADS";
+  pool.low = 1;
+  pool.high = 64;
+  pool.changes = "threads of the request pool";
+  pool.where = ".inferscope.yaml:3";
+  inferscope::config::DeclaredKnob mode;
+  mode.variable = "SERVER_BATCHING";
+  mode.choices = {"off", "dynamic"};
+  mode.changes = "how requests are batched";
+  mode.changes_results = true;
+  mode.where = ".inferscope.yaml:7";
+  const std::vector<inferscope::config::DeclaredKnob> declared = {pool, mode};
+  std::string error;
+
+  auto k = iscope_run::parse_try("POOL_THREADS=08", declared, error);
+  REQUIRE_MESSAGE(k.has_value(), error);
+  CHECK(k->value == "8");
+  CHECK(k->knob.way == KnobWay::kDeclared);
+  CHECK_FALSE(k->knob.changes_results);
+  CHECK(k->knob.changes.find(".inferscope.yaml:3") != std::string::npos);
+  // It reaches the program as its environment variable, and it applies whatever the baseline shows.
+  const auto env = tried_environment({*k});
+  REQUIRE(env.size() == 1);
+  CHECK(env[0] == std::pair<std::string, std::string>("POOL_THREADS", "8"));
+  CHECK(refusal(*k, {}).empty());
+
+  CHECK_FALSE(iscope_run::parse_try("POOL_THREADS=65", declared, error));
+  CHECK(error.find("an integer, 1 to 64") != std::string::npos);
+  CHECK(error.find(".inferscope.yaml:3") != std::string::npos);
+  auto m = iscope_run::parse_try("SERVER_BATCHING=dynamic", declared, error);
+  REQUIRE(m.has_value());
+  CHECK(m->knob.changes_results);
+  CHECK_FALSE(iscope_run::parse_try("SERVER_BATCHING=static", declared, error));
+  CHECK(error.find("off or dynamic") != std::string::npos);
+
+  // Undeclared, it is no knob, and the message says where a program's own variables are declared.
+  CHECK_FALSE(parse_try("POOL_THREADS=8", error));
+  CHECK(error.find("try_knobs") != std::string::npos);
+  // A declaration cannot take the name of a knob iscope-run knows.
+  inferscope::config::DeclaredKnob omp = pool;
+  omp.variable = "OMP_NUM_THREADS";
+  CHECK(declaration_clash(omp).find(".inferscope.yaml:3") != std::string::npos);
+  CHECK(declaration_clash(pool).empty());
 }

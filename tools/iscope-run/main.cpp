@@ -234,7 +234,8 @@ cxxopts::Options make_options() {
       ("library", "libinferscope.so to inject (default: beside this tool; env INFERSCOPE_LIBRARY)",
        cxxopts::value<std::string>(), "PATH")
       ("try", "measure a setting on this program: runs it in pairs of processes, as it is and with KNOB=VALUE, and "
-              "says the step time of each with an interval (docs/try.md lists the knobs); repeatable",
+              "says the step time of each with an interval (docs/try.md lists the knobs; a program's own environment "
+              "variables are knobs once .inferscope.yaml declares them under try_knobs); repeatable",
        cxxopts::value<std::vector<std::string>>(), "KNOB=VALUE")
       ("try-rounds", "--try: pairs of processes to run (default 5)", cxxopts::value<std::string>(), "N")
       ("q,quiet", "no closing line on stderr", boolean_flag(), "BOOL")
@@ -252,7 +253,8 @@ struct Plan {
   std::vector<FlagSetting> checked;
   std::optional<bool> follow;  ///< --follow-children as given; absent: the settings' follow_children applies
   bool quiet = false;
-  std::vector<iscope_run::TriedKnob> tried;  ///< --try: the knobs to measure (try_knobs.hpp)
+  std::vector<std::string> try_specs;        ///< --try as typed, read once the settings file is (try_knobs.hpp)
+  std::vector<iscope_run::TriedKnob> tried;  ///< --try: the knobs to measure
   int try_rounds = iscope_run::kDefaultTryRounds;
   void setting(const std::string& key, const std::string& value, const std::string& spelling,
                const std::string& as_typed = "") {
@@ -289,11 +291,8 @@ Plan plan_of(const cxxopts::ParseResult& args, std::string& error) {
       else if (k == "live-any-address") plan.setting("live_any_address", on ? "true" : "false", "--live-any-address");
       else plan.settings.emplace_back("INFERSCOPE_NVTX_EMIT", on ? "1" : "0");
     } else if (k == "report") plan.setting("report", absolute(v), "--report", v);
-    else if (k == "try") {
-      std::optional<iscope_run::TriedKnob> knob = iscope_run::parse_try(v, error);
-      if (!knob) return plan;
-      plan.tried.push_back(*knob);
-    } else if (k == "try-rounds") {
+    else if (k == "try") plan.try_specs.push_back(v);
+    else if (k == "try-rounds") {
       char* end = nullptr;
       const long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < 2 || n > 100) {
@@ -392,6 +391,22 @@ std::string live_problem(const inferscope::Config& c) {
   return inferscope::live::parse_listen(c.live, c.live_any_address, where);
 }
 
+// --try's knobs, among those iscope-run knows and those the settings file declares for this program (try_knobs);
+// kUsage after saying what is wrong with one.
+int take_tried_knobs(Plan& plan, const cfg::Resolved& resolved) {
+  std::vector<std::string> problems;
+  for (const auto& d : resolved.try_knobs)
+    if (std::string clash = iscope_run::declaration_clash(d); !clash.empty()) problems.push_back(clash);
+  for (const std::string& spec : plan.try_specs) {
+    std::string error;
+    if (std::optional<iscope_run::TriedKnob> knob = iscope_run::parse_try(spec, resolved.try_knobs, error))
+      plan.tried.push_back(*knob);
+    else
+      problems.push_back(error);
+  }
+  return plan.try_specs.empty() ? 0 : refused(problems);
+}
+
 // Everything the user typed is checked before the program runs: one message per bad flag, naming it; then the
 // environment and the config file the program will see; then the files it will write (the dump where the
 // settings put it). Returns 0 or kUsage.
@@ -400,6 +415,7 @@ int check_before_launch(Plan& plan, const cxxopts::ParseResult& args) {
   const std::optional<cfg::Resolved> resolved = program_settings(plan);
   if (!resolved) return kUsage;
   take_output_setting(plan, *resolved);
+  if (int status = take_tried_knobs(plan, *resolved)) return status;
   if (const std::string why = live_problem(resolved->config); !why.empty()) return refused({why});
   return refused(file_problems(plan, args));
 }
@@ -515,7 +531,7 @@ int run_try_mode(const Plan& plan, char** program, const std::string& library, c
                iscope_run::describe(plan.tried).c_str(), plan.try_rounds, stem.c_str());
   const iscope_run::TryOutcome o = iscope_run::run_try(plan.tried, plan.try_rounds, run, iscope_run::measure_dump, dump_of);
   std::string command = "iscope-run";
-  for (const auto& k : plan.tried) command += " --try " + std::string(k.knob->name) + "=" + k.value;
+  for (const auto& k : plan.tried) command += " --try " + k.knob.name + "=" + k.value;
   command += " --";
   for (char** a = program; *a; ++a) command += " " + std::string(*a);
   std::fputs(iscope_run::describe_outcome(plan.tried, o).c_str(), stderr);
@@ -552,7 +568,7 @@ int main(int argc, char** argv) {
   std::string error;
   Plan plan = plan_of(args, error);
   if (!error.empty()) return usage_error(error, opts);
-  if (args.count("try-rounds") && plan.tried.empty()) return usage_error("--try-rounds without --try: nothing to measure", opts);
+  if (args.count("try-rounds") && plan.try_specs.empty()) return usage_error("--try-rounds without --try: nothing to measure", opts);
   if (split.program >= argc) return usage_error("no program given", opts);
   if (int status = check_before_launch(plan, args)) return status;
   const std::string library = injected_library(plan);

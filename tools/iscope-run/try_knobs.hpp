@@ -3,9 +3,11 @@
 // apply. Pure: no process is run here.
 //
 //   std::string error;
-//   std::optional<TriedKnob> k = parse_try("num_workers=4", error);   // nullopt: error says why
+//   std::optional<TriedKnob> k = parse_try("num_workers=4", resolved.try_knobs, error);  // nullopt: error says why
 //   std::string why = refusal(*k, facts);                                // "" when it applies to this program
 #pragma once
+
+#include "config/declared_knobs.hpp"
 
 #include <optional>
 #include <set>
@@ -16,33 +18,45 @@
 
 namespace iscope_run {
 
-/// How a knob reaches the program: an environment variable iscope-run sets, or the Python side of --try
-/// (inferscope_py/_try.py, at the DataLoader's construction or once torch is imported).
-enum class KnobWay { kEnvironment, kPython };
+/// How a knob reaches the program: an environment variable iscope-run sets (one it knows, or one the program's
+/// settings file declares), or the Python side of --try (inferscope_py/_try.py, at the DataLoader's construction or
+/// once torch is imported).
+enum class KnobWay { kEnvironment, kDeclared, kPython };
 
 struct Knob {
-  std::string_view name;     ///< as typed: num_workers, allow_tf32, PYTORCH_CUDA_ALLOC_CONF, ...
-  KnobWay way;
-  std::string_view values;   ///< what VALUE may be, in words
-  std::string_view changes;  ///< what it changes in the program
-  bool changes_results;      ///< it can change the program's numbers (precision), not only its speed
+  std::string name;     ///< as typed: num_workers, allow_tf32, PYTORCH_CUDA_ALLOC_CONF, a declared variable
+  KnobWay way = KnobWay::kEnvironment;
+  std::string values;   ///< what VALUE may be, in words
+  std::string changes;  ///< what it changes in the program
+  bool changes_results = false;  ///< it can change the program's numbers (precision), not only its speed
   /// The program facts (lib/analyze/program_facts.hpp) the baseline run must show for the knob to apply.
-  std::vector<std::string_view> needs;
-  std::string_view applies_to;  ///< those facts in words, for the refusal
+  std::vector<std::string> needs;
+  std::string applies_to;  ///< those facts in words, for the refusal
+  /// A declared knob's declaration (way kDeclared): the values it takes and where it was declared.
+  std::optional<inferscope::config::DeclaredKnob> declared;
 };
 
-/// Every knob, in the order docs/try.md lists them.
+/// Every knob iscope-run knows, in the order docs/try.md lists them.
 const std::vector<Knob>& knob_catalogue();
+
+/// A knob for each variable the program's settings file declares (`try_knobs`, config/declared_knobs.hpp).
+Knob declared_knob(const inferscope::config::DeclaredKnob& d);
+
+/// A declaration that takes a name iscope-run already knows as a knob ("" when none does): it is refused, since
+/// the two would mean different things by one name.
+std::string declaration_clash(const inferscope::config::DeclaredKnob& d);
 
 /// One --try: the knob and its value as the program will get it.
 struct TriedKnob {
-  const Knob* knob = nullptr;
+  Knob knob;
   std::string value;
 };
 
-/// "KNOB=VALUE": the knob by name (case-sensitive, as the variable or the argument is spelled) and a value it
-/// accepts. nullopt with `error` naming the knob or the value and what is accepted.
-std::optional<TriedKnob> parse_try(const std::string& spec, std::string& error);
+/// "KNOB=VALUE": the knob by name (case-sensitive, as the variable or the argument is spelled), among those
+/// iscope-run knows and those the settings file declares, and a value it accepts. nullopt with `error` naming the
+/// knob or the value and what is accepted.
+std::optional<TriedKnob> parse_try(const std::string& spec, const std::vector<inferscope::config::DeclaredKnob>& declared,
+                                   std::string& error);
 
 /// Why `k` does not apply to a program whose baseline run showed `facts` ("" when it applies).
 std::string refusal(const TriedKnob& k, const std::set<std::string>& facts);

@@ -1,7 +1,7 @@
 // The --try protocol (try_run.hpp).
 #include "try_run.hpp"
 
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 #include "text/escape.hpp"
 
 #include <algorithm>
@@ -52,9 +52,9 @@ TryOutcome run_try(const std::vector<TriedKnob>& knobs, int rounds, const RunPro
                    const std::function<std::string(bool tried, int round)>& dump_of) {
   TryOutcome o;
   const auto env = tried_environment(knobs);
-  const std::string first_knob = knobs.empty() ? "" : std::string(knobs.front().knob->name);
+  const std::string first_knob = knobs.empty() ? "" : knobs.front().knob.name;
   bool python_knob = false;
-  for (const TriedKnob& k : knobs) python_knob |= k.knob->way == KnobWay::kPython;
+  for (const TriedKnob& k : knobs) python_knob |= k.knob.way == KnobWay::kPython;
   for (int r = 0; r < rounds; ++r) {
     for (int i = 0; i < 2; ++i) {
       const bool tried = (r % 2 == 0) == (i == 1);
@@ -122,16 +122,17 @@ std::string describe_outcome(const std::vector<TriedKnob>& knobs, const TryOutco
     s += "  the report predicted: saves about " + fmt(o.predicted_ms, "%.2f") + " ms per step (" +
          fmt(100.0 * o.predicted_ms / o.base_ms, "%.1f") + " %): " + o.predicted_by + "\n";
   for (const TriedKnob& k : knobs)
-    if (k.knob->changes_results)
-      s += "  note: " + std::string(k.knob->name) + " can change the program's results: " + std::string(k.knob->changes) + "\n";
+    if (k.knob.changes_results)
+      s += "  note: " + k.knob.name + " can change the program's results: " + k.knob.changes + "\n";
   return s;
 }
 
 std::string outcome_json(const std::vector<TriedKnob>& knobs, const TryOutcome& o, const std::string& command) {
   std::string j = "{\"command\":" + json_text(command) + ",\"knobs\":[";
   for (size_t i = 0; i < knobs.size(); ++i)
-    j += std::string(i ? "," : "") + "{\"name\":" + json_text(std::string(knobs[i].knob->name)) + ",\"value\":" +
-         json_text(knobs[i].value) + ",\"changes_results\":" + (knobs[i].knob->changes_results ? "true" : "false") + "}";
+    j += std::string(i ? "," : "") + "{\"name\":" + json_text(knobs[i].knob.name) + ",\"value\":" +
+         json_text(knobs[i].value) + ",\"changes_results\":" + (knobs[i].knob.changes_results ? "true" : "false") +
+         (knobs[i].knob.declared ? ",\"declared_in\":" + json_text(knobs[i].knob.declared->where) : std::string()) + "}";
   j += "],\"refused\":" + (o.refused.empty() ? std::string("null") : json_text(o.refused));
   j += ",\"step\":" + json_text(o.step) + ",\"pairs\":" + std::to_string(o.pairs) + ",\"base_ms\":" + fmt(o.base_ms, "%.6g") +
        ",\"tried_ms\":" + fmt(o.tried_ms, "%.6g") + ",\"saving_pct\":" + fmt(o.saving_pct, "%.6g") +
