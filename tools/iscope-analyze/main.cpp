@@ -12,8 +12,8 @@
 #include "config/settings.hpp"
 #include "analyze/analyzer.hpp"
 #include "analyze/children.hpp"
-#include "analyze/host_clocks.hpp"
-#include "analyze/ranks.hpp"
+#include "analyze/run/host_clocks.hpp"
+#include "analyze/run/ranks.hpp"
 #include "analyze/summary.hpp"
 #include "dump/files.hpp"
 #include "dump/path.hpp"
@@ -30,6 +30,7 @@
 #endif
 
 #include "output_rule.hpp"
+#include "analysis_entry.hpp"
 #include "tool_options.hpp"
 
 #include <cxxopts.hpp>
@@ -90,14 +91,6 @@ bool write_to(const std::string& path, F&& f) {
     return false;
   }
   return true;
-}
-
-// The rule file the analysis used, in a line for the reports and stderr ("" when none).
-std::string rule_file_line(const inferscope::analyze::rules::RuleSettings* s) {
-  if (!s) return "";
-  std::string d = inferscope::rulefile::describe(*s);
-  for (size_t at = d.find('\n'); at != std::string::npos; at = d.find('\n', at)) d.replace(at, 1, at + 1 == d.size() ? "" : "; ");
-  return s->source + " (" + s->named_by + "): " + d;
 }
 
 // --check-rules FILE: 0 and what it sets, or 1 and every problem with its line and column.
@@ -299,17 +292,17 @@ int check_outputs(const std::vector<std::string>& paths, const cxxopts::ParseRes
   return 0;
 }
 
-// Analyses `path`; a dump that also becomes a Perfetto trace or a database is opened (and its chunks checked)
-// once for all, into `reader`. Returns 0, or the exit status after saying why.
-int analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& o, bool keep_reader,
-            std::optional<inferscope::dump::DumpReader>& reader, Analysis& a) {
+// Analyses the inputs (analysis_entry.hpp: the first in full; several: the run across them; one dump: its children
+// unless `children` is false); a dump that also becomes a Perfetto trace or a database is opened (and its chunks
+// checked) once for all, into `reader`. Returns 0, or the exit status after saying why.
+int analyse(const std::vector<std::string>& paths, const inferscope::analyze::AnalyzeOptions& o, bool children,
+            bool keep_reader, std::optional<inferscope::dump::DumpReader>& reader, Analysis& a) {
+  const std::string& path = paths.front();
   try {
-    if (keep_reader && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
-      reader.emplace(path);
-      a = inferscope::analyze::analyze_dump(*reader, o);
-    } else {
-      a = inferscope::analyze::analyze_file(path, o);
-    }
+    inferscope::tools::AnalysisInputs in{paths, children, o, nullptr};
+    if (keep_reader && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump)
+      in.reader = &reader.emplace(path);
+    a = inferscope::tools::analyze_inputs(in);
     return 0;
   } catch (const inferscope::analyze::UnknownStep& e) {  // the command's fault, not the file's
     std::cerr << "iscope-analyze: " << e.what() << "\n";
@@ -443,7 +436,7 @@ std::optional<inferscope::analyze::AnalyzeOptions> analysis_options_for(const cx
   try {
     o = inferscope::tools::analysis_options(args, "iscope-analyze", flags.on("no-rules"));
     if (o.rules && o.rules->named_by != "named by --rules")  // a file not named on this command line: say so
-      std::cerr << "iscope-analyze: using the rule file " << rule_file_line(o.rules.get()) << "\n";
+      std::cerr << "iscope-analyze: using the rule file " << inferscope::tools::rule_file_line(o.rules.get()) << "\n";
   } catch (const inferscope::config::ConfigError& e) {
     std::cerr << "iscope-analyze: configuration error:\n" << e.what() << "\n";
     return std::nullopt;
@@ -464,20 +457,13 @@ int analyse_and_write(const std::vector<std::string>& paths, const Requested& re
   const std::string& path = paths.front();
   Analysis a;
   std::optional<inferscope::dump::DumpReader> reader;
-  if (int status = analyse(path, o, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a)) return status;
+  if (int status = analyse(paths, o, children, !requested.perfetto.empty() || !requested.sqlite.empty(), reader, a))
+    return status;
   if (const std::string why = inferscope::tools::nothing_to_analyse(a, path); !why.empty()) {
     for (auto& w : a.warnings) std::cerr << "iscope-analyze: warning: " << w << "\n";  // damage, if that is why
     std::cerr << "iscope-analyze: " << why << "\n";
     return 1;
   }
-  if (paths.size() > 1) {
-    a.children = inferscope::analyze::analyze_rank_dumps(paths, o, a.run);
-    inferscope::analyze::mark_launcher(a);  // the launcher's dump named with its ranks
-  } else if (children && inferscope::analyze::input_format(path) == inferscope::analyze::InputFormat::kDump) {
-    a.children = inferscope::analyze::find_children(path, a, o, &a.run);
-    inferscope::analyze::mark_launcher(a);
-  }
-  a.rule_file = rule_file_line(o.rules.get());
   for (auto& w : a.warnings)  // how the steps were found, a timeline drawn cut: notes, as the reports say
     std::cerr << "iscope-analyze: " << (inferscope::report::note_label(w).empty() ? "warning: " : "note: ") << w << "\n";
   const bool ok = write_outputs(requested, a, reader, paths);

@@ -17,6 +17,7 @@
 #include "rulefile/rule_file.hpp"
 
 #include "output_rule.hpp"
+#include "analysis_entry.hpp"
 #include "tool_options.hpp"
 
 #include <cxxopts.hpp>
@@ -66,7 +67,9 @@ bool write_to(const std::string& path, const std::string& fmt, const inferscope:
 // when the reason is the command's (a --step that names nothing in the file: exit 2, as iscope-analyze).
 std::optional<Analysis> analyse(const std::string& path, const inferscope::analyze::AnalyzeOptions& o, bool& bad_usage) {
   try {
-    Analysis a = inferscope::analyze::analyze_file(path, o);
+    // The analysis iscope-analyze makes of the same dump (analysis_entry.hpp): its children and the run across its
+    // ranks read, a launcher's headline the run's step, so the two tools describe one dump alike.
+    Analysis a = inferscope::tools::analyze_inputs({{path}, /*children=*/true, o, nullptr});
     for (const auto& w : a.warnings) std::cerr << kTool << ": warning: " << path << ": " << w << "\n";
     if (const std::string why = inferscope::tools::nothing_to_analyse(a, path); !why.empty()) {
       std::cerr << kTool << ": " << why << "\n";
