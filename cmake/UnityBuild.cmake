@@ -10,7 +10,7 @@ if(NOT CMAKE_UNITY_BUILD)
 endif()
 set_source_files_properties(${PROJECT_SOURCE_DIR}/lib/import/chrome_trace.cpp TARGET_DIRECTORY inferscope_import
                             PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)  # HostEvent, as json_events.cpp's
-set_source_files_properties(${PROJECT_SOURCE_DIR}/lib/analyze/host_clocks.cpp TARGET_DIRECTORY inferscope_analyze
+set_source_files_properties(${PROJECT_SOURCE_DIR}/lib/analyze/run/host_clocks.cpp TARGET_DIRECTORY inferscope_analyze
                             PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)  # median_of, as what_if.cpp's
 set_source_files_properties(${PROJECT_SOURCE_DIR}/lib/report/html.cpp TARGET_DIRECTORY inferscope_report
                             PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)  # write_findings ..., as markdown.cpp's

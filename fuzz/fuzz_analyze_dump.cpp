@@ -1,7 +1,7 @@
 // libFuzzer target: the analyzer on hostile dumps, and the Markdown, HTML and JSON writers on whatever
 // analysis comes out (names from the trace reach every writer). Built and run by scripts/fuzz.sh, which fails
 // (exit 2) when a source below is missing.
-// fuzz-sources: lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/serving/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp lib/report/*.cpp
+// fuzz-sources: lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/serving/*.cpp lib/analyze/run/*.cpp lib/analyze/waits/*.cpp lib/analyze/generation/*.cpp lib/analyze/what_if/*.cpp lib/analyze/support/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp lib/report/*.cpp
 // fuzz-seeds: dump
 // The analyzer's packed(4) GpuOp/ApiOp (lib/analyze/model.hpp) bind misaligned int64 members to references
 // (std::min/std::max on x.start): UBSan's alignment check stops at the first seed. Harmless on x86; switched

@@ -1,6 +1,6 @@
 // libFuzzer target: the JSON trace inputs (lib/import: parse, import into records in memory; then analyse) and the
 // JSON report of the result. Built and run by scripts/fuzz.sh, which fails (exit 2) when a source below is missing.
-// fuzz-sources: lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/serving/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp lib/report/*.cpp
+// fuzz-sources: lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/serving/*.cpp lib/analyze/run/*.cpp lib/analyze/waits/*.cpp lib/analyze/generation/*.cpp lib/analyze/what_if/*.cpp lib/analyze/support/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp lib/report/*.cpp
 // fuzz-seeds: json
 // The analyzer's packed(4) GpuOp/ApiOp (lib/analyze/model.hpp) bind misaligned int64 members to references
 // (std::min/std::max on x.start): UBSan's alignment check stops at the first seed. Harmless on x86; switched

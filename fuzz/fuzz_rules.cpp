@@ -2,7 +2,7 @@
 // every key and value check, expressions compiled by muparser (metrics, named metrics, placeholders in titles,
 // impact_ms and saving_ms), then every rule it accepted evaluated with the built-in rules over a small analysis
 // input with steps, ranges, functions and kernels (run_rules). The input is one rule file.
-// fuzz-sources: lib/rulefile/*.cpp lib/config/yaml_file.cpp lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/serving/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp
+// fuzz-sources: lib/rulefile/*.cpp lib/config/yaml_file.cpp lib/dump/*.cpp lib/import/*.cpp lib/analyze/*.cpp lib/analyze/serving/*.cpp lib/analyze/run/*.cpp lib/analyze/waits/*.cpp lib/analyze/generation/*.cpp lib/analyze/what_if/*.cpp lib/analyze/support/*.cpp lib/analyze/rules/*.cpp lib/text/*.cpp
 // fuzz-seeds: rules
 // fuzz-flags: -fno-sanitize=alignment -DINFERSCOPE_HAVE_MUPARSER=1
 // fuzz-libs: -lyaml-cpp -lmuparser -lz

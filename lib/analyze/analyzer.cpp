@@ -24,7 +24,7 @@
 #include "analyze/serving/requests.hpp"
 #include "analyze/stages.hpp"
 #include "analyze/tried.hpp"
-#include "analyze/what_if.hpp"
+#include "analyze/what_if/what_if.hpp"
 
 #include <sys/stat.h>
 

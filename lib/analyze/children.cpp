@@ -1,6 +1,6 @@
 #include "analyze/children.hpp"
 
-#include "analyze/ranks.hpp"
+#include "analyze/run/ranks.hpp"
 #include "dump/path.hpp"
 #include "dump/reader.hpp"
 #include "import/import.hpp"

@@ -4,7 +4,7 @@
 // the order they END, so the first range (or Python frame) to arrive that contains a pending API call's start
 // is the innermost one around it; each thread keeps a stack of API calls still waiting for their innermost
 // Python frame, range and layer.
-#include "analyze/ranks.hpp"
+#include "analyze/run/rank_types.hpp"
 #include "analyze/stages.hpp"
 
 #include <unordered_map>

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
-#include "analyze/replay.hpp"
+#include "analyze/what_if/replay.hpp"
 #include "analyze/step_policy.hpp"
 #include "analyze/summary.hpp"
 #include "text/api_kind.hpp"

@@ -10,7 +10,10 @@
 #include "analyze/serving/coroutines.hpp"
 #include "analyze/stage_results.hpp"
 #include "analyze/duration_stats.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
+#include "analyze/support/flat_map.hpp"
+#include "analyze/support/run_parallel.hpp"
+#include "analyze/support/slab.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/visit.hpp"
 
@@ -92,77 +95,6 @@ struct SelfTrack {
   }
 };
 
-// A fixed-size array whose pages are first touched by the worker that fills them (a std::vector would zero it
-// all on one thread first). Only for implicit-lifetime types. No MADV_HUGEPAGE: measured on the development VM
-// (THP "madvise" mode), direct compaction for the huge pages tripled the system time of a 50 M-event analysis.
-template <class T>
-class Slab {
- public:
-  Slab() = default;
-  Slab(const Slab&) = delete;
-  Slab& operator=(const Slab&) = delete;
-  Slab(Slab&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
-  Slab& operator=(Slab&& o) noexcept {
-    if (this != &o) {
-      release();
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  ~Slab() { release(); }
-  void allocate(size_t n) {
-    release();
-    if (!n) return;
-    bytes_ = n * sizeof(T);
-    void* m = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    p_ = static_cast<T*>(m);
-    n_ = n;
-  }
-  T* begin() const { return p_; }
-  T* end() const { return p_ + n_; }
-  size_t size() const { return n_; }
-  bool empty() const { return n_ == 0; }
-  T& operator[](size_t i) const { return p_[i]; }
-  /// Keeps the first n elements (the mapping stays until destruction).
-  void shrink(size_t n) { n_ = std::min(n, n_); }
-
- private:
-  void release() {
-    if (p_) ::munmap(p_, bytes_);
-    p_ = nullptr;
-    n_ = bytes_ = 0;
-  }
-  T* p_ = nullptr;
-  size_t n_ = 0, bytes_ = 0;
-};
-
-// Runs fn(0..n-1), each on its own thread (fn(0) on the caller's); rethrows the first failure after all ended.
-template <class F>
-void run_parallel(size_t n, F&& fn) {
-  std::vector<std::exception_ptr> errors(n);
-  auto guarded = [&](size_t i) {
-    try {
-      fn(i);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  size_t started = 1;
-  try {
-    for (; started < n; ++started) pool.emplace_back(guarded, started);
-  } catch (const std::system_error&) {  // no more threads (limits): the rest runs here
-  }
-  if (n) guarded(0);
-  for (size_t i = started; i < n; ++i) guarded(i);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
 // Splits the event chunks that `take` accepts into at most `parts` runs of consecutive chunks of about equal
 // bytes: [begin, end) indexes into event_chunks(). Consecutive runs keep file order when results are joined.
 template <class Take>
@@ -188,56 +120,6 @@ std::vector<std::pair<size_t, size_t>> split_chunks(const std::vector<dump::Even
   return out;
 }
 
-// An open-addressing map from 64-bit keys (never ~0) to values, for tables whose keys come from the file and
-// may be sparse: one probe in a flat array instead of a node allocation per key, and memory that grows with the
-// keys present (at most 4 slots per key), never with how large a key is. Iteration order is unspecified, like
-// std::unordered_map's (its users break ties themselves).
-template <class V>
-class FlatMap {
- public:
-  using Entry = std::pair<uint64_t, V>;
-  V& operator[](uint64_t key) {
-    if ((used_ + 1) * 2 > slots_.size()) grow();
-    size_t i = hash(key) & (slots_.size() - 1);
-    while (slots_[i].first != kEmpty && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
-    if (slots_[i].first == kEmpty) {
-      slots_[i] = {key, V{}};
-      ++used_;
-    }
-    return slots_[i].second;
-  }
-  /// The value of `key`, or nullptr when absent (never inserts).
-  const V* find(uint64_t key) const {
-    if (slots_.empty() || key == kEmpty) return nullptr;
-    size_t i = hash(key) & (slots_.size() - 1);
-    while (slots_[i].first != kEmpty) {
-      if (slots_[i].first == key) return &slots_[i].second;
-      i = (i + 1) & (slots_.size() - 1);
-    }
-    return nullptr;
-  }
-  template <class F>
-  void for_each(F&& f) const {
-    for (auto& e : slots_)
-      if (e.first != kEmpty) f(e.first, e.second);
-  }
-  size_t size() const { return used_; }
-  /// Bytes held by the table (its slots), for the tests that bound it.
-  size_t bytes() const { return slots_.capacity() * sizeof(Entry); }
-
- private:
-  static constexpr uint64_t kEmpty = ~uint64_t(0);
-  static size_t hash(uint64_t k) { return size_t((k * 0x9E3779B97F4A7C15ull) >> 20); }
-  void grow() {
-    std::vector<Entry> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(8, old.size() * 2), Entry{kEmpty, V{}});
-    used_ = 0;
-    for (auto& e : old)
-      if (e.first != kEmpty) (*this)[e.first] = e.second;
-  }
-  std::vector<Entry> slots_;
-  size_t used_ = 0;
-};
 /// The attributor's per-kernel counters.
 using FlatSums = FlatMap<int64_t>;
 

@@ -1,6 +1,6 @@
 #include "analyze/step_policy.hpp"
 
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
 // Stage "steps": the step instances (asked for with --step, else detected), the step thread, the step policy
 // (step_policy.cpp) and the representative step (docs/analysis.md section 3).
 #include "analyze/aggregate.hpp"
-#include "analyze/generation.hpp"
+#include "analyze/generation/generation.hpp"
 #include "analyze/stages.hpp"
 #include "analyze/gpu_pacing.hpp"
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 #include "analyze/serving/loop_steps.hpp"
 #include "analyze/step_candidates.hpp"
 #include "analyze/sync_iterations.hpp"

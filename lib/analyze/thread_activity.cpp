@@ -1,7 +1,7 @@
 // Stage "thread activity" (waits.hpp): when each thread of the process and each child process was on a CPU,
 // from the system collector's schedstat (or clock-tick) counters, and what the step thread was blocked in.
 #include "analyze/stages.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 
 #include <inferscope/counter_names.hpp>
 

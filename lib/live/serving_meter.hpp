@@ -1,6 +1,6 @@
 // The serving meter (docs/live.md, "Serving metrics"): time to first token, time per output token and request
 // latency, measured live from the Python records the tap drains, for the live page and /metrics. The analyzer's
-// generation and requests stages (lib/analyze/generation.hpp, lib/analyze/serving/requests.hpp) measure the same
+// generation and requests stages (lib/analyze/generation/generation.hpp, lib/analyze/serving/requests.hpp) measure the same
 // after the run, over the whole dump; the meter keeps only running histograms and what a thread's open calls need.
 //
 //   ServingMeter m(ticks_per_ns);

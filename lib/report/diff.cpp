@@ -2,7 +2,7 @@
 // step-to-step spread comes from StepStats::steady_durations_ms.
 #include "report/diff.hpp"
 
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 #include "report/common.hpp"
 #include "report/names.hpp"
 

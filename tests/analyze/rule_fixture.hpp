@@ -3,7 +3,7 @@
 #pragma once
 
 #include "analyze/rules/rule.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
-// Collectives issued back to back (lib/analyze/collective_runs.hpp): runs, their parts and the coalescing saving,
+// Collectives issued back to back (lib/analyze/run/collective_runs.hpp): runs, their parts and the coalescing saving,
 // on two ranks' steps written by hand (times in microseconds).
-#include "analyze/collective_runs.hpp"
+#include "analyze/run/collective_runs.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
-// AllGathers only selected from (lib/analyze/gather_select.hpp) and the kernels that select (ranks.hpp), on two
+// AllGathers only selected from (lib/analyze/run/gather_select.hpp) and the kernels that select (ranks.hpp), on two
 // ranks' steps written by hand (times in microseconds).
-#include "analyze/gather_select.hpp"
+#include "analyze/run/gather_select.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
-// Stage "generation" (lib/analyze/generation.hpp): which call is the per-token one, and what each token costs; on
+// Stage "generation" (lib/analyze/generation/generation.hpp): which call is the per-token one, and what each token costs; on
 // planted calls and operations, on a planted torch.profiler trace whose TTFT and TPOT are known, on real H100
 // recordings of two decode loops (an InferScope dump and a torch.profiler trace), and on every other real recording
 // in tests/fixtures, none of which is a generation loop.
 #include "analyze/analyzer.hpp"
-#include "analyze/generation.hpp"
+#include "analyze/generation/generation.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
-// Ranks on several hosts (lib/analyze/host_clocks.hpp): the offset between two hosts' clocks, estimated from the
+// Ranks on several hosts (lib/analyze/run/host_clocks.hpp): the offset between two hosts' clocks, estimated from the
 // ends of the collectives matched between a rank of each, and the run analysis on the reference host's clock. The
 // H100 fixtures were recorded on one host; a second host is made of one of them by giving its rank another
 // hostname and moving all its times by a known offset, which the estimate must recover.
 #include "analyze/analyzer.hpp"
-#include "analyze/host_clocks.hpp"
-#include "analyze/ranks.hpp"
+#include "analyze/run/host_clocks.hpp"
+#include "analyze/run/ranks.hpp"
 #include "dump/reader.hpp"
 
 #include <doctest/doctest.h>

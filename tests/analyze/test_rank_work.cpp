@@ -1,6 +1,6 @@
-// What each rank did inside its steps (lib/analyze/rank_work.hpp): the Python functions, ranges and kernels of each
+// What each rank did inside its steps (lib/analyze/run/rank_work.hpp): the Python functions, ranges and kernels of each
 // step, and the straggler's excess over the other ranks read from the matched steps only.
-#include "analyze/rank_work.hpp"
+#include "analyze/run/rank_work.hpp"
 #include "dump/builder.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/reader.hpp"

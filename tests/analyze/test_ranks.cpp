@@ -1,10 +1,10 @@
-// The run across ranks (lib/analyze/ranks.hpp) on two-rank dumps written by hand, on one clock: each rank's
+// The run across ranks (lib/analyze/run/ranks.hpp) on two-rank dumps written by hand, on one clock: each rank's
 // steps hold its compute kernel and then one NCCL all_reduce per layer, which ends for every rank a fixed
 // transfer time after the last rank's kernel started, as NCCL's do. The expected waits, transfers and delays
 // follow from the construction (the comments give them).
 #include "analyze/analyzer.hpp"
 #include "analyze/children.hpp"
-#include "analyze/ranks.hpp"
+#include "analyze/run/ranks.hpp"
 #include "dump/builder.hpp"
 #include "dump/reader.hpp"
 

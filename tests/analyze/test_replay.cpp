@@ -1,6 +1,6 @@
-// What-if replay (lib/analyze/replay.hpp): every expected number is computed by hand in the comment beside it
+// What-if replay (lib/analyze/what_if/replay.hpp): every expected number is computed by hand in the comment beside it
 // (times in µs from the step's start), so a change to the model shows up as a mismatch against the reasoning.
-#include "analyze/replay.hpp"
+#include "analyze/what_if/replay.hpp"
 
 #include <doctest/doctest.h>
 

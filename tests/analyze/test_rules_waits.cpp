@@ -3,7 +3,7 @@
 // where workers exist, no "add a producer thread" where one exists), the worker count from the party's CPU per
 // step, and the rules every suggestion follows (low under 1 % of the step; above the impact only with a reason).
 #include "analyze/rules/rule.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 #include "rule_fixture.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
-// The run's findings as worded (lib/analyze/run_findings.hpp): which suggestion comes first, with which saving,
+// The run's findings as worded (lib/analyze/run/run_findings.hpp): which suggestion comes first, with which saving,
 // and what the title says, from measurements given by hand.
-#include "analyze/run_findings.hpp"
+#include "analyze/run/run_findings.hpp"
 
 #include <doctest/doctest.h>
 

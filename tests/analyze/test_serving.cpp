@@ -3,9 +3,9 @@
 // the step (steps.cpp), the event loop's callback as the batch step, and --step that names nothing. Pure functions
 // on planted spans first, then whole dumps written by the simulator the way the tracer writes them.
 #include "analyze/analyzer.hpp"
-#include "analyze/generation.hpp"
+#include "analyze/generation/generation.hpp"
 #include "analyze/serving/coroutines.hpp"
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 #include "analyze/serving/engine_batches.hpp"
 #include "analyze/serving/loop_steps.hpp"
 #include "analyze/serving/requests.hpp"

@@ -5,7 +5,7 @@
 #include "analyze/host_state.hpp"
 #include "analyze/idle_attribution.hpp"
 #include "analyze/step_policy.hpp"
-#include "analyze/what_if.hpp"
+#include "analyze/what_if/what_if.hpp"
 #include "support/dump_builder.hpp"
 
 #include <doctest/doctest.h>

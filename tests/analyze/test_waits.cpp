@@ -1,9 +1,9 @@
-// Whom the step waits on (lib/analyze/waits.hpp), stage by stage on hand-made inputs: the wait windows from a
+// Whom the step waits on (lib/analyze/waits/waits.hpp), stage by stage on hand-made inputs: the wait windows from a
 // step thread's series, the attribution's rules (a waker, busy workers, the GIL, a lock's holder, its own sleep
 // and I/O, a pipe's writer, the activity threshold), the pool names; then the whole chain end to end on a
 // synthetic dump, a producer thread that tokenizes while the step waits in Queue.get.
 #include "analyze/analyzer.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 #include "support/dump_builder.hpp"
 
 #include <doctest/doctest.h>

@@ -3,7 +3,7 @@
 #include "analyze/rules/rule.hpp"
 #include "analyze/aggregate.hpp"
 #include "analyze/program_facts.hpp"
-#include "analyze/what_if.hpp"
+#include "analyze/what_if/what_if.hpp"
 
 #include <algorithm>
 #include <charconv>

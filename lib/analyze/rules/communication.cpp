@@ -2,7 +2,7 @@
 // them. One rank's dump cannot tell waiting for a slower rank from moving data, so this finding estimates no
 // saving: it says how much, which collectives, and how to get the split (the run across ranks, ranks.hpp, which
 // names the rank the others wait for and estimates the savings).
-#include "analyze/ranks.hpp"
+#include "analyze/run/rank_types.hpp"
 #include "analyze/rules/rule.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // cpu_bound: the GPU waits while the step thread runs host code outside CUDA calls.
 #include "analyze/program_facts.hpp"
 #include "analyze/rules/rule.hpp"
-#include "analyze/what_if.hpp"
+#include "analyze/what_if/what_if.hpp"
 
 #include <algorithm>
 #include <cctype>

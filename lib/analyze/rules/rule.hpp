@@ -11,10 +11,10 @@
 #include "analyze/host_bounce.hpp"
 #include "analyze/kernel_chains.hpp"
 #include "analyze/model.hpp"
-#include "analyze/replay.hpp"
+#include "analyze/what_if/replay.hpp"
 #include "analyze/stage_results.hpp"
 #include "analyze/step_policy.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 
 #include <initializer_list>
 #include <optional>

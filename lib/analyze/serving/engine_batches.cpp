@@ -1,7 +1,7 @@
 // Stage "engine batches" (engine_batches.hpp): step time by batch size, and streamed requests' TTFT and TPOT.
 #include "analyze/serving/engine_batches.hpp"
 
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,7 +1,7 @@
 // Stage "requests" (requests.hpp): the requests' lives, their latency and where it went.
 #include "analyze/serving/requests.hpp"
 
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 #include "analyze/serving/engine_batches.hpp"
 
 #include <algorithm>

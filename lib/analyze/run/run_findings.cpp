@@ -1,7 +1,7 @@
-// Stage "run findings": lib/analyze/run_findings.hpp.
-#include "analyze/run_findings.hpp"
+// Stage "run findings": lib/analyze/run/run_findings.hpp.
+#include "analyze/run/run_findings.hpp"
 
-#include "analyze/ranks.hpp"
+#include "analyze/run/rank_types.hpp"
 
 #include <algorithm>
 

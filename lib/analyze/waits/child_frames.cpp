@@ -4,7 +4,7 @@
 // child's records directly.
 #include "analyze/children.hpp"
 #include "analyze/summary.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/reader.hpp"
 #include "dump/visit.hpp"

@@ -2,7 +2,7 @@
 // over the run (one more pass over that thread's chunks), handed to token_function and measure_generation
 // (generation.cpp).
 #include "analyze/aggregate.hpp"
-#include "analyze/generation.hpp"
+#include "analyze/generation/generation.hpp"
 #include "analyze/stages.hpp"
 
 namespace inferscope::analyze::detail {

@@ -4,7 +4,7 @@
 #include "analyze/aggregate.hpp"
 #include "analyze/children.hpp"
 #include "analyze/stages.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 
 namespace inferscope::analyze::detail {
 namespace {

@@ -1,10 +1,10 @@
 // Reading one rank's dump for the run analysis (stage "rank trace", docs/multi-gpu.md): its rank and host, its
 // steady steps with their NCCL collectives and the GPU compute around them, on the host-wide clock. The run
 // analysis of the ranks together is ranks.cpp.
-#include "analyze/ranks.hpp"
+#include "analyze/run/ranks.hpp"
 #include "analyze/kernel_traits.hpp"
 
-#include "analyze/rank_work.hpp"
+#include "analyze/run/rank_work.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/visit.hpp"
 

@@ -15,7 +15,7 @@
 //    step waits on is busy while it waits), else at most L times the sum of a; the rest stays unknown.
 //
 // Parties group a pool's threads (pool_name) and the child processes of one name.
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 
 #include <algorithm>
 #include <cctype>

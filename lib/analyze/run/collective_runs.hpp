@@ -19,7 +19,7 @@
 // larger, the bytes are the cost and fewer, larger collectives move the same bytes.
 #pragma once
 
-#include "analyze/ranks.hpp"
+#include "analyze/run/rank_types.hpp"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "analyze/host_clocks.hpp"
+#include "analyze/run/host_clocks.hpp"
 
 #include <algorithm>
 #include <climits>

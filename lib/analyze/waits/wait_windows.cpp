@@ -3,7 +3,7 @@
 // schedstat series are piecewise linear between their samples (every millisecond where the collector read the
 // thread between rounds), so within a segment between two samples the thread ran a share r, waited in the run
 // queue a share q, and was blocked the rest, 1 - r - q: time that lies outside its short CUDA calls.
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 
 #include <algorithm>
 

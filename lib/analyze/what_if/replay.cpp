@@ -1,7 +1,7 @@
 // What-if replay of one step (replay.hpp; docs/analysis.md, "What-if replay"). One forward pass: host ops are
 // replayed in call order and each only depends on work queued before it, so every piece of GPU work can be
 // placed on its stream the moment its call is replayed.
-#include "analyze/replay.hpp"
+#include "analyze/what_if/replay.hpp"
 
 #include <algorithm>
 #include <cmath>

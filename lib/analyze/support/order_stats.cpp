@@ -1,4 +1,4 @@
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 
 #include <algorithm>
 #include <cmath>

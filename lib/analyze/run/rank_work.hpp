@@ -8,7 +8,7 @@
 #pragma once
 
 #include "analyze/duration_stats.hpp"
-#include "analyze/ranks.hpp"
+#include "analyze/run/rank_types.hpp"
 #include "dump/clock_model.hpp"
 #include "dump/visit.hpp"
 #include "dump/reader.hpp"

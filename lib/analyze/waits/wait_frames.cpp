@@ -6,7 +6,7 @@
 // A thread's records arrive in the order they end (children before their parents), so its chunks are read in
 // file order by one worker; threads are spread over the workers (the result does not depend on how).
 #include "analyze/stages.hpp"
-#include "analyze/waits.hpp"
+#include "analyze/waits/waits.hpp"
 
 namespace inferscope::analyze::detail {
 

@@ -1,4 +1,4 @@
-#include "analyze/rank_work.hpp"
+#include "analyze/run/rank_work.hpp"
 
 #include "dump/visit.hpp"
 

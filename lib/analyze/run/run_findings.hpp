@@ -4,9 +4,9 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
-#include "analyze/collective_runs.hpp"
-#include "analyze/gather_select.hpp"
-#include "analyze/rank_work.hpp"
+#include "analyze/run/collective_runs.hpp"
+#include "analyze/run/gather_select.hpp"
+#include "analyze/run/rank_work.hpp"
 
 #include <cstdio>
 #include <string>

@@ -1,6 +1,6 @@
 // The run's timeline (ranks.hpp, run_timeline): one matched step drawn across the ranks on their shared clock,
 // so a reader sees who arrived last at each collective and what the others did meanwhile.
-#include "analyze/ranks.hpp"
+#include "analyze/run/ranks.hpp"
 
 #include <algorithm>
 #include <cstdio>

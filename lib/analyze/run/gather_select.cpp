@@ -1,5 +1,5 @@
-// Stage "gather then select" of the run analysis: lib/analyze/gather_select.hpp says what it counts and why.
-#include "analyze/gather_select.hpp"
+// Stage "gather then select" of the run analysis: lib/analyze/run/gather_select.hpp says what it counts and why.
+#include "analyze/run/gather_select.hpp"
 
 #include <algorithm>
 

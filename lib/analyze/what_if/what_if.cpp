@@ -1,4 +1,4 @@
-#include "analyze/what_if.hpp"
+#include "analyze/what_if/what_if.hpp"
 
 #include "analyze/step_policy.hpp"
 

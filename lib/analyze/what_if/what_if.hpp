@@ -7,7 +7,7 @@
 #pragma once
 
 #include "analyze/model.hpp"
-#include "analyze/replay.hpp"
+#include "analyze/what_if/replay.hpp"
 
 #include <cstddef>
 #include <cstdint>

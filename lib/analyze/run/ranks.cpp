@@ -1,10 +1,10 @@
-#include "analyze/ranks.hpp"
+#include "analyze/run/ranks.hpp"
 
-#include "analyze/host_clocks.hpp"
-#include "analyze/collective_runs.hpp"
-#include "analyze/gather_select.hpp"
-#include "analyze/rank_work.hpp"
-#include "analyze/run_findings.hpp"
+#include "analyze/run/host_clocks.hpp"
+#include "analyze/run/collective_runs.hpp"
+#include "analyze/run/gather_select.hpp"
+#include "analyze/run/rank_work.hpp"
+#include "analyze/run/run_findings.hpp"
 
 #include <algorithm>
 #include <cmath>

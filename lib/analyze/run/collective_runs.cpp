@@ -1,5 +1,5 @@
-// Stage "collective runs" of the run analysis: lib/analyze/collective_runs.hpp says what a run is and why.
-#include "analyze/collective_runs.hpp"
+// Stage "collective runs" of the run analysis: lib/analyze/run/collective_runs.hpp says what a run is and why.
+#include "analyze/run/collective_runs.hpp"
 
 #include <algorithm>
 

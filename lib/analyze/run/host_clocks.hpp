@@ -11,7 +11,7 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
-#include "analyze/ranks.hpp"
+#include "analyze/run/rank_types.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The generation call as the step (generation.hpp: generating_name, holds_token_calls).
-#include "analyze/generation.hpp"
+#include "analyze/generation/generation.hpp"
 
 #include <algorithm>
 

@@ -13,7 +13,7 @@
 // microseconds), which is counted as saved.
 #pragma once
 
-#include "analyze/ranks.hpp"
+#include "analyze/run/rank_types.hpp"
 
 #include <vector>
 

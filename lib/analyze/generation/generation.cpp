@@ -1,8 +1,8 @@
 // Stage "generation", its parts that read no dump: which call is the per-token one (token_function) and what each
 // token costs (measure_generation). generation_calls.cpp collects the Python calls they read.
-#include "analyze/generation.hpp"
+#include "analyze/generation/generation.hpp"
 
-#include "analyze/order_stats.hpp"
+#include "analyze/support/order_stats.hpp"
 
 #include <algorithm>
 #include <numeric>

@@ -1,21 +1,10 @@
-// The ranks of one multi-process run analysed together (docs/multi-gpu.md): one dump per rank (torchrun, MPI,
-// a Python parent that spawns workers), each already analysed alone, are read once more for their NCCL
-// collectives and compute kernels, and the ranks' steps and collectives are matched to say what a rank's
-// collective time is made of (waiting for the slowest rank, or moving data), which rank the others wait for
-// and what it did instead, and how much communication overlaps compute.
-//
-//   std::vector<RankTrace> t;
-//   for (each rank's dump r and its Analysis a) t.push_back(read_rank_trace(r, a));
-//   RunAnalysis run = analyze_ranks(t, analyses);   // analyses[i] is t[i]'s Analysis
-//
-// Clock: every dump's times are on its host's CLOCK_MONOTONIC (the reader fits the session clock to it), so
-// the ranks of one host are on one clock to within the fits' residuals; the ranks of other hosts are put on the
-// lowest rank's host's clock by an offset estimated from the collectives' ends (host_clocks.hpp), and not matched
-// when too few collectives estimate it (RunAnalysis::host_clocks says which).
+// What the run across ranks is made of (ranks.hpp analyses it): one rank's steps and their NCCL collectives as read
+// from its dump, and the small functions on them that the run's parts share (rank_trace.cpp reads them, rank_work,
+// collective_runs, gather_select, host_clocks and run_findings work on them). Types and helpers only: the analysis
+// of a run is ranks.hpp's.
 #pragma once
 
 #include "analyze/analysis.hpp"
-#include "dump/reader.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace inferscope::analyze {
@@ -113,24 +103,5 @@ uint32_t known_sm_count(std::string_view gpu_name);
 /// gets through exposed * (1 - sm_share) of its work, so that much (at most all of it) is hidden;
 /// sm_share < 0: unknown, an ideal overlap (the smaller of the two).
 double overlap_saving(double compute_free, double exposed, double sm_share);
-
-/// Reads the steady steps of `a` (the dump's analysis) out of `r` with the GPU work inside each.
-RankTrace read_rank_trace(const dump::DumpReader& r, const Analysis& a);
-
-/// The run across its ranks; `analyses[i]` is the analysis of `traces[i]`. Fewer than two ranks with steps:
-/// ranks listed, nothing matched, no finding.
-RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vector<const Analysis*>& analyses);
-
-/// One matched step drawn across the ranks (RunAnalysis::timeline): the one whose slowest rank took the median
-/// time of the matched steps. Per rank a lane with its step and one with its GPU work: compute, and each
-/// collective split into the wait for the last rank to arrive and the transfer after. Times in ms from the
-/// earliest rank's start of that step, on the host-wide clock the ranks share. `matched[k][r]` is rank r's step k.
-RepresentativeStep run_timeline(const std::vector<std::vector<const RankStep*>>& matched, const std::vector<RankRow>& rows);
-
-/// Marks `a` as a launcher when its run has a rank and it did no GPU work itself (torchrun's agent, mpirun, a
-/// Python parent): its own findings, about its idle loop, are taken out, its headline latency becomes the run's
-/// step (the slowest rank's), and the report is the run's. A rank analysed with two ranks or more of its run keeps
-/// its findings, but its communication finding no longer asks for the run analysis the report already holds.
-void mark_launcher(Analysis& a);
 
 }  // namespace inferscope::analyze
