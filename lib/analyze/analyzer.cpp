@@ -264,7 +264,8 @@ Analysis analyze_dump(const dump::DumpReader& r, const AnalyzeOptions& options) 
                                     .generation = generation,
                                     .requests = requests,
                                     .facts = facts,
-                                    .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative)};
+                                    .trace_t0_ns = rules::trace_origin_ns(measured.steps, ss.found.representative),
+                                    .with_its_run = opt.with_its_run};
   rules::RulesResult ranked = rules::run_rules(rule_input, opt.rules ? *opt.rules : rules::RuleSettings{});
 
   // The Analysis, from the stages' results.

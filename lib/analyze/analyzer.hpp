@@ -35,6 +35,9 @@ struct AnalyzeOptions {
   /// A rule file's settings (lib/rulefile, docs/rules.md): built-in rules disabled or re-thresholded, and its own
   /// rules ranked with them. Null: the built-in rules as they are.
   std::shared_ptr<const rules::RuleSettings> rules;
+  /// The other ranks of this dump's run are analysed with it (several dumps named together, or a rank's children):
+  /// a finding that would ask for the run across ranks points to the report's section on it instead.
+  bool with_its_run = false;
 };
 
 /// A bad input that yields no analysis at all (lib/import's): the message names the file and the offset/line/field.

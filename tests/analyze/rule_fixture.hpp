@@ -36,6 +36,7 @@ struct RuleFixture {
   ProgramFacts facts{{{"python", "test"}, {"prefetchable", "test"}, {"inference", "test"}, {"static_shapes", "test"}}};
   rules::Thresholds th;
   StepInstance representative;
+  bool with_its_run = false;
 
   RuleFixture() { stats.name = "step"; }
 
@@ -63,6 +64,7 @@ struct RuleFixture {
             .requests = requests,
             .facts = facts,
             .trace_t0_ns = rules::trace_origin_ns(steps, representative),
+            .with_its_run = with_its_run,
             .th = th};
   }
 };

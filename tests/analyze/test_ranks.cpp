@@ -337,7 +337,10 @@ TEST_CASE("a rank analysed with its run: its communication finding points to the
     return false;
   };
   CHECK(asks_for_run(*comm(a)));  // alone, it says how to get the split
-  a.children = analyze_rank_dumps({r0, r1}, {}, a.run);
+  AnalyzeOptions with_run;
+  with_run.with_its_run = true;  // as analyze_inputs (tools/common) sets it for ranks named together
+  a = analyze_file(r0, with_run);
+  a.children = analyze_rank_dumps({r0, r1}, with_run, a.run);
   mark_launcher(a);
   REQUIRE(comm(a));
   CHECK_FALSE(asks_for_run(*comm(a)));

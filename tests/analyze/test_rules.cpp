@@ -1376,6 +1376,14 @@ TEST_CASE("communication: a rank's collectives alone on the GPU, at 5 % of the s
     CHECK(s.priority != "high");  // nothing here is estimated: no high suggestion
   }
   CHECK(suggestion(*f, "ranks together"));
+  CHECK(any_evidence(*f, "only the ranks together show"));
+  // Analysed with its run (AnalyzeOptions::with_its_run): the report holds the split, so it points there instead.
+  t.with_its_run = true;
+  f = rules::communication(t.in());
+  REQUIRE(f);
+  CHECK_FALSE(suggestion(*f, "ranks together"));
+  CHECK(any_evidence(*f, "the section on the run across ranks"));
+  CHECK(f->suggestions.size() == 2);  // overlap the collectives; send fewer bytes
 }
 
 TEST_CASE("gpu_bound: time inside NCCL collectives is not busy computing") {

@@ -22,12 +22,17 @@ std::optional<Finding> communication(const RuleInput& in) {
     if (is_collective_kernel(k.name) && shown++ < 3)
       f.evidence.push_back("kernel '" + k.name + "': " + fmt("%.1f us mean", k.mean_us) + " x " + std::to_string(k.count) +
                            ", launched by " + k.launched_by);
-  f.evidence.push_back("This dump is one rank: part of a collective's time may be waiting for another rank to arrive, "
-                       "which only the ranks together show");
   f.metrics["gpu_comm_ms"] = b.gpu_comm_ms;
-  suggest(f, "medium", "Analyse the ranks together to split waiting for a slower rank from moving data: iscope-analyze the "
-                       "launcher's dump (recorded with iscope-run --follow-children), or every rank's dump in one command "
-                       "(iscope-analyze rank0.iscope rank1.iscope)");
+  if (in.with_its_run) {  // its run is analysed beside it: the report's section on the run holds the split
+    f.evidence.push_back("This dump is one rank: the section on the run across ranks splits its collectives' time into "
+                         "waiting for a slower rank and moving data");
+  } else {
+    f.evidence.push_back("This dump is one rank: part of a collective's time may be waiting for another rank to arrive, "
+                         "which only the ranks together show");
+    suggest(f, "medium", "Analyse the ranks together to split waiting for a slower rank from moving data: iscope-analyze "
+                         "the launcher's dump (recorded with iscope-run --follow-children), or every rank's dump in one "
+                         "command (iscope-analyze rank0.iscope rank1.iscope)");
+  }
   suggest(f, "medium", "Overlap the collectives with compute that does not need their result: all_reduce(async_op=True) "
                        "or a side stream, and wait() only where the result is used");
   suggest(f, "low", "Send fewer bytes: reduce in bf16 instead of fp32, or only what the next layer needs");

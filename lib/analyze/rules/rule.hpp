@@ -77,6 +77,7 @@ struct RuleInput {
   const Requests& requests;                      ///< requests: an asyncio service's requests (detected = false: none)
   const ProgramFacts& facts;                     ///< program facts: what a suggestion may need (program_facts.hpp)
   double trace_t0_ns = 0;                        ///< the trace's time origin, for example spans
+  bool with_its_run = false;                     ///< AnalyzeOptions::with_its_run: the run across ranks is in the report
   Thresholds th = {};
   /// The typical step in ms (what impact_pct divides by).
   double step_ms() const { return t.dur / 1e6; }

@@ -387,25 +387,7 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vecto
   return run;
 }
 
-namespace {
-
-// A rank's own dump analysed with the rest of its run: its communication finding no longer asks for the run
-// analysis (the report holds it), and says where the split of its collectives' time is.
-void point_to_run(Analysis& a) {
-  for (Finding& f : a.findings) {
-    if (f.category != "communication") continue;
-    std::erase_if(f.suggestions, [](const Suggestion& s) { return s.action.starts_with("Analyse the ranks together"); });
-    for (std::string& e : f.evidence)
-      if (e.starts_with("This dump is one rank"))
-        e = "This dump is one rank: the section on the run across ranks splits its collectives' time into waiting for "
-            "a slower rank and moving data";
-  }
-}
-
-}  // namespace
-
 void mark_launcher(Analysis& a) {
-  if (a.run.ranks.size() >= 2 && a.gpu_work_recorded) point_to_run(a);
   if (a.run.ranks.empty() || a.gpu_work_recorded) return;
   a.launcher = true;
   a.findings.clear();

@@ -37,8 +37,8 @@ RepresentativeStep run_timeline(const std::vector<std::vector<const RankStep*>>&
 
 /// Marks `a` as a launcher when its run has a rank and it did no GPU work itself (torchrun's agent, mpirun, a
 /// Python parent): its own findings, about its idle loop, are taken out, its headline latency becomes the run's
-/// step (the slowest rank's), and the report is the run's. A rank analysed with two ranks or more of its run keeps
-/// its findings, but its communication finding no longer asks for the run analysis the report already holds.
+/// step (the slowest rank's), and the report is the run's. A rank analysed with its run keeps its findings (the
+/// analysis says it is with its run through AnalyzeOptions::with_its_run, before its rules run).
 void mark_launcher(Analysis& a);
 
 }  // namespace inferscope::analyze
