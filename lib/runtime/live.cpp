@@ -64,12 +64,12 @@ const live::ModuleApi* load_module(std::string& error) {
 }  // namespace
 
 void make_live_tap(SessionState& s) {
-  if (s.cfg.live.empty() || s.calib.empty()) return;
+  if (s.cfg.live.empty() || s.progress.calib.empty()) return;
   const uint32_t step = intern(Sampler::step_name(s.cfg));
-  s.live_tap = std::make_shared<live::Tap>(step, s.calib.front().ticks, rate_of(s.calib),
+  s.live.tap = std::make_shared<live::Tap>(step, s.progress.calib.front().ticks, rate_of(s.progress.calib),
                                            [](uint32_t id) { return string_of(id); });
   // Python functions as step candidates while no step is seen (the page says which; docs/live.md).
-  s.live_tap->set_code_names([](uint32_t code) { return code_qualname(code); });
+  s.live.tap->set_code_names([](uint32_t code) { return code_qualname(code); });
 }
 
 namespace {
@@ -112,71 +112,71 @@ void close_unused_inherited_live() {
 }
 
 void start_live_server(SessionState& s) {
-  if (!s.live_tap) return;
+  if (!s.live.tap) return;
   live::Listen where;
   std::string error = live::parse_listen(s.cfg.live, s.cfg.live_any_address, where);
-  if (error.empty()) s.live_api = load_module(error);
+  if (error.empty()) s.live.api = load_module(error);
   const bool adopted = inherited().fd >= 0;
-  if (s.live_api) {
-    s.live_token = adopted ? inherited().token : s.cfg.live_token ? live::random_token() : std::string();
-    std::shared_ptr<const live::Tap> tap = s.live_tap;
-    s.live_server = s.live_api->start(where, s.live_token, [tap] { return tap->snapshot(); }, error, inherited().fd);
+  if (s.live.api) {
+    s.live.token = adopted ? inherited().token : s.cfg.live_token ? live::random_token() : std::string();
+    std::shared_ptr<const live::Tap> tap = s.live.tap;
+    s.live.server = s.live.api->start(where, s.live.token, [tap] { return tap->snapshot(); }, error, inherited().fd);
   }
-  if (adopted && !s.live_server) ::close(inherited().fd);
+  if (adopted && !s.live.server) ::close(inherited().fd);
   inherited().fd = -1;
-  if (!s.live_server) return log(LogLevel::kError, error + " (recording goes on)");
+  if (!s.live.server) return log(LogLevel::kError, error + " (recording goes on)");
   // The URL printed before the exec serves this image now: printing another would offer a second page.
-  if (adopted) return log(LogLevel::kInfo, std::string("live page: continues at ") + s.live_api->url(s.live_server));
+  if (adopted) return log(LogLevel::kInfo, std::string("live page: continues at ") + s.live.api->url(s.live.server));
   // Printed whatever the log level: it is what the user asked for, and the only place the token is shown.
-  std::fprintf(stderr, "inferscope: live page: %s (metrics: /metrics%s)\n", s.live_api->url(s.live_server),
+  std::fprintf(stderr, "inferscope: live page: %s (metrics: /metrics%s)\n", s.live.api->url(s.live.server),
                s.cfg.live_token ? ", same token" : "");
   std::fflush(stderr);
 }
 
 void live_observe(SessionState& s, const std::vector<uint8_t>& chunk) {
-  if (!s.live_tap || chunk.size() < sizeof(dump::ChunkHeader) + sizeof(dump::EventsHeader)) return;
+  if (!s.live.tap || chunk.size() < sizeof(dump::ChunkHeader) + sizeof(dump::EventsHeader)) return;
   dump::EventsHeader eh;
   std::memcpy(&eh, chunk.data() + sizeof(dump::ChunkHeader), sizeof(eh));
   const size_t head = sizeof(dump::ChunkHeader) + sizeof(dump::EventsHeader);
-  s.live_tap->observe(eh.thread_id, chunk.data() + head, chunk.size() - head);
+  s.live.tap->observe(eh.thread_id, chunk.data() + head, chunk.size() - head);
 }
 
 void live_after_cycle(SessionState& s, uint64_t dropped_records) {
-  if (!s.live_tap) return;
-  s.live_tap->set_dropped(dropped_records);
+  if (!s.live.tap) return;
+  s.live.tap->set_dropped(dropped_records);
   const uint64_t now = detail::now();
-  if (now - s.live_gpu_delivered >= uint64_t(double(kGpuDeliveryNs) * rate_of(s.calib))) {
+  if (now - s.live.gpu_delivered >= uint64_t(double(kGpuDeliveryNs) * rate_of(s.progress.calib))) {
     if (inferscope_cupti_deliver) inferscope_cupti_deliver();  // drained next cycle; -2 (no GPU session) is fine
-    s.live_gpu_delivered = now;
+    s.live.gpu_delivered = now;
   }
-  s.live_tap->advance(now);  // settles the steps whose GPU records have arrived (step_settler.hpp)
+  s.live.tap->advance(now);  // settles the steps whose GPU records have arrived (step_settler.hpp)
   // Names are read again when a thread joins, and every 25 cycles for renames (which bump nothing).
   const uint64_t gen = G().threads_generation.load(std::memory_order_relaxed);
-  if (gen == s.live_threads_generation && ++s.live_cycles % 25 != 0) return;
-  s.live_threads_generation = gen;
+  if (gen == s.live.threads_generation && ++s.live.cycles % 25 != 0) return;
+  s.live.threads_generation = gen;
   std::vector<dump::ThreadEntry> threads;
   {
     std::lock_guard lk(G().registry);
-    for (auto& [id, t] : s.threads) threads.push_back(t);
+    for (auto& [id, t] : s.table.threads) threads.push_back(t);
   }
   for (const dump::ThreadEntry& t : threads)
-    s.live_tap->set_thread_name(t.thread_id, t.name ? string_of(t.name) : std::string(), t.os_tid);
+    s.live.tap->set_thread_name(t.thread_id, t.name ? string_of(t.name) : std::string(), t.os_tid);
 }
 
 void stop_live(SessionState& s) {
-  if (s.live_tap) s.live_tap->set_state("stopping");
-  if (!s.live_server) return;
+  if (s.live.tap) s.live.tap->set_state("stopping");
+  if (!s.live.server) return;
   if (s.stopping_for_exec) {
-    s.live_handed_fd = s.live_api->hand_over(s.live_server, kStopBound.count());
-  } else if (!s.live_api->stop(s.live_server, kStopBound.count())) {
+    s.live.handed_fd = s.live.api->hand_over(s.live.server, kStopBound.count());
+  } else if (!s.live.api->stop(s.live.server, kStopBound.count())) {
     log(LogLevel::kWarn, "live: the server did not stop within 1 s (a client held it); left behind");
   }
-  s.live_server = nullptr;
+  s.live.server = nullptr;
 }
 
 std::vector<std::string> live_handover_environment(const SessionState& s) {
-  if (s.live_handed_fd < 0) return {};
-  return {std::string(kLiveFdVar) + "=" + std::to_string(s.live_handed_fd), std::string(kLiveTokenVar) + "=" + s.live_token};
+  if (s.live.handed_fd < 0) return {};
+  return {std::string(kLiveFdVar) + "=" + std::to_string(s.live.handed_fd), std::string(kLiveTokenVar) + "=" + s.live.token};
 }
 
 }  // namespace inferscope::runtime

@@ -104,9 +104,9 @@ void stop_session_locked(Global& g, SessionState& s, bool from_writer) {
   std::lock_guard lk(g.registry);
   for (RingEntry* e : g.rings)
     if (e->epoch == s.epoch && e->channel) e->retired.store(true);
-  for (auto& ch : s.channels) ch->close();
-  std::lock_guard sl(s.snap_mu);
-  s.snap_cv.notify_all();
+  for (auto& ch : s.table.channels) ch->close();
+  std::lock_guard sl(s.snaps.mu);
+  s.snaps.cv.notify_all();
 }
 
 }  // namespace
@@ -138,7 +138,7 @@ bool stop_impl(bool from_writer, int signal_number, bool* written) {
   if (written) *written = s && s->dump_written;
   if (s && s->from_env && !s->cfg.report.empty() && !s->stopping_for_exec)
     write_report_at_exit(s->output, s->cfg.report, s->cfg.step);
-  if (!signal_number && s) signal_number = s->pending_signal.load();
+  if (!signal_number && s) signal_number = s->snaps.pending_signal.load();
   // A SIGINT/SIGTERM that came while the program was stopping: it ends the process (or already is, on the writer).
   if (!signal_number) signal_number = termination_to_raise(from_writer);
   if (signal_number) reraise(signal_number);
@@ -173,9 +173,9 @@ ExecHandover stop_for_exec() {
   // `s` stays valid: a session state is freed only when this process starts another session.
   h.had_session = true;
   h.environment.push_back("INFERSCOPE_EXEC_FROM=" + std::to_string(::getpid()));
-  if (s->program_records == 0) h.environment.push_back("INFERSCOPE_EXEC_EMPTY=1");
+  if (s->progress.program_records == 0) h.environment.push_back("INFERSCOPE_EXEC_EMPTY=1");
   for (std::string& v : live_handover_environment(*s)) h.environment.push_back(std::move(v));
-  h.live_fd = s->live_handed_fd;
+  h.live_fd = s->live.handed_fd;
   return h;
 }
 
@@ -209,23 +209,23 @@ bool attach_collector(std::unique_ptr<Collector> collector) {
 void set_collector_status(const std::string& collector, const std::string& status) {
   SessionState* s = G().session;
   if (!s) return;
-  std::lock_guard lk(s->meta_mu);
-  for (auto& [k, v] : s->status)
+  std::lock_guard lk(s->metadata.mu);
+  for (auto& [k, v] : s->metadata.status)
     if (k == collector) {
       v = status;
-      s->meta_dirty = true;
+      s->metadata.dirty = true;
       return;
     }
-  s->status.emplace_back(collector, status);
-  s->meta_dirty = true;
+  s->metadata.status.emplace_back(collector, status);
+  s->metadata.dirty = true;
 }
 
 void set_process_info(const std::string& key, const std::string& value) {
   SessionState* s = G().session;
   if (!s) return;
-  std::lock_guard lk(s->meta_mu);
-  s->process_extra.emplace_back(key, value);
-  s->meta_dirty = true;
+  std::lock_guard lk(s->metadata.mu);
+  s->metadata.process_extra.emplace_back(key, value);
+  s->metadata.dirty = true;
 }
 
 std::string format_pci_location(uint32_t domain, uint32_t bus, uint32_t device) {
@@ -272,8 +272,8 @@ void add_drops(uint32_t thread_id, std::string_view reason, uint64_t records, ui
   SessionState* s = G().session;
   if (!s) return;
   intern(reason);  // now, so the next buffer's string table names it (see kDropReasons)
-  std::lock_guard lk(s->meta_mu);
-  auto& c = s->extra_drops[{thread_id, std::string(reason)}];
+  std::lock_guard lk(s->metadata.mu);
+  auto& c = s->metadata.extra_drops[{thread_id, std::string(reason)}];
   c.first += records;
   c.second += bytes;
 }
@@ -330,10 +330,10 @@ Channel* open_channel(std::string_view name) {
   g.rings.push_back(e);
   dump::ThreadEntry t{e->thread_id, 0, static_cast<uint32_t>(::getpid()), intern(name), detail::now(), 0,
                       dump::kThreadChannel, 0};
-  s->threads[e->thread_id] = t;
-  s->dirty_threads.insert(e->thread_id);
-  s->channels.push_back(std::unique_ptr<Channel>(new Channel));
-  Channel* c = s->channels.back().get();
+  s->table.threads[e->thread_id] = t;
+  s->table.dirty_threads.insert(e->thread_id);
+  s->table.channels.push_back(std::unique_ptr<Channel>(new Channel));
+  Channel* c = s->table.channels.back().get();
   c->ring_ = e;
   c->thread_id_ = e->thread_id;
   return c;
@@ -380,11 +380,11 @@ bool open_dump(SessionState& s) {
     return false;
   }
   // Two calibration points 1 ms apart, so even a dump cut short right after start has a clock rate.
-  s.calib.push_back(take_calibration_point());
+  s.progress.calib.push_back(take_calibration_point());
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
   while (std::chrono::steady_clock::now() < until) {
   }
-  s.calib.push_back(take_calibration_point());
+  s.progress.calib.push_back(take_calibration_point());
   // Sampled and adaptive: the sampler first, so the head's process info names the mode and its settings (a
   // crash dump's, and the stream an adaptive run leaves when it is killed).
   if (s.sampled) start_sampler(s);
@@ -392,14 +392,14 @@ bool open_dump(SessionState& s) {
   if (s.ring_mode) {  // ring, sampled and adaptive: the crash image
     // A streamed baseline is the file itself: a crash writes beside it, into a file the handler creates, and
     // renames that over the output only once it is whole (the writer may be appending to the stream meanwhile).
-    s.crash.fd = streams_baseline(s) ? -1 : s.file.fd();
-    s.crash.temp = streams_baseline(s) ? s.output + ".crash" + std::to_string(::getpid()) : s.file.written_path();
-    s.crash.output = s.output;
-    if (s.sampler) s.crash.windows = &s.sampler->store();
-    s.crash.window = &s.retained;
-    s.crash.meta.push_back(dump_head(s, dump::kFileRingSnapshot | (s.sampled ? dump::kFileSampled : 0u)));
+    s.progress.crash.fd = streams_baseline(s) ? -1 : s.file.fd();
+    s.progress.crash.temp = streams_baseline(s) ? s.output + ".crash" + std::to_string(::getpid()) : s.file.written_path();
+    s.progress.crash.output = s.output;
+    if (s.sampler) s.progress.crash.windows = &s.sampler->store();
+    s.progress.crash.window = &s.progress.retained;
+    s.progress.crash.meta.push_back(dump_head(s, dump::kFileRingSnapshot | (s.sampled ? dump::kFileSampled : 0u)));
     if (crash::begin_update()) {
-      crash::arm(&s.crash);
+      crash::arm(&s.progress.crash);
       crash::end_update();
     }
     return true;
@@ -422,7 +422,7 @@ void start_sampler(SessionState& s) {
   s.step_name_id = intern(Sampler::step_name(s.cfg));
   // The drop reasons are interned now: a snapshot writes the string table before it builds its drop table.
   for (const char* reason : Sampler::kDropReasons) intern(reason);
-  s.sampler = std::make_shared<Sampler>(s.cfg, s.calib.front().ticks, ticks_per_ns(s.calib));
+  s.sampler = std::make_shared<Sampler>(s.cfg, s.progress.calib.front().ticks, ticks_per_ns(s.progress.calib));
 }
 
 bool start_session(const Config& config, bool from_env, const std::string& family_output, bool fork_child) {
@@ -548,11 +548,11 @@ std::string flush_ring() {
   std::unique_lock ctl(g.control);
   runtime::SessionState* s = g.session;
   if (!s || !s->ring_mode || detail::g_session.load() != s->epoch) return {};
-  std::unique_lock lk(s->snap_mu);
-  uint64_t want = ++s->snaps_requested;
+  std::unique_lock lk(s->snaps.mu);
+  uint64_t want = ++s->snaps.requested;
   runtime::send_command(runtime::kCmdSnapshot);
-  s->snap_cv.wait(lk, [&] { return s->snaps_done >= want; });
-  return s->last_snapshot;
+  s->snaps.cv.wait(lk, [&] { return s->snaps.done >= want; });
+  return s->snaps.last;
 }
 
 namespace detail {

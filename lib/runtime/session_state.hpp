@@ -1,5 +1,7 @@
 // The session's state, shared by the runtime's session files (internal): the per-thread ring entries, one
-// session's state, the process-wide registry, and what each of the session files offers the others.
+// session's state, the process-wide registry, and what each of the session files offers the others. A session's
+// state is split by who owns it and which lock guards it (ThreadTable, Metadata, WriterProgress, SnapshotRequests,
+// LivePage); what is set at start and read by all stays in SessionState itself.
 //
 //   session.cpp      start and stop, collectors, channels, the public API
 //   writer.cpp       the writer thread: draining the rings, writing the dump (stream, ring and sampled modes)
@@ -60,20 +62,10 @@ struct SessionState;
 /// Adaptive mode writes its baseline to the output as a stream while it records it (writer.cpp).
 bool streams_baseline(const SessionState& s);
 
-struct SessionState {
-  Config cfg;
-  uint32_t epoch = 0;
-  std::string output;
-  bool ring_mode = false;
-  bool from_env = false;
-  // The path forked children's dumps are named after (<stem>.<pid>.iscope): the output before any pid suffix.
-  std::string family_output;
-  DumpFile file;             // stream: the dump; ring: the final snapshot's file, preopened for crash dumps
-  bool write_failing = false;  // stream: the last append failed (logged once per run of failures)
-  bool dump_written = false;   // the dump is complete at `output` (stop() returns it)
-  std::thread writer;
+// SessionState's parts, one per owner and lock: who may touch a field is the part it is in.
 
-  // Guarded by Global::registry.
+/// The session's threads and channels. Guarded by Global::registry.
+struct ThreadTable {
   std::map<uint32_t, dump::ThreadEntry> threads;
   std::set<uint32_t> dirty_threads;
   std::vector<std::unique_ptr<Channel>> channels;
@@ -83,15 +75,20 @@ struct SessionState {
   // Names given from outside (name_os_thread) to threads that have not recorded yet (os_tid -> string id): a
   // thread takes its own when it binds, unless it named itself (set_thread_name).
   std::map<uint32_t, uint32_t> waiting_names;
+};
 
-  // Guarded by meta_mu.
-  std::mutex meta_mu;
+/// What the dump's metadata says beyond the records (status lines, process facts, drops counted outside the rings).
+/// Guarded by `mu`.
+struct Metadata {
+  std::mutex mu;
   std::vector<std::pair<std::string, std::string>> status;
   std::vector<std::pair<std::string, std::string>> process_extra;
-  bool meta_dirty = false;
+  bool dirty = false;
   std::map<std::pair<uint32_t, std::string>, std::pair<uint64_t, uint64_t>> extra_drops;
+};
 
-  // Writer thread only (and stop(), after the writer has finished).
+/// What the writer has written so far. The writer thread's alone (and stop()'s, after the writer has finished).
+struct WriterProgress {
   std::vector<dump::CalibrationPoint> calib;
   size_t calib_written = 0;
   uint32_t strings_written = 0;
@@ -106,17 +103,53 @@ struct SessionState {
   bool resend_threads = false;  // stream: a failed append took thread entries with it
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> write_lost;  // thread -> records, bytes of dropped appends
   crash::Image crash;           // ring mode: what a SIGABRT/SIGSEGV/SIGBUS handler writes
+};
+
+/// Snapshot requests (ring mode): flush_ring() and SIGUSR2 ask, the writer answers. Guarded by `mu`, but for the
+/// signal the handler sets without a lock.
+struct SnapshotRequests {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t requested = 0;
+  uint64_t done = 0;
+  std::string last;
+  uint32_t flush_index = 0;
+  std::atomic<int> pending_signal{0};
+};
+
+/// The live page (live.cpp): the tap the writer feeds (made before the writer starts, never replaced) and the
+/// server that reads it (started after the collectors, stopped first at stop).
+struct LivePage {
+  std::shared_ptr<live::Tap> tap;
+  live::Server* server = nullptr;  // made and freed by the server module (api)
+  const live::ModuleApi* api = nullptr;
+  uint64_t threads_generation = ~0ull;  // writer only: the thread names the tap has
+  uint64_t cycles = 0;                  // writer only
+  uint64_t gpu_delivered = 0;           // writer only: when CUPTI last handed its complete records over (ticks)
+  std::string token;                    // the page's token ("" when none is required)
+  int handed_fd = -1;                   // stopping for an exec: the listening socket handed to the new image
+};
+
+struct SessionState {
+  Config cfg;
+  uint32_t epoch = 0;
+  std::string output;
+  bool ring_mode = false;
+  bool from_env = false;
+  // The path forked children's dumps are named after (<stem>.<pid>.iscope): the output before any pid suffix.
+  std::string family_output;
+  DumpFile file;             // stream: the dump; ring: the final snapshot's file, preopened for crash dumps
+  bool write_failing = false;  // stream: the last append failed (logged once per run of failures)
+  bool dump_written = false;   // the dump is complete at `output` (stop() returns it)
+  std::thread writer;
+
+  ThreadTable table;             // under Global::registry
+  Metadata metadata;             // under metadata.mu
+  WriterProgress progress;       // the writer thread's (and stop()'s, after the writer has finished)
   std::vector<std::unique_ptr<Collector>> collectors;  // appended under collectors_mu (the writer reads it)
   std::mutex collectors_mu;
 
-  // Snapshot requests (ring mode).
-  std::mutex snap_mu;
-  std::condition_variable snap_cv;
-  uint64_t snaps_requested = 0;
-  uint64_t snaps_done = 0;
-  std::string last_snapshot;
-  uint32_t flush_index = 0;
-  std::atomic<int> pending_signal{0};
+  SnapshotRequests snaps;        // ring mode: under snaps.mu
 
   // Sampled mode (mode: sampled): set at start, never changed; shared with application threads that end a step.
   bool sampled = false;
@@ -127,20 +160,11 @@ struct SessionState {
   std::shared_ptr<Sampler> sampler;
   uint32_t step_name_id = 0;
 
-  // The live page (live.cpp): the tap the writer feeds (made before the writer starts, never replaced) and the
-  // server that reads it (started after the collectors, stopped first at stop).
-  std::shared_ptr<live::Tap> live_tap;
-  live::Server* live_server = nullptr;  // made and freed by the server module (live_api)
-  const live::ModuleApi* live_api = nullptr;
-  uint64_t live_threads_generation = ~0ull;  // writer only: the thread names the tap has
-  uint64_t live_cycles = 0;                  // writer only
-  uint64_t live_gpu_delivered = 0;           // writer only: when CUPTI last handed its complete records over (ticks)
-  std::string live_token;                    // the page's token ("" when none is required)
+  LivePage live;
 
   // Stopping because this process execs (stop_for_exec): the live page's socket is handed to the new image
-  // (live_handed_fd), and no report is written (the image the exec makes writes it at its end).
+  // (live.handed_fd), and no report is written (the image the exec makes writes it at its end).
   bool stopping_for_exec = false;
-  int live_handed_fd = -1;
 };
 
 struct Global {

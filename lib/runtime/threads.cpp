@@ -57,9 +57,9 @@ OwnNames names_for_new_thread() {
 // The name OS thread `tid` binds with (registry lock held); a waiting name is used up.
 uint32_t bind_name(SessionState& s, uint32_t tid, const OwnNames& own) {
   uint32_t waiting = 0;
-  if (auto w = s.waiting_names.find(tid); w != s.waiting_names.end()) {
+  if (auto w = s.table.waiting_names.find(tid); w != s.table.waiting_names.end()) {
     waiting = w->second;
-    s.waiting_names.erase(w);
+    s.table.waiting_names.erase(w);
   }
   return own.given ? own.given : waiting ? waiting : own.kernel;
 }
@@ -79,8 +79,8 @@ std::vector<std::pair<uint32_t, uint32_t>> session_threads() {
   std::lock_guard lk(g.registry);
   SessionState* s = g.session;
   if (!s || detail::g_session.load() != s->epoch) return out;
-  out.reserve(s->threads.size());
-  for (auto& [id, t] : s->threads)
+  out.reserve(s->table.threads.size());
+  for (auto& [id, t] : s->table.threads)
     if (!(t.flags & (dump::kThreadChannel | dump::kThreadExited)) && t.os_tid) out.emplace_back(t.os_tid, id);
   return out;
 }
@@ -93,7 +93,7 @@ namespace {
 uint32_t thread_with_os_tid(const SessionState& s, uint32_t tid) {
   uint32_t exited = 0;
   uint64_t exited_first = 0;
-  for (auto& [id, t] : s.threads) {
+  for (auto& [id, t] : s.table.threads) {
     if (t.os_tid != tid || (t.flags & dump::kThreadChannel)) continue;
     if (!(t.flags & dump::kThreadExited)) return id;
     if (!exited || t.first_ts >= exited_first) exited = id, exited_first = t.first_ts;
@@ -103,7 +103,7 @@ uint32_t thread_with_os_tid(const SessionState& s, uint32_t tid) {
 
 // The session's live entry for OS thread `tid`, 0 when none (registry lock held).
 uint32_t live_thread_with_os_tid(const SessionState& s, uint32_t tid) {
-  for (auto& [id, t] : s.threads)
+  for (auto& [id, t] : s.table.threads)
     if (t.os_tid == tid && !(t.flags & (dump::kThreadChannel | dump::kThreadExited))) return id;
   return 0;
 }
@@ -139,11 +139,11 @@ uint32_t thread_for_os_tid(uint32_t tid) {
   if (!s) return 0;
   if (uint32_t id = thread_with_os_tid(*s, tid)) return id;  // it bound (or was added) meanwhile
   const uint32_t id = g.next_thread_id++;
-  auto waiting = s->waiting_names.find(tid);  // kept: the thread binds with it too
-  const uint32_t shown = waiting != s->waiting_names.end() ? waiting->second : name;
-  s->threads[id] = dump::ThreadEntry{id, tid, static_cast<uint32_t>(::getpid()), shown, detail::now(), 0, 0, 0};
-  s->dirty_threads.insert(id);
-  s->unbound_threads[tid] = id;
+  auto waiting = s->table.waiting_names.find(tid);  // kept: the thread binds with it too
+  const uint32_t shown = waiting != s->table.waiting_names.end() ? waiting->second : name;
+  s->table.threads[id] = dump::ThreadEntry{id, tid, static_cast<uint32_t>(::getpid()), shown, detail::now(), 0, 0, 0};
+  s->table.dirty_threads.insert(id);
+  s->table.unbound_threads[tid] = id;
   g.threads_generation.fetch_add(1, std::memory_order_release);
   return id;
 }
@@ -157,21 +157,21 @@ void name_os_thread(uint32_t tid, std::string_view name) {
   if (!s || detail::g_session.load() != s->epoch) return;
   const uint32_t entry = live_thread_with_os_tid(*s, tid);
   if (entry) {
-    s->threads[entry].name = id;
-    s->dirty_threads.insert(entry);
+    s->table.threads[entry].name = id;
+    s->table.dirty_threads.insert(entry);
   }
   // A thread without a ring yet (no entry, or one a collector made) binds later and must keep this name.
-  if (!entry || s->unbound_threads.count(tid)) s->waiting_names[tid] = id;
+  if (!entry || s->table.unbound_threads.count(tid)) s->table.waiting_names[tid] = id;
   // A thread that never records keeps no entry at all: its counters (sampled by OS thread id) are named by this.
-  std::lock_guard meta(s->meta_mu);
-  s->process_extra.emplace_back("os_thread." + std::to_string(tid) + ".thread_name", std::string(name));
-  s->meta_dirty = true;
+  std::lock_guard meta(s->metadata.mu);
+  s->metadata.process_extra.emplace_back("os_thread." + std::to_string(tid) + ".thread_name", std::string(name));
+  s->metadata.dirty = true;
 }
 
 void forget_os_thread_name(uint32_t tid) {
   Global& g = G();
   std::lock_guard lk(g.registry);
-  if (SessionState* s = g.session) s->waiting_names.erase(tid);
+  if (SessionState* s = g.session) s->table.waiting_names.erase(tid);
 }
 
 uint64_t session_threads_generation() { return G().threads_generation.load(std::memory_order_acquire); }
@@ -198,11 +198,11 @@ ExitGuard::~ExitGuard() {
     std::lock_guard lk(g.registry);
     SessionState* s = g.session;
     if (s && s->epoch == e->epoch) {
-      auto it = s->threads.find(e->thread_id);
-      if (it != s->threads.end()) {
+      auto it = s->table.threads.find(e->thread_id);
+      if (it != s->table.threads.end()) {
         it->second.end_ts = now;
         it->second.flags |= dump::kThreadExited;
-        s->dirty_threads.insert(e->thread_id);
+        s->table.dirty_threads.insert(e->thread_id);
       }
     }
     ts.ring = nullptr;
@@ -230,8 +230,8 @@ void set_thread_name(std::string_view name) noexcept {
     detail::emit_record(&r, sizeof(r));
     std::lock_guard lk(G().registry);
     if (G().session && G().session->epoch == e) {
-      G().session->threads[entry->thread_id].name = id;
-      G().session->dirty_threads.insert(entry->thread_id);
+      G().session->table.threads[entry->thread_id].name = id;
+      G().session->table.dirty_threads.insert(entry->thread_id);
     }
   } catch (...) {
   }
@@ -253,19 +253,19 @@ bool bind_thread(uint32_t epoch) noexcept {
     const uint32_t tid = runtime::os_tid();
     const uint32_t name = runtime::bind_name(*s, tid, own);
     // A collector may have entered this thread already (runtime::thread_for_os_tid): one thread, one entry.
-    if (auto u = s->unbound_threads.find(tid); u != s->unbound_threads.end() && s->threads.count(u->second)) {
+    if (auto u = s->table.unbound_threads.find(tid); u != s->table.unbound_threads.end() && s->table.threads.count(u->second)) {
       e->thread_id = u->second;
-      s->unbound_threads.erase(u);
-      if (name) s->threads[e->thread_id].name = name;
+      s->table.unbound_threads.erase(u);
+      if (name) s->table.threads[e->thread_id].name = name;
     } else {
-      if (u != s->unbound_threads.end()) s->unbound_threads.erase(u);
+      if (u != s->table.unbound_threads.end()) s->table.unbound_threads.erase(u);
       e->thread_id = g.next_thread_id++;
-      s->threads[e->thread_id] =
+      s->table.threads[e->thread_id] =
           dump::ThreadEntry{e->thread_id, tid, static_cast<uint32_t>(::getpid()), name, now(), 0, 0, 0};
     }
     e->epoch = epoch;
     g.rings.push_back(e);
-    s->dirty_threads.insert(e->thread_id);
+    s->table.dirty_threads.insert(e->thread_id);
     g.threads_generation.fetch_add(1, std::memory_order_release);
     ts.ring = e;
     ts.epoch = epoch;

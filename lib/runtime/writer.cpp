@@ -78,13 +78,13 @@ void drain_all(SessionState& s, Drained& out) {
     // Read `retired` before draining: a retired ring gets no more records, so once drained it can go.
     const bool retired = e->retired.load(std::memory_order_acquire);
     std::vector<uint8_t> chunk;
-    const uint64_t before = s.records_written;
-    if (drain_ring(e, chunk, s.records_written)) {
-      if (e->program) s.program_records += s.records_written - before;
+    const uint64_t before = s.progress.records_written;
+    if (drain_ring(e, chunk, s.progress.records_written)) {
+      if (e->program) s.progress.program_records += s.progress.records_written - before;
       live_observe(s, chunk);  // the live page's tap (nothing when `live` is off)
       out.chunks.push_back(std::move(chunk));
     }
-    s.ring_drops[e->thread_id] = {e->dropped_records.load(std::memory_order_relaxed),
+    s.progress.ring_drops[e->thread_id] = {e->dropped_records.load(std::memory_order_relaxed),
                                   e->dropped_bytes.load(std::memory_order_relaxed)};
     if (retired && !e->channel) done.push_back(e);
   }
@@ -131,7 +131,7 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
   char exe[4096] = {};
   if (::readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) b.add_key_value("exe", exe);
   b.add_key_value("clock", clock_name());
-  b.add_key_value("start_realtime_ns", s.calib.empty() ? "0" : std::to_string(s.calib.front().realtime_ns));
+  b.add_key_value("start_realtime_ns", s.progress.calib.empty() ? "0" : std::to_string(s.progress.calib.front().realtime_ns));
   b.add_key_value("buffer_mode", s.ring_mode ? "ring" : "stream");
   b.add_key_value("trace_size_mb", std::to_string(s.cfg.trace_size_mb));
   b.add_key_value("thread_buffer_kb", std::to_string(s.cfg.thread_buffer_kb));
@@ -145,45 +145,45 @@ void append_process_info(SessionState& s, std::vector<uint8_t>& out) {
 namespace {
 
 void append_meta_kv(SessionState& s, std::vector<uint8_t>& out, bool all) {
-  std::lock_guard lk(s.meta_mu);
-  if (!all && !s.meta_dirty) return;
-  if (!all) s.meta_dirty = false;
-  if (!s.status.empty()) {
+  std::lock_guard lk(s.metadata.mu);
+  if (!all && !s.metadata.dirty) return;
+  if (!all) s.metadata.dirty = false;
+  if (!s.metadata.status.empty()) {
     ChunkBuilder b(ChunkType::kCollectorStatus);
-    for (auto& [k, v] : s.status) b.add_key_value(k, v);
+    for (auto& [k, v] : s.metadata.status) b.add_key_value(k, v);
     b.finish_into(out);
   }
-  if (!s.process_extra.empty()) {
+  if (!s.metadata.process_extra.empty()) {
     ChunkBuilder b(ChunkType::kProcessInfo);
-    for (auto& [k, v] : s.process_extra) b.add_key_value(k, v);
+    for (auto& [k, v] : s.metadata.process_extra) b.add_key_value(k, v);
     b.finish_into(out);
   }
 }
 
 // Strings and code entries new since the cursors (or all of them for a ring snapshot).
 void append_tables(SessionState& s, std::vector<uint8_t>& out, bool all) {
-  uint32_t first = all ? 1 : std::max<uint32_t>(1, s.strings_written);
+  uint32_t first = all ? 1 : std::max<uint32_t>(1, s.progress.strings_written);
   ChunkBuilder sb(ChunkType::kStrings);
   uint32_t next = 0;
   strings_since(first, [&](uint32_t id, std::string_view v) { sb.add_string(id, v); }, &next);
   if (!sb.empty()) sb.finish_into(out);
-  if (!all) s.strings_written = next;
+  if (!all) s.progress.strings_written = next;
   ChunkBuilder cb(ChunkType::kCodeTable);
-  code_since(all ? 0 : s.code_written, [&](const dump::CodeEntry& c) { cb.add(c); }, &next);
+  code_since(all ? 0 : s.progress.code_written, [&](const dump::CodeEntry& c) { cb.add(c); }, &next);
   if (!cb.empty()) cb.finish_into(out);
-  if (!all) s.code_written = next;
+  if (!all) s.progress.code_written = next;
 }
 
 void append_threads(SessionState& s, std::vector<uint8_t>& out, bool all) {
   ChunkBuilder b(ChunkType::kThreads);
   {
     std::lock_guard lk(G().registry);
-    if (all || s.resend_threads) {
-      for (auto& [id, t] : s.threads) b.add(t);
-      if (!all) s.dirty_threads.clear(), s.resend_threads = false;
+    if (all || s.progress.resend_threads) {
+      for (auto& [id, t] : s.table.threads) b.add(t);
+      if (!all) s.table.dirty_threads.clear(), s.progress.resend_threads = false;
     } else {
-      for (uint32_t id : s.dirty_threads) b.add(s.threads[id]);
-      s.dirty_threads.clear();
+      for (uint32_t id : s.table.dirty_threads) b.add(s.table.threads[id]);
+      s.table.dirty_threads.clear();
     }
   }
   if (!b.empty()) b.finish_into(out);
@@ -191,8 +191,8 @@ void append_threads(SessionState& s, std::vector<uint8_t>& out, bool all) {
 
 void append_calibration(SessionState& s, std::vector<uint8_t>& out, bool all) {
   ChunkBuilder b(ChunkType::kCalibration);
-  for (size_t i = all ? 0 : s.calib_written; i < s.calib.size(); ++i) b.add(s.calib[i]);
-  if (!all) s.calib_written = s.calib.size();
+  for (size_t i = all ? 0 : s.progress.calib_written; i < s.progress.calib.size(); ++i) b.add(s.progress.calib[i]);
+  if (!all) s.progress.calib_written = s.progress.calib.size();
   if (!b.empty()) b.finish_into(out);
 }
 
@@ -203,16 +203,16 @@ void append_calibration(SessionState& s, std::vector<uint8_t>& out, bool all) {
 std::vector<dump::DropEntry> current_drops(SessionState& s) {
   std::vector<dump::DropEntry> d;
   const uint32_t full = intern("buffer_full");
-  for (auto& [tid, c] : s.ring_drops)
+  for (auto& [tid, c] : s.progress.ring_drops)
     if (c.first) d.push_back({tid, full, c.first, c.second});
   const uint32_t over = intern("ring_overwritten");
-  for (auto& [tid, c] : s.overwritten) d.push_back({tid, over, c.first, c.second});
-  const uint32_t lost = s.write_lost.empty() ? 0 : intern("write_failed");
-  for (auto& [tid, c] : s.write_lost) d.push_back({tid, lost, c.first, c.second});
+  for (auto& [tid, c] : s.progress.overwritten) d.push_back({tid, over, c.first, c.second});
+  const uint32_t lost = s.progress.write_lost.empty() ? 0 : intern("write_failed");
+  for (auto& [tid, c] : s.progress.write_lost) d.push_back({tid, lost, c.first, c.second});
   if (s.sampler)
     for (auto& [tid, reason, records, bytes] : s.sampler->drops()) d.push_back({tid, intern(reason), records, bytes});
-  std::lock_guard lk(s.meta_mu);
-  for (auto& [key, c] : s.extra_drops) d.push_back({key.first, intern(key.second), c.first, c.second});
+  std::lock_guard lk(s.metadata.mu);
+  for (auto& [key, c] : s.metadata.extra_drops) d.push_back({key.first, intern(key.second), c.first, c.second});
   return d;
 }
 
@@ -226,8 +226,8 @@ void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
   auto d = current_drops(s);
   uint64_t total = total_drops(d);
   // Drop counts are cumulative; write them when they change (and in every snapshot).
-  if (!all && total == s.drops_written_total) return;
-  if (!all) s.drops_written_total = total;
+  if (!all && total == s.progress.drops_written_total) return;
+  if (!all) s.progress.drops_written_total = total;
   if (d.empty()) return;
   ChunkBuilder b(ChunkType::kDrops);
   for (auto& e : d) b.add(e);
@@ -236,7 +236,7 @@ void append_drops(SessionState& s, std::vector<uint8_t>& out, bool all) {
 
 void append_end(SessionState& s, std::vector<uint8_t>& out) {
   // Sampled mode writes the windows' records only: what was sampled out is in the SAMPLING chunk, not dropped.
-  const uint64_t written = s.sampler ? s.sampler->records_kept() : s.records_written;
+  const uint64_t written = s.sampler ? s.sampler->records_kept() : s.progress.records_written;
   dump::EndEntry end{detail::now(), written, total_drops(current_drops(s))};
   ChunkBuilder b(ChunkType::kEnd);
   b.add(end);
@@ -252,7 +252,7 @@ struct Cursors {
 };
 
 Cursors cursors_of(const SessionState& s) {
-  return {s.strings_written, s.code_written, s.calib_written, s.drops_written_total};
+  return {s.progress.strings_written, s.progress.code_written, s.progress.calib_written, s.progress.drops_written_total};
 }
 
 // The records of the EVENTS chunks in `buf` (whole chunks) are lost to a failed write: counted per thread as
@@ -265,10 +265,10 @@ void count_lost(SessionState& s, const std::vector<uint8_t>& buf) {
     if (h.type == static_cast<uint32_t>(ChunkType::kEvents)) {
       dump::EventsHeader eh;
       std::memcpy(&eh, buf.data() + off + sizeof(h), sizeof(eh));
-      auto& c = s.write_lost[eh.thread_id];
+      auto& c = s.progress.write_lost[eh.thread_id];
       c.first += h.count;
       c.second += h.length;
-      s.records_written -= std::min<uint64_t>(h.count, s.records_written);
+      s.progress.records_written -= std::min<uint64_t>(h.count, s.progress.records_written);
     }
     off += sizeof(h) + h.length;
   }
@@ -286,14 +286,14 @@ void stream_write(SessionState& s, std::vector<uint8_t>& buf, const Cursors& bef
   }
   const int err = errno;
   count_lost(s, buf);
-  s.strings_written = before.strings;
-  s.code_written = before.code;
-  s.calib_written = before.calib;
-  s.drops_written_total = before.drops_total;
-  s.resend_threads = true;
+  s.progress.strings_written = before.strings;
+  s.progress.code_written = before.code;
+  s.progress.calib_written = before.calib;
+  s.progress.drops_written_total = before.drops_total;
+  s.progress.resend_threads = true;
   {
-    std::lock_guard lk(s.meta_mu);
-    s.meta_dirty = true;
+    std::lock_guard lk(s.metadata.mu);
+    s.metadata.dirty = true;
   }
   if (!s.write_failing)
     log(LogLevel::kError, "writing " + s.file.written_path() + " failed: " + std::strerror(err) +
@@ -325,7 +325,7 @@ void keep_newest_within(SessionState& s, std::vector<uint8_t>& chunk, uint64_t b
   b.append(&eh, sizeof(eh));
   b.append(chunk.data() + off, chunk.size() - off);
   b.add_count(h.count - std::min(dropped, h.count));
-  auto& c = s.overwritten[eh.thread_id];
+  auto& c = s.progress.overwritten[eh.thread_id];
   c.first += dropped;
   c.second += off - first;
   chunk = b.finish();
@@ -335,19 +335,19 @@ void keep_newest_within(SessionState& s, std::vector<uint8_t>& chunk, uint64_t b
 void retain(SessionState& s, std::vector<uint8_t>&& chunk) {
   const uint64_t budget = s.cfg.trace_size_mb * 1024 * 1024;
   if (chunk.size() > budget) keep_newest_within(s, chunk, budget);
-  s.retained_bytes += chunk.size();
-  s.retained.push_back(std::move(chunk));
-  while (s.retained_bytes > budget && s.retained.size() > 1) {
-    auto& old = s.retained.front();
+  s.progress.retained_bytes += chunk.size();
+  s.progress.retained.push_back(std::move(chunk));
+  while (s.progress.retained_bytes > budget && s.progress.retained.size() > 1) {
+    auto& old = s.progress.retained.front();
     dump::ChunkHeader h;
     std::memcpy(&h, old.data(), sizeof(h));
     dump::EventsHeader eh;
     std::memcpy(&eh, old.data() + sizeof(h), sizeof(eh));
-    auto& c = s.overwritten[eh.thread_id];
+    auto& c = s.progress.overwritten[eh.thread_id];
     c.first += h.count;
     c.second += h.length;
-    s.retained_bytes -= old.size();
-    s.retained.pop_front();
+    s.progress.retained_bytes -= old.size();
+    s.progress.retained.pop_front();
   }
 }
 
@@ -355,7 +355,7 @@ void retain(SessionState& s, std::vector<uint8_t>&& chunk) {
 
 std::string snapshot_path(SessionState& s, bool final) {
   if (final) return s.output;
-  return dump::insert_suffix(s.output, "flush" + std::to_string(++s.flush_index), ".iscope");
+  return dump::insert_suffix(s.output, "flush" + std::to_string(++s.snaps.flush_index), ".iscope");
 }
 
 namespace {
@@ -371,7 +371,7 @@ std::vector<uint8_t> snapshot_bytes(SessionState& s) {
   append_threads(s, out, true);
   append_calibration(s, out, true);
   if (s.sampler) s.sampler->write(out, s.step_name_id);
-  for (auto& c : s.retained) out.insert(out.end(), c.begin(), c.end());
+  for (auto& c : s.progress.retained) out.insert(out.end(), c.begin(), c.end());
   append_drops(s, out, true);
   append_end(s, out);
   return out;
@@ -404,17 +404,17 @@ std::vector<uint8_t> new_meta(SessionState& s) {
 
 // Inside an update: the crash image follows what the cycle changed (new metadata appended; the windows'
 // summary, the drop table and END's counts replaced), all in the same update as the records, so a crash between
-// two cycles writes counts that agree with the records. The drop table's locks (meta_mu, the string table) and
+// two cycles writes counts that agree with the records. The drop table's locks (metadata.mu, the string table) and
 // the sampler's are taken here, on the writer thread; the handler takes none.
 void update_crash_image_locked(SessionState& s, std::vector<uint8_t> meta) {
   std::vector<uint8_t> drops, sampling;
   append_drops(s, drops, true);
   if (s.sampler) s.sampler->write_summary(sampling, s.step_name_id);
-  if (!meta.empty()) s.crash.meta.push_back(std::move(meta));
-  s.crash.drops.swap(drops);
-  s.crash.sampling.swap(sampling);
-  s.crash.records_written = s.sampler ? s.sampler->records_kept() : s.records_written;
-  s.crash.records_dropped = total_drops(current_drops(s));
+  if (!meta.empty()) s.progress.crash.meta.push_back(std::move(meta));
+  s.progress.crash.drops.swap(drops);
+  s.progress.crash.sampling.swap(sampling);
+  s.progress.crash.records_written = s.sampler ? s.sampler->records_kept() : s.progress.records_written;
+  s.progress.crash.records_dropped = total_drops(current_drops(s));
 }
 
 // Ring mode, each cycle: the drained chunks join the window, and the crash image follows.
@@ -474,7 +474,7 @@ void cycle_sinks(SessionState& s, std::vector<uint8_t>& buf, bool finishing);
 
 void cycle(SessionState& s, std::vector<uint8_t>& buf, bool finishing = false) {
   cycle_sinks(s, buf, finishing);
-  if (s.live_tap) live_after_cycle(s, total_drops(current_drops(s)));
+  if (s.live.tap) live_after_cycle(s, total_drops(current_drops(s)));
 }
 
 void cycle_sinks(SessionState& s, std::vector<uint8_t>& buf, bool finishing) {
@@ -496,7 +496,7 @@ void cycle_sinks(SessionState& s, std::vector<uint8_t>& buf, bool finishing) {
 // table, so this line does, with the count of every record a failed write dropped.
 void say_not_complete(const SessionState& s) {
   uint64_t lost = 0;
-  for (const auto& [tid, c] : s.write_lost) lost += c.first;
+  for (const auto& [tid, c] : s.progress.write_lost) lost += c.first;
   log(LogLevel::kError, "the dump " + s.file.written_path() + " is not complete (END could not be written): " +
                             std::to_string(lost) + " records could not be written (write_failed), and those lost "
                             "after the last drop table in the file are counted nowhere in it");
@@ -568,7 +568,7 @@ bool finish_ring(SessionState& s) {
 // The last writer cycle (on the writer thread, or the thread that stops from a signal): the final
 // calibration point, the last drain, and END. True when the dump is complete at the output.
 bool finish_writing(SessionState& s) {
-  s.calib.push_back(take_calibration_point());
+  s.progress.calib.push_back(take_calibration_point());
   std::vector<uint8_t> buf;
   cycle(s, buf, /*finishing=*/true);
   s.dump_written = s.ring_mode ? finish_ring(s) : finish_stream(s);
@@ -592,23 +592,23 @@ void writer_main(SessionState* s) {
       // thread holds the control lock it is tried again next cycle; if that thread is stopping the session, it
       // re-raises the signal once the dump is written.
       if (stop_impl(true, signalled)) return;
-      s->pending_signal.store(signalled);
+      s->snaps.pending_signal.store(signalled);
     }
     for (Collector* c : collectors_of(*s)) c->flush();
     // SIGUSR2: its handler sets this flag beside ringing the doorbell.
     if (g_snapshot_signal.exchange(0, std::memory_order_acq_rel)) snapshot = true;
     if (std::chrono::steady_clock::now() >= next_calib) {
-      s->calib.push_back(take_calibration_point());
+      s->progress.calib.push_back(take_calibration_point());
       next_calib += std::chrono::milliseconds(s->cfg.calibration_period_ms);
     }
     cycle(*s, buf);
     if (snapshot && s->ring_mode) {
       std::string path = snapshot_path(*s, false);
       bool ok = write_snapshot(*s, path);
-      std::lock_guard lk(s->snap_mu);
-      s->last_snapshot = ok ? path : std::string();
-      s->snaps_done = s->snaps_requested ? s->snaps_requested : s->snaps_done + 1;
-      s->snap_cv.notify_all();
+      std::lock_guard lk(s->snaps.mu);
+      s->snaps.last = ok ? path : std::string();
+      s->snaps.done = s->snaps.requested ? s->snaps.requested : s->snaps.done + 1;
+      s->snaps.cv.notify_all();
     }
   }
   finish_writing(*s);
