@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -18,6 +19,12 @@ namespace inferscope::report {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string ms_text(double ms) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.3f ms", ms);
+  return b;
+}
 
 double pct_change(double before, double after) { return before != 0 ? (after - before) / before * 100.0 : kNaN; }
 
@@ -175,6 +182,11 @@ void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::An
     if (a->steps.host_ahead)
       c.notes.push_back(which + "'s host ran ahead of the GPU (its step ranges end long before their GPU work): both "
                         "runs' latencies are the GPU's pace, the time between completions of consecutive steps' work");
+    if (a->launcher)  // its report's headline is the run's step; the step statistics compared are its own loop's
+      c.notes.push_back(which + " (" + a->source + ") is the launcher of a run of " + std::to_string(a->run.ranks.size()) +
+                        " ranks: its report's headline is the run's step (" + ms_text(a->run.step_ms) +
+                        ", the slowest rank's mean), while the latency compared here is its own loop's; compare the "
+                        "ranks' dumps for the run's latency");
     if (a->kernels.size() >= 50 || a->python.size() >= 50)
       c.notes.push_back(which + "'s kernel or Python table holds only its 50 busiest rows: a name missing on one side "
                         "may be below that cut rather than gone");
