@@ -19,29 +19,11 @@ double median_sorted(const std::vector<double>& v) {
 }
 
 void add(TypicalStep& t, const StepMetrics& s) {
-  t.dur += double(s.dur);
-  t.compute += s.compute; t.comm += s.comm; t.h2d += s.h2d; t.d2h += s.d2h;
-  t.devices += double(s.devices); t.device_busy_max += s.device_busy_max; t.device_busy_sum += s.device_busy_sum;
-  t.sync_wait += s.sync_wait; t.framework += s.framework; t.cpu += s.cpu; t.idle += s.idle;
-  t.idle_host += s.idle_host; t.idle_gaps += s.idle_gaps; t.idle_sync += s.idle_sync; t.idle_memory += s.idle_memory;
-  t.host_running += s.host_running; t.host_contention += s.host_contention; t.host_gil += s.host_gil;
-  t.host_wait += s.host_wait;
-  t.host_out_api += s.host_out_api;
-  t.kernels += double(s.kernels); t.copies_h2d += double(s.copies_h2d); t.copies_d2h += double(s.copies_d2h);
-  t.syncs += double(s.syncs); t.allocs += double(s.allocs);
-  t.kernel_ns += s.kernel_ns; t.launch_api_ns += s.launch_api_ns; t.sync_api_ns += s.sync_api_ns;
-  t.alloc_api_ns += s.alloc_api_ns;
-  t.h2d_bytes += double(s.h2d_bytes); t.d2h_bytes += double(s.d2h_bytes);
-  t.h2d_pageable_bytes += double(s.h2d_pageable_bytes); t.d2h_pageable_bytes += double(s.d2h_pageable_bytes);
+  std::apply([&](auto... f) { ((t.*f.second += double(s.*f.first)), ...); }, kAveragedStepFields);
 }
 
 void scale(TypicalStep& t, double k) {
-  for (double* f : {&t.dur, &t.compute, &t.comm, &t.devices, &t.device_busy_max, &t.device_busy_sum, &t.h2d, &t.d2h, &t.sync_wait, &t.framework, &t.cpu, &t.idle, &t.idle_host,
-                    &t.idle_gaps, &t.idle_sync, &t.idle_memory, &t.host_running, &t.host_contention, &t.host_gil,
-                    &t.host_wait, &t.host_out_api, &t.kernels, &t.copies_h2d, &t.copies_d2h, &t.syncs,
-                    &t.allocs, &t.kernel_ns, &t.launch_api_ns, &t.sync_api_ns, &t.alloc_api_ns, &t.h2d_bytes,
-                    &t.d2h_bytes, &t.h2d_pageable_bytes, &t.d2h_pageable_bytes})
-    *f *= k;
+  std::apply([&](auto... f) { ((t.*f.second *= k), ...); }, kAveragedStepFields);
 }
 
 }  // namespace

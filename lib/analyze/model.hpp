@@ -12,6 +12,8 @@
 #include "text/api_kind.hpp"
 
 #include <cstdint>
+#include <tuple>
+#include <utility>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -122,5 +124,47 @@ struct TypicalStep {
   double h2d_bytes = 0, d2h_bytes = 0, h2d_pageable_bytes = 0, d2h_pageable_bytes = 0;
   bool host_state_measured = false;  ///< most of the covered steps had counters for the host-state split
 };
+
+/// What a TypicalStep averages, each number with the StepMetrics field it is the mean of: typical_step()'s sum and
+/// division (aggregate.cpp) go over this one list. The assertion below fails when TypicalStep gains a number that the
+/// list does not name, so a new measurement cannot be summed and left unscaled, or forgotten.
+inline constexpr auto kAveragedStepFields = std::make_tuple(
+    std::pair{&StepMetrics::dur, &TypicalStep::dur},
+    std::pair{&StepMetrics::compute, &TypicalStep::compute},
+    std::pair{&StepMetrics::comm, &TypicalStep::comm},
+    std::pair{&StepMetrics::h2d, &TypicalStep::h2d},
+    std::pair{&StepMetrics::d2h, &TypicalStep::d2h},
+    std::pair{&StepMetrics::devices, &TypicalStep::devices},
+    std::pair{&StepMetrics::device_busy_max, &TypicalStep::device_busy_max},
+    std::pair{&StepMetrics::device_busy_sum, &TypicalStep::device_busy_sum},
+    std::pair{&StepMetrics::sync_wait, &TypicalStep::sync_wait},
+    std::pair{&StepMetrics::framework, &TypicalStep::framework},
+    std::pair{&StepMetrics::cpu, &TypicalStep::cpu},
+    std::pair{&StepMetrics::idle, &TypicalStep::idle},
+    std::pair{&StepMetrics::idle_host, &TypicalStep::idle_host},
+    std::pair{&StepMetrics::idle_gaps, &TypicalStep::idle_gaps},
+    std::pair{&StepMetrics::idle_sync, &TypicalStep::idle_sync},
+    std::pair{&StepMetrics::idle_memory, &TypicalStep::idle_memory},
+    std::pair{&StepMetrics::host_running, &TypicalStep::host_running},
+    std::pair{&StepMetrics::host_contention, &TypicalStep::host_contention},
+    std::pair{&StepMetrics::host_gil, &TypicalStep::host_gil},
+    std::pair{&StepMetrics::host_wait, &TypicalStep::host_wait},
+    std::pair{&StepMetrics::host_out_api, &TypicalStep::host_out_api},
+    std::pair{&StepMetrics::kernels, &TypicalStep::kernels},
+    std::pair{&StepMetrics::copies_h2d, &TypicalStep::copies_h2d},
+    std::pair{&StepMetrics::copies_d2h, &TypicalStep::copies_d2h},
+    std::pair{&StepMetrics::syncs, &TypicalStep::syncs},
+    std::pair{&StepMetrics::allocs, &TypicalStep::allocs},
+    std::pair{&StepMetrics::kernel_ns, &TypicalStep::kernel_ns},
+    std::pair{&StepMetrics::launch_api_ns, &TypicalStep::launch_api_ns},
+    std::pair{&StepMetrics::sync_api_ns, &TypicalStep::sync_api_ns},
+    std::pair{&StepMetrics::alloc_api_ns, &TypicalStep::alloc_api_ns},
+    std::pair{&StepMetrics::h2d_bytes, &TypicalStep::h2d_bytes},
+    std::pair{&StepMetrics::d2h_bytes, &TypicalStep::d2h_bytes},
+    std::pair{&StepMetrics::h2d_pageable_bytes, &TypicalStep::h2d_pageable_bytes},
+    std::pair{&StepMetrics::d2h_pageable_bytes, &TypicalStep::d2h_pageable_bytes});
+static_assert(sizeof(TypicalStep) ==
+                  sizeof(size_t) + std::tuple_size_v<decltype(kAveragedStepFields)> * sizeof(double) + alignof(double),
+              "a number of TypicalStep is missing from kAveragedStepFields (or the struct gained a field of another kind)");
 
 }  // namespace inferscope::analyze::detail

@@ -740,3 +740,19 @@ TEST_CASE("steps that are not alike: two modes split at a real gap, typical all;
   auto t = select_steps({tail, {}}, {0});
   CHECK(t.not_alike);
 }
+
+TEST_CASE("typical step: every averaged number is the mean of its steps, from the first of the list to the last") {
+  analyze::detail::StepMetrics a, b;
+  a.dur = 10'000'000, b.dur = 30'000'000;                                   // first of kAveragedStepFields
+  a.devices = 1, b.devices = 2;                                             // an unsigned count
+  a.host_out_api = 4e6, b.host_out_api = 0;                                 // the middle
+  a.d2h_pageable_bytes = 1000, b.d2h_pageable_bytes = 3000;                 // last of the list
+  a.start = 5, b.start = 7;                                                 // not averaged: no such TypicalStep field
+  const analyze::detail::TypicalStep t = analyze::detail::typical_step({a, b, a}, {0, 1});
+  CHECK(t.steps == 2);
+  CHECK(t.dur == doctest::Approx(20e6));
+  CHECK(t.devices == doctest::Approx(1.5));
+  CHECK(t.host_out_api == doctest::Approx(2e6));
+  CHECK(t.d2h_pageable_bytes == doctest::Approx(2000));
+  CHECK(t.compute == 0);  // unset in both
+}
