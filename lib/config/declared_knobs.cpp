@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
+#include <charconv>
 #include <map>
 #include <optional>
+#include <string_view>
 
 namespace inferscope::config {
 namespace {
@@ -34,15 +34,10 @@ bool is_variable_name(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-// A decimal integer, whole text, no sign other than a leading '-'.
-bool parse_integer(const std::string& s, long& out) {
-  if (s.empty() || s.size() > 18) return false;
-  const size_t digits = s[0] == '-' ? 1 : 0;
-  if (digits == s.size() || !std::all_of(s.begin() + long(digits), s.end(), [](unsigned char c) { return std::isdigit(c); }))
-    return false;
-  errno = 0;
-  out = std::strtol(s.c_str(), nullptr, 10);
-  return errno == 0;
+// A decimal integer, the whole text (a leading '-' is its only sign), within a long.
+bool parse_integer(std::string_view s, long& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
 }
 
 bool is_plain_value(const std::string& v) {
@@ -88,7 +83,8 @@ bool read_values(const YAML::Node& node, const std::string& where, DeclaredKnob&
 
 // One declaration, or false after adding its problems.
 bool read_one(const YAML::Node& item, const std::string& path, DeclaredKnob& k, std::vector<std::string>& problems) {
-  const std::string where = line_of(path, item) + ": " + std::string(kTryKnobsKey);
+  auto at = [&](const YAML::Node& node) { return line_of(path, node) + ": " + std::string(kTryKnobsKey); };
+  const std::string where = at(item);
   if (!item.IsMap()) {
     problems.push_back(where + ": each declaration is a mapping ('- variable: NAME' with values and changes), got " +
                        std::string(yaml_node_kind(item)));
@@ -98,16 +94,14 @@ bool read_one(const YAML::Node& item, const std::string& path, DeclaredKnob& k, 
   std::map<std::string, int> seen;  // yaml-cpp keeps a repeated key; the first would win without a word
   for (const auto& field : item) {
     const std::string name = field.first.IsScalar() ? field.first.Scalar() : std::string();
-    const std::string at = line_of(path, field.first) + ": " + std::string(kTryKnobsKey);
     if (std::find(kFields.begin(), kFields.end(), name) == kFields.end())
-      problems.push_back(at + ": unknown field '" + name + "'; a declaration has variable, values, changes and "
+      problems.push_back(at(field.first) + ": unknown field '" + name + "'; a declaration has variable, values, changes and "
                          "changes_results");
     else if (auto [it, inserted] = seen.emplace(name, field.first.Mark().line + 1); !inserted)
-      problems.push_back(at + ": " + name + ": set twice (first at line " + std::to_string(it->second) + ")");
+      problems.push_back(at(field.first) + ": " + name + ": set twice (first at line " + std::to_string(it->second) + ")");
   }
   const YAML::Node variable = item["variable"], values = item["values"], changes = item["changes"],
                    results = item["changes_results"];
-  auto at = [&](const YAML::Node& field) { return line_of(path, field) + ": " + std::string(kTryKnobsKey); };
   if (!variable) {
     problems.push_back(where + ": variable: missing; name the environment variable the program reads");
   } else if (!variable.IsScalar() || !is_variable_name(variable.Scalar())) {

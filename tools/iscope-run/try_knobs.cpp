@@ -44,54 +44,41 @@ std::string accepted(const Knob& k, const std::string& v) {
   return "";
 }
 
-Knob builtin(const char* name, KnobWay way, const char* values, const char* changes, bool changes_results,
-             std::vector<std::string> needs, const char* applies_to) {
-  Knob k;
-  k.name = name;
-  k.way = way;
-  k.values = values;
-  k.changes = changes;
-  k.changes_results = changes_results;
-  k.needs = std::move(needs);
-  k.applies_to = applies_to;
-  return k;
-}
-
 }  // namespace
 
 const std::vector<Knob>& knob_catalogue() {
   static const std::vector<Knob> k = {
-      builtin("num_workers", KnobWay::kPython, "an integer, 0 to 1024",
+      {"num_workers", KnobWay::kPython, "an integer, 0 to 1024",
        "the worker processes of every torch DataLoader the program builds", false, {kPython, kDataLoader},
-       "a Python program that builds a torch DataLoader"),
-      builtin("pin_memory", KnobWay::kPython, "true or false", "whether every DataLoader pins its batches in host memory",
-       false, {kPython, kDataLoader}, "a Python program that builds a torch DataLoader"),
-      builtin("persistent_workers", KnobWay::kPython, "true or false (needs num_workers above 0)",
+       "a Python program that builds a torch DataLoader"},
+      {"pin_memory", KnobWay::kPython, "true or false", "whether every DataLoader pins its batches in host memory",
+       false, {kPython, kDataLoader}, "a Python program that builds a torch DataLoader"},
+      {"persistent_workers", KnobWay::kPython, "true or false (needs num_workers above 0)",
        "whether every DataLoader keeps its workers between epochs", false, {kPython, kDataLoader},
-       "a Python program that builds a torch DataLoader"),
-      builtin("prefetch_factor", KnobWay::kPython, "an integer, 1 to 1024 (needs num_workers above 0)",
+       "a Python program that builds a torch DataLoader"},
+      {"prefetch_factor", KnobWay::kPython, "an integer, 1 to 1024 (needs num_workers above 0)",
        "the batches each DataLoader worker prepares ahead", false, {kPython, kDataLoader},
-       "a Python program that builds a torch DataLoader"),
-      builtin("allow_tf32", KnobWay::kPython, "true or false",
+       "a Python program that builds a torch DataLoader"},
+      {"allow_tf32", KnobWay::kPython, "true or false",
        "torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32: fp32 matrix products on tensor "
        "cores with 10-bit mantissas",
-       true, {kPython, kFp32Matmul}, "a Python program whose fp32 matrix kernels run off tensor cores"),
-      builtin("float32_matmul_precision", KnobWay::kPython, "highest, high or medium",
+       true, {kPython, kFp32Matmul}, "a Python program whose fp32 matrix kernels run off tensor cores"},
+      {"float32_matmul_precision", KnobWay::kPython, "highest, high or medium",
        "torch.set_float32_matmul_precision: high is TF32, medium bf16 for fp32 matrix products", true,
-       {kPython, kFp32Matmul}, "a Python program whose fp32 matrix kernels run off tensor cores"),
-      builtin("cudnn_benchmark", KnobWay::kPython, "true or false",
+       {kPython, kFp32Matmul}, "a Python program whose fp32 matrix kernels run off tensor cores"},
+      {"cudnn_benchmark", KnobWay::kPython, "true or false",
        "torch.backends.cudnn.benchmark: cuDNN times its algorithms for each new shape and keeps the fastest", false,
-       {kPython}, "a Python program"),
-      builtin("num_threads", KnobWay::kPython, "an integer, 1 to 1024", "torch.set_num_threads: torch's CPU operator threads",
-       false, {kPython}, "a Python program"),
-      builtin("PYTORCH_CUDA_ALLOC_CONF", KnobWay::kEnvironment, "the allocator's options, e.g. expandable_segments:True",
-       "PyTorch's CUDA caching allocator", false, {kPython}, "a Python program"),
-      builtin("CUDA_LAUNCH_BLOCKING", KnobWay::kEnvironment, "0 (off: it is only ever worth trying off)",
-       "whether every CUDA launch waits for the kernel to finish", false, {}, "any program"),
-      builtin("OMP_NUM_THREADS", KnobWay::kEnvironment, "an integer, 1 to 1024", "OpenMP's thread count", false, {},
-       "any program"),
-      builtin("MKL_NUM_THREADS", KnobWay::kEnvironment, "an integer, 1 to 1024", "MKL's thread count", false, {},
-       "any program"),
+       {kPython}, "a Python program"},
+      {"num_threads", KnobWay::kPython, "an integer, 1 to 1024", "torch.set_num_threads: torch's CPU operator threads",
+       false, {kPython}, "a Python program"},
+      {"PYTORCH_CUDA_ALLOC_CONF", KnobWay::kEnvironment, "the allocator's options, e.g. expandable_segments:True",
+       "PyTorch's CUDA caching allocator", false, {kPython}, "a Python program"},
+      {"CUDA_LAUNCH_BLOCKING", KnobWay::kEnvironment, "0 (off: it is only ever worth trying off)",
+       "whether every CUDA launch waits for the kernel to finish", false, {}, "any program"},
+      {"OMP_NUM_THREADS", KnobWay::kEnvironment, "an integer, 1 to 1024", "OpenMP's thread count", false, {},
+       "any program"},
+      {"MKL_NUM_THREADS", KnobWay::kEnvironment, "an integer, 1 to 1024", "MKL's thread count", false, {},
+       "any program"},
   };
   return k;
 }
@@ -148,7 +135,7 @@ std::string refusal(const TriedKnob& k, const std::set<std::string>& facts) {
   for (const std::string& f : k.knob.needs)
     if (!facts.count(f)) missing.push_back(f);
   if (missing.empty()) return {};
-  std::string why = std::string(k.knob.name) + " applies to " + std::string(k.knob.applies_to) +
+  std::string why = k.knob.name + " applies to " + k.knob.applies_to +
                     "; the baseline run showed none (";
   for (size_t i = 0; i < missing.size(); ++i) {
     const std::string& m = missing[i];
@@ -173,7 +160,7 @@ std::vector<std::pair<std::string, std::string>> tried_environment(const std::ve
 
 std::string describe(const std::vector<TriedKnob>& knobs) {
   std::string s;
-  for (const TriedKnob& k : knobs) s += (s.empty() ? "" : " ") + std::string(k.knob.name) + "=" + k.value;
+  for (const TriedKnob& k : knobs) s += (s.empty() ? "" : " ") + k.knob.name + "=" + k.value;
   return s;
 }
 
