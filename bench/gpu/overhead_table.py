@@ -108,9 +108,12 @@ def allowance_s(groups, i, left):
 def table_plan(a):
     """The table's groups and rows."""
     q = a.quick
-    # Rounds above the 30 a verdict needs, so a group squeezed by a slow host still gets one.
-    r_short, r_long = (4, 3) if q else (36, 32)
-    warm, steps = (1, 5) if q else (2, 20)
+    # Short windows, many rounds (bench/gpu/noise_study.py, docs/benchmarks.md "Why short windows"): the host's
+    # speed drifts slowly but also jumps between levels (5.5, 7.4, 10.5 ms for the same step), and a round whose
+    # windows straddle a jump gives a ratio far off. Windows of 2 + 4 steps (~70 ms) straddle fewer jumps than
+    # 2 + 20 did, and 150 rounds in the same time let the median over rounds set those few aside.
+    r_short, r_long = (4, 3) if q else (150, 32)
+    warm, steps = (1, 5) if q else (2, 4)
     groups, rows = [], []
     for b in (1, 32):
         name = f"short-b{b}"
@@ -130,8 +133,8 @@ def table_plan(a):
     gl, gw = (50, 256) if q else (750, 256)
     groups.append(group("graph", f"one CUDA graph of {2 * gl} kernels ({gl} x Linear({gw}) + ReLU, fp16, batch 8) "
                                  f"replayed per step, captured in a session started before CUDA; windows of {warm} + "
-                                 f"{5 if q else 50} steps", "sessions", "graph", [["off", None], ["full", FULL]],
-                        r_short, warm, 5 if q else 50, 0.0036 * gl / 750 + 0.0002, batch=8, graph_layers=gl,
+                                 f"{5 if q else 10} steps", "sessions", "graph", [["off", None], ["full", FULL]],
+                        4 if q else 120, warm, 5 if q else 10, 0.0036 * gl / 750 + 0.0002, batch=8, graph_layers=gl,
                         graph_width=gw))
     rows.append(Row("CUDA-graph replay, full capture (graph-level records)", "graph", "overhead", {"full": 1},
                     Budget("noise", st.NOISE_HALF_WIDTH, "within noise (interval holds 0, inside +-2 %)")))
@@ -145,10 +148,10 @@ def table_plan(a):
     rows += [Row(f"adaptive (the default) over a {ls}-step run", "long", "overhead", {"adaptive": 1},
                  Budget("at_most", 0.02, "<= 2 %")),
              Row(f"sampled over a {ls}-step run", "long", "overhead", {"sampled": 1}, Budget("at_most", 0.01, "<= 1 %"))]
-    nt, calls = (4, 1) if q else (32, 2)
+    nt, calls = (4, 1) if q else (32, 1)
     groups.append(group("generate", f"Hugging Face generate(), GPT-2 fp16 (12 layers), batch 1, prompt 128, {nt} new "
                                     f"tokens per call; windows of one untimed 2-token call + {calls} timed calls",
-                        "sessions", "generate", [["off", None], ["full", FULL]], 3 if q else 32, 1, calls,
+                        "sessions", "generate", [["off", None], ["full", FULL]], 3 if q else 70, 1, calls,
                         0.0112 * nt, warm_step_s=0.035, startup_s=20.0, batch=1, seq=128, new_tokens=nt,
                         warm_tokens=2))
     rows.append(Row(f"generate() per call ({nt} new tokens), full capture", "generate", "overhead", {"full": 1},
@@ -160,7 +163,7 @@ def table_plan(a):
                                   f"+ {steps} steps", "torch", "gpt2",
                             [["off", None], ["torch.profiler", f"profile(activities={a.torch_activities}, "
                                                                f"record_shapes=False)"]],
-                            3 if q else 30, warm, steps, gpt2_step_s(b, 12) * 1.3, window_s=1.0, batch=b, seq=128,
+                            3 if q else 40, warm, steps, gpt2_step_s(b, 12) * 1.3, window_s=1.0, batch=b, seq=128,
                             layers=12, activities=a.torch_activities))
         rows += [Row(f"torch.profiler, batch {b} (own process)", name, "overhead", {"torch.profiler": 1},
                      Budget("none", text="- (reference)")),
@@ -263,9 +266,12 @@ def session_rows(name, b):
 
 def decompose_plan(a):
     q = a.quick
-    warm, steps = (1, 5) if q else (2, 20)
+    # Short windows and many rounds, as the table's (table_plan). Switching within one session costs ~0.2 ms and
+    # needs no session start, so its windows can be shorter still: one untimed step after the switch, two timed.
+    warm, steps = (1, 5) if q else (2, 4)
 
     def switch(b, rounds):
+        warm, steps = (1, 5) if q else (1, 2)
         return group(f"switch-b{b}", f"GPT-2 fp16, batch {b}, 12 layers; one session (python, system off at start, "
                                      f"ring buffer) whose CUPTI set and Python tracing are switched per window; "
                                      f"windows of {warm} + {steps} steps; baseline: the session recording nothing",
@@ -274,10 +280,10 @@ def decompose_plan(a):
 
     sessions = group("sessions-b1", f"GPT-2 fp16, batch 1, 12 layers; each window a session of its own (mode=full "
                                     f"and the settings named); windows of {warm} + {steps} steps", "sessions",
-                     "gpt2", SESSION_SETS, 3 if q else 40, warm, steps, gpt2_step_s(1, 12) * 1.03, batch=1,
+                     "gpt2", SESSION_SETS, 3 if q else 90, warm, steps, gpt2_step_s(1, 12) * 1.03, batch=1,
                      seq=128, layers=12)
     # Batch 32 last: it is the group a short budget trims.
-    groups = [switch(1, 60), sessions, switch(32, 30)]
+    groups = [switch(1, 150), sessions, switch(32, 100)]
     rows = switch_rows("switch-b1", 1) + session_rows("sessions-b1", 1) + switch_rows("switch-b32", 32)
     return groups, rows
 
