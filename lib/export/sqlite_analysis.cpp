@@ -2,37 +2,56 @@
 #include "export/sqlite_internal.hpp"
 
 #include "analyze/breakdown_fields.hpp"
+#include "analyze/table_fields.hpp"
 #include "text/names.hpp"
 
 #include <boost/json.hpp>
 
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace inferscope::exporter::detail {
 namespace {
 
-/// A suggestion's program facts as a JSON array (`json_each(needs)` lists them); NULL when it needs none.
-std::optional<std::string> needs_json(const std::vector<std::string>& needs) {
-  if (needs.empty()) return std::nullopt;
-  boost::json::array a;
-  for (const auto& n : needs) a.emplace_back(n);
-  return boost::json::serialize(a);
+/// A suggestion's field (analyze/table_fields.hpp) into its column: the saving as a number (0 when not estimated,
+/// the JSON's null), the program facts it needs as a JSON array (`json_each(needs)` lists them; NULL for none), what
+/// iscope-run --try measured as the JSON report's `measured` object (NULL when nothing).
+template <class V>
+void bind_suggestion_field(Stmt& st, const V& v) {
+  if constexpr (std::is_same_v<V, analyze::EstimatedMs>) {
+    st << v.ms;
+  } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+    if (v.empty()) {
+      st << std::nullopt;
+      return;
+    }
+    boost::json::array a;
+    for (const auto& n : v) a.emplace_back(n);
+    st << boost::json::serialize(a);
+  } else if constexpr (std::is_same_v<V, std::optional<analyze::TryMeasurement>>) {
+    if (!v) {
+      st << std::nullopt;
+      return;
+    }
+    boost::json::object o;
+    analyze::for_each_field(*v, [&o](const char* key, const auto& x) { o[key] = x; });
+    st << boost::json::serialize(o);
+  } else if constexpr (std::is_same_v<V, std::string>) {
+    st << std::string(v);  // a copy SQLite keeps: try_command is a temporary
+  } else {
+    st << v;
+  }
 }
 
-/// What iscope-run --try measured for a suggestion, as the JSON report's `measured` object; NULL when nothing.
-std::optional<std::string> measured_json(const analyze::Suggestion& s) {
-  if (!s.measured) return std::nullopt;
-  const analyze::TryMeasurement& m = *s.measured;
-  boost::json::object o;
-  o["command"] = m.command;
-  o["knobs"] = m.knobs;
-  o["pairs"] = m.pairs;
-  o["saving_pct"] = m.saving_pct;
-  o["saving_low_pct"] = m.low_pct;
-  o["saving_high_pct"] = m.high_pct;
-  o["measurable"] = m.measurable;
-  return boost::json::serialize(o);
+/// The suggestions table's INSERT, its columns named from the field list.
+std::string suggestions_insert() {
+  std::string columns = "finding_id,seq", values = "?,?";
+  analyze::for_each_field(analyze::Suggestion{}, std::string(), [&](const char* key, const auto&) {
+    columns += std::string(",") + key;
+    values += ",?";
+  });
+  return "INSERT INTO suggestions (" + columns + ") VALUES (" + values + ")";
 }
 
 uint64_t write_meta(Db& db, const analyze::Analysis& a, const TraceInfo& info) {
@@ -75,12 +94,27 @@ uint64_t write_steps_and_breakdown(Db& db, const analyze::Analysis& a) {
   Stmt bd(db, "INSERT INTO breakdown VALUES (" + marks + ")");
   analyze::for_each_breakdown_field(b, [&bd](const char*, const auto& value) { bd << value; });
   bd.row();
-  Stmt k(db, "INSERT INTO kernel_summary VALUES (?,?,?,?,?,?,?,?,?)");
+  // The kernel table's fields as the JSON report's (analyze/table_fields.hpp), each into its column by name, after
+  // the row's rank; a field without a column fails the statement (test_sqlite checks every JSON key has one).
   const text::KernelNames names = text::report_kernel_names(a);  // the reports' short names, the JSON's short_name
+  std::string columns = "rank", values = "?";
+  analyze::for_each_field(analyze::KernelRow{}, names, [&](const char* key, const auto&) {
+    columns += std::string(",") + key;
+    values += ",?";
+  });
+  Stmt k(db, "INSERT INTO kernel_summary (" + columns + ") VALUES (" + values + ")");
   int64_t rank = 0;
   for (auto& r : a.kernels) {
-    k << ++rank << r.name << r.count << r.total_ms << r.mean_us << r.share << r.launched_by << names.short_of(r.name)
-      << r.whole_graph;
+    k << ++rank;
+    analyze::for_each_field(r, names, [&k](const char*, const auto& value) {
+      using V = std::decay_t<decltype(value)>;
+      if constexpr (std::is_same_v<V, analyze::OnlyWhenTrue>)
+        k << value.value;
+      else if constexpr (std::is_same_v<V, std::string>)
+        k << std::string(value);  // a copy SQLite keeps: short_name is a temporary
+      else
+        k << value;
+    });
     k.row();
   }
   return 2 + a.kernels.size();
@@ -91,7 +125,7 @@ uint64_t write_findings(Db& db, const analyze::Analysis& a) {
   Stmt ev(db, "INSERT INTO finding_evidence VALUES (?,?,?)");
   Stmt me(db, "INSERT INTO finding_metrics VALUES (?,?,?)");
   Stmt ex(db, "INSERT INTO finding_examples VALUES (?,?,?,?)");
-  Stmt su(db, "INSERT INTO suggestions VALUES (?,?,?,?,?,?,?,?,?,?)");
+  Stmt su(db, suggestions_insert());
   uint64_t rows = 0;
   int64_t id = 0;
   const auto cmd = a.process.find("cmdline");
@@ -108,8 +142,8 @@ uint64_t write_findings(Db& db, const analyze::Analysis& a) {
     for (auto& e : x.examples) ex << id << e.start_ms << e.end_ms << e.what, ex.row();
     seq = 0;
     for (auto& s : x.suggestions) {
-      su << id << ++seq << s.action << s.priority << s.impact_ms << s.estimated << s.model << needs_json(s.needs)
-         << analyze::try_command(cmdline, s) << measured_json(s);
+      su << id << ++seq;
+      analyze::for_each_field(s, cmdline, [&su](const char*, const auto& value) { bind_suggestion_field(su, value); });
       su.row();
     }
     rows += 1 + x.evidence.size() + x.metrics.size() + x.examples.size() + x.suggestions.size();

@@ -3,6 +3,7 @@
 // analyzer goes through html_escape. Kernels are shown by their short names (names.hpp) with the full name on
 // hover; warnings and data-quality notes come right after the headline, the process facts last, collapsed.
 #include "report/common.hpp"
+#include "report/detail_tables.hpp"
 #include "report/generation.hpp"
 #include "report/requests.hpp"
 #include "report/escape.hpp"
@@ -52,12 +53,6 @@ svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl
 details#warnings,details#components{margin:8px 0}summary .warn{color:#8a4b00}
 )CSS";
 
-/// A kernel by its short name, the full name on hover (when they differ).
-std::string kernel(const KernelNames& names, const std::string& full) {
-  const std::string short_name = names.short_of(full);
-  if (short_name == full) return h(full);
-  return "<span class=\"full\" title=\"" + h(full) + "\">" + h(short_name) + "</span>";
-}
 
 
 
@@ -383,60 +378,32 @@ void write_children(const Analysis& a, std::ostream& out) {
   out << "<p class=\"muted\">Analyse one with <code>iscope-analyze DUMP</code> for its full report.</p></section>\n";
 }
 
+/// A detail table's cell, escaped: a kernel's short name with its full name on hover, names joined by " → ".
+std::string detail_cell(const DetailCell& x) {
+  std::string out;
+  for (const auto& part : x.parts) out += (out.empty() ? "" : " → ") + h(part);
+  if (x.full.empty()) return out;
+  return "<span class=\"full\" title=\"" + h(x.full) + "\">" + out + "</span>";
+}
+
+/// The detail tables (detail_tables.hpp), each a sortable table in a section of its own.
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  Table k{{"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "launched by"},
-          {false, true, true, true, true, false}, {}, {}, {}, {4}};
-  for (const auto& r : a.kernels)
-    k.rows.push_back({kernel(names, r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.mean_us, 1),
-                      fmt(r.share * 100.0, 1), h(r.launched_by)});
-  section(out, "kernels", "Top kernels", k);
-  Table fam{{"family", "kernels", "total (ms)", "% GPU time", "% on tensor cores"}, {false, true, true, true, true}, {},
-            {}, {}, {3}};
-  for (const auto& f : a.kernel_families)
-    fam.rows.push_back({h(f.family), std::to_string(f.kernels), fmt(f.total_ms, 3), fmt(f.share * 100.0, 1),
-                        fmt(f.tensor_core_share * 100.0, 1)});
-  section(out, "kernel-families", "Kernel time by family", fam);
-  Table p{{"function", "where", "calls", "total (ms)", "self (ms)"}, {false, false, true, true, true}, {}};
-  for (const auto& r : a.python)
-    p.rows.push_back({h(r.qualname), h(r.file) + ":" + std::to_string(r.line), std::to_string(r.count),
-                      fmt(r.total_ms, 3), fmt(r.self_ms, 3)});
-  section(out, "python", "Python functions", p);
-  Table rg{{"range", "count", "total (ms)", "self (ms)", "mean (us)", "p50 (us)", "p99 (us)", "max (us)"},
-           {false, true, true, true, true, true, true, true}, {}};
-  for (const auto& r : a.ranges)
-    rg.rows.push_back({h(r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.self_ms, 3), fmt(r.mean_us, 1),
-                       fmt(r.p50_us, 1), fmt(r.p99_us, 1), fmt(r.max_us, 1)});
-  section(out, "ranges", "Ranges", rg);
-  Table c{{"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
-          {false, false, true, true, true, true, true}, {}, {}, {true, true}};
-  for (const auto& r : a.copies)
-    c.rows.push_back({h(r.direction), h(r.src_memory) + " → " + h(r.dst_memory), std::to_string(r.count),
-                      fmt_bytes(r.bytes), fmt(r.total_ms, 3), fmt(r.bandwidth_gbps, 2),
-                      fmt_peak(r)});
-  section(out, "copies", "Memory copies", c);
-  Table s{{"kind", "count", "total (ms)", "max (ms)", "called from"}, {false, true, true, true, false}, {}};
-  for (const auto& r : a.syncs)
-    s.rows.push_back({h(r.kind), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.max_ms, 3), h(r.called_from)});
-  section(out, "syncs", "Synchronizations", s);
-  Table m{{"op", "memory", "count", "bytes", "API time (ms)", "called from"}, {false, false, true, true, true, false}, {}};
-  for (const auto& r : a.allocations)
-    m.rows.push_back({h(r.op), h(r.memory), std::to_string(r.count), fmt_bytes(r.bytes), fmt(r.api_ms, 3),
-                      h(r.called_from)});
-  section(out, "allocations", "Allocations", m);
-  Table g{{"API", "count", "API time (ms)", "called from"}, {false, true, true, false}, {}};
-  for (const auto& r : a.graph_launches)
-    g.rows.push_back({h(r.api), std::to_string(r.count), fmt(r.api_ms, 3), h(r.called_from)});
-  section(out, "graph-launches", "CUDA graph launches", g);
-  Table l{{"layer", "calls", "CPU (ms)", "GPU (ms)", "kernels"}, {false, true, true, true, true}, {}};
-  for (const auto& r : a.layers)
-    l.rows.push_back({h(r.path), std::to_string(r.count), fmt(r.cpu_ms, 3), fmt(r.gpu_ms, 3), std::to_string(r.kernels)});
-  section(out, "layers", "Model layers", l);
-  Table t{{"id", "OS tid", "name", "busy (ms)", "CPU (ms)", "involuntary switches"},
-          {true, true, false, true, true, true}, {}};
-  for (const auto& r : a.threads)
-    t.rows.push_back({std::to_string(r.id), std::to_string(r.os_tid), h(r.name), fmt(r.busy_ms, 3),
-                      h(fmt_thread_cpu(r)), std::to_string(r.involuntary_switches)});
-  section(out, "threads", "Threads", t, thread_cpu_note(a.threads));
+  for (const DetailTable& t : detail_tables(a, names)) {
+    Table table{{}, {}, {}};
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      const DetailColumn& col = t.columns[i];
+      table.head.push_back(h(col.head));
+      table.num.push_back(col.kind == CellKind::kNumber);
+      table.words.push_back(col.kind == CellKind::kWords);
+      if (col.bar) table.bars.push_back(i);
+    }
+    for (const auto& r : t.rows) {
+      std::vector<std::string> cells;
+      for (const DetailCell& x : r) cells.push_back(detail_cell(x));
+      table.rows.push_back(std::move(cells));
+    }
+    section(out, t.anchor.c_str(), h(t.title).c_str(), table, t.note);
+  }
 }
 
 /// Every recorded process fact (with the names of all OS threads, tens of lines), collapsed at the end.

@@ -3,6 +3,7 @@
 // analyze::Analysis, except a finding's category, which the schema calls "bottleneck_type", and its impact,
 // grouped as {"ms", "pct"}.
 #include "analyze/breakdown_fields.hpp"
+#include "analyze/table_fields.hpp"
 #include "report/common.hpp"
 #include "report/escape.hpp"
 #include "report/json_text.hpp"
@@ -13,7 +14,9 @@
 #include <charconv>
 #include <cmath>
 #include <type_traits>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace inferscope::report {
 namespace {
@@ -134,6 +137,62 @@ json::object breakdown_json(const analyze::Breakdown& b) {
   return o;
 }
 
+template <class Row, class F>
+json::array rows(const std::vector<Row>& v, F&& to_object) {
+  json::array a;
+  a.reserve(v.size());
+  for (const auto& r : v) {
+    json::object o;
+    to_object(r, o);
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+/// A field of analyze/table_fields.hpp's lists as JSON: numbers through num (null for NaN), an OnlyWhenTrue left out
+/// when false, an EstimatedMs null when not estimated, a missing --try measurement null, rows with fields of their
+/// own (a table row's callers) as an array of objects. `names`: for rows that name kernels.
+template <class V>
+void put_field(json::object& o, const char* key, const V& v, const KernelNames* names = nullptr);
+
+template <class Row>
+json::array field_rows(const std::vector<Row>& v, const KernelNames* names) {
+  return rows(v, [&](const Row& r, json::object& o) {
+    analyze::for_each_field(r, *names, [&](const char* key, const auto& value) { put_field(o, key, value, names); });
+  });
+}
+
+template <class V>
+void put_field(json::object& o, const char* key, const V& v, const KernelNames* names) {
+  if constexpr (std::is_same_v<V, std::string>) {
+    o[key] = str(v);
+  } else if constexpr (std::is_same_v<V, bool>) {
+    o[key] = v;
+  } else if constexpr (std::is_same_v<V, analyze::OnlyWhenTrue>) {
+    if (v.value) o[key] = true;
+  } else if constexpr (std::is_same_v<V, analyze::EstimatedMs>) {
+    o[key] = v.estimated ? num(v.ms) : json::value(nullptr);
+  } else if constexpr (std::is_floating_point_v<V>) {
+    o[key] = num(v);
+  } else if constexpr (std::is_integral_v<V>) {
+    o[key] = num(uint64_t(v));
+  } else if constexpr (std::is_same_v<V, std::optional<analyze::TryMeasurement>>) {
+    if (!v) {
+      o[key] = nullptr;
+      return;
+    }
+    json::object m;
+    analyze::for_each_field(*v, [&m](const char* k, const auto& x) { put_field(m, k, x); });
+    o[key] = std::move(m);
+  } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+    json::array a;
+    for (const auto& x : v) a.push_back(str(x));
+    o[key] = std::move(a);
+  } else {
+    o[key] = field_rows(v, names);  // rows with fields of their own (CallerRow)
+  }
+}
+
 json::object finding_json(const analyze::Finding& f, const std::string& cmdline) {
   json::object o;
   o["bottleneck_type"] = str(f.category);
@@ -167,54 +226,13 @@ json::object finding_json(const analyze::Finding& f, const std::string& cmdline)
   json::array suggestions;
   for (const auto& s : f.suggestions) {
     json::object e;
-    e["action"] = str(s.action);
-    e["priority"] = str(s.priority);
-    e["impact_ms"] = s.estimated ? num(s.impact_ms) : json::value(nullptr);  // null: not estimated
-    e["estimated"] = s.estimated;
-    e["model"] = str(s.model);
-    e["try_command"] = str(try_command(cmdline, s));  // "" : no knob measures it (docs/try.md)
-    if (s.measured) {  // what iscope-run --try measured (its result file beside the dump)
-      json::object m;
-      m["command"] = str(s.measured->command);
-      m["knobs"] = str(s.measured->knobs);
-      m["pairs"] = s.measured->pairs;
-      m["saving_pct"] = num(s.measured->saving_pct);
-      m["saving_low_pct"] = num(s.measured->low_pct);
-      m["saving_high_pct"] = num(s.measured->high_pct);
-      m["measurable"] = s.measured->measurable;
-      e["measured"] = std::move(m);
-    } else {
-      e["measured"] = nullptr;
-    }
-    json::array needs;  // the program facts it needs (the report's "program" object says which hold)
-    for (const auto& n : s.needs) needs.push_back(str(n));
-    e["needs"] = std::move(needs);
+    analyze::for_each_field(s, cmdline, [&e](const char* key, const auto& value) { put_field(e, key, value); });
     suggestions.push_back(std::move(e));
   }
   o["suggestions"] = std::move(suggestions);
   return o;
 }
 
-template <class Row, class F>
-json::array rows(const std::vector<Row>& v, F&& to_object) {
-  json::array a;
-  a.reserve(v.size());
-  for (const auto& r : v) {
-    json::object o;
-    to_object(r, o);
-    a.push_back(std::move(o));
-  }
-  return a;
-}
-
-json::array callers_json(const std::vector<analyze::CallerRow>& callers) {
-  return rows(callers, [](const analyze::CallerRow& r, json::object& o) {
-    o["api"] = str(r.api);
-    o["called_from"] = str(r.called_from);
-    o["count"] = num(r.count);
-    o["total_ms"] = num(r.total_ms);
-  });
-}
 
 // The generation loop (analysis.hpp's GenerationLoop); written only when one was detected.
 json::object phase_json(const analyze::GenerationPhase& p) {
@@ -324,92 +342,10 @@ json::object requests_json(const analyze::Requests& r) {
 json::object tables_json(const Analysis& a) {
   json::object t;
   const KernelNames names = kernel_names(a);
-  t["kernels"] = rows(a.kernels, [&](const analyze::KernelRow& r, json::object& o) {
-    o["name"] = str(r.name);
-    o["short_name"] = str(names.short_of(r.name));  // what the Markdown and HTML reports print
-    o["count"] = num(r.count);
-    o["total_ms"] = num(r.total_ms);
-    o["mean_us"] = num(r.mean_us);
-    o["share"] = num(r.share);
-    o["launched_by"] = str(r.launched_by);
-    if (r.whole_graph) o["whole_graph"] = true;  // a CUDA graph's launches recorded at graph level
-  });
-  t["kernel_families"] = rows(a.kernel_families, [](const analyze::KernelFamilyRow& r, json::object& o) {
-    o["family"] = str(r.family);
-    o["kernels"] = num(r.kernels);
-    o["total_ms"] = num(r.total_ms);
-    o["share"] = num(r.share);
-    o["tensor_core_share"] = num(r.tensor_core_share);
-  });
-  t["tensor_core_share"] = num(a.tensor_core_share);
-  t["python"] = rows(a.python, [](const analyze::PythonRow& r, json::object& o) {
-    o["qualname"] = str(r.qualname);
-    o["file"] = str(r.file);
-    o["line"] = num(uint64_t(r.line));
-    o["count"] = num(r.count);
-    o["total_ms"] = num(r.total_ms);
-    o["self_ms"] = num(r.self_ms);
-  });
-  t["ranges"] = rows(a.ranges, [](const analyze::RangeRow& r, json::object& o) {
-    o["name"] = str(r.name);
-    o["count"] = num(r.count);
-    o["total_ms"] = num(r.total_ms);
-    o["self_ms"] = num(r.self_ms);
-    o["mean_us"] = num(r.mean_us);
-    o["p50_us"] = num(r.p50_us);
-    o["p99_us"] = num(r.p99_us);
-    o["max_us"] = num(r.max_us);
-  });
-  t["copies"] = rows(a.copies, [](const analyze::CopyRow& r, json::object& o) {
-    o["direction"] = str(r.direction);
-    o["src_memory"] = str(r.src_memory);
-    o["dst_memory"] = str(r.dst_memory);
-    o["count"] = num(r.count);
-    o["bytes"] = num(r.bytes);
-    o["total_ms"] = num(r.total_ms);
-    o["bandwidth_gbps"] = num(r.bandwidth_gbps);
-    o["peak_bandwidth_gbps"] = num(r.peak_bandwidth_gbps);
-    o["peak_assumed"] = r.peak_assumed;
-  });
-  t["syncs"] = rows(a.syncs, [](const analyze::SyncRow& r, json::object& o) {
-    o["kind"] = str(r.kind);
-    o["count"] = num(r.count);
-    o["total_ms"] = num(r.total_ms);
-    o["max_ms"] = num(r.max_ms);
-    o["called_from"] = str(r.called_from);
-    o["callers"] = callers_json(r.callers);
-  });
-  t["allocations"] = rows(a.allocations, [](const analyze::AllocRow& r, json::object& o) {
-    o["op"] = str(r.op);
-    o["memory"] = str(r.memory);
-    o["count"] = num(r.count);
-    o["bytes"] = num(r.bytes);
-    o["api_ms"] = num(r.api_ms);
-    o["called_from"] = str(r.called_from);
-    o["callers"] = callers_json(r.callers);
-  });
-  t["graph_launches"] = rows(a.graph_launches, [](const analyze::GraphLaunchRow& r, json::object& o) {
-    o["api"] = str(r.api);
-    o["count"] = num(r.count);
-    o["api_ms"] = num(r.api_ms);
-    o["called_from"] = str(r.called_from);
-    o["callers"] = callers_json(r.callers);
-  });
-  t["layers"] = rows(a.layers, [](const analyze::LayerRow& r, json::object& o) {
-    o["path"] = str(r.path);
-    o["count"] = num(r.count);
-    o["cpu_ms"] = num(r.cpu_ms);
-    o["gpu_ms"] = num(r.gpu_ms);
-    o["kernels"] = num(r.kernels);
-  });
-  t["threads"] = rows(a.threads, [](const analyze::ThreadRow& r, json::object& o) {
-    o["id"] = num(uint64_t(r.id));
-    o["os_tid"] = num(uint64_t(r.os_tid));
-    o["name"] = str(r.name);
-    o["busy_ms"] = num(r.busy_ms);
-    o["cpu_ms"] = num(r.cpu_ms);
-    o["cpu_source"] = str(r.cpu_source);
-    o["involuntary_switches"] = num(r.involuntary_switches);
+  analyze::for_each_detail_rows(a, [&](const char* key, const auto& v) {
+    t[key] = field_rows(v, &names);
+    // The families' total, where the schema has always had it: right after their table.
+    if (std::string_view(key) == "kernel_families") t["tensor_core_share"] = num(a.tensor_core_share);
   });
   return t;
 }

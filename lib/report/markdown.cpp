@@ -6,6 +6,7 @@
 // with nothing to show are left out, except the breakdown and findings, which say so. Names are code spans (verbatim, so grep finds them), kernels by their short names; no line is
 // longer than about 300 characters: table cells are cut, prose is wrapped outside code spans.
 #include "report/common.hpp"
+#include "report/detail_tables.hpp"
 #include "report/generation.hpp"
 #include "report/requests.hpp"
 #include "report/escape.hpp"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -319,95 +321,47 @@ void write_findings(const Analysis& a, const KernelNames& names, std::ostream& o
   for (size_t i = 0; i < a.findings.size(); ++i) write_finding(a.findings[i], i + 1, names, cmdline_of(a), out);
 }
 
+/// A detail table's cell: names as code spans (cut to kCellChars), a path losing its beginning, numbers and words
+/// escaped text.
+std::string detail_cell(const DetailCell& x, CellKind kind) {
+  switch (kind) {
+    case CellKind::kName: {
+      std::string out;
+      for (const auto& part : x.parts) out += (out.empty() ? "" : " → ") + cell(part);
+      return out;
+    }
+    case CellKind::kPath: return path_cell(x.text());
+    case CellKind::kNumber:
+    case CellKind::kWords: return md_cell(md_escape(x.text()));
+  }
+  return {};
+}
+
+/// The detail tables (detail_tables.hpp), each under its heading, a column of bars after each share column.
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  if (!a.kernels.empty()) {
-    out << "## Top kernels\n\n";
+  for (const DetailTable& t : detail_tables(a, names)) {
+    out << "## " << t.title << "\n\n";
+    std::vector<std::string> head;
+    std::vector<bool> right;
+    for (const DetailColumn& col : t.columns) {
+      head.push_back(col.head);
+      right.push_back(col.kind == CellKind::kNumber);
+      if (col.bar) {
+        head.emplace_back();
+        right.push_back(false);
+      }
+    }
     std::vector<std::vector<std::string>> rows;
-    for (const auto& k : a.kernels)
-      rows.push_back({cell(names.short_of(k.name)), std::to_string(k.count), fmt(k.total_ms, 3), fmt(k.mean_us, 1),
-                      fmt(k.share * 100.0, 1), md::share_bar(k.share * 100.0), cell(k.launched_by)});
-    table(out, {"kernel", "count", "total (ms)", "mean (us)", "% GPU time", "", "launched by"},
-          {false, true, true, true, true, false, false}, rows);
-    out << "Kernel names are shortened (template arguments and namespaces elided); the JSON report has each full "
-           "name.\n\n";
-  }
-  if (!a.kernel_families.empty()) {
-    out << "## Kernel time by family\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& f : a.kernel_families)
-      rows.push_back({f.family, std::to_string(f.kernels), fmt(f.total_ms, 3), fmt(f.share * 100.0, 1),
-                      md::share_bar(f.share * 100.0), fmt(f.tensor_core_share * 100.0, 1)});
-    table(out, {"family", "kernels", "total (ms)", "% GPU time", "", "% on tensor cores"},
-          {false, true, true, true, false, true}, rows);
-    out << fmt(a.tensor_core_share * 100.0, 1) << " % of kernel time ran on tensor cores. Families and tensor-core use "
-           "are read from the kernels' names (docs/analysis.md, \"Kernel families\").\n\n";
-  }
-  if (!a.python.empty()) {
-    out << "## Python functions\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& p : a.python)
-      rows.push_back({cell(p.qualname), path_cell(p.file + ":" + std::to_string(p.line)), std::to_string(p.count),
-                      fmt(p.total_ms, 3), fmt(p.self_ms, 3)});
-    table(out, {"function", "where", "calls", "total (ms)", "self (ms)"}, {false, false, true, true, true}, rows);
-  }
-  if (!a.ranges.empty()) {
-    out << "## Ranges\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& r : a.ranges)
-      rows.push_back({cell(r.name), std::to_string(r.count), fmt(r.total_ms, 3), fmt(r.self_ms, 3),
-                      fmt(r.mean_us, 1), fmt(r.p50_us, 1), fmt(r.p99_us, 1), fmt(r.max_us, 1)});
-    table(out, {"range", "count", "total (ms)", "self (ms)", "mean (us)", "p50 (us)", "p99 (us)", "max (us)"},
-          {false, true, true, true, true, true, true, true}, rows);
-  }
-  if (!a.copies.empty()) {
-    out << "## Memory copies\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& c : a.copies)
-      rows.push_back({cell(c.direction), cell(c.src_memory) + " → " + cell(c.dst_memory), std::to_string(c.count),
-                      fmt_bytes(c.bytes), fmt(c.total_ms, 3), fmt(c.bandwidth_gbps, 2), fmt_peak(c)});
-    table(out, {"direction", "memory", "count", "bytes", "total (ms)", "achieved (GB/s)", "peak (GB/s)"},
-          {false, false, true, true, true, true, true}, rows);
-  }
-  if (!a.syncs.empty()) {
-    out << "## Synchronizations\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& s : a.syncs)
-      rows.push_back({cell(s.kind), std::to_string(s.count), fmt(s.total_ms, 3), fmt(s.max_ms, 3), cell(s.called_from)});
-    table(out, {"kind", "count", "total (ms)", "max (ms)", "called from"}, {false, true, true, true, false}, rows);
-  }
-  if (!a.allocations.empty()) {
-    out << "## Allocations\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& m : a.allocations)
-      rows.push_back({cell(m.op), cell(m.memory), std::to_string(m.count), fmt_bytes(m.bytes), fmt(m.api_ms, 3),
-                      cell(m.called_from)});
-    table(out, {"op", "memory", "count", "bytes", "API time (ms)", "called from"}, {false, false, true, true, true, false},
-          rows);
-  }
-  if (!a.graph_launches.empty()) {
-    out << "## CUDA graph launches\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& g : a.graph_launches)
-      rows.push_back({cell(g.api), std::to_string(g.count), fmt(g.api_ms, 3), cell(g.called_from)});
-    table(out, {"API", "count", "API time (ms)", "called from"}, {false, true, true, false}, rows);
-  }
-  if (!a.layers.empty()) {
-    out << "## Model layers\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& l : a.layers)
-      rows.push_back({cell(l.path), std::to_string(l.count), fmt(l.cpu_ms, 3), fmt(l.gpu_ms, 3),
-                      std::to_string(l.kernels)});
-    table(out, {"layer", "calls", "CPU (ms)", "GPU (ms)", "kernels"}, {false, true, true, true, true}, rows);
-  }
-  if (!a.threads.empty()) {
-    out << "## Threads\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& t : a.threads)
-      rows.push_back({std::to_string(t.id), std::to_string(t.os_tid), cell(t.name), fmt(t.busy_ms, 3),
-                      fmt_thread_cpu(t), std::to_string(t.involuntary_switches)});
-    table(out, {"id", "OS tid", "name", "busy (ms)", "CPU (ms)", "involuntary switches"},
-          {true, true, false, true, true, true}, rows);
-    if (const std::string note = thread_cpu_note(a.threads); !note.empty()) out << md_escape(note) << "\n\n";
+    for (const auto& r : t.rows) {
+      std::vector<std::string> cells;
+      for (size_t i = 0; i < r.size(); ++i) {
+        cells.push_back(detail_cell(r[i], t.columns[i].kind));
+        if (t.columns[i].bar) cells.push_back(md::share_bar(std::strtod(r[i].text().c_str(), nullptr)));
+      }
+      rows.push_back(std::move(cells));
+    }
+    table(out, head, right, rows);
+    if (!t.note.empty()) out << md_escape(t.note) << "\n\n";
   }
 }
 

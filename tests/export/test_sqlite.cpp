@@ -267,10 +267,13 @@ void check_carried_columns(const fs::path& db, const Analysis& a) {
     CHECK((findings[i][2].num != 0) == a.findings[i].impact_estimated);
     CHECK(findings[i][3].text == a.findings[i].per);
   }
-  const auto suggestions = query(db, "SELECT finding_id, seq, estimated, model, needs FROM suggestions ORDER BY finding_id, seq");
+  const auto suggestions = query(db, "SELECT finding_id, seq, estimated, model, needs, impact_ms, try_command, "
+                                      "measured FROM suggestions ORDER BY finding_id, seq");
   size_t n = 0;
-  for (const auto& f : a.findings)
-    for (const auto& sug : f.suggestions) {
+  for (size_t fi = 0; fi < a.findings.size(); ++fi)
+    for (size_t si = 0; si < a.findings[fi].suggestions.size(); ++si) {
+      const auto& sug = a.findings[fi].suggestions[si];
+      const auto& js = j.at("findings").at(fi).at("suggestions").at(si).as_object();
       REQUIRE(n < suggestions.size());
       const Row& r = suggestions[n++];
       CHECK((r[2].num != 0) == sug.estimated);
@@ -281,6 +284,15 @@ void check_carried_columns(const fs::path& db, const Analysis& a) {
         for (const auto& x : sug.needs) needs.emplace_back(x);
         CHECK(r[4].text == boost::json::serialize(needs));
       }
+      // The saving: the JSON's number, or null where SQLite has 0 (not estimated).
+      if (sug.estimated)
+        CHECK(near(r[5].num, js.at("impact_ms").to_number<double>()));
+      else
+        CHECK((js.at("impact_ms").is_null() && r[5].num == 0));
+      CHECK(r[6].text == std::string(js.at("try_command").as_string()));
+      // What --try measured: the JSON report's object, as text.
+      CHECK(r[7].null == js.at("measured").is_null());
+      if (!r[7].null) CHECK(boost::json::parse(r[7].text) == js.at("measured"));
     }
   CHECK(n == suggestions.size());
 }
@@ -307,13 +319,14 @@ void export_and_check(const fs::path& dump_path, const std::string& step = "") {
 
 /// A table of the export that carries an object of the JSON report: each key of the object is a column, named as the
 /// key with its nested objects' names joined by "_" (`impact.ms` is `impact_ms`) unless `renamed`; the keys in
-/// `elsewhere` are the object's lists, carried by tables of their own, and the keys in `not_carried` are
-/// documented as left out (docs/sqlite-schema.md, "Tables of the analysis").
+/// `elsewhere` are the object's lists, carried by tables of their own, and the keys in `as_json` are objects kept
+/// whole in one column of their name, as JSON text (docs/sqlite-schema.md, "Tables of the analysis").
 struct Carried {
   std::string object;  ///< its key path in the JSON report
   std::string table;
   std::map<std::string, std::string> renamed = {};
   std::set<std::string> elsewhere = {};
+  std::set<std::string> as_json = {};
 };
 
 const std::vector<Carried>& carried() {
@@ -323,7 +336,7 @@ const std::vector<Carried>& carried() {
       {"findings[]", "findings", {{"bottleneck_type", "category"}, {"primary", "is_primary"}},
        {"evidence", "metrics", "examples", "suggestions"}},
       {"findings[].examples[]", "finding_examples"},
-      {"findings[].suggestions[]", "suggestions"},
+      {"findings[].suggestions[]", "suggestions", {}, {}, {"measured"}},
   };
   return c;
 }
@@ -346,7 +359,7 @@ std::vector<std::string> missing_columns(const testsupport::JsonKeys& keys, cons
       if (rel.size() > 2 && rel.ends_with("[]")) rel.resize(rel.size() - 2);  // a list of values: one column
       const std::string first = rel.substr(0, rel.find_first_of(".["));
       if (c.elsewhere.count(first) || rel.find("[]") != std::string::npos) continue;  // a list of objects: its own table
-      std::string column = c.renamed.count(rel) ? c.renamed.at(rel) : rel;
+      std::string column = c.as_json.count(first) ? first : c.renamed.count(rel) ? c.renamed.at(rel) : rel;
       std::replace(column.begin(), column.end(), '.', '_');
       if (!have.count(column)) missing.push_back(c.table + "." + column + " (" + leaf + ")");
     }
@@ -371,12 +384,16 @@ TEST_CASE("every key of the JSON report's objects that a table carries is one of
   a.findings[0].impact_estimated = false;
   a.findings[0].per = "request";
   a.findings[0].suggestions[0].needs = {"python", "dataloader"};
+  a.findings[0].suggestions[0].measured = analyze::TryMeasurement{"iscope-run --try num_workers=4 -- python3 x.py",
+                                                                  "num_workers=4", 3, 41.5, 39.0, 44.25, true};
+  if (a.findings[0].suggestions.size() > 1) a.findings[0].suggestions[1].estimated = false;
   const fs::path db = work_dir() / "columns_llm_decode_item.db";
   exporter::write_sqlite(reader, a, db.string());
   testsupport::JsonKeys keys;
   testsupport::collect_json_keys(json_report(a), "", {"findings[].metrics"}, keys);
   for (const char* leaf : {"tables.kernels[].whole_graph", "findings[].impact.estimated", "findings[].impact.per",
-                           "findings[].suggestions[].needs[]", "findings[].examples[].what", "breakdown.step_ms"})
+                           "findings[].suggestions[].needs[]", "findings[].suggestions[].measured.saving_pct",
+                           "findings[].examples[].what", "breakdown.step_ms"})
     CHECK_MESSAGE(keys.leaves.count(leaf), std::string(leaf));  // the analysis reaches what the check must see
   const auto missing = missing_columns(keys, db);
   std::string list;
