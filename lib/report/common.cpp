@@ -259,37 +259,6 @@ std::string sampling_sentence(const analyze::Sampling& s) {
   return out;
 }
 
-std::vector<std::string> host_clock_cells(const analyze::HostClock& c) {
-  return {c.hostname.empty() ? "-" : c.hostname, c.ranks,
-          c.reference ? "0 (reference)" : c.estimated ? fmt(c.offset_ms, 6) : "not estimated",
-          c.reference ? "-" : c.estimated ? fmt(c.precision_us, 1) : "-",
-          c.reference ? "-" : std::to_string(c.collectives_used)};
-}
-
-std::string host_clock_note(const analyze::RunAnalysis& run) {
-  return "The ranks ran on " + std::to_string(run.host_clocks.size()) + " hosts. Times are on the clock of " +
-         run.host_clocks.front().hostname +
-         "; another host's offset is the median, over the collectives matched between a rank of each, of (its end "
-         "there - its end on the reference), as a collective ends on every rank at once. Its precision is the larger "
-         "of those differences' spread (1.4826 x their median absolute deviation) and how far from the median "
-         "causality lets the offset lie (neither rank's kernel ends before the other's started).";
-}
-
-std::vector<std::string> sampling_window_cells(const analyze::SampledWindow& w) {
-  return {std::to_string(w.index), w.reason + (w.pinned ? " (pinned)" : "") + (w.open ? " (open)" : ""),
-          w.full ? "full" : "ranges", fmt(w.start_ms, 3), fmt(w.end_ms, 3), std::to_string(w.first_step),
-          std::to_string(w.steps), std::to_string(w.steps_analyzed), std::to_string(w.slow_steps),
-          std::to_string(w.records)};
-}
-
-std::vector<std::string> sampling_slow_cells(const analyze::SlowStepSeen& x) {
-  const std::string kept = x.detail == "full"    ? "full detail, window " + std::to_string(x.window)
-                           : x.detail == "ranges" ? "ranges only, window " + std::to_string(x.window)
-                                                  : "not kept";
-  return {std::to_string(x.step), fmt(x.start_ms, 3), fmt(x.duration_ms, 3), fmt(x.bound_ms, 3), kept,
-          x.grew.empty() ? "-" : x.grew + " (+" + fmt(x.grew_ms, 3) + " ms)"};
-}
-
 std::string drops_text(const analyze::Analysis& a, const std::function<std::string(const std::string&)>& code) {
   uint64_t total = 0;
   std::string by;

@@ -96,18 +96,5 @@ ZeroSplit split_zero_rows(std::vector<BreakdownRow> rows);
 std::string zero_rows_note(const std::vector<std::string>& names, const std::string& noun = "part");
 /// The labels of `rows` (the component table's names).
 std::vector<std::string> labels_of(const std::vector<BreakdownRow>& rows);
-/// The windows table's and the slow-steps table's cells (plain text; the writers escape them).
-inline const std::vector<std::string> kSamplingWindowHead = {"window", "reason", "detail", "start (ms)", "end (ms)",
-                                                             "first step", "steps", "analysed", "slow", "records"};
-std::vector<std::string> sampling_window_cells(const analyze::SampledWindow& w);
-/// Ranks on several hosts (docs/multi-gpu.md, "Clock"): the table of each host's clock against the reference's, and
-/// the sentence under it (plain text: each writer escapes).
-inline const std::vector<std::string> kHostClockHead = {"host", "ranks", "clock offset (ms)", "precision (us)",
-                                                        "collectives used"};
-std::vector<std::string> host_clock_cells(const analyze::HostClock& c);
-std::string host_clock_note(const analyze::RunAnalysis& run);
-inline const std::vector<std::string> kSamplingSlowHead = {"step of the run", "start (ms)", "duration (ms)",
-                                                           "threshold (ms)", "kept", "grew most (ranges only)"};
-std::vector<std::string> sampling_slow_cells(const analyze::SlowStepSeen& x);
 
 }  // namespace inferscope::report

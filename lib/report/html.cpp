@@ -53,8 +53,33 @@ svg text{font:11px system-ui,sans-serif}#tl-svg{cursor:grab;user-select:none}#tl
 details#warnings,details#components{margin:8px 0}summary .warn{color:#8a4b00}
 )CSS";
 
+/// A table's cell (detail_tables.hpp), escaped: a cell of names only as it is (the name column's font marks it),
+/// names among words as code; a kernel's full name on hover.
+std::string detail_cell(const DetailCell& x) {
+  std::string out;
+  const bool plain = x.all_names();
+  for (const CellSpan& span : x.spans) out += span.name && !plain ? "<code>" + h(span.text) + "</code>" : h(span.text);
+  if (x.full.empty()) return out;
+  return "<span class=\"full\" title=\"" + h(x.full) + "\">" + out + "</span>";
+}
 
-
+/// A table of the model as a sortable table: numeric columns right-aligned, share columns with bars.
+Table model_table(const DetailTable& t) {
+  Table table{{}, {}, {}};
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    const DetailColumn& col = t.columns[i];
+    table.head.push_back(h(col.head));
+    table.num.push_back(col.kind == CellKind::kNumber);
+    table.words.push_back(col.kind == CellKind::kWords);
+    if (col.bar) table.bars.push_back(i);
+  }
+  for (const auto& r : t.rows) {
+    std::vector<std::string> cells;
+    for (const DetailCell& x : r) cells.push_back(detail_cell(x));
+    table.rows.push_back(std::move(cells));
+  }
+  return table;
+}
 
 void write_breakdown(const Analysis& a, std::ostream& out) {
   const auto& b = a.breakdown;
@@ -112,17 +137,10 @@ void write_steps(const Analysis& a, std::ostream& out) {
   }
   out << "<p>Step <code>" << h(s.name) << "</code>" << (s.detected ? " (detected automatically)" : "") << ". "
       << h(step_counts_sentence(s)) << "</p>\n";
-  Table{{"count", "mean (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "min (ms)"},
-        {true, true, true, true, true, true, true},
-        {{std::to_string(s.count), fmt(s.mean_ms, 3), fmt(s.p50_ms, 3), fmt(s.p90_ms, 3), fmt(s.p99_ms, 3),
-          fmt(s.max_ms, 3), fmt(s.min_ms, 3)}}}
-      .write(out);
+  model_table(step_stats_table(s)).write(out);
   if (!s.slowest.empty()) {
     out << "<h3>Slowest steps</h3>\n";
-    Table t{{"step", "start (ms)", "duration (ms)"}, {true, true, true}, {}};
-    for (const auto& st : s.slowest)
-      t.rows.push_back({std::to_string(st.index), fmt(st.start_ms, 3), fmt(st.duration_ms, 3)});
-    t.write(out);
+    model_table(slowest_steps_table(s)).write(out);
   }
   if (const std::string o = outliers_sentence(s); !o.empty()) out << "<p>" << h(o) << "</p>\n";
   out << "</section>\n";
@@ -137,23 +155,7 @@ void write_waits(const Analysis& a, std::ostream& out) {
          "goes to whoever was working meanwhile"
       << (w.thread_sample_ms > 0 ? " (per-thread CPU read every " + fmt(w.thread_sample_ms, 1) + " ms)" : std::string())
       << ".</p>\n";
-  Table t{{"waited on", "kind", "ms per step", "% of the wait", "busy % (each)", "woke the step", "step thread sat in", "it ran"},
-          {false, false, true, true, true, true, false, false}, {}, {}, {}, {3}};
-  for (const auto& p : w.parties) {
-    if (p.share < 0.01) continue;
-    std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
-                      : p.kind == "unknown" ? "nobody seen working" : p.name;
-    if (p.kind == "gil") who += " (holding the GIL)";
-    if (p.kind == "lock") who += " (holding a lock)";
-    if (p.members.size() > 1) who += " \u00d7" + std::to_string(p.members.size());
-    std::string hot;
-    for (size_t i = 0; i < p.hot.size() && i < 3; ++i) hot += (i ? ", " : "") + p.hot[i].first;
-    const bool busy = p.kind == "threads" || p.kind == "gil" || p.kind == "lock" || p.kind == "processes";
-    t.rows.push_back({"<code>" + h(who) + "</code>", h(p.kind), fmt(p.ms_per_step, 3), fmt(p.share * 100, 1),
-                      fmt(busy ? p.busy_share * 100 : 0.0, 0), std::to_string(p.wakeups),
-                      "<code>" + h(p.site.empty() ? "-" : p.site) + "</code>", h(hot.empty() ? "-" : hot)});
-  }
-  t.write(out);
+  model_table(waits_table(w)).write(out);
   out << "</section>\n";
 }
 
@@ -162,22 +164,10 @@ void write_sampling(const Analysis& a, std::ostream& out) {
   const auto& s = a.sampling;
   if (!s.sampled) return;
   out << "<section id=\"sampling\"><h2>Sampled run</h2>\n<p>The run was sampled (mode: " << s.mode << "): " << h(sampling_sentence(s)) << "</p>\n";
-  Table w{kSamplingWindowHead, {true, false, false, true, true, true, true, true, true, true}, {}};
-  for (const auto& x : s.windows) {
-    auto c = sampling_window_cells(x);
-    for (auto& v : c) v = h(v);
-    w.rows.push_back(std::move(c));
-  }
-  if (!w.rows.empty()) w.write(out);
+  if (!s.windows.empty()) model_table(sampling_windows_table(s)).write(out);
   if (!s.slow_steps.empty()) {
     out << "<h3>Slow steps the runtime caught</h3>\n";
-    Table t{kSamplingSlowHead, {true, true, true, true, false, false}, {}};
-    for (const auto& x : s.slow_steps) {
-      auto c = sampling_slow_cells(x);
-      for (auto& v : c) v = h(v);
-      t.rows.push_back(std::move(c));
-    }
-    t.write(out);
+    model_table(sampling_slow_steps_table(s)).write(out);
   }
   out << "</section>\n";
 }
@@ -311,18 +301,6 @@ void write_requests(const Analysis& a, std::ostream& out) {
   out << "</section>\n";
 }
 
-// Ranks on several hosts: each host's clock against the reference host's, which the run's times are on.
-void write_host_clocks(const analyze::RunAnalysis& run, std::ostream& out) {
-  if (run.host_clocks.empty()) return;
-  Table t{kHostClockHead, {false, false, true, true, true}, {}};
-  for (const auto& c : run.host_clocks) {
-    t.rows.emplace_back();
-    for (const auto& x : host_clock_cells(c)) t.rows.back().push_back(h(x));
-  }
-  t.write(out);
-  out << "<p class=\"muted\">" << h(host_clock_note(run)) << "</p>\n";
-}
-
 // The ranks of a multi-process run analysed together (docs/multi-gpu.md).
 void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
   const analyze::RunAnalysis& run = a.run;
@@ -339,26 +317,14 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
                                : std::string())
         << "</p>\n";
   write_finding_list(run.findings, names, "run-finding-", nullptr, "", out);  // what to do first, then the numbers behind it
-  Table t{{"rank", "pid", "GPUs", "step (ms)", "compute", "collectives", "waiting", "moving data", "overlap",
-           "delayed others", "its own primary", "dump"},
-          {true, true, false, true, true, true, true, true, true, true, false, false}, {}};
-  for (const auto& r : run.ranks)
-    t.rows.push_back({std::to_string(r.rank), std::to_string(r.pid), h(r.devices.empty() ? "-" : r.devices),
-                      fmt(r.step_ms, 3), fmt(r.compute_ms, 3), fmt(r.comm_ms, 3), fmt(r.wait_ms, 3),
-                      fmt(r.transfer_ms, 3), fmt(r.overlap_ms, 3), fmt(r.late_ms, 3),
-                      h(r.primary.empty() ? "-" : r.primary), h(r.path)});
-  t.write(out);
-  out << "<p class=\"muted\">Per matched step, in ms. Waiting: inside a collective until the last rank arrived; "
-         "moving data: the rest of it; delayed others: how long the collectives waited for this rank.</p>\n";
-  write_host_clocks(run, out);
-  if (!run.collectives.empty()) {
-    Table c{{"collective", "per step", "moving data (ms)", "waiting (ms)", "last to arrive, of those late", "% with one late"},
-            {false, true, true, true, false, true}, {}};
-    for (const auto& x : run.collectives)
-      c.rows.push_back({h(x.op), fmt(x.per_step, 1), fmt(x.transfer_ms, 3), fmt(x.wait_ms, 3),
-                        x.last_rank < 0 ? "-" : std::to_string(x.last_rank) + " (" + fmt(x.last_share * 100, 0) + " %)", fmt(x.waited_share * 100, 0)});
-    c.write(out);
+  const DetailTable ranks = ranks_table(run);
+  model_table(ranks).write(out);
+  out << "<p class=\"muted\">" << h(ranks.note) << "</p>\n";
+  if (const DetailTable clocks = host_clocks_table(run); !clocks.rows.empty()) {
+    model_table(clocks).write(out);
+    out << "<p class=\"muted\">" << h(clocks.note) << "</p>\n";
   }
+  if (!run.collectives.empty()) model_table(collectives_table(run)).write(out);
   html::write_run_timeline(run, names, out);
   for (const auto& w : run.warnings) out << "<p class=\"muted\">Note: " << h(w) << "</p>\n";
   out << "</section>\n";
@@ -367,43 +333,16 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
 // The child processes recorded beside this dump (iscope-run --follow-children), each analysed on its own.
 void write_children(const Analysis& a, std::ostream& out) {
   if (a.children.empty()) return;
-  Table t{{"pid", "command", "dump", "complete", "steps", "step (ms)", "primary"},
-          {true, false, false, false, true, true, false}, {}};
-  for (const auto& c : a.children)
-    t.rows.push_back({std::to_string(c.pid), h(c.cmdline), h(c.path), c.complete ? "yes" : "no", std::to_string(c.steps),
-                      fmt(c.step_ms, 3), h(!c.error.empty() ? "unreadable: " + c.error : c.primary.empty() ? "-" : c.primary)});
-  const bool named = !a.run.ranks.empty() && !a.launcher && a.children.front().path == a.source;
-  out << "<section id=\"children\"><h2>" << (named ? "Dumps of the run" : "Child processes") << "</h2>\n";
-  t.write(out);
+  const DetailTable t = children_table(a);
+  out << "<section id=\"children\"><h2>" << h(t.title) << "</h2>\n";
+  model_table(t).write(out);
   out << "<p class=\"muted\">Analyse one with <code>iscope-analyze DUMP</code> for its full report.</p></section>\n";
 }
 
-/// A detail table's cell, escaped: a kernel's short name with its full name on hover, names joined by " → ".
-std::string detail_cell(const DetailCell& x) {
-  std::string out;
-  for (const auto& part : x.parts) out += (out.empty() ? "" : " → ") + h(part);
-  if (x.full.empty()) return out;
-  return "<span class=\"full\" title=\"" + h(x.full) + "\">" + out + "</span>";
-}
-
-/// The detail tables (detail_tables.hpp), each a sortable table in a section of its own.
+/// The detail tables, each a sortable table in a section of its own.
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
-  for (const DetailTable& t : detail_tables(a, names)) {
-    Table table{{}, {}, {}};
-    for (size_t i = 0; i < t.columns.size(); ++i) {
-      const DetailColumn& col = t.columns[i];
-      table.head.push_back(h(col.head));
-      table.num.push_back(col.kind == CellKind::kNumber);
-      table.words.push_back(col.kind == CellKind::kWords);
-      if (col.bar) table.bars.push_back(i);
-    }
-    for (const auto& r : t.rows) {
-      std::vector<std::string> cells;
-      for (const DetailCell& x : r) cells.push_back(detail_cell(x));
-      table.rows.push_back(std::move(cells));
-    }
-    section(out, t.anchor.c_str(), h(t.title).c_str(), table, t.note);
-  }
+  for (const DetailTable& t : detail_tables(a, names))
+    section(out, t.anchor.c_str(), h(t.title).c_str(), model_table(t), t.note);
 }
 
 /// Every recorded process fact (with the names of all OS threads, tens of lines), collapsed at the end.

@@ -76,6 +76,7 @@ using analyze::Analysis;
 using md::code;
 using md::prose;
 using md::table;
+using md::write_model_table;
 
 /// Longest name in a table cell, in characters; kernel names are short already (names.hpp).
 constexpr size_t kCellChars = 100;
@@ -102,6 +103,44 @@ std::string path_cell(const std::string& s) {
   for (size_t i = cps.size() - (kCellChars - 1); i < cps.size(); ++i) tail.append(cps[i]);
   return cell(tail);
 }
+
+/// A table's cell (detail_tables.hpp): names as code spans (cut to kCellChars), a path losing its beginning,
+/// words escaped.
+std::string detail_cell(const DetailCell& x, CellKind kind) {
+  if (kind == CellKind::kPath) return path_cell(x.text());
+  std::string out;
+  for (const CellSpan& span : x.spans) out += span.name ? cell(span.text) : md_cell(md_escape(span.text));
+  return out;
+}
+
+}  // namespace
+
+/// A table of the model (detail_tables.hpp), a column of bars after each share column, its note under it.
+void md::write_model_table(const DetailTable& t, std::ostream& out) {
+  std::vector<std::string> head;
+  std::vector<bool> right;
+  for (const DetailColumn& col : t.columns) {
+    head.push_back(col.head);
+    right.push_back(col.kind == CellKind::kNumber);
+    if (col.bar) {
+      head.emplace_back();
+      right.push_back(false);
+    }
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : t.rows) {
+    std::vector<std::string> cells;
+    for (size_t i = 0; i < r.size(); ++i) {
+      cells.push_back(detail_cell(r[i], t.columns[i].kind));
+      if (t.columns[i].bar) cells.push_back(md::share_bar(std::strtod(r[i].text().c_str(), nullptr)));
+    }
+    rows.push_back(std::move(cells));
+  }
+  table(out, head, right, rows);
+  if (!t.note.empty()) out << md_escape(t.note) << "\n\n";
+}
+
+namespace {
 
 
 /// `line` broken at spaces outside code spans into lines of about `width` characters; continuation lines are
@@ -150,6 +189,7 @@ std::string wrap(const std::string& line, size_t width) {
   return out + (from ? pad : std::string()) + line.substr(from) + '\n';
 }
 
+
 // The step by cause, named as the findings name them: each row is the impact of that category's finding, were it
 // reported.
 void write_causes(const Analysis& a, std::ostream& out) {
@@ -195,23 +235,7 @@ void write_waits(const Analysis& a, std::ostream& out) {
       << fmt(w.blocked_ms, 3) << " ms per step. Each instant goes to whoever was working meanwhile"
       << (w.thread_sample_ms > 0 ? " (per-thread CPU read every " + fmt(w.thread_sample_ms, 1) + " ms)" : std::string())
       << "; docs/analysis.md, \"Whom the step waits on\", gives the rules.\n\n";
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& p : w.parties) {
-    if (p.share < 0.01) continue;
-    std::string who = p.kind == "own_sleep" ? "its own sleep" : p.kind == "own_io" ? "its own I/O"
-                      : p.kind == "unknown" ? "nobody seen working" : code(p.name);
-    if (p.kind == "gil") who += " (holding the GIL)";
-    if (p.kind == "lock") who += " (holding a lock)";
-    if (p.members.size() > 1) who += " ×" + std::to_string(p.members.size());
-    std::string hot;
-    for (size_t i = 0; i < p.hot.size() && i < 3; ++i) hot += (i ? ", " : "") + code(p.hot[i].first);
-    rows.push_back({who, p.kind, fmt(p.ms_per_step, 3), fmt(p.share * 100, 1), md::share_bar(p.share * 100),
-                    p.kind == "threads" || p.kind == "gil" || p.kind == "lock" || p.kind == "processes" ? fmt(p.busy_share * 100, 0) : "-",
-                    std::to_string(p.wakeups), p.site.empty() ? "-" : code(p.site), hot.empty() ? "-" : hot});
-  }
-  table(out, {"waited on", "kind", "ms per step", "% of the wait", "", "busy % (each)", "woke the step", "step thread sat in",
-              "it ran"},
-        {false, false, true, true, false, true, true, false, false}, rows);
+  write_model_table(waits_table(w), out);
   if (!w.children.empty()) {
     out << "Child processes:";
     for (size_t i = 0; i < w.children.size(); ++i)
@@ -230,16 +254,10 @@ void write_steps(const Analysis& a, std::ostream& out) {
   }
   out << "Step: " << code(s.name) << (s.detected ? " (detected automatically)" : "") << ". "
       << md_escape(step_counts_sentence(s)) << "\n\n";
-  table(out, {"count", "mean (ms)", "p50 (ms)", "p90 (ms)", "p99 (ms)", "max (ms)", "min (ms)"},
-        {true, true, true, true, true, true, true},
-        {{std::to_string(s.count), fmt(s.mean_ms, 3), fmt(s.p50_ms, 3), fmt(s.p90_ms, 3), fmt(s.p99_ms, 3),
-          fmt(s.max_ms, 3), fmt(s.min_ms, 3)}});
+  write_model_table(step_stats_table(s), out);
   if (!s.slowest.empty()) {
     out << "Slowest steps:\n\n";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& st : s.slowest)
-      rows.push_back({std::to_string(st.index), fmt(st.start_ms, 3), fmt(st.duration_ms, 3)});
-    table(out, {"step", "start (ms)", "duration (ms)"}, {true, true, true}, rows);
+    write_model_table(slowest_steps_table(s), out);
   }
   if (const std::string o = outliers_sentence(s); !o.empty()) out << md_escape(o) << "\n\n";
 }
@@ -321,65 +339,12 @@ void write_findings(const Analysis& a, const KernelNames& names, std::ostream& o
   for (size_t i = 0; i < a.findings.size(); ++i) write_finding(a.findings[i], i + 1, names, cmdline_of(a), out);
 }
 
-/// A detail table's cell: names as code spans (cut to kCellChars), a path losing its beginning, numbers and words
-/// escaped text.
-std::string detail_cell(const DetailCell& x, CellKind kind) {
-  switch (kind) {
-    case CellKind::kName: {
-      std::string out;
-      for (const auto& part : x.parts) out += (out.empty() ? "" : " → ") + cell(part);
-      return out;
-    }
-    case CellKind::kPath: return path_cell(x.text());
-    case CellKind::kNumber:
-    case CellKind::kWords: return md_cell(md_escape(x.text()));
-  }
-  return {};
-}
-
-/// The detail tables (detail_tables.hpp), each under its heading, a column of bars after each share column.
+/// The detail tables, each under its heading.
 void write_tables(const Analysis& a, const KernelNames& names, std::ostream& out) {
   for (const DetailTable& t : detail_tables(a, names)) {
     out << "## " << t.title << "\n\n";
-    std::vector<std::string> head;
-    std::vector<bool> right;
-    for (const DetailColumn& col : t.columns) {
-      head.push_back(col.head);
-      right.push_back(col.kind == CellKind::kNumber);
-      if (col.bar) {
-        head.emplace_back();
-        right.push_back(false);
-      }
-    }
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& r : t.rows) {
-      std::vector<std::string> cells;
-      for (size_t i = 0; i < r.size(); ++i) {
-        cells.push_back(detail_cell(r[i], t.columns[i].kind));
-        if (t.columns[i].bar) cells.push_back(md::share_bar(std::strtod(r[i].text().c_str(), nullptr)));
-      }
-      rows.push_back(std::move(cells));
-    }
-    table(out, head, right, rows);
-    if (!t.note.empty()) out << md_escape(t.note) << "\n\n";
+    write_model_table(t, out);
   }
-}
-
-/// Right after the headline: what might make the numbers below wrong or partial, so it is read first.
-
-/// Every recorded process fact, at the end. Names of threads the session never saw (os_thread.*) are in the
-/// threads table's terms already, so only their number is given.
-// The child processes recorded beside this dump (iscope-run --follow-children), each analysed on its own.
-// Ranks on several hosts: each host's clock against the reference host's, which the run's times are on.
-void write_host_clocks(const analyze::RunAnalysis& run, std::ostream& out) {
-  if (run.host_clocks.empty()) return;
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& c : run.host_clocks) {
-    rows.push_back(host_clock_cells(c));
-    for (size_t i = 0; i < 2; ++i) rows.back()[i] = cell(rows.back()[i]);  // host and ranks are names
-  }
-  table(out, kHostClockHead, {false, false, true, true, true}, rows);
-  out << md_escape(host_clock_note(run)) << "\n\n";
 }
 
 // The ranks of a multi-process run analysed together (docs/multi-gpu.md): the run's own findings first (so they
@@ -401,43 +366,19 @@ void write_run(const Analysis& a, const KernelNames& names, std::ostream& out) {
         << "\n\n";
   for (size_t i = 0; i < run.findings.size(); ++i) write_finding(run.findings[i], i + 1, names, "", out);
   out << "### The ranks\n\n";
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& r : run.ranks)
-    rows.push_back({std::to_string(r.rank), std::to_string(r.pid), cell(r.devices.empty() ? "-" : r.devices),
-                    fmt(r.step_ms, 3), fmt(r.compute_ms, 3), fmt(r.comm_ms, 3), fmt(r.wait_ms, 3), fmt(r.transfer_ms, 3),
-                    fmt(r.overlap_ms, 3), fmt(r.late_ms, 3), cell(r.primary.empty() ? "-" : r.primary), cell(r.path)});
-  table(out, {"rank", "pid", "GPUs", "step (ms)", "compute", "collectives", "waiting", "moving data", "overlap",
-              "delayed others", "its own primary", "dump"},
-        {true, true, false, true, true, true, true, true, true, true, false, false}, rows);
-  out << "Times are per matched step in ms. Waiting: inside a collective until the last rank arrived; moving data: "
-         "the rest of it; delayed others: how long the collectives waited for this rank, arriving last.\n\n";
-  write_host_clocks(run, out);
-  if (!run.collectives.empty()) {
-    rows.clear();
-    for (const auto& c : run.collectives)
-      rows.push_back({cell(c.op), fmt(c.per_step, 1), fmt(c.transfer_ms, 3), fmt(c.wait_ms, 3),
-                      c.last_rank < 0 ? "-" : std::to_string(c.last_rank) + " (" + fmt(c.last_share * 100, 0) + " %)", fmt(c.waited_share * 100, 0)});
-    table(out, {"collective", "per step", "moving data (ms)", "waiting (ms)", "last to arrive, of those late", "% with one late"},
-          {false, true, true, true, false, true}, rows);
-  }
+  write_model_table(ranks_table(run), out);
+  if (!run.host_clocks.empty()) write_model_table(host_clocks_table(run), out);
+  if (!run.collectives.empty()) write_model_table(collectives_table(run), out);
   for (const auto& w : run.warnings) out << "- Note: " << md_escape(w) << "\n";
   if (!run.warnings.empty()) out << "\n";
 }
 
+// The child processes recorded beside this dump (iscope-run --follow-children), each analysed on its own.
 void write_children(const Analysis& a, std::ostream& out) {
   if (a.children.empty()) return;
-  // several dumps named together are the run's ranks, not this process's children
-  out << (!a.run.ranks.empty() && !a.launcher && a.children.front().path == a.source ? "## Dumps of the run\n\n"
-                                                                                         : "## Child processes\n\n");
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& c : a.children) {
-    const std::string verdict = !c.error.empty() ? "unreadable: " + truncate(c.error, 80)
-                                                 : c.primary.empty() ? std::string("-") : c.primary;
-    rows.push_back({std::to_string(c.pid), cell(c.cmdline), cell(c.path), c.complete ? "yes" : "no",
-                    std::to_string(c.steps), fmt(c.step_ms, 3), cell(verdict)});
-  }
-  table(out, {"pid", "command", "dump", "complete", "steps", "step (ms)", "primary"},
-        {true, false, false, false, true, true, false}, rows);
+  const DetailTable t = children_table(a);
+  out << "## " << t.title << "\n\n";
+  write_model_table(t, out);
   out << "Analyse one with `iscope-analyze <dump>` for its full report.\n\n";
 }
 

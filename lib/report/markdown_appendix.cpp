@@ -16,22 +16,10 @@ void write_sampling(const Analysis& a, std::ostream& out) {
   const auto& s = a.sampling;
   if (!s.sampled) return;
   out << "### Sampled run\n\nThe run was sampled (mode: " << s.mode << "): " << md_escape(sampling_sentence(s)) << "\n\n";
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& w : s.windows) {
-    auto c = sampling_window_cells(w);
-    for (auto& x : c) x = md_cell(md_escape(x));
-    rows.push_back(std::move(c));
-  }
-  if (!rows.empty()) table(out, kSamplingWindowHead, {true, false, false, true, true, true, true, true, true, true}, rows);
+  if (!s.windows.empty()) write_model_table(sampling_windows_table(s), out);
   if (s.slow_steps.empty()) return;
   out << "Slow steps the runtime caught (the slow_steps finding explains those kept in full detail):\n\n";
-  rows.clear();
-  for (const auto& x : s.slow_steps) {
-    auto c = sampling_slow_cells(x);
-    for (auto& v : c) v = md_cell(md_escape(v));
-    rows.push_back(std::move(c));
-  }
-  table(out, kSamplingSlowHead, {true, true, true, true, false, false}, rows);
+  write_model_table(sampling_slow_steps_table(s), out);
 }
 
 // Every recorded process fact. Names of threads the session never saw (os_thread.*) are in the threads table's

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "analyze/analysis.hpp"
+#include "report/detail_tables.hpp"
 #include "report/names.hpp"
 
 #include <ostream>
@@ -28,6 +29,10 @@ std::string share_bar(double pct, size_t width = 10);
 /// A GitHub-flavoured table; cells must already be escaped. `right` marks right-aligned (numeric) columns.
 void table(std::ostream& out, const std::vector<std::string>& head, const std::vector<bool>& right,
            const std::vector<std::vector<std::string>>& rows);
+
+/// A table of the model (report/detail_tables.hpp): names as code spans, a column of bars after each share column,
+/// its note under it.
+void write_model_table(const DetailTable& t, std::ostream& out);
 
 /// The report's top: title, latency with its spread, the primary cause in words and what to do first, one line
 /// on the data's quality (with the warnings that make the numbers doubtful, when there are any).

@@ -38,6 +38,17 @@ std::string written(const analyze::Analysis& a, F&& writer) {
   return out.str();
 }
 
+/// `s` with each run of spaces and newlines as one space (the Markdown writer wraps long prose lines).
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const bool space = ch == ' ' || ch == '\n';
+    if (space && !out.empty() && out.back() == ' ') continue;
+    out += space ? ' ' : ch;
+  }
+  return out;
+}
+
 size_t count_tables(const analyze::Analysis& a) {
   size_t n = 0;
   analyze::for_each_detail_rows(a, [&n](const char*, const auto& rows) { n += !rows.empty(); });
@@ -61,7 +72,7 @@ TEST_CASE("detail tables: one per non-empty table of the field list, each row as
     CHECK(!t.rows.empty());
     for (const auto& row : t.rows) {
       REQUIRE(row.size() == t.columns.size());
-      for (const auto& cell : row) CHECK(!cell.parts.empty());
+      for (const auto& cell : row) CHECK(!cell.spans.empty());
     }
   }
   CHECK(keys.size() == 10);
@@ -87,7 +98,12 @@ TEST_CASE("detail tables: a shortened kernel keeps its full name, a copy its two
   for (const auto& t : tables)
     if (t.key == "copies") {
       const auto& memory = t.rows.front().at(1);
-      CHECK(memory.parts == std::vector<std::string>{a.copies.front().src_memory, a.copies.front().dst_memory});
+      REQUIRE(memory.spans.size() == 3);
+      CHECK(memory.spans[0].name);
+      CHECK(memory.spans[0].text == a.copies.front().src_memory);
+      CHECK_FALSE(memory.spans[1].name);
+      CHECK(memory.spans[2].text == a.copies.front().dst_memory);
+      CHECK(memory.text() == a.copies.front().src_memory + " → " + a.copies.front().dst_memory);
     }
 }
 
@@ -139,4 +155,104 @@ TEST_CASE("detail tables: Markdown and HTML write every heading, column and note
   }
   // The families' note names the share of kernel time on tensor cores.
   CHECK(md.find("63.0 % of kernel time ran on tensor cores") != std::string::npos);
+}
+
+TEST_CASE("section tables: whom the step waits on, in names and words, alike in Markdown and HTML") {
+  analyze::Analysis a = report::testing::sample_analysis();
+  a.waits.measured = true;
+  a.waits.blocked_ms = 4;
+  analyze::WaitPartyRow gil;
+  gil.kind = "gil";
+  gil.name = "worker";
+  gil.members = {"worker (tid 1)", "worker (tid 2)", "worker (tid 3)"};
+  gil.share = 0.7;
+  gil.busy_share = 0.9;
+  gil.hot = {{"decode", 1.0}, {"resize", 0.5}};
+  analyze::WaitPartyRow sleep;
+  sleep.kind = "own_sleep";
+  sleep.share = 0.295;
+  analyze::WaitPartyRow tiny = gil;
+  tiny.name = "tiny";
+  tiny.share = 0.005;  // under 1 % of the wait: left out
+  a.waits.parties = {gil, sleep, tiny};
+
+  const auto t = report::waits_table(a.waits);
+  REQUIRE(t.rows.size() == 2);
+  const auto& who = t.rows[0][0];
+  CHECK(who.text() == "worker (holding the GIL) ×3");
+  CHECK(who.spans.front().name);
+  CHECK_FALSE(who.all_names());
+  CHECK(t.rows[0][4].text() == "90");  // busy % of each member
+  CHECK(t.rows[0][7].text() == "decode, resize");
+  CHECK(t.rows[1][0].text() == "its own sleep");
+  CHECK_FALSE(t.rows[1][0].spans.front().name);
+  CHECK(t.rows[1][4].text() == "-");  // a busy share does not apply to a sleep
+
+  const std::string md = written(a, report::write_markdown);
+  const std::string page = written(a, report::write_html);
+  CHECK(md.find("| `worker` (holding the GIL) ×3 | gil |") != std::string::npos);
+  CHECK(md.find("| its own sleep | own\\_sleep |") == std::string::npos);  // snake_case stays greppable
+  CHECK(md.find("| its own sleep | own_sleep |") != std::string::npos);
+  CHECK(page.find("<code>worker</code> (holding the GIL) ×3") != std::string::npos);
+  CHECK(page.find(">tiny<") == std::string::npos);
+  CHECK(md.find("`tiny`") == std::string::npos);
+}
+
+TEST_CASE("section tables: step statistics and the children's table, with the heading the run decides") {
+  analyze::Analysis a = report::testing::sample_analysis();
+  const auto stats = report::step_stats_table(a.steps);
+  REQUIRE(stats.rows.size() == 1);
+  CHECK(stats.rows[0][0].text() == std::to_string(a.steps.count));
+  CHECK(report::slowest_steps_table(a.steps).rows.size() == a.steps.slowest.size());
+
+  REQUIRE(!a.children.empty());
+  CHECK(report::children_table(a).title == "Child processes");
+  CHECK(report::children_table(a).rows.size() == a.children.size());
+  const std::string md = written(a, report::write_markdown);
+  const std::string page = written(a, report::write_html);
+  CHECK(md.find("## Child processes\n") != std::string::npos);
+  CHECK(page.find("<section id=\"children\"><h2>Child processes</h2>") != std::string::npos);
+}
+
+TEST_CASE("section tables: a run's ranks, host clocks and collectives, a sampled run's windows, in both reports") {
+  analyze::Analysis a = report::testing::sample_analysis();
+  analyze::RankRow r0, r1;
+  r0.rank = 0, r0.pid = 11, r0.devices = "0", r0.path = "run.11.iscope", r0.step_ms = 9.5;
+  r1.rank = 1, r1.pid = 12, r1.devices = "1", r1.path = "run.12.iscope", r1.step_ms = 9.75, r1.primary = "comm_bound";
+  a.run.ranks = {r0, r1};
+  a.run.host_clocks = {{"node-a", "0", true, true, 0, 0, 0}, {"node-b", "1", false, true, 0.0421, 3.5, 40}};
+  analyze::CollectiveRow ar;
+  ar.op = "AllReduce", ar.per_step = 2, ar.transfer_ms = 1.25, ar.wait_ms = 0.5, ar.last_rank = 1, ar.last_share = 0.8;
+  a.run.collectives = {ar};
+  a.sampling.sampled = true;
+  analyze::SampledWindow w;
+  w.index = 1, w.reason = "slow_step", w.pinned = true, w.steps = 10;
+  a.sampling.windows = {w};
+
+  const auto ranks = report::ranks_table(a.run);
+  REQUIRE(ranks.rows.size() == 2);
+  CHECK(ranks.rows[1].back().text() == "run.12.iscope");
+  CHECK(ranks.rows[0][10].text() == "-");  // no primary of its own
+  const auto clocks = report::host_clocks_table(a.run);
+  REQUIRE(clocks.rows.size() == 2);
+  CHECK(clocks.rows[0][2].text() == "0 (reference)");
+  CHECK(clocks.rows[1][2].text() == "0.042100");
+  CHECK(clocks.note.find("The ranks ran on 2 hosts. Times are on the clock of node-a") == 0);
+  CHECK(report::host_clocks_table(analyze::RunAnalysis{}).rows.empty());
+  CHECK(report::collectives_table(a.run).rows.at(0).at(4).text() == "1 (80 %)");
+  CHECK(report::sampling_windows_table(a.sampling).rows.at(0).at(1).text() == "slow_step (pinned)");
+
+  const std::string md = written(a, report::write_markdown);
+  const std::string page = written(a, report::write_html);
+  for (const auto& t : {ranks, clocks, report::collectives_table(a.run), report::sampling_windows_table(a.sampling)}) {
+    INFO("table " << t.key);
+    for (const auto& col : t.columns) {
+      CHECK(md.find(" " + col.head + " |") != std::string::npos);
+      CHECK(page.find(">" + report::html_escape(col.head) + "</th>") != std::string::npos);
+    }
+    if (!t.note.empty()) {
+      CHECK(one_line(md).find(report::md_escape(t.note)) != std::string::npos);
+      CHECK(page.find(report::html_escape(t.note)) != std::string::npos);
+    }
+  }
 }
