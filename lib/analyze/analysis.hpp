@@ -564,6 +564,9 @@ struct RunAnalysis {
   /// host). Every time of the run (matching, waits, the timeline) is on the reference host's clock.
   std::vector<HostClock> host_clocks;
   double step_ms = 0;          ///< the run's step: the slowest rank's mean matched step
+  /// That rank's matched steps, ms, in step order: what iscope-diff compares for a launcher, whose report heads with
+  /// the run's step (not written to the reports).
+  std::vector<double> step_durations_ms;
   double imbalance_pct = 0;    ///< (slowest rank's compute - mean compute) / mean compute * 100
   int straggler = -1;          ///< the rank the others wait for most (-1: none worth naming)
   std::string straggler_did;   ///< what it did while the others waited ("" when not found)

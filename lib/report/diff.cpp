@@ -169,24 +169,48 @@ void fill_name_changes(Comparison& c, const analyze::Analysis& before, const ana
   c.python_by_count = top_changes(python, by_count);
 }
 
+/// The steps whose latency is compared: a run's launcher's report heads with the run's step (the slowest rank's
+/// mean matched step), so its comparison is of that rank's matched steps; any other dump's, its own steady steps.
+analyze::StepStats latency_steps(const analyze::Analysis& a) {
+  if (!a.launcher || a.run.step_durations_ms.empty()) return a.steps;
+  analyze::StepStats s;
+  s.name = "the run's step";
+  s.steady_durations_ms = a.run.step_durations_ms;
+  std::vector<double> v = s.steady_durations_ms;
+  std::sort(v.begin(), v.end());
+  s.count = v.size();
+  s.mean_ms = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  s.p50_ms = analyze::percentile_sorted(v, 0.5);
+  s.p90_ms = analyze::percentile_sorted(v, 0.9);
+  s.p99_ms = analyze::percentile_sorted(v, 0.99);
+  s.min_ms = v.front();
+  s.max_ms = v.back();
+  return s;
+}
+
 void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::Analysis& after) {
-  if (before.steps.name != after.steps.name)
-    c.notes.push_back("the steps differ: '" + before.steps.name + "' before, '" + after.steps.name + "' after");
+  if (latency_steps(before).name != latency_steps(after).name)
+    c.notes.push_back("the steps differ: '" + latency_steps(before).name + "' before, '" + latency_steps(after).name +
+                      "' after");
   for (const auto* a : {&before, &after}) {
     const std::string which = a == &before ? "BEFORE" : "AFTER";
     if (a->partial) c.notes.push_back(which + " (" + a->source + ") is corrupt: only the data before the damage were read");
     else if (!a->complete)
       c.notes.push_back(which + " (" + a->source + ") is incomplete: the dump was cut short (no END chunk: its process did "
                         "not stop cleanly, or the file was copied or cut before its end); only what it holds was compared");
-    if (a->steps.count == 0) c.notes.push_back(which + " (" + a->source + ") has no steady steps: latency not compared");
+    if (latency_steps(*a).count == 0)
+      c.notes.push_back(which + " (" + a->source + ") has no steady steps: latency not compared");
     if (a->steps.host_ahead)
       c.notes.push_back(which + "'s host ran ahead of the GPU (its step ranges end long before their GPU work): both "
                         "runs' latencies are the GPU's pace, the time between completions of consecutive steps' work");
-    if (a->launcher)  // its report's headline is the run's step; the step statistics compared are its own loop's
+    if (a->launcher && !a->run.step_durations_ms.empty())
       c.notes.push_back(which + " (" + a->source + ") is the launcher of a run of " + std::to_string(a->run.ranks.size()) +
-                        " ranks: its report's headline is the run's step (" + ms_text(a->run.step_ms) +
-                        ", the slowest rank's mean), while the latency compared here is its own loop's; compare the "
-                        "ranks' dumps for the run's latency");
+                        " ranks: the latency compared is the run's step, as its report's headline (" +
+                        ms_text(a->run.step_ms) + "): the slowest rank's " +
+                        std::to_string(a->run.step_durations_ms.size()) + " matched steps");
+    else if (a->launcher)
+      c.notes.push_back(which + " (" + a->source + ") is the launcher of a run of " + std::to_string(a->run.ranks.size()) +
+                        " ranks whose steps could not be matched: the latency compared is its own loop's");
     if (a->kernels.size() >= 50 || a->python.size() >= 50)
       c.notes.push_back(which + "'s kernel or Python table holds only its 50 busiest rows: a name missing on one side "
                         "may be below that cut rather than gone");
@@ -326,7 +350,7 @@ Comparison compare(const analyze::Analysis& before, const analyze::Analysis& aft
   c.before_subject = report_subject(before);
   c.after_subject = report_subject(after);
   fill_name_changes(c, before, after);
-  c.latency = compare_latency(before.steps, after.steps);
+  c.latency = compare_latency(latency_steps(before), latency_steps(after));
   c.breakdown = compare_breakdown(before.breakdown, after.breakdown);
   c.findings = compare_findings(before.findings, after.findings);
   add_notes(c, before, after);

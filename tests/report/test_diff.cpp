@@ -426,10 +426,18 @@ TEST_CASE("iscope-diff and iscope-analyze describe one dump alike") {
     if (std::string(name) == "mg_comm_bound.iscope") {
       CHECK(a.at("run").as_object().at("launcher").as_bool());  // what the case is about: a launcher, its ranks beside
       CHECK(in_diff.empty());
-      // Its headline is the run's step, which the comparison's latency (its own loop's) is not: the comparison says so.
+      // Its headline is the run's step, and so is the latency compared: the slowest rank's matched steps, whose mean
+      // is the report's run step; the comparison says so.
       bool noted = false;
-      for (const auto& n : d.at("notes").as_array()) noted |= std::string(n.as_string()).find("is the launcher of a run of 2 ranks") != std::string::npos;
+      for (const auto& n : d.at("notes").as_array())
+        noted |= std::string(n.as_string()).find("is the launcher of a run of 2 ranks: the latency compared is the run's "
+                                                 "step") != std::string::npos;
       CHECK(noted);
+      const auto& side = d.at("latency").as_object().at("before").as_object();
+      CHECK(side.at("step").as_string() == "the run's step");
+      CHECK(side.at("count").to_number<double>() == a.at("run").as_object().at("steps_matched").to_number<double>());
+      CHECK(side.at("mean_ms").to_number<double>() ==
+            doctest::Approx(a.at("run").as_object().at("step_ms").to_number<double>()).epsilon(1e-9));
     } else {
       CHECK_FALSE(in_diff.empty());
     }

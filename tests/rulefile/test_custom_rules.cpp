@@ -77,12 +77,6 @@ std::shared_ptr<const rules::RuleSettings> load(const std::string& text) {
   return s;
 }
 
-const Finding* find(const std::vector<Finding>& v, const std::string& category) {
-  for (const Finding& f : v)
-    if (f.category == category) return &f;
-  return nullptr;
-}
-
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 const char* kExample = R"(bottleneck_rules:

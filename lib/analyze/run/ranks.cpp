@@ -345,6 +345,15 @@ void add_communication(const std::vector<const RankTrace*>& traces, const std::v
   run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, sums.f32, sums.collectives / m, share, runs, select));
 }
 
+// The run's step, step by step: the durations of the rank whose mean matched step is the run's (fill_means).
+void keep_slowest_rank_steps(const std::vector<std::vector<const RankStep*>>& matched, RunAnalysis& run) {
+  size_t slowest = 0;
+  for (size_t r = 1; r < run.ranks.size(); ++r)
+    if (run.ranks[r].step_ms > run.ranks[slowest].step_ms) slowest = r;
+  run.step_durations_ms.reserve(matched.size());
+  for (const auto& st : matched) run.step_durations_ms.push_back(double(st[slowest]->end_ns - st[slowest]->start_ns) / 1e6);
+}
+
 }  // namespace
 
 size_t common_collectives(const std::vector<const RankStep*>& step) {
@@ -378,6 +387,7 @@ RunAnalysis analyze_ranks(const std::vector<RankTrace>& traces, const std::vecto
                            "each step, as many as every rank ran, are matched (in their order)");
   const double m = double(matched.size());
   fill_means(sums, m, run);
+  keep_slowest_rank_steps(matched, run);
   add_straggler(matched, in.analyses, run);
   add_communication(in.traces, matched, sums, m, run);
   run.timeline = run_timeline(matched, run.ranks);
