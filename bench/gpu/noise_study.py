@@ -1,8 +1,9 @@
 """How the GPU host's noise behaves, step by step, and which measurement design beats it (issue 42).
 
-The overhead table pairs windows of ~20 steps by round; on the H200 hosts the windows without collection of one
-process spread by 20-50 %, and a round's two windows by almost as much, so 36 rounds leave intervals of several
-points. This prints, for one process and GPT-2 fp16 batch 1 (the table's short-b1 step):
+The overhead table pairs windows by round; on the H200 hosts the windows without collection of one process spread
+by 20-50 %, and with windows of 2 + 20 steps (the design before 2026-12-02) a round's windows by almost as much, so
+36 rounds left intervals of several points. This prints, for one process and GPT-2 fp16 batch 1 (the table's
+short-b1 step):
 
 - the step time's spread and how fast it moves (the correlation of a step with the next, the 10th, the 100th);
 - the thread's CPU time per step beside its wall time (is the noise time on the CPU or time off it?);

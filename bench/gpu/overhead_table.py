@@ -109,9 +109,9 @@ def table_plan(a):
     """The table's groups and rows."""
     q = a.quick
     # Short windows, many rounds (bench/gpu/noise_study.py, docs/benchmarks.md "Why short windows"): the host's
-    # speed drifts slowly but also jumps between levels (5.5, 7.4, 10.5 ms for the same step), and a round whose
-    # windows straddle a jump gives a ratio far off. Windows of 2 + 4 steps (~70 ms) straddle fewer jumps than
-    # 2 + 20 did, and 150 rounds in the same time let the median over rounds set those few aside.
+    # speed drifts slowly but also jumps (7.5 to 6.0 ms between two windows of one round), and a round whose windows
+    # straddle a jump gives a ratio far off. Windows of 2 + 4 steps (~70 ms) straddle fewer jumps than 2 + 20 did,
+    # and 150 rounds (about 1.3 times the time of 36) let the median over rounds set those few aside.
     r_short, r_long = (4, 3) if q else (150, 32)
     warm, steps = (1, 5) if q else (2, 4)
     groups, rows = [], []

@@ -169,10 +169,20 @@ void fill_name_changes(Comparison& c, const analyze::Analysis& before, const ana
   c.python_by_count = top_changes(python, by_count);
 }
 
+/// The rank whose mean matched step is the run's step (ranks.cpp, fill_means): the highest mean, the first of equals.
+size_t slowest_rank(const analyze::RunAnalysis& run) {
+  size_t slowest = 0;
+  for (size_t r = 1; r < run.ranks.size(); ++r)
+    if (run.ranks[r].step_ms > run.ranks[slowest].step_ms) slowest = r;
+  return slowest;
+}
+
+bool compares_run(const analyze::Analysis& a) { return a.launcher && !a.run.step_durations_ms.empty(); }
+
 /// The steps whose latency is compared: a run's launcher's report heads with the run's step (the slowest rank's
 /// mean matched step), so its comparison is of that rank's matched steps; any other dump's, its own steady steps.
 analyze::StepStats latency_steps(const analyze::Analysis& a) {
-  if (!a.launcher || a.run.step_durations_ms.empty()) return a.steps;
+  if (!compares_run(a)) return a.steps;
   analyze::StepStats s;
   s.name = "the run's step";
   s.steady_durations_ms = a.run.step_durations_ms;
@@ -203,11 +213,12 @@ void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::An
     if (a->steps.host_ahead)
       c.notes.push_back(which + "'s host ran ahead of the GPU (its step ranges end long before their GPU work): both "
                         "runs' latencies are the GPU's pace, the time between completions of consecutive steps' work");
-    if (a->launcher && !a->run.step_durations_ms.empty())
+    if (compares_run(*a))
       c.notes.push_back(which + " (" + a->source + ") is the launcher of a run of " + std::to_string(a->run.ranks.size()) +
                         " ranks: the latency compared is the run's step, as its report's headline (" +
-                        ms_text(a->run.step_ms) + "): the slowest rank's " +
-                        std::to_string(a->run.step_durations_ms.size()) + " matched steps");
+                        ms_text(a->run.step_ms) + ", their mean): the " +
+                        std::to_string(a->run.step_durations_ms.size()) + " matched steps of rank " +
+                        std::to_string(a->run.ranks[slowest_rank(a->run)].rank) + ", the slowest");
     else if (a->launcher)
       c.notes.push_back(which + " (" + a->source + ") is the launcher of a run of " + std::to_string(a->run.ranks.size()) +
                         " ranks whose steps could not be matched: the latency compared is its own loop's");
@@ -351,6 +362,13 @@ Comparison compare(const analyze::Analysis& before, const analyze::Analysis& aft
   c.after_subject = report_subject(after);
   fill_name_changes(c, before, after);
   c.latency = compare_latency(latency_steps(before), latency_steps(after));
+  if (compares_run(before) || compares_run(after)) {  // the run's step is a mean: the headline compares means
+    c.latency.headline = "mean";
+    c.latency.headline_reason = compares_run(before) && compares_run(after)
+                                    ? "both are launchers, whose reports head with the run's mean step"
+                                : compares_run(before) ? "BEFORE is a launcher, whose report heads with the run's mean step"
+                                                       : "AFTER is a launcher, whose report heads with the run's mean step";
+  }
   c.breakdown = compare_breakdown(before.breakdown, after.breakdown);
   c.findings = compare_findings(before.findings, after.findings);
   add_notes(c, before, after);

@@ -49,6 +49,32 @@ std::string one_line(const std::string& s) {
   return out;
 }
 
+/// The HTML page's section with this id, "" when there is none.
+std::string html_section(const std::string& page, const std::string& id) {
+  const size_t a = page.find("<section id=\"" + id + "\"");
+  if (a == std::string::npos) return {};
+  return page.substr(a, page.find("</section>", a) - a);
+}
+
+/// A table's header row as the Markdown report writes it (an empty column after each share column, for its bars).
+std::string md_header(const report::DetailTable& t) {
+  std::string head = "|";
+  for (const auto& col : t.columns) {
+    head += " " + col.head + " |";
+    if (col.bar) head += "  |";
+  }
+  return head + "\n";
+}
+
+/// The HTML table's header cells, in order, as a string.
+std::string html_header(const report::DetailTable& t) {
+  std::string head;
+  for (const auto& col : t.columns)
+    head += std::string(col.kind == report::CellKind::kNumber ? "<th class=\"n\">" : "<th>") +
+            report::html_escape(col.head) + "</th>";
+  return head;
+}
+
 size_t count_tables(const analyze::Analysis& a) {
   size_t n = 0;
   analyze::for_each_detail_rows(a, [&n](const char*, const auto& rows) { n += !rows.empty(); });
@@ -70,10 +96,7 @@ TEST_CASE("detail tables: one per non-empty table of the field list, each row as
     CHECK(!t.title.empty());
     CHECK(t.anchor.find('_') == std::string::npos);
     CHECK(!t.rows.empty());
-    for (const auto& row : t.rows) {
-      REQUIRE(row.size() == t.columns.size());
-      for (const auto& cell : row) CHECK(!cell.spans.empty());
-    }
+    for (const auto& row : t.rows) REQUIRE(row.size() == t.columns.size());
   }
   CHECK(keys.size() == 10);
 
@@ -141,17 +164,19 @@ TEST_CASE("detail tables: Markdown and HTML write every heading, column and note
   const std::string page = written(a, report::write_html);
   for (const auto& t : tables) {
     INFO("table " << t.key);
-    CHECK(md.find("## " + t.title + "\n") != std::string::npos);
-    CHECK(page.find("<section id=\"" + t.anchor + "\"><h2>" + t.title + "</h2>") != std::string::npos);
-    std::string md_head = "|";
-    for (const auto& col : t.columns) {
-      md_head += " " + col.head + " |";
-      if (col.bar) md_head += "  |";
-    }
-    CHECK(md.find(md_head + "\n") != std::string::npos);
-    for (const auto& col : t.columns)
-      CHECK(page.find(">" + report::html_escape(col.head) + "</th>") != std::string::npos);
-    if (!t.note.empty()) CHECK(page.find(report::html_escape(t.note)) != std::string::npos);
+    // Markdown: the heading, then the header row, then (after the rows) the note.
+    const size_t heading = md.find("## " + t.title + "\n");
+    REQUIRE(heading != std::string::npos);
+    const size_t head = md.find(md_header(t), heading);
+    REQUIRE(head != std::string::npos);
+    CHECK(md.find("\n## ", heading + 1) > head);  // the header row is this section's
+    if (!t.note.empty()) CHECK(one_line(md.substr(head)).find(report::md_escape(t.note)) != std::string::npos);
+    // HTML: the section, its header cells in order, its note.
+    const std::string section = html_section(page, t.anchor);
+    REQUIRE(!section.empty());
+    CHECK(section.find("<h2>" + t.title + "</h2>") != std::string::npos);
+    CHECK(section.find(html_header(t)) != std::string::npos);
+    if (!t.note.empty()) CHECK(section.find(report::html_escape(t.note)) != std::string::npos);
   }
   // The families' note names the share of kernel time on tensor cores.
   CHECK(md.find("63.0 % of kernel time ran on tensor cores") != std::string::npos);
@@ -246,12 +271,13 @@ TEST_CASE("section tables: a run's ranks, host clocks and collectives, a sampled
   const std::string page = written(a, report::write_html);
   for (const auto& t : {ranks, clocks, report::collectives_table(a.run), report::sampling_windows_table(a.sampling)}) {
     INFO("table " << t.key);
-    for (const auto& col : t.columns) {
-      CHECK(md.find(" " + col.head + " |") != std::string::npos);
-      CHECK(page.find(">" + report::html_escape(col.head) + "</th>") != std::string::npos);
-    }
+    const size_t head = md.find(md_header(t));
+    REQUIRE(head != std::string::npos);
+    CHECK(page.find(html_header(t)) != std::string::npos);
     if (!t.note.empty()) {
-      CHECK(one_line(md).find(report::md_escape(t.note)) != std::string::npos);
+      // Under its own table: before the next header row.
+      const std::string after = one_line(md.substr(head, md.find("\n| ", md.find("\n\n", head)) - head));
+      CHECK(after.find(report::md_escape(t.note)) != std::string::npos);
       CHECK(page.find(report::html_escape(t.note)) != std::string::npos);
     }
   }

@@ -345,7 +345,8 @@ void add_communication(const std::vector<const RankTrace*>& traces, const std::v
   run.findings.push_back(communication(run, run.ranks[typical], exposed_ms, sums.f32, sums.collectives / m, share, runs, select));
 }
 
-// The run's step, step by step: the durations of the rank whose mean matched step is the run's (fill_means).
+// The run's step, step by step: the durations of the rank whose mean matched step is the run's (fill_means; the
+// first of equals, as iscope-diff names it).
 void keep_slowest_rank_steps(const std::vector<std::vector<const RankStep*>>& matched, RunAnalysis& run) {
   size_t slowest = 0;
   for (size_t r = 1; r < run.ranks.size(); ++r)
