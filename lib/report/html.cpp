@@ -273,30 +273,15 @@ void write_generation(const Analysis& a, std::ostream& out) {
   out << "</section>\n";
 }
 
-// Plain-text rows with every cell escaped.
-std::vector<std::vector<std::string>> escaped(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::vector<std::string>> out;
-  for (const auto& r : rows) {
-    out.emplace_back();
-    for (const auto& c : r) out.back().push_back(h(c));
-  }
-  return out;
-}
-
 // An asyncio service's requests: their latency, where it went, and the event loop's callbacks (report/requests.hpp).
 void write_requests(const Analysis& a, std::ostream& out) {
   if (!a.requests.detected) return;
   const RequestsText t = requests_text(a.requests);
   out << "<section id=\"requests\"><h2>Requests and the event loop</h2>\n<p>" << h(t.summary) << "</p>\n";
-  if (!t.split_rows.empty()) Table{t.split_head, {false, true, true}, escaped(t.split_rows)}.write(out);
+  if (!t.split.rows.empty()) model_table(t.split).write(out);
   if (!t.engine.empty()) out << "<p>" << h(t.engine) << "</p>\n";
-  if (!t.batch_rows.empty()) Table{t.batch_head, {false, true, true, true, true}, escaped(t.batch_rows)}.write(out);
-  Table loop{t.loop_head, {false, true, true, true, true, true, true}, {}};
-  for (const auto& r : t.loop_rows) {
-    loop.rows.emplace_back();
-    for (size_t i = 0; i < r.size(); ++i) loop.rows.back().push_back(i == 0 ? "<code>" + h(r[i]) + "</code>" : h(r[i]));
-  }
-  if (!loop.rows.empty()) loop.write(out);
+  if (!t.batches.rows.empty()) model_table(t.batches).write(out);
+  if (!t.loop.rows.empty()) model_table(t.loop).write(out);
   for (const auto& n : t.notes) out << "<p class=\"muted\">" << h(n) << "</p>";
   out << "</section>\n";
 }

@@ -276,12 +276,10 @@ void write_requests(const Analysis& a, std::ostream& out) {
   if (!a.requests.detected) return;
   const RequestsText t = requests_text(a.requests);
   out << "## Requests and the event loop\n\n" << md_escape(t.summary) << "\n\n";
-  if (!t.split_rows.empty()) table(out, t.split_head, {false, true, true}, t.split_rows);
+  if (!t.split.rows.empty()) write_model_table(t.split, out);
   if (!t.engine.empty()) out << md_escape(t.engine) << "\n\n";
-  if (!t.batch_rows.empty()) table(out, t.batch_head, {false, true, true, true, true}, t.batch_rows);
-  std::vector<std::vector<std::string>> rows = t.loop_rows;
-  for (auto& r : rows) r[0] = md_cell(code(r[0]));
-  if (!rows.empty()) table(out, t.loop_head, {false, true, true, true, true, true, true}, rows);
+  if (!t.batches.rows.empty()) write_model_table(t.batches, out);
+  if (!t.loop.rows.empty()) write_model_table(t.loop, out);
   for (const auto& n : t.notes) out << md_escape(n) << "\n\n";
 }
 

@@ -39,9 +39,13 @@ void engine_text(const analyze::EngineBatches& e, RequestsText& t) {
                 " ms; time per output token (between its later steps) p50 " + fmt(e.tpot_p50_ms, 3) + " ms, p90 " +
                 fmt(e.tpot_p90_ms, 3) + " ms.";
   if (e.by_batch.empty()) return;
-  t.batch_head = {"batch (requests per step)", "steps", "mean batch", "mean step ms", "p50 step ms"};
+  t.batches = {"batches", "batches", "Step time by batch size",
+               {{"batch (requests per step)", CellKind::kWords}, {"steps"}, {"mean batch"}, {"mean step ms"},
+                {"p50 step ms"}},
+               {}, {}};
   for (const auto& r : e.by_batch)
-    t.batch_rows.push_back({r.batch, std::to_string(r.steps), fmt(r.mean_batch, 1), fmt(r.mean_ms, 3), fmt(r.p50_ms, 3)});
+    t.batches.rows.push_back({words_cell(r.batch), words_cell(std::to_string(r.steps)), words_cell(fmt(r.mean_batch, 1)),
+                              words_cell(fmt(r.mean_ms, 3)), words_cell(fmt(r.p50_ms, 3))});
 }
 
 }  // namespace
@@ -55,15 +59,21 @@ RequestsText requests_text(const analyze::Requests& r) {
               " % of their span.";
   if (r.batched)
     t.summary += " The steps are the batches that served them, " + fmt(r.requests_per_step, 1) + " requests per batch.";
-  t.split_head = {"where a request's time went", "ms per request", "share"};
+  t.split = {"request_split", "request-split", "Where a request's time went",
+             {{"where a request's time went", CellKind::kWords}, {"ms per request"}, {"share"}},
+             {}, {}};
   for (const auto& [name, ms] : parts(r))
-    t.split_rows.push_back({name, fmt(ms, 3), fmt(r.mean_ms > 0 ? ms / r.mean_ms * 100 : 0, 1) + " %"});
+    t.split.rows.push_back({words_cell(name), words_cell(fmt(ms, 3)),
+                            words_cell(fmt(r.mean_ms > 0 ? ms / r.mean_ms * 100 : 0, 1) + " %")});
   engine_text(r.engine, t);
-  t.loop_head = {"callback on the loop", "runs", "total ms", "share of the span", "longest ms",
-                 "runs over " + fmt(r.slow_callback_ms, 1) + " ms", "delay per request, ms"};
+  t.loop = {"loop_callbacks", "loop-callbacks", "Callbacks on the loop",
+            {{"callback on the loop", CellKind::kName}, {"runs"}, {"total ms"}, {"share of the span"}, {"longest ms"},
+             {"runs over " + fmt(r.slow_callback_ms, 1) + " ms"}, {"delay per request, ms"}},
+            {}, {}};
   for (const auto& c : r.callbacks)
-    t.loop_rows.push_back({c.name, std::to_string(c.runs), fmt(c.total_ms, 3), fmt(c.share * 100, 1) + " %", fmt(c.max_ms, 3),
-                           std::to_string(c.slow), fmt(c.delay_ms, 3)});
+    t.loop.rows.push_back({name_cell(c.name), words_cell(std::to_string(c.runs)), words_cell(fmt(c.total_ms, 3)),
+                           words_cell(fmt(c.share * 100, 1) + " %"), words_cell(fmt(c.max_ms, 3)),
+                           words_cell(std::to_string(c.slow)), words_cell(fmt(c.delay_ms, 3))});
   t.notes = r.notes;
   t.notes.push_back(
       r.batched ? "A request's suspensions are split by the step that ended last before it resumed (the batch that "

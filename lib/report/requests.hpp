@@ -1,9 +1,10 @@
 // What the Markdown and HTML reports say about an asyncio service's requests (analyze::Requests): the first
-// screen's line, the split of a request's latency and the event loop's callbacks, as plain text that each writer
-// escapes and lays out.
+// screen's line, the split of a request's latency and the event loop's callbacks, as plain text and tables of the
+// model (detail_tables.hpp) that each writer escapes and lays out.
 #pragma once
 
 #include "analyze/analysis.hpp"
+#include "report/detail_tables.hpp"
 
 #include <string>
 #include <vector>
@@ -12,13 +13,10 @@ namespace inferscope::report {
 
 struct RequestsText {
   std::string summary;  ///< one paragraph: what a request is, its latency, the loop's busy share
-  std::vector<std::string> split_head;
-  std::vector<std::vector<std::string>> split_rows;  ///< the parts of a request's latency that are not zero
-  std::string engine;  ///< step time against batch size, streamed requests' first token and later tokens ("": none)
-  std::vector<std::string> batch_head;
-  std::vector<std::vector<std::string>> batch_rows;  ///< step time by batch size
-  std::vector<std::string> loop_head;
-  std::vector<std::vector<std::string>> loop_rows;   ///< the loop's callbacks, by total time
+  DetailTable split;    ///< the parts of a request's latency that are not zero
+  std::string engine;   ///< step time against batch size, streamed requests' first token and later tokens ("": none)
+  DetailTable batches;  ///< step time by batch size (no rows: none)
+  DetailTable loop;     ///< the loop's callbacks, by total time
   std::vector<std::string> notes;
 };
 

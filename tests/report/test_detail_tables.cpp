@@ -7,6 +7,7 @@
 #include "report/detail_tables.hpp"
 #include "report/escape.hpp"
 #include "report/report.hpp"
+#include "report/requests.hpp"
 #include "sample_analysis.hpp"
 
 #include <boost/json.hpp>
@@ -281,4 +282,33 @@ TEST_CASE("section tables: a run's ranks, host clocks and collectives, a sampled
       CHECK(page.find(report::html_escape(t.note)) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("section tables: an asyncio service's request split, batches and loop callbacks, in both reports") {
+  analyze::Analysis a = report::testing::sample_analysis();
+  analyze::Requests& r = a.requests;
+  r.detected = true, r.name = "Server.handle", r.loop_thread = "MainThread", r.count = 40, r.mean_ms = 12;
+  r.batched = true, r.requests_per_step = 4;
+  r.split.in_batch_ms = 5, r.split.batch_wait_ms = 4, r.split.delayed_ms = 3;
+  r.engine.by_batch = {{"3-4", 10, 3.6, 9.5, 9.25}};
+  analyze::LoopCallbackRow cb;
+  cb.name = "Batcher.run_batch|step", cb.runs = 10, cb.total_ms = 95, cb.share = 0.4, cb.max_ms = 11;
+  r.callbacks = {cb};
+  const report::RequestsText t = report::requests_text(r);
+  REQUIRE(!t.split.rows.empty());
+  REQUIRE(t.batches.rows.size() == 1);
+  REQUIRE(t.loop.rows.size() == 1);
+  CHECK(t.loop.rows[0][0].all_names());
+
+  const std::string md = written(a, report::write_markdown);
+  const std::string page = written(a, report::write_html);
+  for (const auto* table : {&t.split, &t.batches, &t.loop}) {
+    INFO("table " << table->key);
+    for (const auto& row : table->rows) REQUIRE(row.size() == table->columns.size());
+    CHECK(md.find(md_header(*table)) != std::string::npos);
+    CHECK(html_section(page, "requests").find(html_header(*table)) != std::string::npos);
+  }
+  // The callback is a name: a code span, its pipe escaped, in Markdown; escaped text in HTML.
+  CHECK(md.find("| `Batcher.run_batch\\|step` | 10 |") != std::string::npos);
+  CHECK(html_section(page, "requests").find(">Batcher.run_batch|step</td>") != std::string::npos);
 }
