@@ -3,7 +3,7 @@
 // rows and under which key (for_each_detail_rows), and each row's fields in the order the JSON report writes them
 // (for_each_field). The JSON report and the SQLite export iterate these instead of naming fields by hand, as they do
 // breakdown_fields.hpp's; what the Markdown and HTML reports show of the same tables is report/detail_tables.hpp's.
-// A suggestion's fields and a --try measurement's are here for the same two writers. A field added here reaches both writers, and the schema test (tests/report/test_report_schema.cpp) fails until
+// A finding's own fields, its examples', a suggestion's and a --try measurement's are here for the same two writers. A field added here reaches both writers, and the schema test (tests/report/test_report_schema.cpp) fails until
 // docs/report-schema.md lists it.
 #pragma once
 
@@ -159,6 +159,44 @@ void for_each_field(const Suggestion& s, const std::string& cmdline, F&& f) {
   f("try_command", try_command(cmdline, s));  // "": no knob measures it (docs/try.md)
   f("measured", s.measured);                  // what iscope-run --try measured (its result file beside the dump)
   f("needs", s.needs);                        // the program facts it needs (the report's "program" says which hold)
+}
+
+/// A field the JSON report writes only when false (a finding's impact.estimated); SQLite writes it always.
+struct OnlyWhenFalse {
+  bool value;
+};
+
+/// A finding's key in the JSON report ("impact.ms": inside its "impact" object) and its column in SQLite's findings
+/// table (the JSON key with "_" for ".", unless named).
+struct FindingKey {
+  const char* json;
+  const char* column = nullptr;
+  const char* sqlite() const { return column ? column : json; }
+};
+
+/// A finding's own fields (the JSON report's `findings[]` before its evidence, metrics, examples and suggestions,
+/// which are lists: SQLite keeps each in a table of its own). f(FindingKey, value).
+template <class F>
+void for_each_field(const Finding& x, F&& f) {
+  f(FindingKey{"bottleneck_type", "category"}, x.category);
+  f(FindingKey{"rule"}, x.rule.empty() ? x.category : x.rule);  // the run's findings are their category's rule
+  f(FindingKey{"title"}, x.title);
+  f(FindingKey{"confidence"}, x.confidence);
+  f(FindingKey{"uncertain"}, x.uncertain);
+  f(FindingKey{"primary", "is_primary"}, x.primary);
+  f(FindingKey{"informational"}, x.informational);
+  f(FindingKey{"impact.ms", "impact_ms"}, x.impact_ms);
+  f(FindingKey{"impact.estimated", "impact_estimated"}, OnlyWhenFalse{x.impact_estimated});  // a rule file's rule
+  f(FindingKey{"impact.pct", "impact_pct"}, x.impact_pct);
+  f(FindingKey{"impact.per", "impact_per"}, x.per);  // "step", or "request" (an asyncio service's request latency)
+}
+
+/// One example span of a finding (`findings[].examples[]`, SQLite's finding_examples after its finding_id).
+template <class F>
+void for_each_field(const TimeSpan& x, F&& f) {
+  f("start_ms", x.start_ms);
+  f("end_ms", x.end_ms);
+  f("what", x.what);
 }
 
 /// Calls f(key, rows) for each detail table in report order: `key` is the JSON report's key under "tables" (and,

@@ -14,12 +14,15 @@
 namespace inferscope::exporter::detail {
 namespace {
 
-/// A suggestion's field (analyze/table_fields.hpp) into its column: the saving as a number (0 when not estimated,
+/// A field of analyze/table_fields.hpp's lists into its column: a flag the JSON report leaves out as 0 or 1, a
+/// suggestion's saving as a number (0 when not estimated,
 /// the JSON's null), the program facts it needs as a JSON array (`json_each(needs)` lists them; NULL for none), what
 /// iscope-run --try measured as the JSON report's `measured` object (NULL when nothing).
 template <class V>
-void bind_suggestion_field(Stmt& st, const V& v) {
-  if constexpr (std::is_same_v<V, analyze::EstimatedMs>) {
+void bind_field(Stmt& st, const V& v) {
+  if constexpr (std::is_same_v<V, analyze::OnlyWhenFalse> || std::is_same_v<V, analyze::OnlyWhenTrue>) {
+    st << v.value;
+  } else if constexpr (std::is_same_v<V, analyze::EstimatedMs>) {
     st << v.ms;
   } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
     if (v.empty()) {
@@ -38,10 +41,30 @@ void bind_suggestion_field(Stmt& st, const V& v) {
     analyze::for_each_field(*v, [&o](const char* key, const auto& x) { o[key] = x; });
     st << boost::json::serialize(o);
   } else if constexpr (std::is_same_v<V, std::string>) {
-    st << std::string(v);  // a copy SQLite keeps: try_command is a temporary
+    st << std::string(v);  // a copy SQLite keeps: some are temporaries (short_name, try_command)
   } else {
     st << v;
   }
+}
+
+/// The findings table's INSERT: the finding's id, then its fields' columns, named from the field list.
+std::string findings_insert() {
+  std::string columns = "id", values = "?";
+  analyze::for_each_field(analyze::Finding{}, [&](const analyze::FindingKey& key, const auto&) {
+    columns += std::string(",") + key.sqlite();
+    values += ",?";
+  });
+  return "INSERT INTO findings (" + columns + ") VALUES (" + values + ")";
+}
+
+/// The finding_examples table's INSERT: the finding's id, then the example's fields.
+std::string examples_insert() {
+  std::string columns = "finding_id", values = "?";
+  analyze::for_each_field(analyze::TimeSpan{}, [&](const char* key, const auto&) {
+    columns += std::string(",") + key;
+    values += ",?";
+  });
+  return "INSERT INTO finding_examples (" + columns + ") VALUES (" + values + ")";
 }
 
 /// The suggestions table's INSERT, its columns named from the field list.
@@ -106,25 +129,17 @@ uint64_t write_steps_and_breakdown(Db& db, const analyze::Analysis& a) {
   int64_t rank = 0;
   for (auto& r : a.kernels) {
     k << ++rank;
-    analyze::for_each_field(r, names, [&k](const char*, const auto& value) {
-      using V = std::decay_t<decltype(value)>;
-      if constexpr (std::is_same_v<V, analyze::OnlyWhenTrue>)
-        k << value.value;
-      else if constexpr (std::is_same_v<V, std::string>)
-        k << std::string(value);  // a copy SQLite keeps: short_name is a temporary
-      else
-        k << value;
-    });
+    analyze::for_each_field(r, names, [&k](const char*, const auto& value) { bind_field(k, value); });
     k.row();
   }
   return 2 + a.kernels.size();
 }
 
 uint64_t write_findings(Db& db, const analyze::Analysis& a) {
-  Stmt f(db, "INSERT INTO findings VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  Stmt f(db, findings_insert());
   Stmt ev(db, "INSERT INTO finding_evidence VALUES (?,?,?)");
   Stmt me(db, "INSERT INTO finding_metrics VALUES (?,?,?)");
-  Stmt ex(db, "INSERT INTO finding_examples VALUES (?,?,?,?)");
+  Stmt ex(db, examples_insert());
   Stmt su(db, suggestions_insert());
   uint64_t rows = 0;
   int64_t id = 0;
@@ -132,18 +147,21 @@ uint64_t write_findings(Db& db, const analyze::Analysis& a) {
   const std::string cmdline = cmd == a.process.end() ? std::string() : cmd->second;
   for (auto& x : a.findings) {
     ++id;
-    f << id << x.category << x.title << x.impact_ms << x.impact_pct << x.confidence << x.uncertain << x.primary
-      << (x.rule.empty() ? x.category : x.rule)  // as the JSON report: a finding made without a rule name is its category's
-      << x.informational << x.impact_estimated << x.per;
+    f << id;
+    analyze::for_each_field(x, [&f](const analyze::FindingKey&, const auto& value) { bind_field(f, value); });
     f.row();
     int64_t seq = 0;
     for (auto& e : x.evidence) ev << id << ++seq << e, ev.row();
     for (auto& [k, v] : x.metrics) me << id << k << v, me.row();
-    for (auto& e : x.examples) ex << id << e.start_ms << e.end_ms << e.what, ex.row();
+    for (auto& e : x.examples) {
+      ex << id;
+      analyze::for_each_field(e, [&ex](const char*, const auto& value) { bind_field(ex, value); });
+      ex.row();
+    }
     seq = 0;
     for (auto& s : x.suggestions) {
       su << id << ++seq;
-      analyze::for_each_field(s, cmdline, [&su](const char*, const auto& value) { bind_suggestion_field(su, value); });
+      analyze::for_each_field(s, cmdline, [&su](const char*, const auto& value) { bind_field(su, value); });
       su.row();
     }
     rows += 1 + x.evidence.size() + x.metrics.size() + x.examples.size() + x.suggestions.size();

@@ -170,6 +170,8 @@ void put_field(json::object& o, const char* key, const V& v, const KernelNames* 
     o[key] = v;
   } else if constexpr (std::is_same_v<V, analyze::OnlyWhenTrue>) {
     if (v.value) o[key] = true;
+  } else if constexpr (std::is_same_v<V, analyze::OnlyWhenFalse>) {
+    if (!v.value) o[key] = false;
   } else if constexpr (std::is_same_v<V, analyze::EstimatedMs>) {
     o[key] = v.estimated ? num(v.ms) : json::value(nullptr);
   } else if constexpr (std::is_floating_point_v<V>) {
@@ -195,19 +197,16 @@ void put_field(json::object& o, const char* key, const V& v, const KernelNames* 
 
 json::object finding_json(const analyze::Finding& f, const std::string& cmdline) {
   json::object o;
-  o["bottleneck_type"] = str(f.category);
-  o["rule"] = str(f.rule.empty() ? f.category : f.rule);  // the run's findings (ranks.cpp) are their category's rule
-  o["title"] = str(f.title);
-  o["confidence"] = num(f.confidence);
-  o["uncertain"] = f.uncertain;
-  o["primary"] = f.primary;
-  o["informational"] = f.informational;
-  json::object impact;
-  impact["ms"] = num(f.impact_ms);
-  if (!f.impact_estimated) impact["estimated"] = false;  // a rule file's rule without impact_ms (docs/rules.md)
-  impact["pct"] = num(f.impact_pct);
-  impact["per"] = str(f.per);  // "step", or "request" (an asyncio service's request latency)
-  o["impact"] = std::move(impact);
+  analyze::for_each_field(f, [&o](const analyze::FindingKey& key, const auto& value) {
+    const std::string_view k = key.json;
+    if (const size_t dot = k.find('.'); dot != std::string_view::npos) {  // inside a nested object, made on first use
+      json::value& inner = o[k.substr(0, dot)];
+      if (!inner.is_object()) inner = json::object();
+      put_field(inner.as_object(), std::string(k.substr(dot + 1)).c_str(), value);
+    } else {
+      put_field(o, key.json, value);
+    }
+  });
   json::array evidence;
   for (const auto& e : f.evidence) evidence.push_back(str(e));
   o["evidence"] = std::move(evidence);
@@ -217,9 +216,7 @@ json::object finding_json(const analyze::Finding& f, const std::string& cmdline)
   json::array examples;
   for (const auto& x : f.examples) {
     json::object e;
-    e["start_ms"] = num(x.start_ms);
-    e["end_ms"] = num(x.end_ms);
-    e["what"] = str(x.what);
+    analyze::for_each_field(x, [&e](const char* key, const auto& value) { put_field(e, key, value); });
     examples.push_back(std::move(e));
   }
   o["examples"] = std::move(examples);

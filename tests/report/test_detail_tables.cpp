@@ -312,3 +312,29 @@ TEST_CASE("section tables: an asyncio service's request split, batches and loop 
   CHECK(md.find("| `Batcher.run_batch\\|step` | 10 |") != std::string::npos);
   CHECK(html_section(page, "requests").find(">Batcher.run_batch|step</td>") != std::string::npos);
 }
+
+TEST_CASE("a finding's fields: its impact nested in the JSON report, estimated written only when false") {
+  analyze::Analysis a = report::testing::sample_analysis();
+  REQUIRE(a.findings.size() >= 2);
+  a.findings[1].impact_estimated = false;
+  a.findings[1].rule.clear();  // a finding made without a rule name is its category's
+  const json::array findings = json::parse(written(a, report::write_json)).as_object().at("findings").as_array();
+  auto keys_of = [](const json::object& o) {
+    std::vector<std::string> k;
+    for (const auto& kv : o) k.emplace_back(kv.key());
+    return k;
+  };
+  CHECK(keys_of(findings[0].as_object()) ==
+        std::vector<std::string>{"bottleneck_type", "rule", "title", "confidence", "uncertain", "primary",
+                                 "informational", "impact", "evidence", "metrics", "examples", "suggestions"});
+  CHECK(keys_of(findings[0].at("impact").as_object()) == std::vector<std::string>{"ms", "pct", "per"});
+  CHECK(keys_of(findings[1].at("impact").as_object()) == std::vector<std::string>{"ms", "estimated", "pct", "per"});
+  CHECK_FALSE(findings[1].at("impact").at("estimated").as_bool());
+  CHECK(findings[1].at("rule").as_string() == a.findings[1].category);
+  // SQLite's columns for the same fields: the JSON key with "_" for ".", unless renamed.
+  std::vector<std::string> columns;
+  analyze::for_each_field(a.findings[0], [&](const analyze::FindingKey& k, const auto&) { columns.emplace_back(k.sqlite()); });
+  CHECK(columns == std::vector<std::string>{"category", "rule", "title", "confidence", "uncertain", "is_primary",
+                                            "informational", "impact_ms", "impact_estimated", "impact_pct",
+                                            "impact_per"});
+}
