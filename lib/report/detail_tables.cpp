@@ -1,5 +1,6 @@
-// What the Markdown and HTML reports show of each detail table: one `shown` per row type, its heading, columns and
-// note beside the cells of one row, so that a table's header and its cells cannot drift apart.
+// What the Markdown and HTML reports show of each table: for the ten detail tables one `shown` per row type, for the
+// tables inside sections one function each; either way a table's heading, columns and note sit beside the cells of
+// its rows, so that a header and its cells cannot drift apart.
 #include "report/detail_tables.hpp"
 
 #include "analyze/table_fields.hpp"
