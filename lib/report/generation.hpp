@@ -1,8 +1,10 @@
 // What the Markdown and HTML reports say about a generation loop (analyze::GenerationLoop): one summary sentence,
-// the per-phase table (prefill, decode) and the notes, as plain text that each writer escapes and lays out.
+// the per-phase table (prefill, decode; a table of detail_tables.hpp) and the notes, as plain text that each writer
+// escapes and lays out.
 #pragma once
 
 #include "analyze/analysis.hpp"
+#include "report/detail_tables.hpp"
 
 #include <string>
 #include <vector>
@@ -13,9 +15,7 @@ struct GenerationText {
   /// The summary: lead + the per-token call's name (a code span in the reports) + rest: tokens per step, TTFT,
   /// TPOT, tokens/s.
   std::string lead, token_function, rest;
-  std::vector<std::string> head;
-  std::vector<bool> right;  ///< right-aligned columns
-  std::vector<std::vector<std::string>> rows;  ///< prefill, decode
+  DetailTable phases;  ///< prefill, decode
   std::vector<std::string> notes;
 };
 

@@ -262,13 +262,8 @@ void section(std::ostream& out, const char* id, const char* title, const Table& 
 void write_generation(const Analysis& a, std::ostream& out) {
   if (!a.generation.detected) return;
   const GenerationText t = generation_text(a.generation);
-  Table table{t.head, t.right, {}};
-  for (const auto& r : t.rows) {
-    table.rows.emplace_back();
-    for (const auto& c : r) table.rows.back().push_back(h(c));
-  }
   out << "<section id=\"generation\"><h2>Generation loop</h2>\n<p>" << h(t.lead) << "<code>" << h(t.token_function) << "</code>" << h(t.rest) << "</p>\n";
-  table.write(out);
+  model_table(t.phases).write(out);
   for (const auto& n : t.notes) out << "<p class=\"muted\">" << h(n) << "</p>";
   out << "</section>\n";
 }

@@ -267,7 +267,7 @@ void write_generation(const Analysis& a, std::ostream& out) {
   if (!a.generation.detected) return;
   const GenerationText t = generation_text(a.generation);
   out << "## Generation loop\n\n" << md_escape(t.lead) << code(t.token_function) << md_escape(t.rest) << "\n\n";
-  table(out, t.head, t.right, t.rows);  // the writer's own phase names and figures: nothing to escape
+  write_model_table(t.phases, out);
   for (const auto& n : t.notes) out << md_escape(n) << "\n\n";
 }
 
