@@ -7,17 +7,19 @@
 
 #include <boost/json.hpp>
 
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace inferscope::exporter::detail {
 namespace {
 
 /// A field of analyze/table_fields.hpp's lists into its column: a flag the JSON report leaves out as 0 or 1, a
-/// suggestion's saving as a number (0 when not estimated,
-/// the JSON's null), the program facts it needs as a JSON array (`json_each(needs)` lists them; NULL for none), what
-/// iscope-run --try measured as the JSON report's `measured` object (NULL when nothing).
+/// suggestion's saving as a number (0 when not estimated, the JSON's null), the program facts it needs as a JSON
+/// array (`json_each(needs)` lists them; NULL for none), what iscope-run --try measured as the JSON report's
+/// `measured` object (NULL when nothing).
 template <class V>
 void bind_field(Stmt& st, const V& v) {
   if constexpr (std::is_same_v<V, analyze::OnlyWhenFalse> || std::is_same_v<V, analyze::OnlyWhenTrue>) {
@@ -47,34 +49,36 @@ void bind_field(Stmt& st, const V& v) {
   }
 }
 
-/// The findings table's INSERT: the finding's id, then its fields' columns, named from the field list.
+/// An INSERT that names its columns: those given first (ids), then one per field of a table_fields.hpp list; a
+/// field without a column fails the statement (test_sqlite checks that every JSON key has one).
+struct NamedInsert {
+  std::string table, columns, values;
+  NamedInsert(std::string t, std::initializer_list<const char*> first) : table(std::move(t)) {
+    for (const char* c : first) add(c);
+  }
+  void add(std::string_view column) {
+    columns += (columns.empty() ? "" : ",") + std::string(column);
+    values += values.empty() ? "?" : ",?";
+  }
+  std::string sql() const { return "INSERT INTO " + table + " (" + columns + ") VALUES (" + values + ")"; }
+};
+
 std::string findings_insert() {
-  std::string columns = "id", values = "?";
-  analyze::for_each_field(analyze::Finding{}, [&](const analyze::FindingKey& key, const auto&) {
-    columns += std::string(",") + key.sqlite();
-    values += ",?";
-  });
-  return "INSERT INTO findings (" + columns + ") VALUES (" + values + ")";
+  NamedInsert in("findings", {"id"});
+  analyze::for_each_field(analyze::Finding{}, [&](const analyze::FindingKey& key, const auto&) { in.add(key.sqlite()); });
+  return in.sql();
 }
 
-/// The finding_examples table's INSERT: the finding's id, then the example's fields.
 std::string examples_insert() {
-  std::string columns = "finding_id", values = "?";
-  analyze::for_each_field(analyze::TimeSpan{}, [&](const char* key, const auto&) {
-    columns += std::string(",") + key;
-    values += ",?";
-  });
-  return "INSERT INTO finding_examples (" + columns + ") VALUES (" + values + ")";
+  NamedInsert in("finding_examples", {"finding_id"});
+  analyze::for_each_field(analyze::TimeSpan{}, [&](const char* key, const auto&) { in.add(key); });
+  return in.sql();
 }
 
-/// The suggestions table's INSERT, its columns named from the field list.
 std::string suggestions_insert() {
-  std::string columns = "finding_id,seq", values = "?,?";
-  analyze::for_each_field(analyze::Suggestion{}, std::string(), [&](const char* key, const auto&) {
-    columns += std::string(",") + key;
-    values += ",?";
-  });
-  return "INSERT INTO suggestions (" + columns + ") VALUES (" + values + ")";
+  NamedInsert in("suggestions", {"finding_id", "seq"});
+  analyze::for_each_field(analyze::Suggestion{}, std::string(), [&](const char* key, const auto&) { in.add(key); });
+  return in.sql();
 }
 
 uint64_t write_meta(Db& db, const analyze::Analysis& a, const TraceInfo& info) {
@@ -117,15 +121,11 @@ uint64_t write_steps_and_breakdown(Db& db, const analyze::Analysis& a) {
   Stmt bd(db, "INSERT INTO breakdown VALUES (" + marks + ")");
   analyze::for_each_breakdown_field(b, [&bd](const char*, const auto& value) { bd << value; });
   bd.row();
-  // The kernel table's fields as the JSON report's (analyze/table_fields.hpp), each into its column by name, after
-  // the row's rank; a field without a column fails the statement (test_sqlite checks every JSON key has one).
+  // The kernel table's fields as the JSON report's (analyze/table_fields.hpp), after the row's rank.
   const text::KernelNames names = text::report_kernel_names(a);  // the reports' short names, the JSON's short_name
-  std::string columns = "rank", values = "?";
-  analyze::for_each_field(analyze::KernelRow{}, names, [&](const char* key, const auto&) {
-    columns += std::string(",") + key;
-    values += ",?";
-  });
-  Stmt k(db, "INSERT INTO kernel_summary (" + columns + ") VALUES (" + values + ")");
+  NamedInsert kernels("kernel_summary", {"rank"});
+  analyze::for_each_field(analyze::KernelRow{}, names, [&](const char* key, const auto&) { kernels.add(key); });
+  Stmt k(db, kernels.sql());
   int64_t rank = 0;
   for (auto& r : a.kernels) {
     k << ++rank;
