@@ -567,6 +567,7 @@ struct RunAnalysis {
   /// That rank's matched steps, ms, in step order: what iscope-diff compares for a launcher, whose report heads with
   /// the run's step (not written to the reports).
   std::vector<double> step_durations_ms;
+  int step_rank = -1;          ///< the rank whose matched steps those are (-1: no steps matched)
   double imbalance_pct = 0;    ///< (slowest rank's compute - mean compute) / mean compute * 100
   int straggler = -1;          ///< the rank the others wait for most (-1: none worth naming)
   std::string straggler_did;   ///< what it did while the others waited ("" when not found)

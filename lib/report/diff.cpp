@@ -169,14 +169,6 @@ void fill_name_changes(Comparison& c, const analyze::Analysis& before, const ana
   c.python_by_count = top_changes(python, by_count);
 }
 
-/// The rank whose mean matched step is the run's step (ranks.cpp, fill_means): the highest mean, the first of equals.
-size_t slowest_rank(const analyze::RunAnalysis& run) {
-  size_t slowest = 0;
-  for (size_t r = 1; r < run.ranks.size(); ++r)
-    if (run.ranks[r].step_ms > run.ranks[slowest].step_ms) slowest = r;
-  return slowest;
-}
-
 bool compares_run(const analyze::Analysis& a) { return a.launcher && !a.run.step_durations_ms.empty(); }
 
 /// The steps whose latency is compared: a run's launcher's report heads with the run's step (the slowest rank's
@@ -198,17 +190,19 @@ analyze::StepStats latency_steps(const analyze::Analysis& a) {
   return s;
 }
 
-void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::Analysis& after) {
-  if (latency_steps(before).name != latency_steps(after).name)
-    c.notes.push_back("the steps differ: '" + latency_steps(before).name + "' before, '" + latency_steps(after).name +
-                      "' after");
+/// `steps_before`, `steps_after`: the steps whose latency was compared (latency_steps).
+void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::Analysis& after,
+               const analyze::StepStats& steps_before, const analyze::StepStats& steps_after) {
+  if (steps_before.name != steps_after.name)
+    c.notes.push_back("the steps differ: '" + steps_before.name + "' before, '" + steps_after.name + "' after");
   for (const auto* a : {&before, &after}) {
     const std::string which = a == &before ? "BEFORE" : "AFTER";
+    const analyze::StepStats& compared = a == &before ? steps_before : steps_after;
     if (a->partial) c.notes.push_back(which + " (" + a->source + ") is corrupt: only the data before the damage were read");
     else if (!a->complete)
       c.notes.push_back(which + " (" + a->source + ") is incomplete: the dump was cut short (no END chunk: its process did "
                         "not stop cleanly, or the file was copied or cut before its end); only what it holds was compared");
-    if (latency_steps(*a).count == 0)
+    if (compared.count == 0)
       c.notes.push_back(which + " (" + a->source + ") has no steady steps: latency not compared");
     if (a->steps.host_ahead)
       c.notes.push_back(which + "'s host ran ahead of the GPU (its step ranges end long before their GPU work): both "
@@ -218,7 +212,7 @@ void add_notes(Comparison& c, const analyze::Analysis& before, const analyze::An
                         " ranks: the latency compared is the run's step, as its report's headline (" +
                         ms_text(a->run.step_ms) + ", their mean): the " +
                         std::to_string(a->run.step_durations_ms.size()) + " matched steps of rank " +
-                        std::to_string(a->run.ranks[slowest_rank(a->run)].rank) + ", the slowest");
+                        std::to_string(a->run.step_rank) + ", the slowest");
     else if (a->launcher)
       c.notes.push_back(which + " (" + a->source + ") is the launcher of a run of " + std::to_string(a->run.ranks.size()) +
                         " ranks whose steps could not be matched: the latency compared is its own loop's");
@@ -361,7 +355,8 @@ Comparison compare(const analyze::Analysis& before, const analyze::Analysis& aft
   c.before_subject = report_subject(before);
   c.after_subject = report_subject(after);
   fill_name_changes(c, before, after);
-  c.latency = compare_latency(latency_steps(before), latency_steps(after));
+  const analyze::StepStats steps_before = latency_steps(before), steps_after = latency_steps(after);
+  c.latency = compare_latency(steps_before, steps_after);
   if (compares_run(before) || compares_run(after)) {  // the run's step is a mean: the headline compares means
     c.latency.headline = "mean";
     c.latency.headline_reason = compares_run(before) && compares_run(after)
@@ -371,7 +366,7 @@ Comparison compare(const analyze::Analysis& before, const analyze::Analysis& aft
   }
   c.breakdown = compare_breakdown(before.breakdown, after.breakdown);
   c.findings = compare_findings(before.findings, after.findings);
-  add_notes(c, before, after);
+  add_notes(c, before, after, steps_before, steps_after);
   return c;
 }
 

@@ -346,11 +346,12 @@ void add_communication(const std::vector<const RankTrace*>& traces, const std::v
 }
 
 // The run's step, step by step: the durations of the rank whose mean matched step is the run's (fill_means; the
-// first of equals, as iscope-diff names it).
+// first of equals), and which rank that is.
 void keep_slowest_rank_steps(const std::vector<std::vector<const RankStep*>>& matched, RunAnalysis& run) {
   size_t slowest = 0;
   for (size_t r = 1; r < run.ranks.size(); ++r)
     if (run.ranks[r].step_ms > run.ranks[slowest].step_ms) slowest = r;
+  run.step_rank = run.ranks[slowest].rank;
   run.step_durations_ms.reserve(matched.size());
   for (const auto& st : matched) run.step_durations_ms.push_back(double(st[slowest]->end_ns - st[slowest]->start_ns) / 1e6);
 }
