@@ -356,7 +356,7 @@ void SystemSampler::round(bool final) {
   if (final || round_ % slow_every_ == 0) {
     sample_machine();
     sample_numa();
-    if (nvml_.is_open()) sample_gpus(kGpuAll);
+    if (nvml_.is_open() && (parts_ & kPartNvml)) sample_gpus(kGpuAll);
   }
   ++round_;
 }
@@ -476,14 +476,14 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
   if (have_schedstat_) {
     if (read_file(t.schedstat, dir + "/schedstat", keep, buf_)) {
       if (auto s = parse_schedstat(buf_, &err)) {
-        exact_run_time(tid, *s);
+        if (parts_ & kPartExactClock) exact_run_time(tid, *s);
         moved = t.full_read_ns < 0 || s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
                 s->timeslices != t.sched.timeslices;
         if (moved) t.moved_round = round_;
         t.sched = *s;
         const uint64_t run_ts = detail::now();  // right after the clock read: the run time is exact at this instant
         emit_sched(t.series, scope, target, run_ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
-        if (t.dump_id) sample_blocked_in(tid, t, run_ts);
+        if (t.dump_id && (parts_ & kPartBlockedIn)) sample_blocked_in(tid, t, run_ts);
       } else {
         skip(err);
       }
@@ -594,10 +594,10 @@ void SystemSampler::fast_round() {
     if (!read_file(t.schedstat, self_ + "/task/" + std::to_string(tid) + "/schedstat", false, buf_)) continue;
     auto s = parse_schedstat(buf_, &err);
     if (!s) continue;  // counted by the round's own read
-    exact_run_time(tid, *s);
+    if (parts_ & kPartExactClock) exact_run_time(tid, *s);
     const uint64_t ts = detail::now();  // right after the clock read: the run time is exact at this instant
     emit_sched(t.series, scope, target, ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
-    if (t.dump_id) sample_blocked_in(tid, t, ts);
+    if (t.dump_id && (parts_ & kPartBlockedIn)) sample_blocked_in(tid, t, ts);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "collect/system/corner_filter.hpp"
 #include "collect/system/nvml.hpp"
 #include "collect/system/proc_parse.hpp"
+#include "collect/system/sampler_parts.hpp"
 
 #include <array>
 #include <chrono>
@@ -65,6 +66,9 @@ class SystemSampler {
   void fast_round();
   /// Microseconds between fast rounds; 0 when there are none (off, or not shorter than the period).
   uint32_t fast_every_us() const;
+  /// Which parts run from now on (SamplerPart bits; all by default): for measuring what each costs.
+  void set_parts(uint32_t mask) { parts_ = mask; }
+  uint32_t parts() const { return parts_; }
 
   /// Whether NVML is open (GPU counters are sampled).
   bool has_gpu() const { return nvml_.is_open(); }
@@ -162,6 +166,7 @@ class SystemSampler {
   std::string device_map_source_;  // what the mapping came from (process info nvml.device_map)
   std::string gpu_note_, perf_note_, last_error_;
   uint64_t skipped_ = 0;
+  uint32_t parts_ = kAllSamplerParts;
   bool final_ = false;
   int64_t now_ns_ = 0;  // steady clock at the start of the round, for keep-alive and rates
   uint64_t round_ = 0;

@@ -1,9 +1,11 @@
 // The system collector: one sampling thread that runs SystemSampler every Config::sample_period_ms and writes its
 // counters, and the time each round took, through the runtime channel "system". Between rounds, every
 // Config::thread_sample_us, it reads the busy and known threads' schedstat (SystemSampler::fast_round); the time
-// those reads take is added up and written as one overhead record per round.
+// those reads take is added up and written as one overhead record per round. inferscope_system_set_parts switches
+// the sampler's parts within a running session, for measuring what each costs (sampler_parts.hpp).
 #include "collect/system/cgroup_cpu.hpp"
 #include "collect/system/sampler.hpp"
+#include "collect/system/sampler_parts.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/session.hpp"
 
@@ -18,6 +20,11 @@
 
 namespace inferscope::sys {
 namespace {
+
+class SystemCollector;
+// The running collector, for inferscope_system_set_parts (at most one: one session per process).
+std::mutex g_active_mu;
+SystemCollector* g_active = nullptr;
 
 // On a recording thread as it exits (runtime::set_thread_exit_hook): its last CPU reading, on its own ring.
 void on_thread_exit(uint32_t thread_id) noexcept {
@@ -66,6 +73,10 @@ class SystemCollector final : public runtime::Collector {
     sampled_ = records_in_windows(config.mode);
     paused_ = !detail_at_start(config.mode);
     thread_ = std::thread([this] { run(); });
+    {
+      std::lock_guard lk(g_active_mu);
+      g_active = this;
+    }
     return "on: " + status + (!sampled_ ? "" : paused_ ? "; inside sampled windows only"
                                                         : "; in full at first, then inside sampled windows only");
   }
@@ -81,10 +92,15 @@ class SystemCollector final : public runtime::Collector {
   }
 
   void stop() override {
+    {
+      std::lock_guard lk(g_active_mu);
+      if (g_active == this) g_active = nullptr;
+    }
     runtime::set_thread_exit_hook(nullptr);  // the final round below reads every thread still alive
     {
       std::lock_guard lk(mu_);
       stopping_ = true;
+      parts_ = kAllSamplerParts;  // the final round writes every value, whatever a benchmark switched off
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
@@ -93,20 +109,41 @@ class SystemCollector final : public runtime::Collector {
                                         " unreadable samples; last: " + sampler_->last_error());
   }
 
+  // Which parts run from now on, and how often the fast rounds come (0: as the session set it). "" when done;
+  // otherwise why not.
+  std::string set_parts(const SamplerParts& p) {
+    std::lock_guard lk(mu_);
+    if (p.tick_us) {
+      if (!sampler_->fast_every_us())
+        return "this session has no fast rounds (thread_sample_us is 0, or no schedstat), so tick_us cannot be set";
+      if (std::chrono::microseconds(p.tick_us) >= period_)
+        return "tick_us must be shorter than the sampling period (" + std::to_string(period_.count()) + " ms)";
+      fast_ = std::chrono::microseconds(p.tick_us);
+    }
+    parts_ = p.mask;
+    cv_.notify_all();
+    return "";
+  }
+
  private:
+  // Whether anything is to be sampled now (mu_ held): not between sampled windows, and some part on.
+  bool active() const { return !paused_ && (parts_ & (kPartRounds | kPartTicks)) != 0; }
+
   void run() {
     pthread_setname_np(pthread_self(), "iscope-system");
     auto next = std::chrono::steady_clock::now();
     for (;;) {
-      bool final;
+      bool final, rounds;
       {
         std::unique_lock lk(mu_);
-        // Fast ticks until the round is due (none when fast_ is zero).
-        while (!stopping_ && fast_.count() > 0) {
+        sampler_->set_parts(parts_);
+        // Fast ticks until the round is due (none when fast_ is zero or the part is off).
+        while (!stopping_ && fast_.count() > 0 && (parts_ & kPartTicks)) {
           const auto tick = std::chrono::steady_clock::now() + fast_;
           if (tick >= next) break;
           if (cv_.wait_until(lk, tick, [this] { return stopping_; })) break;
-          if (paused_) break;
+          if (!active() || !(parts_ & kPartTicks)) break;
+          sampler_->set_parts(parts_);
           lk.unlock();
           const uint64_t t0 = detail::now();
           sampler_->fast_round();
@@ -114,10 +151,12 @@ class SystemCollector final : public runtime::Collector {
           lk.lock();
         }
         cv_.wait_until(lk, next, [this] { return stopping_; });
-        cv_.wait(lk, [this] { return stopping_ || !paused_; });
+        cv_.wait(lk, [this] { return stopping_ || active(); });
         final = stopping_;
+        rounds = final || (parts_ & kPartRounds);
+        sampler_->set_parts(parts_);
       }
-      one_round(final);
+      if (rounds) one_round(final);
       if (final) return;
       // A round that overran (a loaded machine) starts the next period from now instead of catching up.
       next += period_;
@@ -154,10 +193,28 @@ class SystemCollector final : public runtime::Collector {
   bool stopping_ = false;
   bool sampled_ = false;
   bool paused_ = false;  // sampled mode, between windows
+  uint32_t parts_ = kAllSamplerParts;  // SamplerPart bits (inferscope_system_set_parts)
 };
 
 }  // namespace
 }  // namespace inferscope::sys
+
+extern "C" INFERSCOPE_API int inferscope_system_set_parts(const char* spec) {
+  using namespace inferscope;
+  std::string err;
+  const auto parts = sys::parse_sampler_parts(spec ? spec : "", &err);
+  if (!parts) {
+    runtime::log(LogLevel::kError, err);
+    return -1;
+  }
+  std::lock_guard lk(sys::g_active_mu);
+  if (!sys::g_active) return -2;
+  if (err = sys::g_active->set_parts(*parts); !err.empty()) {
+    runtime::log(LogLevel::kError, "inferscope_system_set_parts: " + err);
+    return -1;
+  }
+  return 0;
+}
 
 extern "C" void inferscope_register_system_collector() {
   // The container's CPU limit goes into the dump's head (cpu_quota, cpu_quota_period_us, cpu_quota_source).
