@@ -4,7 +4,8 @@
 // service's requests, a sampled run, a run across ranks, a rule file's finding ...), so that a key written only in
 // some runs is checked too; and real recordings from tests/fixtures through the analyzer, so that what the analyzer
 // fills in practice is checked as it is. sqlite-schema.md's share of the same keys is held by
-// tests/export/test_sqlite.cpp.
+// tests/export/test_sqlite.cpp. The doc's last section, a key index, is generated from the same keys and compared
+// whole, so a key the writer drops shows too.
 //
 // The doc's convention this test relies on (docs/report-schema.md, "## JSON report"):
 // - `### Top level` is a table whose first column names each top-level key in backticks.
@@ -22,7 +23,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -193,7 +196,70 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
+/// The fixtures whose analyses the tests read: a generation loop (torch.profiler), a language model's generate()
+/// found as the step, a multithreaded server whose step waits on its producers.
+const std::vector<std::string>& fixture_names() {
+  static const std::vector<std::string> names = {"kineto_generate.json.gz", "llm_decode_item.iscope",
+                                                 "mt_spin_queue_server.iscope"};
+  return names;
+}
+
+analyze::Analysis fixture_analysis(const std::string& name) {
+  return analyze::analyze_file((fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures" / name).string(), {});
+}
+
+// docs/report-schema.md's last section: every key path the tests' analyses wrote, grouped by the object that holds
+// it, written by this test (INFERSCOPE_UPDATE_GOLDENS=1) and compared with the writer's output on every run.
+constexpr const char* kIndexHeading = "\n## Key index (generated)\n";
+
+std::string key_index(const std::set<std::string>& paths) {
+  std::map<std::string, std::vector<std::string>> by_parent;
+  for (const std::string& p : paths) {
+    const size_t dot = p.rfind('.');
+    by_parent[dot == std::string::npos ? "" : p.substr(0, dot)].push_back(
+        dot == std::string::npos ? p : p.substr(dot + 1));
+  }
+  std::string out = std::string(kIndexHeading).substr(1) +
+                    "\nEvery key the JSON writer wrote for the analyses of tests/report/test_report_schema.cpp (a sample "
+                    "with every optional object filled, and three real recordings), by the object that holds it. "
+                    "Generated: `INFERSCOPE_UPDATE_GOLDENS=1 build/tests/report/test_report_schema` rewrites this "
+                    "section, and the test fails while it differs from what the writer writes. The sections above "
+                    "say what each key means.\n\n";
+  for (const auto& [parent, names] : by_parent) {
+    out += "- " + (parent.empty() ? std::string("top level") : "`" + parent + "`") + ": ";
+    for (size_t i = 0; i < names.size(); ++i) out += (i ? ", `" : "`") + names[i] + "`";
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("report schema: the doc's key index is the keys the writer writes, no more and no fewer") {
+  testsupport::JsonKeys keys = keys_of(full_analysis());
+  for (const std::string& name : fixture_names()) {
+    const testsupport::JsonKeys more = keys_of(fixture_analysis(name));
+    keys.paths.insert(more.paths.begin(), more.paths.end());
+  }
+  const std::string want = key_index(keys.paths);
+  const fs::path doc_path = fs::path(INFERSCOPE_SOURCE_DIR) / "docs" / "report-schema.md";
+  const std::string doc = testsupport::read(doc_path);
+  const size_t at = doc.find(kIndexHeading);
+  const std::string have = at == std::string::npos ? "" : doc.substr(at + 1);
+  if (const char* u = std::getenv("INFERSCOPE_UPDATE_GOLDENS"); u && *u == '1' && have != want) {
+    std::ofstream(doc_path) << (at == std::string::npos ? doc : doc.substr(0, at + 1)) +
+                                   (at == std::string::npos ? "\n" : "") + want;
+    MESSAGE("rewrote the key index of " << doc_path.string());
+    return;
+  }
+  CHECK_MESSAGE(have == want, "docs/report-schema.md's key index differs from the keys the writer writes (set "
+                              "INFERSCOPE_UPDATE_GOLDENS=1 to rewrite it, then review the diff)");
+  // The index changes with the writer: a key added or dropped shows in it.
+  std::set<std::string> fewer = keys.paths;
+  fewer.erase("steps.count");
+  CHECK(key_index(fewer) != want);
+  CHECK(want.find("- `steps`: ") != std::string::npos);
+}
 
 TEST_CASE("report schema: every key of a report with every optional object is in docs/report-schema.md") {
   const testsupport::JsonKeys keys = keys_of(full_analysis());
@@ -212,13 +278,9 @@ TEST_CASE("report schema: every key of a report with every optional object is in
 }
 
 TEST_CASE("report schema: every key of the analyses of real recordings is in docs/report-schema.md") {
-  const fs::path fixtures = fs::path(INFERSCOPE_SOURCE_DIR) / "tests" / "fixtures";
-  // A generation loop (torch.profiler), a language model's generate() found as the step, a multithreaded server
-  // whose step waits on its producers.
-  for (const char* name : {"kineto_generate.json.gz", "llm_decode_item.iscope", "mt_spin_queue_server.iscope"}) {
-    INFO(std::string(name));
-    const analyze::Analysis a = analyze::analyze_file((fixtures / name).string(), {});
-    const auto missing = undocumented(keys_of(a));
+  for (const std::string& name : fixture_names()) {
+    INFO(name);
+    const auto missing = undocumented(keys_of(fixture_analysis(name)));
     CHECK_MESSAGE(missing.empty(), "not in docs/report-schema.md: " << joined(missing));
   }
 }
