@@ -847,6 +847,41 @@ TEST_CASE("fast rounds read busy threads between rounds and write only where the
   CHECK(s3.fast_every_us() == 0);
 }
 
+TEST_CASE("a thread's first read does not put it in the fast rounds: only a round that sees it move does") {
+  FakeProc p;
+  p.task(77, 100, 1'000'000);
+  sys::SamplerOptions o;
+  o.nvml = false;
+  o.proc_root = p.root;
+  o.period_ms = 10;
+  o.thread_sample_us = 1000;
+  std::vector<CounterRecord> got;
+  sys::SystemSampler s(o, [&](const CounterRecord& r) { got.push_back(r); }, nullptr);
+  s.open();
+  const auto& n = sys::CounterNames::get();
+  auto runs = [&] {
+    size_t c = 0;
+    for (auto& r : got) c += r.name == n.thread_sched_run_ns && r.target == 77;
+    return c;
+  };
+  s.round(false);  // the first read: nothing to compare with
+  got.clear();
+  // It runs now, but no round has seen it move: the fast rounds leave it to the next round.
+  for (uint64_t i = 1; i <= 5; ++i) {
+    p.put("self/task/77/schedstat", std::to_string(1'000'000 + i * 900'000) + " 300 " + std::to_string(7 + i) + "\n");
+    s.fast_round();
+  }
+  CHECK(runs() == 0);
+  s.round(false);  // sees it move: from now on the fast rounds read it
+  got.clear();
+  for (uint64_t i = 1; i <= 5; ++i) {  // a burst, then still: its corners are written
+    p.put("self/task/77/schedstat", std::to_string(5'500'000 + (i < 3 ? i : 3) * 900'000) + " 300 20\n");
+    std::this_thread::sleep_for(200us);
+    s.fast_round();
+  }
+  CHECK(runs() >= 1);
+}
+
 TEST_CASE("what a known thread is blocked in: a sleep, a lock, a timed wait; and a child process's CPU time") {
   Config c = base_config(temp_dump("blocked"));
   c.thread_sample_us = 1000;

@@ -477,9 +477,13 @@ void SystemSampler::sample_task(uint32_t tid, Task& t) {
     if (read_file(t.schedstat, dir + "/schedstat", keep, buf_)) {
       if (auto s = parse_schedstat(buf_, &err)) {
         if (parts_ & kPartExactClock) exact_run_time(tid, *s);
-        moved = t.full_read_ns < 0 || s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
-                s->timeslices != t.sched.timeslices;
-        if (moved) t.moved_round = round_;
+        // The first read has nothing to compare with: stat and status are read, but the thread joins the fast
+        // rounds' tier only once a later round sees it move (else a session's first 100 ms read every idle thread
+        // of the process each millisecond: a PyTorch process holds a pool thread per core).
+        const bool changed = t.full_read_ns >= 0 && (s->run_ns != t.sched.run_ns || s->wait_ns != t.sched.wait_ns ||
+                                                     s->timeslices != t.sched.timeslices);
+        moved = t.full_read_ns < 0 || changed;
+        if (changed) t.moved_round = round_;
         t.sched = *s;
         const uint64_t run_ts = detail::now();  // right after the clock read: the run time is exact at this instant
         emit_sched(t.series, scope, target, run_ts, *s, n.thread_sched_run_ns, n.thread_sched_wait_ns);
@@ -576,7 +580,8 @@ uint32_t SystemSampler::fast_every_us() const {
 // threads are not read again until a round sees them move). A thread whose schedstat is not held open (beyond the
 // descriptor budget) costs an open per read, so only the threads the session knows are read so.
 bool SystemSampler::fast_tier(const Task& t) const {
-  return t.dump_id != 0 || (t.schedstat >= 0 && round_ - t.moved_round <= slow_every_);
+  return t.dump_id != 0 ||
+         (t.schedstat >= 0 && t.moved_round != Task::kNeverMoved && round_ - t.moved_round <= slow_every_);
 }
 
 void SystemSampler::fast_round() {

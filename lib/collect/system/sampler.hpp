@@ -102,7 +102,8 @@ class SystemSampler {
     uint32_t full_read_target = 0;  // the target they were written under (changes when the thread binds)
     uint64_t born_after = 0;        // ticks of the listing before the one that first saw it (0: there at start)
     SchedSeries series;
-    uint64_t moved_round = 0;       // the last round in which its schedstat moved (fast rounds read it for a while)
+    static constexpr uint64_t kNeverMoved = ~0ull;
+    uint64_t moved_round = kNeverMoved;  // the last round its schedstat moved in (fast rounds read it for a while)
   };
   /// A process this one started (or one of those started): DataLoader workers, pool processes.
   struct Child {

@@ -73,6 +73,8 @@ class SystemCollector final : public runtime::Collector {
     sampled_ = records_in_windows(config.mode);
     paused_ = !detail_at_start(config.mode);
     thread_ = std::thread([this] { run(); });
+    // Named before start() returns, so whoever looks for it by name right after finds it (bench/gpu).
+    pthread_setname_np(thread_.native_handle(), "iscope-system");
     {
       std::lock_guard lk(g_active_mu);
       g_active = this;
@@ -130,7 +132,6 @@ class SystemCollector final : public runtime::Collector {
   bool active() const { return !paused_ && (parts_ & (kPartRounds | kPartTicks)) != 0; }
 
   void run() {
-    pthread_setname_np(pthread_self(), "iscope-system");
     auto next = std::chrono::steady_clock::now();
     for (;;) {
       bool final, rounds;
