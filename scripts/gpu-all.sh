@@ -16,7 +16,7 @@
 #                                         # Python module and the runtime: docs/benchmarks.md, "Current figures")
 #   scripts/gpu-all.sh overhead-decompose # where full capture's cost goes (--decompose; ~7.5 min with the build)
 #   (the overhead parts fit CALL_S seconds, default 525, build included: the table gets what the build leaves;
-#   QUICK=1 runs their smoke test)
+#   QUICK=1 runs their smoke test; TABLE_GROUPS=a,b runs only those groups: overhead_table.py --list names them; TABLE_ROUNDS=n sets every group's rounds)
 #   (each part builds first unless the build is there: the two suites no longer fit one 10-minute call together)
 # Logs and figures go to $OUT (default ./out-gpu).
 set -u
@@ -118,7 +118,8 @@ if [ "$PART" = overhead-table ] || [ "$PART" = overhead-decompose ]; then
   [ "$PART" = overhead-decompose ] && MODE=--decompose || MODE=
   echo "$PART: time budget ${BUDGET} s"
   # Everything to $OUT/$PART.txt; here the progress and the table as they come (the table last).
-  PYTHONPATH="$BUILD/python" "$PY" bench/gpu/overhead_table.py $MODE ${QUICK:+--quick} --budget-s "$BUDGET" \
+  PYTHONPATH="$BUILD/python" "$PY" bench/gpu/overhead_table.py $MODE ${QUICK:+--quick} \
+    ${TABLE_GROUPS:+--groups "$TABLE_GROUPS"} ${TABLE_ROUNDS:+--rounds "$TABLE_ROUNDS"} --budget-s "$BUDGET" \
     --json "$OUT/$PART.json" 2>&1 | tee "$OUT/$PART.txt" | grep --line-buffered -E "^\||^#|^- |^##|Error"
   echo "$PART rc=${PIPESTATUS[0]}"
 fi

@@ -10,7 +10,8 @@ import time
 
 
 def runtime_library(path="libinferscope.so.0"):
-    """libinferscope's C entry points that switch collection at run time (lib/collect/cupti/cupti_collector.hpp).
+    """libinferscope's C entry points that switch collection at run time (lib/collect/cupti/cupti_collector.hpp,
+    lib/collect/system/sampler_parts.hpp).
     The default name finds the library inferscope_py already loaded (dlopen matches its soname)."""
     lib = ctypes.CDLL(path)
     lib.inferscope_cupti_set_activities.argtypes = [ctypes.c_char_p]
@@ -20,7 +21,30 @@ def runtime_library(path="libinferscope.so.0"):
     lib.inferscope_cupti_set_flush_period.restype = ctypes.c_int
     lib.inferscope_cupti_set_buffer_policy.argtypes = [ctypes.c_uint32, ctypes.c_int]
     lib.inferscope_cupti_set_buffer_policy.restype = ctypes.c_int
+    lib.inferscope_system_set_parts.argtypes = [ctypes.c_char_p]
+    lib.inferscope_system_set_parts.restype = ctypes.c_int
     return lib
+
+
+def find_thread(name):
+    """The OS thread id of this process's first thread named `name`, or None when there is none."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() == name:
+                    return int(tid)
+        except OSError:
+            continue
+    return None
+
+
+def thread_run_ns(tid):
+    """A thread's CPU time so far (ns, its schedstat's first field), or None once it is gone."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def gpt2_model(device, layers=12):

@@ -130,6 +130,26 @@ def table_plan(a):
             Row(f"full capture above the floor, batch {b}", name, "contrast", {"full": 1, "floor": -1},
                 Budget("at_most", 0.02, "<= 2 points")),
         ]
+    # The same rows in a session's steady state: each window's session first runs ~150 ms of untimed steps, past
+    # what a session does once at its start (the sampler's first round reads every thread and keeps each in its
+    # 1 kHz tier for 100 ms; its first machine and NVML round comes at 100 ms; Python tracing names each code
+    # object once per session), then the same 4 timed steps. The "off" window runs the same untimed steps.
+    for b in (1, 32):
+        name = f"steady-b{b}"
+        sw = 2 if q else max(2, int(0.15 / gpt2_step_s(b, 12)) + 1)
+        groups.append(group(name, f"GPT-2 fp16, batch {b}, sequence 128, 12 layers; windows of {sw} untimed steps "
+                                  f"(~150 ms, past the session's start) + {steps} timed steps, each window a session "
+                                  f"of its own", "sessions", "gpt2",
+                            [["off", None], ["full", FULL], ["floor", FLOOR]], r_short, sw, steps,
+                            gpt2_step_s(b, 12), batch=b, seq=128, layers=12, optional=True))
+        rows += [
+            Row(f"steady state: floor, batch {b}", name, "overhead", {"floor": 1}, Budget("none", text="- (the floor)")),
+            Row(f"steady state: full capture, batch {b}", name, "overhead", {"full": 1},
+                Budget("at_most", 0.05, "<= 5 % (and the next row)") if b >= 32 else
+                Budget("none", text="the floor + 2 points: next row")),
+            Row(f"steady state: full capture above the floor, batch {b}", name, "contrast", {"full": 1, "floor": -1},
+                Budget("at_most", 0.02, "<= 2 points")),
+        ]
     gl, gw = (50, 256) if q else (750, 256)
     groups.append(group("graph", f"one CUDA graph of {2 * gl} kernels ({gl} x Linear({gw}) + ReLU, fp16, batch 8) "
                                  f"replayed per step, captured in a session started before CUDA; windows of {warm} + "
@@ -156,6 +176,15 @@ def table_plan(a):
                         warm_tokens=2))
     rows.append(Row(f"generate() per call ({nt} new tokens), full capture", "generate", "overhead", {"full": 1},
                     Budget("at_most", 0.05, "<= 5 %")))
+    # The same call past the session's start (see the steady groups): ~150 ms of untimed 2-token calls first.
+    groups.append(group("generate-steady", f"Hugging Face generate(), as the row above; windows of "
+                                           f"{1 if q else 5} untimed 2-token calls (~150 ms, past the session's "
+                                           f"start) + {calls} timed calls", "sessions", "generate",
+                        [["off", None], ["full", FULL]], 3 if q else 70, 1 if q else 5, calls, 0.0112 * nt,
+                        warm_step_s=0.035, startup_s=20.0, batch=1, seq=128, new_tokens=nt, warm_tokens=2,
+                        optional=True))
+    rows.append(Row(f"steady state: generate() per call ({nt} new tokens), full capture", "generate-steady",
+                    "overhead", {"full": 1}, Budget("at_most", 0.05, "<= 5 %")))
     for b in [int(x) for x in a.torch_batches.split(",") if x]:
         name = f"torch-b{b}"
         groups.append(group(name, f"torch.profiler (activities {a.torch_activities}, record_shapes off) on GPT-2 fp16, "
@@ -264,6 +293,29 @@ def session_rows(name, b):
     ]
 
 
+# The system sampler's parts, switched within one session of full capture (inferscope_system_set_parts,
+# lib/collect/system/sampler_parts.hpp); every window names its tick period, since a period set stays set.
+SYSTEM_SETS = ["none", "rounds", "rounds,nvml", "rounds,ticks", "rounds,ticks,blocked_in", "rounds,ticks,exact_clock",
+               "all", "all,tick_us=4000"]
+
+
+def system_rows(name, b):
+    """The sampler's cost and its parts, each against the same session with the sampler paused ('none')."""
+    part = lambda label, terms: Row(f"{label}, batch {b}", name, "contrast", terms,  # noqa: E731
+                                    Budget("effect", text="-"))
+    ratio = lambda label, s: Row(f"{label}, batch {b}", name, "overhead", {s: 1}, Budget("effect", text="-"))  # noqa: E731
+    return [
+        ratio("the system sampler, every part (as a recording runs it)", "all"),
+        ratio("  its 10 ms rounds alone (process, threads, children, machine; no NVML)", "rounds"),
+        part("  NVML, over the rounds", {"rounds,nvml": 1, "rounds": -1}),
+        part("  the 1 kHz thread ticks (schedstat only), over the rounds", {"rounds,ticks": 1, "rounds": -1}),
+        part("  what known threads are blocked in, over the ticks", {"rounds,ticks,blocked_in": 1, "rounds,ticks": -1}),
+        part("  the threads' CPU-time clocks, over the ticks", {"rounds,ticks,exact_clock": 1, "rounds,ticks": -1}),
+        part("every part with ticks every 4 ms instead of 1 ms (all - all at 4 ms)", {"all": 1,
+                                                                                      "all,tick_us=4000": -1}),
+    ]
+
+
 def decompose_plan(a):
     q = a.quick
     # Short windows and many rounds, as the table's (table_plan). Switching within one session costs ~0.2 ms and
@@ -282,9 +334,20 @@ def decompose_plan(a):
                                     f"and the settings named); windows of {warm} + {steps} steps", "sessions",
                      "gpt2", SESSION_SETS, 3 if q else 90, warm, steps, gpt2_step_s(1, 12) * 1.03, batch=1,
                      seq=128, layers=12)
+    def system(b, rounds):
+        # Windows of at least ~110 ms: NVML is read every 100 ms, so each window holds about one NVML read and a
+        # window's median step is not blind to a cost that comes once per 100 ms.
+        warm, steps = (1, 5) if q else (2, max(4, int(0.11 / gpt2_step_s(b, 12)) + 1))
+        return group(f"system-b{b}", f"GPT-2 fp16, batch {b}, 12 layers; one session of full capture (ring buffer) "
+                                     f"whose system sampler's parts are switched per window; windows of {warm} + "
+                                     f"{steps} steps; baseline: the same session with the sampler paused",
+                     "system", "gpt2", [[s, s] for s in SYSTEM_SETS], 3 if q else rounds, warm, steps,
+                     gpt2_step_s(b, 12) * 1.1, window_s=0.002, baseline="none", batch=b, seq=128, layers=12)
+
     # Batch 32 last: it is the group a short budget trims.
-    groups = [switch(1, 150), sessions, switch(32, 100)]
-    rows = switch_rows("switch-b1", 1) + session_rows("sessions-b1", 1) + switch_rows("switch-b32", 32)
+    groups = [switch(1, 150), sessions, system(1, 60), system(32, 50), switch(32, 100)]
+    rows = (switch_rows("switch-b1", 1) + session_rows("sessions-b1", 1) + system_rows("system-b1", 1) +
+            system_rows("system-b32", 32) + switch_rows("switch-b32", 32))
     return groups, rows
 
 
@@ -416,9 +479,10 @@ class Child:
     # -- the runners: window(label) -> timed step times --
 
     def sessions(self):
-        from overhead_common import SessionWindow
+        from overhead_common import SessionWindow, find_thread, thread_run_ns
         settings = dict(self.g["sets"])
         last = {}
+        cpu = self.part.setdefault("sampler_cpu_share", {})
 
         def window(label):
             if settings[label] is None:
@@ -427,13 +491,22 @@ class Child:
             if os.path.exists(path):
                 os.unlink(path)  # the label's latest dump stays for the check at the end
             with SessionWindow(self.isc, path, settings[label]) as w:
+                sampler = find_thread("iscope-system")  # none when the setting has the system sampler off
+                c0, t0 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
                 times = self.body()
+                c1, t1 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
+            if c0 is not None and c1 is not None:  # over the whole window, its untimed steps included
+                cpu.setdefault(label, []).append((c1 - c0) / max(1, t1 - t0))
             ms = self.part["session_ms"].setdefault(label, {"start": [], "stop": [], "dump_mb": []})
             ms["start"].append(w.start_ms), ms["stop"].append(w.stop_ms), ms["dump_mb"].append(w.dump_mb)
             last[label] = path
             return times
 
         def finish():
+            if cpu:
+                self.note("the sampler thread's CPU time per window (median share of the window's wall time, its "
+                          "untimed steps included): " +
+                          ", ".join(f"{k} {100 * statistics.median(v):.2f} %" for k, v in cpu.items() if v))
             for label, path in last.items():
                 d = self.dump_summary(path)
                 self.check(label, d)
@@ -486,6 +559,42 @@ class Child:
 
         return window, finish
 
+    def system(self):
+        from overhead_common import find_thread, runtime_library, thread_run_ns
+        path = os.path.join(self.tmp, "system.iscope")
+        if not self.isc.start(output=path, mode="full", buffer_mode="ring", trace_size_mb=64):
+            raise RuntimeError("inferscope_py.start() failed")
+        lib = runtime_library()
+        if lib.inferscope_system_set_parts(b"none") != 0:
+            self.isc.stop()
+            raise RuntimeError("the system sampler is not running in the session (inferscope_system_set_parts)")
+        sampler = find_thread("iscope-system")
+        cpu = self.part.setdefault("sampler_cpu_share", {})
+
+        def window(label):
+            spec = label if "tick_us" in label or label == "none" else label + ",tick_us=1000"
+            rc = lib.inferscope_system_set_parts(spec.encode())
+            if rc != 0:
+                raise RuntimeError(f"inferscope_system_set_parts({spec}) = {rc}")
+            c0, t0 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
+            times = self.body()
+            c1, t1 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
+            if c0 is not None and c1 is not None:  # the sampler thread's CPU time / the window's wall time
+                cpu.setdefault(label, []).append((c1 - c0) / max(1, t1 - t0))
+            return times
+
+        def finish():
+            lib.inferscope_system_set_parts(b"all")
+            self.isc.stop()
+            d = self.dump_summary(path)
+            self.check("session", d)
+            shares = ", ".join(f"{k} {100 * statistics.median(v):.2f} %" for k, v in cpu.items() if v)
+            self.note(f"the sampler thread's CPU time per window (median share of the window's wall time): "
+                      f"{shares or 'not read (no iscope-system thread found)'}")
+            os.unlink(path)
+
+        return window, finish
+
     def torch_profiler(self):
         from torch.profiler import ProfilerActivity, profile
         acts = [{"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}[w] for w in self.g["activities"].split(",")]
@@ -528,7 +637,8 @@ class Child:
     def run(self):
         g = self.g
         self.build()
-        window, finish = {"sessions": self.sessions, "switch": self.switch, "torch": self.torch_profiler}[g["runner"]]()
+        window, finish = {"sessions": self.sessions, "switch": self.switch, "system": self.system,
+                          "torch": self.torch_profiler}[g["runner"]]()
         labels = [label for label, _ in g["sets"]]
         orders = st.round_orders(labels, g["rounds"], g["seed"])
         allowance = g["allowance_s"]
