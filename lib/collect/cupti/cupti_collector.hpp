@@ -13,10 +13,11 @@
 namespace inferscope::cupti {
 
 /// What to collect. Parsed from Config::cupti_activities: presets "default" (kernel, memcpy, memset, memory,
-/// overhead, graph, runtime, driver), "minimal" (kernel, memcpy, graph, runtime, driver), "full" (default plus
-/// sync and runtime_all, graph nodes one by one), "none", or a comma list (their union) of: kernel, memcpy,
-/// memset, sync (CUPTI's own records of the synchronizations the sync calls' records already show), memory,
-/// overhead, graph (one record per CUDA graph launch with its GPU start and end; CUPTI then no longer reports
+/// graph, runtime, driver), "minimal" (kernel, memcpy, graph, runtime, driver), "full" (default plus
+/// sync, overhead and runtime_all, graph nodes one by one), "none", or a comma list (their union) of: kernel,
+/// memcpy, memset, sync (CUPTI's own records of the synchronizations the sync calls' records already show),
+/// memory, overhead (CUPTI's records of its own work: buffer flushes, instrumentation; no analysis reads them,
+/// the Perfetto export draws them), graph (one record per CUDA graph launch with its GPU start and end; CUPTI then no longer reports
 /// the graph's kernels, copies and memsets one by one), graph_nodes (the opposite, wherever it stands: every node
 /// of every graph launch as its own record, as without graph),
 /// runtime / driver (the selected runtime / driver API calls that explain a step: launches, copies,
