@@ -135,9 +135,9 @@ def table_plan(a):
                 Budget("at_most", 0.02, "<= 2 points")),
         ]
     # The same rows in a session's steady state: each window's session first runs ~150 ms of untimed steps, past
-    # what a session does once at its start (the sampler's first round reads every thread and keeps each in its
-    # 1 kHz tier for 100 ms; its first machine and NVML round comes at 100 ms; Python tracing names each code
-    # object once per session), then the same 4 timed steps. The "off" window runs the same untimed steps.
+    # what a session does once at its start (the sampler's first round reads every thread; its first machine and
+    # NVML round comes at 100 ms; Python tracing names each code object once per session), then the same 4 timed
+    # steps. The "off" window runs the same untimed steps.
     for b in (1, 32):
         name = f"steady-b{b}"
         sw = 2 if q else max(2, int(0.15 / gpt2_step_s(b, 12)) + 1)
@@ -183,11 +183,10 @@ def table_plan(a):
     nt, calls = (4, 1) if q else (32, 1)
     groups.append(group("generate", f"Hugging Face generate(), GPT-2 fp16 (12 layers), batch 1, prompt 128, {nt} new "
                                     f"tokens per call; windows of one untimed 2-token call + {calls} timed calls",
-                        "sessions", "generate", [["off", None], ["full", FULL], ["floor", FLOOR]], 3 if q else 70,
+                        "sessions", "generate", [["off", None], ["full", FULL], ["floor", FLOOR]], 3 if q else 60,
                         1, calls, 0.0112 * nt, warm_step_s=0.035, startup_s=20.0, batch=1, seq=128, new_tokens=nt,
                         warm_tokens=2))
-    # generate()'s decode steps launch small kernels one after another, so CUPTI's cost per kernel (the floor) is a
-    # larger share of its time than of a GPT-2 step's: the floor row says how much of the 5 % it takes.
+    # The floor in the same rounds says how much of generate()'s 5 % budget CUPTI's kernel records alone take.
     rows += [Row(f"generate() per call ({nt} new tokens), full capture", "generate", "overhead", {"full": 1},
                  Budget("at_most", 0.05, "<= 5 %")),
              Row("generate() per call: floor (a bare CUPTI kernel-only session)", "generate", "overhead",
@@ -198,7 +197,7 @@ def table_plan(a):
     groups.append(group("generate-steady", f"Hugging Face generate(), as the row above; windows of "
                                            f"{1 if q else 5} untimed 2-token calls (~150 ms, past the session's "
                                            f"start) + {calls} timed calls", "sessions", "generate",
-                        [["off", None], ["full", FULL], ["floor", FLOOR]], 3 if q else 70, 1 if q else 5, calls,
+                        [["off", None], ["full", FULL], ["floor", FLOOR]], 3 if q else 60, 1 if q else 5, calls,
                         0.0112 * nt, warm_step_s=0.035, startup_s=20.0, batch=1, seq=128, new_tokens=nt,
                         warm_tokens=2, optional=True))
     rows += [Row(f"steady state: generate() per call ({nt} new tokens), full capture", "generate-steady", "overhead",
@@ -359,14 +358,15 @@ def decompose_plan(a):
                      "gpt2", SESSION_SETS, 3 if q else 90, warm, steps, gpt2_step_s(1, 12) * 1.03, batch=1,
                      seq=128, layers=12)
     def system(b, rounds):
-        # Windows of at least ~110 ms: NVML is read every 100 ms, so each window holds about one NVML read and a
-        # window's median step is not blind to a cost that comes once per 100 ms.
+        # Windows of at least ~110 ms: NVML is read every 100 ms, so each window holds about one NVML read. The
+        # window's figure is its mean step: the median of 12-16 steps would leave out the one step that holds it.
         warm, steps = (1, 5) if q else (2, max(4, int(0.11 / gpt2_step_s(b, 12)) + 1))
         return group(f"system-b{b}", f"GPT-2 fp16, batch {b}, 12 layers; one session of full capture (ring buffer) "
                                      f"whose system sampler's parts are switched per window; windows of {warm} + "
                                      f"{steps} steps; baseline: the same session with the sampler paused",
                      "system", "gpt2", [[s, s] for s in SYSTEM_SETS], 3 if q else rounds, warm, steps,
-                     gpt2_step_s(b, 12) * 1.1, window_s=0.002, baseline="none", batch=b, seq=128, layers=12)
+                     gpt2_step_s(b, 12) * 1.1, window_s=0.002, stat="mean", baseline="none", optional=True, batch=b,
+                     seq=128, layers=12)
 
     # Batch 32 last: it is the group a short budget trims.
     groups = [switch(1, 150), sessions, system(1, 60), system(32, 50), switch(32, 100)]
@@ -387,10 +387,11 @@ def copies_plan(q):
     groups, rows = [], []
     for b in (1, 32):
         name = f"copies-b{b}"
+        steps = 5 if q else 2
         groups.append(group(name, f"GPT-2 fp16, batch {b}, 12 layers; one session (python, system off) whose CUPTI set "
-                                  f"is switched per window; windows of 1 + 2 steps; baseline: the session recording "
-                                  f"nothing", "switch", "gpt2", [[s, s] for s in COPY_SETS], 3 if q else 300,
-                            1 if q else 1, 5 if q else 2, gpt2_step_s(b, 12) * 1.04, window_s=0.005, baseline="none",
+                                  f"is switched per window; windows of 1 + {steps} steps; baseline: the session "
+                                  f"recording nothing", "switch", "gpt2", [[s, s] for s in COPY_SETS],
+                            3 if q else 300, 1, steps, gpt2_step_s(b, 12) * 1.04, window_s=0.005, baseline="none",
                             optional=True, batch=b, seq=128, layers=12))
         krd = "kernel,runtime,driver"
         part = lambda label, terms: Row(f"{label}, batch {b}", name, "contrast", terms,  # noqa: E731
@@ -402,9 +403,9 @@ def copies_plan(q):
     return groups, rows
 
 
-# generate()'s parts (optional groups: name them with --groups). Its full capture sits 6-7 points above its floor,
-# against 4-5 for a GPT-2 step: each new token is a short forward of small kernels plus Python calls of the
-# generation loop (cache updates, logits processors, stopping criteria) that a step does not make.
+# generate()'s parts (optional groups: name them with --groups). Its full capture sat 3.6 to 6.6 points above its
+# floor in two H200 runs (docs/benchmarks.md): each new token is a short forward of small kernels plus Python calls
+# of the generation loop (cache updates, logits processors, stopping criteria) that a step does not make.
 GEN_SWITCH_SETS = ["none", "kernel", "kernel,runtime,driver", LEAN, "default", "none+python", "default+python",
                    "default+python_depth1"]
 GEN = dict(batch=1, seq=128, new_tokens=32, warm_tokens=2, warm_step_s=0.035, startup_s=20.0)
@@ -874,6 +875,9 @@ def main():
     ap.add_argument("--torch-batches", default="1", help="batches of the torch.profiler groups (e.g. 1,32)")
     ap.add_argument("--torch-activities", default="cpu,cuda", help="torch.profiler's activities: cpu,cuda or cuda")
     ap.add_argument("--from-json", default="", help="print the table of an earlier --json again, run nothing")
+    ap.add_argument("--stat", choices=("median", "mean"), default="",
+                    help="with --from-json: each window's figure from this statistic of its timed steps instead of "
+                         "the one the run used (the mean counts a step that holds a periodic cost; the median not)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -885,7 +889,10 @@ def main():
             saved = json.load(f)
         rows = [Row(**dict(r, budget=Budget(**r["budget"]))) for r in saved["row_specs"]]
         a.seed, a.resamples = saved["seed"], saved["resamples"]
-        report(saved["groups"], rows, a, saved["title"])
+        if a.stat:
+            for p in saved["groups"].values():
+                p["stat"] = a.stat
+        report(saved["groups"], rows, a, saved["title"] + (f" (window figure: the {a.stat})" if a.stat else ""))
         return 0
     if a.budget_s is None:
         a.budget_s = 180.0 if a.quick else 450.0
