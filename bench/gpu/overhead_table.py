@@ -423,6 +423,14 @@ def generate_decompose_plan(q):
                                       f"2-token call + {calls} timed calls; baseline: the session recording nothing",
                    "switch", "generate", [[s, s] for s in GEN_SWITCH_SETS], 3 if q else 40, 1, calls, 0.0112 * nt,
                    window_s=0.005, baseline="none", optional=True, **gen)
+    # The same parts on calls of 8 new tokens (~70 ms on the H200): a round of eight windows then spans ~2 s of the
+    # host's drift instead of ~8 s, as the GPT-2 step's switched groups do, and 120 rounds fit the same time.
+    short_nt = 4 if q else 8
+    switch_short = group("switch-generate-8", f"generate() as above with {short_nt} new tokens per call; windows of "
+                                              f"one untimed 2-token call + {calls} timed calls, switched as above",
+                         "switch", "generate", [[s, s] for s in GEN_SWITCH_SETS], 3 if q else 120, 1, calls,
+                         0.0112 * short_nt, window_s=0.005, baseline="none", optional=True,
+                         **dict(gen, new_tokens=short_nt))
     sessions = group("sessions-generate", f"generate() as above; each window a session of its own (the settings "
                                           f"named); windows of one untimed 2-token call + 1 timed call",
                      "sessions", "generate",
@@ -433,17 +441,22 @@ def generate_decompose_plan(q):
                                           Budget("effect", text="-"))
     ratio = lambda label, name, s: Row(f"generate(): {label}", name, "overhead", {s: 1},  # noqa: E731
                                        Budget("effect", text="-"))
-    sw, se = "switch-generate", "sessions-generate"
-    rows = [
-        ratio("CUPTI kernel records (the floor), in one session", sw, "kernel"),
-        part("+ runtime and driver API callbacks, over the floor", sw, {"kernel,runtime,driver": 1, "kernel": -1}),
-        part("+ copy and memset records, over that", sw, {LEAN: 1, "kernel,runtime,driver": -1}),
-        part("+ the rest of the default set (memory, graph), over that", sw, {"default": 1, LEAN: -1}),
-        ratio("the default GPU set", sw, "default"),
-        ratio("Python tracing alone (default filters)", sw, "none+python"),
-        part("Python tracing on top of the default GPU set", sw, {"default+python": 1, "default": -1}),
-        part("  of which Python records written (depth unlimited - depth 1)", sw,
-             {"default+python": 1, "default+python_depth1": -1}),
+    se = "sessions-generate"
+    rows = []
+    for sw, tag in (("switch-generate", ""), ("switch-generate-8", f" ({short_nt}-token calls)")):
+        rows += [
+            ratio(f"CUPTI kernel records (the floor), in one session{tag}", sw, "kernel"),
+            part(f"+ runtime and driver API callbacks, over the floor{tag}", sw,
+                 {"kernel,runtime,driver": 1, "kernel": -1}),
+            part(f"+ copy and memset records, over that{tag}", sw, {LEAN: 1, "kernel,runtime,driver": -1}),
+            part(f"+ the rest of the default set (memory, graph), over that{tag}", sw, {"default": 1, LEAN: -1}),
+            ratio(f"the default GPU set{tag}", sw, "default"),
+            ratio(f"Python tracing alone (default filters){tag}", sw, "none+python"),
+            part(f"Python tracing on top of the default GPU set{tag}", sw, {"default+python": 1, "default": -1}),
+            part(f"  of which Python records written (depth unlimited - depth 1){tag}", sw,
+                 {"default+python": 1, "default+python_depth1": -1}),
+        ]
+    rows += [
         ratio("full capture, each window a session", se, "full"),
         ratio("the floor, each window a session", se, "floor"),
         part("full capture above the floor", se, {"full": 1, "floor": -1}),
@@ -451,7 +464,7 @@ def generate_decompose_plan(q):
         part("Python tracing: full capture - full capture without it", se, {"full": 1, "no python": -1}),
         part("the system sampler: full capture - full capture without it", se, {"full": 1, "no system": -1}),
     ]
-    return [switch, sessions], rows
+    return [switch, switch_short, sessions], rows
 
 
 # --- the child: one group's windows in this process ---------------------------------------------------------------
