@@ -72,6 +72,7 @@ DEFINITIONS = {
 
 # Nominal times on an H200 host (docs/benchmarks.md's runs), for the printed estimate and the groups' shares of
 # --budget-s; each group prints what it measures once it runs.
+DEFAULT_BUDGET_S, QUICK_BUDGET_S = 450.0, 180.0  # --budget-s when not given: the whole command's time
 STARTUP_S = 15.0  # python, torch and transformers imported, CUDA initialised, the model built and warmed
 
 
@@ -419,7 +420,7 @@ def generate_decompose_plan(q):
     nt = 4 if q else GEN["new_tokens"]
     gen = dict(GEN, new_tokens=nt)
     # Switching costs ~0.2 ms and no session start, so the switched windows take three timed calls: one call per
-    # window (the sessions group) left every difference 8-14 points wide on the H200 (2026-12-03).
+    # window left every difference 8-14 points wide on the H200 (2026-12-03; three did not narrow them either).
     calls = 1 if q else 3
     switch = group("switch-generate", f"Hugging Face generate(), GPT-2 fp16 (12 layers), batch 1, prompt 128, {nt} "
                                       f"new tokens; one session (python, system off at start, ring buffer) whose CUPTI "
@@ -427,8 +428,8 @@ def generate_decompose_plan(q):
                                       f"2-token call + {calls} timed calls; baseline: the session recording nothing",
                    "switch", "generate", [[s, s] for s in GEN_SWITCH_SETS], 3 if q else 40, 1, calls, 0.0112 * nt,
                    window_s=0.005, baseline="none", optional=True, **gen)
-    # The same parts on calls of 8 new tokens (~70 ms on the H200): a round of eight windows then spans ~2 s of the
-    # host's drift instead of ~8 s, as the GPT-2 step's switched groups do, and 120 rounds fit the same time.
+    # The same parts on calls of 8 new tokens (~60-90 ms on the H200): a round of eight windows then spans ~2 s of
+    # the host's drift instead of ~8 s (a GPT-2 switched round spans ~0.4 s), and 120 rounds fit about the same time.
     short_nt = 4 if q else 8
     switch_short = group("switch-generate-8", f"generate() as above with {short_nt} new tokens per call; windows of "
                                               f"one untimed 2-token call + {calls} timed calls, switched as above",
@@ -913,7 +914,7 @@ def main():
         report(saved["groups"], rows, a, saved["title"] + (f" (window figure: the {a.stat})" if a.stat else ""))
         return 0
     if a.budget_s is None:
-        a.budget_s = 180.0 if a.quick else 450.0
+        a.budget_s = QUICK_BUDGET_S if a.quick else DEFAULT_BUDGET_S
     groups, rows = (decompose_plan if a.decompose else table_plan)(a)
     names = [x for x in a.groups.split(",") if x]
     unknown = set(names) - {g["name"] for g in groups}
