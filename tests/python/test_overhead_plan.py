@@ -74,7 +74,33 @@ def test_the_optional_groups_stay_out_of_the_default_run():
     assert {"system-b1", "system-b32", "copies-b1", "copies-b32", "switch-generate", "switch-generate-8",
             "sessions-generate"} <= optional
     groups, _ = ot.table_plan(args())
-    assert {"steady-b1", "steady-b32", "generate-steady", "cpu"} <= {g["name"] for g in groups if g.get("optional")}
+    assert {"steady-b1", "steady-b32", "generate-steady", "cpu", "long"} <= {g["name"] for g in groups
+                                                                             if g.get("optional")}
+
+
+def config_default(key):
+    """A setting's default as docs/configuration.md's table gives it (generated from the settings table)."""
+    with open(os.path.join(HERE, "..", "..", "docs", "configuration.md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) > 5 and cells[1] == f"`{key}`":
+                return int(cells[4].strip("`"))
+    raise AssertionError(f"{key} is not in docs/configuration.md")
+
+
+def test_the_duty_rows_model_the_defaults_duty_cycle():
+    # The model of sampled and adaptive capture takes the defaults' duty cycle: a changed default changes the model.
+    assert (ot.WINDOW_STEPS, ot.WINDOW_EVERY_STEPS, ot.BASELINE_STEPS) == (
+        config_default("window_steps"), config_default("window_every_steps"), config_default("baseline_steps"))
+    # Weights that add to 1, with const -1, give an overhead: sampled is 2 % full capture and 98 % between windows;
+    # a 1,000-step adaptive run is its first 100 steps in full, then sampled.
+    assert abs(sum(ot.SAMPLED_PARTS.values()) - 1) < 1e-12 and abs(sum(ot.ADAPTIVE_PARTS.values()) - 1) < 1e-12
+    assert abs(ot.SAMPLED_PARTS["full"] - 0.02) < 1e-12
+    assert abs(ot.ADAPTIVE_PARTS["full"] - (0.1 + 0.9 * 0.02)) < 1e-12
+    _, rows = ot.table_plan(args())
+    duty = [r for r in rows if r.group == "duty-b32" and r.kind == "contrast"]
+    assert [(r.terms, r.const, r.budget.value) for r in duty] == [(ot.SAMPLED_PARTS, -1.0, 0.01),
+                                                                  (ot.ADAPTIVE_PARTS, -1.0, 0.02)]
 
 
 def run_from_json(*extra):
