@@ -152,6 +152,32 @@ def duty_rows():
     return rows
 
 
+GPT2_SETS = [["off", None], ["full", FULL], ["floor", FLOOR], ["gpu evidence", GPU_EVIDENCE]]
+
+
+def floor_rows(name, b, prefix="", floor="floor: a bare CUPTI kernel-only session",
+               full="full capture (mode=full, the defaults)"):
+    """A GPT-2 group's rows against the budgets: the floor, full capture, full capture above the floor, and why."""
+    return [
+        Row(f"{prefix}{floor}, batch {b}", name, "overhead", {"floor": 1}, Budget("none", text="- (the floor)")),
+        Row(f"{prefix}{full}, batch {b}", name, "overhead", {"full": 1},
+            Budget("at_most", 0.05, "<= 5 % (and the next row)") if b >= 32 else
+            Budget("none", text="the floor + 2 points: next row")),
+        Row(f"{prefix}full capture above the floor, batch {b}", name, "contrast", {"full": 1, "floor": -1},
+            Budget("at_most", 0.02, "<= 2 points")),
+    ] + why_rows(prefix, name, b)
+
+
+def generate_rows(prefix, name, nt, floor_note=""):
+    """A generate() group's rows: full capture per call against its budget, the floor, and full above the floor."""
+    return [Row(f"{prefix}generate() per call ({nt} new tokens), full capture", name, "overhead", {"full": 1},
+                Budget("at_most", 0.05, "<= 5 %")),
+            Row(f"{prefix}generate() per call: floor{floor_note}", name, "overhead", {"floor": 1},
+                Budget("none", text="- (the floor)")),
+            Row(f"{prefix}generate() per call: full capture above the floor", name, "contrast", {"full": 1, "floor": -1},
+                Budget("at_most", 0.02, "<= 2 points"))]
+
+
 def why_rows(prefix, name, b):
     """Why full capture is above the floor, from the 'gpu evidence' window of the same rounds: how much is CUPTI
     recording what the analysis reads (a session with only those records), and how much is the rest."""
@@ -178,17 +204,8 @@ def table_plan(a):
         name = f"short-b{b}"
         groups.append(group(name, f"GPT-2 fp16, batch {b}, sequence 128, 12 layers; windows of {warm} untimed + "
                                   f"{steps} timed steps, each window a session of its own", "sessions", "gpt2",
-                            [["off", None], ["full", FULL], ["floor", FLOOR], ["gpu evidence", GPU_EVIDENCE]],
-                            r_short, warm, steps, gpt2_step_s(b, 12), batch=b, seq=128, layers=12))
-        rows += [
-            Row(f"floor: a bare CUPTI kernel-only session, batch {b}", name, "overhead", {"floor": 1},
-                Budget("none", text="- (the floor)")),
-            Row(f"full capture (mode=full, the defaults), batch {b}", name, "overhead", {"full": 1},
-                Budget("at_most", 0.05, "<= 5 % (and the next row)") if b >= 32 else
-                Budget("none", text="the floor + 2 points: next row")),
-            Row(f"full capture above the floor, batch {b}", name, "contrast", {"full": 1, "floor": -1},
-                Budget("at_most", 0.02, "<= 2 points")),
-        ] + why_rows("", name, b)
+                            GPT2_SETS, r_short, warm, steps, gpt2_step_s(b, 12), batch=b, seq=128, layers=12))
+        rows += floor_rows(name, b)
     # The same rows in a session's steady state: each window's session first runs ~150 ms of untimed steps, past
     # what a session does once at its start (the sampler's first round reads every thread; its first machine and
     # NVML round comes at 100 ms; Python tracing names each code object once per session), then the same 4 timed
@@ -199,16 +216,9 @@ def table_plan(a):
         groups.append(group(name, f"GPT-2 fp16, batch {b}, sequence 128, 12 layers; windows of {sw} untimed steps "
                                   f"(~150 ms, past the session's start) + {steps} timed steps, each window a session "
                                   f"of its own", "sessions", "gpt2",
-                            [["off", None], ["full", FULL], ["floor", FLOOR], ["gpu evidence", GPU_EVIDENCE]],
-                            r_short, sw, steps, gpt2_step_s(b, 12), batch=b, seq=128, layers=12, optional=True))
-        rows += [
-            Row(f"steady state: floor, batch {b}", name, "overhead", {"floor": 1}, Budget("none", text="- (the floor)")),
-            Row(f"steady state: full capture, batch {b}", name, "overhead", {"full": 1},
-                Budget("at_most", 0.05, "<= 5 % (and the next row)") if b >= 32 else
-                Budget("none", text="the floor + 2 points: next row")),
-            Row(f"steady state: full capture above the floor, batch {b}", name, "contrast", {"full": 1, "floor": -1},
-                Budget("at_most", 0.02, "<= 2 points")),
-        ] + why_rows("steady state: ", name, b)
+                            GPT2_SETS, r_short, sw, steps, gpt2_step_s(b, 12), batch=b, seq=128, layers=12,
+                            optional=True))
+        rows += floor_rows(name, b, "steady state: ", "floor", "full capture")
     gl, gw = (50, 256) if q else (750, 256)
     groups.append(group("graph", f"one CUDA graph of {2 * gl} kernels ({gl} x Linear({gw}) + ReLU, fp16, batch 8) "
                                  f"replayed per step, captured in a session started before CUDA; windows of {warm} + "
@@ -233,28 +243,16 @@ def table_plan(a):
     groups.append(group("generate", f"Hugging Face generate(), GPT-2 fp16 (12 layers), batch 1, prompt 128, {nt} new "
                                     f"tokens per call; windows of one untimed 2-token call + {calls} timed calls",
                         "sessions", "generate", [["off", None], ["full", FULL], ["floor", FLOOR]], 3 if q else 60,
-                        1, calls, 0.0112 * nt, warm_step_s=0.035, startup_s=20.0, batch=1, seq=128, new_tokens=nt,
-                        warm_tokens=2))
+                        1, calls, 0.0112 * nt, **dict(GEN, new_tokens=nt)))
     # The floor in the same rounds says how much of generate()'s 5 % budget CUPTI's kernel records alone take.
-    rows += [Row(f"generate() per call ({nt} new tokens), full capture", "generate", "overhead", {"full": 1},
-                 Budget("at_most", 0.05, "<= 5 %")),
-             Row("generate() per call: floor (a bare CUPTI kernel-only session)", "generate", "overhead",
-                 {"floor": 1}, Budget("none", text="- (the floor)")),
-             Row("generate() per call: full capture above the floor", "generate", "contrast", {"full": 1, "floor": -1},
-                 Budget("at_most", 0.02, "<= 2 points"))]
+    rows += generate_rows("", "generate", nt, " (a bare CUPTI kernel-only session)")
     # The same call past the session's start (see the steady groups): ~150 ms of untimed 2-token calls first.
     groups.append(group("generate-steady", f"Hugging Face generate(), as the row above; windows of "
                                            f"{1 if q else 5} untimed 2-token calls (~150 ms, past the session's "
                                            f"start) + {calls} timed calls", "sessions", "generate",
                         [["off", None], ["full", FULL], ["floor", FLOOR]], 3 if q else 60, 1 if q else 5, calls,
-                        0.0112 * nt, warm_step_s=0.035, startup_s=20.0, batch=1, seq=128, new_tokens=nt,
-                        warm_tokens=2, optional=True))
-    rows += [Row(f"steady state: generate() per call ({nt} new tokens), full capture", "generate-steady", "overhead",
-                 {"full": 1}, Budget("at_most", 0.05, "<= 5 %")),
-             Row("steady state: generate() per call: floor", "generate-steady", "overhead", {"floor": 1},
-                 Budget("none", text="- (the floor)")),
-             Row("steady state: generate() per call: full capture above the floor", "generate-steady", "contrast",
-                 {"full": 1, "floor": -1}, Budget("at_most", 0.02, "<= 2 points"))]
+                        0.0112 * nt, optional=True, **dict(GEN, new_tokens=nt)))
+    rows += generate_rows("steady state: ", "generate-steady", nt)
     for b in [int(x) for x in a.torch_batches.split(",") if x]:
         name = f"torch-b{b}"
         groups.append(group(name, f"torch.profiler (activities {a.torch_activities}, record_shapes off) on GPT-2 fp16, "
@@ -643,10 +641,30 @@ class Child:
             return run_steps(self.step, g["steps"], self.mark)
         return run_steps(self.step, g["warm"] + g["steps"], self.mark)[g["warm"]:]
 
+    def body_with_thread_cpu(self, tid, shares, label):
+        """self.body(), and the share of its wall time (untimed steps included) that thread `tid` spent on a CPU,
+        appended to shares[label]; nothing when there is no such thread or it went away."""
+        from overhead_common import thread_run_ns
+        c0, t0 = thread_run_ns(tid) if tid else None, time.perf_counter_ns()
+        times = self.body()
+        c1, t1 = thread_run_ns(tid) if tid else None, time.perf_counter_ns()
+        if c0 is not None and c1 is not None:
+            shares.setdefault(label, []).append((c1 - c0) / max(1, t1 - t0))
+        return times
+
+    def note_sampler_cpu(self, shares):
+        """The note on the sampler thread's CPU share per window (median per label), when any was read."""
+        if any(shares.values()):
+            self.note("the sampler thread's CPU time per window (median share of the window's wall time, its untimed "
+                      "steps included): " +
+                      ", ".join(f"{k} {100 * statistics.median(v):.2f} %" for k, v in shares.items() if v))
+        else:
+            self.note("the sampler thread's CPU time: not read (no iscope-system thread found)")
+
     # -- the runners: window(label) -> timed step times --
 
     def sessions(self):
-        from overhead_common import SessionWindow, find_thread, thread_run_ns
+        from overhead_common import SessionWindow, find_thread
         settings = dict(self.g["sets"])
         last = {}
         cpu = self.part.setdefault("sampler_cpu_share", {})
@@ -658,12 +676,8 @@ class Child:
             if os.path.exists(path):
                 os.unlink(path)  # the label's latest dump stays for the check at the end
             with SessionWindow(self.isc, path, settings[label]) as w:
-                sampler = find_thread("iscope-system")  # none when the setting has the system sampler off
-                c0, t0 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
-                times = self.body()
-                c1, t1 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
-            if c0 is not None and c1 is not None:  # over the whole window, its untimed steps included
-                cpu.setdefault(label, []).append((c1 - c0) / max(1, t1 - t0))
+                # No such thread when the setting has the system sampler off.
+                times = self.body_with_thread_cpu(find_thread("iscope-system"), cpu, label)
             ms = self.part["session_ms"].setdefault(label, {"start": [], "stop": [], "dump_mb": []})
             ms["start"].append(w.start_ms), ms["stop"].append(w.stop_ms), ms["dump_mb"].append(w.dump_mb)
             last[label] = path
@@ -671,9 +685,7 @@ class Child:
 
         def finish():
             if cpu:
-                self.note("the sampler thread's CPU time per window (median share of the window's wall time, its "
-                          "untimed steps included): " +
-                          ", ".join(f"{k} {100 * statistics.median(v):.2f} %" for k, v in cpu.items() if v))
+                self.note_sampler_cpu(cpu)
             for label, path in last.items():
                 d = self.dump_summary(path)
                 self.check(label, d)
@@ -727,7 +739,7 @@ class Child:
         return window, finish
 
     def system(self):
-        from overhead_common import find_thread, runtime_library, thread_run_ns
+        from overhead_common import find_thread, runtime_library
         path = os.path.join(self.tmp, "system.iscope")
         if not self.isc.start(output=path, mode="full", buffer_mode="ring", trace_size_mb=64):
             raise RuntimeError("inferscope_py.start() failed")
@@ -743,21 +755,14 @@ class Child:
             rc = lib.inferscope_system_set_parts(spec.encode())
             if rc != 0:
                 raise RuntimeError(f"inferscope_system_set_parts({spec}) = {rc}")
-            c0, t0 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
-            times = self.body()
-            c1, t1 = thread_run_ns(sampler) if sampler else None, time.perf_counter_ns()
-            if c0 is not None and c1 is not None:  # the sampler thread's CPU time / the window's wall time
-                cpu.setdefault(label, []).append((c1 - c0) / max(1, t1 - t0))
-            return times
+            return self.body_with_thread_cpu(sampler, cpu, label)
 
         def finish():
             lib.inferscope_system_set_parts(b"all")
             self.isc.stop()
             d = self.dump_summary(path)
             self.check("session", d)
-            shares = ", ".join(f"{k} {100 * statistics.median(v):.2f} %" for k, v in cpu.items() if v)
-            self.note(f"the sampler thread's CPU time per window (median share of the window's wall time): "
-                      f"{shares or 'not read (no iscope-system thread found)'}")
+            self.note_sampler_cpu(cpu)
             os.unlink(path)
 
         return window, finish
