@@ -49,6 +49,9 @@ if [ "$PART" = tests ]; then
   "$BUILD/bench/runtime/bench_scope" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
     --benchmark_min_time=0.3s > "$OUT/bench_scope.txt" 2>&1
   grep -E "median|Benchmark" "$OUT/bench_scope.txt"
+  "$BUILD/bench/runtime/bench_sampling" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    > "$OUT/bench_sampling.txt" 2>&1
+  grep -E "median" "$OUT/bench_sampling.txt"
   PYTHONPATH="$BUILD/python" "$PY" bench/python_overhead.py --rounds 21 > "$OUT/python_overhead.txt" 2>&1
   tail -12 "$OUT/python_overhead.txt"
   for b in "$BUILD"/bench/system/*bench*; do [ -x "$b" ] && "$b" > "$OUT/system_bench.txt" 2>&1 && tail -12 "$OUT/system_bench.txt"; done
