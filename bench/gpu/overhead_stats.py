@@ -177,6 +177,8 @@ class Row:
 
     kind "overhead": terms {setting: 1}, the setting's overhead (median ratio - 1);
     kind "contrast": const + sum(w * median ratio) over `terms` (points: a difference of overheads);
+    kind "model": sum(w * median ratio) - 1 over `terms` whose weights add to 1 (per cent: an overhead modelled
+    as a mix of settings, each weighted by its share of the steps);
     kind "multiple": overhead of `terms`' one setting in `group` / overhead of `den_set` in `den_group`."""
 
     label: str
@@ -239,10 +241,12 @@ def _estimate(row, part, parts, resamples, seed):
         est = bootstrap_multiple(num, den, resamples=resamples, seed=seed)
         unit = "x"
     else:
+        if row.kind == "model" and abs(sum(row.terms.values()) - 1) > 1e-9:
+            raise ValueError(f"a model's weights add to {sum(row.terms.values()):g}, not 1")
         series = _series(part, list(row.terms))
-        const = -1.0 if row.kind == "overhead" else row.const
+        const = -1.0 if row.kind in ("overhead", "model") else row.const
         est = bootstrap_contrast(series, row.terms, const=const, resamples=resamples, seed=seed)
-        unit = "%" if row.kind == "overhead" else "points"
+        unit = "%" if row.kind in ("overhead", "model") else "points"
     return est, unit
 
 

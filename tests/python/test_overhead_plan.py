@@ -92,15 +92,27 @@ def test_the_duty_rows_model_the_defaults_duty_cycle():
     # The model of sampled and adaptive capture takes the defaults' duty cycle: a changed default changes the model.
     assert (ot.WINDOW_STEPS, ot.WINDOW_EVERY_STEPS, ot.BASELINE_STEPS) == (
         config_default("window_steps"), config_default("window_every_steps"), config_default("baseline_steps"))
-    # Weights that add to 1, with const -1, give an overhead: sampled is 2 % full capture and 98 % between windows;
-    # a 1,000-step adaptive run is its first 100 steps in full, then sampled.
-    assert abs(sum(ot.SAMPLED_PARTS.values()) - 1) < 1e-12 and abs(sum(ot.ADAPTIVE_PARTS.values()) - 1) < 1e-12
-    assert abs(ot.SAMPLED_PARTS["full"] - 0.02) < 1e-12
-    assert abs(ot.ADAPTIVE_PARTS["full"] - (0.1 + 0.9 * 0.02)) < 1e-12
-    _, rows = ot.table_plan(args())
-    duty = [r for r in rows if r.group == "duty-b32" and r.kind == "contrast"]
-    assert [(r.terms, r.const, r.budget.value) for r in duty] == [(ot.SAMPLED_PARTS, -1.0, 0.01),
-                                                                  (ot.ADAPTIVE_PARTS, -1.0, 0.02)]
+    # Sampled: a window of 10 steps in every 500, 2 % of a long run in full (twice that when slow steps open a
+    # window in every period: the bound row).
+    assert abs(ot.SAMPLED_PARTS["full"] - 0.02) < 1e-12 and abs(ot.SAMPLED_BOUND_PARTS["full"] - 0.04) < 1e-12
+    # Adaptive, counted by hand from the scheduler's rule (the first periodic window falls due 500 steps after the
+    # baseline closes, test_sampling.cpp checks it): 1,000 steps hold the baseline's 100 and one window at steps
+    # 600-609, 110 in full, not 100 + 2 % of the other 900.
+    assert abs(ot.ADAPTIVE_PARTS["full"] - 0.110) < 1e-12
+    assert ot.adaptive_full_steps(2000) == 100 + 3 * 10  # windows at 600, 1100, 1600
+    assert ot.adaptive_full_steps(605) == 105 and ot.adaptive_full_steps(50) == 50  # cut at the run's end
+    for parts in (ot.SAMPLED_PARTS, ot.SAMPLED_BOUND_PARTS, ot.ADAPTIVE_PARTS):
+        assert abs(sum(parts.values()) - 1) < 1e-12
+    groups, rows = ot.table_plan(args())
+    duty = {g["name"]: g for g in groups if g["name"].startswith("duty-")}
+    # Both batch sizes run by default, each window's figure its mean step (a long run's budget is of its whole time).
+    assert sorted(duty) == ["duty-b1", "duty-b32"]
+    assert all(not g.get("optional") and g["stat"] == "mean" for g in duty.values())
+    for name in duty:
+        models = [r for r in rows if r.group == name and r.kind == "model"]
+        assert [(r.terms, r.budget.kind, r.budget.value) for r in models] == [
+            (ot.SAMPLED_PARTS, "at_most", 0.01), (ot.SAMPLED_BOUND_PARTS, "none", 0.0),
+            (ot.ADAPTIVE_PARTS, "at_most", 0.02)]
 
 
 def run_from_json(*extra):

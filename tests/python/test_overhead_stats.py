@@ -209,3 +209,25 @@ def test_a_row_without_windows_says_so_and_the_table_goes_on():
     cell = st.evaluate(st.Row("full", "g", "overhead", {"full": 1}), {"g": p}, resamples=RESAMPLES)
     assert cell["status"].startswith("failed: ")
     assert "| full | - | - | - | - | failed: " in "\n".join(st.table_lines([cell]))
+
+
+def test_a_model_row_mixes_settings_by_their_share_of_the_steps():
+    # Full capture costs 7.5 % and the setting between windows nothing: 2 % of the steps in full cost 0.15 %,
+    # printed as per cent (an overhead), and the interval holds it.
+    rng = random.Random(11)
+    off, full, between = [], [], []
+    for _ in range(60):
+        level = rng.uniform(0.7, 1.3)
+        off.append(level * (1 + rng.gauss(0, 0.002)))
+        full.append(level * 1.075 * (1 + rng.gauss(0, 0.002)))
+        between.append(level * (1 + rng.gauss(0, 0.002)))
+    p = {"stat": "median", "baseline": "off", "rounds": 60,
+         "windows": {"off": {"median": off}, "full": {"median": full}, "between": {"median": between}}}
+    row = st.Row("sampled, modelled", "g", "model", {"between": 0.98, "full": 0.02}, st.Budget("at_most", 0.01))
+    cell = st.evaluate(row, {"g": p}, resamples=RESAMPLES)
+    assert cell["unit"] == "%"
+    assert abs(cell["value"] - 0.0015) < 0.0005 and cell["lo"] <= 0.0015 <= cell["hi"]
+    assert cell["verdict"] == "within budget"
+    # Weights that do not add to 1 are no model of a run: the row says so instead of printing a figure.
+    bad = st.evaluate(st.Row("bad", "g", "model", {"between": 0.9, "full": 0.2}), {"g": p}, resamples=RESAMPLES)
+    assert "add to 1.1, not 1" in bad["status"]
