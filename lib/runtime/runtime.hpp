@@ -186,4 +186,9 @@ void hold_strings_lock_for_test(uint32_t ms, const std::function<void()>& while_
 /// Test hook: the configuration the running session was started with.
 const Config& active_config();
 
+/// Test hook: where the running session's windows stand (sampled and adaptive modes): "open" (a step begun now is
+/// counted in a window), "closing" (it has counted its steps; detail is still on), "off", "opening" (due; detail
+/// not on yet), or "" with no sampling session. A test waits on it instead of on the writer thread's timing.
+std::string sampled_window_state();
+
 }  // namespace inferscope::runtime

@@ -43,6 +43,11 @@ class Sampler {
   void write(std::vector<uint8_t>& out, uint32_t step_name_id);
   /// Writer: the SAMPLING, WINDOWS and SLOW_STEPS chunks alone (what follows the windows' records).
   void write_summary(std::vector<uint8_t>& out, uint32_t step_name_id);
+  /// Where the scheduler's window stands (any thread).
+  sampling::WindowScheduler::State window_state() {
+    std::lock_guard lk(mu_);
+    return sched_.state();
+  }
   /// Adaptive mode: the baseline is still open (writer thread).
   bool baseline_open() const { return baseline_index_ != 0 && full_open_ == baseline_index_; }
   /// The ring of windows, for the crash image (read by a crash handler only while the writer changes nothing).

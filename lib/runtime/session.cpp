@@ -294,6 +294,19 @@ const Config& active_config() {
   return s ? s->cfg : defaults;
 }
 
+std::string sampled_window_state() {
+  std::lock_guard lk(G().registry);  // as step_ended: the session cannot be freed meanwhile
+  SessionState* s = G().session;
+  if (!s || !s->sampler) return "";
+  switch (s->sampler->window_state()) {
+    case sampling::WindowScheduler::State::kOff: return "off";
+    case sampling::WindowScheduler::State::kOpening: return "opening";
+    case sampling::WindowScheduler::State::kOpen: return "open";
+    case sampling::WindowScheduler::State::kClosing: return "closing";
+  }
+  return "";
+}
+
 bool Channel::write(const void* record, uint32_t size, uint32_t max_wait_ms) {
   // On the writer thread (a collector flushing from a signal-initiated stop) waiting cannot help: no one
   // else drains, so a full ring drops and counts at once.

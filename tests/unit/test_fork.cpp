@@ -227,12 +227,23 @@ TEST_CASE("sampled mode: a child forked while a window is open starts its own sa
   pid_t pid = fork_child();
   if (pid == 0) {
     if (!is_active()) ::_exit(1);
-    // Windows are opened by the child's own writer thread, woken by the step that is due: 2 ms steps leave it
-    // time to run on a loaded machine (sanitizers and browser tests beside it), or both windows pass unopened.
-    steps(25, 2000);
+    // Windows are opened by the child's own writer thread, woken by the step that is due (the 10th, the 20th of
+    // its own count). Before the steps a window counts, the child waits until it is open (a loaded machine can
+    // hold the writer back longer than any step), so both windows open however the scheduler runs it.
+    auto window_opens = [] {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (runtime::sampled_window_state() != "open" && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return runtime::sampled_window_state() == "open";
+    };
+    steps(10);
+    if (!window_opens()) ::_exit(2);
+    steps(10);
+    if (!window_opens()) ::_exit(3);
+    steps(5);
     std::exit(0);  // atexit completes the child's dump
   }
-  CHECK(child_result(pid) == 0);
+  CHECK(child_result(pid, 60000) == 0);  // 2, 3: the first or the second window did not open within 20 s
   steps(8);
   REQUIRE(stop());
   dump::DumpReader parent(c.output);

@@ -3,12 +3,14 @@
 // dropped, and flush_ring()/SIGUSR2 write the ring now while the program's own SIGUSR2 handler still runs.
 #include <doctest/doctest.h>
 
+#include "runtime/runtime.hpp"
 #include "test_util.hpp"
 
 #include <inferscope/scope.hpp>
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -43,6 +45,28 @@ void step(double ms = 0.5) {
   pause_us(1500);
 }
 
+// Waits (up to 20 s) until a window of full detail is open (`open`) or wholly closed: the writer thread switches
+// windows when it runs, which a loaded machine can delay past any pause between steps, so a test waits on the
+// switch itself before the steps a window must count.
+void wait_window(bool open) {
+  const std::string want = open ? "open" : "off";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (runtime::sampled_window_state() != want && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(runtime::sampled_window_state() == want);
+}
+
+// `n` steps; before each step in `window_starts` a window is open (it falls due at the step before), before each
+// in `window_ends` none is (the window before has counted its steps).
+void steps_with_windows(int n, std::initializer_list<int> window_starts, std::initializer_list<int> window_ends = {}) {
+  auto has = [](std::initializer_list<int> l, int i) { return std::find(l.begin(), l.end(), i) != l.end(); };
+  for (int i = 0; i < n; ++i) {
+    if (has(window_starts, i)) wait_window(true);
+    if (has(window_ends, i)) wait_window(false);
+    step();
+  }
+}
+
 const dump::SamplingData& sampling_of(const dump::DumpReader& r) {
   REQUIRE(r.is_sampled());
   return *r.sampling();
@@ -62,10 +86,9 @@ TEST_CASE("sampled: windows of W whole steps every N steps; nothing outside them
   c.window_steps = 3;
   c.window_every_steps = 10;
   REQUIRE(start(c));
-  // Windows after steps 9, 19, 29 and 39, each counting three; the last steps leave a slow writer (a loaded
-  // machine, a sanitizer) room to switch the fourth window on and off before the session stops.
-  for (int i = 0; i < 48; ++i) step();
-  pause_us(50000);  // the fourth window closed, whatever the writer's delay
+  // Windows after steps 9, 19, 29 and 39, each counting three: steps 10-12, 20-22, 30-32, 40-42.
+  steps_with_windows(48, {10, 20, 30, 40});
+  wait_window(false);  // the fourth window closed, whatever the writer's delay
   REQUIRE(stop());
   dump::DumpReader r(c.output);
   CHECK(r.complete());
@@ -151,10 +174,10 @@ TEST_CASE("sampled: a slow step in a window keeps the window open for its neighb
     // The first step the first window counts is slow: the one after the writer switched detail on.
     const bool slow = slow_at < 0 && i == 11;
     if (slow) slow_at = i;
+    if (i == 11 || i == 20 || i == 30) wait_window(true);  // the windows due after steps 9, 19 and 29 are open
     step(slow ? 150 : 0.5);
-    if (i == 9 || i == 10) pause_us(20000);  // the writer has switched detail on well before step 11 begins
   }
-  pause_us(50000);  // the writer has opened the window due after step 39 before the session stops
+  wait_window(true);  // the window due after step 39 is open before the session stops
   REQUIRE(stop());
   dump::DumpReader r(c.output);
   const auto& s = sampling_of(r);
@@ -210,14 +233,14 @@ TEST_CASE("adaptive: every step from the start in full until baseline_steps, kep
   c.window_every_steps = 10;
   c.windows_kept = 2;  // the periodic windows then push each other out; the baseline stays, not counted among them
   REQUIRE(start(c));
-  for (int i = 0; i < 48; ++i) step();
-  pause_us(50000);
+  // The baseline closed before step 5 begins (the first periodic window falls due 10 steps after it closes).
+  steps_with_windows(48, {15, 25, 35, 45}, {5});
   REQUIRE(stop());
   dump::DumpReader r(c.output);
   CHECK(r.complete());
   const auto& s = sampling_of(r);
   CHECK(s.summary.steps_seen == 48);
-  CHECK(s.summary.windows_opened >= 3);  // the baseline, then windows after steps 14, 24, 34 (44 if the writer keeps up)
+  CHECK(s.summary.windows_opened == 5);  // the baseline, then windows after steps 14, 24, 34 and 44
   REQUIRE(s.windows.size() == 3);
   const dump::WindowEntry& base = s.windows[0];
   CHECK(base.reason == uint8_t(dump::WindowReason::kBaseline));
