@@ -171,7 +171,7 @@ TEST_CASE("sampled: a slow step in a window keeps the window open for its neighb
   REQUIRE(start(c));
   int slow_at = -1;
   for (int i = 0; i < 40; ++i) {
-    // The first step the first window counts is slow: the one after the writer switched detail on.
+    // Step 11 is slow, inside the first window (due after step 9, and open before step 11 begins: waited on).
     const bool slow = slow_at < 0 && i == 11;
     if (slow) slow_at = i;
     if (i == 11 || i == 20 || i == 30) wait_window(true);  // the windows due after steps 9, 19 and 29 are open
