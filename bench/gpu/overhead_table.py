@@ -168,7 +168,7 @@ def duty_rows():
             Row(f"sampled over a long run, modelled: {SAMPLED_PARTS['between windows']:.2f} x between windows + "
                 f"{SAMPLED_PARTS['full']:.2f} x full capture, batch {b}", name, "model", SAMPLED_PARTS,
                 Budget("at_most", 0.01, "<= 1 %")),
-            Row(f"sampled, modelled with a slow-step window in every period (the most it opens): "
+            Row(f"sampled, modelled with a slow-step window in every period (the most those open): "
                 f"{SAMPLED_BOUND_PARTS['between windows']:.2f} x between + {SAMPLED_BOUND_PARTS['full']:.2f} x full, "
                 f"batch {b}", name, "model", SAMPLED_BOUND_PARTS, Budget("none", text="- (the row above's bound)")),
             Row(f"adaptive (the default) over a {ADAPTIVE_RUN_STEPS:,}-step run, modelled: "

@@ -188,7 +188,9 @@ const Config& active_config();
 
 /// Test hook: where the running session's windows stand (sampled and adaptive modes): "open" (a step begun now is
 /// counted in a window), "closing" (it has counted its steps; detail is still on), "off", "opening" (due; detail
-/// not on yet), or "" with no sampling session. A test waits on it instead of on the writer thread's timing.
+/// not on yet), or "" with no sampling session running. A test waits on it instead of on the writer thread's
+/// timing; it waits for "off" only where no window is due, since a due window opens in the same step as the last
+/// one closes.
 std::string sampled_window_state();
 
 }  // namespace inferscope::runtime

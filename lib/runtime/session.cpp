@@ -295,10 +295,15 @@ const Config& active_config() {
 }
 
 std::string sampled_window_state() {
-  std::lock_guard lk(G().registry);  // as step_ended: the session cannot be freed meanwhile
-  SessionState* s = G().session;
-  if (!s || !s->sampler) return "";
-  switch (s->sampler->window_state()) {
+  std::shared_ptr<Sampler> sampler;
+  {
+    // As step_ended: the sampler is taken under the registry lock and asked outside it (no lock nests in another).
+    std::lock_guard lk(G().registry);
+    SessionState* s = G().session;
+    if (!s || detail::g_session.load() != s->epoch || !s->sampler) return "";
+    sampler = s->sampler;
+  }
+  switch (sampler->window_state()) {
     case sampling::WindowScheduler::State::kOff: return "off";
     case sampling::WindowScheduler::State::kOpening: return "opening";
     case sampling::WindowScheduler::State::kOpen: return "open";
