@@ -28,6 +28,18 @@ def windows(effect, rounds=40, noise=0.02, drift=0.2, seed=1):
     return on, off
 
 
+def drifting(factors, rounds, noise, drift, seed):
+    """Window times of several settings (name -> factor on the round's host level), each with its own Gaussian
+    noise of relative size `noise`; every round's level is drawn in [1 - drift, 1 + drift] and shared by its windows."""
+    rng = random.Random(seed)
+    out = {k: [] for k in factors}
+    for _ in range(rounds):
+        level = rng.uniform(1 - drift, 1 + drift)
+        for k, f in factors.items():
+            out[k].append(level * f * (1 + rng.gauss(0, noise)))
+    return out
+
+
 def overhead_of(effect, **kw):
     on, off = windows(effect, **kw)
     return st.overhead(st.paired_ratios(on, off), resamples=RESAMPLES)
@@ -102,14 +114,8 @@ def test_within_noise_definition():
 
 def test_full_capture_above_the_floor_is_a_paired_difference():
     # Full capture costs 4 points above the floor in every round; both ride the same drift.
-    rng = random.Random(7)
-    off, floor, full = [], [], []
-    for _ in range(40):
-        level = rng.uniform(0.7, 1.3)
-        off.append(level * (1 + rng.gauss(0, 0.01)))
-        floor.append(level * 1.03 * (1 + rng.gauss(0, 0.01)))
-        full.append(level * 1.07 * (1 + rng.gauss(0, 0.01)))
-    series = {"full": st.paired_ratios(full, off), "floor": st.paired_ratios(floor, off)}
+    w = drifting({"off": 1.0, "floor": 1.03, "full": 1.07}, rounds=40, noise=0.01, drift=0.3, seed=7)
+    series = {k: st.paired_ratios(w[k], w["off"]) for k in ("full", "floor")}
     est = st.bootstrap_contrast(series, {"full": 1, "floor": -1}, resamples=RESAMPLES)
     assert est.lo <= 0.04 <= est.hi
     assert st.verdict(est, st.Budget("at_most", 0.02)) == "over budget"
@@ -119,13 +125,8 @@ def test_full_capture_above_the_floor_is_a_paired_difference():
 def test_interaction_of_two_parts():
     # Parts of 2 % and 5 % against the same baseline; together 9 % (an interaction of 2 points), or 7 % (none).
     def run(both):
-        rng = random.Random(11)
-        base, a, b, ab = [], [], [], []
-        for _ in range(50):
-            level = rng.uniform(0.8, 1.2)
-            w = lambda f: level * f * (1 + rng.gauss(0, 0.005))  # noqa: E731
-            base.append(w(1.0)), a.append(w(1.02)), b.append(w(1.05)), ab.append(w(both))
-        series = {k: st.paired_ratios(v, base) for k, v in (("a", a), ("b", b), ("ab", ab))}
+        w = drifting({"base": 1.0, "a": 1.02, "b": 1.05, "ab": both}, rounds=50, noise=0.005, drift=0.2, seed=11)
+        series = {k: st.paired_ratios(w[k], w["base"]) for k in ("a", "b", "ab")}
         return st.bootstrap_contrast(series, {"ab": 1, "a": -1, "b": -1}, const=1.0, resamples=RESAMPLES)
 
     superadditive, additive = run(1.09), run(1.07)
@@ -214,15 +215,8 @@ def test_a_row_without_windows_says_so_and_the_table_goes_on():
 def test_a_model_row_mixes_settings_by_their_share_of_the_steps():
     # Full capture costs 7.5 % and the setting between windows nothing: 2 % of the steps in full cost 0.15 %,
     # printed as per cent (an overhead), and the interval holds it.
-    rng = random.Random(11)
-    off, full, between = [], [], []
-    for _ in range(60):
-        level = rng.uniform(0.7, 1.3)
-        off.append(level * (1 + rng.gauss(0, 0.002)))
-        full.append(level * 1.075 * (1 + rng.gauss(0, 0.002)))
-        between.append(level * (1 + rng.gauss(0, 0.002)))
-    p = {"stat": "median", "baseline": "off", "rounds": 60,
-         "windows": {"off": {"median": off}, "full": {"median": full}, "between": {"median": between}}}
+    w = drifting({"off": 1.0, "full": 1.075, "between": 1.0}, rounds=60, noise=0.002, drift=0.3, seed=11)
+    p = {"stat": "median", "baseline": "off", "rounds": 60, "windows": {k: {"median": v} for k, v in w.items()}}
     row = st.Row("sampled, modelled", "g", "model", {"between": 0.98, "full": 0.02}, st.Budget("at_most", 0.01))
     cell = st.evaluate(row, {"g": p}, resamples=RESAMPLES)
     assert cell["unit"] == "%"

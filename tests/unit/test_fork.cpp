@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "runtime/runtime.hpp"
+#include "sampled_window_wait.hpp"
 #include "test_util.hpp"
 
 #include <inferscope/scope.hpp>
@@ -230,16 +231,10 @@ TEST_CASE("sampled mode: a child forked while a window is open starts its own sa
     // Windows are opened by the child's own writer thread, woken by the step that is due (the 10th, the 20th of
     // its own count). Before the steps a window counts, the child waits until it is open (a loaded machine can
     // hold the writer back longer than any step), so both windows open however the scheduler runs it.
-    auto window_opens = [] {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (runtime::sampled_window_state() != "open" && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      return runtime::sampled_window_state() == "open";
-    };
     steps(10);
-    if (!window_opens()) ::_exit(2);
+    if (!testutil::wait_sampled_window("open")) ::_exit(2);
     steps(10);
-    if (!window_opens()) ::_exit(3);
+    if (!testutil::wait_sampled_window("open")) ::_exit(3);
     steps(5);
     std::exit(0);  // atexit completes the child's dump
   }

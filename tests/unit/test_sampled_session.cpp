@@ -3,7 +3,7 @@
 // dropped, and flush_ring()/SIGUSR2 write the ring now while the program's own SIGUSR2 handler still runs.
 #include <doctest/doctest.h>
 
-#include "runtime/runtime.hpp"
+#include "sampled_window_wait.hpp"
 #include "test_util.hpp"
 
 #include <inferscope/scope.hpp>
@@ -45,16 +45,8 @@ void step(double ms = 0.5) {
   pause_us(1500);
 }
 
-// Waits (up to 20 s) until a window of full detail is open (`open`) or wholly closed: the writer thread switches
-// windows when it runs, which a loaded machine can delay past any pause between steps, so a test waits on the
-// switch itself before the steps a window must count.
-void wait_window(bool open) {
-  const std::string want = open ? "open" : "off";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (runtime::sampled_window_state() != want && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  REQUIRE(runtime::sampled_window_state() == want);
-}
+// Waits (up to 20 s) until a window of full detail is open (`open`) or wholly closed.
+void wait_window(bool open) { REQUIRE(testutil::wait_sampled_window(open ? "open" : "off")); }
 
 // `n` steps; before each step in `window_starts` a window is open (it falls due at the step before), before each
 // in `window_ends` none is (the window before has counted its steps).
